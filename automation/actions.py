@@ -1,0 +1,325 @@
+"""Immutable action types. Each validates itself on construction and fails with a specific error.
+
+An action carries points in one coordinate space; which one is known to whoever holds it
+(the profile's model space after parsing, screen space after `automation.coords` mapped it).
+`map_points` returns the same action with its points converted, so mapping never needs to know
+the action kinds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any, ClassVar, TypeVar
+
+from automation.errors import ActionError
+from automation.keys import MODIFIERS, normalize_key
+
+# Far beyond any real desktop; stops absurd values before they reach arithmetic or the OS.
+MAX_COORDINATE = 1_000_000
+MAX_TEXT_LENGTH = 10_000
+MAX_SCROLL_AMOUNT = 50
+MAX_WAIT_SECONDS = 60.0
+MAX_KEYS_IN_COMBINATION = 5
+
+
+def _require_int(value: object, what: str) -> int:
+    # bool is an int subclass; True as a coordinate is always a bug upstream.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ActionError(f"{what} must be an integer, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """A point in whichever coordinate space the holder works in."""
+
+    x: int
+    y: int
+
+    def __post_init__(self) -> None:
+        for name in ("x", "y"):
+            value = _require_int(getattr(self, name), f"coordinate {name}")
+            if abs(value) > MAX_COORDINATE:
+                raise ActionError(f"coordinate {name}={value} is out of bounds (|{name}| <= {MAX_COORDINATE})")
+
+    def __str__(self) -> str:
+        return f"({self.x}, {self.y})"
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+class MouseButton(StrEnum):
+    LEFT = "left"
+    RIGHT = "right"
+    MIDDLE = "middle"
+
+
+class ScrollDirection(StrEnum):
+    UP = "up"
+    DOWN = "down"
+    LEFT = "left"
+    RIGHT = "right"
+
+
+def _enum_value(enum: type[_E], value: object, what: str) -> _E:
+    try:
+        return enum(str(value).lower()) if isinstance(value, str) else enum(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in enum)
+        raise ActionError(f"unknown {what} {value!r} (expected one of: {allowed})") from None
+
+
+def _require_point(value: object, what: str) -> Point:
+    if not isinstance(value, Point):
+        raise ActionError(f"{what} must be a Point, got {value!r}")
+    return value
+
+
+def _require_text(value: object, what: str, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise ActionError(f"{what} must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise ActionError(f"{what} is empty")
+    if len(value) > MAX_TEXT_LENGTH:
+        raise ActionError(f"{what} is {len(value)} characters long (at most {MAX_TEXT_LENGTH})")
+    if "\x00" in value:
+        raise ActionError(f"{what} contains a NUL character")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """Base of all actions. `kind` is the stable name used in trajectories and prompts."""
+
+    kind: ClassVar[str] = "action"
+
+    def points(self) -> tuple[Point, ...]:
+        """The points this action touches, in order."""
+        return tuple(getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), Point))
+
+    def map_points(self, convert: Callable[[Point], Point]) -> Action:
+        """The same action with every point passed through `convert`."""
+        changes = {
+            f.name: convert(getattr(self, f.name)) for f in fields(self) if isinstance(getattr(self, f.name), Point)
+        }
+        return replace(self, **changes) if changes else self
+
+    def describe(self) -> str:
+        """The action in words, for the approval panel and the terminal."""
+        return self.kind
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form that `action_from_dict` reads back."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Point):
+                value = [value.x, value.y]
+            elif isinstance(value, StrEnum):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Click(Action):
+    """Press and release a mouse button `count` times at a point."""
+
+    kind: ClassVar[str] = "click"
+    at: Point
+    button: MouseButton = MouseButton.LEFT
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        _require_point(self.at, "click target")
+        object.__setattr__(self, "button", _enum_value(MouseButton, self.button, "mouse button"))
+        count = _require_int(self.count, "click count")
+        if not 1 <= count <= 3:
+            raise ActionError(f"click count must be 1, 2 or 3, got {count}")
+
+    def describe(self) -> str:
+        times = {1: "click", 2: "double-click", 3: "triple-click"}[self.count]
+        button = "" if self.button is MouseButton.LEFT else f"{self.button.value} "
+        return f"{button}{times} at {self.at}"
+
+
+@dataclass(frozen=True, slots=True)
+class Move(Action):
+    """Move the pointer without pressing anything (hover)."""
+
+    kind: ClassVar[str] = "move"
+    to: Point
+
+    def __post_init__(self) -> None:
+        _require_point(self.to, "move target")
+
+    def describe(self) -> str:
+        return f"move the pointer to {self.to}"
+
+
+@dataclass(frozen=True, slots=True)
+class Drag(Action):
+    """Press at `start`, move to `end`, release."""
+
+    kind: ClassVar[str] = "drag"
+    start: Point
+    end: Point
+    button: MouseButton = MouseButton.LEFT
+
+    def __post_init__(self) -> None:
+        _require_point(self.start, "drag start")
+        _require_point(self.end, "drag end")
+        object.__setattr__(self, "button", _enum_value(MouseButton, self.button, "mouse button"))
+
+    def describe(self) -> str:
+        return f"drag from {self.start} to {self.end}"
+
+
+@dataclass(frozen=True, slots=True)
+class Scroll(Action):
+    """Scroll `amount` wheel notches in a direction, optionally after moving to a point."""
+
+    kind: ClassVar[str] = "scroll"
+    direction: ScrollDirection
+    amount: int = 3
+    at: Point | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "direction", _enum_value(ScrollDirection, self.direction, "scroll direction"))
+        amount = _require_int(self.amount, "scroll amount")
+        if not 1 <= amount <= MAX_SCROLL_AMOUNT:
+            raise ActionError(f"scroll amount must be between 1 and {MAX_SCROLL_AMOUNT}, got {amount}")
+        if self.at is not None:
+            _require_point(self.at, "scroll position")
+
+    def describe(self) -> str:
+        where = f" at {self.at}" if self.at is not None else ""
+        return f"scroll {self.direction.value} {self.amount} notch{'es' if self.amount != 1 else ''}{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class TypeText(Action):
+    """Type text into whatever has the keyboard focus (no Enter is added)."""
+
+    kind: ClassVar[str] = "type"
+    text: str
+
+    def __post_init__(self) -> None:
+        _require_text(self.text, "text to type")
+
+    def describe(self) -> str:
+        shown = self.text if len(self.text) <= 60 else self.text[:57] + "..."
+        return f"type {shown!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyCombo(Action):
+    """Press keys together and release them in reverse order (ctrl+c, alt+tab, enter)."""
+
+    kind: ClassVar[str] = "key"
+    keys: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if isinstance(self.keys, str) or not isinstance(self.keys, tuple | list):
+            raise ActionError(f"keys must be a sequence of key names, got {self.keys!r}")
+        if not 1 <= len(self.keys) <= MAX_KEYS_IN_COMBINATION:
+            raise ActionError(f"a key combination has 1 to {MAX_KEYS_IN_COMBINATION} keys, got {len(self.keys)}")
+        normalized = tuple(normalize_key(key) for key in self.keys)
+        if len(set(normalized)) != len(normalized):
+            raise ActionError(f"key combination repeats a key: {'+'.join(normalized)}")
+        if all(key in MODIFIERS for key in normalized) and len(normalized) > 1:
+            raise ActionError(f"key combination has only modifiers: {'+'.join(normalized)}")
+        object.__setattr__(self, "keys", normalized)
+
+    def describe(self) -> str:
+        return f"press {'+'.join(self.keys)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Wait(Action):
+    """Do nothing for a while (a page is loading)."""
+
+    kind: ClassVar[str] = "wait"
+    seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        seconds = self.seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+            raise ActionError(f"wait seconds must be a finite number, got {seconds!r}")
+        if not 0 < seconds <= MAX_WAIT_SECONDS:
+            raise ActionError(f"wait must be between 0 and {MAX_WAIT_SECONDS:g} seconds, got {seconds}")
+        object.__setattr__(self, "seconds", float(seconds))
+
+    def describe(self) -> str:
+        return f"wait {self.seconds:g} s"
+
+
+@dataclass(frozen=True, slots=True)
+class Done(Action):
+    """The task is finished; `answer` is what the model reports back."""
+
+    kind: ClassVar[str] = "done"
+    answer: str = ""
+
+    def __post_init__(self) -> None:
+        _require_text(self.answer, "answer", allow_empty=True)
+
+    def describe(self) -> str:
+        return f"finish: {self.answer}" if self.answer else "finish"
+
+
+@dataclass(frozen=True, slots=True)
+class AskUser(Action):
+    """The model needs the user: a question, and the run pauses."""
+
+    kind: ClassVar[str] = "ask_user"
+    question: str
+
+    def __post_init__(self) -> None:
+        _require_text(self.question, "question")
+
+    def describe(self) -> str:
+        return f"ask: {self.question}"
+
+
+ACTION_TYPES: Mapping[str, type[Action]] = {
+    cls.kind: cls for cls in (Click, Move, Drag, Scroll, TypeText, KeyCombo, Wait, Done, AskUser)
+}
+
+# Actions that end the run rather than touch the desktop.
+TERMINAL_KINDS = frozenset({Done.kind, AskUser.kind})
+
+
+def action_from_dict(data: Mapping[str, Any]) -> Action:
+    """Rebuild an action from `Action.to_dict()` output; every field is validated again."""
+    if not isinstance(data, Mapping):
+        raise ActionError(f"an action must be an object, got {type(data).__name__}")
+    kind = data.get("kind")
+    cls = ACTION_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ActionError(f"unknown action kind {kind!r}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = set(data) - set(known) - {"kind"}
+    if unknown:
+        raise ActionError(f"unexpected fields for {kind}: {', '.join(sorted(unknown))}")
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        if name == "kind":
+            continue
+        if isinstance(value, list) and name != "keys":
+            if len(value) != 2:
+                raise ActionError(f"{kind}.{name} must be [x, y], got {value!r}")
+            value = Point(value[0], value[1])
+        elif name == "keys" and isinstance(value, list):
+            value = tuple(value)
+        values[name] = value
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise ActionError(f"malformed {kind} action: {exc}") from None

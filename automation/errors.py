@@ -1,0 +1,27 @@
+"""Errors of the automation layer, each specific enough to show a user as it is."""
+
+from __future__ import annotations
+
+
+class AutomationError(Exception):
+    """Base of every error raised by the automation layer."""
+
+
+class ActionError(AutomationError, ValueError):
+    """An action is malformed: it is rejected before anything touches the desktop."""
+
+
+class OffScreenError(AutomationError, ValueError):
+    """A point maps outside every monitor, so no input may be sent there."""
+
+
+class CaptureError(AutomationError):
+    """The screen could not be captured (no display, unknown monitor, grab failed)."""
+
+
+class ExecutionError(AutomationError):
+    """An action was valid but the desktop refused it part-way (input injection failed)."""
+
+
+class Cancelled(AutomationError):
+    """The user stopped the run; raised at the next point where stopping is safe."""

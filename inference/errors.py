@@ -1,0 +1,30 @@
+"""Errors of the inference layer, each specific enough to show a user as it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class InferenceError(Exception):
+    """Base of every error raised by the inference layer."""
+
+
+class ParseError(InferenceError, ValueError):
+    """The model's answer could not be turned into exactly one valid action.
+
+    `raw_text` is the model's full answer, kept so it can be logged and shown; nothing is executed.
+    """
+
+    def __init__(self, message: str, raw_text: str, timings: Any = None) -> None:
+        super().__init__(message)
+        self.raw_text = raw_text
+        # The backend's StepTimings once known, so a failed step is still recorded with its cost.
+        self.timings = timings
+
+
+class BackendError(InferenceError):
+    """The backend could not produce an answer (server error, timeout, out of memory...)."""
+
+
+class ModelLoadError(InferenceError):
+    """The checkpoint could not be found or loaded; the message says what to do."""

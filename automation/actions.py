@@ -205,17 +205,21 @@ class Scroll(Action):
 
 @dataclass(frozen=True, slots=True)
 class TypeText(Action):
-    """Type text into whatever has the keyboard focus (no Enter is added)."""
+    """Type text (no Enter is added); with `at`, click there first to focus the field."""
 
     kind: ClassVar[str] = "type"
     text: str
+    at: Point | None = None
 
     def __post_init__(self) -> None:
         _require_text(self.text, "text to type")
+        if self.at is not None:
+            _require_point(self.at, "typing position")
 
     def describe(self) -> str:
         shown = self.text if len(self.text) <= 60 else self.text[:57] + "..."
-        return f"type {shown!r}"
+        where = f" at {self.at}" if self.at is not None else ""
+        return f"type {shown!r}{where}"
 
 
 @dataclass(frozen=True, slots=True)

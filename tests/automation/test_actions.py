@@ -1,0 +1,132 @@
+"""Action types validate themselves on construction and round-trip through their dict form."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from automation.actions import (
+    ACTION_TYPES,
+    AskUser,
+    Click,
+    Done,
+    Drag,
+    KeyCombo,
+    MouseButton,
+    Move,
+    Point,
+    Scroll,
+    ScrollDirection,
+    TypeText,
+    Wait,
+    action_from_dict,
+)
+from automation.errors import ActionError
+
+VALID_ACTIONS = [
+    Click(Point(10, 20)),
+    Click(Point(-1920, 5), MouseButton.RIGHT, 1),
+    Click(Point(0, 0), "middle", 3),
+    Move(Point(7, 8)),
+    Drag(Point(1, 2), Point(300, 400)),
+    Scroll(ScrollDirection.DOWN, 5, Point(50, 60)),
+    Scroll("left"),
+    TypeText("Grüße — 東京"),
+    TypeText("hello", Point(3, 4)),
+    KeyCombo(("Control", "Shift", "T")),
+    KeyCombo(("enter",)),
+    Wait(2),
+    Done("42 unread"),
+    Done(),
+    AskUser("Which account?"),
+]
+
+
+@pytest.mark.parametrize("action", VALID_ACTIONS, ids=lambda a: a.describe())
+def test_dict_round_trip_gives_an_equal_action(action):
+    assert action_from_dict(action.to_dict()) == action
+
+
+def test_every_kind_is_registered_once():
+    assert set(ACTION_TYPES) == {"click", "move", "drag", "scroll", "type", "key", "wait", "done", "ask_user"}
+
+
+def test_key_names_are_normalized_on_construction():
+    assert KeyCombo(("Control", "Shift", "T")).keys == ("ctrl", "shift", "t")
+    assert KeyCombo(("cmd", "Return")).keys == ("super", "enter")
+
+
+def test_map_points_converts_every_point_and_keeps_the_rest():
+    drag = Drag(Point(1, 2), Point(3, 4), MouseButton.RIGHT)
+    doubled = drag.map_points(lambda p: Point(p.x * 2, p.y * 2))
+    assert doubled == Drag(Point(2, 4), Point(6, 8), MouseButton.RIGHT)
+    assert Scroll("up").map_points(lambda p: Point(0, 0)) == Scroll("up")
+    assert TypeText("x", Point(1, 1)).map_points(lambda p: Point(9, 9)).at == Point(9, 9)
+
+
+def test_points_lists_only_set_points():
+    assert Scroll("up").points() == ()
+    assert Drag(Point(1, 2), Point(3, 4)).points() == (Point(1, 2), Point(3, 4))
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Point(1.5, 2), "coordinate x must be an integer"),
+        (lambda: Point(1, True), "coordinate y must be an integer"),
+        (lambda: Point(1, "2"), "coordinate y must be an integer"),
+        (lambda: Point(10**7, 0), "out of bounds"),
+        (lambda: Click((1, 2)), "click target must be a Point"),
+        (lambda: Click(Point(1, 2), count=0), "click count must be 1, 2 or 3"),
+        (lambda: Click(Point(1, 2), count=4), "click count must be 1, 2 or 3"),
+        (lambda: Click(Point(1, 2), "back"), "unknown mouse button 'back'"),
+        (lambda: Scroll("sideways"), "unknown scroll direction"),
+        (lambda: Scroll("up", 0), "scroll amount must be between 1 and 50"),
+        (lambda: Scroll("up", 51), "scroll amount must be between 1 and 50"),
+        (lambda: Scroll("up", 2.0), "scroll amount must be an integer"),
+        (lambda: TypeText(""), "text to type is empty"),
+        (lambda: TypeText("   "), "text to type is empty"),
+        (lambda: TypeText("a\x00b"), "NUL"),
+        (lambda: TypeText("x" * 10_001), "at most 10000"),
+        (lambda: TypeText(5), "must be a string"),
+        (lambda: KeyCombo(("ctrl", "hyper")), "unknown key name 'hyper'"),
+        (lambda: KeyCombo(()), "1 to 5 keys"),
+        (lambda: KeyCombo("ctrl+c"), "sequence of key names"),
+        (lambda: KeyCombo(("ctrl", "control", "c")), "repeats a key"),
+        (lambda: KeyCombo(("ctrl", "shift")), "only modifiers"),
+        (lambda: Wait(0), "between 0 and 60"),
+        (lambda: Wait(61), "between 0 and 60"),
+        (lambda: Wait(math.nan), "finite number"),
+        (lambda: Wait(math.inf), "finite number"),
+        (lambda: AskUser(""), "question is empty"),
+    ],
+)
+def test_invalid_actions_fail_with_a_specific_error(make, message):
+    with pytest.raises(ActionError, match=message.replace("(", r"\(").replace("|", r"\|")):
+        make()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"kind": "teleport", "to": [1, 2]}, "unknown action kind 'teleport'"),
+        ({"to": [1, 2]}, "unknown action kind None"),
+        ({"kind": "click", "at": [1, 2], "force": 3}, "unexpected fields for click: force"),
+        ({"kind": "click", "at": [1, 2, 3]}, r"click.at must be \[x, y\]"),
+        ({"kind": "click"}, "malformed click action"),
+        ({"kind": "click", "at": [1.5, 2]}, "must be an integer"),
+        ("click", "must be an object"),
+    ],
+)
+def test_action_from_dict_rejects_malformed_records(data, message):
+    with pytest.raises(ActionError, match=message):
+        action_from_dict(data)
+
+
+def test_descriptions_say_what_will_happen():
+    assert Click(Point(1, 2), count=2).describe() == "double-click at (1, 2)"
+    assert Click(Point(1, 2), "right").describe() == "right click at (1, 2)"
+    assert Scroll("down", 1).describe() == "scroll down 1 notch"
+    assert KeyCombo(("ctrl", "c")).describe() == "press ctrl+c"
+    assert TypeText("a" * 100).describe().endswith("...'")

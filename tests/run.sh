@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything the tests need on a fresh Debian/Ubuntu machine, then runs them.
+# This is the README's test command, and .ci/run calls nothing else.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages: a virtual X server and the tools the desktop tests drive it with, the xcb
+# libraries Qt's platform plugin loads, and a tray host for the tray tests.
+debs=(xvfb xdotool xclip x11-xserver-utils x11-utils xauth
+      libxcb-icccm4 libxcb-keysyms1 libxcb-xinput0 libxcb-xinerama0 libxcb-cursor0 libxcb-image0
+      libxcb-render-util0 libxcb-shape0 libxcb-randr0 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1
+      libdbus-1-3 fonts-dejavu-core)
+missing=()
+for deb in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# A project-local virtual environment; the CPU build of torch first, so the test extra's torch
+# requirement is already met and pip does not pull several GB of CUDA packages.
+python=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q "torch==2.13.0"
+.venv/bin/python -m pip install -q -e ".[test]"
+
+.venv/bin/ruff check .
+# Nothing in the tests may reach a model hub.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+exec .venv/bin/python -m pytest "$@"

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from automation.proposal import UnusableProposal
+
 
 class InferenceError(Exception):
     """Base of every error raised by the inference layer."""
 
 
-class ParseError(InferenceError, ValueError):
+class ParseError(InferenceError, UnusableProposal):
     """The model's answer could not be turned into exactly one valid action.
 
     `raw_text` is the model's full answer, kept so it can be logged and shown; nothing is executed.
+    `timings` holds the backend's StepTimings once known, so a failed step is recorded with its cost.
     """
 
     def __init__(self, message: str, raw_text: str, timings: Any = None) -> None:
-        super().__init__(message)
-        self.raw_text = raw_text
-        # The backend's StepTimings once known, so a failed step is still recorded with its cost.
-        self.timings = timings
+        UnusableProposal.__init__(self, message, raw_text, timings)
 
 
 class BackendError(InferenceError):

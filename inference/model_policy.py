@@ -40,6 +40,7 @@ class ModelPolicy:
             note=step.note,
             thought=step.thought,
             timings=generation.timings,
+            space=self.profile.space,
         )
 
     def locate(self, frame: ScreenFrame, instruction: str) -> Proposal:
@@ -57,4 +58,5 @@ class ModelPolicy:
             image_width=image.mapping.image_width,
             image_height=image.mapping.image_height,
             timings=generation.timings,
+            space=self.profile.space,
         )

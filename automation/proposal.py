@@ -1,0 +1,89 @@
+"""The step as data between the engine and whatever proposes actions, and the Policy protocol.
+
+These types live in `automation` because the engine needs them and must not import `inference`;
+`inference.policy` re-exports them for the backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from automation.actions import Action
+from automation.coords import ModelSpace, NormalizedSpace
+from automation.errors import AutomationError
+from automation.screen import ScreenFrame
+
+
+@dataclass(frozen=True, slots=True)
+class StepTimings:
+    """Where a step's model time went. Seconds; token counts as the backend reports them."""
+
+    preprocess_s: float = 0.0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    total_s: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {
+            "preprocess_s": self.preprocess_s,
+            "prefill_s": self.prefill_s,
+            "decode_s": self.decode_s,
+            "total_s": self.total_s,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PastStep:
+    """One earlier step as the prompt shows it: what was done and why (model space)."""
+
+    action: Action
+    note: str = ""
+    thought: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """What the model proposes: an action in model space, with the text it came from.
+
+    `image_width`/`image_height` are the size of the image the action's coordinates refer to
+    (the last frame as the profile prepared it) and `space` the profile's convention, so the
+    engine can map the action to the screen without knowing the profile.
+    """
+
+    action: Action
+    raw_text: str
+    image_width: int
+    image_height: int
+    note: str = ""
+    thought: str = ""
+    timings: StepTimings = field(default_factory=StepTimings)
+    space: ModelSpace = field(default_factory=NormalizedSpace)
+
+
+class UnusableProposal(AutomationError, ValueError):
+    """The model answered, but not with exactly one valid action. Nothing is executed.
+
+    `raw_text` is the full answer (logged and shown); `timings` the backend's StepTimings if known.
+    """
+
+    def __init__(self, message: str, raw_text: str, timings: Any = None) -> None:
+        super().__init__(message)
+        self.raw_text = raw_text
+        self.timings = timings
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that proposes the next action: the model backends, scripted policies in tests.
+
+    `frames` are the most recent screenshots, oldest first; the last one is the current screen.
+    A malformed answer raises `UnusableProposal` (the inference layer's ParseError is one).
+    """
+
+    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal: ...

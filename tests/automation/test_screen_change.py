@@ -1,0 +1,64 @@
+"""Fingerprints tell changed screens from unchanged ones; settling waits for two equal grabs."""
+
+from __future__ import annotations
+
+import itertools
+
+from automation.actions import Click, Point
+from automation.loop_guard import LoopGuard
+from automation.screen_change import fingerprint, wait_for_settle
+from tests.automation.frames import solid_frame, with_box
+
+
+def test_identical_frames_look_alike_and_a_visible_change_does_not():
+    base = solid_frame(1366, 768)
+    assert fingerprint(base).looks_like(fingerprint(solid_frame(1366, 768)))
+    dialog = with_box(base, 400, 300, 120, (250, 250, 250))
+    assert not fingerprint(base).looks_like(fingerprint(dialog))
+
+
+def test_frames_of_different_regions_never_look_alike():
+    assert not fingerprint(solid_frame(320, 200)).looks_like(fingerprint(solid_frame(320, 200, left=320)))
+
+
+def test_settle_returns_once_two_grabs_agree():
+    frames = iter([solid_frame(colour=(1, 1, 1)), solid_frame(colour=(2, 2, 2)), solid_frame(colour=(3, 3, 3))])
+    last = solid_frame(colour=(3, 3, 3))
+    grabs = itertools.chain(frames, itertools.repeat(last))
+    sleeps: list[float] = []
+    frame, settled = wait_for_settle(lambda: next(grabs), timeout_s=5, poll_s=0.01, sleep=sleeps.append)
+    assert settled
+    assert frame.pixel_rgb(0, 0) == (3, 3, 3)
+    assert len(sleeps) == 3  # grabs 1->2 differ, 2->3 differ, 3->3 agree
+
+
+def test_settle_gives_up_after_the_timeout_on_a_changing_screen():
+    counter = itertools.count()
+    frame, settled = wait_for_settle(
+        lambda: solid_frame(colour=(next(counter) % 256, 0, 0)), timeout_s=0.05, poll_s=0.005
+    )
+    assert not settled
+    assert frame.pixel_rgb(0, 0)[0] > 0
+
+
+def test_loop_guard_fires_on_the_third_identical_action_on_an_unchanged_screen():
+    guard = LoopGuard(3)
+    screen = fingerprint(solid_frame())
+    click = Click(Point(10, 10))
+    assert not guard.observe(click, screen)
+    assert not guard.observe(click, screen)
+    assert guard.observe(click, screen)
+
+
+def test_loop_guard_resets_when_the_screen_or_the_action_changes():
+    guard = LoopGuard(3)
+    screen = fingerprint(solid_frame())
+    changed = fingerprint(with_box(solid_frame(), 10, 10, 50, (255, 255, 255)))
+    click = Click(Point(10, 10))
+    guard.observe(click, screen)
+    guard.observe(click, screen)
+    assert not guard.observe(click, changed)  # the screen changed: the click did something
+    assert not guard.observe(Click(Point(11, 10)), changed)
+    guard.observe(Click(Point(11, 10)), changed)
+    guard.reset()
+    assert not guard.observe(Click(Point(11, 10)), changed)

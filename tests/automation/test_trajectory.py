@@ -1,0 +1,146 @@
+"""Trajectories: durable appends, readable after a crash, corrections export, retention."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from PIL import Image
+
+from automation.trajectory import (
+    SESSION_FILE,
+    TrajectoryWriter,
+    export_corrections,
+    iter_session_folders,
+    prune_sessions,
+    read_session,
+)
+from tests.automation.frames import solid_frame
+
+
+def _step(index: int, **extra):
+    return {"type": "step", "index": index, "decision": "approve", **extra}
+
+
+def test_steps_are_on_disk_before_the_writer_is_closed(tmp_path):
+    writer = TrajectoryWriter.create(tmp_path, "Archive the newsletters")
+    shot = writer.save_screenshot("step-0001", solid_frame(64, 48, (10, 200, 30))).result()
+    writer.append(_step(1, screenshot=shot))
+    # Read while the writer is still open: appends are flushed as they happen.
+    session = read_session(writer.folder)
+    assert session.task == "Archive the newsletters"
+    assert [s["index"] for s in session.steps] == [1]
+    assert session.outcome == "unfinished"
+    with Image.open(writer.folder / shot) as image:
+        assert image.size == (64, 48)
+        assert image.getpixel((5, 5)) == (10, 200, 30)
+    writer.finish("done", "archived 3")
+    assert read_session(writer.folder).outcome == "done"
+
+
+def test_session_folder_names_sort_by_time_and_name_the_task(tmp_path):
+    writer = TrajectoryWriter.create(tmp_path, "Open Settings / Display!")
+    writer.close()
+    assert "open-settings-display" in writer.folder.name
+    assert list(iter_session_folders(tmp_path)) == [writer.folder]
+
+
+def test_a_cut_off_last_line_is_skipped_with_a_warning(tmp_path):
+    writer = TrajectoryWriter(tmp_path / "s", "task")
+    writer.append(_step(1))
+    writer.append(_step(2))
+    writer.close()
+    with open(tmp_path / "s" / SESSION_FILE, "a", encoding="utf-8") as handle:
+        handle.write('{"type": "step", "index": 3, "raw_te')  # the process died mid-write
+    session = read_session(tmp_path / "s")
+    assert [s["index"] for s in session.steps] == [1, 2]
+    assert len(session.warnings) == 1 and "cut-off last line" in session.warnings[0]
+
+
+def test_a_corrupt_middle_line_does_not_hide_the_lines_after_it(tmp_path):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    lines = [json.dumps({"type": "session", "task": "t"}), "{not json", json.dumps(_step(2)), ""]
+    (folder / SESSION_FILE).write_text("\n".join(lines), encoding="utf-8")
+    session = read_session(folder)
+    assert [s["index"] for s in session.steps] == [2]
+    assert "corrupt line" in session.warnings[0]
+
+
+def test_a_writer_killed_mid_session_leaves_every_finished_step(tmp_path):
+    # A real process appends steps and is killed with SIGKILL; everything it had appended is there.
+    script = textwrap.dedent(
+        f"""
+        import os, sys, time
+        sys.path.insert(0, {str(Path.cwd())!r})
+        from automation.trajectory import TrajectoryWriter
+        from pathlib import Path
+        writer = TrajectoryWriter(Path({str(tmp_path / "killed")!r}), "task")
+        for index in range(1, 6):
+            writer.append({{"type": "step", "index": index}})
+        print("written", flush=True)
+        time.sleep(60)
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "written"
+    finally:
+        process.kill()
+        process.wait()
+    session = read_session(tmp_path / "killed")
+    assert [s["index"] for s in session.steps] == [1, 2, 3, 4, 5]
+    assert session.outcome == "unfinished"
+    assert not session.warnings
+
+
+def test_corrections_export_only_moved_targets_in_image_pixels(tmp_path):
+    writer = TrajectoryWriter(tmp_path / "a-session", "Rename the file")
+    region = {"left": -1920, "top": 0, "width": 1920, "height": 1080}
+    writer.append(
+        _step(
+            1,
+            decision="edit",
+            region=region,
+            screenshot="screenshots/step-0001.png",
+            note="the Rename button",
+            action_screen={"kind": "click", "at": [-1000, 500]},
+            edited_screen={"kind": "click", "at": [-990, 510]},
+        )
+    )
+    # An edit that only changed the text is not a grounding correction.
+    writer.append(
+        _step(
+            2,
+            decision="edit",
+            region=region,
+            screenshot="screenshots/step-0002.png",
+            action_screen={"kind": "type", "text": "a", "at": [-5, 5]},
+            edited_screen={"kind": "type", "text": "b", "at": [-5, 5]},
+        )
+    )
+    writer.append(_step(3, region=region, action_screen={"kind": "click", "at": [1, 1]}))
+    writer.close()
+    out = tmp_path / "corrections.jsonl"
+    assert export_corrections(tmp_path, out) == 1
+    (record,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert record["point"] == [930, 510]
+    assert record["proposed"] == [-1000, 500]
+    assert record["instruction"] == "the Rename button"
+    assert record["image"].endswith("a-session/screenshots/step-0001.png")
+
+
+def test_retention_removes_the_oldest_sessions_first_and_keeps_the_newest(tmp_path):
+    for name in ("20260101-000000-a", "20260102-000000-b", "20260103-000000-c"):
+        writer = TrajectoryWriter(tmp_path / name, name)
+        (writer.folder / "screenshots" / "big.png").write_bytes(os.urandom(10_000))
+        writer.close()
+    removed = prune_sessions(tmp_path, max_bytes=25_000)
+    assert [p.name for p in removed] == ["20260101-000000-a"]
+    removed = prune_sessions(tmp_path, max_bytes=0)
+    assert [p.name for p in removed] == ["20260102-000000-b"]
+    assert [p.name for p in iter_session_folders(tmp_path)] == ["20260103-000000-c"]

@@ -25,3 +25,7 @@ class ExecutionError(AutomationError):
 
 class Cancelled(AutomationError):
     """The user stopped the run; raised at the next point where stopping is safe."""
+
+
+class ClipboardError(AutomationError):
+    """The clipboard could not be read or written (no clipboard tool installed, the tool failed)."""

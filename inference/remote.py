@@ -1,0 +1,820 @@
+"""The HTTP backend: runs a ChatRequest on an OpenAI-compatible server (vLLM serving Holotron-12B).
+
+Stdlib only (http.client + json). One new connection per request, so a dropped connection never
+poisons the next step. Choices, briefly:
+
+- Images go as PNG data URLs (lossless, so the model sees the same pixels the in-process backend
+  would; UI screenshots are also smaller as PNG than as JPEG q90). `image_format="jpeg"` trades that
+  for a smaller body on photo-heavy screens or slow links.
+- Structured output uses the OpenAI field `response_format: {"type": "json_schema", ...}`, which vLLM
+  has accepted since 0.6 and still accepts (its `guided_json` extra field was removed in 0.12). A 400
+  that names the field is remembered and the request is sent once more without it.
+- Answers are streamed (SSE with `stream_options.include_usage`) so the time to the first token
+  (network + queue + prefill) and the decode time can be told apart; with `stream=False` those two
+  stay 0 and only total_s and the token counts are filled.
+- Retries: 429, most 5xx and dropped connections, with exponential backoff or the server's
+  Retry-After, a bounded number of times. A refused connection, a timeout or a 4xx is not retried:
+  waiting would not change the answer and the user is waiting.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import email.utils
+import http.client
+import io
+import json
+import logging
+import socket
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, NoReturn, TypeVar
+from urllib.parse import urlsplit
+
+from PIL import Image
+
+from inference.errors import BackendError
+from inference.generation import Generation
+from inference.policy import StepTimings
+from inference.profiles.base import ChatRequest, Message
+from inference.secrets import find_api_key, where_keys_come_from
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+ImageFormat = Literal["png", "jpeg"]
+
+# Longest body excerpt kept in an error message: enough to recognise an HTML error page or a message.
+_EXCERPT_CHARS = 300
+# Guards against a misbehaving server sending an endless body; a 1,000-token answer is a few KB.
+_MAX_BODY_BYTES = 16 * 1024 * 1024
+_MAX_SSE_LINE_BYTES = 1024 * 1024
+# Words a server uses when it refuses the structured-output field (vLLM, xgrammar, other servers).
+_STRUCTURED_OUTPUT_MARKERS = ("response_format", "json_schema", "json schema", "structured", "guided", "grammar")
+_USER_AGENT = "holodesk-remote/0.1"
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+class RemoteBackendError(BackendError):
+    """A request to the OpenAI-compatible server failed; the message is meant to be shown as it is.
+
+    `status` is the HTTP status when there was one, `server_message` what the server said about it,
+    `body_excerpt` the start of the raw body (for logs and bug reports).
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, server_message: str = "", body_excerpt: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.server_message = server_message
+        self.body_excerpt = body_excerpt
+
+
+class ServerUnreachableError(RemoteBackendError):
+    """No connection could be made: refused, unknown host, network down, TLS failure, connect timeout."""
+
+
+class AuthenticationError(RemoteBackendError):
+    """HTTP 401/403: the API key is missing or wrong."""
+
+
+class ModelNotFoundError(RemoteBackendError):
+    """HTTP 404 on a chat request, or the chosen model is not in the server's list."""
+
+
+class AmbiguousModelError(RemoteBackendError):
+    """No model was chosen and the server serves several (or none)."""
+
+
+class RequestRejectedError(RemoteBackendError):
+    """Another 4xx: the server refused this request (too many tokens, a bad field...)."""
+
+
+class ServerError(RemoteBackendError):
+    """429 or 5xx (or dropped connections) that did not clear within the allowed attempts."""
+
+
+class ServerTimeoutError(RemoteBackendError):
+    """The server accepted the request but did not answer within the read timeout."""
+
+
+class MalformedResponseError(RemoteBackendError):
+    """The server answered, but not with the JSON (or event stream) an OpenAI-compatible server sends."""
+
+
+# --- configuration and results ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently to retry 429, 5xx and dropped connections.
+
+    Attempt n (1-based) that fails waits `backoff_base_s * 2**(n-1)`, at most `backoff_max_s`, unless
+    the server sent Retry-After, which is honoured. A Retry-After longer than `max_retry_after_s`
+    ends the retries at once: the user is waiting on this step.
+    """
+
+    max_attempts: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 8.0
+    max_retry_after_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
+        if self.backoff_base_s < 0 or self.backoff_max_s < 0 or self.max_retry_after_s < 0:
+            raise ValueError("backoff and Retry-After bounds must not be negative")
+
+    def backoff_s(self, failed_attempt: int) -> float:
+        return min(self.backoff_max_s, self.backoff_base_s * 2 ** (failed_attempt - 1))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerCheck:
+    """What `RemoteBackend.check_server` found, for a doctor command to print line by line.
+
+    `problem` is None when the server is reachable, the key is accepted and the model is served.
+    """
+
+    base_url: str
+    reachable: bool
+    authenticated: bool
+    models: tuple[str, ...] = ()
+    model: str | None = None
+    model_listed: bool = False
+    api_key_source: str | None = None
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+@dataclass(slots=True)
+class _Answer:
+    """One successful chat attempt, before it becomes a Generation."""
+
+    text: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    finish_reason: str | None = None
+
+
+class _Retryable(Exception):
+    """An attempt failed in a way that may clear up (429, 5xx, dropped connection); never leaves this module."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+        server_message: str = "",
+        body_excerpt: str = "",
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.retry_after_s = retry_after_s
+        self.server_message = server_message
+        self.body_excerpt = body_excerpt
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def normalize_base_url(base_url: str) -> str:
+    """The API root, without a trailing slash: "http://gpu:8000" and "gpu:8000/" become "http://gpu:8000/v1".
+
+    A URL that already has a path (".../v1", a proxy's "/openai/v1") is kept as it is.
+    """
+    url = base_url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"the server URL must start with http:// or https://, got {base_url!r}")
+    if not parts.hostname:
+        raise ValueError(f"cannot find a host name in the server URL {base_url!r}")
+    if parts.path in ("", "/"):
+        url += "/v1"
+    return url
+
+
+def image_data_url(image: Image.Image, image_format: ImageFormat = "png") -> str:
+    """`image` as a data URL. RGB only: servers convert to RGB anyway and alpha would only cost bytes."""
+    if image.mode != "RGB":
+        image = image.convert("RGB")
+    buffer = io.BytesIO()
+    if image_format == "png":
+        # Level 1: about the size of level 6 on screenshots (flat colours) at a fraction of the time.
+        image.save(buffer, format="PNG", compress_level=1)
+        mime = "image/png"
+    elif image_format == "jpeg":
+        image.save(buffer, format="JPEG", quality=90)
+        mime = "image/jpeg"
+    else:
+        raise ValueError(f"image_format must be 'png' or 'jpeg', got {image_format!r}")
+    return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
+
+
+def messages_with_images(messages: list[Message], image_urls: list[str]) -> list[Message]:
+    """A copy of `messages` whose `{"type": "image"}` placeholders become image_url parts, in order."""
+    urls = iter(image_urls)
+    converted: list[Message] = []
+    used = 0
+    for message in messages:
+        message = copy.deepcopy(message)
+        content = message.get("content")
+        if isinstance(content, list):
+            parts: list[dict[str, Any]] = []
+            for part in content:
+                if part.get("type") == "image":
+                    url = next(urls, None)
+                    if url is None:
+                        raise ValueError("more image placeholders than images")
+                    used += 1
+                    parts.append({"type": "image_url", "image_url": {"url": url}})
+                else:
+                    parts.append(part)
+            message["content"] = parts
+        converted.append(message)
+    if used != len(image_urls):
+        raise ValueError(f"{len(image_urls)} images but only {used} image placeholders")
+    return converted
+
+
+def _excerpt(body: bytes | str) -> str:
+    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    text = " ".join(text.split())
+    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "..."
+
+
+def _server_message(body: bytes) -> str:
+    """What the server said in an error body, whatever shape it used.
+
+    vLLM sends `{"error": {"message": ...}}` (flat `{"object": "error", "message": ...}` before
+    0.10), its --api-key check sends `{"error": "Unauthorized"}`, FastAPI sends `{"detail": ...}`.
+    """
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return _excerpt(body)
+    if isinstance(parsed, dict):
+        error = parsed.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return _excerpt(error["message"])
+        if isinstance(error, str):
+            return _excerpt(error)
+        if isinstance(parsed.get("message"), str):
+            return _excerpt(parsed["message"])
+        if "detail" in parsed:
+            detail = parsed["detail"]
+            return _excerpt(detail if isinstance(detail, str) else json.dumps(detail))
+    return _excerpt(body)
+
+
+def _retry_after_s(value: str | None) -> float | None:
+    """Retry-After as seconds: a number, or an HTTP date (seconds from now, never negative)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _is_retryable_status(status: int) -> bool:
+    # 501 and 505 say the server will never do this; retrying cannot help.
+    return status in (408, 429) or (500 <= status < 600 and status not in (501, 505))
+
+
+def _mentions_structured_output(message: str) -> bool:
+    lowered = message.lower()
+    return any(marker in lowered for marker in _STRUCTURED_OUTPUT_MARKERS)
+
+
+def _as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# --- the backend --------------------------------------------------------------------------------
+
+
+class RemoteBackend:
+    """TextGenerator over an OpenAI-compatible /chat/completions endpoint.
+
+    `api_key=None` looks the key up (HOLODESK_API_KEY, OPENAI_API_KEY, then the OS keyring; see
+    `inference.secrets`); pass `api_key=""` for a server without authentication and no lookup.
+    `model=None` uses the one model the server lists. `read_timeout_s` bounds each wait for data:
+    the whole answer without streaming, the gap between two events with it.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        temperature: float = 0.0,
+        stream: bool = True,
+        structured_output: bool = True,
+        image_format: ImageFormat = "png",
+        connect_timeout_s: float = 5.0,
+        read_timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if image_format not in ("png", "jpeg"):
+            raise ValueError(f"image_format must be 'png' or 'jpeg', got {image_format!r}")
+        if connect_timeout_s <= 0 or read_timeout_s <= 0:
+            raise ValueError("timeouts must be positive")
+        self.base_url = normalize_base_url(base_url)
+        parts = urlsplit(self.base_url)
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname or ""
+        self._port = parts.port
+        self._path_prefix = parts.path
+        if api_key is None:
+            lookup = find_api_key(self.base_url)
+            self._api_key = lookup.key or ""
+            self.api_key_source = lookup.source
+        else:
+            self._api_key = api_key.strip()
+            self.api_key_source = "given" if self._api_key else None
+        self._model = model.strip() if model and model.strip() else None
+        self.temperature = temperature
+        self.stream = stream
+        self.image_format: ImageFormat = image_format
+        self.connect_timeout_s = connect_timeout_s
+        self.read_timeout_s = read_timeout_s
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        # Turned off for the rest of the session once the server refuses the field.
+        self.structured_output = structured_output
+
+    def __repr__(self) -> str:
+        # Never the key itself.
+        return f"RemoteBackend(base_url={self.base_url!r}, model={self._model!r}, key={self.api_key_source!r})"
+
+    # -- public API --
+
+    @property
+    def model(self) -> str:
+        """The model name sent with each request, asking the server once when none was given."""
+        if self._model is None:
+            self._model = self._choose_model(self.list_models())
+        return self._model
+
+    def list_models(self) -> tuple[str, ...]:
+        """The model ids the server serves (GET /models), with retries."""
+        return self._with_retries(self._list_models_once, "listing models")
+
+    def generate(self, request: ChatRequest) -> Generation:
+        started = time.perf_counter()
+        image_urls = [image_data_url(image, self.image_format) for image in request.images]
+        preprocess_s = time.perf_counter() - started
+        messages = messages_with_images(request.messages, image_urls)
+        model = self.model
+
+        with_schema = self.structured_output and request.response_schema is not None
+        try:
+            answer = self._with_retries(
+                lambda: self._chat_once(self._payload(model, messages, request, with_schema)), "chat request"
+            )
+        except RequestRejectedError as exc:
+            if not (with_schema and _mentions_structured_output(exc.server_message)):
+                raise
+            self.structured_output = False
+            logger.warning(
+                "The server at %s refused the structured-output field (%s); "
+                "sending requests without a JSON schema from now on.",
+                self.base_url,
+                exc.server_message,
+            )
+            answer = self._with_retries(
+                lambda: self._chat_once(self._payload(model, messages, request, False)), "chat request"
+            )
+        if answer.finish_reason == "length":
+            logger.warning("The answer was cut at max_tokens=%d; it may not parse.", request.max_new_tokens)
+        timings = StepTimings(
+            preprocess_s=preprocess_s,
+            prefill_s=answer.prefill_s,
+            decode_s=answer.decode_s,
+            total_s=time.perf_counter() - started,
+            tokens_in=answer.tokens_in,
+            tokens_out=answer.tokens_out,
+        )
+        return Generation(text=answer.text, timings=timings)
+
+    def check_server(self) -> ServerCheck:
+        """One quick look (a single GET /models, no retries): reachable, key accepted, model served."""
+        common: dict[str, Any] = {"base_url": self.base_url, "api_key_source": self.api_key_source}
+        try:
+            models = self._list_models_once()
+        except ServerUnreachableError as exc:
+            return ServerCheck(reachable=False, authenticated=False, problem=str(exc), **common)
+        except RemoteBackendError as exc:  # the key refused, no /models there, a malformed list
+            return ServerCheck(reachable=True, authenticated=False, problem=str(exc), **common)
+        except _Retryable as failure:
+            problem = f"The server at {self.base_url} is not answering properly right now: {failure.reason}."
+            return ServerCheck(reachable=True, authenticated=False, problem=problem, **common)
+        if self._model is not None:
+            listed = self._model in models
+            problem = None if listed else self._not_listed_message(self._model, models)
+            return ServerCheck(
+                reachable=True,
+                authenticated=True,
+                models=models,
+                model=self._model,
+                model_listed=listed,
+                problem=problem,
+                **common,
+            )
+        try:
+            chosen = self._choose_model(models)
+        except AmbiguousModelError as exc:
+            return ServerCheck(reachable=True, authenticated=True, models=models, problem=str(exc), **common)
+        return ServerCheck(reachable=True, authenticated=True, models=models, model=chosen, model_listed=True, **common)
+
+    # -- requests --
+
+    def _payload(self, model: str, messages: list[Message], request: ChatRequest, with_schema: bool) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "max_tokens": request.max_new_tokens,
+            "temperature": self.temperature,
+        }
+        if request.chat_template_kwargs:
+            payload["chat_template_kwargs"] = dict(request.chat_template_kwargs)
+        if with_schema and request.response_schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "holodesk_answer", "schema": request.response_schema},
+            }
+        if self.stream:
+            payload["stream"] = True
+            payload["stream_options"] = {"include_usage": True}
+        return payload
+
+    def _list_models_once(self) -> tuple[str, ...]:
+        connection, response = self._send("GET", "/models", None)
+        try:
+            body = self._read_body(response)
+            if response.status != 200:
+                self._raise_for_status(response, body, path="/models")
+        finally:
+            connection.close()
+        parsed = self._parse_json(body, "the model list")
+        data = parsed.get("data") if isinstance(parsed, dict) else None
+        if not isinstance(data, list) or not all(isinstance(item, dict) and "id" in item for item in data):
+            raise MalformedResponseError(
+                f"The server at {self.base_url} answered GET /models without a list of models "
+                f"(body starts: {_excerpt(body)!r}).",
+                status=response.status,
+                body_excerpt=_excerpt(body),
+            )
+        return tuple(str(item["id"]) for item in data)
+
+    def _chat_once(self, payload: dict[str, Any]) -> _Answer:
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        sent_at = time.perf_counter()
+        connection, response = self._send("POST", "/chat/completions", body)
+        try:
+            content_type = (response.getheader("Content-Type") or "").lower()
+            if response.status == 200 and content_type.startswith("text/event-stream"):
+                return self._read_stream(response, sent_at)
+            raw = self._read_body(response)
+            if response.status != 200:
+                self._raise_for_status(response, raw, path="/chat/completions", model=payload["model"])
+            # A server that ignores `stream` answers with one JSON body; take it as it is.
+            return self._parse_completion(raw)
+        finally:
+            connection.close()
+
+    def _send(self, method: str, path: str, body: bytes | None) -> tuple[http.client.HTTPConnection, Any]:
+        """Connect (connect timeout), send, and wait for the status line (read timeout)."""
+        url = self.base_url + path
+        connection: http.client.HTTPConnection
+        if self._https:
+            connection = http.client.HTTPSConnection(
+                self._host, self._port, timeout=self.connect_timeout_s, context=ssl.create_default_context()
+            )
+        else:
+            connection = http.client.HTTPConnection(self._host, self._port, timeout=self.connect_timeout_s)
+        try:
+            connection.connect()
+        except ConnectionRefusedError as exc:
+            connection.close()
+            raise ServerUnreachableError(
+                f"Nothing is listening at {self.base_url} (connection refused). Is the server running "
+                f"(vllm serve ...) and is the port right?"
+            ) from exc
+        except socket.gaierror as exc:
+            connection.close()
+            raise ServerUnreachableError(
+                f"The host name {self._host!r} in {self.base_url} could not be resolved ({exc})."
+            ) from exc
+        except TimeoutError as exc:
+            connection.close()
+            raise ServerUnreachableError(
+                f"{self.base_url} did not accept a connection within {self.connect_timeout_s:g} s "
+                f"(a firewall, a wrong address, or the machine is down)."
+            ) from exc
+        except ssl.SSLError as exc:
+            connection.close()
+            raise ServerUnreachableError(f"The TLS handshake with {self.base_url} failed: {exc}.") from exc
+        except OSError as exc:
+            connection.close()
+            raise ServerUnreachableError(f"Could not connect to {self.base_url}: {exc}.") from exc
+        # The connect timeout is short; waiting for a model to answer takes much longer.
+        if connection.sock is not None:
+            connection.sock.settimeout(self.read_timeout_s)
+        headers = {"Accept": "application/json, text/event-stream", "User-Agent": _USER_AGENT}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        try:
+            connection.request(method, self._path_prefix + path, body=body, headers=headers)
+            response = connection.getresponse()
+        except TimeoutError as exc:
+            connection.close()
+            raise self._timeout_error(url) from exc
+        except (ConnectionError, http.client.IncompleteRead) as exc:
+            connection.close()
+            raise _Retryable(reason=f"the connection was dropped ({type(exc).__name__})") from exc
+        except http.client.HTTPException as exc:
+            connection.close()
+            raise MalformedResponseError(
+                f"The server at {self.base_url} did not answer with valid HTTP ({type(exc).__name__}: {exc})."
+            ) from exc
+        return connection, response
+
+    def _read_body(self, response: http.client.HTTPResponse) -> bytes:
+        try:
+            body = response.read(_MAX_BODY_BYTES + 1)
+        except TimeoutError as exc:
+            raise self._timeout_error(self.base_url) from exc
+        except (ConnectionError, http.client.IncompleteRead) as exc:
+            raise _Retryable(reason=f"the connection was dropped mid-answer ({type(exc).__name__})") from exc
+        if len(body) > _MAX_BODY_BYTES:
+            raise MalformedResponseError(f"The server at {self.base_url} sent a body over 16 MB; giving up.")
+        return body
+
+    def _timeout_error(self, url: str) -> ServerTimeoutError:
+        return ServerTimeoutError(
+            f"{url} accepted the request but sent nothing for {self.read_timeout_s:g} s "
+            f"(the server may be overloaded; raise the read timeout for long answers)."
+        )
+
+    # -- answers --
+
+    def _parse_json(self, body: bytes, what: str) -> Any:
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise MalformedResponseError(
+                f"The server at {self.base_url} sent {what} that is not JSON (body starts: {_excerpt(body)!r}).",
+                body_excerpt=_excerpt(body),
+            ) from None
+
+    def _malformed(self, what: str, body: bytes | str) -> MalformedResponseError:
+        return MalformedResponseError(
+            f"The server at {self.base_url} answered without {what}; is it an OpenAI-compatible "
+            f"server? (body starts: {_excerpt(body)!r})",
+            body_excerpt=_excerpt(body),
+        )
+
+    def _parse_completion(self, body: bytes) -> _Answer:
+        parsed = self._parse_json(body, "an answer")
+        if not isinstance(parsed, dict):
+            raise self._malformed("a JSON object", body)
+        choices = parsed.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._malformed("'choices'", body)
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise self._malformed("'choices[0].message'", body)
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise self._malformed("a text 'content'", body)
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        usage = parsed.get("usage") if isinstance(parsed.get("usage"), dict) else {}
+        return _Answer(
+            text=_with_reasoning(reasoning if isinstance(reasoning, str) else "", content or ""),
+            tokens_in=_as_int(usage.get("prompt_tokens")),
+            tokens_out=_as_int(usage.get("completion_tokens")),
+            finish_reason=choices[0].get("finish_reason"),
+        )
+
+    def _read_stream(self, response: http.client.HTTPResponse, sent_at: float) -> _Answer:
+        content: list[str] = []
+        reasoning: list[str] = []
+        first_token_at: float | None = None
+        last_token_at: float | None = None
+        usage: dict[str, Any] = {}
+        finish_reason: str | None = None
+        done = False
+        for data in self._sse_data(response):
+            if data.strip() == "[DONE]":
+                done = True
+                break
+            try:
+                event = json.loads(data)
+            except ValueError:
+                raise self._malformed("JSON in an event of its stream", data) from None
+            if not isinstance(event, dict):
+                raise self._malformed("a JSON object in an event of its stream", data)
+            if "error" in event or event.get("object") == "error":
+                self._raise_stream_error(event, data)
+            choices = event.get("choices")
+            if not isinstance(choices, list):
+                raise self._malformed("'choices' in an event of its stream", data)
+            for choice in choices:
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                if not isinstance(delta, dict):
+                    raise self._malformed("'delta' in an event of its stream", data)
+                piece = delta.get("content")
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                if isinstance(piece, str) and piece:
+                    content.append(piece)
+                if isinstance(thought, str) and thought:
+                    reasoning.append(thought)
+                if (isinstance(piece, str) and piece) or (isinstance(thought, str) and thought):
+                    last_token_at = time.perf_counter()
+                    if first_token_at is None:
+                        first_token_at = last_token_at
+                finish_reason = choice.get("finish_reason") or finish_reason
+            if isinstance(event.get("usage"), dict):
+                usage = event["usage"]
+        if not done:
+            # The stream ended without [DONE]: the server or a proxy cut it; the answer may be partial.
+            raise _Retryable(reason="the answer stream ended before [DONE]")
+        ended_at = time.perf_counter()
+        return _Answer(
+            text=_with_reasoning("".join(reasoning), "".join(content)),
+            tokens_in=_as_int(usage.get("prompt_tokens")),
+            tokens_out=_as_int(usage.get("completion_tokens")),
+            prefill_s=(first_token_at if first_token_at is not None else ended_at) - sent_at,
+            decode_s=(last_token_at - first_token_at) if first_token_at is not None and last_token_at else 0.0,
+            finish_reason=finish_reason,
+        )
+
+    def _sse_data(self, response: http.client.HTTPResponse) -> Iterator[str]:
+        """The `data` of each server-sent event (multi-line data joined by newlines)."""
+        data_lines: list[str] = []
+        while True:
+            try:
+                raw = response.readline(_MAX_SSE_LINE_BYTES)
+            except TimeoutError as exc:
+                raise self._timeout_error(self.base_url) from exc
+            except (ConnectionError, http.client.IncompleteRead) as exc:
+                raise _Retryable(reason=f"the connection was dropped mid-stream ({type(exc).__name__})") from exc
+            if not raw:
+                if data_lines:
+                    yield "\n".join(data_lines)
+                return
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if not line:
+                if data_lines:
+                    yield "\n".join(data_lines)
+                    data_lines = []
+                continue
+            if line.startswith(":"):
+                continue  # a comment (keep-alive)
+            name, _, value = line.partition(":")
+            if name == "data":
+                data_lines.append(value.removeprefix(" "))
+
+    def _raise_stream_error(self, event: dict[str, Any], data: str) -> NoReturn:
+        """An error sent inside a 200 stream (vLLM does this when generation fails after it started)."""
+        error = event.get("error") if isinstance(event.get("error"), dict) else event
+        message = str(error.get("message") or error.get("error") or data)
+        code = error.get("code")
+        status = code if isinstance(code, int) else None
+        if status is not None and _is_retryable_status(status):
+            raise _Retryable(reason=f"HTTP {status} inside the stream", status=status, server_message=_excerpt(message))
+        raise RequestRejectedError(
+            f"The server at {self.base_url} stopped the answer with an error: {_excerpt(message)}",
+            status=status,
+            server_message=_excerpt(message),
+            body_excerpt=_excerpt(data),
+        )
+
+    # -- status codes and retries --
+
+    def _raise_for_status(
+        self, response: http.client.HTTPResponse, body: bytes, *, path: str, model: str | None = None
+    ) -> NoReturn:
+        status = response.status
+        message = _server_message(body)
+        excerpt = _excerpt(body)
+        said = f"HTTP {status}: {message}" if message else f"HTTP {status}"
+        details: dict[str, Any] = {"status": status, "server_message": message, "body_excerpt": excerpt}
+        if status in (401, 403):
+            if self._api_key:
+                text = f"The server at {self.base_url} refused the API key from {self.api_key_source} ({said})."
+            else:
+                text = f"The server at {self.base_url} needs an API key and none was found ({said})."
+            raise AuthenticationError(f"{text} To set one, {where_keys_come_from(self.base_url)}.", **details)
+        if status == 404 and path == "/chat/completions":
+            raise ModelNotFoundError(
+                f"The server at {self.base_url} does not serve the model {model!r} ({said}). "
+                f"Check the model name (GET {self.base_url}/models lists them) and that the URL is the API root "
+                f"(it usually ends in /v1).",
+                **details,
+            )
+        if status == 404:
+            raise RequestRejectedError(
+                f"{self.base_url}{path} does not exist ({said}): is this an OpenAI-compatible server, "
+                f"and does the URL end in /v1?",
+                **details,
+            )
+        if _is_retryable_status(status):
+            raise _Retryable(
+                reason=said,
+                status=status,
+                retry_after_s=_retry_after_s(response.getheader("Retry-After")),
+                server_message=message,
+                body_excerpt=excerpt,
+            )
+        raise RequestRejectedError(f"The server at {self.base_url} refused the request ({said}).", **details)
+
+    def _with_retries(self, attempt: Callable[[], T], what: str) -> T:
+        policy = self.retry
+        for number in range(1, policy.max_attempts + 1):
+            try:
+                return attempt()
+            except _Retryable as failure:
+                if number >= policy.max_attempts:
+                    raise self._gave_up(failure, number) from None
+                if failure.retry_after_s is not None and failure.retry_after_s > policy.max_retry_after_s:
+                    raise ServerError(
+                        f"The server at {self.base_url} is busy ({failure.reason}) and asked to wait "
+                        f"{failure.retry_after_s:g} s; not waiting that long for one step. Try again later.",
+                        status=failure.status,
+                        server_message=failure.server_message,
+                        body_excerpt=failure.body_excerpt,
+                    ) from None
+                delay = failure.retry_after_s if failure.retry_after_s is not None else policy.backoff_s(number)
+                logger.warning(
+                    "%s to %s failed (%s); retrying in %.2f s (attempt %d of %d).",
+                    what,
+                    self.base_url,
+                    failure.reason,
+                    delay,
+                    number + 1,
+                    policy.max_attempts,
+                )
+                self._sleep(delay)
+        raise AssertionError("unreachable: the last attempt either returns or raises")
+
+    def _gave_up(self, failure: _Retryable, attempts: int) -> ServerError:
+        busy = " The server is busy (rate limited); try again later." if failure.status == 429 else ""
+        return ServerError(
+            f"The server at {self.base_url} kept failing ({failure.reason}); gave up after "
+            f"{attempts} attempt{'s' if attempts != 1 else ''}.{busy}",
+            status=failure.status,
+            server_message=failure.server_message,
+            body_excerpt=failure.body_excerpt,
+        )
+
+    # -- models --
+
+    def _choose_model(self, models: tuple[str, ...]) -> str:
+        if len(models) == 1:
+            return models[0]
+        if not models:
+            raise AmbiguousModelError(f"The server at {self.base_url} lists no models; is it still loading?")
+        raise AmbiguousModelError(
+            f"The server at {self.base_url} serves several models ({', '.join(models)}); choose one in the settings."
+        )
+
+    def _not_listed_message(self, model: str, models: tuple[str, ...]) -> str:
+        served = ", ".join(models) if models else "none"
+        return f"The server at {self.base_url} does not serve the model {model!r} (it serves: {served})."
+
+
+def _with_reasoning(reasoning: str, content: str) -> str:
+    """Keep reasoning a server split off (vLLM's --reasoning-parser) in the text, as the model wrote it."""
+    return f"<think>{reasoning}</think>{content}" if reasoning else content

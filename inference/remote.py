@@ -1,7 +1,8 @@
 """The HTTP backend: runs a ChatRequest on an OpenAI-compatible server (vLLM serving Holotron-12B).
 
 Stdlib only (http.client + json). One new connection per request, so a dropped connection never
-poisons the next step. Choices, briefly:
+poisons the next step; HTTP(S)_PROXY is not used (the server is expected on the LAN or a tunnel).
+Choices, briefly:
 
 - Images go as PNG data URLs (lossless, so the model sees the same pixels the in-process backend
   would; UI screenshots are also smaller as PNG than as JPEG q90). `image_format="jpeg"` trades that
@@ -142,11 +143,12 @@ class ServerCheck:
     """What `RemoteBackend.check_server` found, for a doctor command to print line by line.
 
     `problem` is None when the server is reachable, the key is accepted and the model is served.
+    `authenticated` is None when the check stopped before the key could be judged.
     """
 
     base_url: str
     reachable: bool
-    authenticated: bool
+    authenticated: bool | None
     models: tuple[str, ...] = ()
     model: str | None = None
     model_listed: bool = False
@@ -431,12 +433,14 @@ class RemoteBackend:
         try:
             models = self._list_models_once()
         except ServerUnreachableError as exc:
-            return ServerCheck(reachable=False, authenticated=False, problem=str(exc), **common)
-        except RemoteBackendError as exc:  # the key refused, no /models there, a malformed list
+            return ServerCheck(reachable=False, authenticated=None, problem=str(exc), **common)
+        except AuthenticationError as exc:
             return ServerCheck(reachable=True, authenticated=False, problem=str(exc), **common)
+        except RemoteBackendError as exc:  # no /models there, a malformed list
+            return ServerCheck(reachable=True, authenticated=None, problem=str(exc), **common)
         except _Retryable as failure:
             problem = f"The server at {self.base_url} is not answering properly right now: {failure.reason}."
-            return ServerCheck(reachable=True, authenticated=False, problem=problem, **common)
+            return ServerCheck(reachable=True, authenticated=None, problem=problem, **common)
         if self._model is not None:
             listed = self._model in models
             problem = None if listed else self._not_listed_message(self._model, models)

@@ -502,7 +502,7 @@ def test_check_server_all_good(server: FakeOpenAIServer) -> None:
 def test_check_server_bad_key(server: FakeOpenAIServer) -> None:
     server.api_key = "sk-test"
     check = make_backend(server, api_key="sk-nope").check_server()
-    assert check.reachable and not check.authenticated and not check.ok
+    assert check.reachable and check.authenticated is False and not check.ok
     assert check.problem is not None and "API key" in check.problem
 
 
@@ -514,8 +514,22 @@ def test_check_server_model_not_listed(server: FakeOpenAIServer) -> None:
 
 def test_check_server_unreachable() -> None:
     check = RemoteBackend(f"http://127.0.0.1:{closed_port()}", api_key="").check_server()
-    assert not check.reachable and not check.ok
+    assert not check.reachable and check.authenticated is None and not check.ok
     assert check.problem is not None and "refused" in check.problem
+
+
+def test_check_server_wrong_path(server: FakeOpenAIServer) -> None:
+    check = make_backend(server, base_url=server.root_url + "/api").check_server()
+    assert check.reachable and check.authenticated is None and not check.ok
+    assert check.problem is not None and "/api/models does not exist" in check.problem and "/v1" in check.problem
+
+
+def test_check_server_a_busy_server(server: FakeOpenAIServer) -> None:
+    server.models_reply = ErrorReply(503, "Service Unavailable", "ServiceUnavailableError")
+    check = make_backend(server).check_server()
+    assert check.reachable and not check.ok
+    assert check.problem is not None and "HTTP 503" in check.problem
+    assert len(server.requests) == 1  # a doctor check does not retry
 
 
 def test_check_server_chooses_the_only_model(server: FakeOpenAIServer) -> None:

@@ -1,0 +1,441 @@
+"""The step engine: capture -> propose -> map -> approve -> execute -> record, until the task ends.
+
+It talks to a policy, an approver and an executor through small protocols, so the tray app, the
+terminal and the tests each plug in their own. It never acts without an approver's decision, stops
+when told (within 100 ms outside model compute; a proposal in flight is abandoned, not waited for),
+and records every step as it happens.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol
+
+from automation.actions import TERMINAL_KINDS, Action, AskUser, Done
+from automation.cancel import CancelToken
+from automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
+from automation.errors import ActionError, Cancelled, OffScreenError
+from automation.loop_guard import LoopGuard
+from automation.proposal import PastStep, Policy, Proposal, UnusableProposal
+from automation.screen import ScreenFrame
+from automation.screen_change import fingerprint, wait_for_settle
+from automation.trajectory import TrajectoryWriter
+
+log = logging.getLogger(__name__)
+
+# How often a blocking wait looks at the stop flag; well inside the 100 ms promise.
+STOP_POLL_S = 0.02
+
+
+class Decision(StrEnum):
+    APPROVE = "approve"
+    EDIT = "edit"
+    SKIP = "skip"
+    STOP = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What an approver is asked about: the proposal and the action as it would land on screen."""
+
+    step: int
+    task: str
+    proposal: Proposal
+    action: Action  # screen space
+    frame: ScreenFrame
+    cancel: CancelToken
+    loop_warning: str = ""  # set when the same action keeps coming back on an unchanged screen
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecision:
+    """The approver's answer. `action` is the edited action (screen space) for EDIT."""
+
+    decision: Decision
+    action: Action | None = None
+
+    def __post_init__(self) -> None:
+        if (self.decision is Decision.EDIT) != (self.action is not None):
+            raise ValueError("an edit carries the edited action, and only an edit does")
+
+    @classmethod
+    def approve(cls) -> ApprovalDecision:
+        return cls(Decision.APPROVE)
+
+    @classmethod
+    def skip(cls) -> ApprovalDecision:
+        return cls(Decision.SKIP)
+
+    @classmethod
+    def stop(cls) -> ApprovalDecision:
+        return cls(Decision.STOP)
+
+    @classmethod
+    def edit(cls, action: Action) -> ApprovalDecision:
+        return cls(Decision.EDIT, action)
+
+
+class Approver(Protocol):
+    """Decides each step. Must return promptly once `request.cancel` is cancelled."""
+
+    def decide(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
+class ActionPerformer(Protocol):
+    """Performs a screen-space action (automation.executor.Executor is the real one)."""
+
+    def execute(self, action: Action, cancel: CancelToken) -> Any: ...
+
+
+class FrameSource(Protocol):
+    """Captures frames (automation.screen.ScreenCapture is the real one)."""
+
+    def grab(self, monitor: int | None) -> ScreenFrame: ...
+
+
+class EngineState(StrEnum):
+    CAPTURING = "capturing"
+    THINKING = "thinking"
+    WAITING_APPROVAL = "waiting_approval"
+    ACTING = "acting"
+    SETTLING = "settling"
+    FINISHED = "finished"
+
+
+class Outcome(StrEnum):
+    DONE = "done"  # the model says the task is finished
+    ASK_USER = "ask_user"  # the model needs the user
+    STEP_LIMIT = "step_limit"
+    STOPPED = "stopped"  # the user stopped the run
+    ERROR = "error"  # an unusable answer, a backend or execution failure
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    outcome: Outcome
+    detail: str
+    steps: int
+    folder: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineEvent:
+    """Told to the listener as the run moves on (the tray app turns these into Qt signals)."""
+
+    state: EngineState
+    step: int
+    detail: str = ""
+    result: RunResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    max_steps: int = 30
+    monitor: int | None = 1  # mss index; None for the whole desktop
+    settle_timeout_s: float = 3.0
+    settle_poll_s: float = 0.1
+    history_steps: int = 10  # previous actions shown to the model
+    keep_screenshots: int = 3  # frames passed to the policy (the profile may use fewer)
+    loop_repeats: int = 3
+    trajectory_root: Path | None = None  # None: do not record
+    session_meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        if self.keep_screenshots < 1:
+            raise ValueError(f"keep_screenshots must be at least 1, got {self.keep_screenshots}")
+
+
+class _RunEnded(Exception):
+    """Internal: unwinds the loop with the run's result."""
+
+    def __init__(self, outcome: Outcome, detail: str) -> None:
+        super().__init__(detail)
+        self.outcome = outcome
+        self.detail = detail
+
+
+class StepEngine:
+    """Runs one task at a time. `run` blocks (call it off the UI thread, or use `start`)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        approver: Approver,
+        performer: ActionPerformer,
+        frames: FrameSource,
+        settings: EngineSettings | None = None,
+        listener: Callable[[EngineEvent], None] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.approver = approver
+        self.performer = performer
+        self.frames = frames
+        self.settings = settings or EngineSettings()
+        self.listener = listener
+        self.cancel = CancelToken()
+        self._thread: threading.Thread | None = None
+
+    # -- control -------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the run to stop; honoured at the next check (every few ms while waiting)."""
+        self.cancel.cancel()
+
+    def start(self, task: str, on_finished: Callable[[RunResult], None] | None = None) -> threading.Thread:
+        """Run `task` on a background thread."""
+        if self._thread is not None and self._thread.is_alive():
+            raise RuntimeError("a task is already running")
+
+        def target() -> None:
+            result = self.run(task)
+            if on_finished is not None:
+                on_finished(result)
+
+        self._thread = threading.Thread(target=target, name="holodesk-engine", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self, task: str) -> RunResult:
+        if not task.strip():
+            raise ValueError("the task is empty")
+        self.cancel = CancelToken()
+        settings = self.settings
+        writer = (
+            TrajectoryWriter.create(settings.trajectory_root, task, {"settings": _settings_meta(settings)})
+            if settings.trajectory_root is not None
+            else None
+        )
+        step = 0
+        try:
+            step, outcome, detail = self._loop(task, writer)
+        except Exception as exc:  # an engine bug must still end the run cleanly and be recorded
+            log.exception("engine crashed")
+            outcome, detail = Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        result = RunResult(outcome, detail, step, writer.folder if writer else None)
+        if writer is not None:
+            writer.finish(outcome.value, detail, steps=step)
+        self._emit(EngineState.FINISHED, step, detail, result)
+        return result
+
+    def _loop(self, task: str, writer: TrajectoryWriter | None) -> tuple[int, Outcome, str]:
+        settings = self.settings
+        history: deque[PastStep] = deque(maxlen=settings.history_steps)
+        recent: deque[ScreenFrame] = deque(maxlen=settings.keep_screenshots)
+        guard = LoopGuard(settings.loop_repeats)
+        step = 0
+        try:
+            self._emit(EngineState.CAPTURING, 0)
+            frame = self.frames.grab(settings.monitor)
+            while step < settings.max_steps:
+                step += 1
+                self.cancel.raise_if_cancelled()
+                recent.append(frame)
+                record: dict[str, Any] = {"type": "step", "index": step, "task": task, **_frame_meta(frame)}
+                screenshot = writer.save_screenshot(f"step-{step:04d}", frame) if writer else None
+                try:
+                    past = self._one_step(task, step, frame, list(history), list(recent), guard, record)
+                finally:
+                    self._record(writer, record, screenshot)
+                if past is not None:
+                    history.append(past)
+                self._emit(EngineState.SETTLING, step)
+                frame, settled = wait_for_settle(
+                    lambda: self.frames.grab(settings.monitor),
+                    settings.settle_timeout_s,
+                    settings.settle_poll_s,
+                    sleep=self._sleep_or_stop,
+                )
+                self.cancel.raise_if_cancelled()
+                if not settled:
+                    log.info("screen still changing after %.1f s; going on", settings.settle_timeout_s)
+            return step, Outcome.STEP_LIMIT, f"stopped after {settings.max_steps} steps (the step limit)"
+        except _RunEnded as ended:
+            return step, ended.outcome, ended.detail
+        except Cancelled:
+            return step, Outcome.STOPPED, "stopped by the user"
+
+    def _one_step(
+        self,
+        task: str,
+        step: int,
+        frame: ScreenFrame,
+        history: Sequence[PastStep],
+        frames: Sequence[ScreenFrame],
+        guard: LoopGuard,
+        record: dict[str, Any],
+    ) -> PastStep | None:
+        """One step; fills `record` as it goes. Returns the step for the history, or None if skipped."""
+        self._emit(EngineState.THINKING, step)
+        try:
+            proposal = self._propose(task, history, frames)
+        except UnusableProposal as exc:
+            record.update(raw_text=exc.raw_text, error=f"unusable answer: {exc}", timings=_timings(exc.timings))
+            raise _RunEnded(Outcome.ERROR, f"the model's answer was unusable: {exc}") from exc
+        record.update(
+            raw_text=proposal.raw_text,
+            note=proposal.note,
+            thought=proposal.thought,
+            action_model=proposal.action.to_dict(),
+            image_size=[proposal.image_width, proposal.image_height],
+            timings=proposal.timings.to_dict(),
+        )
+        past = PastStep(proposal.action, proposal.note, proposal.thought)
+        if proposal.action.kind in TERMINAL_KINDS:
+            record["decision"] = "final"
+            action = proposal.action
+            if isinstance(action, Done):
+                raise _RunEnded(Outcome.DONE, action.answer or "task finished")
+            assert isinstance(action, AskUser)
+            raise _RunEnded(Outcome.ASK_USER, action.question)
+
+        mapping = FrameMapping(frame.region, proposal.image_width, proposal.image_height)
+        try:
+            screen_action = action_to_screen(proposal.action, proposal.space, mapping, frame.monitors)
+        except OffScreenError as exc:
+            record["error"] = f"target off screen: {exc}"
+            raise _RunEnded(Outcome.ERROR, f"the proposed target is off screen: {exc}") from exc
+        record["action_screen"] = screen_action.to_dict()
+        record["action_text"] = screen_action.describe()
+
+        looping = guard.observe(screen_action, fingerprint(frame))
+        warning = (
+            f"the same action was proposed {guard.repeats} times on a screen that did not change" if looping else ""
+        )
+        if looping:
+            record["loop_warning"] = warning
+
+        self._emit(EngineState.WAITING_APPROVAL, step, screen_action.describe())
+        request = ApprovalRequest(step, task, proposal, screen_action, frame, self.cancel, warning)
+        decision = self.approver.decide(request)
+        self.cancel.raise_if_cancelled()
+        record["decision"] = decision.decision.value
+        if looping:
+            guard.reset()  # the user has looked at it; count afresh
+
+        if decision.decision is Decision.STOP:
+            raise _RunEnded(Outcome.STOPPED, "stopped by the user at approval")
+        if decision.decision is Decision.SKIP:
+            return PastStep(proposal.action, (proposal.note + " (skipped by the user)").strip(), proposal.thought)
+        if decision.decision is Decision.EDIT:
+            assert decision.action is not None
+            try:
+                screen_action = self._validated_edit(decision.action, frame)
+            except (ActionError, OffScreenError) as exc:
+                record["error"] = f"invalid edit: {exc}"
+                raise _RunEnded(Outcome.ERROR, f"the edited action cannot run: {exc}") from exc
+            record["edited_screen"] = screen_action.to_dict()
+            try:
+                past = PastStep(
+                    action_to_model(screen_action, proposal.space, mapping), proposal.note, proposal.thought
+                )
+            except OffScreenError:
+                past = PastStep(proposal.action, proposal.note, proposal.thought)  # moved off the captured monitor
+
+        self._emit(EngineState.ACTING, step, screen_action.describe())
+        started = time.perf_counter()
+        try:
+            result = self.performer.execute(screen_action, self.cancel)
+        except Cancelled:
+            record["result"] = {"ok": False, "detail": "stopped part-way"}
+            raise
+        except Exception as exc:
+            record["result"] = {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}
+            raise _RunEnded(Outcome.ERROR, f"could not {screen_action.describe()}: {exc}") from exc
+        record["result"] = {
+            "ok": bool(getattr(result, "ok", True)),
+            "detail": str(getattr(result, "detail", "")),
+            "duration_s": round(time.perf_counter() - started, 4),
+        }
+        return past
+
+    def _sleep_or_stop(self, seconds: float) -> None:
+        if self.cancel.sleep(seconds):
+            self.cancel.raise_if_cancelled()
+
+    def _validated_edit(self, action: Action, frame: ScreenFrame) -> Action:
+        if not isinstance(action, Action) or action.kind in TERMINAL_KINDS:
+            raise ActionError(f"an edit must be a desktop action, got {action!r}")
+        for point in action.points():
+            monitor_at(point, frame.monitors)
+        return action
+
+    def _propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+        """Run the policy on a worker thread so a stop is honoured while the model computes."""
+        future: Future[Proposal] = Future()
+
+        def work() -> None:
+            try:
+                future.set_result(self.policy.propose(task, history, frames))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name="holodesk-propose", daemon=True).start()
+        while True:
+            self.cancel.raise_if_cancelled()
+            try:
+                return future.result(timeout=STOP_POLL_S)
+            except TimeoutError:
+                continue
+
+    def _record(self, writer: TrajectoryWriter | None, record: dict[str, Any], screenshot: Future[str] | None) -> None:
+        if writer is None:
+            return
+        if screenshot is not None:
+            try:
+                record["screenshot"] = screenshot.result()
+            except Exception as exc:
+                record["screenshot_error"] = f"{type(exc).__name__}: {exc}"
+        writer.append(record)
+
+    def _emit(self, state: EngineState, step: int, detail: str = "", result: RunResult | None = None) -> None:
+        if self.listener is None:
+            return
+        try:
+            self.listener(EngineEvent(state, step, detail, result))
+        except Exception:  # a broken listener must not break the run
+            log.exception("engine listener failed")
+
+
+def _frame_meta(frame: ScreenFrame) -> dict[str, Any]:
+    region = frame.region
+    return {
+        "region": {"left": region.left, "top": region.top, "width": region.width, "height": region.height},
+        "monitors": [
+            {
+                "index": m.index,
+                "left": m.rect.left,
+                "top": m.rect.top,
+                "width": m.rect.width,
+                "height": m.rect.height,
+                "scale": m.scale,
+                "name": m.name,
+            }
+            for m in frame.monitors
+        ],
+    }
+
+
+def _timings(timings: Any) -> dict[str, Any] | None:
+    return timings.to_dict() if hasattr(timings, "to_dict") else None
+
+
+def _settings_meta(settings: EngineSettings) -> dict[str, Any]:
+    return {
+        "max_steps": settings.max_steps,
+        "monitor": settings.monitor,
+        "history_steps": settings.history_steps,
+        "keep_screenshots": settings.keep_screenshots,
+        **settings.session_meta,
+    }

@@ -1,0 +1,256 @@
+"""The step engine with in-memory parts: decisions, stopping, loop guard, recording.
+
+The end-to-end runs against a real window under Xvfb live in tests/e2e; here every part is a
+small fake so each rule of the loop is checked on its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from automation.actions import Action, AskUser, Click, Done, Point, TypeText, Wait
+from automation.cancel import CancelToken
+from automation.coords import ImagePixelSpace, Monitor, Rect
+from automation.engine import (
+    ApprovalDecision,
+    ApprovalRequest,
+    EngineEvent,
+    EngineSettings,
+    EngineState,
+    Outcome,
+    StepEngine,
+)
+from automation.errors import ExecutionError
+from automation.proposal import PastStep, Proposal, UnusableProposal
+from automation.screen import ScreenFrame
+from automation.trajectory import read_session
+from tests.automation.frames import solid_frame, with_box
+
+LEFT = Monitor(1, Rect(-640, 0, 640, 480))
+RIGHT = Monitor(2, Rect(0, 0, 800, 600))
+
+
+class FakeScreen:
+    """Frames of the RIGHT monitor; each executed action can change what it shows."""
+
+    def __init__(self) -> None:
+        self.frame = solid_frame(800, 600, (30, 30, 30), monitors=(LEFT, RIGHT))
+        self.grabs = 0
+
+    def grab(self, monitor: int | None) -> ScreenFrame:
+        self.grabs += 1
+        return self.frame
+
+
+@dataclass
+class RecordingPerformer:
+    screen: FakeScreen | None = None
+    executed: list[Action] = field(default_factory=list)
+    change_screen: bool = True
+    delay_s: float = 0.0
+
+    def execute(self, action: Action, cancel: CancelToken) -> object:
+        if self.delay_s:
+            # A long action that checks the token between sub-steps, as the executor does.
+            deadline = time.monotonic() + self.delay_s
+            while time.monotonic() < deadline:
+                cancel.raise_if_cancelled()
+                time.sleep(0.005)
+        self.executed.append(action)
+        if self.screen is not None and self.change_screen:
+            n = len(self.executed)
+            self.screen.frame = with_box(self.screen.frame, (n * 37) % 700, (n * 53) % 500, 60, (200, n, 90))
+        return None
+
+
+class ListPolicy:
+    """Proposals from a list; each entry is an Action (image space 800x600), or an exception to raise."""
+
+    def __init__(self, answers: Sequence[object], delay_s: float = 0.0) -> None:
+        self.answers = list(answers)
+        self.calls: list[tuple[list[PastStep], int]] = []
+        self.delay_s = delay_s
+
+    def propose(self, task, history, frames) -> Proposal:
+        self.calls.append((list(history), len(frames)))
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return Proposal(answer, f"raw:{answer.kind}", 800, 600, note=f"note {len(self.calls)}", space=ImagePixelSpace())
+
+
+class ScriptedApprover:
+    def __init__(self, *decisions: ApprovalDecision) -> None:
+        self.decisions = list(decisions)
+        self.requests: list[ApprovalRequest] = []
+
+    def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.requests.append(request)
+        return self.decisions.pop(0) if self.decisions else ApprovalDecision.approve()
+
+
+def make_engine(policy, approver, performer=None, tmp_path=None, **settings):
+    screen = FakeScreen()
+    performer = performer or RecordingPerformer()
+    performer.screen = screen
+    events: list[EngineEvent] = []
+    engine = StepEngine(
+        policy,
+        approver,
+        performer,
+        screen,
+        EngineSettings(trajectory_root=tmp_path, settle_timeout_s=0.2, settle_poll_s=0.01, **settings),
+        listener=events.append,
+    )
+    return engine, performer, events
+
+
+def test_approved_steps_execute_in_screen_space_until_done(tmp_path):
+    policy = ListPolicy([Click(Point(100, 50)), TypeText("hi", Point(10, 10)), Done("all set")])
+    engine, performer, events = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path)
+    result = engine.run("say hi")
+    assert (result.outcome, result.detail, result.steps) == (Outcome.DONE, "all set", 3)
+    # The RIGHT monitor's frame starts at x=0, so image pixels map 1:1 here.
+    assert performer.executed == [Click(Point(100, 50)), TypeText("hi", Point(10, 10))]
+    # History grows with each step and holds model-space actions.
+    assert [len(h) for h, _ in policy.calls] == [0, 1, 2]
+    assert policy.calls[2][0][0].action == Click(Point(100, 50))
+    assert events[-1].state is EngineState.FINISHED and events[-1].result == result
+    session = read_session(result.folder)
+    assert session.outcome == "done"
+    assert [s["decision"] for s in session.steps] == ["approve", "approve", "final"]
+    assert session.steps[0]["action_screen"] == {"kind": "click", "at": [100, 50], "button": "left", "count": 1}
+    assert session.steps[0]["raw_text"] == "raw:click"
+    assert all((result.folder / s["screenshot"]).is_file() for s in session.steps)
+
+
+def test_skip_executes_nothing_and_tells_the_model(tmp_path):
+    policy = ListPolicy([Click(Point(1, 1)), Done()])
+    engine, performer, _ = make_engine(policy, ScriptedApprover(ApprovalDecision.skip()), tmp_path=tmp_path)
+    assert engine.run("t").outcome is Outcome.DONE
+    assert performer.executed == []
+    assert "skipped by the user" in policy.calls[1][0][0].note
+
+
+def test_edit_executes_the_edited_action_and_records_both(tmp_path):
+    edited = Click(Point(-300, 200))  # moved onto the LEFT monitor
+    policy = ListPolicy([Click(Point(100, 50)), Done()])
+    engine, performer, _ = make_engine(policy, ScriptedApprover(ApprovalDecision.edit(edited)), tmp_path=tmp_path)
+    result = engine.run("t")
+    assert performer.executed == [edited]
+    step = read_session(result.folder).steps[0]
+    assert step["decision"] == "edit"
+    assert step["action_screen"]["at"] == [100, 50] and step["edited_screen"]["at"] == [-300, 200]
+
+
+def test_an_edit_off_every_monitor_executes_nothing(tmp_path):
+    policy = ListPolicy([Click(Point(100, 50))])
+    approver = ScriptedApprover(ApprovalDecision.edit(Click(Point(5000, 5000))))
+    engine, performer, _ = make_engine(policy, approver, tmp_path=tmp_path)
+    result = engine.run("t")
+    assert result.outcome is Outcome.ERROR and "edited action cannot run" in result.detail
+    assert performer.executed == []
+
+
+def test_stop_at_approval_ends_the_run_without_acting(tmp_path):
+    engine, performer, _ = make_engine(ListPolicy([Click(Point(1, 1))]), ScriptedApprover(ApprovalDecision.stop()))
+    result = engine.run("t")
+    assert result.outcome is Outcome.STOPPED
+    assert performer.executed == []
+
+
+def test_an_unusable_answer_is_recorded_and_executes_nothing(tmp_path):
+    bad = UnusableProposal("unknown action 'teleport'", raw_text='{"action": "teleport"}')
+    engine, performer, _ = make_engine(ListPolicy([bad]), ScriptedApprover(), tmp_path=tmp_path)
+    result = engine.run("t")
+    assert result.outcome is Outcome.ERROR and "teleport" in result.detail
+    assert performer.executed == []
+    (step,) = read_session(result.folder).steps
+    assert step["raw_text"] == '{"action": "teleport"}'
+    assert "decision" not in step
+
+
+def test_a_target_outside_the_image_is_refused_before_approval(tmp_path):
+    approver = ScriptedApprover()
+    engine, performer, _ = make_engine(ListPolicy([Click(Point(900, 10))]), approver, tmp_path=tmp_path)
+    result = engine.run("t")
+    assert result.outcome is Outcome.ERROR and "off screen" in result.detail
+    assert approver.requests == [] and performer.executed == []
+
+
+def test_ask_user_and_step_limit_end_the_run(tmp_path):
+    engine, _, _ = make_engine(ListPolicy([AskUser("Which folder?")]), ScriptedApprover())
+    result = engine.run("t")
+    assert (result.outcome, result.detail) == (Outcome.ASK_USER, "Which folder?")
+    engine, performer, _ = make_engine(ListPolicy([Wait(0.01)] * 5), ScriptedApprover(), max_steps=2)
+    result = engine.run("t")
+    assert (result.outcome, result.steps, len(performer.executed)) == (Outcome.STEP_LIMIT, 2, 2)
+
+
+def test_the_same_action_on_an_unchanged_screen_warns_the_approver(tmp_path):
+    click = Click(Point(5, 5))
+    policy = ListPolicy([click, click, click, click, Done()])
+    approver = ScriptedApprover()
+    performer = RecordingPerformer(change_screen=False)
+    engine, _, _ = make_engine(policy, approver, performer, tmp_path=tmp_path)
+    result = engine.run("t")
+    warnings = [bool(r.loop_warning) for r in approver.requests]
+    assert warnings == [False, False, True, False]  # the streak restarts after the user decided
+    assert "loop_warning" in read_session(result.folder).steps[2]
+
+
+def test_stop_during_model_compute_returns_within_100_ms():
+    engine, performer, _ = make_engine(ListPolicy([Click(Point(1, 1))], delay_s=5), ScriptedApprover())
+    finished = threading.Event()
+    results = []
+    engine.start("t", lambda r: (results.append(r), finished.set()))
+    time.sleep(0.2)  # the policy is now "computing"
+    stopped_at = time.monotonic()
+    engine.stop()
+    assert finished.wait(2)
+    assert time.monotonic() - stopped_at < 0.1 + 0.05  # small slack for a loaded 2-core machine
+    assert results[0].outcome is Outcome.STOPPED and performer.executed == []
+
+
+def test_stop_during_a_long_action_stops_it_part_way(tmp_path):
+    performer = RecordingPerformer(delay_s=5)
+    engine, _, _ = make_engine(ListPolicy([Click(Point(1, 1))]), ScriptedApprover(), performer, tmp_path=tmp_path)
+    thread = engine.start("t")
+    time.sleep(0.3)
+    engine.stop()
+    thread.join(1)
+    assert not thread.is_alive()
+    assert performer.executed == []  # it raised Cancelled before completing
+    session = read_session(next(tmp_path.iterdir()))
+    assert session.outcome == "stopped"
+    assert session.steps[0]["result"] == {"ok": False, "detail": "stopped part-way"}
+
+
+def test_an_execution_failure_ends_the_run_with_the_reason(tmp_path):
+    class Failing(RecordingPerformer):
+        def execute(self, action, cancel):
+            raise ExecutionError("XTEST refused the event")
+
+    engine, _, _ = make_engine(ListPolicy([Click(Point(1, 1))]), ScriptedApprover(), Failing(), tmp_path=tmp_path)
+    result = engine.run("t")
+    assert result.outcome is Outcome.ERROR and "XTEST refused" in result.detail
+
+
+def test_the_policy_sees_at_most_keep_screenshots_frames():
+    policy = ListPolicy([Wait(0.01)] * 4 + [Done()])
+    engine, _, _ = make_engine(policy, ScriptedApprover(), keep_screenshots=2)
+    engine.run("t")
+    assert [n for _, n in policy.calls] == [1, 2, 2, 2, 2]
+
+
+def test_an_empty_task_is_refused():
+    engine, _, _ = make_engine(ListPolicy([]), ScriptedApprover())
+    with pytest.raises(ValueError, match="task is empty"):
+        engine.run("  ")

@@ -324,7 +324,7 @@ def _as_int(value: Any) -> int:
 class RemoteBackend:
     """TextGenerator over an OpenAI-compatible /chat/completions endpoint.
 
-    `api_key=None` looks the key up (HOLODESK_API_KEY, OPENAI_API_KEY, then the OS keyring; see
+    `api_key=None` looks the key up (HOLODESK_API_KEY, then the OS keyring; see
     `inference.secrets`); pass `api_key=""` for a server without authentication and no lookup.
     `model=None` uses the one model the server lists. `read_timeout_s` bounds each wait for data:
     the whole answer without streaming, the gap between two events with it.

@@ -1,7 +1,7 @@
 """Where the remote backend's API key lives: the environment or the OS keyring, never a settings file.
 
-Lookup order: HOLODESK_API_KEY, then OPENAI_API_KEY (what other OpenAI-compatible tools already
-set), then the OS keyring under service "holodesk" with the server's host name as the user name.
+Lookup order: HOLODESK_API_KEY, then the OS keyring under service "holodesk" with the server's
+host name as the user name.
 A keyring that cannot be read (no backend on a headless box, a locked collection, no D-Bus) is
 reported as a problem, not raised: a server without authentication still works.
 """
@@ -21,7 +21,9 @@ from inference.errors import InferenceError
 logger = logging.getLogger(__name__)
 
 KEYRING_SERVICE = "holodesk"
-API_KEY_ENV_VARS = ("HOLODESK_API_KEY", "OPENAI_API_KEY")
+# Only our own variable: falling back to OPENAI_API_KEY would send a user's OpenAI key to whoever runs
+# the shared server.
+API_KEY_ENV_VARS = ("HOLODESK_API_KEY",)
 
 
 class KeyringError(InferenceError):

@@ -83,27 +83,30 @@ def broken_keyring() -> Iterator[BrokenKeyring]:
     keyring.set_keyring(previous)
 
 
-def test_holodesk_variable_wins_over_openai_and_keyring(
+def test_holodesk_variable_wins_over_the_keyring(
     monkeypatch: pytest.MonkeyPatch, memory_keyring: MemoryKeyring
 ) -> None:
     store_api_key(BASE_URL, "sk-keyring")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
     monkeypatch.setenv("HOLODESK_API_KEY", "sk-holodesk")
     assert find_api_key(BASE_URL).key == "sk-holodesk"
     assert find_api_key(BASE_URL).source == "HOLODESK_API_KEY"
 
     monkeypatch.delenv("HOLODESK_API_KEY")
-    assert (find_api_key(BASE_URL).key, find_api_key(BASE_URL).source) == ("sk-openai", "OPENAI_API_KEY")
-
-    monkeypatch.delenv("OPENAI_API_KEY")
     lookup = find_api_key(BASE_URL)
     assert (lookup.key, lookup.source) == ("sk-keyring", "keyring (holodesk/gpu-box.lan)")
 
 
+def test_an_openai_key_is_never_sent_to_the_shared_server(
+    monkeypatch: pytest.MonkeyPatch, memory_keyring: MemoryKeyring
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    assert resolve_api_key(BASE_URL) is None
+
+
 def test_a_blank_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch, memory_keyring: MemoryKeyring) -> None:
+    store_api_key(BASE_URL, "sk-keyring")
     monkeypatch.setenv("HOLODESK_API_KEY", "   ")
-    monkeypatch.setenv("OPENAI_API_KEY", " sk-openai\n")
-    assert resolve_api_key(BASE_URL) == "sk-openai"
+    assert resolve_api_key(BASE_URL) == "sk-keyring"
 
 
 def test_store_resolve_delete(memory_keyring: MemoryKeyring) -> None:

@@ -43,7 +43,10 @@ class TerminalApprover:
         if request.loop_warning:
             self._say(f"  WARNING: {request.loop_warning}. Approve only if you are sure.")
         while True:
-            answer = self._ask(PROMPT)
+            try:
+                answer = self._ask(PROMPT)
+            except KeyboardInterrupt:  # Ctrl+C at the prompt means stop, not a traceback
+                return ApprovalDecision.stop()
             if answer is None or answer in ("q", "quit", "stop"):
                 return ApprovalDecision.stop()
             if answer in ("a", "approve", "y", "yes"):

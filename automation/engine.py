@@ -263,7 +263,7 @@ class StepEngine:
             return step, Outcome.STEP_LIMIT, f"stopped after {settings.max_steps} steps (the step limit)"
         except _RunEnded as ended:
             return step, ended.outcome, ended.detail
-        except Cancelled:
+        except (Cancelled, KeyboardInterrupt):  # Ctrl+C in the terminal is a stop too
             return step, Outcome.STOPPED, "stopped by the user"
 
     def _one_step(
@@ -347,7 +347,7 @@ class StepEngine:
         started = time.perf_counter()
         try:
             result = self.performer.execute(screen_action, self.cancel)
-        except Cancelled:
+        except (Cancelled, KeyboardInterrupt):
             record["result"] = {"ok": False, "detail": "stopped part-way"}
             raise
         except Exception as exc:

@@ -87,6 +87,15 @@ class ScreenFrame:
         return int(r), int(g), int(b)
 
 
+def frame_from_image(image: Any, left: int = 0, top: int = 0) -> ScreenFrame:
+    """A frame from a PIL image (a saved screenshot), placed at (left, top) on a one-monitor desktop."""
+    rgba = np.asarray(image.convert("RGBA"))
+    pixels = np.ascontiguousarray(rgba[:, :, [2, 1, 0, 3]])  # RGBA -> BGRA, as mss delivers
+    rect = Rect(left, top, image.width, image.height)
+    monitor = Monitor(1, rect)
+    return ScreenFrame(pixels, rect, monitor, (monitor,), captured_at=time.monotonic())
+
+
 def _x11_scale() -> float | None:
     """Xft.dpi / 96 where an X resource database sets it; X11 has no per-monitor scale."""
     try:

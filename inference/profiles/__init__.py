@@ -1,0 +1,57 @@
+"""Model profiles by name: `get_profile("holotron")` and the names there are.
+
+A profile is a model family's prompt, parser, coordinate convention and image budget (see
+`inference.profiles.base`). `holotron` is the default; `holo1.5` and `holo1` speak the formats of
+H Company's earlier Qwen2.5-VL based models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from inference.errors import InferenceError
+from inference.profiles.base import Profile
+
+DEFAULT_PROFILE = "holotron"
+PROFILE_NAMES: tuple[str, ...] = ("holotron", "holo1.5", "holo1")
+# Spellings people type for the same profiles.
+_ALIASES = {"holo15": "holo1.5", "holo1_5": "holo1.5", "holo-1.5": "holo1.5", "holo-1": "holo1"}
+
+
+class UnknownProfileError(InferenceError, ValueError):
+    """No profile has that name; the message lists the ones there are."""
+
+
+def _factory(name: str) -> Callable[..., Profile]:
+    # Imported on demand: each profile module is small, but there is no need to load all three.
+    if name == "holotron":
+        from inference.profiles.holotron import HolotronProfile
+
+        return HolotronProfile
+    if name == "holo1.5":
+        from inference.profiles.holo15 import Holo15Profile
+
+        return Holo15Profile
+    from inference.profiles.holo1 import Holo1Profile
+
+    return Holo1Profile
+
+
+def canonical_profile_name(name: str) -> str:
+    """The registered name for `name` (case and common spellings forgiven), or UnknownProfileError."""
+    if not isinstance(name, str):
+        raise UnknownProfileError(f"a profile name must be text, got {name!r}")
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in PROFILE_NAMES:
+        raise UnknownProfileError(f"unknown model profile {name!r}; known profiles: {', '.join(PROFILE_NAMES)}")
+    return key
+
+
+def get_profile(name: str = DEFAULT_PROFILE, **options: Any) -> Profile:
+    """A new profile by name; `options` go to its constructor (budget=, prompts_dir=, ...)."""
+    return _factory(canonical_profile_name(name))(**options)
+
+
+__all__ = ["DEFAULT_PROFILE", "PROFILE_NAMES", "UnknownProfileError", "canonical_profile_name", "get_profile"]

@@ -1,0 +1,231 @@
+"""The `holo1` profile: call-style actions, `Click(x, y)`, in pixels of the smart-resized image.
+
+Localization answers `Click(x, y)` as Holo1 was trained to. Navigation answers `Note:` /
+`Thought:` / `Action:` lines with one call from the vocabulary below (documented in
+assets/prompts/holo1_navigation.txt). Pixel coordinates are checked against MAX_PIXEL_SIDE here
+and against the actual image by `FrameMapping.model_to_image`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from automation.actions import (
+    Action,
+    AskUser,
+    Click,
+    Done,
+    Drag,
+    KeyCombo,
+    MouseButton,
+    Move,
+    Point,
+    Scroll,
+    TypeText,
+    Wait,
+)
+from automation.coords import ImagePixelSpace
+from automation.screen import ScreenFrame
+from inference.policy import PastStep
+from inference.profiles.base import ChatRequest, ImageBudget, ParsedStep, PreparedImage, Profile
+from inference.profiles.call_steps import find_single_call, read_call_step
+from inference.profiles.chat import (
+    format_call,
+    localization_messages,
+    navigation_messages,
+    recent_images,
+    render_history,
+)
+from inference.profiles.extract import Call, MalformedAnswer, split_reasoning
+from inference.profiles.guard import run_parser
+from inference.profiles.images import MAX_PIXEL_SIDE, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, prepare_qwen_image
+from inference.profiles.prompts import load_prompt
+from inference.profiles.tools import (
+    BUTTON,
+    CLICKS,
+    DIRECTION,
+    OPTIONAL_X,
+    OPTIONAL_Y,
+    SCROLL_AMOUNT,
+    SECONDS,
+    Args,
+    CoordinateRange,
+    Kind,
+    Param,
+    Tool,
+    ToolSet,
+    X,
+    Y,
+    optional_point,
+    point,
+)
+
+NAVIGATION_PROMPT = "holo1_navigation"
+LOCALIZATION_PROMPT = "holo1_localization"
+NAVIGATION_TOKENS = 384
+LOCALIZATION_TOKENS = 32
+IMAGE_PLACEHOLDERS = ("image_width", "image_height")
+
+
+def _scroll(args: Args) -> Action:
+    extra = {"amount": args["amount"]} if "amount" in args else {}
+    return Scroll(args["direction"], at=optional_point(args, "Scroll"), **extra)
+
+
+HOLO1_TOOLS = ToolSet(
+    [
+        Tool(
+            "Click",
+            (X, Y, BUTTON, CLICKS),
+            lambda args: Click(point(args), button=args.get("button", MouseButton.LEFT), count=args.get("clicks", 1)),
+        ),
+        Tool("DoubleClick", (X, Y), lambda args: Click(point(args), count=2)),
+        Tool("RightClick", (X, Y), lambda args: Click(point(args), button=MouseButton.RIGHT)),
+        Tool("Move", (X, Y), lambda args: Move(point(args)), aliases=("Hover", "MoveTo")),
+        Tool(
+            "Drag",
+            (Param("x1", Kind.X), Param("y1", Kind.Y), Param("x2", Kind.X), Param("y2", Kind.Y), BUTTON),
+            lambda args: Drag(
+                Point(args["x1"], args["y1"]),
+                Point(args["x2"], args["y2"]),
+                button=args.get("button", MouseButton.LEFT),
+            ),
+        ),
+        Tool(
+            "Write",
+            (Param("text", Kind.TEXT, aliases=("content",)), OPTIONAL_X, OPTIONAL_Y),
+            lambda args: TypeText(args["text"], at=optional_point(args, "Write")),
+            aliases=("Type",),
+        ),
+        Tool("Scroll", (DIRECTION, SCROLL_AMOUNT, OPTIONAL_X, OPTIONAL_Y), _scroll),
+        Tool(
+            "Press",
+            (Param("keys", Kind.KEYS, aliases=("key",)),),
+            lambda args: KeyCombo(args["keys"]),
+            aliases=("Hotkey", "Key"),
+        ),
+        Tool("Wait", (SECONDS,), lambda args: Wait(args["seconds"]) if "seconds" in args else Wait()),
+        Tool(
+            "Answer",
+            (Param("text", Kind.TEXT, required=False, aliases=("content", "answer")),),
+            lambda args: Done(args.get("text", "")),
+        ),
+        Tool("AskUser", (Param("question", Kind.TEXT),), lambda args: AskUser(args["question"])),
+    ],
+    CoordinateRange(MAX_PIXEL_SIDE - 1),
+)
+
+
+def holo1_call(action: Action) -> Call:
+    """An action in the Holo1 call vocabulary (for the history of earlier steps)."""
+    match action:
+        case Click(at=at, button=MouseButton.LEFT, count=1):
+            return Call("Click", (at.x, at.y))
+        case Click(at=at, button=MouseButton.LEFT, count=2):
+            return Call("DoubleClick", (at.x, at.y))
+        case Click(at=at, button=MouseButton.RIGHT, count=1):
+            return Call("RightClick", (at.x, at.y))
+        case Click(at=at, button=button, count=count):
+            return Call("Click", (at.x, at.y), {"button": button.value, "clicks": count})
+        case Move(to=to):
+            return Call("Move", (to.x, to.y))
+        case Drag(start=start, end=end, button=button):
+            extra: dict[str, Any] = {} if button is MouseButton.LEFT else {"button": button.value}
+            return Call("Drag", (start.x, start.y, end.x, end.y), extra)
+        case Scroll(direction=direction, amount=amount, at=at):
+            where = (at.x, at.y) if at is not None else ()
+            return Call("Scroll", (direction.value, amount, *where))
+        case TypeText(text=text, at=at):
+            where = (at.x, at.y) if at is not None else ()
+            return Call("Write", (text, *where))
+        case KeyCombo(keys=keys):
+            return Call("Press", ("+".join(keys),))
+        case Wait(seconds=seconds):
+            return Call("Wait", (seconds,))
+        case Done(answer=answer):
+            return Call("Answer", (answer,))
+        case AskUser(question=question):
+            return Call("AskUser", (question,))
+    raise ValueError(f"no Holo1 action for {action!r}")
+
+
+def describe_step(step: PastStep) -> str:
+    try:
+        return format_call(holo1_call(step.action))
+    except ValueError:
+        return step.action.describe()
+
+
+def read_click_point(text: str) -> Point:
+    """The point of the one `Click(x, y)` in a grounding answer."""
+    if not isinstance(text, str) or not text.strip():
+        raise MalformedAnswer("the answer is empty")
+    found = find_single_call(split_reasoning(text).answer, HOLO1_TOOLS)
+    if found.call.name != "Click":
+        raise MalformedAnswer(f"a localization answer is Click(x, y), not {found.call.name}(...)")
+    action = HOLO1_TOOLS.interpret(found.call).action
+    if not isinstance(action, Click) or action.button is not MouseButton.LEFT or action.count != 1:
+        raise MalformedAnswer("a localization answer is Click(x, y) with nothing else")
+    return action.at
+
+
+class Holo1Profile(Profile):
+    """Holo1 (Qwen2.5-VL based): ImagePixelSpace of the smart-resized image."""
+
+    name = "holo1"
+    space = ImagePixelSpace()
+
+    def __init__(
+        self,
+        budget: ImageBudget | None = None,
+        *,
+        min_pixels: int = QWEN_MIN_PIXELS,
+        max_pixels: int = QWEN_MAX_PIXELS,
+        prompts_dir: Path | None = None,
+    ) -> None:
+        self.budget = budget or ImageBudget()
+        # Keep max_pixels at or below the processor's own, so its resize leaves our image as it is.
+        self.min_pixels = min_pixels
+        self.max_pixels = max_pixels
+        self._navigation_prompt = load_prompt(NAVIGATION_PROMPT, IMAGE_PLACEHOLDERS, prompts_dir)
+        self._localization_prompt = load_prompt(LOCALIZATION_PROMPT, ("target", *IMAGE_PLACEHOLDERS), prompts_dir)
+
+    def prepare_image(self, frame: ScreenFrame) -> PreparedImage:
+        return prepare_qwen_image(frame, self.budget.max_long_side, self.min_pixels, self.max_pixels)
+
+    def navigation_request(
+        self, task: str, history: Sequence[PastStep], images: Sequence[PreparedImage]
+    ) -> ChatRequest:
+        if not task.strip():
+            raise ValueError("the task is empty")
+        shown = recent_images(images, self.budget)
+        width, height = shown[-1].mapping.image_width, shown[-1].mapping.image_height
+        messages = navigation_messages(
+            system=self._navigation_prompt.render(image_width=width, image_height=height),
+            task=task,
+            history_text=render_history(history, describe_step),
+            image_count=len(shown),
+            closing=(
+                f"The current screenshot is {width}x{height} pixels. Answer with the Note, Thought and Action lines."
+            ),
+        )
+        return ChatRequest(
+            messages=messages, images=[prepared.image for prepared in shown], max_new_tokens=NAVIGATION_TOKENS
+        )
+
+    def localization_request(self, instruction: str, image: PreparedImage) -> ChatRequest:
+        if not instruction.strip():
+            raise ValueError("the element description is empty")
+        width, height = image.mapping.image_width, image.mapping.image_height
+        prompt = self._localization_prompt.render(target=instruction.strip(), image_width=width, image_height=height)
+        return ChatRequest(
+            messages=localization_messages(prompt), images=[image.image], max_new_tokens=LOCALIZATION_TOKENS
+        )
+
+    def parse_navigation(self, text: str) -> ParsedStep:
+        return run_parser(lambda raw: read_call_step(raw, HOLO1_TOOLS), text, self.name)
+
+    def parse_localization(self, text: str) -> Point:
+        return run_parser(read_click_point, text, self.name)

@@ -1,0 +1,242 @@
+"""Find model weights on this disk, offline; estimate their size; download them only when the user asks.
+
+A checkpoint is named either by a local directory (it must hold `config.json`) or by a Hugging Face
+repo id, which is resolved from the local Hugging Face cache only: finding a model never touches
+the network. `download_checkpoint` is the one explicit, user-initiated way to fetch weights.
+Importing this module imports neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from inference.errors import ModelLoadError
+from inference.hardware import gib
+
+DEFAULT_REPO_ID = "Hcompany/Holotron-12B"
+
+# "owner/name" as the Hub spells repo ids; anything else is read as a path.
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_WEIGHT_SUFFIXES = (".safetensors",)
+_LEGACY_WEIGHT_SUFFIXES = (".bin", ".pt", ".pth")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointLocation:
+    """Where a checkpoint's files are and how big its weights are on disk.
+
+    `source` says how it was found; `repo_id`/`revision` are set for Hugging Face cache hits
+    (`revision` is the snapshot's commit hash). `weight_bytes` is 0 when no weight files were found.
+    """
+
+    path: Path
+    source: Literal["directory", "hf-cache"]
+    weight_bytes: int
+    repo_id: str | None = None
+    revision: str | None = None
+
+    def describe(self) -> str:
+        where = f"{self.repo_id} from the Hugging Face cache ({self.path})" if self.repo_id else str(self.path)
+        return f"{where}, {gib(self.weight_bytes)} of weights"
+
+
+@dataclass(frozen=True, slots=True)
+class DownloadProgress:
+    """How far a user-initiated download is: files done out of files to fetch."""
+
+    files_done: int
+    files_total: int
+    message: str
+
+
+def download_command(repo_id: str = DEFAULT_REPO_ID) -> str:
+    """The command a user runs to put `repo_id` into the Hugging Face cache."""
+    return f"hf download {repo_id}"
+
+
+def hf_cache_dir(cache_dir: str | Path | None = None) -> Path:
+    """The Hugging Face hub cache that lookups use: `cache_dir`, else HF_HUB_CACHE / HF_HOME's default."""
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def looks_like_repo_id(spec: str) -> bool:
+    """True for "owner/name"; a string that names an existing path is a path, never a repo id."""
+    return bool(_REPO_ID.match(spec)) and not Path(spec).expanduser().exists()
+
+
+def find_checkpoint(
+    spec: str | Path | None = None,
+    *,
+    cache_dir: str | Path | None = None,
+    revision: str | None = None,
+) -> CheckpointLocation:
+    """Resolve a checkpoint offline: a directory, or a repo id in the local HF cache (default Holotron-12B).
+
+    Raises ModelLoadError saying where it looked and how to get the weights.
+    """
+    if spec is None or (isinstance(spec, str) and not spec.strip()):
+        spec = DEFAULT_REPO_ID
+    if isinstance(spec, str) and looks_like_repo_id(spec):
+        return _from_hf_cache(spec, cache_dir=cache_dir, revision=revision)
+    return _from_directory(Path(spec).expanduser())
+
+
+def _from_directory(path: Path) -> CheckpointLocation:
+    if not path.is_dir():
+        raise ModelLoadError(
+            f"No model directory at {path}. Give a directory that holds the checkpoint (config.json and"
+            f" *.safetensors), or a Hugging Face repo id such as {DEFAULT_REPO_ID} after downloading it with:"
+            f" {download_command()}"
+        )
+    _check_complete(path, where=str(path), fix="copy the missing files into that directory")
+    return CheckpointLocation(path=path.resolve(), source="directory", weight_bytes=estimate_weight_bytes(path))
+
+
+def _from_hf_cache(repo_id: str, *, cache_dir: str | Path | None, revision: str | None) -> CheckpointLocation:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    cache = hf_cache_dir(cache_dir)
+    try:
+        snapshot = Path(snapshot_download(repo_id, revision=revision, cache_dir=str(cache), local_files_only=True))
+    except LocalEntryNotFoundError:
+        raise ModelLoadError(
+            f"{repo_id} is not in the Hugging Face cache at {cache} (looked offline only; nothing is"
+            f" downloaded without you asking). Download it once with: {download_command(repo_id)}"
+            f" (about 25 GB for Holotron-12B), or point Holodesk at a local checkpoint directory."
+        ) from None
+    _check_complete(
+        snapshot,
+        where=f"the cached snapshot of {repo_id} ({snapshot})",
+        fix=f"the download was interrupted: run {download_command(repo_id)} again to finish it",
+    )
+    return CheckpointLocation(
+        path=snapshot,
+        source="hf-cache",
+        weight_bytes=estimate_weight_bytes(snapshot),
+        repo_id=repo_id,
+        revision=snapshot.name,
+    )
+
+
+def _check_complete(path: Path, *, where: str, fix: str) -> None:
+    """A checkpoint needs config.json, and every weight shard its index lists (a partial download has gaps)."""
+    if not (path / "config.json").is_file():
+        raise ModelLoadError(f"{where} has no config.json, so it is not a transformers checkpoint: {fix}.")
+    missing: list[str] = []
+    for index_file in path.glob("*.index.json"):
+        for shard in sorted(set(_read_json(index_file).get("weight_map", {}).values())):
+            if not (path / shard).is_file():  # is_file follows the cache's symlinks: a dangling link is missing
+                missing.append(shard)
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise ModelLoadError(f"{where} is missing {len(missing)} weight file(s) ({shown}): {fix}.")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"cannot read {path}: {exc}") from exc
+    return data if isinstance(data, dict) else {}
+
+
+def estimate_weight_bytes(path: str | Path) -> int:
+    """Bytes of weights on disk: the safetensors files (symlinks followed), else the index's total, else *.bin.
+
+    A rough size for the memory check: the weights in the dtype they were saved in.
+    """
+    path = Path(path)
+    safetensors = _sum_sizes(path, _WEIGHT_SUFFIXES)
+    if safetensors:
+        return safetensors
+    for index_file in path.glob("*.index.json"):
+        total = _read_json(index_file).get("metadata", {}).get("total_size")
+        if isinstance(total, int | float) and total > 0:
+            return int(total)
+    return _sum_sizes(path, _LEGACY_WEIGHT_SUFFIXES)
+
+
+def _sum_sizes(path: Path, suffixes: tuple[str, ...]) -> int:
+    total = 0
+    for entry in path.iterdir() if path.is_dir() else ():
+        if entry.name.endswith(suffixes):
+            try:
+                total += entry.stat().st_size
+            except OSError:  # a dangling cache symlink: the blob is not there
+                continue
+    return total
+
+
+def saved_dtype_bytes(path: str | Path) -> int:
+    """Bytes per parameter the checkpoint was saved with (its config's torch_dtype; 2 when unsaid)."""
+    config = _read_json(Path(path) / "config.json")
+    name = config.get("torch_dtype") or (config.get("text_config") or {}).get("torch_dtype") or "bfloat16"
+    return {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}.get(str(name).removeprefix("torch."), 2)
+
+
+def download_checkpoint(
+    repo_id: str = DEFAULT_REPO_ID,
+    progress: Callable[[DownloadProgress], None] | None = None,
+    *,
+    cache_dir: str | Path | None = None,
+    revision: str | None = None,
+) -> CheckpointLocation:
+    """Download `repo_id` into the Hugging Face cache (resuming a partial download), then locate it.
+
+    Only ever called on the user's explicit request: it reaches the network. `progress` is called
+    from the downloading thread as files complete.
+    """
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import tqdm as hf_tqdm
+
+    class _ReportingBar(hf_tqdm):  # type: ignore[misc, valid-type]
+        """snapshot_download counts finished files on this bar; forward each count to `progress`.
+
+        The count is kept here because a disabled bar (HF_HUB_DISABLE_PROGRESS_BARS) ignores updates;
+        updates come from the download threads, hence the lock.
+        """
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._files_total = int(kwargs.get("total") or 0)
+            self._files_done = 0
+            self._count_lock = threading.Lock()
+            self._report()
+
+        def update(self, n: float | None = 1) -> bool | None:
+            shown = super().update(n)
+            with self._count_lock:
+                self._files_done += int(n or 0)
+                self._report()
+            return shown
+
+        def _report(self) -> None:
+            if progress is not None:
+                done, total = self._files_done, self._files_total
+                progress(DownloadProgress(done, total, f"downloading {repo_id}: {done} of {total} files"))
+
+    cache = hf_cache_dir(cache_dir)
+    try:
+        snapshot_download(repo_id, revision=revision, cache_dir=str(cache), tqdm_class=_ReportingBar)
+    except Exception as exc:  # network, auth, disk: the user started this, so say what failed
+        raise ModelLoadError(f"downloading {repo_id} into {cache} failed: {exc}") from exc
+    return find_checkpoint(repo_id, cache_dir=cache, revision=revision)
+
+
+def default_cache_hint() -> str:
+    """Where lookups go by default, for doctor: the HF cache and the env variables that move it."""
+    return f"{hf_cache_dir()} (set HF_HUB_CACHE or HF_HOME to move it)" + (
+        "; HF_HUB_OFFLINE=1" if os.environ.get("HF_HUB_OFFLINE") else ""
+    )

@@ -1,0 +1,315 @@
+"""The in-process backend, run end to end on the tiny checkpoint through the trust_remote_code path."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from PIL import Image, ImageDraw
+
+from inference.checkpoint import CheckpointLocation
+from inference.errors import BackendError, ModelLoadError
+from inference.generation import Generation, TextGenerator
+from inference.hardware import GIB, CudaDevice, HardwareReport, KernelStatus, MambaPath, TorchStatus
+from inference.local import LoadProgress, LocalBackend, kernels_in_use, plan_load
+from inference.profiles.base import ChatRequest
+from tests.support.tiny_vlm import IMAGE_TOKENS_PER_TILE
+
+# A 1920x1080 screenshot with 12 tiles allowed: a 4x2 grid (closest aspect ratio) plus the thumbnail.
+FULL_HD_TILES = 9
+
+
+@pytest.fixture(scope="module")
+def screenshot() -> Image.Image:
+    """A desktop-like 1920x1080 image: a window with a title bar, a text field and a button."""
+    image = Image.new("RGB", (1920, 1080), (32, 96, 160))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((300, 200, 1500, 900), fill=(240, 240, 240), outline=(0, 0, 0), width=2)
+    draw.rectangle((300, 200, 1500, 240), fill=(60, 60, 70))
+    draw.text((320, 210), "Mail - Inbox (3 unread)", fill=(255, 255, 255))
+    draw.rectangle((340, 280, 1100, 320), fill=(255, 255, 255), outline=(120, 120, 120))
+    draw.text((350, 292), "Search mail", fill=(128, 128, 128))
+    draw.rounded_rectangle((1200, 820, 1460, 870), radius=8, fill=(30, 120, 220))
+    draw.text((1290, 838), "Archive", fill=(255, 255, 255))
+    return image
+
+
+def navigation_request(image: Image.Image, max_new_tokens: int = 24) -> ChatRequest:
+    """Shaped like a profile's request: system text, then the screenshot and the task in one user turn."""
+    return ChatRequest(
+        messages=[
+            {"role": "system", "content": "You are a computer-use agent. Answer with one JSON action."},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "<observation>"},
+                    {"type": "image"},
+                    {"type": "text", "text": "</observation>\nTask: archive every unread newsletter."},
+                ],
+            },
+        ],
+        images=[image],
+        max_new_tokens=max_new_tokens,
+        chat_template_kwargs={"enable_thinking": False},
+    )
+
+
+def image_token_id(backend: LocalBackend) -> int:
+    return int(backend._loaded.tokenizer.convert_tokens_to_ids("<image>"))  # type: ignore[union-attr]
+
+
+def test_the_backend_is_a_text_generator(tiny_backend: LocalBackend) -> None:
+    assert isinstance(tiny_backend, TextGenerator)
+    assert tiny_backend.is_loaded
+
+
+def test_generate_on_a_screenshot_reports_tokens_and_timings(
+    tiny_backend: LocalBackend, screenshot: Image.Image
+) -> None:
+    result = tiny_backend.generate_detailed(navigation_request(screenshot, max_new_tokens=24))
+    timings = result.timings
+    image_tokens = result.prompt_token_ids.count(image_token_id(tiny_backend))
+    assert image_tokens == FULL_HD_TILES * IMAGE_TOKENS_PER_TILE
+    # The rest of the prompt is the chat template's text: a few dozen tokens, not thousands.
+    assert timings.tokens_in == len(result.prompt_token_ids)
+    assert 20 < timings.tokens_in - image_tokens < 120
+    assert 1 <= timings.tokens_out <= 24
+    assert timings.tokens_out == len(result.new_token_ids)
+    assert min(timings.preprocess_s, timings.prefill_s, timings.decode_s) > 0
+    assert timings.total_s >= timings.preprocess_s + timings.prefill_s + timings.decode_s
+    # Prefill runs the vision tower over 9 tiles and ~2,300 tokens; one decode step is far cheaper.
+    assert timings.prefill_s > timings.decode_s / max(timings.tokens_out, 1)
+    generation = tiny_backend.generate(navigation_request(screenshot, max_new_tokens=24))
+    assert isinstance(generation, Generation)
+    assert generation.text == result.text
+
+
+def test_prompt_is_built_with_the_chat_template(tiny_backend: LocalBackend, screenshot: Image.Image) -> None:
+    result = tiny_backend.generate_detailed(navigation_request(screenshot, max_new_tokens=1))
+    tokenizer = tiny_backend._loaded.tokenizer  # type: ignore[union-attr]
+    prompt = tokenizer.decode(list(result.prompt_token_ids))
+    assert prompt.startswith("<|im_start|>system\nYou are a computer-use agent.")
+    assert "<observation><img><image>" in prompt and "</img></observation>\nTask: archive" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n<think></think>")  # chat_template_kwargs reached the template
+
+
+def test_the_tile_budget_changes_the_image_tokens(tiny_backend: LocalBackend, screenshot: Image.Image) -> None:
+    request = navigation_request(screenshot, max_new_tokens=1)
+    full = tiny_backend.generate_detailed(request)
+    try:
+        tiny_backend.set_max_tiles(1)
+        assert tiny_backend._loaded.processor.image_processor.max_num_tiles == 1  # type: ignore[union-attr]
+        single = tiny_backend.generate_detailed(request)
+    finally:
+        tiny_backend.set_max_tiles(12)
+    assert single.prompt_token_ids.count(image_token_id(tiny_backend)) == IMAGE_TOKENS_PER_TILE
+    assert full.timings.tokens_in - single.timings.tokens_in == (FULL_HD_TILES - 1) * IMAGE_TOKENS_PER_TILE
+
+
+def test_greedy_decoding_is_deterministic_and_picks_the_argmax(
+    tiny_backend: LocalBackend, screenshot: Image.Image
+) -> None:
+    request = navigation_request(screenshot, max_new_tokens=8)
+    first = tiny_backend.generate_detailed(request)
+    second = tiny_backend.generate_detailed(request)
+    assert first.new_token_ids == second.new_token_ids and first.text == second.text
+    # The first answer token is the argmax of one full forward pass over the same prompt and pixels,
+    # so the prompt, the image features and greedy decoding all went where they should.
+    loaded = tiny_backend._loaded
+    assert loaded is not None
+    inputs = loaded.processor(
+        text=[loaded.processor.tokenizer.decode(list(first.prompt_token_ids))], return_tensors="pt"
+    )
+    assert tuple(inputs["input_ids"][0].tolist()) == first.prompt_token_ids
+    pixels = loaded.processor.image_processor(screenshot, return_tensors="pt")["pixel_values"]
+    with torch.inference_mode():
+        logits = loaded.model(input_ids=inputs["input_ids"], pixel_values=pixels).logits
+    assert int(logits[0, -1].argmax()) == first.new_token_ids[0]
+
+
+def test_pixel_values_reach_the_model_in_its_dtype(tiny_checkpoint: Path, screenshot: Image.Image) -> None:
+    backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="bfloat16")
+    backend.load()
+    try:
+        model = backend._loaded.model  # type: ignore[union-attr]
+        assert model.dtype == torch.bfloat16
+        result = backend.generate_detailed(navigation_request(screenshot, max_new_tokens=2))
+        assert model.last_pixel_values_dtype == torch.bfloat16
+        assert result.timings.tokens_out >= 1
+        # The tiny model refuses pixels in another dtype, so the backend's cast is what made this work.
+        uncast = backend._loaded.processor.image_processor(screenshot, return_tensors="pt")["pixel_values"]  # type: ignore[union-attr]
+        assert uncast.dtype == torch.float32
+        with pytest.raises(TypeError, match="cast them first"):
+            model.extract_feature(uncast)
+    finally:
+        backend.unload()
+
+
+def test_loading_runs_off_the_caller_thread_and_reports_progress(
+    tiny_checkpoint: Path, screenshot: Image.Image, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = threading.Event()
+    seen: list[tuple[LoadProgress, str]] = []
+
+    def progress(step: LoadProgress) -> None:
+        seen.append((step, threading.current_thread().name))
+        release.wait(timeout=30)  # holds the loader until the caller has its future back
+
+    backend = LocalBackend(tiny_checkpoint, device="cpu")
+    with caplog.at_level(logging.WARNING, logger="inference.local"):
+        future = backend.load_async(progress)
+        assert not future.done() and not backend.is_loaded
+        assert backend.load_async() is future  # loading happens once
+        release.set()
+        # generate waits for the load in progress instead of failing.
+        generation = backend.generate(navigation_request(screenshot, max_new_tokens=2))
+    assert future.done() and future.exception() is None and backend.is_loaded
+    assert generation.timings.tokens_out >= 1
+    stages = [step.stage for step, _ in seen]
+    assert stages[0] == "locating" and stages[-1] == "ready"
+    assert {"checking", "processor", "weights"} <= set(stages)
+    fractions = [step.fraction for step, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert {thread for _, thread in seen} == {"holodesk-model-load"}
+    # On the CPU the Mamba layers run plain PyTorch: said once in the log and kept on the backend.
+    assert backend.slow_path_warning is not None and "CPU" in backend.slow_path_warning
+    assert any(record.getMessage() == backend.slow_path_warning for record in caplog.records)
+    assert backend.load_seconds is not None and backend.load_seconds > 0
+    backend.unload()
+
+
+def test_generate_before_loading_says_so(tiny_checkpoint: Path, screenshot: Image.Image) -> None:
+    backend = LocalBackend(tiny_checkpoint, device="cpu")
+    with pytest.raises(BackendError, match=r"not loaded: start loading it with load_async\(\)"):
+        backend.generate(navigation_request(screenshot))
+
+
+def test_a_missing_checkpoint_fails_the_load_clearly(tmp_path: Path, screenshot: Image.Image) -> None:
+    backend = LocalBackend(tmp_path / "no-such-model", device="cpu")
+    error = backend.load_async().exception(timeout=30)
+    assert isinstance(error, ModelLoadError)
+    assert str(tmp_path / "no-such-model") in str(error) and "hf download" in str(error)
+    with pytest.raises(ModelLoadError, match="No model directory"):
+        backend.generate(navigation_request(screenshot))
+
+
+def fake_report(*devices: CudaDevice, kernels_ok: bool = False) -> HardwareReport:
+    kernels = (
+        KernelStatus("mamba-ssm", "2.2.5", kernels_ok, None if kernels_ok else "ImportError: libcudart"),
+        KernelStatus("causal-conv1d", "1.5.2", kernels_ok, None if kernels_ok else "ImportError: libcudart"),
+    )
+    path = MambaPath.CPU if not devices else (MambaPath.FAST_CUDA if kernels_ok else MambaPath.SLOW_TORCH)
+    return HardwareReport(TorchStatus("2.13.0", "12.8"), devices, kernels, path, "faked")
+
+
+def holotron_sized(tmp_path: Path) -> CheckpointLocation:
+    (tmp_path / "config.json").write_text('{"torch_dtype": "bfloat16"}')
+    return CheckpointLocation(path=tmp_path, source="directory", weight_bytes=24_600_000_000)
+
+
+def test_a_gpu_without_room_is_refused_with_numbers(tmp_path: Path) -> None:
+    small = CudaDevice(0, "NVIDIA RTX 4090", total_bytes=24 * GIB, free_bytes=int(22.5 * GIB), capability=(8, 9))
+    with pytest.raises(ModelLoadError) as caught:
+        plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(small, kernels_ok=True))
+    message = str(caught.value)
+    assert "does not fit on cuda:0 (NVIDIA RTX 4090)" in message
+    assert "22.9 GiB of bfloat16 weights" in message and "22.5 GiB of 24.0 GiB is free" in message
+
+
+def test_a_gpu_with_room_gets_a_plan_and_a_warning_without_kernels(tmp_path: Path) -> None:
+    big = CudaDevice(0, "NVIDIA A100-SXM4-80GB", total_bytes=80 * GIB, free_bytes=79 * GIB, capability=(8, 0))
+    fast = plan_load(holotron_sized(tmp_path), "cuda:0", None, fake_report(big, kernels_ok=True))
+    assert (fast.device, fast.dtype, fast.mamba_path, fast.slow_path_warning) == (
+        "cuda:0",
+        "bfloat16",
+        MambaPath.FAST_CUDA,
+        None,
+    )
+    assert fast.required_bytes is not None and 24_600_000_000 < fast.required_bytes < 79 * GIB
+    slow = plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(big, kernels_ok=False))
+    assert slow.mamba_path is MambaPath.SLOW_TORCH
+    assert slow.slow_path_warning is not None and "slow PyTorch fallback" in slow.slow_path_warning
+    # float32 doubles the bf16 checkpoint: 49 GB of weights still fit in 79 GiB.
+    wide = plan_load(holotron_sized(tmp_path), "cuda", "float32", fake_report(big, kernels_ok=True))
+    assert wide.required_bytes is not None and wide.required_bytes > 2 * 24_600_000_000
+
+
+def test_an_older_gpu_defaults_to_float16(tmp_path: Path) -> None:
+    turing = CudaDevice(0, "Tesla T4", total_bytes=80 * GIB, free_bytes=79 * GIB, capability=(7, 5))
+    assert plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(turing)).dtype == "float16"
+
+
+def test_no_gpu_or_a_wrong_index_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="No CUDA GPU to load the model on"):
+        plan_load(holotron_sized(tmp_path), "cuda", None, fake_report())
+    gpu = CudaDevice(0, "NVIDIA L40S", total_bytes=48 * GIB, free_bytes=47 * GIB, capability=(8, 9))
+    with pytest.raises(ModelLoadError, match=r"There is no cuda:1; this machine has cuda:0 \(NVIDIA L40S\)"):
+        plan_load(holotron_sized(tmp_path), "cuda:1", None, fake_report(gpu))
+    with pytest.raises(ModelLoadError, match="unknown device 'gpu'"):
+        plan_load(holotron_sized(tmp_path), "gpu", None, fake_report(gpu))
+
+
+def test_the_memory_check_runs_before_any_weights_load(tiny_checkpoint: Path) -> None:
+    """With a faked GPU too small even for the tiny model, loading stops at the check (no CUDA is touched)."""
+    tight = CudaDevice(0, "Faked GPU", total_bytes=4 * GIB, free_bytes=GIB, capability=(8, 6))
+    backend = LocalBackend(tiny_checkpoint, device="cuda", hardware_probe=lambda: fake_report(tight))
+    stages: list[str] = []
+    error = backend.load_async(lambda step: stages.append(step.stage)).exception(timeout=30)
+    assert isinstance(error, ModelLoadError) and "does not fit on cuda:0 (Faked GPU)" in str(error)
+    assert stages == ["locating", "checking"]
+    assert not backend.is_loaded
+
+
+def test_one_generate_runs_at_a_time(tiny_backend: LocalBackend, screenshot: Image.Image) -> None:
+    loaded = tiny_backend._loaded
+    assert loaded is not None
+    original = loaded.model.generate
+    active = 0
+    most_active = 0
+    counter_lock = threading.Lock()
+
+    def counting_generate(*args: Any, **kwargs: Any) -> Any:
+        nonlocal active, most_active
+        with counter_lock:
+            active += 1
+            most_active = max(most_active, active)
+        try:
+            time.sleep(0.05)  # widen the window in which an unguarded second call would overlap
+            return original(*args, **kwargs)
+        finally:
+            with counter_lock:
+                active -= 1
+
+    loaded.model.generate = counting_generate
+    texts: list[str] = []
+    try:
+        request = navigation_request(screenshot, max_new_tokens=4)
+        threads = [threading.Thread(target=lambda: texts.append(tiny_backend.generate(request).text)) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        del loaded.model.generate  # back to the class's method
+    assert len(texts) == 3 and len(set(texts)) == 1
+    assert most_active == 1
+
+
+def test_kernels_in_use_reads_the_layers_flag_and_device(tiny_backend: LocalBackend) -> None:
+    # Bamba's Mamba layers on the CPU: the fast path is off whatever the flag says.
+    assert kernels_in_use(tiny_backend._loaded.model) is False  # type: ignore[union-attr]
+    assert kernels_in_use(torch.nn.Linear(2, 2)) is None
+
+
+def test_unloading_frees_the_model_and_generate_says_so(tiny_checkpoint: Path, screenshot: Image.Image) -> None:
+    backend = LocalBackend(tiny_checkpoint, device="cpu")
+    backend.load()
+    backend.unload()
+    assert not backend.is_loaded
+    with pytest.raises(BackendError, match="not loaded"):
+        backend.generate(navigation_request(screenshot))

@@ -98,7 +98,9 @@ def plan_load(checkpoint: CheckpointLocation, device: str, dtype: str | None, re
     if dtype is not None and dtype not in DTYPE_BYTES:
         raise ModelLoadError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPE_BYTES)}")
     if device == "cpu":
-        chosen = dtype or "float32"  # CPUs lack fast bf16 matmuls on most machines; float32 is the safe default
+        # bf16 by default here too: Nemotron-VL's remote code casts image features to bf16 itself, so it
+        # needs bf16 weights; float32 is for checkpoints (like the tiny test one) that allow it.
+        chosen = dtype or "bfloat16"
         warning = (
             "Running on the CPU: every layer, Mamba included, runs as plain PyTorch code. Expect minutes per"
             " step with a 12B model; use a CUDA GPU or the remote backend for real work."
@@ -229,8 +231,10 @@ class LocalBackend:
     """Runs a checkpoint in this process. Load once with `load_async()`, then call `generate`.
 
     `checkpoint` is a directory or a Hugging Face repo id found in the local cache (default
-    Holotron-12B). `device` is "cuda", "cuda:N" or "cpu"; `dtype` defaults to bfloat16 on the GPU
-    and float32 on the CPU. `max_tiles` is the profile's `ImageBudget.max_tiles`.
+    Holotron-12B). `device` is "cuda", "cuda:N" or "cpu"; `dtype` defaults to bfloat16 (float16 on
+    GPUs older than Ampere); "float32" must be asked for. `max_tiles` is the profile's
+    `ImageBudget.max_tiles`. Decoding is greedy; `ChatRequest.response_schema` is not enforced here
+    (the profile's parser is the check), and `max_new_tokens` is capped at `max_new_tokens_cap`.
     """
 
     def __init__(

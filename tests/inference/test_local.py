@@ -8,15 +8,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from PIL import Image, ImageDraw
 
+from automation.coords import Rect
+from automation.screen import ScreenFrame
 from inference.checkpoint import CheckpointLocation
-from inference.errors import BackendError, ModelLoadError
+from inference.errors import BackendError, ModelLoadError, ParseError
 from inference.generation import Generation, TextGenerator
 from inference.hardware import GIB, CudaDevice, HardwareReport, KernelStatus, MambaPath, TorchStatus
 from inference.local import LoadProgress, LocalBackend, kernels_in_use, plan_load
+from inference.model_policy import ModelPolicy
+from inference.policy import StepTimings
+from inference.profiles import get_profile
 from inference.profiles.base import ChatRequest
 from tests.support.tiny_vlm import IMAGE_TOKENS_PER_TILE
 
@@ -244,6 +250,15 @@ def test_an_older_gpu_defaults_to_float16(tmp_path: Path) -> None:
     assert plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(turing)).dtype == "float16"
 
 
+def test_the_cpu_defaults_to_bfloat16_and_float32_is_asked_for(tmp_path: Path) -> None:
+    cpu_default = plan_load(holotron_sized(tmp_path), "cpu", None, fake_report())
+    assert (cpu_default.device, cpu_default.dtype, cpu_default.mamba_path) == ("cpu", "bfloat16", MambaPath.CPU)
+    assert cpu_default.required_bytes is None and cpu_default.slow_path_warning is not None
+    assert plan_load(holotron_sized(tmp_path), "cpu", "float32", fake_report()).dtype == "float32"
+    with pytest.raises(ModelLoadError, match="unknown dtype 'int8'"):
+        plan_load(holotron_sized(tmp_path), "cpu", "int8", fake_report())
+
+
 def test_no_gpu_or_a_wrong_index_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="No CUDA GPU to load the model on"):
         plan_load(holotron_sized(tmp_path), "cuda", None, fake_report())
@@ -313,3 +328,26 @@ def test_unloading_frees_the_model_and_generate_says_so(tiny_checkpoint: Path, s
     assert not backend.is_loaded
     with pytest.raises(BackendError, match="not loaded"):
         backend.generate(navigation_request(screenshot))
+
+
+def test_a_holotron_step_on_the_tiny_model_is_a_parse_error_with_the_raw_text(
+    tiny_backend: LocalBackend, screenshot: Image.Image
+) -> None:
+    """The whole navigation path: profile prompt -> local backend -> parser. Random weights answer noise."""
+    rgb = np.asarray(screenshot)
+    bgra = np.concatenate([rgb[:, :, ::-1], np.full((*rgb.shape[:2], 1), 255, np.uint8)], axis=2)
+    frame = ScreenFrame(
+        pixels=np.ascontiguousarray(bgra),
+        region=Rect(0, 0, screenshot.width, screenshot.height),
+        monitor=None,
+        monitors=(),
+        captured_at=time.monotonic(),
+    )
+    policy = ModelPolicy(get_profile("holotron"), tiny_backend)
+    with pytest.raises(ParseError) as caught:
+        policy.propose("Archive every unread newsletter.", [], [frame])
+    error = caught.value
+    assert isinstance(error.raw_text, str) and error.raw_text
+    assert isinstance(error.timings, StepTimings)
+    assert error.timings.tokens_in > FULL_HD_TILES * IMAGE_TOKENS_PER_TILE
+    assert 1 <= error.timings.tokens_out <= 512

@@ -124,7 +124,10 @@ def plan_load(checkpoint: CheckpointLocation, device: str, dtype: str | None, re
             )
         raise ModelLoadError(f"There is no {device}; this machine has {', '.join(d.label for d in report.devices)}.")
 
-    chosen = dtype or ("bfloat16" if gpu.capability >= (8, 0) else "float16")  # bf16 needs Ampere or newer
+    chosen = dtype or "bfloat16"
+    if chosen == "bfloat16" and gpu.capability < (8, 0):
+        # Not switched to float16 for the user: Nemotron-VL's remote code casts image features to bf16.
+        logger.warning("%s predates Ampere: bfloat16 runs emulated there and will be slow", gpu.label)
     required: int | None = None
     if checkpoint.weight_bytes > 0:
         weights = checkpoint.weight_bytes * DTYPE_BYTES[chosen] // saved_dtype_bytes(checkpoint.path)
@@ -231,8 +234,8 @@ class LocalBackend:
     """Runs a checkpoint in this process. Load once with `load_async()`, then call `generate`.
 
     `checkpoint` is a directory or a Hugging Face repo id found in the local cache (default
-    Holotron-12B). `device` is "cuda", "cuda:N" or "cpu"; `dtype` defaults to bfloat16 (float16 on
-    GPUs older than Ampere); "float32" must be asked for. `max_tiles` is the profile's
+    Holotron-12B). `device` is "cuda", "cuda:N" or "cpu"; `dtype` defaults to bfloat16, on the GPU
+    and the CPU alike; "float32" (or "float16") must be asked for. `max_tiles` is the profile's
     `ImageBudget.max_tiles`. Decoding is greedy; `ChatRequest.response_schema` is not enforced here
     (the profile's parser is the check), and `max_new_tokens` is capped at `max_new_tokens_cap`.
     """
@@ -252,6 +255,8 @@ class LocalBackend:
     ) -> None:
         if max_tiles < 1:
             raise ValueError(f"max_tiles must be at least 1, got {max_tiles}")
+        if dtype is not None and dtype not in DTYPE_BYTES:
+            raise ModelLoadError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPE_BYTES)}")
         self.checkpoint_spec = checkpoint
         self.device_name = normalize_device(device)
         self.dtype_name = dtype
@@ -278,14 +283,16 @@ class LocalBackend:
         return self._loaded is not None
 
     def load_async(self, progress: Callable[[LoadProgress], None] | None = None) -> Future[None]:
-        """Start loading on a worker thread (once; later calls return the same future).
+        """Start loading on a worker thread (once: later calls return the same future, unless it failed).
 
         `progress` is called on the worker thread: a GUI must hand it to its own thread.
-        The future's exception is a ModelLoadError saying what went wrong and what to do.
+        The future's exception is a ModelLoadError saying what went wrong and what to do; calling
+        again after a failure (weights downloaded meanwhile, GPU freed) tries again.
         """
         with self._state_lock:
-            if self._load_future is not None:
-                return self._load_future
+            current = self._load_future
+            if current is not None and not (current.done() and current.exception() is not None):
+                return current
             future: Future[None] = Future()
             future.set_running_or_notify_cancel()
             self._load_future = future

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -204,6 +205,28 @@ def test_a_missing_checkpoint_fails_the_load_clearly(tmp_path: Path, screenshot:
         backend.generate(navigation_request(screenshot))
 
 
+def test_a_failed_load_can_be_retried(tmp_path: Path, tiny_checkpoint: Path) -> None:
+    target = tmp_path / f"retry_{tiny_checkpoint.name}"  # a fresh folder name: remote code is imported by it
+    backend = LocalBackend(target, device="cpu", dtype="float32")
+    failed = backend.load_async()
+    assert isinstance(failed.exception(timeout=30), ModelLoadError)
+    shutil.copytree(tiny_checkpoint, target)  # the user fetched the weights meanwhile
+    retried = backend.load_async()
+    assert retried is not failed
+    assert retried.result(timeout=60) is None and backend.is_loaded
+    assert backend.load_async() is retried  # a successful load is not repeated
+    backend.unload()
+
+
+def test_bad_options_are_refused_up_front(tiny_checkpoint: Path) -> None:
+    with pytest.raises(ModelLoadError, match="unknown dtype 'fp8'"):
+        LocalBackend(tiny_checkpoint, device="cpu", dtype="fp8")
+    with pytest.raises(ModelLoadError, match="unknown device 'tpu'"):
+        LocalBackend(tiny_checkpoint, device="tpu")
+    with pytest.raises(ValueError, match="max_tiles must be at least 1"):
+        LocalBackend(tiny_checkpoint, device="cpu", max_tiles=0)
+
+
 def fake_report(*devices: CudaDevice, kernels_ok: bool = False) -> HardwareReport:
     kernels = (
         KernelStatus("mamba-ssm", "2.2.5", kernels_ok, None if kernels_ok else "ImportError: libcudart"),
@@ -245,9 +268,13 @@ def test_a_gpu_with_room_gets_a_plan_and_a_warning_without_kernels(tmp_path: Pat
     assert wide.required_bytes is not None and wide.required_bytes > 2 * 24_600_000_000
 
 
-def test_an_older_gpu_defaults_to_float16(tmp_path: Path) -> None:
-    turing = CudaDevice(0, "Tesla T4", total_bytes=80 * GIB, free_bytes=79 * GIB, capability=(7, 5))
-    assert plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(turing)).dtype == "float16"
+def test_an_older_gpu_keeps_bfloat16_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    volta = CudaDevice(0, "Tesla V100-SXM2-32GB", total_bytes=80 * GIB, free_bytes=79 * GIB, capability=(7, 0))
+    with caplog.at_level(logging.WARNING, logger="inference.local"):
+        plan = plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(volta))
+    assert plan.dtype == "bfloat16"
+    assert "cuda:0 (Tesla V100-SXM2-32GB) predates Ampere" in caplog.text
+    assert plan_load(holotron_sized(tmp_path), "cuda", "float16", fake_report(volta)).dtype == "float16"
 
 
 def test_the_cpu_defaults_to_bfloat16_and_float32_is_asked_for(tmp_path: Path) -> None:

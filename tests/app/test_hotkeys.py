@@ -1,0 +1,107 @@
+"""Global hotkeys under a real X server: xdotool presses keys, pynput must see exactly what it should."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from app.hotkeys import DoublePressDetector, HotkeyError, HotkeyListener
+
+
+class Probe:
+    """The listener in a child process; its output lines arrive on a queue."""
+
+    def __init__(self, hotkey: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.hotkey_probe", hotkey],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=os.getcwd(),
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        assert self.next(10) == "ready"
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line.strip())
+
+    def next(self, timeout: float) -> str | None:
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def send(self, line: str) -> None:
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def probe(xvfb) -> Iterator[Probe]:
+    probe = Probe("<ctrl>+<alt>+h")
+    yield probe
+    probe.close()
+
+
+def xdotool(*args: str) -> None:
+    subprocess.run(["xdotool", *args], check=True, timeout=10)
+
+
+def test_the_prompt_hotkey_fires_once(probe):
+    xdotool("key", "ctrl+alt+h")
+    assert probe.next(2) == "prompt"
+    assert probe.next(0.3) is None
+
+
+def test_a_plain_h_does_not_fire(probe):
+    xdotool("key", "h", "alt+h", "ctrl+h")
+    assert probe.next(0.5) is None
+
+
+def test_escape_twice_stops_and_once_does_not(probe):
+    xdotool("key", "Escape")
+    assert probe.next(0.7) is None  # the pair window has passed: this press was alone
+    xdotool("key", "--delay", "80", "Escape", "Escape")
+    assert probe.next(2) == "stop"
+    assert probe.next(0.3) is None
+
+
+def test_escapes_that_holodesk_injects_are_ignored(probe):
+    # The executor notes its keys just before sending them; xdotool stands in for pyautogui.
+    probe.send("inject esc")
+    assert probe.next(2) == "injected"
+    xdotool("key", "--delay", "50", "Escape", "Escape")
+    assert probe.next(0.5) is None
+    time.sleep(0.3)  # past the injected window: the user's own double Esc works again
+    xdotool("key", "--delay", "80", "Escape", "Escape")
+    assert probe.next(2) == "stop"
+
+
+def test_double_press_detector_pairs_presses_inside_the_window():
+    now = [0.0]
+    detector = DoublePressDetector(0.5, clock=lambda: now[0])
+    assert not detector.press()
+    now[0] = 0.4
+    assert detector.press()
+    now[0] = 0.5
+    assert not detector.press()  # a third press starts a new pair
+    now[0] = 1.2
+    assert not detector.press()  # too late after the last one
+
+
+def test_a_malformed_hotkey_is_reported(xvfb):
+    with pytest.raises(HotkeyError, match="not valid"):
+        HotkeyListener("<ctrl>+<bogus>", lambda: None, lambda: None).start()

@@ -181,46 +181,56 @@ def check_transformers() -> CheckResult:
 
 
 def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
-    from inference.hardware import cuda_devices, mamba_kernel_status
+    from inference.hardware import MambaPath, detect_hardware
 
     local = options.backend == "local"
     wants_cuda = local and options.device == "cuda"
-    report = cuda_devices()
+    report = detect_hardware()
+    if report.torch.error:
+        yield CheckResult(
+            "torch",
+            Status.FAIL if local else Status.INFO,
+            f"PyTorch is not usable: {report.torch.error}",
+            fix='pip install ".[holotron]"' if local else "",
+            blocking=local,
+        )
+    elif local:
+        yield CheckResult("torch", Status.OK, f"{report.torch.version} (CUDA {report.torch.cuda_version or 'none'})")
     if not report.devices:
+        reason = report.cuda_error or "no NVIDIA GPU is visible to PyTorch"
         yield CheckResult(
             "cuda",
             Status.FAIL if wants_cuda else Status.INFO,
-            f"no CUDA GPU: {report.reason}",
+            f"no CUDA GPU on this machine ({reason})",
             fix="the local backend needs an NVIDIA GPU with about 28 GB free (L40S / A100 class);"
-            " or use a shared server: --backend remote --base-url URL"
+            " without one, use a shared server: --backend remote --base-url URL"
             if wants_cuda
             else "",
             blocking=wants_cuda,
         )
     for device in report.devices:
+        yield CheckResult(f"cuda:{device.index}", Status.OK, device.describe())
+    for kernel in report.kernels:
         yield CheckResult(
-            f"cuda:{device.index}",
-            Status.OK,
-            f"{device.name}, {device.free_bytes / 2**30:.1f} GiB free of {device.total_bytes / 2**30:.1f} GiB",
+            "kernel",
+            Status.OK if kernel.importable else (Status.WARN if report.devices and local else Status.INFO),
+            kernel.describe(),
+            fix='pip install --no-build-isolation ".[cuda]"' if report.devices and not kernel.importable else "",
         )
-    kernels = mamba_kernel_status()
-    yield CheckResult(
-        "mamba kernels",
-        Status.OK if kernels.fast else (Status.WARN if report.devices and local else Status.INFO),
-        kernels.summary,
-        fix='pip install --no-build-isolation ".[cuda]"' if report.devices and not kernels.fast else "",
-    )
+    if local:
+        slow = report.path is not MambaPath.FAST_CUDA
+        yield CheckResult("mamba path", Status.WARN if slow else Status.OK, report.verdict)
 
 
 def check_weights(options: DoctorOptions) -> CheckResult:
-    from inference.checkpoint import DEFAULT_REPO_ID, find_checkpoint
+    from inference.checkpoint import find_checkpoint
     from inference.errors import ModelLoadError
 
     try:
-        found = find_checkpoint(options.model or DEFAULT_REPO_ID)
+        found = find_checkpoint(options.model)
     except ModelLoadError as exc:
         return CheckResult("weights", Status.FAIL, str(exc), blocking=options.backend == "local")
-    return CheckResult("weights", Status.OK, f"{found.path} ({found.size_bytes / 2**30:.1f} GiB)")
+    return CheckResult("weights", Status.OK, found.describe())
 
 
 def check_server(options: DoctorOptions) -> CheckResult:
@@ -232,10 +242,13 @@ def check_server(options: DoctorOptions) -> CheckResult:
             "server", Status.FAIL, "no server URL given", fix="pass --base-url http://HOST:8000/v1", blocking=True
         )
     try:
-        detail = RemoteBackend(options.base_url).check_server()
+        found = RemoteBackend(options.base_url, model=options.model).check_server()
     except BackendError as exc:
         return CheckResult("server", Status.FAIL, str(exc), blocking=True)
-    return CheckResult("server", Status.OK, detail)
+    if not found.ok:
+        return CheckResult("server", Status.FAIL, f"{found.base_url}: {found.problem}", blocking=True)
+    key = f", key from {found.api_key_source}" if found.api_key_source else ", no API key"
+    return CheckResult("server", Status.OK, f"{found.base_url} serves {found.model}{key}")
 
 
 def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:

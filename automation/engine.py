@@ -107,6 +107,7 @@ class EngineState(StrEnum):
     WAITING_APPROVAL = "waiting_approval"
     ACTING = "acting"
     SETTLING = "settling"
+    PAUSED = "paused"
     FINISHED = "finished"
 
 
@@ -183,6 +184,8 @@ class StepEngine:
         self.settings = settings or EngineSettings()
         self.listener = listener
         self.cancel = CancelToken()
+        self._resumed = threading.Event()
+        self._resumed.set()
         self._thread: threading.Thread | None = None
 
     # -- control -------------------------------------------------------------------------------
@@ -190,6 +193,17 @@ class StepEngine:
     def stop(self) -> None:
         """Ask the run to stop; honoured at the next check (every few ms while waiting)."""
         self.cancel.cancel()
+
+    def pause(self) -> None:
+        """Hold the run before its next step (an action in progress finishes first)."""
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        self._resumed.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._resumed.is_set()
 
     def start(self, task: str, on_finished: Callable[[RunResult], None] | None = None) -> threading.Thread:
         """Run `task` on a background thread."""
@@ -239,6 +253,8 @@ class StepEngine:
             self._emit(EngineState.CAPTURING, 0)
             frame = self.frames.grab(settings.monitor)
             while step < settings.max_steps:
+                if self._wait_while_paused(step):
+                    frame = self.frames.grab(settings.monitor)  # the user may have changed the screen
                 step += 1
                 self.cancel.raise_if_cancelled()
                 recent.append(frame)
@@ -359,6 +375,16 @@ class StepEngine:
             "duration_s": round(time.perf_counter() - started, 4),
         }
         return past
+
+    def _wait_while_paused(self, step: int) -> bool:
+        """Block while paused (still honouring stop); True if the run was paused."""
+        if self._resumed.is_set():
+            return False
+        self._emit(EngineState.PAUSED, step)
+        while not self._resumed.wait(STOP_POLL_S):
+            self.cancel.raise_if_cancelled()
+        self.cancel.raise_if_cancelled()
+        return True
 
     def _sleep_or_stop(self, seconds: float) -> None:
         if self.cancel.sleep(seconds):

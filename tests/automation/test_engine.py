@@ -254,3 +254,26 @@ def test_an_empty_task_is_refused():
     engine, _, _ = make_engine(ListPolicy([]), ScriptedApprover())
     with pytest.raises(ValueError, match="task is empty"):
         engine.run("  ")
+
+
+def test_pause_holds_before_the_next_step_and_resume_continues():
+    policy = ListPolicy([Wait(0.01), Done()])
+    engine, performer, events = make_engine(policy, ScriptedApprover())
+    engine.pause()
+    thread = engine.start("t")
+    time.sleep(0.3)
+    assert policy.calls == []  # nothing proposed while paused
+    assert any(e.state is EngineState.PAUSED for e in events)
+    engine.resume()
+    thread.join(2)
+    assert events[-1].result.outcome is Outcome.DONE and len(performer.executed) == 1
+
+
+def test_stop_while_paused_ends_the_run():
+    engine, _, events = make_engine(ListPolicy([Done()]), ScriptedApprover())
+    engine.pause()
+    thread = engine.start("t")
+    time.sleep(0.1)
+    engine.stop()
+    thread.join(1)
+    assert events[-1].result.outcome is Outcome.STOPPED

@@ -1,0 +1,338 @@
+"""The profile registry, and the contract every registered profile keeps.
+
+Cross-profile checks: history written in a profile's vocabulary parses back to the same action,
+requests carry as many image placeholders as images, and the structured-output schemas are
+well-formed JSON schemas that accept the answers the prompts teach and refuse wrong ones.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from automation.actions import (
+    Action,
+    AskUser,
+    Click,
+    Done,
+    Drag,
+    KeyCombo,
+    MouseButton,
+    Move,
+    Point,
+    Scroll,
+    ScrollDirection,
+    TypeText,
+    Wait,
+)
+from automation.coords import ImagePixelSpace, NormalizedSpace, Rect
+from automation.screen import ScreenFrame
+from inference.policy import PastStep
+from inference.profiles import (
+    DEFAULT_PROFILE,
+    PROFILE_NAMES,
+    UnknownProfileError,
+    canonical_profile_name,
+    get_profile,
+    holo1,
+    holo15,
+    holotron,
+)
+from inference.profiles.base import ImageBudget, Profile
+
+P = Point
+
+
+def frame(width: int = 1920, height: int = 1080) -> ScreenFrame:
+    return ScreenFrame(
+        pixels=np.zeros((height, width, 4), np.uint8),
+        region=Rect(0, 0, width, height),
+        monitor=None,
+        monitors=(),
+        captured_at=0.0,
+    )
+
+
+# -- the registry ----------------------------------------------------------------------------------
+
+
+def test_names_and_default() -> None:
+    assert PROFILE_NAMES == ("holotron", "holo1.5", "holo1")
+    assert DEFAULT_PROFILE == "holotron"
+    assert isinstance(get_profile(), holotron.HolotronProfile)
+
+
+@pytest.mark.parametrize(
+    ("name", "cls", "space"),
+    [
+        ("holotron", holotron.HolotronProfile, NormalizedSpace(1000)),
+        ("holo1.5", holo15.Holo15Profile, ImagePixelSpace()),
+        ("holo1", holo1.Holo1Profile, ImagePixelSpace()),
+    ],
+)
+def test_each_name_gives_its_profile(name: str, cls: type[Profile], space: object) -> None:
+    profile = get_profile(name)
+    assert type(profile) is cls
+    assert isinstance(profile, Profile)
+    assert profile.name == name
+    assert profile.space == space
+    assert profile.budget == ImageBudget()
+    assert get_profile(name) is not profile  # a fresh profile each time
+
+
+@pytest.mark.parametrize(
+    ("spelling", "name"),
+    [
+        ("HOLOTRON", "holotron"),
+        (" Holo1.5 ", "holo1.5"),
+        ("holo15", "holo1.5"),
+        ("holo1_5", "holo1.5"),
+        ("Holo-1", "holo1"),
+    ],
+)
+def test_forgiving_spellings(spelling: str, name: str) -> None:
+    assert canonical_profile_name(spelling) == name
+    assert get_profile(spelling).name == name
+
+
+@pytest.mark.parametrize("name", ["holo2", "", "qwen", "holotron-12b", "holo1.6"])
+def test_unknown_name_lists_the_known_ones(name: str) -> None:
+    with pytest.raises(UnknownProfileError, match=r"known profiles: holotron, holo1\.5, holo1"):
+        get_profile(name)
+
+
+def test_unknown_profile_error_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="must be text"):
+        get_profile(None)  # type: ignore[arg-type]
+
+
+def test_options_reach_the_profile(tmp_path: Path) -> None:
+    budget = ImageBudget(keep_screenshots=1, max_long_side=1000)
+    assert get_profile("holo1.5", budget=budget).budget is budget
+    assert get_profile("holotron", think=True).think is True
+    with pytest.raises(TypeError):
+        get_profile("holo1", think=True)
+
+
+# -- history written in each vocabulary reads back as the same action -----------------------------
+
+ACTIONS: list[Action] = [
+    Click(P(10, 20)),
+    Click(P(0, 0), MouseButton.RIGHT),
+    Click(P(5, 6), count=2),
+    Click(P(5, 6), MouseButton.MIDDLE, count=3),
+    Click(P(5, 6), MouseButton.RIGHT, count=2),
+    Move(P(700, 500)),
+    Drag(P(1, 2), P(300, 400)),
+    Drag(P(1, 2), P(3, 4), MouseButton.RIGHT),
+    Scroll(ScrollDirection.DOWN),
+    Scroll(ScrollDirection.LEFT, 7, P(30, 40)),
+    TypeText("hello"),
+    TypeText('quote " backslash \\ newline\n tab\t Grüße 東京 {"action": "x"}', P(9, 9)),
+    TypeText("Click(1, 2)"),
+    KeyCombo(("enter",)),
+    KeyCombo(("ctrl", "+")),
+    KeyCombo(("ctrl", "-")),
+    KeyCombo(("ctrl", "shift", "t")),
+    KeyCombo(("alt", "space")),
+    KeyCombo(("+",)),
+    Wait(),
+    Wait(2.5),
+    Done(""),
+    Done("The answer is 42."),
+    AskUser("Which account, 'work' or \"home\"?"),
+]
+
+
+def holotron_answer(action: Action) -> str:
+    rendered = holotron.describe_step(PastStep(action))
+    return json.dumps({"note": "", "thought": "", "action": json.loads(rendered)})
+
+
+def holo15_answer(action: Action) -> str:
+    return json.dumps({"note": "", "thought": "", **json.loads(holo15.describe_step(PastStep(action)))})
+
+
+def holo1_answer(action: Action) -> str:
+    return f"Note:\nThought:\nAction: {holo1.describe_step(PastStep(action))}"
+
+
+ANSWER_WRITERS: dict[str, Callable[[Action], str]] = {
+    "holotron": holotron_answer,
+    "holo1.5": holo15_answer,
+    "holo1": holo1_answer,
+}
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+@pytest.mark.parametrize("action", ACTIONS, ids=lambda action: action.describe()[:40])
+def test_history_round_trips_through_the_parser(name: str, action: Action) -> None:
+    answer = ANSWER_WRITERS[name](action)
+    assert get_profile(name).parse_navigation(answer).action == action
+
+
+# -- requests --------------------------------------------------------------------------------------
+
+
+def placeholders(messages: list[dict[str, Any]]) -> int:
+    return sum(
+        1 for m in messages if isinstance(m["content"], list) for part in m["content"] if part["type"] == "image"
+    )
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+@pytest.mark.parametrize(("keep", "given"), [(1, 1), (1, 4), (2, 4), (3, 2), (3, 4), (4, 4)])
+def test_requests_carry_one_placeholder_per_image(name: str, keep: int, given: int) -> None:
+    profile = get_profile(name, budget=ImageBudget(keep_screenshots=keep))
+    images = [profile.prepare_image(frame(640 + 56 * index, 480)) for index in range(given)]
+    request = profile.navigation_request("task", [PastStep(Wait())], images)
+    assert placeholders(request.messages) == len(request.images) == min(keep, given)
+    assert [image.size for image in request.images] == [p.image.size for p in images[-min(keep, given) :]]
+    assert request.messages[0]["role"] == "system" and request.messages[1]["role"] == "user"
+    local = profile.localization_request("the OK button", images[-1])
+    assert placeholders(local.messages) == len(local.images) == 1
+
+
+# -- structured-output schemas ---------------------------------------------------------------------
+
+# What vLLM's structured-output backends handle well; anything else (pattern, $ref, oneOf...) is avoided.
+SCHEMA_KEYWORDS = {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "anyOf",
+    "enum",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+}
+
+
+def walk(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    nodes = [schema]
+    for sub in schema.get("properties", {}).values():
+        nodes.extend(walk(sub))
+    for sub in schema.get("anyOf", []):
+        nodes.extend(walk(sub))
+    return nodes
+
+
+TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "object": lambda value: isinstance(value, dict),
+    "string": lambda value: isinstance(value, str),
+    "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "number": lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+}
+
+
+def conforms(value: Any, schema: dict[str, Any]) -> bool:
+    """A small validator for the keywords above (the test venv has no jsonschema)."""
+    if "anyOf" in schema and not any(conforms(value, option) for option in schema["anyOf"]):
+        return False
+    if "type" in schema and not TYPE_CHECKS[schema["type"]](value):
+        return False
+    if schema.get("type") == "object":
+        properties = schema.get("properties", {})
+        if not set(schema.get("required", [])) <= set(value):
+            return False
+        if schema.get("additionalProperties") is False and not set(value) <= set(properties):
+            return False
+        if not all(conforms(value[key], sub) for key, sub in properties.items() if key in value):
+            return False
+    if "enum" in schema and value not in schema["enum"]:
+        return False
+    if "minimum" in schema and value < schema["minimum"]:
+        return False
+    if "maximum" in schema and value > schema["maximum"]:
+        return False
+    return not ("exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"])
+
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "holotron navigation": holotron.navigation_schema(),
+    "holotron localization": holotron.localization_schema(),
+    "holo1.5 navigation": holo15.navigation_schema(1316, 728),
+    "holo1.5 localization": holo15.localization_schema(1316, 728),
+}
+GOOD: dict[str, list[Any]] = {
+    "holotron navigation": [json.loads(holotron_answer(action)) for action in ACTIONS],
+    "holotron localization": [{"x": 0, "y": 1000}, {"x": 512, "y": 3}],
+    "holo1.5 navigation": [json.loads(holo15_answer(action)) for action in ACTIONS],
+    "holo1.5 localization": [{"action": "click_absolute", "x": 1315, "y": 727}],
+}
+BAD: dict[str, list[Any]] = {
+    "holotron navigation": [
+        {"note": "", "thought": "", "action": {"name": "click_desktop", "x": 1001, "y": 0}},
+        {"note": "", "thought": "", "action": {"name": "click_desktop", "x": 1, "y": 0, "then": "enter"}},
+        {"note": "", "thought": "", "action": {"name": "click_element", "x": 1, "y": 0}},
+        {"note": "", "thought": "", "action": {"name": "goto", "url": "x"}},
+        {"note": "", "thought": "", "action": {"name": "click_desktop", "x": 0.5, "y": 0}},
+        {"note": "", "thought": "", "action": {"name": "scroll_desktop", "direction": "sideways"}},
+        {"note": "", "thought": "", "action": {"name": "wait", "seconds": 0}},
+        {"thought": "", "action": {"name": "wait"}},
+        {"note": "", "thought": "", "action": {"name": "wait"}, "extra": 1},
+    ],
+    "holotron localization": [{"x": 1001, "y": 0}, {"x": -1, "y": 0}, {"x": 1}, {"x": 1, "y": 2, "z": 3}],
+    "holo1.5 navigation": [
+        {"note": "", "thought": "", "action": "click_absolute", "x": 1316, "y": 0},
+        {"note": "", "thought": "", "action": "click_absolute", "x": 1, "y": 728},
+        {"note": "", "thought": "", "action": "click_desktop", "x": 1, "y": 2},
+        {"note": "", "thought": "", "action": "write"},
+    ],
+    "holo1.5 localization": [{"action": "click", "x": 1, "y": 2}, {"action": "click_absolute", "x": 1316, "y": 2}],
+}
+
+
+@pytest.mark.parametrize("which", SCHEMAS)
+def test_schema_is_plain_json_with_supported_keywords(which: str) -> None:
+    schema = SCHEMAS[which]
+    assert json.loads(json.dumps(schema)) == schema
+    for node in walk(schema):
+        assert set(node) <= SCHEMA_KEYWORDS, set(node) - SCHEMA_KEYWORDS
+        assert "type" in node or "anyOf" in node
+        if "properties" in node:
+            assert node["additionalProperties"] is False
+            assert set(node["required"]) <= set(node["properties"])
+
+
+@pytest.mark.parametrize("which", SCHEMAS)
+def test_schema_accepts_taught_answers_and_refuses_wrong_ones(which: str) -> None:
+    schema = SCHEMAS[which]
+    for sample in GOOD[which]:
+        assert conforms(sample, schema), sample
+    for sample in BAD[which]:
+        assert not conforms(sample, schema), sample
+
+
+def test_schemas_with_the_reference_validator_when_it_is_installed() -> None:
+    """Check the schemas with `jsonschema` in the base interpreter, if it has it (the venv does not)."""
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    probe = subprocess.run([base_python, "-c", "import jsonschema"], capture_output=True, check=False)
+    if not base_python.exists() or probe.returncode != 0:
+        pytest.skip("jsonschema is not installed in the base interpreter")
+    script = (
+        "import json, sys, jsonschema\n"
+        "cases = json.load(sys.stdin)\n"
+        "for name, case in cases.items():\n"
+        "    jsonschema.Draft202012Validator.check_schema(case['schema'])\n"
+        "    validator = jsonschema.Draft202012Validator(case['schema'])\n"
+        "    for sample in case['good']:\n"
+        "        validator.validate(sample)\n"
+        "    for sample in case['bad']:\n"
+        "        assert not validator.is_valid(sample), (name, sample)\n"
+        "print('ok', len(cases))\n"
+    )
+    cases = {name: {"schema": SCHEMAS[name], "good": GOOD[name], "bad": BAD[name]} for name in SCHEMAS}
+    result = subprocess.run(
+        [base_python, "-c", script], input=json.dumps(cases), capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"ok {len(SCHEMAS)}"

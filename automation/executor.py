@@ -1,0 +1,544 @@
+"""Performs one screen-space action on the real desktop with pyautogui, and nothing it has not checked.
+
+Every action is validated in full before any input is sent: each point must lie on a monitor (and
+not on a fail-safe corner), each key must have a pyautogui name on this platform, text that is not
+plain ASCII needs a clipboard tool. A rejected action sends nothing. While it runs, a CancelToken
+is checked between sub-steps (drag steps, text chunks, scroll notches), and whatever is held down
+(mouse button, keys) is released in `finally`, so a stop never leaves a button pressed.
+
+pyautogui is imported lazily: on X11 it opens the display when imported, and this module must
+import on machines (CI, a server) without one.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from automation.actions import (
+    Action,
+    AskUser,
+    Click,
+    Done,
+    Drag,
+    KeyCombo,
+    Move,
+    Point,
+    Scroll,
+    ScrollDirection,
+    TypeText,
+    Wait,
+)
+from automation.cancel import CancelToken
+from automation.clipboard import Clipboard, system_clipboard
+from automation.coords import Monitor, monitor_at
+from automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
+from automation.keys import normalize_key
+
+# pyautogui sleeps PAUSE seconds after every call (0.1 s by default): a 60-step drag would take 6 s
+# and every text chunk would stall. Our own waits (drag steps, paste settle) are explicit, so a short
+# gap is enough to keep events distinct for applications that drop input arriving too fast.
+PYAUTOGUI_PAUSE_S = 0.01
+
+# Characters pyautogui.write can type on every platform; anything else goes through the clipboard.
+_TYPABLE_ASCII = frozenset(chr(code) for code in range(0x20, 0x7F)) | {"\n", "\t"}
+
+# pyautogui presses shift around these characters itself; the injected-key log must say so too.
+_SHIFTED_PUNCTUATION = frozenset('~!@#$%^&*()_+{}|:"<>?')
+
+# Canonical key names (automation.keys) that pyautogui spells differently on some platform.
+# None means the key cannot be pressed through pyautogui there.
+_KEY_NAMES_LINUX: dict[str, str | None] = {
+    "super": "win",
+    "altgr": "altright",
+    "menu": "apps",
+    "fn": None,  # handled by the keyboard's firmware, never seen by the OS
+    # pyautogui's X11 backend has no media keys (they would be silent no-ops)
+    "volumeup": None,
+    "volumedown": None,
+    "volumemute": None,
+    "playpause": None,
+    "nexttrack": None,
+    "prevtrack": None,
+}
+_KEY_NAMES_WINDOWS: dict[str, str | None] = {
+    "super": "win",
+    "altgr": "altright",
+    "menu": "apps",
+    "fn": None,
+}
+_KEY_NAMES_MACOS: dict[str, str | None] = {
+    "super": "command",
+    "alt": "option",
+    "altgr": "optionright",
+    "menu": None,
+    "insert": None,
+    "printscreen": None,
+    "scrolllock": None,
+    "numlock": None,
+    "pause": None,
+    # pyautogui lists media keys on macOS but its keyDown ignores them
+    "playpause": None,
+    "nexttrack": None,
+    "prevtrack": None,
+    **{f"f{n}": None for n in range(21, 25)},
+}
+
+
+def _platform_key_table(platform: str) -> dict[str, str | None]:
+    if platform == "darwin":
+        return _KEY_NAMES_MACOS
+    if platform == "win32":
+        return _KEY_NAMES_WINDOWS
+    return _KEY_NAMES_LINUX
+
+
+def pyautogui_key_name(key: str, platform: str = sys.platform) -> str:
+    """pyautogui's name for a canonical key on `platform`, or an ActionError if it has none."""
+    canonical = normalize_key(key)
+    table = _platform_key_table(platform)
+    if canonical in table:
+        name = table[canonical]
+        if name is None:
+            raise ActionError(f"the key {canonical!r} cannot be pressed on {platform}")
+        return name
+    return canonical
+
+
+def paste_keys(platform: str = sys.platform) -> tuple[str, ...]:
+    """The canonical combination that pastes in ordinary applications on `platform`."""
+    return ("super", "v") if platform == "darwin" else ("ctrl", "v")
+
+
+def keys_for_text(text: str) -> frozenset[str]:
+    """Canonical names of the keys pyautogui.write presses to type `text` (for the injected-key log)."""
+    keys: set[str] = set()
+    for character in text:
+        if character == "\n":
+            keys.add("enter")
+        elif character == "\t":
+            keys.add("tab")
+        elif character == " ":
+            keys.add("space")
+        else:
+            keys.add(character.lower())
+            if character.isupper() or character in _SHIFTED_PUNCTUATION:
+                keys.add("shift")
+    return frozenset(keys)
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedKey:
+    """One key event the executor sent: canonical key name and `time.monotonic()` when sent."""
+
+    key: str
+    at: float
+
+
+class InjectedInput:
+    """A short log of the keys the executor itself presses, for the kill-switch listener to ignore.
+
+    On X11 pynput's `injected` flag is False for XTEST input, so the listener cannot tell our key
+    presses from the user's; it asks `recently_injected(key)` instead. Keys are noted when pressed
+    and when released, and count as injected for as long as they are held.
+    """
+
+    def __init__(self, max_entries: int = 512, clock: Callable[[], float] = time.monotonic) -> None:
+        self._entries: deque[InjectedKey] = deque(maxlen=max_entries)
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def note(self, keys: Iterable[str]) -> None:
+        """Record that the executor just sent these (canonical) keys."""
+        now = self._clock()
+        with self._lock:
+            self._entries.extend(InjectedKey(key, now) for key in keys)
+
+    @contextmanager
+    def holding(self, keys: Iterable[str]) -> Iterator[None]:
+        """Mark keys as held by the executor for the duration of the block."""
+        held = tuple(keys)
+        self.note(held)
+        with self._lock:
+            for key in held:
+                self._held[key] = self._held.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                for key in held:
+                    remaining = self._held.get(key, 0) - 1
+                    if remaining > 0:
+                        self._held[key] = remaining
+                    else:
+                        self._held.pop(key, None)
+            self.note(held)
+
+    def held_keys(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._held)
+
+    def recently_injected(self, key: str, within_s: float = 0.3) -> bool:
+        """True if the executor holds `key` now or sent it in the last `within_s` seconds."""
+        try:
+            canonical = normalize_key(key)
+        except ActionError:
+            return False  # a key we cannot name is not one we pressed
+        cutoff = self._clock() - within_s
+        with self._lock:
+            if canonical in self._held:
+                return True
+            for entry in reversed(self._entries):
+                if entry.at < cutoff:
+                    return False
+                if entry.key == canonical:
+                    return True
+        return False
+
+    def entries(self) -> list[InjectedKey]:
+        with self._lock:
+            return list(self._entries)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionResult:
+    """What happened to one action. `ok` is False when the desktop refused it part-way."""
+
+    action: Action
+    ok: bool
+    detail: str
+    duration_s: float
+
+
+def _load_pyautogui() -> Any:
+    """Import pyautogui (which opens the display on X11) and set it up for the executor."""
+    try:
+        import pyautogui
+    except KeyError as exc:  # the X11 backend reads os.environ["DISPLAY"] at import time
+        raise ExecutionError(f"cannot send input: no X display (${exc.args[0]} is not set)") from exc
+    except Exception as exc:  # python-xlib raises several kinds when the display cannot be opened
+        raise ExecutionError(f"cannot send input: loading pyautogui failed: {exc}") from exc
+    pyautogui.FAILSAFE = True
+    pyautogui.PAUSE = PYAUTOGUI_PAUSE_S
+    return pyautogui
+
+
+def _injection_errors(pyautogui: Any) -> tuple[type[BaseException], ...]:
+    """Errors the input backend raises when the desktop refuses input (not programming errors)."""
+    errors: list[type[BaseException]] = [OSError, pyautogui.PyAutoGUIException]
+    if sys.platform.startswith("linux"):
+        from Xlib import error as xerror
+
+        errors += [xerror.XError, xerror.ConnectionClosedError, xerror.DisplayError]
+    return tuple(errors)
+
+
+def _corners(monitor: Monitor) -> list[tuple[int, int]]:
+    rect = monitor.rect
+    return [
+        (rect.left, rect.top),
+        (rect.right - 1, rect.top),
+        (rect.left, rect.bottom - 1),
+        (rect.right - 1, rect.bottom - 1),
+    ]
+
+
+class Executor:
+    """Performs screen-space actions with pyautogui, one at a time.
+
+    `monitors` fixes the monitors points are checked against; without it they are read from
+    `capture` (an automation.screen.ScreenCapture, created on first use) before every action, so a
+    monitor plugged in mid-run counts. `injected` is shared with the kill-switch listener.
+    """
+
+    def __init__(
+        self,
+        monitors: Sequence[Monitor] | None = None,
+        *,
+        capture: Any | None = None,
+        injected: InjectedInput | None = None,
+        clipboard: Clipboard | None = None,
+        platform: str = sys.platform,
+        multi_click_interval_s: float = 0.04,
+        type_chunk_chars: int = 24,
+        type_interval_s: float = 0.0,
+        drag_step_px: int = 12,
+        drag_step_interval_s: float = 0.008,
+        focus_settle_s: float = 0.05,
+        paste_settle_s: float = 0.3,
+    ) -> None:
+        if type_chunk_chars < 1 or drag_step_px < 1:
+            raise ValueError("type_chunk_chars and drag_step_px must be at least 1")
+        self._fixed_monitors = tuple(monitors) if monitors is not None else None
+        self._capture = capture
+        self.injected = injected if injected is not None else InjectedInput()
+        self._clipboard = clipboard
+        self.platform = platform
+        # Qt drops a double click whose two presses carry the same X timestamp (same millisecond),
+        # which back-to-back injected clicks often do; people click ~100 ms apart anyway.
+        self.multi_click_interval_s = multi_click_interval_s
+        self.type_chunk_chars = type_chunk_chars
+        self.type_interval_s = type_interval_s
+        self.drag_step_px = drag_step_px
+        self.drag_step_interval_s = drag_step_interval_s
+        self.focus_settle_s = focus_settle_s
+        self.paste_settle_s = paste_settle_s
+        self._busy = threading.Lock()
+        self._pyautogui: Any | None = None
+
+    # -- validation: nothing here sends input ----------------------------------------------------
+
+    def monitors(self) -> tuple[Monitor, ...]:
+        if self._fixed_monitors is not None:
+            return self._fixed_monitors
+        if self._capture is None:
+            from automation.screen import ScreenCapture
+
+            self._capture = ScreenCapture()
+        return tuple(self._capture.monitors())
+
+    def validate(self, action: Action) -> None:
+        """Raise ActionError, OffScreenError or ClipboardError if the action cannot be performed."""
+        self._validate(action)
+
+    def _validate(self, action: Action) -> tuple[Monitor, ...]:
+        """`validate`, returning the monitors it checked against (empty when the action has no point)."""
+        if isinstance(action, Done | AskUser):
+            raise ActionError(f"{action.kind!r} is not executable: it ends the run or asks the user, it sends no input")
+        if not isinstance(action, Click | Move | Drag | Scroll | TypeText | KeyCombo | Wait):
+            raise ActionError(f"the executor does not know how to perform {type(action).__name__}")
+        points = action.points()
+        monitors: tuple[Monitor, ...] = ()
+        if points:
+            monitors = self.monitors()
+            for point in points:
+                monitor = monitor_at(point, monitors)
+                if (point.x, point.y) in _corners(monitor):
+                    raise OffScreenError(
+                        f"screen point {point} is a corner of {monitor}: pyautogui's fail-safe would stop the run there"
+                    )
+        if isinstance(action, KeyCombo):
+            self._key_names(action.keys)
+        elif isinstance(action, TypeText) and not self._typable(action.text):
+            self._key_names(paste_keys(self.platform))
+            self._resolve_clipboard()
+        return monitors
+
+    def _key_names(self, keys: Sequence[str]) -> list[str]:
+        names = [pyautogui_key_name(key, self.platform) for key in keys]
+        pyautogui = self._load()
+        for key, name in zip(keys, names, strict=True):
+            # pyautogui silently ignores names it does not know; refuse them instead.
+            if not pyautogui.isValidKey(name):
+                raise ActionError(f"the key {key!r} ({name!r} to pyautogui) cannot be pressed on this system")
+        return names
+
+    def _resolve_clipboard(self) -> Clipboard:
+        if self._clipboard is None:
+            self._clipboard = system_clipboard(self.platform)
+        return self._clipboard
+
+    def _typable(self, text: str) -> bool:
+        """True when pyautogui.write types `text` exactly here; otherwise it goes through the clipboard."""
+        if not all(character in _TYPABLE_ASCII for character in text):
+            return False
+        if not self.platform.startswith("linux"):
+            return True
+        mistyped = x11_mistyped_characters(self._load())
+        return not any(character in mistyped for character in text)
+
+    def _load(self) -> Any:
+        if self._pyautogui is None:
+            self._pyautogui = _load_pyautogui()
+        return self._pyautogui
+
+    # -- execution -------------------------------------------------------------------------------
+
+    def execute(self, action: Action, cancel: CancelToken | None = None) -> ExecutionResult:
+        """Validate, then perform the action.
+
+        Raises ActionError / OffScreenError / ClipboardError for an action that cannot be performed
+        (nothing was sent), and Cancelled when `cancel` fired or pyautogui's fail-safe tripped (what
+        was held is released). A valid action the desktop refused part-way returns ok=False.
+        """
+        started = time.monotonic()
+        cancel = cancel if cancel is not None else CancelToken()
+        with self._busy:
+            monitors = self._validate(action)
+            cancel.raise_if_cancelled()
+            if isinstance(action, Wait):
+                if cancel.sleep(action.seconds):
+                    cancel.raise_if_cancelled()
+                return ExecutionResult(action, True, action.describe(), time.monotonic() - started)
+            pyautogui = self._load()
+            # Fail-safe corners follow the current monitors (pyautogui fixed them at import time).
+            pyautogui.FAILSAFE_POINTS = [
+                corner for monitor in monitors or self.monitors() for corner in _corners(monitor)
+            ]
+            try:
+                detail = self._perform(action, pyautogui, cancel)
+            except pyautogui.FailSafeException as exc:
+                raise Cancelled("pyautogui fail-safe: the pointer was moved into a screen corner") from exc
+            except AutomationError as exc:
+                if isinstance(exc, Cancelled | ActionError | OffScreenError):
+                    raise
+                return ExecutionResult(action, False, f"{action.describe()} failed: {exc}", time.monotonic() - started)
+            except _injection_errors(pyautogui) as exc:
+                detail = f"{action.describe()} failed: {type(exc).__name__}: {exc}"
+                return ExecutionResult(action, False, detail, time.monotonic() - started)
+            return ExecutionResult(action, True, detail, time.monotonic() - started)
+
+    def _perform(self, action: Action, pyautogui: Any, cancel: CancelToken) -> str:
+        if isinstance(action, Click):
+            interval = self.multi_click_interval_s if action.count > 1 else 0.0
+            pyautogui.click(
+                action.at.x, action.at.y, clicks=action.count, interval=interval, button=action.button.value
+            )
+        elif isinstance(action, Move):
+            pyautogui.moveTo(action.to.x, action.to.y)
+        elif isinstance(action, Drag):
+            self._drag(action, pyautogui, cancel)
+        elif isinstance(action, Scroll):
+            self._scroll(action, pyautogui, cancel)
+        elif isinstance(action, TypeText):
+            return self._type(action, pyautogui, cancel)
+        elif isinstance(action, KeyCombo):
+            self._press_keys(action.keys, pyautogui, cancel)
+        return action.describe()
+
+    def _drag(self, action: Drag, pyautogui: Any, cancel: CancelToken) -> None:
+        button = action.button.value
+        pyautogui.mouseDown(action.start.x, action.start.y, button=button)
+        try:
+            # Many small moves rather than one jump: toolkits start a drag only after seeing motion
+            # with the button held, and each step is a point where the user can stop it.
+            for point in drag_path(action.start, action.end, self.drag_step_px):
+                if cancel.sleep(self.drag_step_interval_s):
+                    cancel.raise_if_cancelled()
+                pyautogui.moveTo(point.x, point.y, _pause=False)
+        finally:
+            with _failsafe_suspended(pyautogui):
+                pyautogui.mouseUp(button=button)
+
+    def _scroll(self, action: Scroll, pyautogui: Any, cancel: CancelToken) -> None:
+        if action.at is not None:
+            pyautogui.moveTo(action.at.x, action.at.y)
+        vertical = action.direction in (ScrollDirection.UP, ScrollDirection.DOWN)
+        notch = 1 if action.direction in (ScrollDirection.UP, ScrollDirection.RIGHT) else -1
+        for _ in range(action.amount):
+            cancel.raise_if_cancelled()
+            if vertical:
+                pyautogui.scroll(notch)
+            else:
+                pyautogui.hscroll(notch)
+
+    def _type(self, action: TypeText, pyautogui: Any, cancel: CancelToken) -> str:
+        if action.at is not None:
+            pyautogui.click(action.at.x, action.at.y)
+            if cancel.sleep(self.focus_settle_s):
+                cancel.raise_if_cancelled()
+        if self._typable(action.text):
+            text = action.text
+            for begin in range(0, len(text), self.type_chunk_chars):
+                cancel.raise_if_cancelled()
+                chunk = text[begin : begin + self.type_chunk_chars]
+                with self.injected.holding(keys_for_text(chunk)):
+                    pyautogui.write(chunk, interval=self.type_interval_s)
+            return action.describe()
+        self._paste(action.text, pyautogui, cancel)
+        return f"{action.describe()} (pasted through the clipboard)"
+
+    def _paste(self, text: str, pyautogui: Any, cancel: CancelToken) -> None:
+        clipboard = self._resolve_clipboard()
+        previous = clipboard.read_text()
+        clipboard.write_text(text)
+        try:
+            cancel.raise_if_cancelled()
+            self._press_keys(paste_keys(self.platform), pyautogui, cancel)
+            # The target fetches the clipboard asynchronously after ctrl+v; restoring too soon would
+            # make it paste the old content. Not cancellable: a stop here must still wait, then restore.
+            time.sleep(self.paste_settle_s)
+        finally:
+            # Restore what the user had; if it held no text (empty, or an image we cannot carry),
+            # clear it rather than leave the typed text (perhaps a password) behind.
+            clipboard.write_text(previous if previous is not None else "")
+
+    def _press_keys(self, keys: Sequence[str], pyautogui: Any, cancel: CancelToken) -> None:
+        names = self._key_names(keys)
+        pressed: list[str] = []
+        with self.injected.holding(normalize_key(key) for key in keys):
+            try:
+                for name in names:
+                    cancel.raise_if_cancelled()
+                    pyautogui.keyDown(name, _pause=False)
+                    pressed.append(name)
+            finally:
+                with _failsafe_suspended(pyautogui):
+                    for name in reversed(pressed):
+                        pyautogui.keyUp(name, _pause=False)
+
+
+_MISTYPED_CACHE: dict[int, frozenset[str]] = {}
+
+
+def x11_mistyped_characters(pyautogui: Any) -> frozenset[str]:
+    """ASCII characters pyautogui's X11 backend would type wrong with the display's keymap.
+
+    It presses one keycode per character and adds shift by a US-keyboard rule (`isShiftCharacter`).
+    Where the keymap disagrees it types another character: on the usual pc105 keymap '<' is found on
+    the extra key left of z, whose shifted symbol is '>'; on many layouts symbols need AltGr. Text
+    with such characters is pasted instead. Computed once per display connection.
+    """
+    backend = pyautogui.platformModule
+    display = backend._display
+    cached = _MISTYPED_CACHE.get(id(display))
+    if cached is not None:
+        return cached
+    wrong = set()
+    for character in _TYPABLE_ASCII - {"\n", "\t"}:
+        keycode = backend.keyboardMapping.get(character)
+        if not keycode:
+            wrong.add(character)
+            continue
+        base = display.keycode_to_keysym(keycode, 0)
+        produced = base
+        if pyautogui.isShiftCharacter(character):
+            produced = display.keycode_to_keysym(keycode, 1)
+            if not produced:  # core protocol: no shifted symbol means the unshifted one (upper-cased)
+                produced = base - 0x20 if ord("a") <= base <= ord("z") else base
+        # Keysyms of printable ASCII equal their code points.
+        if produced != ord(character):
+            wrong.add(character)
+    result = frozenset(wrong)
+    _MISTYPED_CACHE.clear()  # only the current connection matters
+    _MISTYPED_CACHE[id(display)] = result
+    return result
+
+
+def drag_path(start: Point, end: Point, step_px: int) -> list[Point]:
+    """Points from just after `start` to `end` (inclusive), at most `step_px` apart."""
+    distance = math.hypot(end.x - start.x, end.y - start.y)
+    steps = max(1, math.ceil(distance / step_px))
+    return [
+        Point(round(start.x + (end.x - start.x) * i / steps), round(start.y + (end.y - start.y) * i / steps))
+        for i in range(1, steps + 1)
+    ]
+
+
+@contextmanager
+def _failsafe_suspended(pyautogui: Any) -> Iterator[None]:
+    """Release what is held even when the fail-safe tripped: pyautogui checks it before every call."""
+    previous = pyautogui.FAILSAFE
+    pyautogui.FAILSAFE = False
+    try:
+        yield
+    finally:
+        pyautogui.FAILSAFE = previous

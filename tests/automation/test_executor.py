@@ -1,0 +1,453 @@
+"""The executor against a real window under Xvfb: events land exactly where and as asked, nothing else.
+
+The display tests run once per layout (1920x1080, 1366x768, and two monitors side by side). The
+window runs in its own process and logs what it receives; `sync()` returns everything it saw.
+pyautogui lives in this process and is re-pointed at each layout's Xvfb by the `xvfb` fixture
+(see tests/support/xvfb.py: point_pyautogui_at_current_display).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from automation.actions import (
+    Action,
+    AskUser,
+    Click,
+    Done,
+    Drag,
+    KeyCombo,
+    Move,
+    Point,
+    Scroll,
+    TypeText,
+    Wait,
+)
+from automation.cancel import CancelToken
+from automation.clipboard import XCLIP
+from automation.coords import Monitor, Rect
+from automation.errors import ActionError, Cancelled, OffScreenError
+from automation.executor import (
+    ExecutionResult,
+    Executor,
+    InjectedInput,
+    drag_path,
+    keys_for_text,
+    paste_keys,
+    pyautogui_key_name,
+)
+from automation.screen import ScreenCapture
+from tests.support import x11_probe
+from tests.support.target_client import Event, TargetWindow
+from tests.support.xvfb import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
+
+ONE_MONITOR = (Monitor(1, Rect(0, 0, 1920, 1080)),)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# -- without a display -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("action", "error"),
+    [
+        (Done("all done"), ActionError),
+        (AskUser("which file?"), ActionError),
+        (Click(Point(1920, 500)), OffScreenError),
+        (Click(Point(-1, 500)), OffScreenError),
+        (Drag(Point(100, 100), Point(100, 1080)), OffScreenError),
+        (TypeText("hello", at=Point(5000, 5)), OffScreenError),
+        (Scroll("down", at=Point(10, -3)), OffScreenError),
+        (Move(Point(0, 0)), OffScreenError),  # a fail-safe corner: pyautogui would stop the next step
+        (Click(Point(1919, 1079)), OffScreenError),
+    ],
+    ids=lambda value: value.describe() if isinstance(value, Action) else value.__name__,
+)
+def test_validation_rejects_actions_it_cannot_perform(action: Action, error: type[Exception]) -> None:
+    executor = Executor(ONE_MONITOR)
+    with pytest.raises(error):
+        executor.validate(action)
+    with pytest.raises(error):
+        executor.execute(action)
+
+
+def test_validation_accepts_points_on_monitors_without_touching_the_desktop() -> None:
+    executor = Executor(ONE_MONITOR)
+    for action in (Click(Point(1, 0)), Drag(Point(5, 5), Point(1918, 1079)), Scroll("up"), Wait(0.5)):
+        executor.validate(action)
+    assert executor._pyautogui is None  # validation of pointer actions never loads the input backend
+
+
+@pytest.mark.parametrize(
+    ("key", "platform", "name"),
+    [
+        ("super", "linux", "win"),
+        ("super", "win32", "win"),
+        ("super", "darwin", "command"),
+        ("alt", "darwin", "option"),
+        ("alt", "linux", "alt"),
+        ("menu", "linux", "apps"),
+        ("altgr", "win32", "altright"),
+        ("Return", "linux", "enter"),
+        ("ctrl", "darwin", "ctrl"),
+        ("f24", "linux", "f24"),
+        ("volumeup", "win32", "volumeup"),
+        ("a", "darwin", "a"),
+    ],
+)
+def test_canonical_keys_map_to_pyautogui_names_per_platform(key: str, platform: str, name: str) -> None:
+    assert pyautogui_key_name(key, platform) == name
+
+
+@pytest.mark.parametrize(
+    ("key", "platform"),
+    [("fn", "linux"), ("fn", "win32"), ("volumeup", "linux"), ("insert", "darwin"), ("f21", "darwin")],
+)
+def test_keys_a_platform_cannot_press_are_rejected(key: str, platform: str) -> None:
+    with pytest.raises(ActionError, match=key):
+        pyautogui_key_name(key, platform)
+
+
+def test_unknown_key_names_are_rejected() -> None:
+    with pytest.raises(ActionError, match="unknown key"):
+        pyautogui_key_name("hyper", "linux")
+
+
+def test_paste_uses_command_on_macos_and_ctrl_elsewhere() -> None:
+    assert paste_keys("darwin") == ("super", "v")
+    assert pyautogui_key_name(paste_keys("darwin")[0], "darwin") == "command"
+    assert paste_keys("linux") == paste_keys("win32") == ("ctrl", "v")
+
+
+def test_keys_for_text_names_shift_for_capitals_and_shifted_symbols() -> None:
+    assert keys_for_text("aB c\n") == {"a", "b", "shift", "space", "c", "enter"}
+    assert keys_for_text("1!") == {"1", "!", "shift"}
+    assert keys_for_text("x") == {"x"}
+
+
+def test_drag_path_has_small_steps_and_ends_exactly_at_the_end() -> None:
+    path = drag_path(Point(10, 10), Point(110, 60), step_px=10)
+    assert path[-1] == Point(110, 60)
+    assert len(path) == 12  # ceil(hypot(100, 50) / 10)
+    previous = Point(10, 10)
+    for point in path:
+        assert abs(point.x - previous.x) <= 10 and abs(point.y - previous.y) <= 10
+        previous = point
+    assert drag_path(Point(5, 5), Point(5, 5), step_px=10) == [Point(5, 5)]
+
+
+def test_injected_input_remembers_keys_for_a_short_while() -> None:
+    clock = FakeClock()
+    injected = InjectedInput(clock=clock)
+    injected.note(["ctrl", "v"])
+    assert injected.recently_injected("ctrl", within_s=0.5)
+    assert injected.recently_injected("Control_L", within_s=0.5)  # queried by any spelling
+    assert not injected.recently_injected("c", within_s=0.5)
+    assert not injected.recently_injected("no such key", within_s=0.5)
+    clock.now += 1.0
+    assert not injected.recently_injected("ctrl", within_s=0.5)
+
+
+def test_injected_input_counts_held_keys_until_released() -> None:
+    clock = FakeClock()
+    injected = InjectedInput(clock=clock)
+    with injected.holding(["shift", "a"]):
+        clock.now += 60.0  # a long hold is still ours
+        assert injected.recently_injected("shift", within_s=0.1)
+        assert injected.held_keys() == {"shift", "a"}
+    assert injected.held_keys() == frozenset()
+    assert injected.recently_injected("a", within_s=0.1)  # the release was just now
+    clock.now += 1.0
+    assert not injected.recently_injected("a", within_s=0.1)
+
+
+def test_wait_sleeps_and_a_cancel_cuts_it_short() -> None:
+    executor = Executor(ONE_MONITOR)
+    result = executor.execute(Wait(0.05))
+    assert result.ok and 0.04 <= result.duration_s < 1.0
+    token = CancelToken()
+    threading.Timer(0.1, token.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        executor.execute(Wait(30.0), token)
+    assert time.monotonic() - started < 2.0
+
+
+def test_an_already_cancelled_token_stops_before_anything_happens() -> None:
+    token = CancelToken()
+    token.cancel("user pressed the kill switch")
+    with pytest.raises(Cancelled, match="kill switch"):
+        Executor(ONE_MONITOR).execute(Wait(0.01), token)
+
+
+def test_execution_result_is_frozen() -> None:
+    result = ExecutionResult(Wait(1.0), True, "wait 1 s", 1.0)
+    with pytest.raises(AttributeError):
+        result.ok = False  # type: ignore[misc]
+
+
+# -- on a real display ---------------------------------------------------------------------------
+
+
+def presses_and_releases(events: list[Event]) -> list[Event]:
+    return [event for event in events if event["event"] in ("press", "release", "double_click")]
+
+
+def pointer_event(name: str, point: Point, widget: str, button: str = "left") -> Event:
+    return {"event": name, "button": button, "x": point.x, "y": point.y, "widget": widget}
+
+
+def last_text(events: list[Event]) -> str | None:
+    texts = [event["text"] for event in events if event["event"] == "text"]
+    return texts[-1] if texts else None
+
+
+@pytest.fixture
+def window(target_window: TargetWindow) -> TargetWindow:
+    target_window.reset()
+    return target_window
+
+
+@pytest.fixture(scope="module")
+def executor(xvfb: XvfbServer) -> Iterator[Executor]:
+    capture = ScreenCapture()
+    yield Executor(capture=capture)
+    capture.close()
+
+
+def pad_point(window: TargetWindow, dx: int, dy: int) -> Point:
+    """A point inside the pad, off its centre (a centre is too easy to hit by accident)."""
+    centre = window.centre("pad")
+    return Point(centre.x + dx, centre.y + dy)
+
+
+@pytest.mark.display
+@pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP, TWO_MONITORS], indirect=True, ids=str, scope="module")
+class TestOnDesktop:
+    def test_click_lands_on_the_exact_pixel(self, window: TargetWindow, executor: Executor) -> None:
+        point = pad_point(window, 37, -23)
+        result = executor.execute(Click(point))
+        assert result.ok, result.detail
+        assert window.sync() == [pointer_event("press", point, "pad"), pointer_event("release", point, "pad")]
+        assert x11_probe.pointer() == (point.x, point.y, [])
+
+    def test_click_on_a_button_activates_it_once(self, window: TargetWindow, executor: Executor) -> None:
+        executor.execute(Click(window.centre("ok")))
+        events = window.sync()
+        assert [event for event in events if event["event"] == "clicked"] == [{"event": "clicked", "widget": "ok"}]
+        assert len(presses_and_releases(events)) == 2
+
+    def test_double_click_is_one_double_click(self, window: TargetWindow, executor: Executor) -> None:
+        point = pad_point(window, -51, 12)
+        executor.execute(Click(point, count=2))
+        assert presses_and_releases(window.sync()) == [
+            pointer_event("press", point, "pad"),
+            pointer_event("release", point, "pad"),
+            pointer_event("press", point, "pad"),
+            pointer_event("double_click", point, "pad"),
+            pointer_event("release", point, "pad"),
+        ]
+
+    def test_right_click_uses_the_right_button(self, window: TargetWindow, executor: Executor) -> None:
+        point = pad_point(window, 100, 80)
+        executor.execute(Click(point, button="right"))
+        assert window.sync() == [
+            pointer_event("press", point, "pad", "right"),
+            pointer_event("release", point, "pad", "right"),
+        ]
+
+    def test_drag_presses_at_start_moves_and_releases_at_end(self, window: TargetWindow, executor: Executor) -> None:
+        start, end = pad_point(window, -200, -100), pad_point(window, 150, 90)
+        result = executor.execute(Drag(start, end))
+        assert result.ok, result.detail
+        events = window.sync()
+        assert presses_and_releases(events) == [
+            pointer_event("press", start, "pad"),
+            pointer_event("release", end, "pad"),
+        ]
+        drags = [event for event in events if event["event"] == "drag"]
+        assert len(drags) == 1
+        assert (drags[0]["start"], drags[0]["end"]) == ([start.x, start.y], [end.x, end.y])
+        moves = [(event["x"], event["y"]) for event in events if event["event"] == "move"]
+        assert len(moves) >= 10 and moves[-1] == (end.x, end.y)
+        assert [x for x, _ in moves] == sorted(x for x, _ in moves)  # straight on, never back
+        assert x11_probe.pointer() == (end.x, end.y, [])
+
+    @pytest.mark.parametrize("direction", ["up", "down", "left", "right"])
+    def test_scroll_sends_wheel_notches_at_the_point(
+        self, window: TargetWindow, executor: Executor, direction: str
+    ) -> None:
+        point = pad_point(window, 60, -40)
+        executor.execute(Scroll(direction, amount=3, at=point))
+        events = window.sync()
+        assert presses_and_releases(events) == []
+        wheels = [event for event in events if event["event"] == "wheel"]
+        assert len(wheels) == 3
+        for wheel in wheels:
+            assert (wheel["direction"], wheel["x"], wheel["y"], wheel["widget"]) == (direction, point.x, point.y, "pad")
+            assert abs(wheel["delta_x"]) + abs(wheel["delta_y"]) == 120  # one notch each
+
+    def test_move_puts_the_pointer_there_without_clicking(self, window: TargetWindow, executor: Executor) -> None:
+        point = pad_point(window, -3, 77)
+        executor.execute(Move(point))
+        assert presses_and_releases(window.sync()) == []
+        assert x11_probe.pointer() == (point.x, point.y, [])
+
+    def test_typing_ascii_fills_the_field_exactly(self, window: TargetWindow, executor: Executor) -> None:
+        text = "Hello, World! (1+2)*3=9 ~`_{}|:>?\"'"
+        field = window.centre("field")
+        result = executor.execute(TypeText(text, at=field))
+        assert result.ok, result.detail
+        events = window.sync()
+        assert last_text(events) == text
+        assert presses_and_releases(events) == [
+            pointer_event("press", field, "field"),
+            pointer_event("release", field, "field"),
+        ]
+        assert executor.injected.recently_injected("shift", within_s=5.0)
+        assert executor.injected.recently_injected("h", within_s=5.0)
+        assert x11_probe.pressed_keycodes() == []
+
+    def test_ascii_the_keymap_cannot_type_is_pasted(self, window: TargetWindow, executor: Executor) -> None:
+        # pyautogui would press shift + the pc105 '<' key here, which types '>'.
+        result = executor.execute(TypeText("if a < b: print(a)", at=window.centre("field")))
+        assert "clipboard" in result.detail
+        assert last_text(window.sync()) == "if a < b: print(a)"
+
+    def test_non_ascii_text_is_pasted_and_the_clipboard_restored(
+        self, window: TargetWindow, executor: Executor
+    ) -> None:
+        XCLIP.write_text("what the user had copied ✓")
+        text = "Grüße — 東京"
+        result = executor.execute(TypeText(text, at=window.centre("field")))
+        assert result.ok, result.detail
+        assert "clipboard" in result.detail
+        events = window.sync()
+        assert last_text(events) == text
+        assert XCLIP.read_text() == "what the user had copied ✓"
+        assert executor.injected.recently_injected("ctrl", within_s=5.0)
+        assert executor.injected.recently_injected("v", within_s=5.0)
+        keys = [(event["event"], event["key"]) for event in events if event["event"].startswith("key_")]
+        assert keys == [
+            ("key_press", "Control"),
+            ("key_press", "V"),
+            ("key_release", "V"),
+            ("key_release", "Control"),
+        ]
+
+    def test_pasting_with_an_empty_clipboard_leaves_it_empty(self, window: TargetWindow, executor: Executor) -> None:
+        x11_probe.drop_clipboard_owner()
+        assert XCLIP.read_text() is None
+        executor.execute(TypeText("naïve café", at=window.centre("field")))
+        assert last_text(window.sync()) == "naïve café"
+        assert XCLIP.read_text() == ""  # the pasted text does not linger
+
+    def test_key_combination_presses_in_order_and_releases_in_reverse(
+        self, window: TargetWindow, executor: Executor
+    ) -> None:
+        executor.execute(TypeText("select me", at=window.centre("field")))
+        assert last_text(window.sync()) == "select me"
+        executor.execute(KeyCombo(("ctrl", "a")))
+        keys = [(e["event"], e["key"], e["modifiers"]) for e in window.sync() if e["event"].startswith("key_")]
+        assert keys == [
+            ("key_press", "Control", ["ctrl"]),
+            ("key_press", "A", ["ctrl"]),
+            ("key_release", "A", ["ctrl"]),
+            ("key_release", "Control", []),
+        ]
+        executor.execute(KeyCombo(("delete",)))  # deletes the selection, so ctrl+a selected it all
+        assert last_text(window.sync()) == ""
+        executor.execute(KeyCombo(("shift", "x")))
+        assert last_text(window.sync()) == "X"
+        assert x11_probe.pressed_keycodes() == []
+
+    def test_invalid_actions_send_nothing(self, window: TargetWindow, executor: Executor, xvfb: XvfbServer) -> None:
+        # Focus the field and park the pointer on the pad, so any stray key or click would be logged.
+        executor.execute(TypeText("x", at=window.centre("field")))
+        parked = pad_point(window, 10, 10)
+        executor.execute(Move(parked))
+        window.sync()
+        off_screen = Point(xvfb.width + 3, 10)
+        invalid: list[tuple[Action, type[Exception]]] = [
+            (Click(off_screen), OffScreenError),
+            (Click(Point(-5, 200)), OffScreenError),
+            (Drag(window.centre("pad"), off_screen), OffScreenError),  # the start alone is fine
+            (TypeText("abc", at=off_screen), OffScreenError),
+            (Scroll("down", at=Point(200, xvfb.height)), OffScreenError),
+            (Click(Point(0, 0)), OffScreenError),  # fail-safe corner
+            (KeyCombo(("ctrl", "volumeup")), ActionError),  # no media keys in pyautogui on X11
+            (KeyCombo(("fn", "a")), ActionError),
+            (Done("finished"), ActionError),
+            (AskUser("which one?"), ActionError),
+        ]
+        if xvfb.layout.monitors:
+            # On the X screen but on no monitor: right of LEFT, below RIGHT.
+            invalid.append((Click(Point(2500, 900)), OffScreenError))
+        for action, error in invalid:
+            with pytest.raises(error):
+                executor.execute(action)
+            assert window.sync() == [], f"{action.describe()} sent input"
+        assert x11_probe.pointer() == (parked.x, parked.y, [])
+        assert x11_probe.pressed_keycodes() == []
+
+    def test_cancelled_drag_releases_the_button_part_way(self, window: TargetWindow, xvfb: XvfbServer) -> None:
+        slow = Executor(capture=ScreenCapture(), drag_step_px=4, drag_step_interval_s=0.02)
+        pad = window.widget_rect("pad")
+        start, end = Point(pad.left + 10, pad.top + 150), Point(pad.right - 10, pad.top + 150)  # ~2.4 s of steps
+        token = CancelToken()
+        threading.Timer(0.4, token.cancel).start()
+        started = time.monotonic()
+        with pytest.raises(Cancelled):
+            slow.execute(Drag(start, end), token)
+        assert time.monotonic() - started < 1.5
+        events = presses_and_releases(window.sync())
+        assert [event["event"] for event in events] == ["press", "release"]
+        assert (events[0]["x"], events[0]["y"]) == (start.x, start.y)
+        assert start.x < events[1]["x"] < end.x and events[1]["y"] == start.y
+        assert x11_probe.pointer()[2] == []  # no button left held
+
+    def test_fail_safe_corner_stops_a_drag_and_releases_the_button(self, window: TargetWindow) -> None:
+        slow = Executor(capture=ScreenCapture(), drag_step_px=4, drag_step_interval_s=0.02)
+        pad = window.widget_rect("pad")
+        start, end = Point(pad.left + 10, pad.top + 100), Point(pad.right - 10, pad.top + 100)
+        user = threading.Timer(0.3, x11_probe.move_pointer_like_the_user, args=(0, 0))
+        user.start()
+        with pytest.raises(Cancelled, match="fail-safe"):
+            slow.execute(Drag(start, end))
+        user.join()
+        assert [event["event"] for event in presses_and_releases(window.sync())] == ["press", "release"]
+        assert x11_probe.pointer()[2] == []
+        # While the pointer stays in the corner, every action is refused; once moved away, they run.
+        with pytest.raises(Cancelled, match="fail-safe"):
+            slow.execute(Click(start))
+        x11_probe.move_pointer_like_the_user(start.x, start.y)
+        assert slow.execute(Click(end)).ok
+        assert [(e["event"], e["x"]) for e in presses_and_releases(window.sync())] == [
+            ("press", end.x),
+            ("release", end.x),
+        ]
+
+    def test_cancelled_typing_stops_between_chunks(self, window: TargetWindow) -> None:
+        slow = Executor(capture=ScreenCapture(), type_chunk_chars=5, type_interval_s=0.01)
+        text = "abcde" * 40  # 200 keys at 10 ms: about 2 s
+        slow.execute(Click(window.centre("field")))
+        token = CancelToken()
+        threading.Timer(0.4, token.cancel).start()
+        with pytest.raises(Cancelled):
+            slow.execute(TypeText(text), token)
+        typed = last_text(window.sync()) or ""
+        assert 0 < len(typed) < len(text)
+        assert text.startswith(typed)
+        assert len(typed) % 5 == 0  # it stopped between chunks, not inside one
+        assert x11_probe.pressed_keycodes() == []

@@ -1,0 +1,49 @@
+"""Shared fixtures: a private Xvfb display for tests that need a real X server.
+
+`xvfb` is module-scoped: a module's tests share one server, 1920x1080 by default. Other layouts
+come through indirect parametrization with a `tests.support.xvfb.DisplayLayout` (FULL_HD, LAPTOP,
+TWO_MONITORS, or your own):
+
+    @pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP], indirect=True, ids=str, scope="module")
+    def test_something(xvfb: XvfbServer) -> None: ...
+
+pytest then runs every test of one layout before starting the next server. While the fixture is
+active, DISPLAY in os.environ names its server (child processes inherit it), WAYLAND_DISPLAY is
+unset, and an already-imported pyautogui sends its input there.
+
+`target_window` (module-scoped, on the `xvfb` display) is a real Qt window in its own process that
+logs every input event it receives; see tests/support/target_client.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.target_client import TargetWindow, window_origin
+from tests.support.xvfb import FULL_HD, DisplayLayout, XvfbError, XvfbServer, xvfb_binary, xvfb_display
+
+
+@pytest.fixture(scope="module")
+def xvfb(request: pytest.FixtureRequest) -> Iterator[XvfbServer]:
+    """A private Xvfb server for the module (see the module docstring for choosing its layout)."""
+    try:
+        xvfb_binary()
+    except XvfbError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    layout = getattr(request, "param", FULL_HD)
+    if not isinstance(layout, DisplayLayout):
+        layout = DisplayLayout(*layout)  # a plain (width, height) pair
+    with xvfb_display(layout) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def target_window(xvfb: XvfbServer) -> Iterator[TargetWindow]:
+    """The logging test window, open on the module's Xvfb near the bottom-right of its last monitor."""
+    window = TargetWindow.start(*window_origin(xvfb.layout))
+    try:
+        yield window
+    finally:
+        window.close()

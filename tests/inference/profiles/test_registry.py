@@ -7,6 +7,7 @@ well-formed JSON schemas that accept the answers the prompts teach and refuse wr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -336,3 +337,58 @@ def test_schemas_with_the_reference_validator_when_it_is_installed() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"ok {len(SCHEMAS)}"
+
+
+# -- robustness ------------------------------------------------------------------------------------
+
+FRAGMENTS = [
+    "{", "}", "[", "]", '"', "'", ",", ":", "(", ")", " ", "\n", "\\", "`", "```json\n",
+    '"action"', '"name"', '"x"', '"y"', '"note"', '"arguments"', '"tool_call"', '"tool_name"',
+    "click_desktop", "click_absolute", "Click", "Write", "go_back", "answer", "update_plan", "goto",
+    "<think>", "</think>", "<tool_call>", "</tool_call>", "Action:", "Thought:",
+    "0", "12", "-5", "1e999", "NaN", "Infinity", "1.5", "true", "null", "99999999999",
+]  # fmt: skip
+
+
+def mutated_answers(name: str, seed: int, count: int) -> list[str]:
+    """Valid answers of the profile with a few random insertions, deletions and duplications."""
+    rng = np.random.default_rng(seed)
+    valid = [ANSWER_WRITERS[name](action) for action in ACTIONS]
+    answers = []
+    for _ in range(count):
+        text = valid[int(rng.integers(len(valid)))]
+        for _ in range(int(rng.integers(1, 4))):
+            at = int(rng.integers(len(text) + 1))
+            span = int(rng.integers(1, 12))
+            match int(rng.integers(3)):
+                case 0:
+                    text = text[:at] + str(rng.choice(FRAGMENTS)) + text[at:]
+                case 1:
+                    text = text[:at] + text[at + span :]
+                case _:
+                    text = text[:at] + text[at : at + span] * 2 + text[at + span :]
+        answers.append(text)
+    return answers
+
+
+# A mutated string literal may hold an escape Python warns about (backslash-e); the parser keeps it as text.
+@pytest.mark.filterwarnings("ignore:invalid escape sequence")
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+def test_mutated_answers_give_an_action_or_a_parse_error_and_nothing_else(name: str) -> None:
+    from inference.errors import ParseError
+
+    profile = get_profile(name)
+    outcomes = {"parsed": 0, "refused": 0}
+    for text in mutated_answers(name, seed=7, count=2000):
+        try:
+            step = profile.parse_navigation(text)
+        except ParseError as exc:
+            assert exc.raw_text == text
+            outcomes["refused"] += 1
+        else:
+            assert isinstance(step.action, Action)
+            outcomes["parsed"] += 1
+        with contextlib.suppress(ParseError):
+            profile.parse_localization(text)
+    # Both paths are exercised: many mutations still read as one action, many are refused.
+    assert outcomes["parsed"] > 40 and outcomes["refused"] > 40, outcomes

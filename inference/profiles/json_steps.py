@@ -77,7 +77,7 @@ def _read_tool_call_blocks(answer: str, tools: ToolSet) -> tuple[list[Call], str
     blocks = list(_TOOL_CALL_BLOCK.finditer(answer))
     outside = text_outside(answer, [(block.start(), block.end()) for block in blocks])
     if not blocks or _TOOL_CALL_TAG.search(outside):
-        raise MalformedAnswer("a <tool_call> tag is not closed")
+        raise MalformedAnswer("a <tool_call> or </tool_call> tag is unmatched")
     calls = []
     for block in blocks:
         found = one_json_object(block.group(1), "a <tool_call> block")

@@ -1,0 +1,90 @@
+"""The tray under a real X server with a real tray host (trayer), and the control window without one."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+
+class TrayProcess:
+    def __init__(self) -> None:
+        env = {**os.environ, "QT_QPA_PLATFORM": "xcb"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.tray_probe"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(x.strip()) for x in self.process.stdout], daemon=True).start()
+
+    def next(self, timeout: float = 10) -> str:
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("the tray process said nothing") from None
+
+    def send(self, line: str) -> None:
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def tray_host(xvfb) -> Iterator[subprocess.Popen]:
+    if shutil.which("trayer") is None:
+        pytest.fail("Debian's trayer is missing: install it (tests/run.sh does)", pytrace=False)
+    host = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--width", "10"])
+    time.sleep(0.5)  # trayer must own the tray selection before the app looks for it
+    yield host
+    host.kill()
+    host.wait()
+
+
+def click(x: int, y: int) -> None:
+    subprocess.run(["xdotool", "mousemove", str(x), str(y), "click", "1"], check=True, timeout=10)
+
+
+def test_with_a_tray_host_the_icon_shows_and_a_click_opens_the_prompt(tray_host):
+    tray = TrayProcess()
+    try:
+        assert tray.next() == "kind tray"
+        _, x, y, w, h = tray.next().split()
+        assert int(w) > 0 and int(h) > 0  # embedded in trayer, so it has a real place on screen
+        click(int(x) + int(w) // 2, int(y) + int(h) // 2)
+        assert tray.next() == "new_task"
+        tray.send("state waiting step 3: click at (10, 20)")
+        assert tray.next() == "tooltip Holodesk: waiting for your approval | step 3: click at (10, 20)"
+        tray.send("menu")
+        assert tray.next() == "menu New task,Stop,Pause,History,Settings,Quit"
+        tray.send("state paused")
+        tray.next()
+        tray.send("menu")
+        assert "Resume" in tray.next()  # the menu follows the state
+    finally:
+        tray.close()
+
+
+def test_without_a_tray_host_a_control_window_takes_its_place(xvfb):
+    tray = TrayProcess()
+    try:
+        assert tray.next() == "kind window"
+        _, x, y = tray.next().split()
+        click(int(x), int(y))
+        assert tray.next() == "new_task"
+        tray.send("state loading 40%")
+        assert tray.next() == "tooltip Holodesk: loading the model | 40%"
+    finally:
+        tray.close()

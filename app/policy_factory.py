@@ -30,11 +30,12 @@ class PolicyConfigError(ValueError):
 
 def build_policy(options: PolicyOptions, progress_out: TextIO | None = sys.stderr) -> ModelPolicy:
     """A ready ModelPolicy. The local backend is loaded here (off-thread, progress on `progress_out`)."""
+    from inference.errors import InferenceError
     from inference.profiles import get_profile
 
     try:
         profile = get_profile(options.profile)
-    except (KeyError, ValueError) as exc:
+    except (ValueError, InferenceError) as exc:  # unknown name, missing or broken prompt file
         raise PolicyConfigError(str(exc)) from None
     if options.backend == "local":
         from inference.local import LoadProgress, LocalBackend

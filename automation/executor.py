@@ -41,6 +41,7 @@ from automation.clipboard import Clipboard, system_clipboard
 from automation.coords import Monitor, monitor_at
 from automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
 from automation.keys import normalize_key
+from automation.screen import ScreenCapture
 
 # pyautogui sleeps PAUSE seconds after every call (0.1 s by default): a 60-step drag would take 6 s
 # and every text chunk would stall. Our own waits (drag steps, paste settle) are explicit, so a short
@@ -263,7 +264,7 @@ class Executor:
         self,
         monitors: Sequence[Monitor] | None = None,
         *,
-        capture: Any | None = None,
+        capture: ScreenCapture | None = None,
         injected: InjectedInput | None = None,
         clipboard: Clipboard | None = None,
         platform: str = sys.platform,
@@ -300,8 +301,6 @@ class Executor:
         if self._fixed_monitors is not None:
             return self._fixed_monitors
         if self._capture is None:
-            from automation.screen import ScreenCapture
-
             self._capture = ScreenCapture()
         return tuple(self._capture.monitors())
 
@@ -322,7 +321,7 @@ class Executor:
             for point in points:
                 monitor = monitor_at(point, monitors)
                 if (point.x, point.y) in _corners(monitor):
-                    raise OffScreenError(
+                    raise ActionError(
                         f"screen point {point} is a corner of {monitor}: pyautogui's fail-safe would stop the run there"
                     )
         if isinstance(action, KeyCombo):
@@ -366,8 +365,10 @@ class Executor:
         """Validate, then perform the action.
 
         Raises ActionError / OffScreenError / ClipboardError for an action that cannot be performed
-        (nothing was sent), and Cancelled when `cancel` fired or pyautogui's fail-safe tripped (what
-        was held is released). A valid action the desktop refused part-way returns ok=False.
+        and ExecutionError when no input can be sent at all (pyautogui cannot open the display):
+        in both cases nothing was sent. Raises Cancelled when `cancel` fired or pyautogui's fail-safe
+        tripped; whatever was held is released first. A valid action that the desktop refused
+        part-way returns ok=False with the reason in `detail`.
         """
         started = time.monotonic()
         cancel = cancel if cancel is not None else CancelToken()

@@ -17,21 +17,20 @@ logs every input event it receives; see tests/support/target_client.py.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 
 import pytest
 
 from tests.support.target_client import TargetWindow, window_origin
-from tests.support.xvfb import FULL_HD, DisplayLayout, XvfbError, XvfbServer, xvfb_binary, xvfb_display
+from tests.support.xvfb import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
 
 
 @pytest.fixture(scope="module")
 def xvfb(request: pytest.FixtureRequest) -> Iterator[XvfbServer]:
     """A private Xvfb server for the module (see the module docstring for choosing its layout)."""
-    try:
-        xvfb_binary()
-    except XvfbError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    if shutil.which("Xvfb") is None:
+        pytest.fail(XVFB_MISSING, pytrace=False)
     layout = getattr(request, "param", FULL_HD)
     if not isinstance(layout, DisplayLayout):
         layout = DisplayLayout(*layout)  # a plain (width, height) pair

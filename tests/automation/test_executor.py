@@ -69,8 +69,8 @@ class FakeClock:
         (Drag(Point(100, 100), Point(100, 1080)), OffScreenError),
         (TypeText("hello", at=Point(5000, 5)), OffScreenError),
         (Scroll("down", at=Point(10, -3)), OffScreenError),
-        (Move(Point(0, 0)), OffScreenError),  # a fail-safe corner: pyautogui would stop the next step
-        (Click(Point(1919, 1079)), OffScreenError),
+        (Move(Point(0, 0)), ActionError),  # a fail-safe corner: pyautogui would stop the next step
+        (Click(Point(1919, 1079)), ActionError),
     ],
     ids=lambda value: value.describe() if isinstance(value, Action) else value.__name__,
 )
@@ -385,7 +385,7 @@ class TestOnDesktop:
             (Drag(window.centre("pad"), off_screen), OffScreenError),  # the start alone is fine
             (TypeText("abc", at=off_screen), OffScreenError),
             (Scroll("down", at=Point(200, xvfb.height)), OffScreenError),
-            (Click(Point(0, 0)), OffScreenError),  # fail-safe corner
+            (Click(Point(0, 0)), ActionError),  # fail-safe corner
             (KeyCombo(("ctrl", "volumeup")), ActionError),  # no media keys in pyautogui on X11
             (KeyCombo(("fn", "a")), ActionError),
             (Done("finished"), ActionError),
@@ -421,11 +421,23 @@ class TestOnDesktop:
         slow = Executor(capture=ScreenCapture(), drag_step_px=4, drag_step_interval_s=0.02)
         pad = window.widget_rect("pad")
         start, end = Point(pad.left + 10, pad.top + 100), Point(pad.right - 10, pad.top + 100)
-        user = threading.Timer(0.3, x11_probe.move_pointer_like_the_user, args=(0, 0))
+        # The user shoves the mouse into the top-left corner and holds it there.
+        let_go = threading.Event()
+
+        def hold_pointer_in_the_corner() -> None:
+            let_go.wait(0.3)
+            while not let_go.is_set():
+                x11_probe.move_pointer_like_the_user(0, 0)
+                let_go.wait(0.005)
+
+        user = threading.Thread(target=hold_pointer_in_the_corner)
         user.start()
-        with pytest.raises(Cancelled, match="fail-safe"):
-            slow.execute(Drag(start, end))
-        user.join()
+        try:
+            with pytest.raises(Cancelled, match="fail-safe"):
+                slow.execute(Drag(start, end))
+        finally:
+            let_go.set()
+            user.join()
         assert [event["event"] for event in presses_and_releases(window.sync())] == ["press", "release"]
         assert x11_probe.pointer()[2] == []
         # While the pointer stays in the corner, every action is refused; once moved away, they run.

@@ -305,7 +305,11 @@ class Executor:
         return tuple(self._capture.monitors())
 
     def validate(self, action: Action) -> None:
-        """Raise ActionError, OffScreenError or ClipboardError if the action cannot be performed."""
+        """Raise ActionError, OffScreenError or ClipboardError if the action cannot be performed.
+
+        Checking keys and text needs pyautogui's key tables, so for KeyCombo and TypeText this loads
+        pyautogui (ExecutionError without a display); pointer actions are checked without it.
+        """
         self._validate(action)
 
     def _validate(self, action: Action) -> tuple[Monitor, ...]:

@@ -149,7 +149,7 @@ class ScreenCapture:
         handle = getattr(self._local, "mss", None)
         if handle is None:
             try:
-                handle = mss.mss()
+                handle = mss.MSS()
             except mss.exception.ScreenShotError as exc:
                 raise CaptureError(f"cannot open the display for capture: {exc}") from exc
             self._local.mss = handle

@@ -13,17 +13,26 @@ unset, and an already-imported pyautogui sends its input there.
 
 `target_window` (module-scoped, on the `xvfb` display) is a real Qt window in its own process that
 logs every input event it receives; see tests/support/target_client.py.
+
+`tiny_checkpoint` (session-scoped) is a tiny random-weight VLM that loads like Holotron-12B. The
+Hugging Face environment is isolated here, before any test imports transformers: offline mode and
+a private cache for remote code, so no test can reach a hub or the user's caches.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.support.target_client import TargetWindow, window_origin
+from tests.support.tiny_vlm import isolate_hf_environment
 from tests.support.xvfb import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
+
+# Before any test module imports transformers (see the module docstring).
+isolate_hf_environment()
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +55,11 @@ def target_window(xvfb: XvfbServer) -> Iterator[TargetWindow]:
         yield window
     finally:
         window.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random-weight VLM checkpoint directory that loads like Holotron-12B (see tests/support/tiny_vlm)."""
+    from tests.support.tiny_vlm import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("checkpoints"))

@@ -1,7 +1,7 @@
-"""Fixtures for the in-process backend: the tiny checkpoint (built once a session) and a loaded backend.
+"""Fixtures for the in-process backend: the tiny checkpoint loaded once a session.
 
-The Hugging Face environment is isolated at import, before any test module imports transformers:
-offline mode, and a private modules cache for the checkpoint's remote code.
+The checkpoint itself (`tiny_checkpoint`) and the Hugging Face isolation live in tests/conftest.py,
+so engine and end-to-end tests share them.
 """
 
 from __future__ import annotations
@@ -12,20 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support.tiny_vlm import isolate_hf_environment
-
-isolate_hf_environment()
-
 if TYPE_CHECKING:
     from inference.local import LocalBackend
-
-
-@pytest.fixture(scope="session")
-def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random-weight VLM checkpoint directory that loads like Holotron-12B (see tests/support/tiny_vlm)."""
-    from tests.support.tiny_vlm import build_tiny_checkpoint
-
-    return build_tiny_checkpoint(tmp_path_factory.mktemp("checkpoints"))
 
 
 @pytest.fixture(scope="session")

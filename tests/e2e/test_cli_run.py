@@ -1,0 +1,121 @@
+"""`holodesk run` as a user runs it: a real process, approvals typed on stdin, a real window under Xvfb."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from automation.coords import Rect
+from automation.trajectory import iter_session_folders, read_session
+from tests.e2e.scripting import holotron, model_point
+
+
+def write_script(path: Path, answers: list[str]) -> Path:
+    path.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+    return path
+
+
+def holodesk_run(script: Path, sessions: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "run", "Fill in the form", "--backend", "scripted", "--script", str(script),
+         "--sessions", str(sessions), *extra],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+
+
+def form_answers(window, screen: Rect) -> list[str]:
+    field = model_point(window.centre("field"), screen)
+    ok = model_point(window.centre("ok"), screen)
+    return [
+        holotron("write_desktop", content="Ada Lovelace", x=field.x, y=field.y),
+        holotron("hotkey_desktop", keys="ctrl+a"),
+        holotron("click_desktop", x=ok.x, y=ok.y),
+        holotron("answer", content="Form sent."),
+    ]
+
+
+def test_run_completes_a_multi_step_task_with_terminal_approval(xvfb, target_window, tmp_path):
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    script = write_script(tmp_path / "answers.jsonl", form_answers(target_window, screen))
+    process = holodesk_run(script, tmp_path / "sessions")
+    out, err = process.communicate("a\na\na\n", timeout=120)
+    assert process.returncode == 0, out + err
+    assert "done: Form sent." in out
+    assert out.count("[a]pprove") == 3
+    assert "picture: " in out  # the annotated screenshot's path is shown before each decision
+    picture = Path(out.split("picture: ")[1].split()[0])
+    assert picture.is_file()
+
+    events = target_window.sync()
+    assert [e["text"] for e in events if e["event"] == "text"][-1] == "Ada Lovelace"
+    assert [e["widget"] for e in events if e["event"] == "clicked"] == ["ok"]
+    assert any(e["event"] == "key_press" and e.get("key") == "A" and "ctrl" in e.get("modifiers", []) for e in events)
+
+    (folder,) = iter_session_folders(tmp_path / "sessions")
+    session = read_session(folder)
+    assert session.outcome == "done" and len(session.steps) == 4 and not session.warnings
+    assert f"trajectory: {folder}" in out
+
+
+def test_quit_at_the_prompt_executes_nothing_and_exits_3(xvfb, target_window, tmp_path):
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    script = write_script(tmp_path / "answers.jsonl", form_answers(target_window, screen))
+    process = holodesk_run(script, tmp_path / "sessions")
+    out, err = process.communicate("q\n", timeout=120)
+    assert process.returncode == 3, out + err
+    assert "stopped: " in out
+    assert target_window.sync() == []
+
+
+def test_a_run_killed_mid_task_leaves_a_readable_trajectory(xvfb, target_window, tmp_path):
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    script = write_script(tmp_path / "answers.jsonl", form_answers(target_window, screen))
+    process = holodesk_run(script, tmp_path / "sessions")
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+
+    def wait_for(text: str) -> None:
+        while text not in lines.get(timeout=60):
+            pass
+
+    wait_for("Step 1:")
+    process.stdin.write("a\n")
+    process.stdin.flush()
+    wait_for("Step 2:")
+    process.stdin.write("a\n")
+    process.stdin.flush()
+    wait_for("Step 3:")  # steps 1 and 2 are done and recorded; step 3 awaits approval
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+
+    (folder,) = iter_session_folders(tmp_path / "sessions")
+    session = read_session(folder)
+    assert session.outcome == "unfinished"
+    assert [s["index"] for s in session.steps] == [1, 2]
+    assert all(s["result"]["ok"] for s in session.steps)
+    assert all((folder / s["screenshot"]).is_file() for s in session.steps)
+    assert session.steps[0]["action_screen"]["text"] == "Ada Lovelace"
+
+
+def test_bad_options_exit_2_with_a_message(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "run", "x", "--backend", "scripted"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "needs --script FILE" in result.stderr

@@ -1,0 +1,182 @@
+"""The engine end to end under Xvfb: real capture, real parsing and mapping, real input, a real window.
+
+A scripted backend returns real-shaped model text (so the holotron profile's parser and the
+coordinate mapping run for real); the tiny local model drives one run that must execute nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from automation.actions import Point
+from automation.coords import Rect
+from automation.engine import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome, StepEngine
+from automation.executor import Executor
+from automation.screen import ScreenCapture
+from automation.trajectory import read_session
+from inference.model_policy import ModelPolicy
+from inference.profiles import get_profile
+from inference.scripted import ScriptedBackend
+from tests.e2e.scripting import holotron, model_point
+from tests.support.xvfb import FULL_HD, LAPTOP
+
+pytestmark = pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP], indirect=True, ids=str, scope="module")
+
+
+class Approve:
+    """Approves everything and remembers what it was shown."""
+
+    def __init__(self) -> None:
+        self.requests: list[ApprovalRequest] = []
+
+    def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.requests.append(request)
+        return ApprovalDecision.approve()
+
+
+@pytest.fixture
+def window(target_window):
+    target_window.reset()
+    return target_window
+
+
+@pytest.fixture
+def screen(xvfb) -> Rect:
+    return Rect(0, 0, xvfb.width, xvfb.height)
+
+
+def engine_for(answers: list[str], approver, tmp_path, **settings) -> tuple[StepEngine, ScreenCapture]:
+    capture = ScreenCapture()
+    policy = ModelPolicy(get_profile("holotron"), ScriptedBackend(answers))
+    engine = StepEngine(
+        policy,
+        approver,
+        Executor(capture=capture),
+        capture,
+        EngineSettings(trajectory_root=tmp_path, settle_timeout_s=1.0, settle_poll_s=0.05, **settings),
+    )
+    return engine, capture
+
+
+def test_a_scripted_multi_step_task_lands_exactly_on_the_widgets(window, screen, tmp_path):
+    field = model_point(window.centre("field"), screen)
+    ok = model_point(window.centre("ok"), screen)
+    answers = [
+        holotron("click_desktop", x=field.x, y=field.y, thought="Focus the name field."),
+        holotron("write_desktop", content="Grüße from Holodesk"),
+        holotron("click_desktop", note="typed the greeting", x=ok.x, y=ok.y),
+        holotron("answer", content="Greeting entered and confirmed."),
+    ]
+    approver = Approve()
+    engine, _ = engine_for(answers, approver, tmp_path)
+    result = engine.run("Enter a greeting and press OK")
+    assert (result.outcome, result.steps) == (Outcome.DONE, 4), result.detail
+    assert result.detail == "Greeting entered and confirmed."
+
+    events = window.sync()
+    presses = [(e["widget"], e["x"], e["y"]) for e in events if e["event"] == "press"]
+    field_centre, ok_centre = window.centre("field"), window.centre("ok")
+    # Normalized coordinates quantize to ceil(width/1000) pixels: the click lands within that.
+    tolerance = -(-screen.width // 1000)
+    assert [p[0] for p in presses] == ["field", "ok"]
+    assert abs(presses[0][1] - field_centre.x) <= tolerance and abs(presses[0][2] - field_centre.y) <= tolerance
+    assert abs(presses[1][1] - ok_centre.x) <= tolerance and abs(presses[1][2] - ok_centre.y) <= tolerance
+    assert [e["text"] for e in events if e["event"] == "text"][-1] == "Grüße from Holodesk"
+    assert [e["widget"] for e in events if e["event"] == "clicked"] == ["ok"]
+
+    # What the approver saw is what ran, and the trajectory holds every step in both spaces.
+    assert approver.requests[0].action.points()[0] == Point(presses[0][1], presses[0][2])
+    session = read_session(result.folder)
+    assert session.outcome == "done" and not session.warnings
+    assert [s["decision"] for s in session.steps] == ["approve", "approve", "approve", "final"]
+    first = session.steps[0]
+    assert first["action_model"]["at"] == [field.x, field.y]
+    assert first["action_screen"]["at"] == [presses[0][1], presses[0][2]]
+    assert first["raw_text"].startswith("<think>")
+    assert all((result.folder / s["screenshot"]).is_file() for s in session.steps)
+
+
+def test_a_malformed_answer_executes_nothing(window, tmp_path):
+    answers = ['{"action": {"name": "click_desktop", "x": 500}}']  # y is missing
+    approver = Approve()
+    engine, _ = engine_for(answers, approver, tmp_path)
+    result = engine.run("Click somewhere")
+    assert result.outcome is Outcome.ERROR and "unusable" in result.detail
+    assert approver.requests == []
+    assert window.sync() == []
+
+
+def test_the_tiny_local_model_runs_a_step_and_its_random_answer_executes_nothing(window, tiny_checkpoint, tmp_path):
+    from inference.local import LocalBackend
+
+    backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32", max_tiles=2)
+    backend.load()
+    approver = Approve()
+    capture = ScreenCapture()
+    engine = StepEngine(
+        ModelPolicy(get_profile("holotron"), backend),
+        approver,
+        Executor(capture=capture),
+        capture,
+        EngineSettings(trajectory_root=tmp_path),
+    )
+    result = engine.run("Press OK")
+    assert result.outcome is Outcome.ERROR, result.detail
+    assert approver.requests == [] and window.sync() == []
+    (step,) = read_session(result.folder).steps
+    assert step["raw_text"]  # the model's (random) text is kept
+    assert step["timings"]["tokens_in"] > 256 and step["timings"]["prefill_s"] > 0
+    backend.unload()
+
+
+def test_stop_during_long_typing_stops_part_way(window, screen, tmp_path):
+    field = model_point(window.centre("field"), screen)
+    text = "a" * 400
+    approver = Approve()
+    engine, _ = engine_for([holotron("write_desktop", content=text, x=field.x, y=field.y)], approver, tmp_path)
+    engine.performer.type_interval_s = 0.005  # slow enough that the stop lands mid-text
+    thread = engine.start("Type a lot")
+
+    window.wait_for(lambda e: e["event"] == "text", timeout_s=10)  # typing has begun
+    time.sleep(0.2)
+    stopped_at = time.monotonic()
+    engine.stop()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - stopped_at < 1.0
+    typed = [e["text"] for e in window.sync() if e["event"] == "text"]
+    assert 0 < len(typed[-1]) < len(text)  # part of it, not all of it
+    session = read_session(next(tmp_path.iterdir()))
+    assert session.outcome == "stopped"
+    assert session.steps[0]["result"]["detail"] == "stopped part-way"
+
+
+def test_the_same_click_on_an_unchanged_screen_asks_the_user(window, screen, tmp_path):
+    pad = model_point(window.centre("pad"), screen)  # clicking the pad changes nothing on screen
+    click = holotron("click_desktop", x=pad.x, y=pad.y)
+    approver = Approve()
+    engine, _ = engine_for([click, click, click, holotron("answer", content="gave up")], approver, tmp_path)
+    result = engine.run("Click the pad")
+    assert result.outcome is Outcome.DONE
+    assert [bool(r.loop_warning) for r in approver.requests] == [False, False, True]
+    assert "loop_warning" in read_session(result.folder).steps[2]
+
+
+def test_stop_while_waiting_for_approval_returns_promptly(window, screen, tmp_path):
+    class Waits:
+        def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+            while not request.cancel.sleep(0.01):
+                pass
+            return ApprovalDecision.stop()
+
+    ok = model_point(window.centre("ok"), screen)
+    engine, _ = engine_for([holotron("click_desktop", x=ok.x, y=ok.y)], Waits(), tmp_path)
+    done = threading.Event()
+    engine.start("t", lambda result: done.set())
+    time.sleep(0.5)
+    stopped_at = time.monotonic()
+    engine.stop()
+    assert done.wait(2) and time.monotonic() - stopped_at < 0.2
+    assert window.sync() == []

@@ -1,0 +1,40 @@
+"""A stand-in for the tray app in its own process: claims the single instance and prints what it receives.
+
+Run as `python -m tests.support.instance_server` with HOLODESK_INSTANCE_NAME set. It prints one line
+per event, flushed, so a test can follow it:
+    listening <address>    it became the instance
+    handed-over            another instance was running; it was told to "show" and this one exits 0
+    received <command>     a command arrived ("stop" also ends the process)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from app.qt import QtCore
+from app.single_instance import acquire_instance
+
+
+def main() -> int:
+    app = QtCore.QCoreApplication(sys.argv)
+    server = acquire_instance()
+    if server is None:
+        print("handed-over", flush=True)
+        return 0
+
+    def on_message(command: str) -> None:
+        print(f"received {command}", flush=True)
+        if command == "stop":
+            server.close()
+            app.quit()
+
+    server.message_received.connect(on_message)
+    print(f"listening {server.address}", flush=True)
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -85,6 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export-corrections", help="write the targets you moved as a grounding data set")
     export.add_argument("output", type=Path, help="the JSONL file to write")
     export.add_argument("--sessions", type=Path, help="where trajectories are (default: the user data folder)")
+
+    trigger = commands.add_parser(
+        "trigger", help="ask the running Holodesk to open the task prompt (bind this to a desktop shortcut)"
+    )
+    trigger.add_argument(
+        "what", nargs="?", choices=("prompt", "show", "stop"), default="prompt", help="what to ask (default: prompt)"
+    )
     return parser
 
 
@@ -141,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.history_command import export
 
         return export(_sessions_root(args.sessions), args.output, sys.stdout)
+    if args.command == "trigger":
+        from app.instance_client import run_trigger
+
+        return run_trigger(args.what, sys.stderr)
     parser.print_help()
     return EXIT_OK
 

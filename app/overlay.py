@@ -478,7 +478,12 @@ class OverlayWindow(QtWidgets.QWidget):
 
 
 class MarkerHandle(QtWidgets.QWidget):
-    """A small ring window over one target that accepts the mouse: drag it to move the target."""
+    """A small ring window over one target that accepts the mouse: drag it to move the target.
+
+    The ring's hole is centred on the target, so a click on the target itself still goes through.
+    Near a screen's edge the window is kept inside the screen (a window straddling two screens is
+    scaled by the wrong one) and the ring drawn off its centre, still around the target.
+    """
 
     dropped = Signal(int, object)  # point index, new screen-space Point
 
@@ -491,22 +496,35 @@ class MarkerHandle(QtWidgets.QWidget):
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setCursor(Qt.CursorShape.OpenHandCursor)
         self.setToolTip("Drag to move the target")
-        size = 2 * HANDLE_RADIUS
-        self.setFixedSize(size, size)
-        outer = QtGui.QRegion(0, 0, size, size, QtGui.QRegion.RegionType.Ellipse)
-        hole = HANDLE_RADIUS - HANDLE_HOLE
-        inner = QtGui.QRegion(hole, hole, 2 * HANDLE_HOLE, 2 * HANDLE_HOLE, QtGui.QRegion.RegionType.Ellipse)
-        self._ring = outer.subtracted(inner)
-        self.setMask(self._ring)
+        self.setFixedSize(2 * HANDLE_RADIUS, 2 * HANDLE_RADIUS)
         self.point = Point(0, 0)
+        self._centre = QtCore.QPointF(HANDLE_RADIUS, HANDLE_RADIUS)  # the target, in this window
         self._press: QtCore.QPointF | None = None
         self._start_position = QtCore.QPoint()
 
     def place(self, point: Point) -> None:
-        """Centre the ring on a screen pixel."""
+        """Put the ring around a screen pixel."""
         self.point = point
         centre = screen_point_to_global_logical(point)
-        self.move(round(centre.x() - HANDLE_RADIUS), round(centre.y() - HANDLE_RADIUS))
+        screen = QtGui.QGuiApplication.screenAt(centre.toPoint()) or QtGui.QGuiApplication.primaryScreen()
+        area = screen.geometry()
+        left = min(max(round(centre.x() - HANDLE_RADIUS), area.left()), area.right() + 1 - self.width())
+        top = min(max(round(centre.y() - HANDLE_RADIUS), area.top()), area.bottom() + 1 - self.height())
+        self._centre = centre - QtCore.QPointF(left, top)
+        self.setScreen(screen)
+        self.move(left, top)
+        self.setMask(self._ring())
+        self.update()
+
+    def _ring(self, hole: bool = True) -> QtGui.QRegion:
+        x, y = round(self._centre.x()), round(self._centre.y())
+        ellipse = QtGui.QRegion.RegionType.Ellipse
+        outer = QtGui.QRegion(x - HANDLE_RADIUS, y - HANDLE_RADIUS, 2 * HANDLE_RADIUS, 2 * HANDLE_RADIUS, ellipse)
+        if not hole:
+            return outer
+        return outer.subtracted(
+            QtGui.QRegion(x - HANDLE_HOLE, y - HANDLE_HOLE, 2 * HANDLE_HOLE, 2 * HANDLE_HOLE, ellipse)
+        )
 
     def paintEvent(self, event: QtGui.QPaintEvent) -> None:
         painter = QtGui.QPainter(self)
@@ -514,10 +532,11 @@ class MarkerHandle(QtWidgets.QWidget):
         painter.setCompositionMode(QtGui.QPainter.CompositionMode.CompositionMode_Source)
         painter.fillRect(self.rect(), Qt.GlobalColor.transparent)
         painter.setCompositionMode(QtGui.QPainter.CompositionMode.CompositionMode_SourceOver)
-        centre = QtCore.QPointF(HANDLE_RADIUS, HANDLE_RADIUS)
-        # A faint fill over the whole ring shows where it can be grabbed; the marker ring on top.
+        centre = self._centre
+        # A faint band over the whole ring shows where it can be grabbed; the marker ring on top.
+        middle = (HANDLE_RADIUS + HANDLE_HOLE) / 2
         painter.setPen(QtGui.QPen(QtGui.QColor(255, 255, 255, 70), HANDLE_RADIUS - HANDLE_HOLE - 1))
-        painter.drawEllipse(centre, (HANDLE_RADIUS + HANDLE_HOLE) / 2, (HANDLE_RADIUS + HANDLE_HOLE) / 2)
+        painter.drawEllipse(centre, middle, middle)
         painter.setPen(QtGui.QPen(OUTLINE, 4))
         painter.drawEllipse(centre, RING_RADIUS, RING_RADIUS)
         painter.setPen(QtGui.QPen(MARKER, 2))
@@ -534,7 +553,7 @@ class MarkerHandle(QtWidgets.QWidget):
         self._press = event.globalPosition()
         self._start_position = self.pos()
         self.setCursor(Qt.CursorShape.ClosedHandCursor)
-        self.setMask(QtGui.QRegion(0, 0, self.width(), self.height(), QtGui.QRegion.RegionType.Ellipse))
+        self.setMask(self._ring(hole=False))  # while dragging, the hole would let the pointer slip through
         self.update()
 
     def mouseMoveEvent(self, event: QtGui.QMouseEvent) -> None:
@@ -548,8 +567,6 @@ class MarkerHandle(QtWidgets.QWidget):
             return
         press, self._press = self._press, None
         self.setCursor(Qt.CursorShape.OpenHandCursor)
-        self.setMask(self._ring)
-        self.update()
         try:
             # Both ends through coords: the move is exact in physical pixels, whatever the ratio.
             start = global_logical_to_screen(press)

@@ -1,0 +1,294 @@
+"""Holodesk's overlay and approval panel in a process of their own, driven by a test over pipes.
+
+Qt's scale factor is fixed per process (QT_SCALE_FACTOR is read when the QApplication starts), and a
+QApplication stays bound to the X display it opened, so every test that needs real windows on the
+module's Xvfb runs this script: `OverlayProbe.start(scale=1.25)` from the test side.
+
+Commands (JSON lines on stdin) and what the probe answers (JSON lines on stdout):
+  {"cmd": "show", "step": N, "action": {...}}  -> {"event": "shown", "handles": [[x, y], ...]}
+        (the targets that have a drag handle on them)
+  {"cmd": "clear"}                              -> {"event": "cleared"}
+  {"cmd": "grab", "points": [[x, y], ...], "wrapped": bool}
+        a worker thread grabs the desktop (through OverlayAwareCapture when wrapped) and answers
+        {"event": "grabbed", "colours": [[r, g, b], ...], "visible_after": bool}
+  {"cmd": "decide", "step": N, "action": {...}, "note": str, "thought": str, "loop_warning": str}
+        a worker thread calls GuiApprover.decide(); once the panel is up:
+        {"event": "panel", "widgets": {name: [x, y, w, h]}}, and when decide() returns:
+        {"event": "decided", "decision": str, "action": {...} | null, "panel_visible": bool}
+  {"cmd": "cancel"}   cancels the pending decide() through its CancelToken
+  {"cmd": "quit"}
+Unprompted: {"event": "target_edited", "action": {...}} when a marker was dragged.
+Every geometry is in screen space (physical pixels), converted through automation.coords.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+PROBE_SCRIPT = Path(__file__).resolve()
+REPO_ROOT = PROBE_SCRIPT.parents[2]
+Event = dict[str, Any]
+
+
+class ProbeError(RuntimeError):
+    """The probe did not start or did not answer in time."""
+
+
+class OverlayProbe:
+    """The test side: starts the probe on $DISPLAY and exchanges JSON lines with it."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self._events: list[Event] = []
+        self._condition = threading.Condition()
+        self._stderr: list[str] = []
+        self.ready: Event = {}
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    @classmethod
+    def start(
+        cls, scale: float | None = None, screen_scales: str | None = None, timeout_s: float = 20.0
+    ) -> OverlayProbe:
+        """Start the probe; `scale` sets QT_SCALE_FACTOR, `screen_scales` QT_SCREEN_SCALE_FACTORS."""
+        env = dict(os.environ)
+        env.update(QT_QPA_PLATFORM="xcb", QT_NO_GLIB="1", PYTHONPATH=str(REPO_ROOT))
+        for name in ("QT_SCALE_FACTOR", "QT_SCREEN_SCALE_FACTORS", "QT_ENABLE_HIGHDPI_SCALING"):
+            env.pop(name, None)
+        if scale is not None:
+            env["QT_SCALE_FACTOR"] = f"{scale:g}"
+        if screen_scales is not None:
+            env["QT_SCREEN_SCALE_FACTORS"] = screen_scales
+        process = subprocess.Popen(
+            [sys.executable, str(PROBE_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            cwd=REPO_ROOT,
+        )
+        probe = cls(process)
+        try:
+            probe.ready = probe.wait_for("ready", timeout_s)
+        except ProbeError:
+            probe.close()
+            raise
+        return probe
+
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                self._stderr.append(f"stdout: {line}")
+                continue
+            with self._condition:
+                self._events.append(event)
+                self._condition.notify_all()
+        with self._condition:
+            self._condition.notify_all()
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self._stderr.append(line)
+
+    def diagnostics(self) -> str:
+        status = "running" if self.process.poll() is None else f"exited with {self.process.returncode}"
+        return f"overlay probe {status}; stderr:\n{''.join(self._stderr[-40:])}"
+
+    def send(self, command: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+
+    def wait_for(self, name: str, timeout_s: float = 10.0, where: Callable[[Event], bool] | None = None) -> Event:
+        """The first not yet taken event called `name` (and matching `where`); it is taken."""
+        deadline = time.monotonic() + timeout_s
+        with self._condition:
+            while True:
+                for index, event in enumerate(self._events):
+                    if event.get("event") == name and (where is None or where(event)):
+                        return self._events.pop(index)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.process.poll() is not None:
+                    raise ProbeError(f"no {name!r} event within {timeout_s:g} s; {self.diagnostics()}")
+                self._condition.wait(remaining)
+
+    def request(self, command: dict[str, Any], answer: str, timeout_s: float = 10.0) -> Event:
+        self.send(command)
+        return self.wait_for(answer, timeout_s)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.send({"cmd": "quit"})
+                self.process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait(timeout=5)
+
+
+# -- the probe process ----------------------------------------------------------------------------
+
+
+def emit(record: Event) -> None:
+    sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    from app.gui_approver import GuiApprover
+    from app.overlay import MarkerHandle, OverlayAwareCapture, OverlayController, qt_monitors, widget_screen_rect
+    from app.qt import QtCore, QtWidgets, Signal
+    from automation.actions import action_from_dict
+    from automation.cancel import CancelToken
+    from automation.engine import ApprovalRequest
+    from automation.proposal import Proposal
+    from automation.screen import ScreenCapture
+
+    app = QtWidgets.QApplication([sys.argv[0], "-platform", "xcb"])
+    controller = OverlayController()
+    approver = GuiApprover(controller)
+    controller.target_edited.connect(lambda action: emit({"event": "target_edited", "action": action.to_dict()}))
+    capture = ScreenCapture()
+    pending_cancel: list[CancelToken] = []
+
+    class Commands(QtCore.QObject):
+        received = Signal(object)
+
+    commands = Commands()
+
+    def read_stdin() -> None:
+        for line in sys.stdin:
+            if line.strip():
+                commands.received.emit(json.loads(line))
+        commands.received.emit({"cmd": "quit"})
+
+    def when_exposed(widgets: Callable[[], list[QtWidgets.QWidget]], then: Callable[[], None]) -> None:
+        """Run `then` once every widget is exposed and the X server has seen everything drawn."""
+        shown = widgets()
+        if all(w.windowHandle() is not None and w.windowHandle().isExposed() for w in shown):
+            app.processEvents()
+            app.sync()
+            then()
+            return
+        QtCore.QTimer.singleShot(10, lambda: when_exposed(widgets, then))
+
+    def on_show(command: Event) -> None:
+        controller.show_proposal(command["step"], action_from_dict(command["action"]))
+        handles = [h for h in controller.windows() if isinstance(h, MarkerHandle)]
+        when_exposed(
+            controller.windows,
+            lambda: emit(
+                {"event": "shown", "handles": [[h.point.x, h.point.y] for h in handles]},
+            ),
+        )
+
+    def on_grab(command: Event) -> None:
+        source = OverlayAwareCapture(capture, controller) if command.get("wrapped") else capture
+
+        def work() -> None:
+            frame = source.grab(None)
+            colours = [list(frame.pixel_rgb(x, y)) for x, y in command["points"]]
+            # The restore is queued ahead of this; the GUI thread reports once it has run it.
+            commands.received.emit({"cmd": "_grabbed", "colours": colours})
+
+        threading.Thread(target=work, daemon=True).start()
+
+    def on_decide(command: Event) -> None:
+        action = action_from_dict(command["action"])
+        frame = capture.grab(None)
+        proposal = Proposal(
+            action, "raw", frame.width, frame.height, command.get("note", ""), command.get("thought", "")
+        )
+        cancel = CancelToken()
+        pending_cancel[:] = [cancel]
+        request = ApprovalRequest(
+            command["step"], "test task", proposal, action, frame, cancel, command.get("loop_warning", "")
+        )
+
+        def work() -> None:
+            started = time.monotonic()
+            decision = approver.decide(request)
+            emit(
+                {
+                    "event": "decided",
+                    "decision": decision.decision.value,
+                    "action": decision.action.to_dict() if decision.action is not None else None,
+                    "seconds": time.monotonic() - started,
+                    "panel_visible": approver.panel.isVisible(),
+                    "overlay_visible": bool(controller.windows()),
+                }
+            )
+
+        threading.Thread(target=work, daemon=True).start()
+
+        def report_panel() -> None:
+            panel = approver.panel
+            if not panel.isVisible():
+                QtCore.QTimer.singleShot(10, report_panel)
+                return
+            when_exposed(
+                lambda: [panel, *controller.windows()],
+                lambda: emit(
+                    {
+                        "event": "panel",
+                        "widgets": {
+                            name: list(_rect(widget_screen_rect(w))) for name, w in panel.named_widgets().items()
+                        },
+                        "window": list(_rect(widget_screen_rect(panel))),
+                    }
+                ),
+            )
+
+        report_panel()
+
+    def on_command(command: Event) -> None:
+        name = command["cmd"]
+        if name == "show":
+            on_show(command)
+        elif name == "clear":
+            controller.clear()
+            app.sync()
+            emit({"event": "cleared"})
+        elif name == "grab":
+            on_grab(command)
+        elif name == "decide":
+            on_decide(command)
+        elif name == "_grabbed":
+            emit({"event": "grabbed", "colours": command["colours"], "visible_after": bool(controller.windows())})
+        elif name == "cancel":
+            for token in pending_cancel:
+                token.cancel()
+        elif name == "quit":
+            app.quit()
+
+    commands.received.connect(on_command)
+    threading.Thread(target=read_stdin, daemon=True).start()
+    emit(
+        {
+            "event": "ready",
+            "screens": [{"name": m.name, "rect": list(_rect(m.rect)), "scale": m.scale} for _, m in qt_monitors()],
+        }
+    )
+    return app.exec()
+
+
+def _rect(rect: Any) -> tuple[int, int, int, int]:
+    return rect.left, rect.top, rect.width, rect.height
+
+
+if __name__ == "__main__":
+    sys.exit(main())

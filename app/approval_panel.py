@@ -37,7 +37,7 @@ STYLE = f"""
 QLabel {{ color: #e6e6ee; font-size: 13px; }}
 #header {{ color: #a4a6ba; font-size: 12px; }}
 #badge {{ background: {MARKER.name()}; color: white; font-weight: 700; font-size: 12px;
-          border-radius: 10px; padding: 1px 8px; }}
+          border-radius: 4px; padding: 1px 8px; }}
 #action {{ color: white; font-size: 17px; font-weight: 600; }}
 #note {{ color: #e6e6ee; }}
 #thought {{ color: #9fa1b5; font-style: italic; }}
@@ -47,6 +47,7 @@ QLabel {{ color: #e6e6ee; font-size: 13px; }}
 QCheckBox {{ color: #c9cad8; font-size: 12px; }}
 QLineEdit, QPlainTextEdit, QSpinBox {{ background: #2a2b37; color: white; border: 1px solid #4b4d63;
           border-radius: 4px; padding: 3px 5px; font-size: 13px; selection-background-color: #5a5cf0; }}
+QSpinBox::up-button, QSpinBox::down-button {{ width: 0px; border: none; }} /* NoButtons breaks styled spin boxes */
 QPushButton {{ background: #2d2e3c; color: #f2f2f7; border: 1px solid #4b4d63; border-radius: 5px;
           padding: 6px 12px; font-size: 13px; }}
 QPushButton:hover {{ background: #3a3c4f; }}
@@ -79,7 +80,6 @@ class _PointEditor(QtWidgets.QWidget):
         box.setRange(-MAX_COORDINATE, MAX_COORDINATE)
         box.setPrefix(f"{axis} ")
         box.setMinimumWidth(96)
-        box.setButtonSymbols(QtWidgets.QAbstractSpinBox.ButtonSymbols.NoButtons)
         box.valueChanged.connect(self.changed)
         return box
 
@@ -120,6 +120,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._monitors: tuple[Monitor, ...] = ()
         self._drag_from: QtCore.QPointF | None = None
         self._answer_key: int | None = None
+        self._watching_window = False
         self._focus = FocusReturn(QtGui.QGuiApplication.platformName() == "xcb")
         self._build()
 
@@ -247,7 +248,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._edit.setChecked(False)
         self._editor.setVisible(False)
         self._error.setVisible(False)
-        self.adjustSize()
+        self._fit_height()
         self._place(action)
         if not self.isVisible():
             self._focus.remember([int(self.winId())])
@@ -298,14 +299,13 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._hint.setText(hint)
 
     def _place(self, action: Action) -> None:
-        """In the corner of the target's screen farthest from the target, so it never covers it."""
-        points = action.points()
-        anchor = screen_point_to_global_logical_or_none(points[0]) if points else None
-        if anchor is None:
-            anchor = QtCore.QPointF(QtGui.QCursor.pos())
-        screen = QtGui.QGuiApplication.screenAt(anchor.toPoint()) or QtGui.QGuiApplication.primaryScreen()
+        """In the corner of the target's screen farthest from the action's points, so it covers none."""
+        anchors = [a for a in (screen_point_to_global_logical_or_none(p) for p in action.points()) if a is not None]
+        if not anchors:
+            anchors = [QtCore.QPointF(QtGui.QCursor.pos())]
+        screen = QtGui.QGuiApplication.screenAt(anchors[0].toPoint()) or QtGui.QGuiApplication.primaryScreen()
         area = screen.availableGeometry()
-        size = self.sizeHint().expandedTo(self.size())
+        size = self.size()
         corners = [
             QtCore.QPoint(area.left() + SCREEN_MARGIN, area.top() + SCREEN_MARGIN),
             QtCore.QPoint(area.right() - SCREEN_MARGIN - size.width(), area.top() + SCREEN_MARGIN),
@@ -313,13 +313,12 @@ class ApprovalPanel(QtWidgets.QWidget):
             QtCore.QPoint(area.right() - SCREEN_MARGIN - size.width(), area.bottom() - SCREEN_MARGIN - size.height()),
         ]
 
-        def distance(corner: QtCore.QPoint) -> float:
+        def clearance(corner: QtCore.QPoint) -> float:
             centre = QtCore.QPointF(corner) + QtCore.QPointF(size.width() / 2, size.height() / 2)
-            delta = centre - anchor
-            return delta.x() ** 2 + delta.y() ** 2
+            return min((centre - anchor).manhattanLength() for anchor in anchors)
 
         self.setScreen(screen)
-        self.move(max(corners, key=distance))
+        self.move(max(corners, key=clearance))
 
     # -- answers --
 
@@ -356,11 +355,32 @@ class ApprovalPanel(QtWidgets.QWidget):
     def _show_editor(self, visible: bool) -> None:
         self._edit.setChecked(visible)
         self._editor.setVisible(visible)
-        self.adjustSize()
+        self._fit_height()
+        self._keep_on_screen()
         if visible and self._action is not None:
             field = self._text if isinstance(self._action, TypeText) else self._keys
-            if field.isVisible():
+            if field.isVisible():  # the user asked to edit text: take the keyboard for it
+                self.activateWindow()
                 field.setFocus()
+
+    def _fit_height(self) -> None:
+        # Not adjustSize(): it caps a window at 2/3 of the screen, which squeezes the wrapped text
+        # on a small or highly scaled screen.
+        layout = self.layout()
+        layout.activate()
+        if layout.hasHeightForWidth():
+            height = layout.totalHeightForWidth(self.width())
+        else:
+            height = layout.totalSizeHint().height()
+        self.resize(self.width(), height)
+
+    def _keep_on_screen(self) -> None:
+        """After growing, move back inside the screen (a panel in a bottom corner grows upwards)."""
+        area = self.screen().availableGeometry().adjusted(SCREEN_MARGIN, SCREEN_MARGIN, -SCREEN_MARGIN, -SCREEN_MARGIN)
+        frame = self.frameGeometry()
+        left = min(max(frame.left(), area.left()), area.right() + 1 - frame.width())
+        top = min(max(frame.top(), area.top()), area.bottom() + 1 - frame.height())
+        self.move(left, top)
 
     def _edited_action(self) -> Action:
         """The action with what the editor holds (validated by the action types)."""
@@ -399,6 +419,12 @@ class ApprovalPanel(QtWidgets.QWidget):
             super().keyReleaseEvent(event)
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        if watched is self.windowHandle():
+            # A click anywhere in the panel gives it the keyboard (for Enter, Esc and the editor).
+            # Qt does this itself, except for 400 ms after one of its windows lost the focus.
+            if event.type() == QtCore.QEvent.Type.MouseButtonPress and not self.isActiveWindow():
+                self.activateWindow()
+            return False
         # In the text field, Enter answers as everywhere in the panel; Shift+Enter adds a line.
         if watched is self._text and isinstance(event, QtGui.QKeyEvent):
             if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
@@ -429,6 +455,13 @@ class ApprovalPanel(QtWidgets.QWidget):
             else:
                 self._on_approve()
         return True
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:
+        super().showEvent(event)
+        window = self.windowHandle()
+        if window is not None and not self._watching_window:
+            window.installEventFilter(self)
+            self._watching_window = True
 
     def mousePressEvent(self, event: QtGui.QMouseEvent) -> None:
         if event.button() == Qt.MouseButton.LeftButton:

@@ -271,21 +271,40 @@ class _Sketch:
         font.setBold(bold)
         return font
 
-    def _place(self, anchor: QtCore.QPointF, size: QtCore.QSizeF, beside: bool) -> QtCore.QRectF:
-        """A box by the anchor (below-right, or `beside` it to the right), kept on the screen."""
+    def _place(
+        self, anchor: QtCore.QPointF, size: QtCore.QSizeF, beside: bool, away: QtCore.QPointF | None
+    ) -> QtCore.QRectF:
+        """A box by the anchor, kept on the screen: below-right, or `beside` it (vertically centred),
+        or on the side facing away from `away` (the other end of a drag)."""
         offset = LABEL_OFFSET * self.unit
         margin = 4 * self.unit
-        x = anchor.x() + offset
-        y = anchor.y() - size.height() / 2 if beside else anchor.y() + offset
-        if x + size.width() > self.bounds.right() - margin:
-            x = anchor.x() - offset - size.width()
-        if y + size.height() > self.bounds.bottom() - margin:
-            y = anchor.y() - offset - size.height()
-        x = min(max(x, self.bounds.left() + margin), self.bounds.right() - margin - size.width())
-        y = min(max(y, self.bounds.top() + margin), self.bounds.bottom() - margin - size.height())
+        bounds = self.bounds.adjusted(margin, margin, -margin, -margin)
+
+        side = (TICK_OUTER + 6) * self.unit if beside else offset  # beside: clear of the crosshair's ticks
+
+        def across(left: bool) -> float:
+            return anchor.x() - side - size.width() if left else anchor.x() + side
+
+        def down(up: bool) -> float:
+            if beside:
+                return anchor.y() - size.height() / 2
+            return anchor.y() - offset - size.height() if up else anchor.y() + offset
+
+        left = away is not None and away.x() > anchor.x()
+        up = away is not None and away.y() > anchor.y()
+        x = across(left)
+        if x < bounds.left() or x + size.width() > bounds.right():
+            x = across(not left)
+        y = down(up)
+        if y < bounds.top() or y + size.height() > bounds.bottom():
+            y = down(not up)
+        x = min(max(x, bounds.left()), bounds.right() - size.width())
+        y = min(max(y, bounds.top()), bounds.bottom() - size.height())
         return QtCore.QRectF(QtCore.QPointF(x, y), size)
 
-    def label(self, anchor: QtCore.QPointF, scene: OverlayScene, beside: bool) -> None:
+    def label(
+        self, anchor: QtCore.QPointF, scene: OverlayScene, beside: bool, away: QtCore.QPointF | None = None
+    ) -> None:
         """The step badge and the action in words, with the text to type or the keys to press below."""
         u = self.unit
         painter = self.painter
@@ -312,7 +331,7 @@ class _Sketch:
         if caption:
             width = max(width, max(caption_metrics.horizontalAdvance(caption), body_w) + 16 * u)
         height = line_h + (pad + field_h if caption else 0)
-        box = self._place(anchor, QtCore.QSizeF(width + 2 * pad, height + 2 * pad), beside)
+        box = self._place(anchor, QtCore.QSizeF(width + 2 * pad, height + 2 * pad), beside, away)
 
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(LABEL_BACKGROUND)
@@ -359,7 +378,9 @@ class _Sketch:
         action = scene.action
         ring = not scene.rings_by_handles
         beside = False  # the label goes beside the target where something is drawn below it
+        away = None  # and away from the far end of a drag
         if isinstance(action, Drag):
+            away = self.centre(action.end)
             self.arrow(self.centre(action.start), self.centre(action.end), RING_RADIUS + 3)
             if ring:
                 self.small_ring(action.start)
@@ -376,7 +397,7 @@ class _Sketch:
             for point in action.points():
                 self.crosshair(point, ring)
         if self.shows(scene.anchor):
-            self.label(self.centre(scene.anchor), scene, beside)
+            self.label(self.centre(scene.anchor), scene, beside, away)
 
 
 def _preview(action: Action) -> tuple[str, str, tuple[str, ...]]:

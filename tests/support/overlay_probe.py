@@ -13,7 +13,7 @@ Commands (JSON lines on stdin) and what the probe answers (JSON lines on stdout)
         {"event": "grabbed", "colours": [[r, g, b], ...], "visible_after": bool}
   {"cmd": "decide", "step": N, "action": {...}, "note": str, "thought": str, "loop_warning": str}
         a worker thread calls GuiApprover.decide(); once the panel is up:
-        {"event": "panel", "widgets": {name: [x, y, w, h]}}, and when decide() returns:
+        {"event": "panel", "widgets": {name: [x, y, w, h]}} (the visible ones), and when decide() returns:
         {"event": "decided", "decision": str, "action": {...} | null, "panel_visible": bool}
   {"cmd": "cancel"}   cancels the pending decide() through its CancelToken
   {"cmd": "quit"}
@@ -246,7 +246,9 @@ def main() -> int:
                     {
                         "event": "panel",
                         "widgets": {
-                            name: list(_rect(widget_screen_rect(w))) for name, w in panel.named_widgets().items()
+                            name: list(_rect(widget_screen_rect(w)))
+                            for name, w in panel.named_widgets().items()
+                            if w.isVisible()
                         },
                         "window": list(_rect(widget_screen_rect(panel))),
                     }

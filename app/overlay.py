@@ -444,11 +444,10 @@ def painted_region(image: QtGui.QImage, logical_size: QtCore.QSize) -> QtGui.QRe
     spread = grown.copy()
     spread[:, 1:] |= grown[:, :-1]
     spread[:, :-1] |= grown[:, 1:]
-    bits = np.ascontiguousarray(spread[1:-1, 1:-1].astype(np.uint8) * 255)
-    alpha_image = QtGui.QImage(
-        bits.data, logical_size.width(), logical_size.height(), logical_size.width(), QtGui.QImage.Format.Format_Alpha8
-    )
-    return QtGui.QRegion(QtGui.QBitmap.fromImage(alpha_image.createAlphaMask()))
+    # One bit a pixel, each row padded to a byte, lowest bit first: what QBitmap.fromData reads.
+    bits = np.packbits(spread[1:-1, 1:-1], axis=1, bitorder="little").tobytes()
+    bitmap = QtGui.QBitmap.fromData(logical_size, bits, QtGui.QImage.Format.Format_MonoLSB)
+    return QtGui.QRegion(bitmap)
 
 
 # -- windows ------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pytest
 from Xlib import X
 from Xlib import display as xdisplay
@@ -23,7 +24,7 @@ from automation.screen import ScreenCapture, ScreenFrame
 from tests.support.overlay_probe import OverlayProbe
 from tests.support.target_client import TargetWindow
 from tests.support.target_window import PAD_COLOUR
-from tests.support.xvfb import TWO_MONITORS, XvfbServer
+from tests.support.xvfb import LAPTOP, TWO_MONITORS, XvfbServer
 
 pytestmark = pytest.mark.display
 
@@ -223,3 +224,25 @@ def test_dragging_the_marker_edits_the_target(
     assert [e for e in target_window.sync() if e["event"] in ("press", "release")] == [], "the drag went through"
     frame = screen_when(lambda f: f.pixel_rgb(moved.x, moved.y) == MARKER)
     assert_marker_centred_on(frame, moved)
+
+
+@pytest.mark.parametrize("xvfb", [LAPTOP], indirect=True, ids=str)
+def test_without_a_compositor_the_overlay_covers_only_its_drawing(
+    xvfb: XvfbServer, target_window: TargetWindow
+) -> None:
+    """No compositor: a translucent window's empty pixels are black, so each window is masked to its drawing."""
+    pad = target_window.widget_rect("pad")
+    point = Point(pad.left + 121, pad.top + 87)
+    before = ScreenCapture().grab(None)
+    probe = OverlayProbe.start(scale=1.25)  # no `compositor` fixture here
+    try:
+        show_click(probe, point)
+        after = screen_when(lambda f: f.pixel_rgb(point.x, point.y) == MARKER)
+        assert_marker_centred_on(after, point)
+        changed_rows, changed_columns = np.nonzero(np.any(before.pixels != after.pixels, axis=2))
+        # Only the crosshair (radius 25 logical) and the label below-right of it (about 210 x 40) changed.
+        assert changed_columns.min() >= point.x - 35 and changed_columns.max() <= point.x + 330
+        assert changed_rows.min() >= point.y - 35 and changed_rows.max() <= point.y + 90
+        assert after.pixel_rgb(point.x - 60, point.y) == PAD
+    finally:
+        probe.close()

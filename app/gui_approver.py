@@ -9,11 +9,19 @@ trip), before `decide()` returns: the action never lands on the panel, and keyst
 Auto-approval is opt-in: the kinds the user chose in the settings, plus the kinds ticked "approve
 this kind for the rest of this task" (forgotten when the engine starts a new run, which it does with
 a new CancelToken). A request with a loop warning is always asked about.
+
+Wiring, on the GUI thread at start-up (the engine thread then calls `frames.grab()` and
+`approver.decide()`; both hop to the GUI thread themselves):
+
+    overlay = OverlayController()
+    approver = GuiApprover(overlay, auto_approve_kinds=settings_kinds)  # empty unless the user chose
+    frames = OverlayAwareCapture(ScreenCapture(), overlay)  # the model never sees the overlay
+    engine = StepEngine(policy, approver, Executor(...), frames, engine_settings, listener)
+    engine.start(task)
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,8 +33,6 @@ from app.qt import QtCore, QtGui, Signal
 from automation.actions import Action
 from automation.cancel import CancelToken
 from automation.engine import ApprovalDecision, ApprovalRequest, Decision
-
-log = logging.getLogger(__name__)
 
 POLL_S = 0.02  # how often a waiting decide() looks at the cancel token
 

@@ -620,7 +620,7 @@ class OverlayController(QtCore.QObject):
         super().__init__(parent)
         self.capture_settle_s = capture_settle_s
         self._gui = GuiThreadCaller(self)
-        self._windows: dict[str, OverlayWindow] = {}
+        self._windows: list[OverlayWindow] = []
         self._handles: list[MarkerHandle] = []
         self._scene: OverlayScene | None = None
         self._capture_lock = threading.Lock()  # one hide-grab-show at a time
@@ -649,7 +649,7 @@ class OverlayController(QtCore.QObject):
     def clear(self) -> None:
         """Hide everything; the next `show_proposal` starts afresh."""
         self._scene = None
-        for window in self._windows.values():
+        for window in self._windows:
             window.set_scene(None, 0)
             window.hide()
         for handle in self._handles:
@@ -658,7 +658,7 @@ class OverlayController(QtCore.QObject):
 
     def windows(self) -> list[QtWidgets.QWidget]:
         """The overlay and handle windows that are shown now."""
-        shown: list[QtWidgets.QWidget] = [w for w in self._windows.values() if w.isVisible()]
+        shown: list[QtWidgets.QWidget] = [w for w in self._windows if w.isVisible()]
         return shown + [h for h in self._handles if h.isVisible()]
 
     def _render(self) -> None:
@@ -667,8 +667,7 @@ class OverlayController(QtCore.QObject):
             self.clear()
             return
         self._sync_windows()
-        for index, screen in enumerate(QtGui.QGuiApplication.screens(), 1):
-            window = self._windows[screen.name()]
+        for index, window in enumerate(self._windows, 1):
             if window.set_scene(scene, index):
                 window.show()
                 window.raise_()
@@ -678,14 +677,14 @@ class OverlayController(QtCore.QObject):
         self._showing = True
 
     def _sync_windows(self) -> None:
-        """One window per current screen (screens come and go with docks and projectors)."""
-        screens = {screen.name(): screen for screen in QtGui.QGuiApplication.screens()}
-        for name in list(self._windows):
-            if name not in screens or self._windows[name].qscreen is not screens[name]:
-                self._windows.pop(name).deleteLater()
-        for name, screen in screens.items():
-            if name not in self._windows:
-                self._windows[name] = OverlayWindow(screen)
+        """One window per current screen, in Qt's order (screens come and go with docks and projectors)."""
+        existing = {id(window.qscreen): window for window in self._windows}
+        screens = QtGui.QGuiApplication.screens()
+        kept = [existing.pop(id(screen), None) or OverlayWindow(screen) for screen in screens]
+        for window in existing.values():  # their screens are gone
+            window.hide()
+            window.deleteLater()
+        self._windows = kept
 
     def _place_handles(self, points: Sequence[Point]) -> None:
         while len(self._handles) < len(points):

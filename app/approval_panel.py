@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from app.overlay import MARKER, screen_point_to_global_logical
+from app.overlay import MARKER, action_in_words, screen_point_to_global_logical
 from app.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 from app.x11_focus import FocusReturn
 from automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
@@ -230,7 +230,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._original = self._action = action
         self._monitors = request.frame.monitors
         self._badge.setText(f"Step {request.step}")
-        self._action_label.setText(_sentence(action.describe()))
+        self._action_label.setText(_sentence(action_in_words(action)))
         self._warning.setText(f"⚠ {_sentence(request.loop_warning)}. Approve only if you are sure.")
         self._warning.setVisible(bool(request.loop_warning))
         note = request.proposal.note.strip()
@@ -262,7 +262,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._action = action
         for editor, point in zip(self._points, action.points(), strict=False):
             editor.set_point(point)
-        self._action_label.setText(_sentence(action.describe()))
+        self._action_label.setText(_sentence(action_in_words(action)))
         self._error.setVisible(False)
 
     def retract(self) -> None:
@@ -404,7 +404,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             self._error.setVisible(True)
             return
         self._action = edited
-        self._action_label.setText(_sentence(edited.describe()))
+        self._action_label.setText(_sentence(action_in_words(edited)))
         self._error.setVisible(False)
         self.action_edited.emit(edited)
 

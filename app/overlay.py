@@ -145,6 +145,15 @@ def widget_screen_rect(widget: QtWidgets.QWidget) -> Rect:
 # -- what is drawn ------------------------------------------------------------------------------
 
 
+def action_in_words(action: Action) -> str:
+    """The action as the user reads it; says where pointer-less typing and scrolling go."""
+    if isinstance(action, TypeText) and action.at is None:
+        return f"{action.describe()} into the focused field"
+    if isinstance(action, Scroll) and action.at is None:
+        return f"{action.describe()} at the pointer"
+    return action.describe()
+
+
 @dataclass(frozen=True, slots=True)
 class OverlayScene:
     """One proposal as the overlay shows it: all positions in screen space."""
@@ -163,11 +172,9 @@ class OverlayScene:
     @property
     def label(self) -> str:
         action = self.action
-        if isinstance(action, TypeText):
+        if isinstance(action, TypeText):  # the text itself goes in the preview box under the label
             return f"type at {action.at}" if action.at is not None else "type into the focused field"
-        if isinstance(action, Scroll) and action.at is None:
-            return f"{action.describe()} at the pointer"
-        return action.describe()
+        return action_in_words(action)
 
 
 class _Sketch:

@@ -14,7 +14,7 @@ import pytest
 
 from app.approval_panel import ApprovalPanel
 from app.qt import Qt, QtCore
-from automation.actions import Click, Drag, KeyCombo, Point, TypeText
+from automation.actions import Action, Click, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText
 from automation.engine import ApprovalDecision, Decision
 from tests.app.approval_requests import OFFSCREEN_QAPP_ARGS, approval_request
 from tests.support.overlay_probe import OverlayProbe
@@ -58,6 +58,19 @@ def test_shows_the_step_the_action_the_note_and_the_thought(panel: ApprovalPanel
     assert "“click”" in widgets["remember"].text()
     assert widgets["remember"].isEnabled()
     assert not widgets["remember"].isChecked()
+
+
+@pytest.mark.parametrize(
+    ("action", "words"),
+    [
+        (TypeText("hi"), "Type 'hi' into the focused field"),
+        (Scroll(ScrollDirection.DOWN), "Scroll down 3 notches at the pointer"),
+        (Scroll(ScrollDirection.UP, 1, Point(5, 6)), "Scroll up 1 notch at (5, 6)"),
+    ],
+)
+def test_says_where_pointerless_typing_and_scrolling_go(panel: ApprovalPanel, action: Action, words: str) -> None:
+    panel.present(approval_request(action))
+    assert panel.named_widgets()["action"].text() == words
 
 
 def test_is_a_tool_window_shown_without_taking_focus(panel: ApprovalPanel) -> None:

@@ -246,3 +246,24 @@ def test_without_a_compositor_the_overlay_covers_only_its_drawing(
         assert after.pixel_rgb(point.x - 60, point.y) == PAD
     finally:
         probe.close()
+
+
+@pytest.mark.parametrize("xvfb", [LAPTOP], indirect=True, ids=str)
+def test_the_marker_is_exact_at_the_scale_the_desktop_sets(xvfb: XvfbServer, target_window: TargetWindow) -> None:
+    """X11 desktops scale through Xft.dpi (144 dpi: 1.5), which Qt reads; no QT_SCALE_FACTOR here."""
+    subprocess.run(["xrdb", "-merge"], input=b"Xft.dpi: 144\n", env=xvfb.env(), check=True, timeout=10)
+    try:
+        probe = OverlayProbe.start()
+        try:
+            assert probe.ready["screens"][0]["scale"] == 1.5
+            pad = target_window.widget_rect("pad")
+            for step, point in enumerate(
+                (Point(pad.left + 131, pad.top + 77), Point(pad.left + 200, pad.top + 150)), 1
+            ):
+                show_click(probe, point, step)
+                frame = screen_when(lambda f, p=point: f.pixel_rgb(p.x, p.y) == MARKER)
+                assert_marker_centred_on(frame, point)
+        finally:
+            probe.close()
+    finally:
+        subprocess.run(["xrdb", "-remove"], env=xvfb.env(), check=True, timeout=10)

@@ -1,0 +1,124 @@
+"""bench.gpu_step's pure parts: arguments, the GPU table, the floors, finding screenshots, failing fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from automation.proposal import StepTimings
+from bench import gpu_step
+from bench.gpu_step import (
+    GpuSpec,
+    decode_floor_s,
+    find_screenshots,
+    gpu_spec,
+    main,
+    parse_arguments,
+    prefill_floor_s,
+)
+
+TWELVE_B = 12_000_000_000
+
+
+def test_arguments_defaults_and_overrides(tmp_path: Path) -> None:
+    arguments = parse_arguments([str(tmp_path), "a.png", "shots"])
+    assert arguments.checkpoint == tmp_path
+    assert arguments.screenshots == [Path("a.png"), Path("shots")]
+    assert (arguments.steps, arguments.warmup, arguments.max_new_tokens, arguments.max_tiles) == (10, 1, 128, 12)
+    assert arguments.bandwidth is None and arguments.tflops is None
+    arguments = parse_arguments(
+        ["m", "s", "--steps", "3", "--bandwidth", "1.5", "--tflops", "200", "--device", "cuda:1"]
+    )
+    assert (arguments.steps, arguments.bandwidth, arguments.tflops, arguments.device) == (3, 1.5, 200.0, "cuda:1")
+
+
+@pytest.mark.parametrize(
+    "argv", [["m"], ["m", "s", "--steps", "0"], ["m", "s", "--bandwidth", "-1"], ["m", "s", "--tflops", "0"]]
+)
+def test_bad_arguments_are_refused(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parse_arguments(argv)
+    assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("device_name", "name", "bandwidth", "tflops"),
+    [
+        ("NVIDIA H100 80GB HBM3", "H100 SXM", 3.35, 989.0),
+        ("NVIDIA H100 PCIe", "H100 PCIe", 2.0, 756.0),
+        ("NVIDIA H200", "H200", 4.8, 989.0),
+        ("NVIDIA A100-SXM4-80GB", "A100 80GB", 2.0, 312.0),
+        ("NVIDIA A100-SXM4-40GB", "A100 40GB", 1.555, 312.0),
+        ("NVIDIA L40S", "L40S", 0.864, 362.0),
+    ],
+)
+def test_gpu_table_by_device_name(device_name: str, name: str, bandwidth: float, tflops: float) -> None:
+    assert gpu_spec(device_name) == GpuSpec(name, bandwidth, tflops)
+
+
+def test_overrides_and_unknown_gpus() -> None:
+    assert gpu_spec("NVIDIA L40S", bandwidth_tb_s=1.0) == GpuSpec("L40S", 1.0, 362.0)
+    assert gpu_spec("NVIDIA RTX 6000 Ada", 0.96, 364.0) == GpuSpec("NVIDIA RTX 6000 Ada", 0.96, 364.0)
+    with pytest.raises(ValueError, match="--bandwidth"):
+        gpu_spec("NVIDIA RTX 6000 Ada", bandwidth_tb_s=0.96)
+
+
+def test_floor_arithmetic() -> None:
+    h100 = gpu_spec("NVIDIA H100 80GB HBM3")
+    # 12B parameters in bf16 are 24 GB: read once per token at 3.35 TB/s.
+    assert decode_floor_s(2 * TWELVE_B, h100) == pytest.approx(24e9 / 3.35e12)
+    assert 1 / decode_floor_s(2 * TWELVE_B, h100) == pytest.approx(139.6, abs=0.1)
+    # 3,300 prompt tokens: 2 * 12e9 * 3300 FLOPs at 989 TFLOP/s.
+    assert prefill_floor_s(TWELVE_B, 3300, h100) == pytest.approx(2 * 12e9 * 3300 / 989e12)
+    assert prefill_floor_s(TWELVE_B, 3300, h100) == pytest.approx(0.0801, abs=1e-4)
+    l40s = gpu_spec("NVIDIA L40S")
+    assert decode_floor_s(2 * TWELVE_B, l40s) > decode_floor_s(2 * TWELVE_B, h100)
+
+
+def test_step_report_rates_against_floors() -> None:
+    spec = GpuSpec("test", 2.0, 100.0)
+    timings = StepTimings(preprocess_s=0.02, prefill_s=0.5, decode_s=1.0, total_s=1.52, tokens_in=4000, tokens_out=51)
+    report = gpu_step._step_report(timings, 30 * 2**30, TWELVE_B, 2 * TWELVE_B, spec)
+    assert report["prefill_tokens_per_s"] == pytest.approx(8000)
+    assert report["decode_tokens_per_s"] == pytest.approx(50)  # the first token belongs to the prefill
+    assert report["prefill_floor_s"] == pytest.approx(2 * 12e9 * 4000 / 100e12)
+    assert report["decode_ceiling_tokens_per_s"] == pytest.approx(2e12 / 24e9)
+    assert report["peak_vram_bytes"] == 30 * 2**30
+
+
+def test_screenshots_from_files_and_folders(tmp_path: Path) -> None:
+    folder = tmp_path / "shots"
+    folder.mkdir()
+    for name in ("b.png", "a.PNG", "notes.txt"):
+        (folder / name).write_bytes(b"")
+    single = tmp_path / "one.png"
+    Image.new("RGB", (4, 4)).save(single)
+    assert find_screenshots([single, folder]) == [single, folder / "a.PNG", folder / "b.png"]
+    with pytest.raises(ValueError, match="neither a PNG"):
+        find_screenshots([tmp_path / "missing.png"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="no PNG"):
+        find_screenshots([empty])
+
+
+def test_without_cuda_it_fails_fast_and_loads_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    import inference.local
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+    def no_loading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("nothing may be loaded without CUDA")
+
+    monkeypatch.setattr(inference.local, "LocalBackend", no_loading)
+    Image.new("RGB", (4, 4)).save(tmp_path / "s.png")
+    assert main([str(tmp_path / "model"), str(tmp_path / "s.png")]) == 2
+    message = capsys.readouterr().err
+    assert "needs a CUDA GPU" in message
+    assert "python -m bench" in message

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from app.overlay import MARKER, action_in_words, screen_point_to_global_logical
+from app.overlay_drawing import MARKER, action_in_words
 from app.qt import Qt, QtCore, QtGui, QtWidgets, Signal
+from app.qt_screens import screen_point_to_global_logical
 from app.x11_focus import FocusReturn
 from automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
 from automation.coords import Monitor, monitor_at

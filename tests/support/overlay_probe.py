@@ -150,8 +150,9 @@ def emit(record: Event) -> None:
 
 def main() -> int:
     from app.gui_approver import GuiApprover
-    from app.overlay import MarkerHandle, OverlayAwareCapture, OverlayController, qt_monitors, widget_screen_rect
+    from app.overlay import MarkerHandle, OverlayAwareCapture, OverlayController
     from app.qt import QtCore, QtWidgets, Signal
+    from app.qt_screens import qt_monitors, widget_screen_rect
     from automation.actions import action_from_dict
     from automation.cancel import CancelToken
     from automation.engine import ApprovalRequest

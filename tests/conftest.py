@@ -63,3 +63,12 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.support.tiny_vlm import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("checkpoints"))
+
+
+@pytest.fixture(scope="session")
+def qapp_args() -> list[str]:
+    """pytest-qt's one QApplication runs offscreen: tied to a module's Xvfb, it would die with it.
+
+    Tests that need real windows on an X server run Qt in a child process (see tests/support/*_probe.py).
+    """
+    return ["holodesk-tests", "-platform", "offscreen"]

@@ -12,8 +12,6 @@ from automation.engine import ApprovalRequest
 from automation.proposal import Proposal
 from tests.automation.frames import solid_frame
 
-# Qt's offscreen platform: a process that creates the QApplication first picks it for the session.
-OFFSCREEN_QAPP_ARGS = ["holodesk-tests", "-platform", "offscreen"]
 SCREEN_SIZE = (800, 600)
 
 

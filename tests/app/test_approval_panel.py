@@ -16,14 +16,9 @@ from app.approval_panel import ApprovalPanel
 from app.qt import Qt, QtCore
 from automation.actions import Action, Click, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText
 from automation.engine import ApprovalDecision, Decision
-from tests.app.approval_requests import OFFSCREEN_QAPP_ARGS, approval_request
+from tests.app.approval_requests import approval_request
 from tests.support.overlay_probe import OverlayProbe
 from tests.support.target_client import TargetWindow
-
-
-@pytest.fixture(scope="session")
-def qapp_args() -> list[str]:
-    return OFFSCREEN_QAPP_ARGS
 
 
 @pytest.fixture

@@ -19,14 +19,9 @@ from app.qt import Qt, QtCore
 from automation.actions import Action, Click, KeyCombo, Point, TypeText
 from automation.cancel import CancelToken
 from automation.engine import ApprovalDecision, ApprovalRequest, Decision
-from tests.app.approval_requests import OFFSCREEN_QAPP_ARGS, approval_request
+from tests.app.approval_requests import approval_request
 
 LOOPING = "the same action was proposed 3 times on a screen that did not change"
-
-
-@pytest.fixture(scope="session")
-def qapp_args() -> list[str]:
-    return OFFSCREEN_QAPP_ARGS
 
 
 @pytest.fixture

@@ -6,16 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from app.gui_thread import GuiCallTimeout, GuiThreadCaller
 from app.qt import QtCore
-from tests.app.approval_requests import OFFSCREEN_QAPP_ARGS
-
-
-@pytest.fixture(scope="session")
-def qapp_args() -> list[str]:
-    return OFFSCREEN_QAPP_ARGS
 
 
 def from_another_thread(qtbot, work: Callable[[], Any]) -> list[Any]:  # type: ignore[no-untyped-def]

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-from app.history_window import HistoryWindow, step_picture  # noqa: E402
-from automation.actions import Click, Point  # noqa: E402
-from automation.annotate import MARKER_COLOUR  # noqa: E402
-from automation.trajectory import TrajectoryWriter, read_session  # noqa: E402
-from tests.automation.frames import solid_frame  # noqa: E402
+from app.history_window import HistoryWindow, step_picture
+from automation.actions import Click, Point
+from automation.annotate import MARKER_COLOUR
+from automation.trajectory import TrajectoryWriter, read_session
+from tests.automation.frames import solid_frame
 
 
 def record_session(root, task="Click the button"):

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-from app.qt import QtCore, Qt  # noqa: E402
-from app.recent_tasks import RecentTasks  # noqa: E402
-from app.task_prompt import TaskPrompt  # noqa: E402
+from app.qt import Qt, QtCore
+from app.recent_tasks import RecentTasks
+from app.task_prompt import TaskPrompt
 
 
 def make_prompt(qtbot, tmp_path, *tasks):

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.qt import QtCore, Signal
 from automation.executor import InjectedInput
+from automation.keys import normalize_key
 
 log = logging.getLogger(__name__)
 
@@ -27,19 +28,34 @@ class HotkeyError(RuntimeError):
     """Global hotkeys are not available (Wayland, no X server, a malformed hotkey)."""
 
 
-class DoublePressDetector:
-    """True on the second press of a key within `window_s` of the first."""
+class RepeatedPressDetector:
+    """True when a key has been pressed `presses` times, each within `window_s` of the one before."""
 
-    def __init__(self, window_s: float = DOUBLE_PRESS_WINDOW_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, presses: int = 2, window_s: float = DOUBLE_PRESS_WINDOW_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if presses < 1:
+            raise ValueError(f"presses must be at least 1, got {presses}")
+        self.presses = presses
         self.window_s = window_s
         self._clock = clock
+        self._count = 0
         self._last: float | None = None
 
     def press(self) -> bool:
         now = self._clock()
-        double = self._last is not None and now - self._last <= self.window_s
-        self._last = None if double else now  # a third press starts a new pair
-        return double
+        in_time = self._last is not None and now - self._last <= self.window_s
+        self._count = self._count + 1 if in_time else 1
+        self._last = now
+        if self._count >= self.presses:
+            self._count, self._last = 0, None  # the next press starts a new series
+            return True
+        return False
+
+
+def stop_key_name(pynput_key: str) -> str:
+    """'<esc>' (pynput syntax) or 'q' -> Holodesk's canonical key name."""
+    return normalize_key(pynput_key.strip().removeprefix("<").removesuffix(">"))
 
 
 def key_name(key: Any) -> str | None:
@@ -54,7 +70,10 @@ def key_name(key: Any) -> str | None:
 
 
 class HotkeyListener:
-    """Listens to the whole keyboard; calls `on_prompt` for the prompt hotkey, `on_stop` on Esc Esc."""
+    """Listens to the whole keyboard: `on_prompt` for the prompt hotkey, `on_stop` for the stop gesture.
+
+    The stop gesture is `stop_key` pressed `stop_presses` times, each within `stop_window_s` of the last.
+    """
 
     def __init__(
         self,
@@ -62,13 +81,16 @@ class HotkeyListener:
         on_prompt: Callable[[], None],
         on_stop: Callable[[], None],
         injected: InjectedInput | None = None,
-        double_press_window_s: float = DOUBLE_PRESS_WINDOW_S,
+        stop_key: str = "<esc>",
+        stop_presses: int = 2,
+        stop_window_s: float = DOUBLE_PRESS_WINDOW_S,
     ) -> None:
         self.prompt_hotkey = prompt_hotkey
         self.on_prompt = on_prompt
         self.on_stop = on_stop
         self.injected = injected
-        self._stop_detector = DoublePressDetector(double_press_window_s)
+        self.stop_key = stop_key_name(stop_key)
+        self._stop_detector = RepeatedPressDetector(stop_presses, stop_window_s)
         self._listener: Any = None
         self._hotkey: Any = None
         self._lock = threading.Lock()
@@ -104,7 +126,7 @@ class HotkeyListener:
         canonical = self._listener.canonical(key) if self._listener else key
         with self._lock:
             self._hotkey.press(canonical)
-        if key_name(key) == "esc" and self._stop_detector.press():
+        if key_name(key) == self.stop_key and self._stop_detector.press():
             self._call(self.on_stop)
 
     def _on_release(self, key: Any) -> None:
@@ -131,5 +153,7 @@ class HotkeySignals(QtCore.QObject):
     prompt_requested = Signal()
     stop_requested = Signal()
 
-    def listener(self, prompt_hotkey: str, injected: InjectedInput | None) -> HotkeyListener:
-        return HotkeyListener(prompt_hotkey, self.prompt_requested.emit, self.stop_requested.emit, injected)
+    def listener(self, prompt_hotkey: str, injected: InjectedInput | None, **stop_gesture: Any) -> HotkeyListener:
+        return HotkeyListener(
+            prompt_hotkey, self.prompt_requested.emit, self.stop_requested.emit, injected, **stop_gesture
+        )

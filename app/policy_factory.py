@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import sys
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from inference.model_policy import ModelPolicy
+
+log = logging.getLogger(__name__)
 
 BACKENDS = ("local", "remote", "scripted")
 
@@ -28,8 +31,23 @@ class PolicyConfigError(ValueError):
     """The options do not describe a policy that can be built (missing URL, unknown backend...)."""
 
 
-def build_policy(options: PolicyOptions, progress_out: TextIO | None = sys.stderr) -> ModelPolicy:
-    """A ready ModelPolicy. The local backend is loaded here (off-thread, progress on `progress_out`)."""
+ProgressCallback = Callable[[float, str], None]  # fraction 0..1, message for people
+
+
+def print_progress(stream: TextIO) -> ProgressCallback:
+    """A progress callback that redraws one line on a terminal stream."""
+
+    def report(fraction: float, message: str) -> None:
+        stream.write(f"\rloading model: {fraction:4.0%} {message[:70]:<70}")
+        stream.flush()
+        if fraction >= 1:
+            stream.write("\n")
+
+    return report
+
+
+def build_policy(options: PolicyOptions, progress: ProgressCallback | None = None) -> ModelPolicy:
+    """A ready ModelPolicy. The local backend is loaded here (off-thread, reporting through `progress`)."""
     from inference.errors import InferenceError
     from inference.profiles import get_profile
 
@@ -42,16 +60,13 @@ def build_policy(options: PolicyOptions, progress_out: TextIO | None = sys.stder
 
         backend = LocalBackend(options.model, device=options.device, max_tiles=profile.budget.max_tiles)
 
-        def report(progress: LoadProgress) -> None:
-            if progress_out is not None:
-                progress_out.write(f"\rloading model: {progress.fraction:4.0%} {progress.message[:70]:<70}")
-                progress_out.flush()
+        def report(step: LoadProgress) -> None:
+            if progress is not None:
+                progress(step.fraction, step.message)
 
         backend.load_async(report).result()
-        if progress_out is not None:
-            progress_out.write("\n")
-            if backend.slow_path_warning:
-                progress_out.write(f"warning: {backend.slow_path_warning}\n")
+        if backend.slow_path_warning:
+            log.warning("%s", backend.slow_path_warning)
         return ModelPolicy(profile, backend)
     if options.backend == "remote":
         if not options.base_url:

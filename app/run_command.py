@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from app.policy_factory import PolicyConfigError, PolicyOptions, build_policy
+from app.policy_factory import PolicyConfigError, PolicyOptions, build_policy, print_progress
 from automation.coords import FrameMapping
 from automation.engine import EngineSettings, Outcome, RunResult, StepEngine
 from automation.errors import AutomationError
@@ -49,7 +49,7 @@ def run_task(
         err.write("error: the task is empty\n")
         return EXIT_CONFIG
     try:
-        policy = build_policy(options, progress_out=err)
+        policy = build_policy(options, print_progress(err))
     except PolicyConfigError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
@@ -102,7 +102,7 @@ def locate(image_path: Path, instruction: str, options: PolicyOptions, out: Text
         err.write(f"error: cannot read the image {image_path}: {exc}\n")
         return EXIT_CONFIG
     try:
-        policy = build_policy(options, progress_out=err)
+        policy = build_policy(options, print_progress(err))
     except PolicyConfigError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG

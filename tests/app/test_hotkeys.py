@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.hotkeys import DoublePressDetector, HotkeyError, HotkeyListener
+from app.hotkeys import HotkeyError, HotkeyListener, RepeatedPressDetector, stop_key_name
 
 
 class Probe:
@@ -92,7 +92,7 @@ def test_escapes_that_holodesk_injects_are_ignored(probe):
 
 def test_double_press_detector_pairs_presses_inside_the_window():
     now = [0.0]
-    detector = DoublePressDetector(0.5, clock=lambda: now[0])
+    detector = RepeatedPressDetector(2, 0.5, clock=lambda: now[0])
     assert not detector.press()
     now[0] = 0.4
     assert detector.press()
@@ -100,6 +100,22 @@ def test_double_press_detector_pairs_presses_inside_the_window():
     assert not detector.press()  # a third press starts a new pair
     now[0] = 1.2
     assert not detector.press()  # too late after the last one
+
+
+def test_three_presses_need_each_gap_inside_the_window():
+    now = [0.0]
+    detector = RepeatedPressDetector(3, 0.3, clock=lambda: now[0])
+    results = []
+    for t in (0.0, 0.2, 0.6, 0.8, 1.0):
+        now[0] = t
+        results.append(detector.press())
+    assert results == [False, False, False, False, True]  # 0.2 -> 0.6 broke the first series
+
+
+def test_stop_keys_in_pynput_syntax_become_canonical_names():
+    assert stop_key_name("<esc>") == "esc"
+    assert stop_key_name("<pause>") == "pause"
+    assert stop_key_name("Q") == "q"
 
 
 def test_a_malformed_hotkey_is_reported(xvfb):

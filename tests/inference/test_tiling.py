@@ -156,3 +156,12 @@ def test_bad_pixels_are_refused() -> None:
         fast_tiles(np.zeros((10, 10, 4), dtype=np.uint8), channels="RGB")
     with pytest.raises(ValueError, match="positive"):
         choose_grid(0, 10)
+
+
+def test_thread_count_is_scoped_to_the_call() -> None:
+    pixels = bgra(desktop_image(640, 480))
+    before = torch.get_num_threads()
+    single = fast_tiles(pixels, threads=1)
+    assert torch.get_num_threads() == before
+    torch.testing.assert_close(fast_tiles(pixels, threads=None), single, rtol=0, atol=0)
+    assert torch.get_num_threads() == before

@@ -27,7 +27,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.harness import BenchResult
 
 TASK = "Archive every unread newsletter in my mail"
 KEEP_SCREENSHOTS = 3
@@ -227,7 +230,7 @@ def run_steps(arguments: argparse.Namespace, device_name: str) -> dict[str, Any]
     }
 
 
-def bench_result(report: dict[str, Any]) -> Any:
+def bench_result(report: dict[str, Any]) -> BenchResult:
     """The report as `python -m bench` figures: measured per step, each next to its hardware bound."""
     from bench.harness import BenchResult, stats_of
 

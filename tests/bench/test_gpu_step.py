@@ -122,3 +122,25 @@ def test_without_cuda_it_fails_fast_and_loads_nothing(
     message = capsys.readouterr().err
     assert "needs a CUDA GPU" in message
     assert "python -m bench" in message
+
+
+def test_report_becomes_bench_figures() -> None:
+    spec = GpuSpec("H100 SXM", 3.35, 989.0)
+    timings = StepTimings(preprocess_s=0.02, prefill_s=0.2, decode_s=0.8, total_s=1.02, tokens_in=3500, tokens_out=81)
+    step = gpu_step._step_report(timings, 27 * 2**30, TWELVE_B, 2 * TWELVE_B, spec)
+    report = {
+        "device": "NVIDIA H100 80GB HBM3",
+        "gpu": {"name": "H100 SXM"},
+        "checkpoint": "/models/holotron",
+        "mamba_kernels": True,
+        "summary": {"step_s": 1.02, "decode_tokens_per_s": 100.0},
+        "steps": [step, step],
+    }
+    result = gpu_step.bench_result(report)
+    figures = {figure.name: figure for figure in result.figures}
+    assert figures["decode per token"].stats.median == pytest.approx(10.0)  # 800 ms / 80 tokens
+    assert figures["decode per token"].baseline == "decode per token floor"
+    assert figures["decode per token floor"].stats.median == pytest.approx(24e9 / 3.35e12 * 1000)
+    assert figures["prefill"].baseline == "prefill floor"
+    assert figures["peak VRAM"].stats.median == pytest.approx(27.0)
+    assert "H100 SXM" in result.notes[0]

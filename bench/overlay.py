@@ -2,7 +2,7 @@
 
 A child process (Qt must not outlive the X server it talks to) runs a QApplication on a
 1920x1080 Xvfb showing `desktop_picture` and, interleaved, for click proposals at changing targets:
-- paint on image: `app.overlay.render_scene` alone - QPainter drawing the marker (crosshair, dot,
+- paint on image: `app.overlay_drawing.render_scene` alone - QPainter drawing the marker (crosshair, dot,
   label) onto a transparent full-screen QImage: the floor, and the baseline;
 - render + mask: the same plus `painted_region` (the window mask computed from the image), which is
   the work `OverlayWindow.set_scene` does before anything reaches the screen;
@@ -39,7 +39,8 @@ def child(rounds: int, warmup: int) -> dict[str, list[float]]:
     """Run in a process whose $DISPLAY is the benchmark's Xvfb; returns milliseconds per case."""
     import mss
 
-    from app.overlay import OverlayController, OverlayScene, OverlayWindow, painted_region, render_scene
+    from app.overlay import OverlayController, OverlayWindow
+    from app.overlay_drawing import OverlayScene, painted_region, render_scene
     from app.qt import QtCore, QtGui, QtWidgets, Signal
     from automation.actions import Click, Point
     from automation.annotate import MARKER_COLOUR

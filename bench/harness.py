@@ -138,18 +138,29 @@ def interleaved(
 ) -> dict[str, Stats]:
     """Time every case once per round, rotating the order each round; `warmup` rounds are discarded.
 
-    The garbage collector runs between calls, not during them, so one case does not pay for
-    another's garbage.
+    The cyclic garbage collector is off during each timed call and runs once per round, so no
+    case pays for another's garbage (a full collection in a process holding torch takes tens of
+    milliseconds: once per call would dominate a micro-benchmark's run time).
     """
     names = list(cases)
     samples: dict[str, list[float]] = {name: [] for name in names}
-    for round_index in range(warmup + rounds):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
+    enabled = gc.isenabled()
+    try:
+        for round_index in range(warmup + rounds):
             gc.collect()
-            value = elapsed_ms(cases[name])
-            if round_index >= warmup:
-                samples[name].append(value)
+            shift = round_index % len(names)
+            for name in names[shift:] + names[:shift]:
+                gc.disable()
+                try:
+                    value = elapsed_ms(cases[name])
+                finally:
+                    if enabled:
+                        gc.enable()
+                if round_index >= warmup:
+                    samples[name].append(value)
+    finally:
+        if enabled:
+            gc.enable()
     return {name: Stats(tuple(values), unit) for name, values in samples.items()}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -20,6 +21,14 @@ def test_interleaved_rotates_the_order_and_drops_warmup_rounds() -> None:
     assert calls == list("abc" + "bca" + "cab" + "abc")
     assert {name: len(s.samples) for name, s in stats.items()} == {"a": 3, "b": 3, "c": 3}
     assert all(value >= 0 for s in stats.values() for value in s.samples)
+
+
+def test_garbage_collector_is_off_only_inside_timed_calls() -> None:
+    seen: list[bool] = []
+    assert gc.isenabled()
+    interleaved({"a": lambda: seen.append(gc.isenabled())}, rounds=2, warmup=0)
+    assert seen == [False, False]
+    assert gc.isenabled()
 
 
 def test_stats_median_and_percentiles() -> None:

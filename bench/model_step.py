@@ -17,6 +17,7 @@ image tiling alone is timed next to inference.tiling's fast path on the same ima
 from __future__ import annotations
 
 import dataclasses
+import logging
 import tempfile
 from pathlib import Path
 
@@ -57,6 +58,7 @@ def run(settings: BenchSettings) -> BenchResult:
     import transformers
 
     transformers.utils.logging.set_verbosity_error()  # the slow-Mamba-path notice is expected on a CPU
+    logging.getLogger("inference.local").setLevel(logging.ERROR)  # and so is "running on the CPU"
     result = BenchResult(NAME)
     lengths = (1, 10, 30) if settings.quick else HISTORY_LENGTHS
     profile = get_profile("holotron")

@@ -169,7 +169,7 @@ def fast_tiles(
     channels: ChannelOrder = "BGRA",
     dtype: torch.dtype | None = None,
     out: torch.Tensor | None = None,
-    threads: int | None = 1,
+    threads: int | None = None,
 ) -> torch.Tensor:
     """Tiles of an H x W x C uint8 image as a tensor [tiles, 3, size, size] (float32 unless `dtype`).
 
@@ -177,10 +177,10 @@ def fast_tiles(
     it is read in place, without an RGB copy. `out`, if given, is filled and returned (a reused or
     pinned buffer); its shape must be [choose_grid(...).count, 3, size, size].
 
-    `threads` is torch's intra-op thread count for the call (restored after; None: leave torch's).
-    One by default: a second thread saves ~3 ms at 2560x1440 on an idle 2-core machine, but when
-    another process holds a core, OpenMP waits for the descheduled thread at every operation and
-    the call took 5x longer (108 ms against 18 ms, measured side by side).
+    `threads` sets torch's intra-op thread count for the call only (None: torch's own, all cores).
+    On the 2-core bench machine, side by side, torch's two threads were 1-3 ms faster than one at
+    2560x1440 in quiet runs and faster still under load from other processes (bench/capture.py);
+    `threads=1` is for callers that must leave the other cores alone.
     """
     import torch
 
@@ -244,7 +244,7 @@ def fast_frame_tiles(
     spec: TilingSpec = TilingSpec(),
     *,
     dtype: torch.dtype | None = None,
-    threads: int | None = 1,
+    threads: int | None = None,
 ) -> torch.Tensor:
     """`fast_tiles` of a captured frame's BGRA pixels."""
     return fast_tiles(frame.pixels, spec, channels="BGRA", dtype=dtype, threads=threads)

@@ -11,7 +11,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-EXIT_OK = 0
 EXIT_USAGE = 2  # bad arguments (argparse's own convention)
 
 EPILOG = """exit codes: 0 done, 1 failed, 2 bad arguments or configuration, 3 stopped by the user,
@@ -60,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", description="without a command, holodesk starts the tray application"
+    )
 
     doctor = commands.add_parser("doctor", help="check display, capture, input, GPU, kernels and weights")
     _add_backend_options(doctor, scripted=False)
@@ -152,8 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.instance_client import run_trigger
 
         return run_trigger(args.what, sys.stderr)
-    parser.print_help()
-    return EXIT_OK
+    # No command: the tray application (or wake the one already running).
+    from app.main import run_app
+
+    return run_app()
 
 
 if __name__ == "__main__":  # pragma: no cover

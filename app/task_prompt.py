@@ -20,6 +20,7 @@ class TaskPrompt(QtWidgets.QWidget):
         )
         self.recent = recent
         self.setObjectName("TaskPrompt")
+        self.setWindowTitle("Holodesk: new task")
         self.setFixedWidth(WIDTH)
         self.setStyleSheet(
             "#TaskPrompt { background: #1f2430; border: 1px solid #4c566a; border-radius: 8px; }"

@@ -12,6 +12,7 @@ from app.app_state import AppState, StatusLine
 from app.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 
 IconForState = Callable[[AppState], QtGui.QIcon]
+CONTROL_TEXT_WIDTH = 380  # logical pixels of status text in the control window
 
 
 class Indicator(QtCore.QObject):
@@ -105,22 +106,26 @@ class ControlWindow(Indicator):
         more.setMenu(self.menu)
         layout.addWidget(more)
         self.show_status(StatusLine(AppState.IDLE))
-        screen = QtGui.QGuiApplication.primaryScreen().availableGeometry()
-        self.window.adjustSize()
-        self.window.move(screen.right() - self.window.width() - 12, screen.top() + 12)
         self.window.show()
 
     def show_status(self, status: StatusLine) -> None:
         super().show_status(status)
         self.icon_label.setPixmap(self.icon_for(status.state).pixmap(20, 20))
-        self.text_label.setText(status.tooltip().replace("\n", " — "))
-        self.window.setToolTip(status.tooltip())
+        self._set_text(status.tooltip().replace("\n", " — "), status.tooltip())
         self.pause_action.setText("Resume" if status.state is AppState.PAUSED else "Pause")
-        self.window.adjustSize()
 
     def notify(self, title: str, text: str) -> None:
         super().notify(title, text)
-        self.text_label.setText(f"{title}: {text}")
+        self._set_text(f"{title}: {text}", f"{title}\n{text}")
+
+    def _set_text(self, line: str, full: str) -> None:
+        # One elided line keeps the window small and its buttons on screen; the tooltip has it all.
+        metrics = self.text_label.fontMetrics()
+        self.text_label.setText(metrics.elidedText(line, Qt.TextElideMode.ElideRight, CONTROL_TEXT_WIDTH))
+        self.window.setToolTip(full)
+        self.window.adjustSize()
+        screen = QtGui.QGuiApplication.primaryScreen().availableGeometry()
+        self.window.move(screen.right() - self.window.width() - 12, screen.top() + 12)
 
 
 def make_indicator(icon_for: IconForState) -> Indicator:

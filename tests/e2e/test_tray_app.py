@@ -1,0 +1,135 @@
+"""The tray application as a person uses it, under Xvfb: start `holodesk`, press the hotkey, type a
+task, approve each step on the approval panel, and watch a scripted policy drive a real window."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from automation.coords import Rect
+from automation.trajectory import iter_session_folders, read_session
+from tests.e2e.scripting import holotron, model_point
+
+
+def xdotool(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["xdotool", *args], capture_output=True, text=True, timeout=10, check=check)
+
+
+def wait_for_window(title: str, timeout_s: float = 20.0) -> str:
+    """The X window id of the first mapped window whose title matches."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = xdotool("search", "--onlyvisible", "--name", title, check=False)
+        if found.returncode == 0 and found.stdout.strip():
+            return found.stdout.split()[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no visible window titled {title!r} within {timeout_s} s")
+
+
+def wait_until_hidden(window_id: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        visible = xdotool("search", "--onlyvisible", "--name", "Holodesk: approve", check=False).stdout.split()
+        if window_id not in visible:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the approval panel did not hide")
+
+
+@pytest.fixture
+def holodesk_app(xvfb, target_window, tmp_path):
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    field = model_point(target_window.centre("field"), screen)
+    ok = model_point(target_window.centre("ok"), screen)
+    script = tmp_path / "answers.jsonl"
+    answers = [
+        holotron("write_desktop", content="Grace Hopper", x=field.x, y=field.y, thought="Type the name."),
+        holotron("click_desktop", x=ok.x, y=ok.y, thought="Confirm."),
+        holotron("answer", content="Name entered."),
+    ]
+    script.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+    config = tmp_path / "config" / "holodesk"
+    config.mkdir(parents=True)
+    sessions = tmp_path / "sessions"
+    (config / "settings.toml").write_text(
+        f'[model]\nbackend = "scripted"\nscript = "{script}"\n\n[sessions]\nfolder = "{sessions}"\n', encoding="utf-8"
+    )
+    env = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "HOLODESK_INSTANCE_NAME": f"test-{os.getpid()}-{time.monotonic_ns()}",
+        "QT_QPA_PLATFORM": "xcb",
+        "PYTHONUNBUFFERED": "1",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    # The instance is up once `holodesk trigger show` reaches it.
+    deadline = time.monotonic() + 30
+    while True:
+        trigger = subprocess.run(
+            [sys.executable, "-m", "app.cli", "trigger", "show"], env=env, capture_output=True, timeout=20
+        )
+        if trigger.returncode == 0:
+            break
+        assert process.poll() is None, process.stdout.read()
+        assert time.monotonic() < deadline, "holodesk did not start listening"
+        time.sleep(0.2)
+    yield process, sessions
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def test_hotkey_task_and_approvals_drive_a_real_window(holodesk_app, target_window):
+    process, sessions = holodesk_app
+    time.sleep(1.0)  # the model (scripted) and the hotkey listener start after the instance listens
+    xdotool("key", "ctrl+alt+h")
+    prompt = wait_for_window("Holodesk: new task")
+    xdotool("windowfocus", "--sync", prompt)
+    xdotool("type", "--delay", "5", "Enter the name")
+    xdotool("key", "Return")
+
+    for _ in range(2):  # two desktop steps to approve; the answer needs none
+        panel = wait_for_window("Holodesk: approve")
+        geometry = xdotool("getwindowgeometry", "--shell", panel).stdout
+        values = dict(line.split("=") for line in geometry.split())
+        # Click Approve: the panel's buttons are along its bottom edge; clicking into the panel
+        # then pressing Enter approves without knowing the button's exact place.
+        xdotool("mousemove", str(int(values["X"]) + 8), str(int(values["Y"]) + 8), "click", "1")
+        xdotool("key", "Return")
+        wait_until_hidden(panel)
+
+    deadline = time.monotonic() + 30
+    folder = None
+    while time.monotonic() < deadline:
+        folders = list(iter_session_folders(sessions))
+        if folders and read_session(folders[0]).end is not None:
+            folder = folders[0]
+            break
+        time.sleep(0.2)
+    assert folder is not None, f"the run did not finish; holodesk is {'running' if process.poll() is None else 'gone'}"
+    session = read_session(folder)
+    assert session.outcome == "done", session.end
+    assert [s["decision"] for s in session.steps] == ["approve", "approve", "final"]
+    events = target_window.sync()
+    assert [e["text"] for e in events if e["event"] == "text"][-1] == "Grace Hopper"
+    assert [e["widget"] for e in events if e["event"] == "clicked"] == ["ok"]
+
+
+def test_trigger_without_a_running_instance_fails_clearly(tmp_path):
+    env = {**os.environ, "HOLODESK_INSTANCE_NAME": f"absent-{os.getpid()}", "XDG_RUNTIME_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "trigger"], env=env, capture_output=True, text=True, timeout=20
+    )
+    assert result.returncode != 0
+    assert "holodesk" in result.stderr.lower()

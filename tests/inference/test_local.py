@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +18,12 @@ from PIL import Image, ImageDraw
 
 from automation.coords import Rect
 from automation.screen import ScreenFrame
+from inference import tiling
 from inference.checkpoint import CheckpointLocation
 from inference.errors import BackendError, ModelLoadError, ParseError
 from inference.generation import Generation, TextGenerator
 from inference.hardware import GIB, CudaDevice, HardwareReport, KernelStatus, MambaPath, TorchStatus
-from inference.local import LoadProgress, LocalBackend, kernels_in_use, plan_load
+from inference.local import FastImageProcessor, LoadProgress, LocalBackend, kernels_in_use, plan_load
 from inference.model_policy import ModelPolicy
 from inference.policy import StepTimings
 from inference.profiles import get_profile
@@ -61,6 +64,29 @@ def navigation_request(image: Image.Image, max_new_tokens: int = 24) -> ChatRequ
             },
         ],
         images=[image],
+        max_new_tokens=max_new_tokens,
+        chat_template_kwargs={"enable_thinking": False},
+    )
+
+
+@pytest.fixture(scope="module")
+def stock_backend(tiny_checkpoint: Path) -> Iterator[LocalBackend]:
+    """The tiny checkpoint as `tiny_backend` loads it, but tiling with the processor's own PIL code."""
+    backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32", max_tiles=12, fast_tiling=False)
+    backend.load()
+    yield backend
+    backend.unload()
+
+
+def history_request(images: list[Image.Image], max_new_tokens: int) -> ChatRequest:
+    """Shaped like a step with earlier screenshots kept: one placeholder per image, oldest first."""
+    content: list[dict[str, Any]] = []
+    for index, _ in enumerate(images):
+        content += [{"type": "text", "text": f"<observation step={index}>"}, {"type": "image"}]
+    content.append({"type": "text", "text": "Task: archive every unread newsletter."})
+    return ChatRequest(
+        messages=[{"role": "user", "content": content}],
+        images=images,
         max_new_tokens=max_new_tokens,
         chat_template_kwargs={"enable_thinking": False},
     )
@@ -111,6 +137,8 @@ def test_the_tile_budget_changes_the_image_tokens(tiny_backend: LocalBackend, sc
     try:
         tiny_backend.set_max_tiles(1)
         assert tiny_backend._loaded.processor.image_processor.max_num_tiles == 1  # type: ignore[union-attr]
+        # The fast tiler re-read the limit: otherwise it would still cut (and announce) 9 tiles.
+        assert tiny_backend._loaded.fast_image_processor.spec.max_tiles == 1  # type: ignore[union-attr]
         single = tiny_backend.generate_detailed(request)
     finally:
         tiny_backend.set_max_tiles(12)
@@ -145,6 +173,7 @@ def test_pixel_values_reach_the_model_in_its_dtype(tiny_checkpoint: Path, screen
     try:
         model = backend._loaded.model  # type: ignore[union-attr]
         assert model.dtype == torch.bfloat16
+        assert backend.fast_tiling, backend.fast_tiling_reason  # the probe allows for bfloat16's rounding
         result = backend.generate_detailed(navigation_request(screenshot, max_new_tokens=2))
         assert model.last_pixel_values_dtype == torch.bfloat16
         assert result.timings.tokens_out >= 1
@@ -351,8 +380,10 @@ def test_kernels_in_use_reads_the_layers_flag_and_device(tiny_backend: LocalBack
 def test_unloading_frees_the_model_and_generate_says_so(tiny_checkpoint: Path, screenshot: Image.Image) -> None:
     backend = LocalBackend(tiny_checkpoint, device="cpu")
     backend.load()
+    assert backend.fast_tiling
     backend.unload()
     assert not backend.is_loaded
+    assert (backend.fast_tiling, backend.fast_tiling_reason) == (False, "not loaded")
     with pytest.raises(BackendError, match="not loaded"):
         backend.generate(navigation_request(screenshot))
 
@@ -378,3 +409,137 @@ def test_a_holotron_step_on_the_tiny_model_is_a_parse_error_with_the_raw_text(
     assert isinstance(error.timings, StepTimings)
     assert error.timings.tokens_in > FULL_HD_TILES * IMAGE_TOKENS_PER_TILE
     assert 1 <= error.timings.tokens_out <= 512
+
+
+# -- fast tiling: inference.tiling in place of the processor's PIL tiling ---------------------------
+
+
+def test_the_fast_tiling_path_is_chosen_on_the_tiny_checkpoint(
+    tiny_backend: LocalBackend, stock_backend: LocalBackend
+) -> None:
+    assert tiny_backend.fast_tiling is True
+    assert tiny_backend.fast_tiling_reason.startswith("on: same ")
+    assert "prompt tokens as the processor on the probe images" in tiny_backend.fast_tiling_reason
+    assert stock_backend.fast_tiling is False
+    assert stock_backend.fast_tiling_reason == "off: fast_tiling=False was asked for"
+    # The stock processor is untouched: the adapter sits in a copy of it.
+    loaded = tiny_backend._loaded
+    assert loaded is not None and loaded.fast_processor is not loaded.processor
+    assert isinstance(loaded.fast_processor.image_processor, FastImageProcessor)
+    assert not isinstance(loaded.processor.image_processor, FastImageProcessor)
+
+
+def test_fast_tiling_gives_the_prompt_and_answer_of_the_stock_processor(
+    tiny_backend: LocalBackend, stock_backend: LocalBackend, screenshot: Image.Image
+) -> None:
+    request = navigation_request(screenshot, max_new_tokens=16)
+    fast = tiny_backend.generate_detailed(request)
+    stock = stock_backend.generate_detailed(request)
+    assert fast.prompt_token_ids == stock.prompt_token_ids
+    assert fast.new_token_ids == stock.new_token_ids and fast.text == stock.text
+    # Three screenshots of different sizes, as a step with history sends: each image's tiles stay in
+    # order and expand its own placeholder (4x2, 2x1 and 1x2 grids, each with a thumbnail).
+    images = [screenshot, screenshot.resize((960, 540)), screenshot.crop((1000, 0, 1500, 1000))]
+    fast_history = tiny_backend.generate_detailed(history_request(images, max_new_tokens=8))
+    stock_history = stock_backend.generate_detailed(history_request(images, max_new_tokens=8))
+    assert fast_history.prompt_token_ids == stock_history.prompt_token_ids
+    assert fast_history.prompt_token_ids.count(image_token_id(tiny_backend)) == (9 + 3 + 3) * IMAGE_TOKENS_PER_TILE
+    assert fast_history.new_token_ids == stock_history.new_token_ids
+
+
+def test_fast_tiling_never_calls_the_processors_pil_tiling(
+    tiny_backend: LocalBackend, stock_backend: LocalBackend, screenshot: Image.Image, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        calls.append("fast backend")
+        raise AssertionError("the processor's PIL tiling ran on the fast path")
+
+    stock_image_processor = stock_backend._loaded.processor.image_processor  # type: ignore[union-attr]
+    original = stock_image_processor.preprocess
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append("stock backend")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tiny_backend._loaded.processor.image_processor, "preprocess", refuse)  # type: ignore[union-attr]
+    monkeypatch.setattr(stock_image_processor, "preprocess", counting)
+    request = navigation_request(screenshot, max_new_tokens=2)
+    fast = tiny_backend.generate_detailed(request)
+    stock = stock_backend.generate_detailed(request)
+    assert calls == ["stock backend"]
+    assert fast.prompt_token_ids == stock.prompt_token_ids
+
+
+def _shift_three_grey_levels(original: Any) -> Any:
+    """fast_tiles with every value 3 grey levels too bright: one more than the probe allows."""
+    shift = torch.tensor([3 / (255 * std) for std in tiling.CLIP_STD]).view(1, 3, 1, 1)
+
+    def shifted(*args: Any, **kwargs: Any) -> torch.Tensor:
+        return original(*args, **kwargs).add_(shift)
+
+    return shifted
+
+
+def _one_tile_per_image(original: Any) -> Any:
+    """choose_grid always answering one tile: the fast path would send fewer tiles than the processor."""
+    return lambda *args, **kwargs: tiling.TileGrid(1, 1, False)
+
+
+def _failing(original: Any) -> Any:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no tiles today")
+
+    return fail
+
+
+@pytest.mark.parametrize(
+    ("function", "breakage", "reason"),
+    [
+        # 3 levels, 4 where the fast path already was a level brighter than the processor.
+        ("fast_tiles", _shift_three_grey_levels, r"tiles differ from the processor's by up to [34]\.\d grey levels"),
+        ("choose_grid", _one_tile_per_image, "input_ids differ from the processor's"),
+        ("fast_tiles", _failing, "the probe failed: RuntimeError: no tiles today"),
+    ],
+    ids=["wrong pixels", "wrong tile count", "fast path raises"],
+)
+def test_a_fast_path_that_disagrees_falls_back_to_the_processor(
+    tiny_checkpoint: Path,
+    screenshot: Image.Image,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    function: str,
+    breakage: Any,
+    reason: str,
+) -> None:
+    monkeypatch.setattr(tiling, function, breakage(getattr(tiling, function)))
+    backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32")
+    with caplog.at_level(logging.WARNING, logger="inference.local"):
+        backend.load()
+    try:
+        assert backend.fast_tiling is False
+        assert backend.fast_tiling_reason.startswith("off: ") and re.search(reason, backend.fast_tiling_reason)
+        assert "fast image tiling is off" in caplog.text and re.search(reason, caplog.text)
+        assert backend._loaded is not None and backend._loaded.fast_processor is None
+        # The stock path still serves requests, with the right image tokens.
+        result = backend.generate_detailed(navigation_request(screenshot, max_new_tokens=1))
+        assert result.prompt_token_ids.count(image_token_id(backend)) == FULL_HD_TILES * IMAGE_TOKENS_PER_TILE
+    finally:
+        backend.unload()
+
+
+def test_the_fast_image_processor_answers_like_the_stock_one(tiny_backend: LocalBackend) -> None:
+    stock = tiny_backend._loaded.processor.image_processor  # type: ignore[union-attr]
+    adapter = FastImageProcessor(stock, torch.bfloat16)
+    assert adapter.image_size == stock.image_size and adapter.patch_size == stock.patch_size  # read through
+    images = [Image.new("RGB", (1920, 1080), (10, 20, 30)), Image.new("L", (500, 500), 128)]
+    out = adapter([images])  # a batch (list of lists) is flattened as the stock one would take it
+    assert out["num_patches"].tolist() == [9, 1]
+    assert out["pixel_values"].shape == (10, 3, 512, 512) and out["pixel_values"].dtype == torch.bfloat16
+    expected = stock(images, return_tensors="pt")
+    assert out["num_patches"].tolist() == expected["num_patches"].tolist()
+    assert torch.allclose(out["pixel_values"].float(), expected["pixel_values"], atol=0.04)
+    with pytest.raises(TypeError, match=r"does not take image processor arguments \['max_num_tiles'\]"):
+        adapter(images, max_num_tiles=2)
+    assert (adapter.fast_calls, adapter.stock_calls) == (1, 0)

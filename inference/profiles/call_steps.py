@@ -17,7 +17,7 @@ from inference.profiles.extract import (
     find_calls,
     find_json_objects,
     iter_call_starts,
-    split_reasoning,
+    step_answer,
     text_outside,
 )
 from inference.profiles.tools import ToolSet
@@ -67,12 +67,8 @@ def find_single_call(answer: str, tools: ToolSet) -> FoundCall:
 
 def read_call_step(text: str, tools: ToolSet) -> ParsedStep:
     """The single action in `text` with its note and thought (reasoning when there is no thought)."""
-    if not isinstance(text, str) or not text.strip():
-        raise MalformedAnswer("the answer is empty")
-    reasoned = split_reasoning(text)
+    reasoned = step_answer(text)
     answer = reasoned.answer
-    if not answer:
-        raise MalformedAnswer("the answer holds only reasoning, no action")
     found = find_single_call(answer, tools)
     meaning = tools.interpret(found.call)
     if meaning.action is None:

@@ -70,6 +70,17 @@ def split_reasoning(text: str) -> Reasoned:
     return Reasoned(answer=text.strip(), reasoning="\n".join(part.strip() for part in reasoning if part.strip()))
 
 
+def step_answer(text: object) -> Reasoned:
+    """A navigation answer split from its reasoning; an empty one, or one that is only reasoning, is refused."""
+    if not isinstance(text, str) or not text.strip():
+        raise MalformedAnswer("the answer is empty")
+    reasoned = split_reasoning(text)
+    # Reasoning alone is no step: the model thought but never answered.
+    if not reasoned.answer:
+        raise MalformedAnswer("the answer holds only reasoning, no action")
+    return reasoned
+
+
 def check_size(text: str) -> None:
     if not isinstance(text, str):
         raise MalformedAnswer(f"the answer must be text, got {type(text).__name__}")

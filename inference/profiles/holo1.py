@@ -8,8 +8,6 @@ and against the actual image by `FrameMapping.model_to_image`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from automation.actions import (
@@ -26,22 +24,15 @@ from automation.actions import (
     TypeText,
     Wait,
 )
-from automation.coords import ImagePixelSpace
-from automation.screen import ScreenFrame
 from inference.policy import PastStep
-from inference.profiles.base import ChatRequest, ImageBudget, ParsedStep, PreparedImage, Profile
+from inference.profiles.base import ParsedStep
+from inference.profiles.builders import build_wait, click_builder, drag_builder, scroll_builder, write_builder
 from inference.profiles.call_steps import find_single_call, read_call_step
-from inference.profiles.chat import (
-    format_call,
-    localization_messages,
-    navigation_messages,
-    recent_images,
-    render_history,
-)
+from inference.profiles.chat import format_call
 from inference.profiles.extract import Call, MalformedAnswer, split_reasoning
 from inference.profiles.guard import run_parser
-from inference.profiles.images import MAX_PIXEL_SIDE, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, prepare_qwen_image
-from inference.profiles.prompts import load_prompt
+from inference.profiles.images import MAX_PIXEL_SIDE
+from inference.profiles.qwen_profile import QwenPixelProfile
 from inference.profiles.tools import (
     BUTTON,
     CLICKS,
@@ -50,7 +41,6 @@ from inference.profiles.tools import (
     OPTIONAL_Y,
     SCROLL_AMOUNT,
     SECONDS,
-    Args,
     CoordinateRange,
     Kind,
     Param,
@@ -58,7 +48,6 @@ from inference.profiles.tools import (
     ToolSet,
     X,
     Y,
-    optional_point,
     point,
 )
 
@@ -66,47 +55,33 @@ NAVIGATION_PROMPT = "holo1_navigation"
 LOCALIZATION_PROMPT = "holo1_localization"
 NAVIGATION_TOKENS = 384
 LOCALIZATION_TOKENS = 32
-IMAGE_PLACEHOLDERS = ("image_width", "image_height")
-
-
-def _scroll(args: Args) -> Action:
-    extra = {"amount": args["amount"]} if "amount" in args else {}
-    return Scroll(args["direction"], at=optional_point(args, "Scroll"), **extra)
 
 
 HOLO1_TOOLS = ToolSet(
     [
-        Tool(
-            "Click",
-            (X, Y, BUTTON, CLICKS),
-            lambda args: Click(point(args), button=args.get("button", MouseButton.LEFT), count=args.get("clicks", 1)),
-        ),
+        Tool("Click", (X, Y, BUTTON, CLICKS), click_builder(1)),
         Tool("DoubleClick", (X, Y), lambda args: Click(point(args), count=2)),
         Tool("RightClick", (X, Y), lambda args: Click(point(args), button=MouseButton.RIGHT)),
         Tool("Move", (X, Y), lambda args: Move(point(args)), aliases=("Hover", "MoveTo")),
         Tool(
             "Drag",
             (Param("x1", Kind.X), Param("y1", Kind.Y), Param("x2", Kind.X), Param("y2", Kind.Y), BUTTON),
-            lambda args: Drag(
-                Point(args["x1"], args["y1"]),
-                Point(args["x2"], args["y2"]),
-                button=args.get("button", MouseButton.LEFT),
-            ),
+            drag_builder(("x1", "y1"), ("x2", "y2")),
         ),
         Tool(
             "Write",
             (Param("text", Kind.TEXT, aliases=("content",)), OPTIONAL_X, OPTIONAL_Y),
-            lambda args: TypeText(args["text"], at=optional_point(args, "Write")),
+            write_builder("Write", text="text"),
             aliases=("Type",),
         ),
-        Tool("Scroll", (DIRECTION, SCROLL_AMOUNT, OPTIONAL_X, OPTIONAL_Y), _scroll),
+        Tool("Scroll", (DIRECTION, SCROLL_AMOUNT, OPTIONAL_X, OPTIONAL_Y), scroll_builder("Scroll")),
         Tool(
             "Press",
             (Param("keys", Kind.KEYS, aliases=("key",)),),
             lambda args: KeyCombo(args["keys"]),
             aliases=("Hotkey", "Key"),
         ),
-        Tool("Wait", (SECONDS,), lambda args: Wait(args["seconds"]) if "seconds" in args else Wait()),
+        Tool("Wait", (SECONDS,), build_wait),
         Tool(
             "Answer",
             (Param("text", Kind.TEXT, required=False, aliases=("content", "answer")),),
@@ -171,58 +146,18 @@ def read_click_point(text: str) -> Point:
     return action.at
 
 
-class Holo1Profile(Profile):
+class Holo1Profile(QwenPixelProfile):
     """Holo1 (Qwen2.5-VL based): ImagePixelSpace of the smart-resized image."""
 
     name = "holo1"
-    space = ImagePixelSpace()
+    navigation_prompt = NAVIGATION_PROMPT
+    localization_prompt = LOCALIZATION_PROMPT
+    navigation_tokens = NAVIGATION_TOKENS
+    localization_tokens = LOCALIZATION_TOKENS
+    answer_instruction = "Answer with the Note, Thought and Action lines."
 
-    def __init__(
-        self,
-        budget: ImageBudget | None = None,
-        *,
-        min_pixels: int = QWEN_MIN_PIXELS,
-        max_pixels: int = QWEN_MAX_PIXELS,
-        prompts_dir: Path | None = None,
-    ) -> None:
-        self.budget = budget or ImageBudget()
-        # Keep max_pixels at or below the processor's own, so its resize leaves our image as it is.
-        self.min_pixels = min_pixels
-        self.max_pixels = max_pixels
-        self._navigation_prompt = load_prompt(NAVIGATION_PROMPT, IMAGE_PLACEHOLDERS, prompts_dir)
-        self._localization_prompt = load_prompt(LOCALIZATION_PROMPT, ("target", *IMAGE_PLACEHOLDERS), prompts_dir)
-
-    def prepare_image(self, frame: ScreenFrame) -> PreparedImage:
-        return prepare_qwen_image(frame, self.budget.max_long_side, self.min_pixels, self.max_pixels)
-
-    def navigation_request(
-        self, task: str, history: Sequence[PastStep], images: Sequence[PreparedImage]
-    ) -> ChatRequest:
-        if not task.strip():
-            raise ValueError("the task is empty")
-        shown = recent_images(images, self.budget)
-        width, height = shown[-1].mapping.image_width, shown[-1].mapping.image_height
-        messages = navigation_messages(
-            system=self._navigation_prompt.render(image_width=width, image_height=height),
-            task=task,
-            history_text=render_history(history, describe_step),
-            image_count=len(shown),
-            closing=(
-                f"The current screenshot is {width}x{height} pixels. Answer with the Note, Thought and Action lines."
-            ),
-        )
-        return ChatRequest(
-            messages=messages, images=[prepared.image for prepared in shown], max_new_tokens=NAVIGATION_TOKENS
-        )
-
-    def localization_request(self, instruction: str, image: PreparedImage) -> ChatRequest:
-        if not instruction.strip():
-            raise ValueError("the element description is empty")
-        width, height = image.mapping.image_width, image.mapping.image_height
-        prompt = self._localization_prompt.render(target=instruction.strip(), image_width=width, image_height=height)
-        return ChatRequest(
-            messages=localization_messages(prompt), images=[image.image], max_new_tokens=LOCALIZATION_TOKENS
-        )
+    def _describe_step(self, step: PastStep) -> str:
+        return describe_step(step)
 
     def parse_navigation(self, text: str) -> ParsedStep:
         return run_parser(lambda raw: read_call_step(raw, HOLO1_TOOLS), text, self.name)

@@ -27,7 +27,7 @@ from inference.profiles.extract import (
     mentioned_call,
     one_json_object,
     parse_call,
-    split_reasoning,
+    step_answer,
     text_outside,
 )
 from inference.profiles.tools import ToolSet
@@ -43,12 +43,8 @@ _TOOL_CALL_TAG = re.compile(r"</?tool_call>", re.IGNORECASE)
 
 def read_json_step(text: str, tools: ToolSet) -> ParsedStep:
     """The single action in `text`, or MalformedAnswer (ActionError passes through)."""
-    if not isinstance(text, str) or not text.strip():
-        raise MalformedAnswer("the answer is empty")
-    reasoned = split_reasoning(text)
+    reasoned = step_answer(text)
     answer = reasoned.answer
-    if not answer:
-        raise MalformedAnswer("the answer holds only reasoning, no action")
     if _TOOL_CALL_TAG.search(answer):
         calls, note, thought = _read_tool_call_blocks(answer, tools)
     else:

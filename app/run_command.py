@@ -19,6 +19,7 @@ from automation.engine import EngineSettings, Outcome, RunResult, StepEngine
 from automation.errors import AutomationError
 from automation.proposal import UnusableProposal
 from inference.errors import InferenceError
+from inference.model_policy import ModelPolicy
 
 EXIT_CODES = {
     Outcome.DONE: 0,
@@ -48,14 +49,9 @@ def run_task(
     if not task.strip():
         err.write("error: the task is empty\n")
         return EXIT_CONFIG
-    try:
-        policy = build_policy(options, print_progress(err))
-    except PolicyConfigError as exc:
-        err.write(f"error: {exc}\n")
-        return EXIT_CONFIG
-    except (InferenceError, OSError) as exc:
-        err.write(f"error: {exc}\n")
-        return EXIT_CODES[Outcome.ERROR]
+    policy = _policy_or_exit_code(options, err)
+    if isinstance(policy, int):
+        return policy
     capture = ScreenCapture()
     try:
         capture.grab(monitor)  # fail now, clearly, rather than inside the first step
@@ -82,6 +78,18 @@ def run_task(
     return EXIT_CODES[result.outcome]
 
 
+def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | int:
+    """The policy, or the exit code after saying on `err` why it could not be built."""
+    try:
+        return build_policy(options, print_progress(err))
+    except PolicyConfigError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    except (InferenceError, OSError) as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CODES[Outcome.ERROR]
+
+
 def _report(result: RunResult, out: TextIO) -> None:
     out.write(f"\n{result.outcome.value}: {result.detail}\n")
     out.write(f"steps: {result.steps}\n")
@@ -101,14 +109,9 @@ def locate(image_path: Path, instruction: str, options: PolicyOptions, out: Text
     except (OSError, UnidentifiedImageError) as exc:
         err.write(f"error: cannot read the image {image_path}: {exc}\n")
         return EXIT_CONFIG
-    try:
-        policy = build_policy(options, print_progress(err))
-    except PolicyConfigError as exc:
-        err.write(f"error: {exc}\n")
-        return EXIT_CONFIG
-    except (InferenceError, OSError) as exc:
-        err.write(f"error: {exc}\n")
-        return EXIT_CODES[Outcome.ERROR]
+    policy = _policy_or_exit_code(options, err)
+    if isinstance(policy, int):
+        return policy
     try:
         proposal = policy.locate(frame, instruction)
         mapping = FrameMapping(frame.region, proposal.image_width, proposal.image_height)

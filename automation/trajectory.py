@@ -63,7 +63,8 @@ class TrajectoryWriter:
     @classmethod
     def create(cls, root: Path, task: str, meta: dict[str, Any] | None = None) -> TrajectoryWriter:
         """A new session folder under `root`, named by time and task so listings sort by age."""
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        # Milliseconds too: two sessions started within one second must still sort by age, not by task.
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
         folder = root / f"{stamp}-{_slug(task)}-{uuid.uuid4().hex[:6]}"
         return cls(folder, task, meta)
 

@@ -119,3 +119,33 @@ def test_bad_options_exit_2_with_a_message(tmp_path):
     )
     assert result.returncode == 2
     assert "needs --script FILE" in result.stderr
+
+
+def test_run_against_a_vllm_like_server_completes_the_task(xvfb, target_window, tmp_path):
+    from tests.support.fake_openai_server import Completion, FakeOpenAIServer
+
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    with FakeOpenAIServer(api_key="sk-test") as server:
+        server.queue(*(Completion(text=answer) for answer in form_answers(target_window, screen)))
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "run", "Fill in the form", "--backend", "remote",
+             "--base-url", server.base_url, "--sessions", str(tmp_path / "sessions")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "HOLODESK_API_KEY": "sk-test"},
+        )  # fmt: skip
+        out, err = process.communicate("a\na\na\n", timeout=120)
+        requests = server.chat_requests
+        problems = list(server.problems)
+    assert process.returncode == 0, out + err
+    assert problems == []  # every request was what vLLM accepts
+    assert len(requests) == 4
+    # Each request carries the current screenshot; later ones also the previous ones (up to 3).
+    assert [len(r.image_urls()) for r in requests] == [1, 2, 3, 3]
+    assert requests[0].images()[0].size == (xvfb.width, xvfb.height)
+    events = target_window.sync()
+    assert [e["text"] for e in events if e["event"] == "text"][-1] == "Ada Lovelace"
+    (folder,) = iter_session_folders(tmp_path / "sessions")
+    session = read_session(folder)
+    assert session.outcome == "done"
+    assert all(s["timings"]["tokens_in"] > 0 for s in session.steps)  # usage reported by the server

@@ -184,6 +184,7 @@ class StepEngine:
         self.settings = settings or EngineSettings()
         self.listener = listener
         self.cancel = CancelToken()
+        self._runs_finished = 0
         self._resumed = threading.Event()
         self._resumed.set()
         self._thread: threading.Thread | None = None
@@ -224,7 +225,10 @@ class StepEngine:
     def run(self, task: str) -> RunResult:
         if not task.strip():
             raise ValueError("the task is empty")
-        self.cancel = CancelToken()
+        if self._runs_finished:
+            # A new token for a new run; the first run keeps the constructor's, so a stop() that
+            # arrives between start() and the thread getting here is not lost.
+            self.cancel = CancelToken()
         settings = self.settings
         writer = (
             TrajectoryWriter.create(settings.trajectory_root, task, {"settings": _settings_meta(settings)})
@@ -240,6 +244,7 @@ class StepEngine:
         result = RunResult(outcome, detail, step, writer.folder if writer else None)
         if writer is not None:
             writer.finish(outcome.value, detail, steps=step)
+        self._runs_finished += 1
         self._emit(EngineState.FINISHED, step, detail, result)
         return result
 

@@ -277,3 +277,19 @@ def test_stop_while_paused_ends_the_run():
     engine.stop()
     thread.join(1)
     assert events[-1].result.outcome is Outcome.STOPPED
+
+
+def test_a_stop_right_after_start_is_not_lost():
+    engine, performer, events = make_engine(ListPolicy([Click(Point(1, 1))], delay_s=0.05), ScriptedApprover())
+    engine.stop()  # before the engine thread has even begun
+    thread = engine.start("t")
+    thread.join(2)
+    assert events[-1].result.outcome is Outcome.STOPPED and performer.executed == []
+
+
+def test_an_engine_can_run_again_after_a_stopped_run():
+    policy = ListPolicy([Done("second run")])
+    engine, _, _ = make_engine(policy, ScriptedApprover())
+    engine.stop()
+    assert engine.run("first").outcome is Outcome.STOPPED
+    assert engine.run("second").outcome is Outcome.DONE

@@ -1,17 +1,24 @@
-"""Figure 4b: one model step on the tiny local checkpoint, split into preprocess, prefill and decode,
-and how the step grows with the history in the prompt.
+"""Figure 4b: one model step on the tiny local checkpoint, split into preprocess, prefill and decode;
+how the step grows with the history in the prompt; and what the fast tiler saves in a step.
 
 `LocalBackend` loads the tiny random-weight checkpoint (tests/support/tiny_vlm) on the CPU in
 float32 through trust_remote_code, as it would load Holotron-12B. A step is the holotron profile's
-navigation request for one 1920x1080 screenshot (`desktop_picture`, 9 tiles) with 1..30 PastSteps,
+navigation request for 1920x1080 screenshots (`desktop_picture`, 9 tiles each) with 1..30 PastSteps,
 decoding a fixed 32 new tokens at most, timed by the backend's own StepTimings:
-preprocess (chat template, tokenizer, the processor's PIL tiling), prefill (vision + prompt
-forward + first token), decode (the remaining tokens). Requests of every history length are
-interleaved round by round; "history 1" is the baseline of the others.
+preprocess (chat template, tokenizer, and cutting the images into tiles: by default
+inference.tiling's fast path, which LocalBackend uses once its load-time probe agrees with the
+processor), prefill (vision + prompt forward + first token), decode (the remaining tokens).
+
+Side by side, interleaved round by round in one rotation:
+- history 1..30 with one screenshot on the default backend (fast tiling); "history 1" is the
+  baseline of the others;
+- 1 and 3 screenshots (history 1) on a second backend loaded with `fast_tiling=False`, which
+  tiles with the processor's own PIL code, next to the same requests on the default backend:
+  preprocess and whole step, the stock processor the baseline.
 
 The tiny model's compute says nothing about Holotron-12B's (bench/gpu_step.py measures that on
 a GPU); what carries over is the preprocessing, which is the same code for both. So the processor's
-image tiling alone is timed next to inference.tiling's fast path on the same image.
+image tiling alone is also timed next to inference.tiling's fast path on the same image.
 """
 
 from __future__ import annotations
@@ -28,11 +35,14 @@ from automation.proposal import PastStep, StepTimings
 from automation.screen import frame_from_image
 from bench.harness import BenchResult, BenchSettings, interleaved, stats_of
 from bench.screens import desktop_picture
+from inference.profiles.base import ChatRequest
 from inference.tiling import fast_frame_tiles, fast_tiles, reference_tiles
 
 NAME = "model_step"
 HISTORY_LENGTHS = (1, 5, 10, 20, 30)
 NEW_TOKENS = 32
+SCREENSHOTS = (1, 3)  # holotron keeps the 3 most recent screenshots in its prompt
+STOCK, FAST = "processor", "fast"
 TASK = "Archive every unread newsletter in my mail"
 
 
@@ -49,6 +59,11 @@ def past_steps(count: int) -> list[PastStep]:
     ]
 
 
+def tiling_figure(tiler: str, shots: int, part: str) -> str:
+    """The table's name for one tiler's preprocess or step time with `shots` screenshots."""
+    return f"{shots} screenshot{'s' if shots > 1 else ''} {part}, {tiler} tiling"
+
+
 def run(settings: BenchSettings) -> BenchResult:
     from inference.local import LocalBackend
     from inference.profiles import get_profile
@@ -62,37 +77,62 @@ def run(settings: BenchSettings) -> BenchResult:
     result = BenchResult(NAME)
     lengths = (1, 10, 30) if settings.quick else HISTORY_LENGTHS
     profile = get_profile("holotron")
-    frame = frame_from_image(desktop_picture(1920, 1080))
-    image = profile.prepare_image(frame)
+    # Oldest first; the newest (seed 0) is the one-screenshot requests' image and the tiling figures'.
+    frames = [frame_from_image(desktop_picture(1920, 1080, seed=seed)) for seed in reversed(range(max(SCREENSHOTS)))]
+    images = [profile.prepare_image(frame) for frame in frames]
     history = past_steps(max(lengths))
-    requests = {
-        length: dataclasses.replace(
-            profile.navigation_request(TASK, history[:length], [image]), max_new_tokens=NEW_TOKENS
-        )
-        for length in lengths
-    }
-    timings: dict[int, list[StepTimings]] = {length: [] for length in lengths}
-    with tempfile.TemporaryDirectory(prefix="holodesk-bench-") as folder:
-        backend = LocalBackend(build_tiny_checkpoint(Path(folder)), device="cpu", dtype="float32", max_tiles=12)
-        backend.load()
-        try:
-            backend.generate_detailed(requests[lengths[-1]])  # warm-up: the first call allocates and caches
-            for round_index in range(settings.rounds(3)):
-                shift = round_index % len(lengths)
-                for length in lengths[shift:] + lengths[:shift]:
-                    timings[length].append(backend.generate_detailed(requests[length]).timings)
-        finally:
-            backend.unload()
 
-    first = timings[lengths[0]]
+    def request(length: int, shots: int) -> ChatRequest:
+        chat = profile.navigation_request(TASK, history[:length], images[-shots:])
+        return dataclasses.replace(chat, max_new_tokens=NEW_TOKENS)
+
+    # Every case: (backend, request); one rotation interleaves them all. The fast 1-screenshot,
+    # history-1 case is "history 1" itself.
+    cases: dict[str, tuple[str, ChatRequest]] = {f"history {length}": (FAST, request(length, 1)) for length in lengths}
+    tiling_cases = {
+        (tiler, shots): "history 1" if (tiler, shots) == (FAST, 1) else f"{tiler} tiling, {shots} screenshots"
+        for shots in SCREENSHOTS
+        for tiler in (STOCK, FAST)
+    }
+    for (tiler, shots), name in tiling_cases.items():
+        cases.setdefault(name, (tiler, request(1, shots)))  # "history 1" is there already
+    timings: dict[str, list[StepTimings]] = {name: [] for name in cases}
+    reasons: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="holodesk-bench-") as folder:
+        checkpoint = build_tiny_checkpoint(Path(folder))
+        backends = {
+            tiler: LocalBackend(checkpoint, device="cpu", dtype="float32", max_tiles=12, fast_tiling=tiler == FAST)
+            for tiler in (STOCK, FAST)
+        }
+        try:
+            for tiler, backend in backends.items():
+                backend.load()
+                reasons[tiler] = backend.fast_tiling_reason
+                if backend.fast_tiling != (tiler == FAST):
+                    raise RuntimeError(f"the {tiler} backend's tiling is {backend.fast_tiling_reason}")
+                # Warm-up: the first calls allocate and cache (the largest prompt, the most images).
+                backend.generate_detailed(request(1, max(SCREENSHOTS)))
+                if tiler == FAST:
+                    backend.generate_detailed(request(max(lengths), 1))
+            names = list(cases)
+            for round_index in range(settings.rounds(3)):
+                shift = round_index % len(names)
+                for name in names[shift:] + names[:shift]:
+                    tiler, chat = cases[name]
+                    timings[name].append(backends[tiler].generate_detailed(chat).timings)
+        finally:
+            for backend in backends.values():
+                backend.unload()
+
+    first = timings[f"history {lengths[0]}"]
     for part in ("preprocess_s", "prefill_s", "decode_s"):
         values = [getattr(t, part) * 1000 for t in first]
         result.add(f"history {lengths[0]} {part.removesuffix('_s')}", stats_of(values))
     baseline = f"history {lengths[0]} step"
     for length in lengths:
-        values = [t.total_s * 1000 for t in timings[length]]
-        tokens_in = timings[length][0].tokens_in
-        tokens_out = timings[length][0].tokens_out
+        values = [t.total_s * 1000 for t in timings[f"history {length}"]]
+        tokens_in = timings[f"history {length}"][0].tokens_in
+        tokens_out = timings[f"history {length}"][0].tokens_out
         result.add(
             f"history {length} step",
             stats_of(values),
@@ -104,8 +144,26 @@ def run(settings: BenchSettings) -> BenchResult:
     if decode_rate:
         result.notes.append(f"tiny model decode: {np.median(decode_rate):.0f} tokens/s (CPU, float32)")
 
-    pil_image = image.image
+    for shots in SCREENSHOTS:
+        for part, field in (("preprocess", "preprocess_s"), ("step", "total_s")):
+            for tiler in (STOCK, FAST):
+                case = tiling_cases[tiler, shots]
+                values = [getattr(t, field) * 1000 for t in timings[case]]
+                result.add(
+                    tiling_figure(tiler, shots, part),
+                    stats_of(values),
+                    baseline=None if tiler == STOCK else tiling_figure(STOCK, shots, part),
+                    note=f"{timings[case][0].tokens_in} prompt tokens" if part == "step" else "",
+                )
+        result.extra[f"{shots} screenshots"] = {"tokens_in": timings[tiling_cases[STOCK, shots]][0].tokens_in}
+    result.notes.append(
+        f"tiling in the step: history 1 with 1 and {max(SCREENSHOTS)} screenshots, a backend loaded with"
+        f" fast_tiling=False ({reasons[STOCK]}) next to the default one ({reasons[FAST]})"
+    )
+
+    pil_image = images[-1].image
     rgb = np.asarray(pil_image)
+    frame = frames[-1]
     tiling = interleaved(
         {
             "processor tiling (PIL)": lambda: reference_tiles(pil_image),
@@ -119,7 +177,7 @@ def run(settings: BenchSettings) -> BenchResult:
     for name, stats in tiling.items():
         result.add(name, stats, baseline=None if name == tiling_baseline else tiling_baseline)
     result.notes.append(
-        f"one 1920x1080 screenshot (9 tiles, {9 * 256} image tokens), max {NEW_TOKENS} new tokens, greedy;"
-        " the processor tiling figure is the image part of preprocess"
+        f"1920x1080 screenshots (9 tiles, {9 * 256} image tokens each), max {NEW_TOKENS} new tokens, greedy;"
+        " the tiling figures are one screenshot's share of preprocess (processor: fast_tiling=False; fast: default)"
     )
     return result

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: a virtual X server and the tools the desktop tests drive it with, the xcb
 # libraries Qt's platform plugin loads, and a tray host for the tray tests.
-debs=(xvfb xdotool xclip x11-xserver-utils x11-utils xauth
+debs=(xvfb xfonts-base xdotool xclip x11-xserver-utils x11-utils xauth
       libxcb-icccm4 libxcb-keysyms1 libxcb-xinput0 libxcb-xinerama0 libxcb-cursor0 libxcb-image0
       libxcb-render-util0 libxcb-shape0 libxcb-randr0 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1
       libdbus-1-3 fonts-dejavu-core trayer xcompmgr desktop-file-utils)

@@ -192,8 +192,19 @@ class StepEngine:
     # -- control -------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Ask the run to stop; honoured at the next check (every few ms while waiting)."""
+        """Ask the run to stop; honoured at the next check (every few ms while waiting).
+
+        A policy that can abandon its computation (an `interrupt()` method, as ModelPolicy with the
+        local backend has) is told too, so the GPU stops at its next token instead of finishing an
+        answer nobody will read.
+        """
         self.cancel.cancel()
+        interrupt = getattr(self.policy, "interrupt", None)
+        if callable(interrupt):
+            try:
+                interrupt()
+            except Exception:  # stopping must never fail because a backend could not be interrupted
+                log.exception("policy interrupt failed")
 
     def pause(self) -> None:
         """Hold the run before its next step (an action in progress finishes first)."""

@@ -43,6 +43,12 @@ class ModelPolicy:
             space=self.profile.space,
         )
 
+    def interrupt(self) -> None:
+        """Ask the backend to abandon the answer it is computing, where it can (the local one can)."""
+        interrupt = getattr(self.backend, "interrupt", None)
+        if callable(interrupt):
+            interrupt()
+
     def locate(self, frame: ScreenFrame, instruction: str) -> Proposal:
         """Ask where one described element is: a `Move` to it, in model space."""
         image = self.profile.prepare_image(frame)

@@ -293,3 +293,19 @@ def test_an_engine_can_run_again_after_a_stopped_run():
     engine.stop()
     assert engine.run("first").outcome is Outcome.STOPPED
     assert engine.run("second").outcome is Outcome.DONE
+
+
+def test_stop_interrupts_a_policy_that_can_be_interrupted():
+    class Interruptible(ListPolicy):
+        interrupted = threading.Event()
+
+        def interrupt(self) -> None:
+            self.interrupted.set()
+
+    policy = Interruptible([Click(Point(1, 1))], delay_s=2)
+    engine, _, _ = make_engine(policy, ScriptedApprover())
+    thread = engine.start("t")
+    time.sleep(0.1)
+    engine.stop()
+    thread.join(1)
+    assert policy.interrupted.is_set()

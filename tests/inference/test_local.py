@@ -543,3 +543,33 @@ def test_the_fast_image_processor_answers_like_the_stock_one(tiny_backend: Local
     with pytest.raises(TypeError, match=r"does not take image processor arguments \['max_num_tiles'\]"):
         adapter(images, max_num_tiles=2)
     assert (adapter.fast_calls, adapter.stock_calls) == (1, 0)
+
+
+def test_interrupt_stops_a_long_generation_at_the_next_token(tiny_backend):
+    import threading
+
+    from inference.local import GenerationInterrupted
+    from inference.profiles.base import ChatRequest
+
+    request = ChatRequest(messages=[{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
+                          max_new_tokens=4000)  # fmt: skip
+    outcome: list[object] = []
+
+    def work() -> None:
+        try:
+            outcome.append(tiny_backend.generate_detailed(request))
+        except GenerationInterrupted as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    time.sleep(0.5)
+    stopped_at = time.monotonic()
+    tiny_backend.interrupt()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert isinstance(outcome[0], GenerationInterrupted)
+    assert time.monotonic() - stopped_at < 1.0  # one decode step, not the remaining thousands
+    # A request made after the interrupt is not affected.
+    short = ChatRequest(messages=request.messages, max_new_tokens=4)
+    assert len(tiny_backend.generate_detailed(short).new_token_ids) <= 4

@@ -9,7 +9,7 @@ from automation.screen import ScreenFrame
 from inference.errors import ParseError
 from inference.generation import TextGenerator
 from inference.policy import PastStep, Proposal
-from inference.profiles.base import Profile
+from inference.profiles.base import PreparedImage, Profile
 
 
 class ModelPolicy:
@@ -18,12 +18,23 @@ class ModelPolicy:
     def __init__(self, profile: Profile, backend: TextGenerator) -> None:
         self.profile = profile
         self.backend = backend
+        # The engine passes the same frames again on later steps (the last K screenshots); each is
+        # prepared once. Keyed by identity, with the frame kept so the id cannot be reused.
+        self._prepared: dict[int, tuple[ScreenFrame, PreparedImage]] = {}
+
+    def _prepare(self, frames: Sequence[ScreenFrame]) -> list[PreparedImage]:
+        prepared: dict[int, tuple[ScreenFrame, PreparedImage]] = {}
+        for frame in frames:
+            known = self._prepared.get(id(frame))
+            prepared[id(frame)] = known if known is not None else (frame, self.profile.prepare_image(frame))
+        self._prepared = prepared  # frames that left the window are forgotten
+        return [image for _, image in prepared.values()]
 
     def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
         if not frames:
             raise ValueError("propose needs at least the current screenshot")
         recent = list(frames)[-self.profile.budget.keep_screenshots :]
-        images = [self.profile.prepare_image(frame) for frame in recent]
+        images = self._prepare(recent)
         request = self.profile.navigation_request(task, history, images)
         generation = self.backend.generate(request)
         try:

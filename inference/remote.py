@@ -30,6 +30,7 @@ import logging
 import socket
 import ssl
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -52,6 +53,8 @@ ImageFormat = Literal["png", "jpeg"]
 
 # Longest body excerpt kept in an error message: enough to recognise an HTML error page or a message.
 _EXCERPT_CHARS = 300
+# Encoded screenshots kept for reuse: a step sends at most a few, most of them again the next step.
+ENCODED_IMAGES_KEPT = 8
 # Guards against a misbehaving server sending an endless body; a 1,000-token answer is a few KB.
 _MAX_BODY_BYTES = 16 * 1024 * 1024
 _MAX_SSE_LINE_BYTES = 1024 * 1024
@@ -363,6 +366,7 @@ class RemoteBackend:
             self._api_key = api_key.strip()
             self.api_key_source = "given" if self._api_key else None
         self._model = model.strip() if model and model.strip() else None
+        self._encoded: OrderedDict[int, tuple[Image.Image, str]] = OrderedDict()
         self.temperature = temperature
         self.stream = stream
         self.image_format: ImageFormat = image_format
@@ -390,9 +394,22 @@ class RemoteBackend:
         """The model ids the server serves (GET /models), with retries."""
         return self._with_retries(self._list_models_once, "listing models")
 
+    def _data_url(self, image: Image.Image) -> str:
+        """Encode once per image: a step re-sends the previous screenshots, already encoded."""
+        key = id(image)
+        cached = self._encoded.get(key)
+        if cached is not None and cached[0] is image:
+            self._encoded.move_to_end(key)
+            return cached[1]
+        url = image_data_url(image, self.image_format)
+        self._encoded[key] = (image, url)  # the image is kept, so its id stays unique while cached
+        while len(self._encoded) > ENCODED_IMAGES_KEPT:
+            self._encoded.popitem(last=False)
+        return url
+
     def generate(self, request: ChatRequest) -> Generation:
         started = time.perf_counter()
-        image_urls = [image_data_url(image, self.image_format) for image in request.images]
+        image_urls = [self._data_url(image) for image in request.images]
         preprocess_s = time.perf_counter() - started
         messages = messages_with_images(request.messages, image_urls)
         model = self.model

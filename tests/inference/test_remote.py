@@ -169,6 +169,32 @@ def test_the_request_object_is_not_modified(server: FakeOpenAIServer) -> None:
     assert request.messages[1]["content"][1] == {"type": "image"}
 
 
+def test_an_image_sent_again_is_encoded_once(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    import inference.remote as remote
+
+    encoded: list[tuple[int, int]] = []
+    real = remote.image_data_url
+
+    def counting(image: Image.Image, image_format: Any = "png") -> str:
+        encoded.append(image.size)
+        return real(image, image_format)
+
+    monkeypatch.setattr(remote, "image_data_url", counting)
+    backend = make_backend(server)
+    first = two_image_request()
+    backend.generate(first)
+    # The next step re-sends the second screenshot (same object) and a new one.
+    newer = Image.new("RGB", (32, 32), RED)
+    backend.generate(two_image_request(images=[first.images[1], newer]))
+    assert encoded == [(64, 48), (80, 40), (32, 32)]
+    assert server.problems == []
+    again = server.chat_requests[1].images()
+    assert (again[0].size, again[0].convert("RGB").getpixel((0, 0))) == ((80, 40), GREEN)
+    # An equal but different image object is encoded afresh (identity, not equality, is the key).
+    backend.generate(two_image_request(images=[newer.copy(), newer]))
+    assert encoded[-1] == (32, 32) and len(encoded) == 4
+
+
 def test_jpeg_images_when_asked(server: FakeOpenAIServer) -> None:
     make_backend(server, image_format="jpeg").generate(two_image_request())
     assert server.problems == []

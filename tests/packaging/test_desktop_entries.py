@@ -50,9 +50,25 @@ def test_entries_run_holodesk_commands_that_exist(path):
 
 
 def test_install_script_puts_entries_and_icon_in_xdg_folders(tmp_path):
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    # PATH without holodesk, as at login: the script finds the project's .venv and writes its path.
+    env = {
+        **os.environ,
+        "PATH": "/usr/bin:/bin",
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
     subprocess.run(["bash", str(LINUX / "install-desktop-files.sh"), "--autostart"], env=env, check=True)
-    assert (tmp_path / "data/applications/holodesk.desktop").read_bytes() == (LINUX / "holodesk.desktop").read_bytes()
-    assert (tmp_path / "data/applications/holodesk-new-task.desktop").is_file()
+    installed = [
+        tmp_path / "data/applications/holodesk.desktop",
+        tmp_path / "data/applications/holodesk-new-task.desktop",
+        tmp_path / "config/autostart/holodesk.desktop",
+    ]
+    for path in installed:
+        command = read_entry(path)["Exec"].split()
+        assert Path(command[0]).is_absolute() and os.access(command[0], os.X_OK), command
+    assert read_entry(installed[1])["Exec"].endswith("holodesk trigger prompt")
     assert (tmp_path / "data/icons/hicolor/scalable/apps/holodesk.svg").is_file()
-    assert (tmp_path / "config/autostart/holodesk.desktop").is_file()
+    validator = shutil.which("desktop-file-validate")
+    assert validator is not None
+    for path in installed:
+        assert subprocess.run([validator, str(path)], capture_output=True).returncode == 0

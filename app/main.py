@@ -70,9 +70,10 @@ class HolodeskApp(QtCore.QObject):
         self.indicator: Indicator = make_indicator(icon_for)
         self.overlay = OverlayController()
         self.approver = GuiApprover(self.overlay, auto_approve_kinds=self.settings.approval.auto_approve)
-        self.screen = ScreenCapture()
-        self.frames = OverlayAwareCapture(ScreenCapture(), self.overlay)
-        self.executor = Executor(capture=self.screen)
+        # One capture serves both: mss handles are per thread already (engine thread, GUI thread).
+        screen = ScreenCapture()
+        self.frames = OverlayAwareCapture(screen, self.overlay)
+        self.executor = Executor(capture=screen)
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
         self.hotkeys: HotkeyListener | None = None

@@ -2,56 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import queue
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from app.hotkeys import HotkeyError, HotkeyListener, RepeatedPressDetector, stop_key_name
-
-
-class Probe:
-    """The listener in a child process; its output lines arrive on a queue."""
-
-    def __init__(self, hotkey: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.hotkey_probe", hotkey],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=os.getcwd(),
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        assert self.next(10) == "ready"
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.lines.put(line.strip())
-
-    def next(self, timeout: float) -> str | None:
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def send(self, line: str) -> None:
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
-
-    def close(self) -> None:
-        self.process.kill()
-        self.process.wait()
+from tests.support.line_process import LineProcess
 
 
 @pytest.fixture
-def probe(xvfb) -> Iterator[Probe]:
-    probe = Probe("<ctrl>+<alt>+h")
+def probe(xvfb) -> Iterator[LineProcess]:
+    probe = LineProcess("tests.support.hotkey_probe", "<ctrl>+<alt>+h")
+    assert probe.next(10) == "ready"
     yield probe
     probe.close()
 

@@ -3,43 +3,27 @@
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from tests.support.line_process import LineProcess
 
-class TrayProcess:
+
+class TrayProcess(LineProcess):
+    """The tray probe on the module's display; a silent probe fails the test."""
+
     def __init__(self) -> None:
-        env = {**os.environ, "QT_QPA_PLATFORM": "xcb"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.tray_probe"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [self.lines.put(x.strip()) for x in self.process.stdout], daemon=True).start()
+        super().__init__("tests.support.tray_probe", env={**os.environ, "QT_QPA_PLATFORM": "xcb"})
 
     def next(self, timeout: float = 10) -> str:
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError("the tray process said nothing") from None
-
-    def send(self, line: str) -> None:
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
-
-    def close(self) -> None:
-        self.process.kill()
-        self.process.wait()
+        line = super().next(timeout)
+        if line is None:
+            raise AssertionError("the tray process said nothing")
+        return line
 
 
 @pytest.fixture

@@ -1,1 +1,1 @@
-"""The Qt (PySide6) application and the command line. The only package that imports Qt."""
+"""Holodesk's front ends: the Qt tray application (`gui`), the command line (`cli`), and what both use (`common`)."""

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
 
-from automation.errors import ActionError
-from automation.keys import MODIFIERS, normalize_key
+from holodesk.automation.errors import ActionError
+from holodesk.automation.keys import MODIFIERS, normalize_key
 
 # Far beyond any real desktop; stops absurd values before they reach arithmetic or the OS.
 MAX_COORDINATE = 1_000_000

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from PIL import Image, ImageDraw
 
-from automation.actions import Action, Drag, Point, Scroll, TypeText
-from automation.screen import ScreenFrame
+from holodesk.automation.actions import Action, Drag, Point, Scroll, TypeText
+from holodesk.automation.screen import ScreenFrame
 
 MARKER_COLOUR = (255, 0, 170)
 MARKER_RADIUS = 14

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from automation.errors import Cancelled
+from holodesk.automation.errors import Cancelled
 
 DEFAULT_REASON = "stopped by the user"
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from automation.errors import ClipboardError
+from holodesk.automation.errors import ClipboardError
 
 # A clipboard owner that does not answer would otherwise hang the step forever.
 TOOL_TIMEOUT_S = 3.0

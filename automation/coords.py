@@ -19,8 +19,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from automation.actions import Action, Point
-from automation.errors import OffScreenError
+from holodesk.automation.actions import Action, Point
+from holodesk.automation.errors import OffScreenError
 
 NORMALIZED_MAX = 1000
 

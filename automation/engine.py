@@ -19,15 +19,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from automation.actions import TERMINAL_KINDS, Action, AskUser, Done
-from automation.cancel import CancelToken
-from automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
-from automation.errors import ActionError, Cancelled, OffScreenError
-from automation.loop_guard import LoopGuard
-from automation.proposal import PastStep, Policy, Proposal, UnusableProposal
-from automation.screen import ScreenFrame
-from automation.screen_change import fingerprint, wait_for_settle
-from automation.trajectory import TrajectoryWriter
+from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
+from holodesk.automation.errors import ActionError, Cancelled, OffScreenError
+from holodesk.automation.loop_guard import LoopGuard
+from holodesk.automation.proposal import PastStep, Policy, Proposal, UnusableProposal
+from holodesk.automation.screen import ScreenFrame
+from holodesk.automation.screen_change import fingerprint, wait_for_settle
+from holodesk.automation.trajectory import TrajectoryWriter
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from automation.actions import (
+from holodesk.automation.actions import (
     Action,
     AskUser,
     Click,
@@ -36,12 +36,12 @@ from automation.actions import (
     TypeText,
     Wait,
 )
-from automation.cancel import CancelToken
-from automation.clipboard import Clipboard, system_clipboard
-from automation.coords import Monitor, monitor_at
-from automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
-from automation.keys import normalize_key
-from automation.screen import ScreenCapture
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.clipboard import Clipboard, system_clipboard
+from holodesk.automation.coords import Monitor, monitor_at
+from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
+from holodesk.automation.keys import normalize_key
+from holodesk.automation.screen import ScreenCapture
 
 # pyautogui sleeps PAUSE seconds after every call (0.1 s by default): a 60-step drag would take 6 s
 # and every text chunk would stall. Our own waits (drag steps, paste settle) are explicit, so a short

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import string
 
-from automation.errors import ActionError
+from holodesk.automation.errors import ActionError
 
 _NAMED_KEYS = frozenset(
     {

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from automation.actions import Action
-from automation.screen_change import Fingerprint
+from holodesk.automation.actions import Action
+from holodesk.automation.screen_change import Fingerprint
 
 
 class LoopGuard:

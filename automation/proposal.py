@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from automation.actions import Action
-from automation.coords import ModelSpace, NormalizedSpace
-from automation.errors import AutomationError
-from automation.screen import ScreenFrame
+from holodesk.automation.actions import Action
+from holodesk.automation.coords import ModelSpace, NormalizedSpace
+from holodesk.automation.errors import AutomationError
+from holodesk.automation.screen import ScreenFrame
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from automation.coords import Monitor, Rect, virtual_desktop
-from automation.errors import CaptureError
+from holodesk.automation.coords import Monitor, Rect, virtual_desktop
+from holodesk.automation.errors import CaptureError
 
 try:  # mss is a hard dependency; the guard only turns a broken install into a clear error.
     import mss

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from automation.screen import ScreenFrame
+from holodesk.automation.screen import ScreenFrame
 
 # Mean absolute difference (0-255 grey levels, per thumbnail cell) under which two frames look the same.
 SAME_SCREEN_THRESHOLD = 0.5

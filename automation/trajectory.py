@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from automation.screen import ScreenFrame
+from holodesk.automation.screen import ScreenFrame
 
 log = logging.getLogger(__name__)
 

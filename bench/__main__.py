@@ -25,7 +25,7 @@ from pathlib import Path
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 from bench.harness import BenchResult, BenchSettings, format_table, machine_description, write_results
-from tests.support.tiny_vlm import isolate_hf_environment
+from holodesk.inference.standin import isolate_hf_environment
 
 # In run order; the overlay last (its Qt child process is the slowest to start).
 BENCHMARKS = ("capture", "parsing", "engine", "model_step", "memory", "overlay", "gpu_step")

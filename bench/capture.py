@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from automation.screen import ScreenCapture
 from bench.harness import BenchResult, BenchSettings, Stats, interleaved
 from bench.screens import desktop_display
-from inference.tiling import choose_grid, fast_frame_tiles, reference_frame_tiles
+from holodesk.automation.screen import ScreenCapture
+from holodesk.inference.tiling import choose_grid, fast_frame_tiles, reference_frame_tiles
 
 NAME = "capture"
 SCREENS = ((1920, 1080), (2560, 1440))

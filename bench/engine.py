@@ -35,10 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from automation.actions import Action
-from automation.cancel import CancelToken
-from automation.coords import FrameMapping, action_to_screen
-from automation.engine import (
+from bench.harness import BenchResult, BenchSettings, interleaved, stats_of
+from bench.screens import desktop_display
+from holodesk.automation.actions import Action
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import FrameMapping, action_to_screen
+from holodesk.automation.engine import (
     ApprovalDecision,
     ApprovalRequest,
     EngineEvent,
@@ -46,17 +48,15 @@ from automation.engine import (
     EngineState,
     StepEngine,
 )
-from automation.executor import Executor
-from automation.proposal import PastStep
-from automation.screen import ScreenCapture, ScreenFrame
-from automation.screen_change import fingerprint
-from bench.harness import BenchResult, BenchSettings, interleaved, stats_of
-from bench.screens import desktop_display
-from inference.generation import Generation
-from inference.model_policy import ModelPolicy
-from inference.profiles import get_profile
-from inference.profiles.base import ChatRequest
-from inference.scripted import ScriptedBackend
+from holodesk.automation.executor import Executor
+from holodesk.automation.proposal import PastStep
+from holodesk.automation.screen import ScreenCapture, ScreenFrame
+from holodesk.automation.screen_change import fingerprint
+from holodesk.inference.generation import Generation
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.profiles.base import ChatRequest
+from holodesk.inference.scripted import ScriptedBackend
 
 NAME = "engine"
 GOAL_OVERHEAD_MS = 50.0

@@ -171,12 +171,12 @@ def run_steps(arguments: argparse.Namespace, device_name: str) -> dict[str, Any]
     import torch
     from PIL import Image
 
-    from automation.proposal import PastStep
-    from automation.screen import frame_from_image
-    from inference.checkpoint import saved_dtype_bytes
-    from inference.errors import ParseError
-    from inference.local import LocalBackend
-    from inference.profiles import get_profile
+    from holodesk.automation.proposal import PastStep
+    from holodesk.automation.screen import frame_from_image
+    from holodesk.inference.checkpoint import saved_dtype_bytes
+    from holodesk.inference.errors import ParseError
+    from holodesk.inference.local import LocalBackend
+    from holodesk.inference.profiles import get_profile
 
     spec = gpu_spec(device_name, arguments.bandwidth, arguments.tflops)
     screenshots = find_screenshots(arguments.screenshots)

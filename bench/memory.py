@@ -1,10 +1,10 @@
 """Figure 5: resident memory of the idle tray app, and of a process with the tiny model loaded, each fresh.
 
-"app idle" is the real thing: `python -m app.cli` (the tray app, `app.main.run_app`) started in a
+"app idle" is the real thing: `python -m holodesk.app.cli` (the tray app, `holodesk.app.gui.main.run_app`) started in a
 fresh process on a private Xvfb (xcb, no tray host, so the indicator is its control window), with
 XDG_CONFIG_HOME pointing at a temporary holodesk/settings.toml that selects the scripted backend
 (so no model loads and torch is not imported), a temporary XDG_DATA_HOME and its own
-HOLODESK_INSTANCE_NAME. Once `python -m app.cli trigger show` answers (the instance listens; the
+HOLODESK_INSTANCE_NAME. Once `python -m holodesk.app.cli trigger show` answers (the instance listens; the
 "show" also pops up its notification) and one more second has passed (the policy and the hotkey
 listener start after the instance listens), VmRSS and VmHWM are read from /proc/<pid>/status and
 the app is terminated.
@@ -35,20 +35,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the harness pulls in numpy: the children must not import it (the baseline is bare)
     from bench.harness import BenchResult, BenchSettings
-    from tests.support.xvfb import XvfbServer
+    from holodesk.automation.virtual_display import XvfbServer
 
 NAME = "memory"
 PYTHON = "python"
 APP = "app idle"
 MODULES = "app modules + indicator"
 TINY_MODEL = "app modules + tiny model"
-# The children `python -m bench.memory --child` builds in-process; APP is `python -m app.cli` itself.
+# The children `python -m bench.memory --child` builds in-process; APP is `python -m holodesk.app.cli` itself.
 CHILDREN = (PYTHON, MODULES, TINY_MODEL)
 KINDS = (PYTHON, APP, MODULES, TINY_MODEL)
 BASELINES = {APP: PYTHON, MODULES: PYTHON, TINY_MODEL: MODULES}
-PACKAGES = ("app", "automation", "inference")
+PACKAGES = ("holodesk.app", "holodesk.automation", "holodesk.inference")
 # Subcommand modules that only the command line loads, one at a time; the tray app does not import them.
-NOT_IN_THE_TRAY_APP = frozenset({"app.cli"})
+# The command line and the test stand-in are never imported by the tray app.
+NOT_IN_THE_TRAY_APP = ("holodesk.app.cli", "holodesk.inference.standin")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 APP_START_TIMEOUT_S = 60.0
 APP_SETTLE_S = 1.0  # after the instance answers: the scripted policy and the hotkey listener start then
@@ -72,7 +73,7 @@ def _import_app_modules() -> tuple[list[str], dict[str, str]]:
     for package_name in PACKAGES:
         package = importlib.import_module(package_name)
         for module in pkgutil.walk_packages(package.__path__, prefix=f"{package_name}."):
-            if module.name in NOT_IN_THE_TRAY_APP:
+            if module.name.startswith(NOT_IN_THE_TRAY_APP):
                 continue
             try:
                 importlib.import_module(module.name)
@@ -86,9 +87,9 @@ def _modules_and_indicator() -> dict[str, Any]:
     """Import the app's modules and show its indicator (see the module docstring); returns what was imported."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     imported, failed = _import_app_modules()
-    from app.app_state import AppState
-    from app.qt import QtGui, QtWidgets
-    from app.tray import make_indicator
+    from holodesk.app.gui.app_state import AppState
+    from holodesk.app.gui.qt import QtGui, QtWidgets
+    from holodesk.app.gui.tray import make_indicator
 
     application = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
 
@@ -98,8 +99,8 @@ def _modules_and_indicator() -> dict[str, Any]:
         return QtGui.QIcon(pixmap)
 
     keep: list[Any] = [make_indicator(icon_for)]
-    if "app.overlay" in imported:
-        from app.overlay import OverlayController
+    if "holodesk.app.gui.overlay" in imported:
+        from holodesk.app.gui.overlay import OverlayController
 
         keep.append(OverlayController())
     deadline = time.monotonic() + 0.5
@@ -111,16 +112,16 @@ def _modules_and_indicator() -> dict[str, Any]:
 
 
 def _load_tiny_model(checkpoint: Path) -> None:
-    from tests.support.tiny_vlm import isolate_hf_environment
+    from holodesk.inference.standin import isolate_hf_environment
 
     isolate_hf_environment()
     import transformers
 
     transformers.utils.logging.set_verbosity_error()
-    from automation.screen import frame_from_image
     from bench.screens import desktop_picture
-    from inference.local import LocalBackend
-    from inference.profiles import get_profile
+    from holodesk.automation.screen import frame_from_image
+    from holodesk.inference.local import LocalBackend
+    from holodesk.inference.profiles import get_profile
 
     backend = LocalBackend(checkpoint, device="cpu", dtype="float32", max_tiles=12)
     backend.load()
@@ -160,10 +161,10 @@ def write_app_settings(folder: Path) -> dict[str, str]:
     """A config folder whose holodesk/settings.toml selects the scripted backend; returns the XDG variables.
 
     The script is a JSONL file of one JSON string (an answer the idle app never asks for). The file
-    is read back with app.settings first: a file the app rejected would make it load the default
+    is read back with holodesk.app.common.settings first: a file the app rejected would make it load the default
     (local) model instead, and the figure would measure something else.
     """
-    from app.settings import read_settings
+    from holodesk.app.common.settings import read_settings
 
     script = folder / "answers.jsonl"
     script.write_text(json.dumps(SCRIPTED_ANSWER) + "\n", encoding="utf-8")
@@ -181,7 +182,7 @@ def write_app_settings(folder: Path) -> dict[str, str]:
 
 def _instance_answers(env: dict[str, str]) -> bool:
     trigger = subprocess.run(
-        [sys.executable, "-m", "app.cli", "trigger", "show"],
+        [sys.executable, "-m", "holodesk.app.cli", "trigger", "show"],
         cwd=REPO_ROOT,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -192,7 +193,7 @@ def _instance_answers(env: dict[str, str]) -> bool:
 
 
 def run_app(xvfb: XvfbServer, folder: Path) -> dict[str, Any]:
-    """Start `python -m app.cli` on `xvfb`, wait until it listens and settles, read its memory, terminate it."""
+    """Start the tray app on `xvfb`, wait until it listens and settles, read its memory, terminate it."""
     folder.mkdir(parents=True)
     env = xvfb.env({**os.environ, **write_app_settings(folder)})
     env["HOLODESK_INSTANCE_NAME"] = f"bench-memory-{os.getpid()}-{time.monotonic_ns()}"
@@ -202,7 +203,7 @@ def run_app(xvfb: XvfbServer, folder: Path) -> dict[str, Any]:
     started = time.perf_counter()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli"],
+            [sys.executable, "-m", "holodesk.app.cli"],
             cwd=REPO_ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -215,13 +216,13 @@ def run_app(xvfb: XvfbServer, folder: Path) -> dict[str, Any]:
             if process.poll() is not None or time.monotonic() > deadline:
                 state = f"exited with {process.returncode}" if process.poll() is not None else "not listening"
                 tail = log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
-                raise RuntimeError(f"python -m app.cli {state} after {time.perf_counter() - started:.0f} s:\n{tail}")
+                raise RuntimeError(f"holodesk {state} after {time.perf_counter() - started:.0f} s:\n{tail}")
             time.sleep(0.2)
         listening_s = time.perf_counter() - started
         time.sleep(APP_SETTLE_S)
         if process.poll() is not None:
             tail = log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
-            raise RuntimeError(f"python -m app.cli exited with {process.returncode} while idle:\n{tail}")
+            raise RuntimeError(f"python -m holodesk.app.cli exited with {process.returncode} while idle:\n{tail}")
         report: dict[str, Any] = _read_status_mib(f"/proc/{process.pid}/status")
         report["seconds"] = listening_s
         return report
@@ -237,8 +238,8 @@ def run_app(xvfb: XvfbServer, folder: Path) -> dict[str, Any]:
 
 def run(settings: BenchSettings) -> BenchResult:
     from bench.harness import BenchResult, stats_of
-    from tests.support.tiny_vlm import build_tiny_checkpoint, isolate_hf_environment
-    from tests.support.xvfb import XvfbError, start_xvfb
+    from holodesk.automation.virtual_display import XvfbError, start_xvfb
+    from holodesk.inference.standin import build_tiny_checkpoint, isolate_hf_environment
 
     isolate_hf_environment()
     result = BenchResult(NAME)
@@ -276,12 +277,12 @@ def run(settings: BenchSettings) -> BenchResult:
     if APP in reports:
         started = sorted(r["seconds"] for r in reports[APP])
         result.notes.append(
-            f"{APP}: python -m app.cli (scripted backend) on a 1920x1080 Xvfb, read {APP_SETTLE_S:g} s after"
+            f"{APP}: python -m holodesk.app.cli (scripted backend) on a 1920x1080 Xvfb, read {APP_SETTLE_S:g} s after"
             f" `trigger show` first answered ({started[len(started) // 2]:.1f} s after the start, median)"
         )
     modules_report = reports[MODULES][0]
     result.notes.append(
-        f"{MODULES} imports {modules_report['imported']} modules of {', '.join(PACKAGES)} (not app.cli),"
+        f"{MODULES} imports {modules_report['imported']} modules of {', '.join(PACKAGES)} (not the command line),"
         " QApplication offscreen, the tray indicator (control window: no tray host) and the overlay controller;"
         f" {TINY_MODEL} adds the tiny checkpoint (CPU, float32) and one step"
     )

@@ -1,7 +1,7 @@
 """Figure 4b: one model step on the tiny local checkpoint, split into preprocess, prefill and decode;
 how the step grows with the history in the prompt; and what the fast tiler saves in a step.
 
-`LocalBackend` loads the tiny random-weight checkpoint (tests/support/tiny_vlm) on the CPU in
+`LocalBackend` loads the tiny random-weight checkpoint (inference/standin) on the CPU in
 float32 through trust_remote_code, as it would load Holotron-12B. A step is the holotron profile's
 navigation request for 1920x1080 screenshots (`desktop_picture`, 9 tiles each) with 1..30 PastSteps,
 decoding a fixed 32 new tokens at most, timed by the backend's own StepTimings:
@@ -30,13 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-from automation.actions import Click, Move, Point, TypeText
-from automation.proposal import PastStep, StepTimings
-from automation.screen import frame_from_image
 from bench.harness import BenchResult, BenchSettings, interleaved, stats_of
 from bench.screens import desktop_picture
-from inference.profiles.base import ChatRequest
-from inference.tiling import fast_frame_tiles, fast_tiles, reference_tiles
+from holodesk.automation.actions import Click, Move, Point, TypeText
+from holodesk.automation.proposal import PastStep, StepTimings
+from holodesk.automation.screen import frame_from_image
+from holodesk.inference.profiles.base import ChatRequest
+from holodesk.inference.tiling import fast_frame_tiles, fast_tiles, reference_tiles
 
 NAME = "model_step"
 HISTORY_LENGTHS = (1, 5, 10, 20, 30)
@@ -65,15 +65,15 @@ def tiling_figure(tiler: str, shots: int, part: str) -> str:
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from inference.local import LocalBackend
-    from inference.profiles import get_profile
-    from tests.support.tiny_vlm import build_tiny_checkpoint, isolate_hf_environment
+    from holodesk.inference.local import LocalBackend
+    from holodesk.inference.profiles import get_profile
+    from holodesk.inference.standin import build_tiny_checkpoint, isolate_hf_environment
 
     isolate_hf_environment()  # before transformers loads: offline, private remote-code cache
     import transformers
 
     transformers.utils.logging.set_verbosity_error()  # the slow-Mamba-path notice is expected on a CPU
-    logging.getLogger("inference.local").setLevel(logging.ERROR)  # and so is "running on the CPU"
+    logging.getLogger("holodesk.inference.local").setLevel(logging.ERROR)  # and so is "running on the CPU"
     result = BenchResult(NAME)
     lengths = (1, 10, 30) if settings.quick else HISTORY_LENGTHS
     profile = get_profile("holotron")

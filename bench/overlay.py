@@ -2,7 +2,7 @@
 
 A child process (Qt must not outlive the X server it talks to) runs a QApplication on a
 1920x1080 Xvfb showing `desktop_picture` and, interleaved, for click proposals at changing targets:
-- paint on image: `app.overlay_drawing.render_scene` alone - QPainter drawing the marker (crosshair, dot,
+- paint on image: `holodesk.app.gui.overlay_drawing.render_scene` alone - QPainter drawing the marker (crosshair, dot,
   label) onto a transparent full-screen QImage: the floor, and the baseline;
 - render + mask: the same plus `painted_region` (the window mask computed from the image), which is
   the work `OverlayWindow.set_scene` does before anything reaches the screen;
@@ -39,12 +39,12 @@ def child(rounds: int, warmup: int) -> dict[str, list[float]]:
     """Run in a process whose $DISPLAY is the benchmark's Xvfb; returns milliseconds per case."""
     import mss
 
-    from app.overlay import OverlayController, OverlayWindow
-    from app.overlay_drawing import OverlayScene, painted_region, render_scene
-    from app.qt import QtCore, QtGui, QtWidgets, Signal
-    from automation.actions import Click, Point
-    from automation.annotate import MARKER_COLOUR
-    from automation.coords import Monitor, Rect
+    from holodesk.app.gui.overlay import OverlayController, OverlayWindow
+    from holodesk.app.gui.overlay_drawing import OverlayScene, painted_region, render_scene
+    from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
+    from holodesk.automation.actions import Click, Point
+    from holodesk.automation.annotate import MARKER_COLOUR
+    from holodesk.automation.coords import Monitor, Rect
 
     application = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
     controller = OverlayController()

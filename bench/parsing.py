@@ -16,8 +16,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from bench.harness import BenchResult, BenchSettings, Stats, interleaved
-from inference.errors import ParseError
-from inference.profiles import get_profile
+from holodesk.inference.errors import ParseError
+from holodesk.inference.profiles import get_profile
 
 NAME = "parsing"
 # Passes through an answer set per timed call: enough to lift a call well above timer noise.

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import numpy as np
 from PIL import Image, ImageDraw
 
-from tests.support.xvfb import DisplayLayout, XvfbServer, xvfb_display
+from holodesk.automation.virtual_display import DisplayLayout, XvfbServer, xvfb_display
 
 # A core-protocol request is at most 65535 four-byte units long: one BGRX pixel is one unit.
 _UNITS_PER_REQUEST = 60_000

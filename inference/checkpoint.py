@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from inference.errors import ModelLoadError
-from inference.hardware import gib
+from holodesk.inference.errors import ModelLoadError
+from holodesk.inference.hardware import gib
 
 DEFAULT_REPO_ID = "Hcompany/Holotron-12B"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from automation.proposal import UnusableProposal
+from holodesk.automation.proposal import UnusableProposal
 
 
 class InferenceError(Exception):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from inference.policy import StepTimings
-from inference.profiles.base import ChatRequest
+from holodesk.inference.policy import StepTimings
+from holodesk.inference.profiles.base import ChatRequest
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from inference import tiling
-from inference.checkpoint import CheckpointLocation, find_checkpoint, saved_dtype_bytes
-from inference.errors import BackendError, ModelLoadError
-from inference.generation import Generation
-from inference.hardware import GIB, HardwareReport, MambaPath, detect_hardware, gib
-from inference.policy import StepTimings
-from inference.profiles.base import ChatRequest, ImageBudget
+from holodesk.inference import tiling
+from holodesk.inference.checkpoint import CheckpointLocation, find_checkpoint, saved_dtype_bytes
+from holodesk.inference.errors import BackendError, ModelLoadError
+from holodesk.inference.generation import Generation
+from holodesk.inference.hardware import GIB, HardwareReport, MambaPath, detect_hardware, gib
+from holodesk.inference.policy import StepTimings
+from holodesk.inference.profiles.base import ChatRequest, ImageBudget
 
 if TYPE_CHECKING:
     import torch

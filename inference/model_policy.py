@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from automation.actions import Move
-from automation.screen import ScreenFrame
-from inference.errors import ParseError
-from inference.generation import TextGenerator
-from inference.policy import PastStep, Proposal
-from inference.profiles.base import PreparedImage, Profile
+from holodesk.automation.actions import Move
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.errors import ParseError
+from holodesk.inference.generation import TextGenerator
+from holodesk.inference.policy import PastStep, Proposal
+from holodesk.inference.profiles.base import PreparedImage, Profile
 
 
 class ModelPolicy:

@@ -39,11 +39,11 @@ from urllib.parse import urlsplit
 
 from PIL import Image
 
-from inference.errors import BackendError
-from inference.generation import Generation
-from inference.policy import StepTimings
-from inference.profiles.base import ChatRequest, Message
-from inference.secrets import find_api_key, where_keys_come_from
+from holodesk.inference.errors import BackendError
+from holodesk.inference.generation import Generation
+from holodesk.inference.policy import StepTimings
+from holodesk.inference.profiles.base import ChatRequest, Message
+from holodesk.inference.secrets import find_api_key, where_keys_come_from
 
 logger = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from inference.errors import BackendError
-from inference.generation import Generation
-from inference.policy import StepTimings
-from inference.profiles.base import ChatRequest
+from holodesk.inference.errors import BackendError
+from holodesk.inference.generation import Generation
+from holodesk.inference.policy import StepTimings
+from holodesk.inference.profiles.base import ChatRequest
 
 
 class ScriptedBackend:

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import keyring
 import keyring.errors
 
-from inference.errors import InferenceError
+from holodesk.inference.errors import InferenceError
 
 logger = logging.getLogger(__name__)
 

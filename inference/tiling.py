@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from PIL import Image
 
-from automation.screen import ScreenFrame
+from holodesk.automation.screen import ScreenFrame
 
 if TYPE_CHECKING:
     import torch

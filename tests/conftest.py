@@ -1,7 +1,7 @@
 """Shared fixtures: a private Xvfb display for tests that need a real X server.
 
 `xvfb` is module-scoped: a module's tests share one server, 1920x1080 by default. Other layouts
-come through indirect parametrization with a `tests.support.xvfb.DisplayLayout` (FULL_HD, LAPTOP,
+come through indirect parametrization with a `holodesk.automation.virtual_display.DisplayLayout` (FULL_HD, LAPTOP,
 TWO_MONITORS, or your own):
 
     @pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP], indirect=True, ids=str, scope="module")
@@ -21,18 +21,25 @@ a private cache for remote code, so no test can reach a hub or the user's caches
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
+from holodesk.inference.standin import isolate_hf_environment
 from tests.support.target_client import TargetWindow, window_origin
-from tests.support.tiny_vlm import isolate_hf_environment
-from tests.support.xvfb import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
 
 # Before any test module imports transformers (see the module docstring).
 isolate_hf_environment()
+
+# Child processes the tests start (`python -m tests.support.target_window`, ...) import the test
+# helpers from the repository root, as pytest's own `pythonpath` does for this process; Holodesk
+# itself still comes from the install.
+REPO = Path(__file__).resolve().parent.parent
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +66,8 @@ def target_window(xvfb: XvfbServer) -> Iterator[TargetWindow]:
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random-weight VLM checkpoint directory that loads like Holotron-12B (see tests/support/tiny_vlm)."""
-    from tests.support.tiny_vlm import build_tiny_checkpoint
+    """A tiny random-weight VLM checkpoint directory that loads like Holotron-12B (see inference/standin)."""
+    from holodesk.inference.standin import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("checkpoints"))
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from inference.errors import InferenceError
-from inference.profiles.base import Profile
+from holodesk.inference.errors import InferenceError
+from holodesk.inference.profiles.base import Profile
 
 DEFAULT_PROFILE = "holotron"
 PROFILE_NAMES: tuple[str, ...] = ("holotron", "holo1.5", "holo1")
@@ -26,14 +26,14 @@ class UnknownProfileError(InferenceError, ValueError):
 def _factory(name: str) -> Callable[..., Profile]:
     # Imported on demand: each profile module is small, but there is no need to load all three.
     if name == "holotron":
-        from inference.profiles.holotron import HolotronProfile
+        from holodesk.inference.profiles.holotron import HolotronProfile
 
         return HolotronProfile
     if name == "holo1.5":
-        from inference.profiles.holo15 import Holo15Profile
+        from holodesk.inference.profiles.holo15 import Holo15Profile
 
         return Holo15Profile
-    from inference.profiles.holo1 import Holo1Profile
+    from holodesk.inference.profiles.holo1 import Holo1Profile
 
     return Holo1Profile
 

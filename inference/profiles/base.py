@@ -15,10 +15,10 @@ from typing import Any
 
 from PIL import Image
 
-from automation.actions import Action, Point
-from automation.coords import FrameMapping, ModelSpace
-from automation.screen import ScreenFrame
-from inference.policy import PastStep
+from holodesk.automation.actions import Action, Point
+from holodesk.automation.coords import FrameMapping, ModelSpace
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.policy import PastStep
 
 Message = dict[str, Any]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from automation.actions import Action, Click, Drag, MouseButton, Scroll, TypeText, Wait
-from inference.profiles.extract import MalformedAnswer
-from inference.profiles.tools import Args, optional_point, point
+from holodesk.automation.actions import Action, Click, Drag, MouseButton, Scroll, TypeText, Wait
+from holodesk.inference.profiles.extract import MalformedAnswer
+from holodesk.inference.profiles.tools import Args, optional_point, point
 
 Builder = Callable[[Args], Action]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from inference.profiles.base import ParsedStep
-from inference.profiles.extract import (
+from holodesk.inference.profiles.base import ParsedStep
+from holodesk.inference.profiles.extract import (
     FoundCall,
     MalformedAnswer,
     find_calls,
@@ -20,7 +20,7 @@ from inference.profiles.extract import (
     step_answer,
     text_outside,
 )
-from inference.profiles.tools import ToolSet
+from holodesk.inference.profiles.tools import ToolSet
 
 _SECTION = re.compile(r"^[ \t>*#-]*(note|thought|action)[ \t*]*:[ \t*]*", re.IGNORECASE | re.MULTILINE)
 

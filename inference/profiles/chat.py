@@ -11,9 +11,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from inference.policy import PastStep
-from inference.profiles.base import ImageBudget, Message, PreparedImage
-from inference.profiles.extract import Call
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.base import ImageBudget, Message, PreparedImage
+from holodesk.inference.profiles.extract import Call
 
 IMAGE_PART: dict[str, str] = {"type": "image"}
 # Bounds on what history adds to a prompt: the model needs the gist, not every word.

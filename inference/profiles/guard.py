@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from automation.errors import ActionError
-from inference.errors import ParseError
-from inference.profiles.extract import MalformedAnswer
+from holodesk.automation.errors import ActionError
+from holodesk.inference.errors import ParseError
+from holodesk.inference.profiles.extract import MalformedAnswer
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from automation.actions import (
+from holodesk.automation.actions import (
     Action,
     AskUser,
     Click,
@@ -24,16 +24,16 @@ from automation.actions import (
     TypeText,
     Wait,
 )
-from inference.policy import PastStep
-from inference.profiles.base import ParsedStep
-from inference.profiles.builders import build_wait, click_builder, drag_builder, scroll_builder, write_builder
-from inference.profiles.call_steps import find_single_call, read_call_step
-from inference.profiles.chat import format_call
-from inference.profiles.extract import Call, MalformedAnswer, split_reasoning
-from inference.profiles.guard import run_parser
-from inference.profiles.images import MAX_PIXEL_SIDE
-from inference.profiles.qwen_profile import QwenPixelProfile
-from inference.profiles.tools import (
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.base import ParsedStep
+from holodesk.inference.profiles.builders import build_wait, click_builder, drag_builder, scroll_builder, write_builder
+from holodesk.inference.profiles.call_steps import find_single_call, read_call_step
+from holodesk.inference.profiles.chat import format_call
+from holodesk.inference.profiles.extract import Call, MalformedAnswer, split_reasoning
+from holodesk.inference.profiles.guard import run_parser
+from holodesk.inference.profiles.images import MAX_PIXEL_SIDE
+from holodesk.inference.profiles.qwen_profile import QwenPixelProfile
+from holodesk.inference.profiles.tools import (
     BUTTON,
     CLICKS,
     DIRECTION,

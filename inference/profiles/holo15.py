@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from automation.actions import Action, KeyCombo, Move, Point
-from inference.policy import PastStep
-from inference.profiles.base import ParsedStep
-from inference.profiles.builders import click_builder, drag_builder, scroll_builder, write_builder
-from inference.profiles.chat import format_json_action
-from inference.profiles.extract import Call
-from inference.profiles.guard import run_parser
-from inference.profiles.images import MAX_PIXEL_SIDE
-from inference.profiles.json_points import read_json_point
-from inference.profiles.json_steps import read_json_step
-from inference.profiles.keyword_vocabulary import ANSWER, ASK_USER, WAIT, KeywordNames
-from inference.profiles.qwen_profile import QwenPixelProfile
-from inference.profiles.tools import (
+from holodesk.automation.actions import Action, KeyCombo, Move, Point
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.base import ParsedStep
+from holodesk.inference.profiles.builders import click_builder, drag_builder, scroll_builder, write_builder
+from holodesk.inference.profiles.chat import format_json_action
+from holodesk.inference.profiles.extract import Call
+from holodesk.inference.profiles.guard import run_parser
+from holodesk.inference.profiles.images import MAX_PIXEL_SIDE
+from holodesk.inference.profiles.json_points import read_json_point
+from holodesk.inference.profiles.json_steps import read_json_step
+from holodesk.inference.profiles.keyword_vocabulary import ANSWER, ASK_USER, WAIT, KeywordNames
+from holodesk.inference.profiles.qwen_profile import QwenPixelProfile
+from holodesk.inference.profiles.tools import (
     BUTTON,
     CLICKS,
     DIRECTION,

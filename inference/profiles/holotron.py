@@ -12,24 +12,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from automation.actions import Point
-from automation.coords import NORMALIZED_MAX, NormalizedSpace
-from automation.screen import ScreenFrame
-from inference.policy import PastStep
-from inference.profiles.base import ChatRequest, ImageBudget, ParsedStep, PreparedImage, Profile
-from inference.profiles.chat import (
+from holodesk.automation.actions import Point
+from holodesk.automation.coords import NORMALIZED_MAX, NormalizedSpace
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.base import ChatRequest, ImageBudget, ParsedStep, PreparedImage, Profile
+from holodesk.inference.profiles.chat import (
     format_json_action,
     localization_messages,
     navigation_messages,
     recent_images,
     render_history,
 )
-from inference.profiles.guard import run_parser
-from inference.profiles.holotron_tools import HOLOTRON_TOOLS, holotron_call
-from inference.profiles.images import cap_long_side, prepare_at_size
-from inference.profiles.json_points import read_json_point
-from inference.profiles.json_steps import read_json_step
-from inference.profiles.prompts import load_prompt
+from holodesk.inference.profiles.guard import run_parser
+from holodesk.inference.profiles.holotron_tools import HOLOTRON_TOOLS, holotron_call
+from holodesk.inference.profiles.images import cap_long_side, prepare_at_size
+from holodesk.inference.profiles.json_points import read_json_point
+from holodesk.inference.profiles.json_steps import read_json_step
+from holodesk.inference.profiles.prompts import load_prompt
 
 NAVIGATION_PROMPT = "holotron_navigation"
 LOCALIZATION_PROMPT = "holotron_localization"

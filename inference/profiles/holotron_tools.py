@@ -9,12 +9,12 @@ Recognised but unsupported here: goto, restart (a browser's, not a desktop's) an
 
 from __future__ import annotations
 
-from automation.actions import Action, KeyCombo, Move
-from automation.coords import NORMALIZED_MAX
-from inference.profiles.builders import click_builder, drag_builder, scroll_builder, write_builder
-from inference.profiles.extract import Call, MalformedAnswer
-from inference.profiles.keyword_vocabulary import ANSWER, ASK_USER, WAIT, KeywordNames
-from inference.profiles.tools import (
+from holodesk.automation.actions import Action, KeyCombo, Move
+from holodesk.automation.coords import NORMALIZED_MAX
+from holodesk.inference.profiles.builders import click_builder, drag_builder, scroll_builder, write_builder
+from holodesk.inference.profiles.extract import Call, MalformedAnswer
+from holodesk.inference.profiles.keyword_vocabulary import ANSWER, ASK_USER, WAIT, KeywordNames
+from holodesk.inference.profiles.tools import (
     BUTTON,
     CLICKS,
     DIRECTION,

@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 from PIL import Image
 
-from automation.coords import FrameMapping
-from automation.screen import ScreenFrame
-from inference.profiles.base import PreparedImage
+from holodesk.automation.coords import FrameMapping
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.profiles.base import PreparedImage
 
 # Qwen2.5-VL: 14-pixel patches merged 2x2, so sides are multiples of 28.
 QWEN_FACTOR = 28

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from automation.actions import Point
-from inference.profiles.extract import MalformedAnswer, one_json_object, split_reasoning
-from inference.profiles.tools import CoordinateRange
+from holodesk.automation.actions import Point
+from holodesk.inference.profiles.extract import MalformedAnswer, one_json_object, split_reasoning
+from holodesk.inference.profiles.tools import CoordinateRange
 
 # Descriptions a model may add beside the point; they must be text and are not used.
 LABEL_KEYS = frozenset({"element", "thought"})

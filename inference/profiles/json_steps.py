@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from inference.profiles.base import ParsedStep
-from inference.profiles.extract import (
+from holodesk.inference.profiles.base import ParsedStep
+from holodesk.inference.profiles.extract import (
     Call,
     MalformedAnswer,
     decode_json_object,
@@ -30,7 +30,7 @@ from inference.profiles.extract import (
     step_answer,
     text_outside,
 )
-from inference.profiles.tools import ToolSet
+from holodesk.inference.profiles.tools import ToolSet
 
 NAME_KEYS = ("name", "tool_name", "action", "type")
 ARGUMENT_KEYS = ("arguments", "args", "parameters", "params", "input")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from automation.actions import (
+from holodesk.automation.actions import (
     Action,
     AskUser,
     Click,
@@ -24,9 +24,9 @@ from automation.actions import (
     TypeText,
     Wait,
 )
-from inference.profiles.builders import build_wait
-from inference.profiles.extract import Call
-from inference.profiles.tools import SECONDS, Kind, Param, Tool
+from holodesk.inference.profiles.builders import build_wait
+from holodesk.inference.profiles.extract import Call
+from holodesk.inference.profiles.tools import SECONDS, Kind, Param, Tool
 
 WAIT = Tool("wait", (SECONDS,), build_wait)
 ANSWER = Tool(

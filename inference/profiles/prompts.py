@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-from inference.errors import InferenceError
+from holodesk.inference.errors import InferenceError
 
 PROMPTS_DIR_ENV = "HOLODESK_PROMPTS_DIR"
 

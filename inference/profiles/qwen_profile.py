@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from automation.coords import ImagePixelSpace
-from automation.screen import ScreenFrame
-from inference.policy import PastStep
-from inference.profiles.base import ChatRequest, ImageBudget, PreparedImage, Profile
-from inference.profiles.chat import localization_messages, navigation_messages, recent_images, render_history
-from inference.profiles.images import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, prepare_qwen_image
-from inference.profiles.prompts import load_prompt
+from holodesk.automation.coords import ImagePixelSpace
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.base import ChatRequest, ImageBudget, PreparedImage, Profile
+from holodesk.inference.profiles.chat import localization_messages, navigation_messages, recent_images, render_history
+from holodesk.inference.profiles.images import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, prepare_qwen_image
+from holodesk.inference.profiles.prompts import load_prompt
 
 IMAGE_PLACEHOLDERS = ("image_width", "image_height")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from automation.actions import (
+from holodesk.automation.actions import (
     MAX_SCROLL_AMOUNT,
     MAX_WAIT_SECONDS,
     Action,
@@ -20,8 +20,8 @@ from automation.actions import (
     Point,
     ScrollDirection,
 )
-from automation.keys import normalize_key, parse_combination
-from inference.profiles.extract import Call, MalformedAnswer, strict_int, strict_seconds
+from holodesk.automation.keys import normalize_key, parse_combination
+from holodesk.inference.profiles.extract import Call, MalformedAnswer, strict_int, strict_seconds
 
 
 class Kind(StrEnum):

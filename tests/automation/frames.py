@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from automation.coords import Monitor, Rect
-from automation.screen import ScreenFrame
+from holodesk.automation.coords import Monitor, Rect
+from holodesk.automation.screen import ScreenFrame
 
 
 def solid_frame(

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from automation.actions import (
+from holodesk.automation.actions import (
     ACTION_TYPES,
     AskUser,
     Click,
@@ -22,7 +22,7 @@ from automation.actions import (
     Wait,
     action_from_dict,
 )
-from automation.errors import ActionError
+from holodesk.automation.errors import ActionError
 
 VALID_ACTIONS = [
     Click(Point(10, 20)),

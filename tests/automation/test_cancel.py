@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from automation.cancel import CancelToken
-from automation.errors import Cancelled
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.errors import Cancelled
 
 
 def test_a_fresh_token_is_not_cancelled() -> None:

@@ -6,10 +6,17 @@ from collections.abc import Callable
 
 import pytest
 
-from automation.clipboard import PBCOPY, WL_CLIPBOARD, XCLIP, CommandClipboard, PyperclipClipboard, system_clipboard
-from automation.errors import ClipboardError
+from holodesk.automation.clipboard import (
+    PBCOPY,
+    WL_CLIPBOARD,
+    XCLIP,
+    CommandClipboard,
+    PyperclipClipboard,
+    system_clipboard,
+)
+from holodesk.automation.errors import ClipboardError
+from holodesk.automation.virtual_display import XvfbServer
 from tests.support import x11_probe
-from tests.support.xvfb import XvfbServer
 
 
 def which_from(*available: str) -> Callable[[str], str | None]:

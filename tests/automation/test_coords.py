@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from automation.actions import Click, Drag, Point, Scroll, TypeText
-from automation.coords import (
+from holodesk.automation.actions import Click, Drag, Point, Scroll, TypeText
+from holodesk.automation.coords import (
     FrameMapping,
     ImagePixelSpace,
     Monitor,
@@ -20,7 +20,7 @@ from automation.coords import (
     screen_to_logical,
     virtual_desktop,
 )
-from automation.errors import OffScreenError
+from holodesk.automation.errors import OffScreenError
 
 NORM = NormalizedSpace()
 PIXELS = ImagePixelSpace()

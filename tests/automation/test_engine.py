@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from automation.actions import Action, AskUser, Click, Done, Point, TypeText, Wait
-from automation.cancel import CancelToken
-from automation.coords import ImagePixelSpace, Monitor, Rect
-from automation.engine import (
+from holodesk.automation.actions import Action, AskUser, Click, Done, Point, TypeText, Wait
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import ImagePixelSpace, Monitor, Rect
+from holodesk.automation.engine import (
     ApprovalDecision,
     ApprovalRequest,
     EngineEvent,
@@ -25,10 +25,10 @@ from automation.engine import (
     Outcome,
     StepEngine,
 )
-from automation.errors import ExecutionError
-from automation.proposal import PastStep, Proposal, UnusableProposal
-from automation.screen import ScreenFrame
-from automation.trajectory import read_session
+from holodesk.automation.errors import ExecutionError
+from holodesk.automation.proposal import PastStep, Proposal, UnusableProposal
+from holodesk.automation.screen import ScreenFrame
+from holodesk.automation.trajectory import read_session
 from tests.automation.frames import solid_frame, with_box
 
 LEFT = Monitor(1, Rect(-640, 0, 640, 480))

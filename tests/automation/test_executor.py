@@ -3,7 +3,7 @@
 The display tests run once per layout (1920x1080, 1366x768, and two monitors side by side). The
 window runs in its own process and logs what it receives; `sync()` returns everything it saw.
 pyautogui lives in this process and is re-pointed at each layout's Xvfb by the `xvfb` fixture
-(see tests/support/xvfb.py: point_pyautogui_at_current_display).
+(see automation/virtual_display.py: point_pyautogui_at_current_display).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from automation.actions import (
+from holodesk.automation.actions import (
     Action,
     AskUser,
     Click,
@@ -27,11 +27,11 @@ from automation.actions import (
     TypeText,
     Wait,
 )
-from automation.cancel import CancelToken
-from automation.clipboard import XCLIP
-from automation.coords import Monitor, Rect
-from automation.errors import ActionError, Cancelled, OffScreenError
-from automation.executor import (
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.clipboard import XCLIP
+from holodesk.automation.coords import Monitor, Rect
+from holodesk.automation.errors import ActionError, Cancelled, OffScreenError
+from holodesk.automation.executor import (
     ExecutionResult,
     Executor,
     InjectedInput,
@@ -40,10 +40,10 @@ from automation.executor import (
     paste_keys,
     pyautogui_key_name,
 )
-from automation.screen import ScreenCapture
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.virtual_display import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
 from tests.support import x11_probe
 from tests.support.target_client import Event, TargetWindow
-from tests.support.xvfb import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
 
 ONE_MONITOR = (Monitor(1, Rect(0, 0, 1920, 1080)),)
 

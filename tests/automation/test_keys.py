@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from automation.errors import ActionError
-from automation.keys import normalize_key, parse_combination
+from holodesk.automation.errors import ActionError
+from holodesk.automation.keys import normalize_key, parse_combination
 
 
 @pytest.mark.parametrize(

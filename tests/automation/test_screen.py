@@ -12,11 +12,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from automation.coords import Rect
-from automation.errors import CaptureError
-from automation.screen import ScreenCapture, ScreenFrame
+from holodesk.automation.coords import Rect
+from holodesk.automation.errors import CaptureError
+from holodesk.automation.screen import ScreenCapture, ScreenFrame
+from holodesk.automation.virtual_display import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
 from tests.support.target_client import TargetWindow
-from tests.support.xvfb import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
 
 
 @pytest.fixture(scope="module")

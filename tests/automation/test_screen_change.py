@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from automation.actions import Click, Point
-from automation.loop_guard import LoopGuard
-from automation.screen_change import fingerprint, wait_for_settle
+from holodesk.automation.actions import Click, Point
+from holodesk.automation.loop_guard import LoopGuard
+from holodesk.automation.screen_change import fingerprint, wait_for_settle
 from tests.automation.frames import solid_frame, with_box
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from automation.trajectory import (
+from holodesk.automation.trajectory import (
     SESSION_FILE,
     TrajectoryWriter,
     export_corrections,
@@ -77,7 +77,7 @@ def test_a_writer_killed_mid_session_leaves_every_finished_step(tmp_path):
         f"""
         import os, sys, time
         sys.path.insert(0, {str(Path.cwd())!r})
-        from automation.trajectory import TrajectoryWriter
+        from holodesk.automation.trajectory import TrajectoryWriter
         from pathlib import Path
         writer = TrajectoryWriter(Path({str(tmp_path / "killed")!r}), "task")
         for index in range(1, 6):

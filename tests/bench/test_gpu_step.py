@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from automation.proposal import StepTimings
 from bench import gpu_step
 from bench.gpu_step import (
     GpuSpec,
@@ -18,6 +17,7 @@ from bench.gpu_step import (
     parse_arguments,
     prefill_floor_s,
 )
+from holodesk.automation.proposal import StepTimings
 
 TWELVE_B = 12_000_000_000
 
@@ -109,14 +109,14 @@ def test_without_cuda_it_fails_fast_and_loads_nothing(
 ) -> None:
     import torch
 
-    import inference.local
+    import holodesk.inference.local
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
     def no_loading(*args: object, **kwargs: object) -> None:
         raise AssertionError("nothing may be loaded without CUDA")
 
-    monkeypatch.setattr(inference.local, "LocalBackend", no_loading)
+    monkeypatch.setattr(holodesk.inference.local, "LocalBackend", no_loading)
     Image.new("RGB", (4, 4)).save(tmp_path / "s.png")
     assert main([str(tmp_path / "model"), str(tmp_path / "s.png")]) == 2
     message = capsys.readouterr().err

@@ -10,8 +10,8 @@ import pytest
 
 from bench import parsing
 from bench.harness import BenchResult, BenchSettings, Stats, format_table, interleaved, write_results
-from inference.errors import ParseError
-from inference.profiles import get_profile
+from holodesk.inference.errors import ParseError
+from holodesk.inference.profiles import get_profile
 
 
 def test_interleaved_rotates_the_order_and_drops_warmup_rounds() -> None:

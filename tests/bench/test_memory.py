@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.settings import read_settings
 from bench.memory import _read_status_mib, run_app, write_app_settings
-from inference.scripted import ScriptedBackend
-from tests.support.xvfb import XvfbServer
+from holodesk.app.common.settings import read_settings
+from holodesk.automation.virtual_display import XvfbServer
+from holodesk.inference.scripted import ScriptedBackend
 
 
 def test_app_settings_select_the_scripted_backend_with_a_one_answer_script(tmp_path: Path) -> None:

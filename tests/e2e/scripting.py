@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from automation.actions import Point
-from automation.coords import FrameMapping, NormalizedSpace, Rect
+from holodesk.automation.actions import Point
+from holodesk.automation.coords import FrameMapping, NormalizedSpace, Rect
 
 
 def model_point(screen: Point, monitor: Rect) -> Point:

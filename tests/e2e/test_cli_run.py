@@ -7,13 +7,13 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
-from automation.coords import Rect
-from automation.trajectory import iter_session_folders, read_session
+from holodesk.automation.coords import Rect
+from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.e2e.scripting import holotron, model_point
+from tests.support.holodesk_command import HOLODESK_COMMAND
 
 
 def write_script(path: Path, answers: list[str]) -> Path:
@@ -23,7 +23,7 @@ def write_script(path: Path, answers: list[str]) -> Path:
 
 def holodesk_run(script: Path, sessions: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "run", "Fill in the form", "--backend", "scripted", "--script", str(script),
+        [*HOLODESK_COMMAND, "run", "Fill in the form", "--backend", "scripted", "--script", str(script),
          "--sessions", str(sessions), *extra],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -112,7 +112,7 @@ def test_a_run_killed_mid_task_leaves_a_readable_trajectory(xvfb, target_window,
 
 def test_bad_options_exit_2_with_a_message(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "app.cli", "run", "x", "--backend", "scripted"],
+        [*HOLODESK_COMMAND, "run", "x", "--backend", "scripted"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -129,7 +129,7 @@ def test_run_against_a_vllm_like_server_completes_the_task(xvfb, target_window, 
     with FakeOpenAIServer(api_key="sk-test") as server:
         server.queue(*(Completion(text=answer) for answer in form_answers(target_window, screen)))
         process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "run", "Fill in the form", "--backend", "remote",
+            [*HOLODESK_COMMAND, "run", "Fill in the form", "--backend", "remote",
              "--base-url", server.base_url, "--sessions", str(tmp_path / "sessions")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "HOLODESK_API_KEY": "sk-test"},

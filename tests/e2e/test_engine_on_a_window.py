@@ -11,17 +11,17 @@ import time
 
 import pytest
 
-from automation.actions import Point
-from automation.coords import Rect
-from automation.engine import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome, StepEngine
-from automation.executor import Executor
-from automation.screen import ScreenCapture
-from automation.trajectory import read_session
-from inference.model_policy import ModelPolicy
-from inference.profiles import get_profile
-from inference.scripted import ScriptedBackend
+from holodesk.automation.actions import Point
+from holodesk.automation.coords import Rect
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome, StepEngine
+from holodesk.automation.executor import Executor
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.trajectory import read_session
+from holodesk.automation.virtual_display import FULL_HD, LAPTOP
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.scripted import ScriptedBackend
 from tests.e2e.scripting import holotron, model_point
-from tests.support.xvfb import FULL_HD, LAPTOP
 
 pytestmark = pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP], indirect=True, ids=str, scope="module")
 
@@ -110,7 +110,7 @@ def test_a_malformed_answer_executes_nothing(window, tmp_path):
 
 
 def test_the_tiny_local_model_runs_a_step_and_its_random_answer_executes_nothing(window, tiny_checkpoint, tmp_path):
-    from inference.local import LocalBackend
+    from holodesk.inference.local import LocalBackend
 
     backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32", max_tiles=2)
     backend.load()

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
-from automation.coords import Rect
-from automation.trajectory import iter_session_folders, read_session
+from holodesk.automation.coords import Rect
+from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.e2e.scripting import holotron, model_point
+from tests.support.holodesk_command import HOLODESK_COMMAND
 
 
 def xdotool(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -69,14 +69,12 @@ def holodesk_app(xvfb, target_window, tmp_path):
         "PYTHONUNBUFFERED": "1",
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [*HOLODESK_COMMAND], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     # The instance is up once `holodesk trigger show` reaches it.
     deadline = time.monotonic() + 30
     while True:
-        trigger = subprocess.run(
-            [sys.executable, "-m", "app.cli", "trigger", "show"], env=env, capture_output=True, timeout=20
-        )
+        trigger = subprocess.run([*HOLODESK_COMMAND, "trigger", "show"], env=env, capture_output=True, timeout=20)
         if trigger.returncode == 0:
             break
         assert process.poll() is None, process.stdout.read()
@@ -128,8 +126,6 @@ def test_hotkey_task_and_approvals_drive_a_real_window(holodesk_app, target_wind
 
 def test_trigger_without_a_running_instance_fails_clearly(tmp_path):
     env = {**os.environ, "HOLODESK_INSTANCE_NAME": f"absent-{os.getpid()}", "XDG_RUNTIME_DIR": str(tmp_path)}
-    result = subprocess.run(
-        [sys.executable, "-m", "app.cli", "trigger"], env=env, capture_output=True, text=True, timeout=20
-    )
+    result = subprocess.run([*HOLODESK_COMMAND, "trigger"], env=env, capture_output=True, text=True, timeout=20)
     assert result.returncode != 0
     assert "holodesk" in result.stderr.lower()

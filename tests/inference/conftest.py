@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from inference.local import LocalBackend
+    from holodesk.inference.local import LocalBackend
 
 
 @pytest.fixture(scope="session")
 def tiny_backend(tiny_checkpoint: Path) -> Iterator[LocalBackend]:
     """The tiny checkpoint loaded once on the CPU in float32, tile budget 12 (tests that change it restore it)."""
-    from inference.local import LocalBackend
+    from holodesk.inference.local import LocalBackend
 
     backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32", max_tiles=12)
     backend.load()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from inference.checkpoint import (
+from holodesk.inference.checkpoint import (
     DEFAULT_REPO_ID,
     DownloadProgress,
     download_checkpoint,
@@ -18,7 +18,7 @@ from inference.checkpoint import (
     looks_like_repo_id,
     saved_dtype_bytes,
 )
-from inference.errors import ModelLoadError
+from holodesk.inference.errors import ModelLoadError
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.hardware import (
+from holodesk.inference.hardware import (
     GIB,
     CudaDevice,
     KernelStatus,

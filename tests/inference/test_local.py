@@ -16,19 +16,19 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from automation.coords import Rect
-from automation.screen import ScreenFrame
-from inference import tiling
-from inference.checkpoint import CheckpointLocation
-from inference.errors import BackendError, ModelLoadError, ParseError
-from inference.generation import Generation, TextGenerator
-from inference.hardware import GIB, CudaDevice, HardwareReport, KernelStatus, MambaPath, TorchStatus
-from inference.local import FastImageProcessor, LoadProgress, LocalBackend, kernels_in_use, plan_load
-from inference.model_policy import ModelPolicy
-from inference.policy import StepTimings
-from inference.profiles import get_profile
-from inference.profiles.base import ChatRequest
-from tests.support.tiny_vlm import IMAGE_TOKENS_PER_TILE
+from holodesk.automation.coords import Rect
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference import tiling
+from holodesk.inference.checkpoint import CheckpointLocation
+from holodesk.inference.errors import BackendError, ModelLoadError, ParseError
+from holodesk.inference.generation import Generation, TextGenerator
+from holodesk.inference.hardware import GIB, CudaDevice, HardwareReport, KernelStatus, MambaPath, TorchStatus
+from holodesk.inference.local import FastImageProcessor, LoadProgress, LocalBackend, kernels_in_use, plan_load
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.policy import StepTimings
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.profiles.base import ChatRequest
+from holodesk.inference.standin import IMAGE_TOKENS_PER_TILE
 
 # A 1920x1080 screenshot with 12 tiles allowed: a 4x2 grid (closest aspect ratio) plus the thumbnail.
 FULL_HD_TILES = 9
@@ -197,7 +197,7 @@ def test_loading_runs_off_the_caller_thread_and_reports_progress(
         release.wait(timeout=30)  # holds the loader until the caller has its future back
 
     backend = LocalBackend(tiny_checkpoint, device="cpu")
-    with caplog.at_level(logging.WARNING, logger="inference.local"):
+    with caplog.at_level(logging.WARNING, logger="holodesk.inference.local"):
         future = backend.load_async(progress)
         assert not future.done() and not backend.is_loaded
         assert backend.load_async() is future  # loading happens once
@@ -299,7 +299,7 @@ def test_a_gpu_with_room_gets_a_plan_and_a_warning_without_kernels(tmp_path: Pat
 
 def test_an_older_gpu_keeps_bfloat16_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     volta = CudaDevice(0, "Tesla V100-SXM2-32GB", total_bytes=80 * GIB, free_bytes=79 * GIB, capability=(7, 0))
-    with caplog.at_level(logging.WARNING, logger="inference.local"):
+    with caplog.at_level(logging.WARNING, logger="holodesk.inference.local"):
         plan = plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(volta))
     assert plan.dtype == "bfloat16"
     assert "cuda:0 (Tesla V100-SXM2-32GB) predates Ampere" in caplog.text
@@ -515,7 +515,7 @@ def test_a_fast_path_that_disagrees_falls_back_to_the_processor(
 ) -> None:
     monkeypatch.setattr(tiling, function, breakage(getattr(tiling, function)))
     backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32")
-    with caplog.at_level(logging.WARNING, logger="inference.local"):
+    with caplog.at_level(logging.WARNING, logger="holodesk.inference.local"):
         backend.load()
     try:
         assert backend.fast_tiling is False
@@ -548,8 +548,8 @@ def test_the_fast_image_processor_answers_like_the_stock_one(tiny_backend: Local
 def test_interrupt_stops_a_long_generation_at_the_next_token(tiny_backend):
     import threading
 
-    from inference.local import GenerationInterrupted
-    from inference.profiles.base import ChatRequest
+    from holodesk.inference.local import GenerationInterrupted
+    from holodesk.inference.profiles.base import ChatRequest
 
     request = ChatRequest(messages=[{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
                           max_new_tokens=4000)  # fmt: skip

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from automation.actions import Click, Point
-from automation.coords import NormalizedSpace
-from inference.errors import ParseError
-from inference.model_policy import ModelPolicy
-from inference.profiles import get_profile
-from inference.scripted import ScriptedBackend
+from holodesk.automation.actions import Click, Point
+from holodesk.automation.coords import NormalizedSpace
+from holodesk.inference.errors import ParseError
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.scripted import ScriptedBackend
 from tests.automation.frames import solid_frame
 
 CLICK = json.dumps({"note": "", "thought": "t", "action": {"name": "click_desktop", "x": 500, "y": 500}})

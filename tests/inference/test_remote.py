@@ -16,10 +16,10 @@ import keyring.backends.null
 import pytest
 from PIL import Image
 
-from inference.errors import BackendError
-from inference.generation import TextGenerator
-from inference.profiles.base import ChatRequest
-from inference.remote import (
+from holodesk.inference.errors import BackendError
+from holodesk.inference.generation import TextGenerator
+from holodesk.inference.profiles.base import ChatRequest
+from holodesk.inference.remote import (
     AmbiguousModelError,
     AuthenticationError,
     MalformedResponseError,
@@ -170,7 +170,7 @@ def test_the_request_object_is_not_modified(server: FakeOpenAIServer) -> None:
 
 
 def test_an_image_sent_again_is_encoded_once(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    import inference.remote as remote
+    import holodesk.inference.remote as remote
 
     encoded: list[tuple[int, int]] = []
     real = remote.image_data_url
@@ -279,7 +279,7 @@ def test_a_server_that_ignores_stream_is_understood(server: FakeOpenAIServer) ->
 
 def test_a_cut_answer_is_logged(server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture) -> None:
     server.queue(Completion(text='{"action": {"na', finish_reason="length"))
-    with caplog.at_level(logging.WARNING, logger="inference.remote"):
+    with caplog.at_level(logging.WARNING, logger="holodesk.inference.remote"):
         make_backend(server).generate(text_request())
     assert "max_tokens=32" in caplog.text
 
@@ -466,7 +466,7 @@ def test_a_refused_schema_is_dropped_once_and_remembered(
 ) -> None:
     server.reject_structured_output = True
     backend = make_backend(server)
-    with caplog.at_level(logging.WARNING, logger="inference.remote"):
+    with caplog.at_level(logging.WARNING, logger="holodesk.inference.remote"):
         first = backend.generate(two_image_request())
         second = backend.generate(two_image_request())
 

@@ -10,7 +10,7 @@ import keyring.errors
 import pytest
 from keyring.backend import KeyringBackend
 
-from inference.secrets import (
+from holodesk.inference.secrets import (
     KEYRING_SERVICE,
     KeyringError,
     delete_api_key,
@@ -144,7 +144,7 @@ def test_keyring_username_needs_a_host() -> None:
 def test_an_unreadable_keyring_is_reported_not_raised(
     broken_keyring: BrokenKeyring, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="inference.secrets"):
+    with caplog.at_level(logging.WARNING, logger="holodesk.inference.secrets"):
         lookup = find_api_key(BASE_URL)
         assert resolve_api_key(BASE_URL) is None
     assert lookup.key is None and lookup.source is None

@@ -13,8 +13,9 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from automation.screen import frame_from_image
-from inference.tiling import (
+from holodesk.automation.screen import frame_from_image
+from holodesk.inference.standin.remote.image_processing_tiny_vlm import TinyVLMImageProcessor, closest_grid
+from holodesk.inference.tiling import (
     CLIP_STD,
     TileGrid,
     TilingSpec,
@@ -25,7 +26,6 @@ from inference.tiling import (
     reference_frame_tiles,
     reference_tiles,
 )
-from tests.support.tiny_vlm.remote.image_processing_tiny_vlm import TinyVLMImageProcessor, closest_grid
 
 GREY_LEVELS = 2
 MAX_ABS_DIFF = GREY_LEVELS / 255 / min(CLIP_STD) + 1e-5

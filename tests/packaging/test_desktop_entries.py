@@ -40,7 +40,7 @@ def test_entries_pass_desktop_file_validate(path):
 
 @pytest.mark.parametrize("path", ENTRIES, ids=lambda p: p.name)
 def test_entries_run_holodesk_commands_that_exist(path):
-    from app.cli import build_parser
+    from holodesk.app.cli.main import build_parser
 
     entry = read_entry(path)
     command = entry["Exec"].split()

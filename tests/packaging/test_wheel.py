@@ -1,4 +1,4 @@
-"""The wheel a user installs carries the icons and prompts, and the `holodesk` command."""
+"""The wheel a user installs: one `holodesk` namespace holding all the code, the icons and prompts, and the command."""
 
 from __future__ import annotations
 
@@ -7,34 +7,54 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+# Repository folder -> where it lives in an install (pyproject.toml's package-dir).
+INSTALLED_AS = {"app": "holodesk/app", "automation": "holodesk/automation", "inference": "holodesk/inference"}
 
 
-def test_wheel_ships_assets_and_the_console_script(tmp_path):
+@pytest.fixture(scope="module")
+def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp_path),
-            str(REPO),
-        ],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)],
         check=True,
         capture_output=True,
         timeout=300,
     )
-    (wheel,) = tmp_path.glob("holodesk-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+    (wheel,) = out.glob("holodesk-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+        names.add("::entry_points::" + archive.read(entry_points).decode())
+    return names
+
+
+def test_the_top_level_holds_only_holodesk_and_its_metadata(wheel_names: set[str]) -> None:
+    top = {name.split("/", 1)[0] for name in wheel_names if not name.startswith("::")}
+    assert {t for t in top if not t.endswith(".dist-info")} == {"holodesk"}
+
+
+def test_every_module_of_the_repository_is_installed(wheel_names: set[str]) -> None:
+    for folder, installed in INSTALLED_AS.items():
+        for source in (REPO / folder).rglob("*.py"):
+            relative = source.relative_to(REPO / folder).as_posix()
+            assert f"{installed}/{relative}" in wheel_names, f"{folder}/{relative} is not in the wheel"
+
+
+def test_the_icons_and_prompts_ship(wheel_names: set[str]) -> None:
     for state in ("idle", "loading", "thinking", "waiting", "acting", "error"):
-        assert f"assets/icons/tray-{state}.svg" in names
-    assert "assets/icons/holodesk.svg" in names
-    assert "assets/prompts/holotron_navigation.txt" in names
-    assert "app/main.py" in names and "inference/local.py" in names and "automation/engine.py" in names
-    assert not any(name.startswith(("tests/", "bench/")) for name in names)
-    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "holodesk = app.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+        assert f"holodesk/assets/icons/tray-{state}.svg" in wheel_names
+    assert "holodesk/assets/icons/holodesk.svg" in wheel_names
+    assert "holodesk/assets/prompts/holotron_navigation.txt" in wheel_names
+
+
+def test_no_tests_benchmarks_or_test_kernels_ship(wheel_names: set[str]) -> None:
+    assert not any(name.startswith(("tests/", "bench/", "holodesk/tests/")) for name in wheel_names)
+    assert not any("mamba_ssm" in name for name in wheel_names)
+
+
+def test_the_console_script_names_the_namespaced_entry_point(wheel_names: set[str]) -> None:
+    (entry_points,) = (name for name in wheel_names if name.startswith("::entry_points::"))
+    assert "holodesk = holodesk.app.cli.main:main" in entry_points

@@ -1,4 +1,4 @@
-"""Runs app.hotkeys.HotkeyListener in its own process for the hotkey tests.
+"""Runs holodesk.app.gui.hotkeys.HotkeyListener in its own process for the hotkey tests.
 
 Prints "ready", then "prompt" or "stop" for each hotkey it sees. Reading "inject KEY" on stdin
 notes KEY in the executor's injected-input log, as the executor does before pressing it.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from app.hotkeys import HotkeyListener
-from automation.executor import InjectedInput
+from holodesk.app.gui.hotkeys import HotkeyListener
+from holodesk.automation.executor import InjectedInput
 
 
 def main() -> None:

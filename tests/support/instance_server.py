@@ -14,8 +14,8 @@ import sys
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from app.qt import QtCore
-from app.single_instance import acquire_instance
+from holodesk.app.gui.qt import QtCore
+from holodesk.app.gui.single_instance import acquire_instance
 
 
 def main() -> int:

@@ -149,15 +149,15 @@ def emit(record: Event) -> None:
 
 
 def main() -> int:
-    from app.gui_approver import GuiApprover
-    from app.overlay import MarkerHandle, OverlayAwareCapture, OverlayController
-    from app.qt import QtCore, QtWidgets, Signal
-    from app.qt_screens import qt_monitors, widget_screen_rect
-    from automation.actions import action_from_dict
-    from automation.cancel import CancelToken
-    from automation.engine import ApprovalRequest
-    from automation.proposal import Proposal
-    from automation.screen import ScreenCapture
+    from holodesk.app.gui.gui_approver import GuiApprover
+    from holodesk.app.gui.overlay import MarkerHandle, OverlayAwareCapture, OverlayController
+    from holodesk.app.gui.qt import QtCore, QtWidgets, Signal
+    from holodesk.app.gui.qt_screens import qt_monitors, widget_screen_rect
+    from holodesk.automation.actions import action_from_dict
+    from holodesk.automation.cancel import CancelToken
+    from holodesk.automation.engine import ApprovalRequest
+    from holodesk.automation.proposal import Proposal
+    from holodesk.automation.screen import ScreenCapture
 
     app = QtWidgets.QApplication([sys.argv[0], "-platform", "xcb"])
     controller = OverlayController()

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from automation.actions import Point
-from automation.coords import Rect
-from tests.support.xvfb import DisplayLayout
+from holodesk.automation.actions import Point
+from holodesk.automation.coords import Rect
+from holodesk.automation.virtual_display import DisplayLayout
 
 TARGET_WINDOW_SCRIPT = Path(__file__).with_name("target_window.py")
 Event = dict[str, Any]

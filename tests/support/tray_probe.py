@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 import threading
 
-from app.app_state import AppState, StatusLine
-from app.qt import QtCore, QtGui, QtWidgets
-from app.tray import ControlWindow, make_indicator
+from holodesk.app.gui.app_state import AppState, StatusLine
+from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
+from holodesk.app.gui.tray import ControlWindow, make_indicator
 
 COLOURS = {state: QtGui.QColor.fromHsv(i * 45, 200, 230) for i, state in enumerate(AppState)}
 

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from automation.actions import (
+from holodesk.automation.actions import (
     Action,
     AskUser,
     Click,
@@ -22,14 +22,14 @@ from automation.actions import (
     TypeText,
     Wait,
 )
-from automation.coords import ImagePixelSpace, Rect
-from automation.errors import OffScreenError
-from automation.screen import ScreenFrame
-from inference.errors import ParseError
-from inference.policy import PastStep
-from inference.profiles.base import PreparedImage
-from inference.profiles.holo1 import HOLO1_TOOLS, Holo1Profile
-from inference.profiles.prompts import default_prompts_dir
+from holodesk.automation.coords import ImagePixelSpace, Rect
+from holodesk.automation.errors import OffScreenError
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.errors import ParseError
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.base import PreparedImage
+from holodesk.inference.profiles.holo1 import HOLO1_TOOLS, Holo1Profile
+from holodesk.inference.profiles.prompts import default_prompts_dir
 
 P = Point
 

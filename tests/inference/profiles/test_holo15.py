@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from automation.actions import (
+from holodesk.automation.actions import (
     Action,
     AskUser,
     Click,
@@ -23,14 +23,14 @@ from automation.actions import (
     TypeText,
     Wait,
 )
-from automation.coords import FrameMapping, ImagePixelSpace, Rect
-from automation.errors import OffScreenError
-from automation.screen import ScreenFrame
-from inference.errors import ParseError
-from inference.profiles.base import ImageBudget, PreparedImage
-from inference.profiles.holo15 import HOLO15_TOOLS, Holo15Profile, localization_schema, navigation_schema
-from inference.profiles.images import MAX_PIXEL_SIDE, smart_resize
-from inference.profiles.prompts import default_prompts_dir
+from holodesk.automation.coords import FrameMapping, ImagePixelSpace, Rect
+from holodesk.automation.errors import OffScreenError
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.errors import ParseError
+from holodesk.inference.profiles.base import ImageBudget, PreparedImage
+from holodesk.inference.profiles.holo15 import HOLO15_TOOLS, Holo15Profile, localization_schema, navigation_schema
+from holodesk.inference.profiles.images import MAX_PIXEL_SIDE, smart_resize
+from holodesk.inference.profiles.prompts import default_prompts_dir
 
 P = Point
 
@@ -258,7 +258,7 @@ def test_navigation_request_states_the_image_size(profile: Holo15Profile) -> Non
 
 
 def test_history_is_written_in_the_flat_vocabulary(profile: Holo15Profile) -> None:
-    from inference.policy import PastStep
+    from holodesk.inference.policy import PastStep
 
     history = [PastStep(Click(P(10, 20), MouseButton.RIGHT), note="menu"), PastStep(Scroll(ScrollDirection.UP))]
     text = profile.navigation_request("t", history, [prepared()]).messages[1]["content"][0]["text"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from automation.actions import (
+from holodesk.automation.actions import (
     Action,
     AskUser,
     Click,
@@ -24,21 +24,21 @@ from automation.actions import (
     TypeText,
     Wait,
 )
-from automation.coords import FrameMapping, NormalizedSpace, Rect
-from automation.errors import OffScreenError
-from automation.screen import ScreenFrame
-from inference.errors import ParseError
-from inference.policy import PastStep
-from inference.profiles.base import ImageBudget, PreparedImage
-from inference.profiles.holotron import (
+from holodesk.automation.coords import FrameMapping, NormalizedSpace, Rect
+from holodesk.automation.errors import OffScreenError
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.errors import ParseError
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.base import ImageBudget, PreparedImage
+from holodesk.inference.profiles.holotron import (
     NAVIGATION_TOKENS,
     NAVIGATION_TOKENS_THINKING,
     HolotronProfile,
     localization_schema,
     navigation_schema,
 )
-from inference.profiles.holotron_tools import HOLOTRON_TOOLS
-from inference.profiles.prompts import PromptError, default_prompts_dir
+from holodesk.inference.profiles.holotron_tools import HOLOTRON_TOOLS
+from holodesk.inference.profiles.prompts import PromptError, default_prompts_dir
 
 
 @pytest.fixture(scope="module")

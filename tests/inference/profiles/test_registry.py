@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from automation.actions import (
+from holodesk.automation.actions import (
     Action,
     AskUser,
     Click,
@@ -33,10 +33,10 @@ from automation.actions import (
     TypeText,
     Wait,
 )
-from automation.coords import ImagePixelSpace, NormalizedSpace, Rect
-from automation.screen import ScreenFrame
-from inference.policy import PastStep
-from inference.profiles import (
+from holodesk.automation.coords import ImagePixelSpace, NormalizedSpace, Rect
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles import (
     DEFAULT_PROFILE,
     PROFILE_NAMES,
     UnknownProfileError,
@@ -46,7 +46,7 @@ from inference.profiles import (
     holo15,
     holotron,
 )
-from inference.profiles.base import ImageBudget, Profile
+from holodesk.inference.profiles.base import ImageBudget, Profile
 
 P = Point
 
@@ -375,7 +375,7 @@ def mutated_answers(name: str, seed: int, count: int) -> list[str]:
 @pytest.mark.filterwarnings("ignore:invalid escape sequence")
 @pytest.mark.parametrize("name", PROFILE_NAMES)
 def test_mutated_answers_give_an_action_or_a_parse_error_and_nothing_else(name: str) -> None:
-    from inference.errors import ParseError
+    from holodesk.inference.errors import ParseError
 
     profile = get_profile(name)
     outcomes = {"parsed": 0, "refused": 0}

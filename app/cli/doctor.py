@@ -1,0 +1,287 @@
+"""`holodesk doctor`: one line per check, each OK or the problem with its fix.
+
+Checks run in order and never raise: a check that cannot run reports why. The exit status is
+non-zero only when something blocks the chosen backend (no display blocks everything; no GPU or
+no weights block the local backend; an unreachable server blocks the remote one).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TextIO
+
+
+class Status(StrEnum):
+    OK = "OK"
+    INFO = "INFO"
+    WARN = "WARN"
+    FAIL = "FAIL"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One line of the report. `blocking` marks a FAIL that stops the chosen backend."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+    blocking: bool = False
+
+    def line(self) -> str:
+        text = f"{self.status.value:<5} {self.name}: {self.detail}"
+        return f"{text}\n      fix: {self.fix}" if self.fix else text
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorOptions:
+    """What the user intends to run, so the doctor knows what blocks it."""
+
+    backend: str = "local"  # "local" or "remote"
+    model: str | None = None  # checkpoint directory or repo id (local backend)
+    base_url: str | None = None  # server URL (remote backend)
+    device: str = "cuda"  # "cuda" or "cpu" (local backend)
+
+
+TRANSFORMERS_RANGE = ((4, 53), (4, 54))  # > 4.53, < 4.54 as the Holotron-12B card pins
+
+
+def check_display() -> CheckResult:
+    if sys.platform == "darwin":
+        return CheckResult("display", Status.OK, "macOS (Quartz)")
+    if sys.platform == "win32":
+        return CheckResult("display", Status.OK, "Windows")
+    session = os.environ.get("XDG_SESSION_TYPE", "")
+    wayland = os.environ.get("WAYLAND_DISPLAY")
+    x11 = os.environ.get("DISPLAY")
+    if wayland or session == "wayland":
+        if x11:
+            return CheckResult(
+                "display",
+                Status.WARN,
+                f"Wayland session with XWayland ({x11}): capture and input reach X11 windows only",
+                fix="log in to an X11 session for full control; bind a desktop shortcut to `holodesk trigger`"
+                " (global hotkeys cannot be grabbed on Wayland)",
+            )
+        return CheckResult(
+            "display",
+            Status.FAIL,
+            "Wayland without XWayland: screen capture and input injection are not available",
+            fix="log in to an X11 session (or enable XWayland)",
+            blocking=True,
+        )
+    if x11:
+        return CheckResult("display", Status.OK, f"X11 ({x11})")
+    return CheckResult(
+        "display",
+        Status.FAIL,
+        "no display: DISPLAY and WAYLAND_DISPLAY are unset",
+        fix="run inside a desktop session (or under Xvfb for testing: `xvfb-run holodesk doctor`)",
+        blocking=True,
+    )
+
+
+def check_monitors_and_capture() -> Iterator[CheckResult]:
+    from holodesk.automation.errors import CaptureError
+    from holodesk.automation.screen import ScreenCapture
+
+    capture = ScreenCapture()
+    try:
+        monitors = capture.monitors()
+    except CaptureError as exc:
+        yield CheckResult("monitors", Status.FAIL, str(exc), fix="check that the display is reachable", blocking=True)
+        return
+    for monitor in monitors:
+        primary = " (primary)" if monitor.is_primary else ""
+        yield CheckResult(f"monitor {monitor.index}", Status.OK, f"{monitor}{primary}")
+    try:
+        start = time.perf_counter()
+        frame = capture.grab_monitor(1)
+        elapsed_ms = (time.perf_counter() - start) * 1000
+    except CaptureError as exc:
+        yield CheckResult(
+            "capture", Status.FAIL, str(exc), fix="on macOS grant Screen Recording permission", blocking=True
+        )
+        return
+    finally:
+        capture.close()
+    if not frame.pixels.any():
+        yield CheckResult(
+            "capture",
+            Status.WARN,
+            f"monitor 1 grabbed in {elapsed_ms:.0f} ms but every pixel is black",
+            fix="on macOS grant Screen Recording permission; elsewhere make sure the screen is not locked",
+        )
+    else:
+        yield CheckResult(
+            "capture", Status.OK, f"monitor 1 grabbed ({frame.width}x{frame.height}) in {elapsed_ms:.0f} ms"
+        )
+
+
+def check_input_injection() -> CheckResult:
+    """Move the pointer to where it already is: proves injection works without disturbing anything."""
+    if sys.platform.startswith("linux") and os.environ.get("DISPLAY"):
+        try:
+            from Xlib import display as xdisplay
+
+            connection = xdisplay.Display()
+            try:
+                has_xtest = connection.has_extension("XTEST")
+            finally:
+                connection.close()
+        except Exception as exc:  # python-xlib raises many kinds on a broken display
+            return CheckResult("input", Status.FAIL, f"cannot open the X display: {exc}", blocking=True)
+        if not has_xtest:
+            return CheckResult(
+                "input",
+                Status.FAIL,
+                "the X server has no XTEST extension: input cannot be injected",
+                fix="enable XTEST in the X server",
+                blocking=True,
+            )
+    try:
+        import pyautogui
+
+        x, y = pyautogui.position()
+        pyautogui.moveTo(x, y, _pause=False)
+    except Exception as exc:  # pyautogui wraps platform errors in many types
+        return CheckResult(
+            "input",
+            Status.FAIL,
+            f"pyautogui cannot move the pointer: {exc}",
+            fix="on macOS grant Accessibility permission to the terminal or app",
+            blocking=True,
+        )
+    return CheckResult("input", Status.OK, f"pointer injection works (pointer at {x}, {y})")
+
+
+def check_transformers() -> CheckResult:
+    try:
+        version = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        return CheckResult(
+            "transformers", Status.FAIL, "not installed", fix='pip install "transformers>4.53,<4.54"', blocking=True
+        )
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    low, high = TRANSFORMERS_RANGE
+    if not (parts >= low and parts < high and version != "4.53.0"):
+        return CheckResult(
+            "transformers",
+            Status.WARN,
+            f"{version} is outside the range the Holotron-12B card pins (>4.53,<4.54)",
+            fix='pip install "transformers>4.53,<4.54"',
+        )
+    return CheckResult("transformers", Status.OK, version)
+
+
+def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
+    from holodesk.inference.hardware import MambaPath, detect_hardware
+
+    local = options.backend == "local"
+    wants_cuda = local and options.device == "cuda"
+    report = detect_hardware()
+    if report.torch.error:
+        yield CheckResult(
+            "torch",
+            Status.FAIL if local else Status.INFO,
+            f"PyTorch is not usable: {report.torch.error}",
+            fix='pip install ".[holotron]"' if local else "",
+            blocking=local,
+        )
+    elif local:
+        yield CheckResult("torch", Status.OK, f"{report.torch.version} (CUDA {report.torch.cuda_version or 'none'})")
+    if not report.devices:
+        reason = report.cuda_error or "no NVIDIA GPU is visible to PyTorch"
+        yield CheckResult(
+            "cuda",
+            Status.FAIL if wants_cuda else Status.INFO,
+            f"no CUDA GPU on this machine ({reason})",
+            fix="the local backend needs an NVIDIA GPU with about 28 GB free (L40S / A100 class);"
+            " without one, use a shared server: --backend remote --base-url URL"
+            if wants_cuda
+            else "",
+            blocking=wants_cuda,
+        )
+    for device in report.devices:
+        yield CheckResult(f"cuda:{device.index}", Status.OK, device.describe())
+    for kernel in report.kernels:
+        yield CheckResult(
+            "kernel",
+            Status.OK if kernel.importable else (Status.WARN if report.devices and local else Status.INFO),
+            kernel.describe(),
+            fix='pip install --no-build-isolation ".[cuda]"' if report.devices and not kernel.importable else "",
+        )
+    if local:
+        slow = report.path is not MambaPath.FAST_CUDA
+        yield CheckResult("mamba path", Status.WARN if slow else Status.OK, report.verdict)
+
+
+def check_weights(options: DoctorOptions) -> CheckResult:
+    from holodesk.inference.checkpoint import find_checkpoint
+    from holodesk.inference.errors import ModelLoadError
+
+    try:
+        found = find_checkpoint(options.model)
+    except ModelLoadError as exc:
+        return CheckResult("weights", Status.FAIL, str(exc), blocking=options.backend == "local")
+    return CheckResult("weights", Status.OK, found.describe())
+
+
+def check_server(options: DoctorOptions) -> CheckResult:
+    from holodesk.inference.errors import BackendError
+    from holodesk.inference.remote import RemoteBackend
+
+    if not options.base_url:
+        return CheckResult(
+            "server", Status.FAIL, "no server URL given", fix="pass --base-url http://HOST:8000/v1", blocking=True
+        )
+    try:
+        found = RemoteBackend(options.base_url, model=options.model).check_server()
+    except BackendError as exc:
+        return CheckResult("server", Status.FAIL, str(exc), blocking=True)
+    if not found.ok:
+        return CheckResult("server", Status.FAIL, f"{found.base_url}: {found.problem}", blocking=True)
+    key = f", key from {found.api_key_source}" if found.api_key_source else ", no API key"
+    return CheckResult("server", Status.OK, f"{found.base_url} serves {found.model}{key}")
+
+
+def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
+    """Every check, in the order a user would fix things."""
+    display = check_display()
+    yield display
+    if display.status is not Status.FAIL:
+        yield from _guarded("monitors", check_monitors_and_capture)
+        yield from _guarded("input", lambda: iter([check_input_injection()]))
+    yield check_transformers()
+    yield from _guarded("cuda", lambda: check_gpu(options))
+    if options.backend == "local":
+        yield from _guarded("weights", lambda: iter([check_weights(options)]))
+    else:
+        yield from _guarded("server", lambda: iter([check_server(options)]))
+
+
+def _guarded(name: str, make: Callable[[], Iterator[CheckResult]]) -> Iterator[CheckResult]:
+    # A crashing check is itself a finding; it must not hide the checks after it.
+    try:
+        yield from make()
+    except Exception as exc:
+        yield CheckResult(name, Status.FAIL, f"check crashed: {type(exc).__name__}: {exc}", blocking=True)
+
+
+def run_doctor(options: DoctorOptions, out: TextIO = sys.stdout) -> int:
+    """Print the report; 0 when nothing blocks the chosen backend, 1 otherwise."""
+    blocked = False
+    out.write(f"holodesk doctor: backend {options.backend}\n")
+    for result in run_checks(options):
+        out.write(result.line() + "\n")
+        out.flush()
+        blocked = blocked or result.blocking
+    verdict = "blocked: fix the FAIL lines above" if blocked else "ready"
+    out.write(f"{verdict} (backend {options.backend})\n")
+    return 1 if blocked else 0

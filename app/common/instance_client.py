@@ -1,0 +1,159 @@
+"""Talk to the running Holodesk instance: where it listens, the line protocol, and the client side.
+
+The running tray app listens on a per-user local socket (see `app.single_instance.InstanceServer`).
+`holodesk trigger` and a second `holodesk` start send it one command line and read one answer line:
+
+    client: "prompt\\n"   (or "show\\n", "stop\\n")
+    server: "ok\\n"       (or "error <reason>\\n")
+
+This module has no Qt on Linux and macOS: the server's socket is a plain Unix socket at a path both
+sides compute, so `holodesk trigger` (bound to a desktop shortcut) answers in milliseconds without
+loading PySide6. On Windows QLocalServer uses a named pipe, which only QLocalSocket speaks.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+INSTANCE_NAME_ENV = "HOLODESK_INSTANCE_NAME"  # tests (and a second profile) use their own name
+COMMANDS = ("prompt", "show", "stop")
+ANSWER_OK = "ok"
+DEFAULT_TIMEOUT_MS = 3000
+MAX_LINE_BYTES = 256  # commands are single words; anything longer is not ours
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+NOT_RUNNING_HINT = "Holodesk is not running: start `holodesk` first (or enable its autostart entry)"
+
+
+class InstanceError(RuntimeError):
+    """Talking to the running instance failed (timeout, a refused command, a garbled answer)."""
+
+
+class NoInstanceError(InstanceError):
+    """No Holodesk instance is listening for this user; the message says to start `holodesk` first."""
+
+
+def instance_name() -> str:
+    """The per-user server name: $HOLODESK_INSTANCE_NAME, or "holodesk-<uid>" ("holodesk-<user>" on Windows)."""
+    override = os.environ.get(INSTANCE_NAME_ENV, "").strip()
+    if override:
+        return override
+    if hasattr(os, "getuid"):
+        return f"holodesk-{os.getuid()}"
+    # Windows pipe names are machine-wide: the user name keeps two users' instances apart.
+    user = re.sub(r"[^A-Za-z0-9_.-]", "_", getpass.getuser())
+    return f"holodesk-{user}"
+
+
+def runtime_dir() -> Path:
+    """Where the socket lives: $XDG_RUNTIME_DIR (private to the user) when set, else the temp folder."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and Path(xdg).is_dir():
+        return Path(xdg)
+    return Path(tempfile.gettempdir())
+
+
+def server_address(name: str | None = None) -> str:
+    """What QLocalServer listens on: an absolute socket path on Unix (a plain socket reaches it), else the name.
+
+    A name that is already an absolute path is used as it is.
+    """
+    name = name or instance_name()
+    if sys.platform == "win32" or os.path.isabs(name):
+        return name
+    return str(runtime_dir() / f"{name}.sock")
+
+
+def send_to_running_instance(message: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, name: str | None = None) -> str:
+    """Send one command to the running instance and return its answer ("ok").
+
+    Raises NoInstanceError when none is listening (including a stale socket left by a crash) and
+    InstanceError for a refused command, a timeout or a garbled answer. Needs no QCoreApplication.
+    """
+    if message not in COMMANDS:
+        raise ValueError(f"unknown instance command {message!r}; expected one of: {', '.join(COMMANDS)}")
+    address = server_address(name)
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        answer = _exchange_qt(address, message, timeout_ms)
+    else:
+        answer = _exchange_unix(address, message, timeout_ms)
+    if answer != ANSWER_OK:
+        raise InstanceError(f"the running Holodesk refused {message!r}: {answer or 'no answer'}")
+    return answer
+
+
+def _exchange_unix(address: str, message: str, timeout_ms: int) -> str:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(timeout_ms / 1000)
+        try:
+            connection.connect(address)
+        except (FileNotFoundError, ConnectionRefusedError):
+            # No socket file, or a file left by an instance that crashed: nobody is listening.
+            raise NoInstanceError(f"{NOT_RUNNING_HINT} (nothing listens on {address})") from None
+        except TimeoutError:
+            raise InstanceError(f"the running Holodesk did not accept a connection within {timeout_ms} ms") from None
+        except OSError as exc:
+            raise InstanceError(f"could not reach the running Holodesk at {address}: {exc}") from None
+        try:
+            connection.sendall(f"{message}\n".encode())
+            return _read_line(connection)
+        except TimeoutError:
+            raise InstanceError(f"the running Holodesk did not answer {message!r} within {timeout_ms} ms") from None
+        except OSError as exc:
+            raise InstanceError(f"the connection to the running Holodesk broke: {exc}") from None
+
+
+def _read_line(connection: socket.socket) -> str:
+    received = b""
+    while b"\n" not in received and len(received) <= MAX_LINE_BYTES:
+        chunk = connection.recv(MAX_LINE_BYTES)
+        if not chunk:
+            break
+        received += chunk
+    return received.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+
+
+def _exchange_qt(address: str, message: str, timeout_ms: int) -> str:  # pragma: no cover - Windows
+    from holodesk.app.gui.qt import QtNetwork
+
+    connection = QtNetwork.QLocalSocket()
+    connection.connectToServer(address)
+    if not connection.waitForConnected(timeout_ms):
+        error = connection.error()
+        if error in (
+            QtNetwork.QLocalSocket.LocalSocketError.ServerNotFoundError,
+            QtNetwork.QLocalSocket.LocalSocketError.ConnectionRefusedError,
+        ):
+            raise NoInstanceError(f"{NOT_RUNNING_HINT} (nothing listens on {address})")
+        raise InstanceError(f"could not reach the running Holodesk at {address}: {connection.errorString()}")
+    connection.write(f"{message}\n".encode())
+    if not connection.waitForBytesWritten(timeout_ms):
+        raise InstanceError(f"could not send {message!r} to the running Holodesk: {connection.errorString()}")
+    received = b""
+    while b"\n" not in received and len(received) <= MAX_LINE_BYTES:
+        if not connection.bytesAvailable() and not connection.waitForReadyRead(timeout_ms):
+            break
+        received += bytes(connection.readAll().data())
+    connection.disconnectFromServer()
+    if not received:
+        raise InstanceError(f"the running Holodesk did not answer {message!r} within {timeout_ms} ms")
+    return received.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+
+
+def run_trigger(message: str, err: TextIO, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> int:
+    """`holodesk trigger`: ask the running instance to act; exit status 0 when it answered ok, else 1."""
+    try:
+        send_to_running_instance(message, timeout_ms)
+    except InstanceError as exc:
+        err.write(f"holodesk trigger: {exc}\n")
+        return EXIT_FAILED
+    return EXIT_OK

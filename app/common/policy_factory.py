@@ -1,0 +1,83 @@
+"""Build the policy the user asked for: a profile plus the local, remote or scripted backend."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from holodesk.inference.model_policy import ModelPolicy
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("local", "remote", "scripted")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyOptions:
+    """What the command line or the settings say about where the model runs."""
+
+    backend: str = "local"
+    profile: str = "holotron"
+    model: str | None = None  # local: checkpoint directory or repo id; remote: served model name
+    base_url: str | None = None
+    device: str = "cuda"
+    script: Path | None = None  # scripted: JSONL of model answers
+
+
+class PolicyConfigError(ValueError):
+    """The options do not describe a policy that can be built (missing URL, unknown backend...)."""
+
+
+ProgressCallback = Callable[[float, str], None]  # fraction 0..1, message for people
+
+
+def print_progress(stream: TextIO) -> ProgressCallback:
+    """A progress callback that redraws one line on a terminal stream."""
+
+    def report(fraction: float, message: str) -> None:
+        stream.write(f"\rloading model: {fraction:4.0%} {message[:70]:<70}")
+        stream.flush()
+        if fraction >= 1:
+            stream.write("\n")
+
+    return report
+
+
+def build_policy(options: PolicyOptions, progress: ProgressCallback | None = None) -> ModelPolicy:
+    """A ready ModelPolicy. The local backend is loaded here (off-thread, reporting through `progress`)."""
+    from holodesk.inference.errors import InferenceError
+    from holodesk.inference.profiles import get_profile
+
+    try:
+        profile = get_profile(options.profile)
+    except (ValueError, InferenceError) as exc:  # unknown name, missing or broken prompt file
+        raise PolicyConfigError(str(exc)) from None
+    if options.backend == "local":
+        from holodesk.inference.local import LoadProgress, LocalBackend
+
+        backend = LocalBackend(options.model, device=options.device, max_tiles=profile.budget.max_tiles)
+
+        def report(step: LoadProgress) -> None:
+            if progress is not None:
+                progress(step.fraction, step.message)
+
+        backend.load_async(report).result()
+        if backend.slow_path_warning:
+            log.warning("%s", backend.slow_path_warning)
+        return ModelPolicy(profile, backend)
+    if options.backend == "remote":
+        if not options.base_url:
+            raise PolicyConfigError("the remote backend needs --base-url (for example http://gpu-box:8000/v1)")
+        from holodesk.inference.remote import RemoteBackend
+
+        return ModelPolicy(profile, RemoteBackend(options.base_url, model=options.model))
+    if options.backend == "scripted":
+        if options.script is None:
+            raise PolicyConfigError("the scripted backend needs --script FILE (JSONL of model answers)")
+        from holodesk.inference.scripted import ScriptedBackend
+
+        return ModelPolicy(profile, ScriptedBackend.from_file(options.script))
+    raise PolicyConfigError(f"unknown backend {options.backend!r} (expected one of: {', '.join(BACKENDS)})")

@@ -1,0 +1,729 @@
+"""Holodesk's user settings: a frozen, validated `Settings` and its TOML file. No Qt here.
+
+The file is `<user config folder>/holodesk/settings.toml` (platformdirs; ~/.config/holodesk on
+Linux). Its tables mirror the dataclasses: [model] (+ [model.local], [model.remote]), [hotkeys]
+(+ [hotkeys.stop]), [run], [approval], [sessions]; a missing key takes its default.
+
+- Every value is checked when read, and every problem is reported at once, each naming its key and
+  the bad value; unknown keys are problems too. A `Settings` cannot hold an invalid value: the
+  dataclasses check themselves on construction (so `dataclasses.replace` is checked as well).
+- `load_settings()` never raises for a bad file: it returns the defaults together with a
+  `SettingsError` (path + problems) so the app can run and show what is wrong.
+- A broken file is never overwritten behind the user's back: `save_settings()` refuses with
+  `BrokenSettingsFileError` while the file on disk is broken. Replacing it is an explicit choice,
+  `replace_broken=True`, and even then a copy is kept first (settings.toml.broken-<time>).
+- Writes are atomic: a temp file in the same folder, fsync, os.replace, so a crash leaves either
+  the old file or the new one.
+- The remote server's API key is not a setting: it lives in the OS keyring or HOLODESK_API_KEY
+  (`inference.secrets`). The helpers at the bottom store it there for the settings' server; an
+  `api_key` written into the file by hand is refused, and its value is never echoed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from dataclasses import dataclass, field, fields, is_dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from urllib.parse import urlsplit
+
+import tomli_w
+
+from holodesk.automation.actions import ACTION_TYPES
+from holodesk.automation.trajectory import default_root
+from holodesk.inference import secrets
+from holodesk.inference.profiles import DEFAULT_PROFILE, UnknownProfileError, canonical_profile_name
+
+if TYPE_CHECKING:
+    from holodesk.app.common.policy_factory import PolicyOptions
+
+SETTINGS_FORMAT = 1  # the file's top-level `version`; bump it with a migration when the layout changes
+SETTINGS_FILE_NAME = "settings.toml"
+BACKENDS = ("local", "remote", "scripted")
+DEVICES = ("cuda", "cpu")
+DEFAULT_CHECKPOINT = "Hcompany/Holotron-12B"
+DEFAULT_PROMPT_HOTKEY = "<ctrl>+<alt>+h"  # pynput GlobalHotKeys syntax
+DEFAULT_MAX_STEPS = 30
+MAX_STEPS_LIMIT = 1000
+DEFAULT_RETENTION_MB = 2048
+STOP_PRESSES_RANGE = (1, 5)
+STOP_WINDOW_RANGE_S = (0.1, 3.0)
+
+# Special key names pynput knows (pynput.keyboard.Key); pynput itself is not imported here because
+# it needs a display at import time.
+MODIFIER_KEY_NAMES = frozenset({
+    "alt", "alt_l", "alt_r", "alt_gr", "cmd", "cmd_l", "cmd_r",
+    "ctrl", "ctrl_l", "ctrl_r", "shift", "shift_l", "shift_r",
+})  # fmt: skip
+SPECIAL_KEY_NAMES = MODIFIER_KEY_NAMES | {
+    "backspace", "caps_lock", "delete", "down", "end", "enter", "esc", "home", "left", "page_down", "page_up",
+    "right", "space", "tab", "up", "insert", "menu", "num_lock", "pause", "print_screen", "scroll_lock",
+    "media_play_pause", "media_volume_mute", "media_volume_down", "media_volume_up", "media_previous", "media_next",
+    *(f"f{number}" for number in range(1, 21)),
+}  # fmt: skip
+# Keys that look like secrets: refused in the file, and their values are never repeated in messages.
+SECRET_KEY_NAMES = frozenset({"api_key", "apikey", "key_value", "token", "password", "secret"})
+
+
+class SettingValueError(ValueError):
+    """One setting has a bad value. `key` is its dotted TOML name ("run.max_steps")."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+class SettingsError(Exception):
+    """A settings file cannot be used as it is: `path` and every `problems` line, each naming its key."""
+
+    def __init__(self, path: Path, problems: list[str] | tuple[str, ...]) -> None:
+        self.path = path
+        self.problems = tuple(problems)
+        super().__init__(f"{path}: " + "; ".join(self.problems))
+
+
+class BrokenSettingsFileError(SettingsError):
+    """save_settings() refused: the file on disk is broken and replacing it was not asked for."""
+
+
+class _Invalid(ValueError):
+    """A checker's complaint about one value, before the key is known."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Value checkers: each takes what TOML (or Python code) gives and returns the typed value, or raises.
+
+
+def _show(value: object) -> str:
+    text = repr(str(value) if isinstance(value, Path) else value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[object], str]:
+    def check(value: object) -> str:
+        if value not in options:
+            raise _Invalid(f"expected one of {', '.join(repr(o) for o in options)}, got {_show(value)}")
+        return str(value)
+
+    return check
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _Invalid(f"expected non-empty text, got {_show(value)}")
+    if value != value.strip():
+        raise _Invalid(f"has spaces at its start or end: {_show(value)}")
+    return value
+
+
+def _optional_text(value: object) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _whole_number(low: int, high: int | None) -> Callable[[object], int]:
+    def check(value: object) -> int:
+        # bool is an int in Python; `max_steps = true` is a mistake, not 1.
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _Invalid(f"expected a whole number, got {_show(value)}")
+        if value < low or (high is not None and value > high):
+            bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
+            raise _Invalid(f"expected a whole number {bounds}, got {value}")
+        return value
+
+    return check
+
+
+def _seconds(low: float, high: float) -> Callable[[object], float]:
+    def check(value: object) -> float:
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            raise _Invalid(f"expected a number of seconds, got {_show(value)}")
+        if not low <= value <= high:
+            raise _Invalid(f"expected {low:g} to {high:g} seconds, got {value:g}")
+        return float(value)
+
+    return check
+
+
+def _profile(value: object) -> str:
+    try:
+        return canonical_profile_name(value)  # type: ignore[arg-type]
+    except UnknownProfileError as exc:
+        raise _Invalid(str(exc)) from None
+
+
+def _base_url(value: object) -> str | None:
+    if value is None:
+        return None
+    url = _text(value)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _Invalid(
+            f"expected an http:// or https:// URL with a host, e.g. http://gpu-box:8000/v1, got {_show(url)}"
+        )
+    return url
+
+
+def _absolute_folder(value: object) -> Path:
+    if not isinstance(value, str | Path) or not str(value).strip():
+        raise _Invalid(f"expected a folder path, got {_show(value)}")
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise _Invalid(f"expected an absolute path (or one starting with ~), got {_show(value)}")
+    return path
+
+
+def _optional_file(value: object) -> Path | None:
+    if value is None:
+        return None
+    if not isinstance(value, str | Path) or not str(value).strip():
+        raise _Invalid(f"expected a file path, got {_show(value)}")
+    return Path(value).expanduser()
+
+
+def _monitor(value: object) -> int | Literal["all"]:
+    if value == "all":
+        return "all"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise _Invalid(f'expected a monitor number from 1, or "all", got {_show(value)}')
+
+
+def _action_kinds(value: object) -> frozenset[str]:
+    if isinstance(value, str) or not isinstance(value, list | tuple | set | frozenset):
+        raise _Invalid(f'expected a list of action kinds such as ["scroll"], got {_show(value)}')
+    unknown = [kind for kind in value if not isinstance(kind, str) or kind not in ACTION_TYPES]
+    if unknown:
+        raise _Invalid(
+            f"unknown action kind {_show(unknown[0])}; the kinds are: {', '.join(ACTION_TYPES)} (got {_show(value)})"
+        )
+    return frozenset(value)
+
+
+def _key_part(part: str) -> tuple[str, bool]:
+    """(canonical form, is a modifier) of one pynput key: a single character or `<name>`."""
+    if len(part) == 1 and not part.isspace():
+        return part.lower(), False
+    if len(part) > 2 and part[0] == "<" and part[-1] == ">":
+        name = part[1:-1].lower()
+        if name in SPECIAL_KEY_NAMES:
+            return f"<{name}>", name in MODIFIER_KEY_NAMES
+        if name.isdigit():  # a virtual key code, as pynput accepts
+            return f"<{name}>", False
+    raise _Invalid(
+        f"{part!r} is not a key: use one character, or a name in angle brackets such as <ctrl>, <alt>, <shift>, "
+        "<cmd>, <esc>, <space>, <f1>"
+    )
+
+
+def _split_hotkey(text: str) -> list[str]:
+    # pynput's own splitting: a '+' right after a separator is the plus key itself ("<ctrl>++").
+    parts, start = [], 0
+    for index, char in enumerate(text):
+        if char == "+" and index != start:
+            parts.append(text[start:index])
+            start = index + 1
+    if start == len(text):
+        raise _Invalid(f"{text!r} ends with '+'")
+    parts.append(text[start:])
+    return parts
+
+
+def validate_hotkey(value: object) -> str:
+    """A global hotkey in pynput's GlobalHotKeys syntax ("<ctrl>+<alt>+h"), or ValueError saying what is wrong.
+
+    It needs <ctrl>, <alt> or <cmd> plus at least one ordinary key: a bare key, or one with only
+    <shift>, would fire while the user types.
+    """
+    if not isinstance(value, str) or not value:
+        raise _Invalid(f"expected a hotkey such as {DEFAULT_PROMPT_HOTKEY!r}, got {_show(value)}")
+    parsed = [_key_part(part) for part in _split_hotkey(value)]
+    names = [name for name, _ in parsed]
+    if len(set(names)) != len(names):
+        raise _Invalid(f"{value!r} names a key twice")
+    modifiers = [name for name, is_modifier in parsed if is_modifier]
+    if not [name for name, is_modifier in parsed if not is_modifier]:
+        raise _Invalid(f"{value!r} has no ordinary key; add one, e.g. {DEFAULT_PROMPT_HOTKEY!r}")
+    if not [name for name in modifiers if not name.startswith("<shift")]:
+        raise _Invalid(f"{value!r} would fire while typing: add <ctrl>, <alt> or <cmd>, e.g. {DEFAULT_PROMPT_HOTKEY!r}")
+    return value
+
+
+def _single_key(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise _Invalid(f"expected one key such as '<esc>', got {_show(value)}")
+    if "+" in value[1:]:
+        raise _Invalid(f"expected one key, not a combination, got {value!r}")
+    _, is_modifier = _key_part(value)
+    if is_modifier:
+        raise _Invalid(
+            f"{value!r} is a modifier; the stop key must be a key that can be pressed on its own, e.g. '<esc>'"
+        )
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------
+# The settings. Each section knows its TOML table (`TABLE`) and how each field is checked (`CHECKS`).
+
+
+class _Section:
+    """Checks (and normalises) every field on construction; mixin for the frozen dataclasses below."""
+
+    __slots__ = ()
+    TABLE: ClassVar[str]
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
+
+    def __post_init__(self) -> None:
+        for name, check in self.CHECKS.items():
+            try:
+                value = check(getattr(self, name))
+            except _Invalid as exc:
+                raise SettingValueError(_dotted(self.TABLE, name), str(exc)) from None
+            object.__setattr__(self, name, value)  # frozen: set the normalised value once
+        self._check_together()
+
+    def _check_together(self) -> None:
+        """Rules that involve several fields of the section."""
+
+
+def _dotted(table: str, name: str) -> str:
+    return f"{table}.{name}" if table else name
+
+
+@dataclass(frozen=True, slots=True)
+class LocalModelSettings(_Section):
+    """The in-process backend: which checkpoint and where it runs."""
+
+    TABLE: ClassVar[str] = "model.local"
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"checkpoint": _text, "device": _choice(DEVICES)}
+
+    checkpoint: str = DEFAULT_CHECKPOINT  # a checkpoint folder or a Hugging Face repo id
+    device: str = "cuda"
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteModelSettings(_Section):
+    """An OpenAI-compatible server (vLLM). Its API key is in the keyring or the environment, not here."""
+
+    TABLE: ClassVar[str] = "model.remote"
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"base_url": _base_url, "model": _optional_text}
+
+    base_url: str | None = None  # e.g. http://gpu-box:8000/v1
+    model: str | None = None  # the served model name; None: the one model the server lists
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings(_Section):
+    """Where the model runs and how Holodesk talks to it."""
+
+    TABLE: ClassVar[str] = "model"
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "backend": _choice(BACKENDS),
+        "profile": _profile,
+        "script": _optional_file,
+    }
+
+    backend: str = "local"
+    profile: str = DEFAULT_PROFILE
+    script: Path | None = None  # the scripted backend's JSONL of model answers (demos and tests)
+    local: LocalModelSettings = field(default_factory=LocalModelSettings)
+    remote: RemoteModelSettings = field(default_factory=RemoteModelSettings)
+
+    def _check_together(self) -> None:
+        if self.backend == "remote" and self.remote.base_url is None:
+            raise SettingValueError(
+                "model.remote.base_url", "not set, but model.backend = 'remote' needs the server's URL"
+            )
+        if self.backend == "scripted" and self.script is None:
+            raise SettingValueError(
+                "model.script", "not set, but model.backend = 'scripted' needs a JSONL file of answers"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class StopGesture(_Section):
+    """The kill switch: `key` pressed `presses` times within `within_s` seconds (default: Esc twice in 0.5 s)."""
+
+    TABLE: ClassVar[str] = "hotkeys.stop"
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "key": _single_key,
+        "presses": _whole_number(*STOP_PRESSES_RANGE),
+        "within_s": _seconds(*STOP_WINDOW_RANGE_S),
+    }
+
+    key: str = "<esc>"  # pynput syntax, one key
+    presses: int = 2
+    within_s: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class HotkeySettings(_Section):
+    """Global keys: `prompt` opens the task prompt (pynput GlobalHotKeys syntax); `stop` ends a run."""
+
+    TABLE: ClassVar[str] = "hotkeys"
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"prompt": validate_hotkey}
+
+    prompt: str = DEFAULT_PROMPT_HOTKEY
+    stop: StopGesture = field(default_factory=StopGesture)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings(_Section):
+    """How a task runs: which monitor the model sees and how many steps it may take."""
+
+    TABLE: ClassVar[str] = "run"
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "monitor": _monitor,
+        "max_steps": _whole_number(1, MAX_STEPS_LIMIT),
+    }
+
+    monitor: int | Literal["all"] = 1  # 1-based, as the user counts them
+    max_steps: int = DEFAULT_MAX_STEPS
+
+    @property
+    def capture_monitor(self) -> int | None:
+        """The monitor as the capture code takes it: its number, or None for all monitors."""
+        return None if self.monitor == "all" else int(self.monitor)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalSettings(_Section):
+    """Action kinds the user lets run without asking. Empty by default: every step is approved by hand."""
+
+    TABLE: ClassVar[str] = "approval"
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"auto_approve": _action_kinds}
+
+    auto_approve: frozenset[str] = frozenset()  # kinds from automation.actions.ACTION_TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings(_Section):
+    """Where trajectories are recorded and how much disk they may use before the oldest are pruned."""
+
+    TABLE: ClassVar[str] = "sessions"
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "folder": _absolute_folder,
+        "retention_mb": _whole_number(1, None),
+    }
+
+    folder: Path = field(default_factory=default_root)
+    retention_mb: int = DEFAULT_RETENTION_MB
+
+    @property
+    def retention_bytes(self) -> int:
+        """The limit for automation.trajectory.prune_sessions."""
+        return self.retention_mb * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Settings(_Section):
+    """Everything the user can set. Frozen and always valid; change it with dataclasses.replace."""
+
+    TABLE: ClassVar[str] = ""
+
+    model: ModelSettings = field(default_factory=ModelSettings)
+    hotkeys: HotkeySettings = field(default_factory=HotkeySettings)
+    run: RunSettings = field(default_factory=RunSettings)
+    approval: ApprovalSettings = field(default_factory=ApprovalSettings)
+    sessions: SessionSettings = field(default_factory=SessionSettings)
+
+    def to_policy_options(self) -> PolicyOptions:
+        """What holodesk.app.common.policy_factory.build_policy needs for the chosen backend."""
+        from holodesk.app.common.policy_factory import PolicyOptions
+
+        model = self.model
+        if model.backend == "local":
+            served: str | None = os.path.expanduser(model.local.checkpoint)
+        elif model.backend == "remote":
+            served = model.remote.model
+        else:
+            served = None
+        return PolicyOptions(
+            backend=model.backend,
+            profile=model.profile,
+            model=served,
+            base_url=model.remote.base_url if model.backend == "remote" else None,
+            device=model.local.device,
+            script=model.script,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# TOML <-> Settings
+
+
+def settings_path() -> Path:
+    """The settings file: <user config folder>/holodesk/settings.toml (~/.config/holodesk on Linux)."""
+    from platformdirs import user_config_path
+
+    return user_config_path("holodesk", appauthor=False) / SETTINGS_FILE_NAME
+
+
+def _sections(cls: type) -> dict[str, type]:
+    """The fields of `cls` that are nested sections (their default factory is a dataclass)."""
+    return {
+        f.name: f.default_factory  # type: ignore[misc]
+        for f in fields(cls)
+        if isinstance(f.default_factory, type) and is_dataclass(f.default_factory)
+    }
+
+
+def _build(cls: type[_Section], data: Mapping[str, Any], problems: list[str]) -> Any:
+    """A `cls` from a TOML table, or None after adding every problem found (each naming its key)."""
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    sections = _sections(cls)
+    values: dict[str, Any] = {}
+    found_before = len(problems)
+    for name, raw in data.items():
+        key = _dotted(cls.TABLE, name)
+        if name == "version" and cls is Settings:
+            continue
+        if name.lower() in SECRET_KEY_NAMES:
+            problems.append(
+                f"{key}: secrets are never read from the settings file (it is plain text); store the API key in "
+                f"the OS keyring from Holodesk's settings, or set {' or '.join(secrets.API_KEY_ENV_VARS)}"
+            )
+        elif name not in known:
+            problems.append(f"unknown key {key!r} (known here: {', '.join(sorted(known))})")
+        elif name in sections:
+            if not isinstance(raw, Mapping):
+                problems.append(f"{key}: expected a table [{key}], got {_show(raw)}")
+                continue
+            section = _build(sections[name], raw, problems)
+            if section is not None:
+                values[name] = section
+        else:
+            try:
+                values[name] = cls.CHECKS[name](raw)
+            except _Invalid as exc:
+                problems.append(f"{key}: {exc}")
+    if len(problems) > found_before:
+        return None
+    try:
+        return cls(**values)
+    except SettingValueError as exc:  # rules across fields (the remote backend needs a URL...)
+        problems.append(str(exc))
+        return None
+
+
+def settings_from_toml(text: str, path: Path) -> Settings:
+    """Parse and check a settings file's text; SettingsError lists every problem with `path`."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(path, [f"not valid TOML: {exc}"]) from None
+    problems: list[str] = []
+    version = data.get("version", SETTINGS_FORMAT)
+    if version != SETTINGS_FORMAT:
+        problems.append(
+            f"version: this Holodesk reads settings format {SETTINGS_FORMAT}, the file says {_show(version)}"
+            " (written by another Holodesk version?)"
+        )
+    settings = _build(Settings, data, problems)
+    if problems:
+        raise SettingsError(path, problems)
+    return settings
+
+
+def _to_toml_value(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, frozenset):
+        return sorted(value)
+    return value
+
+
+def _to_table(section: _Section) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    nested = _sections(type(section))
+    for f in fields(section):  # type: ignore[arg-type]
+        value = getattr(section, f.name)
+        if f.name in nested:
+            table[f.name] = _to_table(value)
+        elif value is not None:  # TOML has no null: an absent key means "not set"
+            table[f.name] = _to_toml_value(value)
+    return table
+
+
+TOML_HEADER = """\
+# Holodesk settings (format {version}). Edit while Holodesk is not running, or use its settings window.
+# The remote server's API key is not stored here: it is in the OS keyring or HOLODESK_API_KEY.
+"""
+
+
+def settings_to_toml(settings: Settings) -> str:
+    """The file's text for `settings`; every value is written, except ones that are not set."""
+    return TOML_HEADER.format(version=SETTINGS_FORMAT) + tomli_w.dumps(
+        {"version": SETTINGS_FORMAT, **_to_table(settings)}
+    )
+
+
+def read_settings(path: Path | None = None) -> Settings:
+    """The settings in `path` (default: settings_path()); the defaults when there is no file yet.
+
+    SettingsError (path + every problem) when the file cannot be read, is not TOML or has bad values.
+    """
+    path = path if path is not None else settings_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Settings()
+    except OSError as exc:
+        raise SettingsError(path, [f"cannot be read: {exc.strerror or exc}"]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(path, [f"is not UTF-8 text (byte {exc.start})"]) from None
+    return settings_from_toml(text, path)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSettings:
+    """What the app starts with: the settings to use, where they came from, and the file's problem if any.
+
+    With a problem, `settings` are the defaults and the file was left untouched.
+    """
+
+    settings: Settings
+    path: Path
+    problem: SettingsError | None = None
+
+
+def load_settings(path: Path | None = None) -> LoadedSettings:
+    """Read the settings without ever raising for a bad file: defaults + the problem instead."""
+    path = path if path is not None else settings_path()
+    try:
+        return LoadedSettings(read_settings(path), path)
+    except SettingsError as problem:
+        return LoadedSettings(Settings(), path, problem)
+
+
+def save_settings(settings: Settings, path: Path | None = None, *, replace_broken: bool = False) -> Path | None:
+    """Write `settings` atomically. Returns the backup of a broken file it replaced, else None.
+
+    The file on disk is checked first: if it is broken, BrokenSettingsFileError, unless the user
+    chose `replace_broken=True`; then the broken file is copied to settings.toml.broken-<time> first.
+    """
+    path = path if path is not None else settings_path()
+    backup: Path | None = None
+    try:
+        read_settings(path)
+    except SettingsError as problem:
+        if not replace_broken:
+            raise BrokenSettingsFileError(
+                path,
+                [
+                    *problem.problems,
+                    "not saved, so the file stays as it is: fix it, or choose to replace it"
+                    " (a copy of the broken file is kept)",
+                ],
+            ) from None
+        if path.exists():
+            backup = _backup_path(path)
+            shutil.copy2(path, backup)
+    write_atomically(path, settings_to_toml(settings).encode("utf-8"))
+    return backup
+
+
+def _backup_path(path: Path) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    candidate = path.with_name(f"{path.name}.broken-{stamp}")
+    counter = 1
+    while candidate.exists():
+        counter += 1
+        candidate = path.with_name(f"{path.name}.broken-{stamp}-{counter}")
+    return candidate
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves the old file or the new one, never a mix.
+
+    The temp file is in the same folder (os.replace is atomic only within one file system) and is
+    removed if anything fails; the new file is private to the user (mode 0600).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as temp:
+            temp.write(data)
+            temp.flush()
+            os.fsync(temp.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temp_name)
+        raise
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    # Makes the rename itself durable on POSIX; Windows cannot open folders this way, and does not need to.
+    if os.name != "posix":
+        return
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The API key of the settings' remote server, kept in the OS keyring through inference.secrets.
+
+
+def _remote_url(settings: Settings) -> str:
+    url = settings.model.remote.base_url
+    if url is None:
+        raise SettingValueError("model.remote.base_url", "set the server's URL first: keys are stored per server host")
+    return url
+
+
+def store_api_key(settings: Settings, key: str) -> None:
+    """Store the API key for the settings' remote server in the OS keyring (KeyringError if it refuses)."""
+    secrets.store_api_key(_remote_url(settings), key)
+
+
+def delete_api_key(settings: Settings) -> bool:
+    """Forget the stored key for the settings' remote server; True if one was stored."""
+    return secrets.delete_api_key(_remote_url(settings))
+
+
+def find_api_key(settings: Settings) -> secrets.ApiKeyLookup:
+    """Whether a key is available for the settings' remote server, and from where (env or keyring)."""
+    return secrets.find_api_key(_remote_url(settings))
+
+
+__all__ = [
+    "DEFAULT_CHECKPOINT",
+    "DEFAULT_PROMPT_HOTKEY",
+    "ApprovalSettings",
+    "BrokenSettingsFileError",
+    "HotkeySettings",
+    "LoadedSettings",
+    "LocalModelSettings",
+    "ModelSettings",
+    "RemoteModelSettings",
+    "RunSettings",
+    "SessionSettings",
+    "SettingValueError",
+    "Settings",
+    "SettingsError",
+    "StopGesture",
+    "delete_api_key",
+    "find_api_key",
+    "load_settings",
+    "read_settings",
+    "save_settings",
+    "settings_from_toml",
+    "settings_path",
+    "settings_to_toml",
+    "store_api_key",
+    "validate_hotkey",
+    "write_atomically",
+]

@@ -1,0 +1,491 @@
+"""The approval panel: a small always-on-top window asking about one step.
+
+It shows the step number, the action in words, the model's note and thought (and the loop warning,
+when there is one), and offers Approve (Enter), Edit, Skip and Stop (Esc), plus "approve this kind of
+action for the rest of this task". Edit reveals what the action lets one change: the target as typed
+screen pixels (the overlay's marker can be dragged too), the text to type, the keys to press.
+
+Focus: the panel must never be where the action's keystrokes land. It is a Tool window shown with
+WA_ShowWithoutActivating, so appearing does not take the keyboard from the user's application. The
+user may still click into it (to edit, or to answer with Enter/Esc), so `retract()` hides it, waits
+for the window system to have unmapped it, and on X11 gives the focus back to the window that had
+it (app/x11_focus.py); the approver retracts it before `decide()` returns, so before the action runs.
+Its buttons take no focus, so Enter means Approve wherever the focus is inside the panel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from holodesk.app.gui.overlay_drawing import MARKER, action_in_words
+from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
+from holodesk.app.gui.qt_screens import screen_point_to_global_logical
+from holodesk.app.gui.x11_focus import FocusReturn
+from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
+from holodesk.automation.coords import Monitor, monitor_at
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest
+from holodesk.automation.errors import ActionError, OffScreenError
+from holodesk.automation.keys import parse_combination
+
+PANEL_WIDTH = 440
+SCREEN_MARGIN = 24
+MAX_THOUGHT_CHARS = 420
+POINT_NAMES = {Drag.kind: ("From", "To")}
+ANSWER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape)
+
+STYLE = f"""
+#panel {{ background: #1d1e27; border: 1px solid #44465a; }}
+QLabel {{ color: #e6e6ee; font-size: 13px; }}
+#header {{ color: #a4a6ba; font-size: 12px; }}
+#badge {{ background: {MARKER.name()}; color: white; font-weight: 700; font-size: 12px;
+          border-radius: 4px; padding: 1px 8px; }}
+#action {{ color: white; font-size: 17px; font-weight: 600; }}
+#note {{ color: #e6e6ee; }}
+#thought {{ color: #9fa1b5; font-style: italic; }}
+#warning {{ background: #5b1f24; color: #ffdada; border: 1px solid #a5404a; border-radius: 5px; padding: 6px; }}
+#error {{ color: #ff9393; }}
+#hint {{ color: #9fa1b5; font-size: 12px; }}
+QCheckBox {{ color: #c9cad8; font-size: 12px; }}
+QLineEdit, QPlainTextEdit, QSpinBox {{ background: #2a2b37; color: white; border: 1px solid #4b4d63;
+          border-radius: 4px; padding: 3px 5px; font-size: 13px; selection-background-color: #5a5cf0; }}
+QSpinBox::up-button, QSpinBox::down-button {{ width: 0px; border: none; }} /* NoButtons breaks styled spin boxes */
+QPushButton {{ background: #2d2e3c; color: #f2f2f7; border: 1px solid #4b4d63; border-radius: 5px;
+          padding: 6px 12px; font-size: 13px; }}
+QPushButton:hover {{ background: #3a3c4f; }}
+QPushButton:checked {{ background: #3a3c4f; border-color: #8d90ad; }}
+#approve {{ background: #1f7a46; border-color: #2fa862; font-weight: 600; }}
+#approve:hover {{ background: #25925a; }}
+#stop {{ border-color: #a5404a; color: #ffc9c9; }}
+#stop:hover {{ background: #5b1f24; }}
+"""
+
+
+class _PointEditor(QtWidgets.QWidget):
+    """x and y of one screen pixel."""
+
+    changed = Signal()
+
+    def __init__(self, caption: str, parent: QtWidgets.QWidget) -> None:
+        super().__init__(parent)
+        layout = QtWidgets.QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(QtWidgets.QLabel(caption, self))
+        self.x = self._spin_box("x")
+        self.y = self._spin_box("y")
+        for box in (self.x, self.y):
+            layout.addWidget(box)
+        layout.addStretch(1)
+
+    def _spin_box(self, axis: str) -> QtWidgets.QSpinBox:
+        box = QtWidgets.QSpinBox(self)
+        box.setRange(-MAX_COORDINATE, MAX_COORDINATE)
+        box.setPrefix(f"{axis} ")
+        box.setMinimumWidth(96)
+        box.valueChanged.connect(self.changed)
+        return box
+
+    def point(self) -> Point:
+        return Point(self.x.value(), self.y.value())
+
+    def set_point(self, point: Point) -> None:
+        for box, value in ((self.x, point.x), (self.y, point.y)):
+            box.blockSignals(True)
+            box.setValue(value)
+            box.blockSignals(False)
+
+
+class ApprovalPanel(QtWidgets.QWidget):
+    """Asks about one step at a time. Use it on the GUI thread.
+
+    Signals:
+      decided(ApprovalDecision, bool): the user's answer, and whether to approve this kind of action
+        for the rest of the task (only ever True with an approve or an edit).
+      action_edited(Action): the user typed a new target; the edited action, screen space.
+    """
+
+    decided = Signal(object, bool)
+    action_edited = Signal(object)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        flags = Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint
+        super().__init__(parent, flags)
+        self.setObjectName("panel")
+        self.setWindowTitle("Holodesk: approve this step?")
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground)
+        self.setStyleSheet(STYLE)
+        self.setFixedWidth(PANEL_WIDTH)
+        self._request: ApprovalRequest | None = None
+        self._original: Action | None = None
+        self._action: Action | None = None
+        self._monitors: tuple[Monitor, ...] = ()
+        self._drag_from: QtCore.QPointF | None = None
+        self._answer_key: int | None = None
+        self._watching_window = False
+        self._focus = FocusReturn(QtGui.QGuiApplication.platformName() == "xcb")
+        self._build()
+
+    # -- construction --
+
+    def _build(self) -> None:
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(16, 12, 16, 14)
+        layout.setSpacing(8)
+
+        header = QtWidgets.QHBoxLayout()
+        self._badge = self._label("badge")
+        self._header = self._label("header", "Holodesk wants to")
+        header.addWidget(self._badge)
+        header.addWidget(self._header, 1)
+        layout.addLayout(header)
+
+        self._action_label = self._label("action", wrap=True)
+        self._warning = self._label("warning", wrap=True)
+        self._note = self._label("note", wrap=True)
+        self._thought = self._label("thought", wrap=True)
+        for widget in (self._action_label, self._warning, self._note, self._thought):
+            layout.addWidget(widget)
+
+        self._editor = QtWidgets.QWidget(self)
+        editor_layout = QtWidgets.QVBoxLayout(self._editor)
+        editor_layout.setContentsMargins(0, 4, 0, 0)
+        editor_layout.setSpacing(6)
+        self._hint = self._label("hint", wrap=True, parent=self._editor)
+        self._points = [_PointEditor("Target", self._editor), _PointEditor("To", self._editor)]
+        for editor in self._points:
+            editor.changed.connect(self._on_point_typed)
+        self._text = QtWidgets.QPlainTextEdit(self._editor)
+        self._text.setObjectName("text")
+        self._text.setFixedHeight(62)
+        self._text.installEventFilter(self)
+        self._keys = QtWidgets.QLineEdit(self._editor)
+        self._keys.setObjectName("keys")
+        self._keys.setPlaceholderText("e.g. ctrl+shift+t")
+        self._error = self._label("error", wrap=True, parent=self._editor)
+        for widget in (self._hint, *self._points, self._text, self._keys, self._error):
+            editor_layout.addWidget(widget)
+        layout.addWidget(self._editor)
+
+        self._remember = QtWidgets.QCheckBox(self)
+        self._remember.setObjectName("remember")
+        self._remember.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        layout.addWidget(self._remember)
+
+        buttons = QtWidgets.QHBoxLayout()
+        buttons.setSpacing(8)
+        self._approve = self._button("approve", "Approve  ⏎", self._on_approve)
+        self._edit = self._button("edit", "Edit", self._on_edit)
+        self._edit.setCheckable(True)
+        self._skip = self._button("skip", "Skip", self._on_skip)
+        self._stop = self._button("stop", "Stop  Esc", self._on_stop)
+        buttons.addWidget(self._approve, 2)
+        for button in (self._edit, self._skip, self._stop):
+            buttons.addWidget(button, 1)
+        layout.addLayout(buttons)
+
+    def _label(
+        self, name: str, text: str = "", wrap: bool = False, parent: QtWidgets.QWidget | None = None
+    ) -> QtWidgets.QLabel:
+        label = QtWidgets.QLabel(text, parent or self)
+        label.setObjectName(name)
+        label.setWordWrap(wrap)
+        label.setTextFormat(Qt.TextFormat.PlainText)  # model text is shown as written, never as markup
+        return label
+
+    def _button(self, name: str, text: str, slot: object) -> QtWidgets.QPushButton:
+        button = QtWidgets.QPushButton(text, self)
+        button.setObjectName(name)
+        button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Enter approves, whichever button was last clicked
+        button.setAutoDefault(False)
+        button.clicked.connect(slot)
+        return button
+
+    def named_widgets(self) -> dict[str, QtWidgets.QWidget]:
+        """The widgets a test (or an accessibility tool) looks for, by name."""
+        return {
+            "approve": self._approve,
+            "edit": self._edit,
+            "skip": self._skip,
+            "stop": self._stop,
+            "remember": self._remember,
+            "action": self._action_label,
+            "note": self._note,
+            "thought": self._thought,
+            "warning": self._warning,
+            "error": self._error,
+            "text": self._text,
+            "keys": self._keys,
+            "target_x": self._points[0].x,
+            "target_y": self._points[0].y,
+            "end_x": self._points[1].x,
+            "end_y": self._points[1].y,
+        }
+
+    # -- showing a request --
+
+    def present(self, request: ApprovalRequest) -> None:
+        """Show the panel for `request`, without taking the keyboard focus."""
+        action = request.action
+        self._request = request
+        self._answer_key = None
+        self._original = self._action = action
+        self._monitors = request.frame.monitors
+        self._badge.setText(f"Step {request.step}")
+        self._action_label.setText(_sentence(action_in_words(action)))
+        self._warning.setText(f"⚠ {_sentence(request.loop_warning)}. Approve only if you are sure.")
+        self._warning.setVisible(bool(request.loop_warning))
+        note = request.proposal.note.strip()
+        self._note.setText(note)
+        self._note.setVisible(bool(note))
+        thought = request.proposal.thought.strip()
+        self._thought.setText(_shorten(thought, MAX_THOUGHT_CHARS))
+        self._thought.setToolTip(thought if len(thought) > MAX_THOUGHT_CHARS else "")
+        self._thought.setVisible(bool(thought))
+        self._remember.setText(f"Approve every “{action.kind}” action for the rest of this task")
+        self._remember.setChecked(False)
+        # A looping step is asked about one at a time; no blanket approval from here.
+        self._remember.setEnabled(not request.loop_warning)
+        self._fill_editor(action)
+        self._edit.setChecked(False)
+        self._editor.setVisible(False)
+        self._error.setVisible(False)
+        self._fit_height()
+        self._place(action)
+        if not self.isVisible():
+            self._focus.remember([int(self.winId())])
+        self.show()
+        self.raise_()
+
+    def set_action(self, action: Action) -> None:
+        """The target was edited elsewhere (the overlay's marker was dragged)."""
+        if self._request is None:
+            return
+        self._action = action
+        for editor, point in zip(self._points, action.points(), strict=False):
+            editor.set_point(point)
+        self._action_label.setText(_sentence(action_in_words(action)))
+        self._error.setVisible(False)
+
+    def retract(self) -> None:
+        """Hide the panel, forget the request, and leave the keyboard where it was before."""
+        self._request = None
+        if not self.isVisible():
+            return
+        self.hide()
+        QtGui.QGuiApplication.sync()  # a round trip: the window system has unmapped the panel
+        self._focus.give_back([int(self.winId())])
+
+    def _fill_editor(self, action: Action) -> None:
+        points = action.points()
+        captions = POINT_NAMES.get(action.kind, ("Target", "Target"))
+        for index, editor in enumerate(self._points):
+            editor.setVisible(index < len(points))
+            if index < len(points):
+                editor.set_point(points[index])
+                label = editor.findChild(QtWidgets.QLabel)
+                if label is not None:
+                    label.setText(captions[index])
+        self._text.setVisible(isinstance(action, TypeText))
+        self._keys.setVisible(isinstance(action, KeyCombo))
+        if isinstance(action, TypeText):
+            self._text.setPlainText(action.text)
+        if isinstance(action, KeyCombo):
+            self._keys.setText("+".join(action.keys))
+        if points:
+            hint = "Drag the marker on the screen, or type the screen pixel."
+        elif isinstance(action, TypeText | KeyCombo):
+            hint = "Change it, then press Approve (Enter)."
+        else:
+            hint = "This action has nothing to edit."
+        self._hint.setText(hint)
+
+    def _place(self, action: Action) -> None:
+        """In the corner of the target's screen farthest from the action's points, so it covers none."""
+        anchors = [a for a in (screen_point_to_global_logical_or_none(p) for p in action.points()) if a is not None]
+        if not anchors:
+            anchors = [QtCore.QPointF(QtGui.QCursor.pos())]
+        screen = QtGui.QGuiApplication.screenAt(anchors[0].toPoint()) or QtGui.QGuiApplication.primaryScreen()
+        area = screen.availableGeometry()
+        size = self.size()
+        corners = [
+            QtCore.QPoint(area.left() + SCREEN_MARGIN, area.top() + SCREEN_MARGIN),
+            QtCore.QPoint(area.right() - SCREEN_MARGIN - size.width(), area.top() + SCREEN_MARGIN),
+            QtCore.QPoint(area.left() + SCREEN_MARGIN, area.bottom() - SCREEN_MARGIN - size.height()),
+            QtCore.QPoint(area.right() - SCREEN_MARGIN - size.width(), area.bottom() - SCREEN_MARGIN - size.height()),
+        ]
+
+        def clearance(corner: QtCore.QPoint) -> float:
+            centre = QtCore.QPointF(corner) + QtCore.QPointF(size.width() / 2, size.height() / 2)
+            return min((centre - anchor).manhattanLength() for anchor in anchors)
+
+        self.setScreen(screen)
+        self.move(max(corners, key=clearance))
+
+    # -- answers --
+
+    def _on_approve(self) -> None:
+        if self._request is None or self._original is None:
+            return
+        try:
+            action = self._edited_action()
+            for point in action.points():
+                monitor_at(point, self._monitors)
+        except (ActionError, OffScreenError) as exc:
+            self._error.setText(str(exc))
+            self._error.setVisible(True)
+            self._show_editor(True)
+            return
+        decision = ApprovalDecision.approve() if action == self._original else ApprovalDecision.edit(action)
+        self._answer(decision, self._remember.isChecked())
+
+    def _on_skip(self) -> None:
+        self._answer(ApprovalDecision.skip(), False)
+
+    def _on_stop(self) -> None:
+        self._answer(ApprovalDecision.stop(), False)
+
+    def _on_edit(self) -> None:
+        self._show_editor(self._edit.isChecked())
+
+    def _answer(self, decision: ApprovalDecision, remember: bool) -> None:
+        if self._request is None:
+            return  # already answered: a double click must not decide the next step
+        self._request = None
+        self.decided.emit(decision, remember and decision.decision.value in ("approve", "edit"))
+
+    def _show_editor(self, visible: bool) -> None:
+        self._edit.setChecked(visible)
+        self._editor.setVisible(visible)
+        self._fit_height()
+        self._keep_on_screen()
+        if visible and self._action is not None:
+            field = self._text if isinstance(self._action, TypeText) else self._keys
+            if field.isVisible():  # the user asked to edit text: take the keyboard for it
+                self.activateWindow()
+                field.setFocus()
+
+    def _fit_height(self) -> None:
+        # Not adjustSize(): it caps a window at 2/3 of the screen, which squeezes the wrapped text
+        # on a small or highly scaled screen.
+        layout = self.layout()
+        layout.activate()
+        if layout.hasHeightForWidth():
+            height = layout.totalHeightForWidth(self.width())
+        else:
+            height = layout.totalSizeHint().height()
+        self.resize(self.width(), height)
+
+    def _keep_on_screen(self) -> None:
+        """After growing, move back inside the screen (a panel in a bottom corner grows upwards)."""
+        area = self.screen().availableGeometry().adjusted(SCREEN_MARGIN, SCREEN_MARGIN, -SCREEN_MARGIN, -SCREEN_MARGIN)
+        frame = self.frameGeometry()
+        left = min(max(frame.left(), area.left()), area.right() + 1 - frame.width())
+        top = min(max(frame.top(), area.top()), area.bottom() + 1 - frame.height())
+        self.move(left, top)
+
+    def _edited_action(self) -> Action:
+        """The action with what the editor holds (validated by the action types)."""
+        assert self._action is not None
+        action = self._action
+        if isinstance(action, TypeText):
+            action = dataclasses.replace(action, text=self._text.toPlainText())
+        elif isinstance(action, KeyCombo):
+            action = KeyCombo(parse_combination(self._keys.text()))
+        return action
+
+    def _on_point_typed(self) -> None:
+        if self._action is None:
+            return
+        points = [editor.point() for editor in self._points[: len(self._action.points())]]
+        iterator = iter(points)
+        try:
+            edited = self._action.map_points(lambda _old: next(iterator))
+        except ActionError as exc:
+            self._error.setText(str(exc))
+            self._error.setVisible(True)
+            return
+        self._action = edited
+        self._action_label.setText(_sentence(action_in_words(edited)))
+        self._error.setVisible(False)
+        self.action_edited.emit(edited)
+
+    # -- keyboard and moving the panel --
+
+    def keyPressEvent(self, event: QtGui.QKeyEvent) -> None:
+        if not self._key_down(event):
+            super().keyPressEvent(event)
+
+    def keyReleaseEvent(self, event: QtGui.QKeyEvent) -> None:
+        if not self._key_up(event):
+            super().keyReleaseEvent(event)
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        if watched is self.windowHandle():
+            # A click anywhere in the panel gives it the keyboard (for Enter, Esc and the editor).
+            # Qt does this itself, except for 400 ms after one of its windows lost the focus.
+            if event.type() == QtCore.QEvent.Type.MouseButtonPress and not self.isActiveWindow():
+                self.activateWindow()
+            return False
+        # In the text field, Enter answers as everywhere in the panel; Shift+Enter adds a line.
+        if watched is self._text and isinstance(event, QtGui.QKeyEvent):
+            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                return False
+            if event.type() == QtCore.QEvent.Type.KeyPress:
+                return self._key_down(event)
+            if event.type() == QtCore.QEvent.Type.KeyRelease:
+                return self._key_up(event)
+        return super().eventFilter(watched, event)
+
+    def _key_down(self, event: QtGui.QKeyEvent) -> bool:
+        if event.key() not in ANSWER_KEYS:
+            return False
+        if not event.isAutoRepeat():
+            self._answer_key = event.key()
+        return True
+
+    def _key_up(self, event: QtGui.QKeyEvent) -> bool:
+        # Answer on the release: answering on the press hides the panel, and the release would then
+        # reach the user's window as a stray key.
+        key = event.key()
+        if key not in ANSWER_KEYS or event.isAutoRepeat():
+            return False
+        if key == self._answer_key:
+            self._answer_key = None
+            if key == Qt.Key.Key_Escape:
+                self._on_stop()
+            else:
+                self._on_approve()
+        return True
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:
+        super().showEvent(event)
+        window = self.windowHandle()
+        if window is not None and not self._watching_window:
+            window.installEventFilter(self)
+            self._watching_window = True
+
+    def mousePressEvent(self, event: QtGui.QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._drag_from = event.globalPosition() - QtCore.QPointF(self.pos())
+
+    def mouseMoveEvent(self, event: QtGui.QMouseEvent) -> None:
+        if self._drag_from is not None:
+            self.move((event.globalPosition() - self._drag_from).toPoint())
+
+    def mouseReleaseEvent(self, event: QtGui.QMouseEvent) -> None:
+        self._drag_from = None
+
+
+def screen_point_to_global_logical_or_none(point: Point) -> QtCore.QPointF | None:
+    try:
+        return screen_point_to_global_logical(point)
+    except OffScreenError:
+        return None
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

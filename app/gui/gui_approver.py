@@ -1,0 +1,171 @@
+"""The tray app's Approver: the engine thread asks, the overlay and the panel show, the user answers.
+
+`decide()` runs on the engine's thread. It hands the request to the GUI thread through a queued
+signal, where the overlay draws the target and the panel asks; then it waits on a threading.Event,
+looking at `request.cancel` every 20 ms, so a stop is answered within the engine's 100 ms promise.
+The panel and overlay are hidden on the GUI thread, and the window system has confirmed it (a round
+trip), before `decide()` returns: the action never lands on the panel, and keystrokes never go to it.
+
+Auto-approval is opt-in: the kinds the user chose in the settings, plus the kinds ticked "approve
+this kind for the rest of this task" (forgotten when the engine starts a new run, which it does with
+a new CancelToken). A request with a loop warning is always asked about.
+
+Wiring, on the GUI thread at start-up (the engine thread then calls `frames.grab()` and
+`approver.decide()`; both hop to the GUI thread themselves):
+
+    overlay = OverlayController()
+    approver = GuiApprover(overlay, auto_approve_kinds=settings_kinds)  # empty unless the user chose
+    frames = OverlayAwareCapture(ScreenCapture(), overlay)  # the model never sees the overlay
+    engine = StepEngine(policy, approver, Executor(...), frames, engine_settings, listener)
+    engine.start(task)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from holodesk.app.gui.approval_panel import ApprovalPanel
+from holodesk.app.gui.gui_thread import GuiThreadCaller
+from holodesk.app.gui.overlay import OverlayController
+from holodesk.app.gui.qt import QtCore, QtGui, Signal
+from holodesk.automation.actions import Action
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision
+
+POLL_S = 0.02  # how often a waiting decide() looks at the cancel token
+
+
+@dataclass
+class _Pending:
+    """One request on its way through the GUI; `done` is set once `decision` is final."""
+
+    request: ApprovalRequest
+    done: threading.Event = field(default_factory=threading.Event)
+    decision: ApprovalDecision | None = None
+    remember_kind: bool = False
+    abandoned: bool = False  # decide() gave up (cancelled): the GUI must not show it any more
+
+
+class GuiApprover(QtCore.QObject):
+    """Implements automation.engine.Approver with the overlay and the approval panel.
+
+    Create it on the GUI thread; call `decide` from the engine's thread.
+
+    Signals:
+      auto_approved(int, str): a step went ahead without asking (step, the action in words).
+    """
+
+    auto_approved = Signal(int, str)
+    _present = Signal(object)
+
+    def __init__(
+        self,
+        overlay: OverlayController,
+        panel: ApprovalPanel | None = None,
+        auto_approve_kinds: Iterable[str] = (),
+        parent: QtCore.QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.overlay = overlay
+        self.panel = panel or ApprovalPanel()
+        self._gui = GuiThreadCaller(self)
+        self._lock = threading.Lock()
+        self._settings_kinds = frozenset(auto_approve_kinds)
+        self._task_kinds: set[str] = set()
+        self._task_token: CancelToken | None = None
+        self._pending: _Pending | None = None  # GUI thread only
+        self._present.connect(self._on_present, QtCore.Qt.ConnectionType.QueuedConnection)
+        self.panel.decided.connect(self._on_decided)
+        self.panel.action_edited.connect(self._on_panel_edit)
+        overlay.target_edited.connect(self.panel.set_action)
+
+    # -- settings --
+
+    def set_auto_approve_kinds(self, kinds: Iterable[str]) -> None:
+        """The action kinds the user's settings approve without asking (any thread)."""
+        with self._lock:
+            self._settings_kinds = frozenset(kinds)
+
+    @property
+    def task_auto_approve_kinds(self) -> frozenset[str]:
+        """The kinds approved "for the rest of this task" in the current run."""
+        with self._lock:
+            return frozenset(self._task_kinds)
+
+    # -- the Approver protocol (engine thread) --
+
+    def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        if self._gui.on_gui_thread():
+            raise RuntimeError("GuiApprover.decide() waits for the GUI; call it from the engine's thread")
+        if request.cancel.cancelled:
+            return ApprovalDecision.stop()
+        if self._auto_approves(request):
+            self.auto_approved.emit(request.step, request.action.describe())
+            return ApprovalDecision.approve()
+
+        pending = _Pending(request)
+        self._present.emit(pending)
+        while not pending.done.wait(POLL_S):
+            if request.cancel.cancelled:
+                # Answer now; the GUI hides the panel when it gets to it.
+                pending.abandoned = True
+                self._gui.post(lambda: self._withdraw(pending))
+                return ApprovalDecision.stop()
+        decision = pending.decision
+        assert decision is not None
+        if request.cancel.cancelled:
+            return ApprovalDecision.stop()
+        if pending.remember_kind and decision.decision in (Decision.APPROVE, Decision.EDIT):
+            with self._lock:
+                if request.cancel is self._task_token:
+                    self._task_kinds.add(request.action.kind)
+        return decision
+
+    def _auto_approves(self, request: ApprovalRequest) -> bool:
+        with self._lock:
+            if request.cancel is not self._task_token:  # a new run: forget the last task's choices
+                self._task_token = request.cancel
+                self._task_kinds = set()
+            if request.loop_warning:
+                return False
+            kind = request.action.kind
+            return kind in self._settings_kinds or kind in self._task_kinds
+
+    # -- GUI thread --
+
+    def _on_present(self, pending: _Pending) -> None:
+        if pending.abandoned:
+            return
+        if self._pending is not None:  # cannot happen with one engine; never leave a waiter hanging
+            self._finish(self._pending, ApprovalDecision.stop(), False)
+        self._pending = pending
+        request = pending.request
+        self.overlay.show_proposal(request.step, request.action)
+        self.panel.present(request)
+
+    def _on_decided(self, decision: ApprovalDecision, remember_kind: bool) -> None:
+        pending = self._pending
+        if pending is not None:
+            self._finish(pending, decision, remember_kind)
+
+    def _on_panel_edit(self, action: Action) -> None:
+        pending = self._pending
+        if pending is not None:
+            self.overlay.show_proposal(pending.request.step, action)
+
+    def _finish(self, pending: _Pending, decision: ApprovalDecision, remember_kind: bool) -> None:
+        # Hidden and confirmed by the window system first: the engine acts as soon as `done` is set.
+        self._withdraw(pending)
+        pending.decision = decision
+        pending.remember_kind = remember_kind
+        pending.done.set()
+
+    def _withdraw(self, pending: _Pending) -> None:
+        if self._pending is not pending:
+            return
+        self._pending = None
+        self.panel.retract()
+        self.overlay.clear()
+        QtGui.QGuiApplication.sync()

@@ -1,0 +1,159 @@
+"""Global hotkeys through pynput: one opens the task prompt, a double Esc stops the run.
+
+pynput calls back on its own thread; `HotkeySignals` turns the callbacks into Qt signals so the
+GUI thread does the work. Keys that Holodesk itself is injecting (the executor's `InjectedInput`
+log) are ignored: on X11 pynput cannot tell XTEST input from a real keyboard, so without this a
+"press esc" action, typed twice, would stop the very run that sent it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from holodesk.app.gui.qt import QtCore, Signal
+from holodesk.automation.executor import InjectedInput
+from holodesk.automation.keys import normalize_key
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PROMPT_HOTKEY = "<ctrl>+<alt>+h"
+DOUBLE_PRESS_WINDOW_S = 0.5
+
+
+class HotkeyError(RuntimeError):
+    """Global hotkeys are not available (Wayland, no X server, a malformed hotkey)."""
+
+
+class RepeatedPressDetector:
+    """True when a key has been pressed `presses` times, each within `window_s` of the one before."""
+
+    def __init__(
+        self, presses: int = 2, window_s: float = DOUBLE_PRESS_WINDOW_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if presses < 1:
+            raise ValueError(f"presses must be at least 1, got {presses}")
+        self.presses = presses
+        self.window_s = window_s
+        self._clock = clock
+        self._count = 0
+        self._last: float | None = None
+
+    def press(self) -> bool:
+        now = self._clock()
+        in_time = self._last is not None and now - self._last <= self.window_s
+        self._count = self._count + 1 if in_time else 1
+        self._last = now
+        if self._count >= self.presses:
+            self._count, self._last = 0, None  # the next press starts a new series
+            return True
+        return False
+
+
+def stop_key_name(pynput_key: str) -> str:
+    """'<esc>' (pynput syntax) or 'q' -> Holodesk's canonical key name."""
+    return normalize_key(pynput_key.strip().removeprefix("<").removesuffix(">"))
+
+
+def key_name(key: Any) -> str | None:
+    """A pynput key as Holodesk's canonical key name (for the injected-input log)."""
+    name = getattr(key, "name", None)  # pynput.keyboard.Key members
+    if name:
+        return {"esc": "esc", "ctrl_l": "ctrl", "ctrl_r": "ctrl", "alt_l": "alt", "alt_r": "alt",
+                "alt_gr": "altgr", "shift_r": "shift", "cmd": "super", "cmd_l": "super", "cmd_r": "super",
+                "page_up": "pageup", "page_down": "pagedown"}.get(name, name)  # fmt: skip
+    char = getattr(key, "char", None)
+    return char.lower() if isinstance(char, str) and char else None
+
+
+class HotkeyListener:
+    """Listens to the whole keyboard: `on_prompt` for the prompt hotkey, `on_stop` for the stop gesture.
+
+    The stop gesture is `stop_key` pressed `stop_presses` times, each within `stop_window_s` of the last.
+    """
+
+    def __init__(
+        self,
+        prompt_hotkey: str,
+        on_prompt: Callable[[], None],
+        on_stop: Callable[[], None],
+        injected: InjectedInput | None = None,
+        stop_key: str = "<esc>",
+        stop_presses: int = 2,
+        stop_window_s: float = DOUBLE_PRESS_WINDOW_S,
+    ) -> None:
+        self.prompt_hotkey = prompt_hotkey
+        self.on_prompt = on_prompt
+        self.on_stop = on_stop
+        self.injected = injected
+        self.stop_key = stop_key_name(stop_key)
+        self._stop_detector = RepeatedPressDetector(stop_presses, stop_window_s)
+        self._listener: Any = None
+        self._hotkey: Any = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        try:
+            from pynput import keyboard
+        except ImportError as exc:  # pynput raises ImportError when it cannot reach a display server
+            raise HotkeyError(f"global hotkeys are unavailable: {str(exc).splitlines()[0]}") from None
+        try:
+            self._hotkey = keyboard.HotKey(keyboard.HotKey.parse(self.prompt_hotkey), self._fire_prompt)
+        except ValueError as exc:
+            raise HotkeyError(f"the prompt hotkey {self.prompt_hotkey!r} is not valid: {exc}") from None
+        listener = keyboard.Listener(on_press=self._on_press, on_release=self._on_release)
+        listener.start()
+        listener.wait()  # ready: events from now on are seen
+        self._listener = listener
+
+    def stop(self) -> None:
+        if self._listener is not None:
+            # pynput's X11 thread only notices the stop with the next key event; it is a daemon
+            # thread, so it is not joined here (joining would stall quitting until a key is pressed).
+            self._listener.stop()
+            self._listener = None
+
+    def _ours(self, key: Any) -> bool:
+        name = key_name(key)
+        return bool(self.injected and name and self.injected.recently_injected(name))
+
+    def _on_press(self, key: Any) -> None:
+        if self._ours(key):
+            return
+        canonical = self._listener.canonical(key) if self._listener else key
+        with self._lock:
+            self._hotkey.press(canonical)
+        if key_name(key) == self.stop_key and self._stop_detector.press():
+            self._call(self.on_stop)
+
+    def _on_release(self, key: Any) -> None:
+        if self._ours(key):
+            return
+        canonical = self._listener.canonical(key) if self._listener else key
+        with self._lock:
+            self._hotkey.release(canonical)
+
+    def _fire_prompt(self) -> None:
+        self._call(self.on_prompt)
+
+    @staticmethod
+    def _call(callback: Callable[[], None]) -> None:
+        try:
+            callback()
+        except Exception:  # a failing callback must not kill pynput's thread
+            log.exception("hotkey callback failed")
+
+
+class HotkeySignals(QtCore.QObject):
+    """Qt signals for the hotkeys; emitted from pynput's thread, delivered queued on the GUI thread."""
+
+    prompt_requested = Signal()
+    stop_requested = Signal()
+
+    def listener(self, prompt_hotkey: str, injected: InjectedInput | None, **stop_gesture: Any) -> HotkeyListener:
+        return HotkeyListener(
+            prompt_hotkey, self.prompt_requested.emit, self.stop_requested.emit, injected, **stop_gesture
+        )

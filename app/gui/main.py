@@ -1,0 +1,307 @@
+"""The tray application: settings, single instance, hotkeys, task prompt, overlay, approval, engine.
+
+Threads: everything with widgets lives on the GUI thread. The model loads on a worker thread and
+each task runs on the engine's thread; both talk back through `EngineBridge` signals (queued onto
+the GUI thread). The engine reaches the GUI itself only through the approver and the overlay-aware
+capture, which switch threads on their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable
+
+from holodesk.app.common.policy_factory import PolicyConfigError, build_policy
+from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
+from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
+from holodesk.app.gui.gui_approver import GuiApprover
+from holodesk.app.gui.history_window import HistoryWindow
+from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, HotkeySignals
+from holodesk.app.gui.overlay import OverlayAwareCapture, OverlayController
+from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from holodesk.app.gui.recent_tasks import RecentTasks, default_path
+from holodesk.app.gui.settings_dialog import SettingsDialog
+from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
+from holodesk.app.gui.task_prompt import TaskPrompt
+from holodesk.app.gui.tray import Indicator, make_indicator
+from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
+from holodesk.automation.executor import Executor
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.trajectory import prune_sessions
+from holodesk.inference.errors import InferenceError
+from holodesk.inference.model_policy import ModelPolicy
+
+log = logging.getLogger(__name__)
+
+OUTCOME_TITLES = {
+    Outcome.DONE: "Task finished",
+    Outcome.ASK_USER: "Holodesk needs you",
+    Outcome.STEP_LIMIT: "Step limit reached",
+    Outcome.STOPPED: "Stopped",
+    Outcome.ERROR: "Task failed",
+}
+
+
+class EngineBridge(QtCore.QObject):
+    """Signals emitted from worker threads, delivered on the GUI thread."""
+
+    engine_event = Signal(object)  # EngineEvent
+    policy_ready = Signal(object)  # ModelPolicy
+    policy_failed = Signal(str)
+    load_progress = Signal(float, str)
+
+
+class HolodeskApp(QtCore.QObject):
+    """Owns every window and the current run. Create and use on the GUI thread."""
+
+    def __init__(
+        self,
+        loaded: LoadedSettings,
+        icon_for: Callable[[AppState], QtGui.QIcon],
+        server: InstanceServer | None = None,
+    ) -> None:
+        super().__init__()
+        self.settings: Settings = loaded.settings
+        self.settings_path = loaded.path
+        self.settings_problem = loaded.problem
+        self.bridge = EngineBridge()
+        self.indicator: Indicator = make_indicator(icon_for)
+        self.overlay = OverlayController()
+        self.approver = GuiApprover(self.overlay, auto_approve_kinds=self.settings.approval.auto_approve)
+        # One capture serves both: mss handles are per thread already (engine thread, GUI thread).
+        screen = ScreenCapture()
+        self.frames = OverlayAwareCapture(screen, self.overlay)
+        self.executor = Executor(capture=screen)
+        self.prompt = TaskPrompt(RecentTasks(default_path()))
+        self.hotkey_signals = HotkeySignals()
+        self.hotkeys: HotkeyListener | None = None
+        self.policy: ModelPolicy | None = None
+        self.policy_error: str | None = None
+        self.engine: StepEngine | None = None
+        self.pending_task: str | None = None
+        self.history: HistoryWindow | None = None
+        self.settings_dialog: SettingsDialog | None = None
+        self.server = server
+
+        self.indicator.new_task.connect(self.open_prompt)
+        self.indicator.stop.connect(self.stop)
+        self.indicator.pause_toggled.connect(self.toggle_pause)
+        self.indicator.show_history.connect(self.show_history)
+        self.indicator.show_settings.connect(self.show_settings)
+        self.indicator.quit.connect(self.quit)
+        self.prompt.submitted.connect(self.start_task)
+        self.hotkey_signals.prompt_requested.connect(self.open_prompt)
+        self.hotkey_signals.stop_requested.connect(self.stop)
+        self.bridge.engine_event.connect(self._on_engine_event)
+        self.bridge.policy_ready.connect(self._on_policy_ready)
+        self.bridge.policy_failed.connect(self._on_policy_failed)
+        self.bridge.load_progress.connect(self._on_load_progress)
+        if server is not None:
+            server.message_received.connect(self.on_instance_message)
+
+    # -- start-up ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.settings_problem is not None:
+            self.indicator.notify("Settings file not used", f"{self.settings_problem} — running on defaults.")
+        self._start_hotkeys()
+        self._load_policy()
+
+    def _start_hotkeys(self) -> None:
+        if self.hotkeys is not None:
+            self.hotkeys.stop()
+            self.hotkeys = None
+        keys = self.settings.hotkeys
+        listener = self.hotkey_signals.listener(
+            keys.prompt,
+            self.executor.injected,
+            stop_key=keys.stop.key,
+            stop_presses=keys.stop.presses,
+            stop_window_s=keys.stop.within_s,
+        )
+        try:
+            listener.start()
+        except HotkeyError as exc:
+            self.indicator.notify(
+                "Global hotkeys unavailable", f"{exc}. Bind a desktop shortcut to `holodesk trigger`."
+            )
+            return
+        self.hotkeys = listener
+
+    def _load_policy(self) -> None:
+        """Build the policy on a worker thread (loading a 12B model takes a while)."""
+        self.policy = None
+        self.policy_error = None
+        options = self.settings.to_policy_options()
+        self._show(StatusLine(AppState.LOADING, f"{options.backend} backend, {options.profile} profile", 0.0))
+
+        def work() -> None:
+            try:
+                policy = build_policy(
+                    options, lambda fraction, message: self.bridge.load_progress.emit(fraction, message)
+                )
+            except PolicyConfigError as exc:
+                self.bridge.policy_failed.emit(f"configuration: {exc}")
+            except InferenceError as exc:  # no weights, no GPU memory, server down: expected, said plainly
+                log.warning("the model is not available: %s", exc)
+                self.bridge.policy_failed.emit(str(exc))
+            except Exception as exc:  # the model could not be loaded: say why, keep the app running
+                log.exception("policy failed to load")
+                self.bridge.policy_failed.emit(str(exc))
+            else:
+                self.bridge.policy_ready.emit(policy)
+
+        threading.Thread(target=work, name="holodesk-load", daemon=True).start()
+
+    def _on_load_progress(self, fraction: float, message: str) -> None:
+        if self.policy is None:
+            self._show(StatusLine(AppState.LOADING, message, fraction))
+
+    def _on_policy_ready(self, policy: ModelPolicy) -> None:
+        self.policy = policy
+        self._show(StatusLine(AppState.IDLE, f"{policy.profile.name} profile ready"))
+        if self.pending_task:
+            task, self.pending_task = self.pending_task, None
+            self.start_task(task)
+
+    def _on_policy_failed(self, reason: str) -> None:
+        self.policy_error = reason
+        self.pending_task = None
+        self._show(StatusLine(AppState.ERROR, f"the model is not available: {reason}"))
+        self.indicator.notify("Model not available", f"{reason}\nRun `holodesk doctor` to see what is missing.")
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def on_instance_message(self, message: str) -> None:
+        if message == "prompt":
+            self.open_prompt()
+        elif message == "stop":
+            self.stop()
+        elif message == "show":
+            self.indicator.notify("Holodesk is running", "Open a task from the tray, or press the hotkey.")
+
+    def open_prompt(self) -> None:
+        self.prompt.open_near()
+
+    def start_task(self, task: str) -> None:
+        if self.engine is not None:
+            self.indicator.notify("A task is running", "Stop it first (Esc twice, or Stop in the menu).")
+            return
+        if self.policy is None:
+            if self.policy_error is not None:
+                self.indicator.notify("Model not available", self.policy_error)
+                return
+            self.pending_task = task
+            self.indicator.notify("Loading the model", "The task starts as soon as the model is ready.")
+            return
+        run = self.settings.run
+        engine = StepEngine(
+            self.policy,
+            self.approver,
+            self.executor,
+            self.frames,
+            EngineSettings(
+                max_steps=run.max_steps,
+                monitor=run.capture_monitor,
+                trajectory_root=self.settings.sessions.folder,
+                keep_screenshots=self.policy.profile.budget.keep_screenshots,
+                session_meta={"backend": self.settings.model.backend, "profile": self.settings.model.profile},
+            ),
+            listener=self.bridge.engine_event.emit,
+        )
+        self.engine = engine
+        engine.start(task)
+
+    def stop(self) -> None:
+        if self.engine is not None:
+            self.engine.stop()
+
+    def toggle_pause(self) -> None:
+        if self.engine is None:
+            return
+        if self.engine.paused:
+            self.engine.resume()
+            self._show(StatusLine(AppState.THINKING, "resumed"))
+        else:
+            self.engine.pause()
+            self._show(StatusLine(AppState.PAUSED, "pauses before the next step"))
+
+    def show_history(self) -> None:
+        if self.history is None:
+            self.history = HistoryWindow(self.settings.sessions.folder)
+        else:
+            self.history.refresh()
+        self.history.show()
+        self.history.raise_()
+
+    def show_settings(self) -> None:
+        self.settings_dialog = SettingsDialog(self.settings, self.settings_path, self.settings_problem)
+        self.settings_dialog.saved.connect(self.apply_settings)
+        self.settings_dialog.show()
+
+    def apply_settings(self, settings: Settings) -> None:
+        model_changed = settings.model != self.settings.model
+        hotkeys_changed = settings.hotkeys != self.settings.hotkeys
+        self.settings = settings
+        self.settings_problem = None
+        self.approver.set_auto_approve_kinds(settings.approval.auto_approve)
+        if hotkeys_changed:
+            self._start_hotkeys()
+        if model_changed and self.engine is None:
+            self._load_policy()
+
+    def quit(self) -> None:
+        self.stop()
+        if self.hotkeys is not None:
+            self.hotkeys.stop()
+        if self.server is not None:
+            self.server.close()
+        QtWidgets.QApplication.quit()
+
+    # -- engine events -------------------------------------------------------------------------
+
+    def _on_engine_event(self, event: EngineEvent) -> None:
+        if event.state is EngineState.FINISHED and event.result is not None:
+            self._finished(event.result)
+            return
+        detail = f"step {event.step}: {event.detail}" if event.detail else f"step {event.step}"
+        self._show(StatusLine(from_engine(event.state), detail))
+
+    def _finished(self, result: RunResult) -> None:
+        self.engine = None
+        self.overlay.clear()
+        state = AppState.ERROR if result.outcome is Outcome.ERROR else AppState.IDLE
+        self._show(StatusLine(state, f"{result.outcome.value}: {result.detail}"))
+        self.indicator.notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({result.steps} steps)")
+        sessions = self.settings.sessions
+        threading.Thread(
+            target=prune_sessions, args=(sessions.folder, sessions.retention_bytes), daemon=True, name="holodesk-prune"
+        ).start()
+
+    def _show(self, status: StatusLine) -> None:
+        self.indicator.show_status(status)
+
+
+def tray_icon(state: AppState) -> QtGui.QIcon:
+    """The tray icon for a state (assets/icons/tray-<state>.svg; paused shares the waiting icon)."""
+    from holodesk.app.common.resources import icon_path
+
+    name = "waiting" if state is AppState.PAUSED else state.value
+    return QtGui.QIcon(str(icon_path(f"tray-{name}")))
+
+
+def run_app(argv: list[str] | None = None) -> int:
+    """`holodesk` with no command: become the running instance (or wake the one that runs) and start."""
+    app = QtWidgets.QApplication(argv if argv is not None else sys.argv[:1])
+    app.setApplicationName("Holodesk")
+    app.setQuitOnLastWindowClosed(False)  # closing the history or settings window must not quit the tray
+    server = acquire_instance()
+    if server is None:
+        print("Holodesk is already running: told it to show itself.")
+        return 0
+    holodesk = HolodeskApp(load_settings(), tray_icon, server)
+    holodesk.start()
+    app.aboutToQuit.connect(lambda: server.close())
+    return app.exec()

@@ -1,0 +1,135 @@
+"""The tray icon and its menu, or a small always-on-top control window where no tray exists.
+
+Both show the app's state (icon and tooltip, or a label) and offer the same commands; the rest of
+the app talks to whichever was built through the `Indicator` signals and `show_status`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from holodesk.app.gui.app_state import AppState, StatusLine
+from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
+
+IconForState = Callable[[AppState], QtGui.QIcon]
+CONTROL_TEXT_WIDTH = 380  # logical pixels of status text in the control window
+
+
+class Indicator(QtCore.QObject):
+    """Commands the user can give from the tray or the control window."""
+
+    new_task = Signal()
+    stop = Signal()
+    pause_toggled = Signal()
+    show_history = Signal()
+    show_settings = Signal()
+    quit = Signal()
+
+    def show_status(self, status: StatusLine) -> None:  # overridden by both indicators
+        self.status = status
+
+    def notify(self, title: str, text: str) -> None:  # overridden by both indicators
+        self.last_notification = (title, text)
+
+
+def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -> tuple[QtWidgets.QMenu, QtGui.QAction]:
+    menu = QtWidgets.QMenu(parent)
+    menu.addAction("New task", indicator.new_task.emit)
+    menu.addAction("Stop", indicator.stop.emit)
+    pause = menu.addAction("Pause", indicator.pause_toggled.emit)
+    menu.addSeparator()
+    menu.addAction("History", indicator.show_history.emit)
+    menu.addAction("Settings", indicator.show_settings.emit)
+    menu.addSeparator()
+    menu.addAction("Quit", indicator.quit.emit)
+    return menu, pause
+
+
+class TrayIndicator(Indicator):
+    """A QSystemTrayIcon whose icon and tooltip follow the state; left click opens the task prompt."""
+
+    def __init__(self, icon_for: IconForState) -> None:
+        super().__init__()
+        self.icon_for = icon_for
+        self.menu, self.pause_action = _build_menu(self)
+        self.tray = QtWidgets.QSystemTrayIcon()
+        self.tray.setContextMenu(self.menu)
+        self.tray.activated.connect(self._activated)
+        self.show_status(StatusLine(AppState.IDLE))
+        self.tray.show()
+
+    def _activated(self, reason: QtWidgets.QSystemTrayIcon.ActivationReason) -> None:
+        if reason == QtWidgets.QSystemTrayIcon.ActivationReason.Trigger:
+            self.new_task.emit()
+
+    def show_status(self, status: StatusLine) -> None:
+        super().show_status(status)
+        self.tray.setIcon(self.icon_for(status.state))
+        self.tray.setToolTip(status.tooltip())
+        self.pause_action.setText("Resume" if status.state is AppState.PAUSED else "Pause")
+
+    def notify(self, title: str, text: str) -> None:
+        super().notify(title, text)
+        self.tray.showMessage(title, text, self.icon_for(AppState.IDLE), 6000)
+
+
+class ControlWindow(Indicator):
+    """The tray's stand-in: a small frameless always-on-top window with the state and the commands."""
+
+    def __init__(self, icon_for: IconForState) -> None:
+        super().__init__()
+        self.icon_for = icon_for
+        flags = Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint | Qt.WindowType.FramelessWindowHint
+        self.window = QtWidgets.QWidget(None, flags)
+        self.window.setObjectName("HolodeskControl")
+        self.window.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+        self.window.setStyleSheet(
+            "#HolodeskControl { background: #1f2430; border: 1px solid #4c566a; border-radius: 6px; }"
+            "QLabel { color: #eceff4; } QToolButton { color: #eceff4; background: #3b4252; border: none;"
+            " padding: 3px 8px; border-radius: 4px; }"
+        )
+        layout = QtWidgets.QHBoxLayout(self.window)
+        layout.setContentsMargins(6, 4, 6, 4)
+        self.icon_label = QtWidgets.QLabel()
+        self.text_label = QtWidgets.QLabel()
+        layout.addWidget(self.icon_label)
+        layout.addWidget(self.text_label, 1)
+        self.menu, self.pause_action = _build_menu(self, self.window)
+        for text, signal in (("New task", self.new_task), ("Stop", self.stop)):
+            button = QtWidgets.QToolButton()
+            button.setText(text)
+            button.clicked.connect(signal.emit)
+            layout.addWidget(button)
+        more = QtWidgets.QToolButton()
+        more.setText("⋯")
+        more.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.InstantPopup)
+        more.setMenu(self.menu)
+        layout.addWidget(more)
+        self.show_status(StatusLine(AppState.IDLE))
+        self.window.show()
+
+    def show_status(self, status: StatusLine) -> None:
+        super().show_status(status)
+        self.icon_label.setPixmap(self.icon_for(status.state).pixmap(20, 20))
+        self._set_text(status.tooltip().replace("\n", " — "), status.tooltip())
+        self.pause_action.setText("Resume" if status.state is AppState.PAUSED else "Pause")
+
+    def notify(self, title: str, text: str) -> None:
+        super().notify(title, text)
+        self._set_text(f"{title}: {text}", f"{title}\n{text}")
+
+    def _set_text(self, line: str, full: str) -> None:
+        # One elided line keeps the window small and its buttons on screen; the tooltip has it all.
+        metrics = self.text_label.fontMetrics()
+        self.text_label.setText(metrics.elidedText(line, Qt.TextElideMode.ElideRight, CONTROL_TEXT_WIDTH))
+        self.window.setToolTip(full)
+        self.window.adjustSize()
+        screen = QtGui.QGuiApplication.primaryScreen().availableGeometry()
+        self.window.move(screen.right() - self.window.width() - 12, screen.top() + 12)
+
+
+def make_indicator(icon_for: IconForState) -> Indicator:
+    """The tray icon where a tray exists, otherwise the control window."""
+    if QtWidgets.QSystemTrayIcon.isSystemTrayAvailable():
+        return TrayIndicator(icon_for)
+    return ControlWindow(icon_for)

@@ -1,0 +1,109 @@
+"""`holodesk locate`, `history` and `export-corrections`, run as commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from PIL import Image
+
+from holodesk.automation.actions import Click, Point
+from holodesk.automation.trajectory import TrajectoryWriter
+from tests.automation.frames import solid_frame
+from tests.support.holodesk_command import HOLODESK_COMMAND
+
+
+def holodesk(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*HOLODESK_COMMAND, *args], capture_output=True, text=True, timeout=120)
+
+
+def script(tmp_path, *answers: str):
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+    return str(path)
+
+
+def test_locate_prints_the_point_in_the_images_own_pixels(tmp_path):
+    image = tmp_path / "shot.png"
+    Image.new("RGB", (1366, 768), (200, 200, 200)).save(image)
+    answers = script(tmp_path, '{"x": 500, "y": 250}')
+    result = holodesk("locate", str(image), "the Save button", "--backend", "scripted", "--script", answers)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert (found["x"], found["y"]) == (683, 192)  # 500/1000 of 1366, 250/1000 of 768
+    assert found["model_point"] == [500, 250]
+
+
+def test_locate_with_a_pixel_profile_maps_back_from_the_resized_image(tmp_path):
+    image = tmp_path / "shot.png"
+    Image.new("RGB", (1920, 1080), (200, 200, 200)).save(image)
+    # holo1.5 sees the screenshot resized to 1316x728; (658, 364) is its centre.
+    answers = script(tmp_path, '{"action": "click_absolute", "x": 658, "y": 364}')
+    result = holodesk(
+        "locate", str(image), "the centre", "--backend", "scripted", "--script", answers, "--profile", "holo1.5"
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert abs(found["x"] - 960) <= 2 and abs(found["y"] - 540) <= 2
+
+
+def test_locate_with_an_unusable_answer_exits_1_and_shows_it(tmp_path):
+    image = tmp_path / "shot.png"
+    Image.new("RGB", (64, 64)).save(image)
+    answers = script(tmp_path, "I think it is somewhere on the left")
+    result = holodesk("locate", str(image), "x", "--backend", "scripted", "--script", answers)
+    assert result.returncode == 1
+    assert "unusable" in result.stderr and "somewhere on the left" in result.stderr
+    assert result.stdout == ""
+
+
+def test_locate_with_an_unreadable_image_exits_2(tmp_path):
+    bad = tmp_path / "shot.png"
+    bad.write_text("not an image", encoding="utf-8")
+    result = holodesk("locate", str(bad), "x", "--backend", "scripted", "--script", script(tmp_path, "{}"))
+    assert result.returncode == 2 and "cannot read the image" in result.stderr
+
+
+def record(root, task: str, edited: bool) -> str:
+    writer = TrajectoryWriter.create(root, task)
+    shot = writer.save_screenshot("step-0001", solid_frame(200, 100)).result()
+    step = {
+        "type": "step",
+        "index": 1,
+        "decision": "edit" if edited else "approve",
+        "screenshot": shot,
+        "region": {"left": 0, "top": 0, "width": 200, "height": 100},
+        "note": "the Save button",
+        "action_screen": Click(Point(10, 10)).to_dict(),
+        "action_text": "click at (10, 10)",
+    }
+    if edited:
+        step["edited_screen"] = Click(Point(40, 30)).to_dict()
+    writer.append(step)
+    writer.finish("done", "saved")
+    return writer.folder.name
+
+
+def test_history_lists_and_shows_sessions(tmp_path):
+    first = record(tmp_path, "Save the file", edited=False)
+    record(tmp_path, "Rename the file", edited=True)
+    listing = holodesk("history", "--sessions", str(tmp_path))
+    assert listing.returncode == 0
+    lines = listing.stdout.splitlines()
+    assert "Rename the file" in lines[0] and "Save the file" in lines[1]  # newest first
+    shown = holodesk("history", first[:20], "--sessions", str(tmp_path))
+    assert shown.returncode == 0, shown.stdout
+    assert "task:    Save the file" in shown.stdout and "click at (10, 10)" in shown.stdout
+    as_json = json.loads(holodesk("history", first, "--json", "--sessions", str(tmp_path)).stdout)
+    assert as_json["end"]["outcome"] == "done"
+    assert holodesk("history", "no-such-session", "--sessions", str(tmp_path)).returncode == 1
+
+
+def test_export_corrections_writes_the_moved_targets(tmp_path):
+    record(tmp_path / "sessions", "Save the file", edited=False)
+    record(tmp_path / "sessions", "Rename the file", edited=True)
+    out = tmp_path / "corrections.jsonl"
+    result = holodesk("export-corrections", str(out), "--sessions", str(tmp_path / "sessions"))
+    assert result.returncode == 0 and "wrote 1 correction" in result.stdout
+    (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert row["point"] == [40, 30] and row["instruction"] == "the Save button"

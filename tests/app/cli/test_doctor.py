@@ -1,0 +1,80 @@
+"""`holodesk doctor` run as a user runs it: the console script, a real X server, a real HTTP server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.holodesk_command import HOLODESK_COMMAND
+
+HOLODESK = list(HOLODESK_COMMAND)
+
+
+def doctor(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HOLODESK, "doctor", *args], env=env, capture_output=True, text=True, timeout=120, cwd=os.getcwd()
+    )
+
+
+def base_env(display: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "HOLODESK_API_KEY")}
+    env["CUDA_VISIBLE_DEVICES"] = ""  # a GPU on the test machine must not change the verdict
+    if display:
+        env["DISPLAY"] = display
+    return env
+
+
+def lines_of(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    """First line for each check name -> its status."""
+    found: dict[str, str] = {}
+    for line in result.stdout.splitlines():
+        status, _, rest = line.partition(" ")
+        if status in ("OK", "INFO", "WARN", "FAIL"):
+            found.setdefault(rest.strip().split(":")[0], status)
+    return found
+
+
+def test_without_a_gpu_the_local_backend_is_blocked_and_says_why(xvfb):
+    result = doctor("--model", "/nonexistent/checkpoint", env=base_env(os.environ["DISPLAY"]))
+    assert result.returncode == 1, result.stdout + result.stderr
+    checks = lines_of(result)
+    assert checks["display"] == "OK"
+    assert checks["monitor 1"] == "OK"
+    assert checks["input"] == "OK"
+    assert checks["cuda"] == "FAIL"
+    assert checks["weights"] == "FAIL"
+    assert "no CUDA GPU on this machine" in result.stdout
+    assert "--backend remote" in result.stdout  # the fix names the way out
+    assert "/nonexistent/checkpoint" in result.stdout
+    assert result.stdout.rstrip().endswith("blocked: fix the FAIL lines above (backend local)")
+
+
+def test_remote_backend_without_a_gpu_is_ready(xvfb):
+    with FakeOpenAIServer() as server:
+        result = doctor("--backend", "remote", "--base-url", server.base_url, env=base_env(os.environ["DISPLAY"]))
+    assert result.returncode == 0, result.stdout + result.stderr
+    checks = lines_of(result)
+    assert checks["cuda"] == "INFO"  # no GPU is fine for a remote backend
+    assert checks["server"] == "OK"
+    assert "serves Hcompany/Holotron-12B" in result.stdout
+    assert result.stdout.rstrip().endswith("ready (backend remote)")
+
+
+def test_an_unreachable_server_blocks_the_remote_backend(xvfb):
+    with FakeOpenAIServer() as server:
+        url = server.base_url
+    result = doctor("--backend", "remote", "--base-url", url, env=base_env(os.environ["DISPLAY"]))
+    assert result.returncode == 1
+    assert lines_of(result)["server"] == "FAIL"
+    assert "connection refused" in result.stdout
+
+
+def test_no_display_is_reported_with_its_fix(tmp_path: Path):
+    with FakeOpenAIServer() as server:
+        result = doctor("--backend", "remote", "--base-url", server.base_url, env=base_env(None))
+    assert result.returncode == 1
+    assert lines_of(result)["display"] == "FAIL"
+    assert "DISPLAY and WAYLAND_DISPLAY are unset" in result.stdout
+    assert "monitor 1" not in lines_of(result)  # nothing that needs a display is attempted

@@ -1,0 +1,270 @@
+"""The approval panel: what it shows, what each button and key answers, edits, and where the focus goes.
+
+Most tests drive the panel in this process on Qt's offscreen platform. The focus test runs the real
+panel (through GuiApprover) in tests/support/overlay_probe.py on the module's Xvfb, next to the
+logging target window, and types with xdotool as a user would.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from holodesk.app.gui.approval_panel import ApprovalPanel
+from holodesk.app.gui.qt import Qt, QtCore
+from holodesk.automation.actions import Action, Click, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText
+from holodesk.automation.engine import ApprovalDecision, Decision
+from tests.app.gui.approval_requests import approval_request
+from tests.support.overlay_probe import OverlayProbe
+from tests.support.target_client import TargetWindow
+
+
+@pytest.fixture
+def panel(qtbot) -> Iterator[ApprovalPanel]:  # type: ignore[no-untyped-def]
+    widget = ApprovalPanel()
+    qtbot.addWidget(widget)
+    yield widget
+    widget.retract()
+
+
+def answer_of(qtbot, panel: ApprovalPanel, do: Callable[[], object]) -> tuple[ApprovalDecision, bool]:  # type: ignore[no-untyped-def]
+    """What the panel answers when `do` runs."""
+    with qtbot.waitSignal(panel.decided, timeout=2000) as blocker:
+        do()
+    return blocker.args[0], blocker.args[1]
+
+
+def click(qtbot, panel: ApprovalPanel, name: str) -> None:  # type: ignore[no-untyped-def]
+    qtbot.mouseClick(panel.named_widgets()[name], Qt.MouseButton.LeftButton)
+
+
+def test_shows_the_step_the_action_the_note_and_the_thought(panel: ApprovalPanel) -> None:
+    panel.present(
+        approval_request(Click(Point(120, 80)), step=4, note="Open the menu.", thought="The menu is top left.")
+    )
+    widgets = panel.named_widgets()
+    assert panel.isVisible()
+    assert widgets["action"].text() == "Click at (120, 80)"
+    assert widgets["note"].text() == "Open the menu."
+    assert widgets["thought"].text() == "The menu is top left."
+    assert not widgets["warning"].isVisible()
+    assert "“click”" in widgets["remember"].text()
+    assert widgets["remember"].isEnabled()
+    assert not widgets["remember"].isChecked()
+
+
+@pytest.mark.parametrize(
+    ("action", "words"),
+    [
+        (TypeText("hi"), "Type 'hi' into the focused field"),
+        (Scroll(ScrollDirection.DOWN), "Scroll down 3 notches at the pointer"),
+        (Scroll(ScrollDirection.UP, 1, Point(5, 6)), "Scroll up 1 notch at (5, 6)"),
+    ],
+)
+def test_says_where_pointerless_typing_and_scrolling_go(panel: ApprovalPanel, action: Action, words: str) -> None:
+    panel.present(approval_request(action))
+    assert panel.named_widgets()["action"].text() == words
+
+
+def test_is_a_tool_window_shown_without_taking_focus(panel: ApprovalPanel) -> None:
+    assert panel.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+    assert panel.windowFlags() & Qt.WindowType.Tool == Qt.WindowType.Tool
+    assert panel.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
+    for name in ("approve", "edit", "skip", "stop", "remember"):
+        assert panel.named_widgets()[name].focusPolicy() == Qt.FocusPolicy.NoFocus
+
+
+@pytest.mark.parametrize(
+    ("button", "decision"), [("approve", Decision.APPROVE), ("skip", Decision.SKIP), ("stop", Decision.STOP)]
+)
+def test_each_button_answers(qtbot, panel: ApprovalPanel, button: str, decision: Decision) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(Click(Point(10, 10))))
+    answer, remember = answer_of(qtbot, panel, lambda: click(qtbot, panel, button))
+    assert answer.decision is decision
+    assert answer.action is None
+    assert remember is False
+
+
+@pytest.mark.parametrize(
+    ("key", "decision"), [(Qt.Key.Key_Return, Decision.APPROVE), (Qt.Key.Key_Escape, Decision.STOP)]
+)
+def test_enter_approves_and_escape_stops(qtbot, panel: ApprovalPanel, key: Qt.Key, decision: Decision) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(Click(Point(10, 10))))
+    answer, _ = answer_of(qtbot, panel, lambda: qtbot.keyClick(panel, key))
+    assert answer.decision is decision
+
+
+def test_enter_answers_on_release_so_the_release_stays_in_the_panel(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(Click(Point(10, 10))))
+    answers: list[object] = []
+    panel.decided.connect(lambda decision, _remember: answers.append(decision))
+    qtbot.keyPress(panel, Qt.Key.Key_Return)
+    assert answers == []
+    qtbot.keyRelease(panel, Qt.Key.Key_Return)
+    assert [a.decision for a in answers] == [Decision.APPROVE]  # type: ignore[attr-defined]
+
+
+def test_the_remember_box_comes_with_an_approval_only(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(Click(Point(10, 10))))
+    click(qtbot, panel, "remember")
+    answer, remember = answer_of(qtbot, panel, lambda: click(qtbot, panel, "approve"))
+    assert (answer.decision, remember) == (Decision.APPROVE, True)
+
+    panel.present(approval_request(Click(Point(10, 10))))
+    assert not panel.named_widgets()["remember"].isChecked()  # a new step starts unticked
+    click(qtbot, panel, "remember")
+    answer, remember = answer_of(qtbot, panel, lambda: click(qtbot, panel, "skip"))
+    assert (answer.decision, remember) == (Decision.SKIP, False)
+
+
+def test_a_loop_warning_is_shown_and_allows_no_blanket_approval(panel: ApprovalPanel) -> None:
+    panel.present(approval_request(Click(Point(10, 10)), loop_warning="the same action was proposed 3 times"))
+    widgets = panel.named_widgets()
+    assert widgets["warning"].isVisible()
+    assert "The same action was proposed 3 times" in widgets["warning"].text()
+    assert not widgets["remember"].isEnabled()
+
+
+def test_editing_the_text_to_type(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(TypeText("helo wrld", at=Point(50, 60))))
+    click(qtbot, panel, "edit")
+    field = panel.named_widgets()["text"]
+    assert field.isVisible()
+    assert field.toPlainText() == "helo wrld"
+    field.setPlainText("hello world")
+    answer, _ = answer_of(qtbot, panel, lambda: qtbot.keyClick(field, Qt.Key.Key_Return))
+    assert answer == ApprovalDecision.edit(TypeText("hello world", at=Point(50, 60)))
+
+
+def test_shift_enter_in_the_text_adds_a_line_instead_of_answering(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(TypeText("one")))
+    click(qtbot, panel, "edit")
+    field = panel.named_widgets()["text"]
+    field.setFocus()
+    field.moveCursor(field.textCursor().MoveOperation.End)
+    answers: list[object] = []
+    panel.decided.connect(lambda decision, _remember: answers.append(decision))
+    qtbot.keyClick(field, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(field, "two")
+    assert answers == []
+    answer, _ = answer_of(qtbot, panel, lambda: click(qtbot, panel, "approve"))
+    assert answer == ApprovalDecision.edit(TypeText("one\ntwo"))
+
+
+def test_editing_keys_and_refusing_unknown_ones(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(KeyCombo(("ctrl", "c"))))
+    click(qtbot, panel, "edit")
+    keys = panel.named_widgets()["keys"]
+    assert keys.text() == "ctrl+c"
+    answers: list[object] = []
+    panel.decided.connect(lambda decision, _remember: answers.append(decision))
+    keys.setText("ctrl+nosuchkey")
+    click(qtbot, panel, "approve")
+    assert answers == []
+    assert panel.named_widgets()["error"].isVisible()
+    assert "nosuchkey" in panel.named_widgets()["error"].text()
+    keys.setText("ctrl+shift+t")
+    answer, _ = answer_of(qtbot, panel, lambda: click(qtbot, panel, "approve"))
+    assert answer == ApprovalDecision.edit(KeyCombo(("ctrl", "shift", "t")))
+
+
+def test_unchanged_edit_is_a_plain_approval(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(KeyCombo(("ctrl", "c"))))
+    click(qtbot, panel, "edit")
+    answer, _ = answer_of(qtbot, panel, lambda: click(qtbot, panel, "approve"))
+    assert answer == ApprovalDecision.approve()
+
+
+def test_typed_coordinates_move_the_target_and_must_be_on_a_monitor(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(Drag(Point(10, 20), Point(300, 200))))
+    click(qtbot, panel, "edit")
+    widgets = panel.named_widgets()
+    with qtbot.waitSignal(panel.action_edited, timeout=1000) as edited:
+        widgets["end_x"].setValue(310)
+    assert edited.args[0] == Drag(Point(10, 20), Point(310, 200))
+
+    answers: list[object] = []
+    panel.decided.connect(lambda decision, _remember: answers.append(decision))
+    widgets["target_y"].setValue(5000)  # below the 800x600 monitor
+    click(qtbot, panel, "approve")
+    assert answers == []
+    assert "on no monitor" in widgets["error"].text()
+
+    widgets["target_y"].setValue(25)
+    answer, _ = answer_of(qtbot, panel, lambda: click(qtbot, panel, "approve"))
+    assert answer == ApprovalDecision.edit(Drag(Point(10, 25), Point(310, 200)))
+
+
+def test_a_dragged_marker_becomes_the_edit(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(Click(Point(100, 100))))
+    panel.set_action(Click(Point(140, 90)))
+    assert panel.named_widgets()["action"].text() == "Click at (140, 90)"
+    assert panel.named_widgets()["target_x"].value() == 140
+    answer, _ = answer_of(qtbot, panel, lambda: click(qtbot, panel, "approve"))
+    assert answer == ApprovalDecision.edit(Click(Point(140, 90)))
+
+
+def test_a_second_answer_to_the_same_step_is_ignored(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    panel.present(approval_request(Click(Point(10, 10))))
+    answers: list[object] = []
+    panel.decided.connect(lambda decision, _remember: answers.append(decision))
+    click(qtbot, panel, "approve")
+    click(qtbot, panel, "stop")
+    assert [a.decision for a in answers] == [Decision.APPROVE]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("target", [Point(20, 20), Point(780, 20), Point(20, 580), Point(780, 580), Point(400, 300)])
+def test_never_covers_the_target(panel: ApprovalPanel, target: Point) -> None:
+    panel.present(approval_request(Click(target)))
+    assert not panel.frameGeometry().contains(QtCore.QPoint(target.x, target.y))
+    screen = panel.screen().geometry()
+    assert screen.contains(panel.frameGeometry())
+
+
+# -- on a real display -----------------------------------------------------------------------------
+
+
+def xdotool(*args: str) -> None:
+    subprocess.run(["xdotool", *args], check=True, timeout=10)
+
+
+def field_text(events: list[dict]) -> str | None:
+    texts = [event["text"] for event in events if event["event"] == "text"]
+    return texts[-1] if texts else None
+
+
+@pytest.mark.display
+def test_the_keyboard_stays_with_the_users_window(xvfb, target_window: TargetWindow) -> None:  # type: ignore[no-untyped-def]
+    """Shown: typing still reaches the user's field. Clicked and answered: typing reaches it again."""
+    field = target_window.centre("field")
+    xdotool("mousemove", str(field.x), str(field.y), "click", "1")
+    target_window.reset()
+    probe = OverlayProbe.start(scale=1.25)
+    try:
+        for answer_with in ("enter", "approve-button"):
+            probe.send({"cmd": "decide", "step": 1, "action": {"kind": "type", "text": "x"}, "note": "type it"})
+            panel = probe.wait_for("panel")
+            xdotool("type", "ab")
+            assert field_text(target_window.sync()) == "ab", "showing the panel took the keyboard"
+
+            if answer_with == "enter":
+                note = panel["widgets"]["note"]
+                xdotool("mousemove", str(note[0] + 4), str(note[1] + 4), "click", "1")  # the panel gets the focus
+                xdotool("key", "Return")
+            else:
+                approve = panel["widgets"]["approve"]
+                xdotool("mousemove", str(approve[0] + 10), str(approve[1] + 10), "click", "1")
+            decided = probe.wait_for("decided")
+            assert decided["decision"] == "approve"
+            assert decided["panel_visible"] is False and decided["overlay_visible"] is False
+
+            # What the executor would type next lands in the user's field, and nothing else did.
+            xdotool("type", "cd")
+            events = target_window.sync()
+            assert field_text(events) == "abcd", f"keys after approving with {answer_with} went astray: {events}"
+            assert not [e for e in events if e["event"].startswith("key") and e["key"] == "Return"]
+            target_window.reset()
+    finally:
+        probe.close()

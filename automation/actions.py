@@ -67,7 +67,9 @@ class ScrollDirection(StrEnum):
 
 def _enum_value(enum: type[_E], value: object, what: str) -> _E:
     try:
-        return enum(str(value).lower()) if isinstance(value, str) else enum(value)
+        if isinstance(value, enum):
+            return value
+        return enum(str(value).lower()) if isinstance(value, str) else enum(str(value))
     except ValueError:
         allowed = ", ".join(member.value for member in enum)
         raise ActionError(f"unknown {what} {value!r} (expected one of: {allowed})") from None

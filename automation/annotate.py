@@ -17,7 +17,7 @@ MARKER_RADIUS = 14
 
 def annotate(frame: ScreenFrame, action: Action, label: str = "") -> Image.Image:
     """The frame as an RGB image with `action`'s target(s) drawn on it (action in screen space)."""
-    image = frame.to_image()
+    image: Image.Image = frame.to_image()
     draw = ImageDraw.Draw(image)
     left, top = frame.region.left, frame.region.top
 

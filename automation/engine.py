@@ -137,9 +137,12 @@ class EngineEvent:
     result: RunResult | None = None
 
 
+DEFAULT_MAX_STEPS = 30  # the user's setting (holodesk.app.common.settings) defaults to this too
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
-    max_steps: int = 30
+    max_steps: int = DEFAULT_MAX_STEPS
     monitor: int | None = 1  # mss index; None for the whole desktop
     settle_timeout_s: float = 3.0
     settle_poll_s: float = 0.1

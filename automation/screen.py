@@ -69,9 +69,9 @@ class ScreenFrame:
 
         return Image.frombuffer("RGB", (self.width, self.height), self._bgrx_bytes(), "raw", "BGRX", 0, 1)
 
-    def _bgrx_bytes(self) -> bytes | memoryview:
-        pixels = self.pixels if self.pixels.flags.c_contiguous else np.ascontiguousarray(self.pixels)
-        return memoryview(pixels).cast("B")
+    def _bgrx_bytes(self) -> np.ndarray:
+        """The BGRX pixels as one C-contiguous buffer (no copy when they already are)."""
+        return self.pixels if self.pixels.flags.c_contiguous else np.ascontiguousarray(self.pixels)
 
     def same_pixels(self, other: ScreenFrame) -> bool:
         """True when both frames show the same region with identical pixels."""

@@ -21,8 +21,11 @@ a private cache for remote code, so no test can reach a hub or the user's caches
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +43,13 @@ isolate_hf_environment()
 # itself still comes from the install.
 REPO = Path(__file__).resolve().parent.parent
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+
+# `holodesk run`, `doctor` and the tray app read the user's settings file and write sessions to the
+# user's data folder: no test may see the developer's own, so the whole session gets private ones.
+_PRIVATE_HOME = Path(tempfile.mkdtemp(prefix="holodesk-test-home-"))
+os.environ["XDG_CONFIG_HOME"] = str(_PRIVATE_HOME / "config")
+os.environ["XDG_DATA_HOME"] = str(_PRIVATE_HOME / "data")
+atexit.register(functools.partial(shutil.rmtree, _PRIVATE_HOME, ignore_errors=True))
 
 
 @pytest.fixture(scope="module")

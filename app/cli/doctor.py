@@ -43,10 +43,10 @@ class CheckResult:
 class DoctorOptions:
     """What the user intends to run, so the doctor knows what blocks it."""
 
-    backend: str = "local"  # "local" or "remote"
-    model: str | None = None  # checkpoint directory or repo id (local backend)
-    base_url: str | None = None  # server URL (remote backend)
-    device: str = "cuda"  # "cuda" or "cpu" (local backend)
+    backend: str  # "local", "remote" or "scripted"; the defaults are the settings file's
+    model: str | None  # checkpoint directory or repo id (local backend)
+    base_url: str | None  # server URL (remote backend)
+    device: str  # "cuda" or "cpu" (local backend)
 
 
 TRANSFORMERS_RANGE = ((4, 53), (4, 54))  # > 4.53, < 4.54 as the Holotron-12B card pins
@@ -262,8 +262,9 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
     yield from _guarded("cuda", lambda: check_gpu(options))
     if options.backend == "local":
         yield from _guarded("weights", lambda: iter([check_weights(options)]))
-    else:
+    elif options.backend == "remote":
         yield from _guarded("server", lambda: iter([check_server(options)]))
+    # scripted: replays recorded answers; nothing to check beyond the desktop
 
 
 def _guarded(name: str, make: Callable[[], Iterator[CheckResult]]) -> Iterator[CheckResult]:

@@ -10,29 +10,38 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TextIO
 
-EXIT_USAGE = 2  # bad arguments (argparse's own convention)
+from holodesk.app.common.settings import BACKENDS, DEVICES
+from holodesk.inference.profiles import PROFILE_NAMES
+
+if TYPE_CHECKING:
+    from holodesk.app.common.settings import Settings
 
 EPILOG = """exit codes: 0 done, 1 failed, 2 bad arguments or configuration, 3 stopped by the user,
 4 the model asks a question, 5 step limit reached (doctor: 0 ready, 1 something blocks the backend)"""
 
 
+SETTINGS_NOTE = "options left out come from the settings file (the tray app's Settings window writes it)"
+
+
 def _add_backend_options(parser: argparse.ArgumentParser, *, scripted: bool = True) -> None:
-    backends = ("local", "remote", "scripted") if scripted else ("local", "remote")
-    parser.add_argument("--backend", choices=backends, default="local", help="where the model runs (default: local)")
+    # No defaults here: a flag left out means "as in the settings file" (holodesk.app.common.overrides).
+    backends = BACKENDS if scripted else tuple(b for b in BACKENDS if b != "scripted")
+    parser.add_argument("--backend", choices=backends, help="where the model runs (default: the settings file's)")
     parser.add_argument(
         "--model", help="local: checkpoint directory or Hugging Face repo id; remote: the served model's name"
     )
     parser.add_argument("--base-url", help="OpenAI-compatible server URL, e.g. http://gpu-box:8000/v1 (remote)")
-    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="local backend device")
+    parser.add_argument("--device", choices=DEVICES, help="local backend device")
     if scripted:
         parser.add_argument("--script", type=Path, help="scripted backend: JSONL file of model answers")
-        parser.add_argument("--profile", default="holotron", help="model profile (holotron, holo1.5, holo1)")
+        parser.add_argument("--profile", help=f"model profile ({', '.join(PROFILE_NAMES)})")
 
 
-def _monitor(value: str) -> int | None:
+def _monitor(value: str) -> int | Literal["all"]:
     if value == "all":
-        return None
+        return "all"
     try:
         index = int(value)
     except ValueError:
@@ -63,17 +72,23 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", metavar="COMMAND", description="without a command, holodesk starts the tray application"
     )
 
-    doctor = commands.add_parser("doctor", help="check display, capture, input, GPU, kernels and weights")
+    doctor = commands.add_parser(
+        "doctor", help="check display, capture, input, GPU, kernels and weights", epilog=SETTINGS_NOTE
+    )
     _add_backend_options(doctor, scripted=False)
 
-    run = commands.add_parser("run", help="do a task, approving each step in this terminal", epilog=EPILOG)
+    run = commands.add_parser(
+        "run", help="do a task, approving each step in this terminal", epilog=f"{SETTINGS_NOTE}\n{EPILOG}"
+    )
     run.add_argument("task", help="what to do, in words")
     _add_backend_options(run)
-    run.add_argument("--max-steps", type=_positive, default=30, help="stop after this many steps (default 30)")
-    run.add_argument("--monitor", type=_monitor, default=1, help="monitor number, or 'all' (default 1)")
-    run.add_argument("--sessions", type=Path, help="where trajectories go (default: the user data folder)")
+    run.add_argument("--max-steps", type=_positive, help="stop after this many steps")
+    run.add_argument("--monitor", type=_monitor, help="monitor number, or 'all'")
+    run.add_argument("--sessions", type=Path, help="where trajectories go")
 
-    locate = commands.add_parser("locate", help='print where an element is in an image, as {"x":..,"y":..}')
+    locate = commands.add_parser(
+        "locate", help='print where an element is in an image, as {"x":..,"y":..}', epilog=SETTINGS_NOTE
+    )
     locate.add_argument("image", type=Path, help="a screenshot (PNG or JPEG)")
     locate.add_argument("element", help="the element, described in words")
     _add_backend_options(locate)
@@ -97,47 +112,71 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _sessions_root(value: Path | None) -> Path:
-    from holodesk.automation.trajectory import default_root
+    """--sessions, else the settings file's session folder (its default when the file is broken)."""
+    from holodesk.app.common.settings import load_settings
 
-    return value if value is not None else default_root()
+    return value if value is not None else load_settings().settings.sessions.folder
 
 
-def _policy_options(args: argparse.Namespace):  # -> PolicyOptions; imported lazily
-    from holodesk.app.common.policy_factory import PolicyOptions
+def command_settings(args: argparse.Namespace, err: TextIO) -> Settings | None:
+    """The settings file with this command's flags on top; None (after saying why) when they don't fit."""
+    from holodesk.app.common.overrides import CommandFlags, FlagError, apply_flags
+    from holodesk.app.common.settings import load_settings
 
-    return PolicyOptions(
+    loaded = load_settings()
+    if loaded.problem is not None:
+        err.write(f"holodesk: the settings file is not used: {loaded.problem}\n")
+        err.write("holodesk: this command runs on the defaults and the options given; fix or remove the file.\n")
+    flags = CommandFlags(
         backend=args.backend,
-        profile=args.profile,
+        profile=getattr(args, "profile", None),
         model=args.model,
         base_url=args.base_url,
         device=args.device,
-        script=args.script,
+        script=getattr(args, "script", None),
+        max_steps=getattr(args, "max_steps", None),
+        monitor=getattr(args, "monitor", None),
+        sessions=getattr(args, "sessions", None),
     )
+    try:
+        return apply_flags(loaded.settings, flags)
+    except FlagError as exc:
+        err.write(f"holodesk: {exc}\n")
+        return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _model_command(args: argparse.Namespace) -> int:
+    """doctor, run and locate: the settings file plus the flags, then the command."""
+    from holodesk.app.cli.run_command import EXIT_CONFIG
+
+    settings = command_settings(args, sys.stderr)
+    if settings is None:
+        return EXIT_CONFIG
+    options = settings.to_policy_options()
     if args.command == "doctor":
         from holodesk.app.cli.doctor import DoctorOptions, run_doctor
 
-        return run_doctor(
-            DoctorOptions(backend=args.backend, model=args.model, base_url=args.base_url, device=args.device)
-        )
+        return run_doctor(DoctorOptions(options.backend, options.model, options.base_url, options.device))
     if args.command == "run":
         from holodesk.app.cli.run_command import run_task
 
         return run_task(
             args.task,
-            _policy_options(args),
-            max_steps=args.max_steps,
-            monitor=args.monitor,
-            sessions=_sessions_root(args.sessions),
+            options,
+            max_steps=settings.run.max_steps,
+            monitor=settings.run.capture_monitor,
+            sessions=settings.sessions.folder,
         )
-    if args.command == "locate":
-        from holodesk.app.cli.run_command import locate
+    from holodesk.app.cli.run_command import locate
 
-        return locate(args.image, args.element, _policy_options(args), sys.stdout, sys.stderr)
+    return locate(args.image, args.element, options, sys.stdout, sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command in ("doctor", "run", "locate"):
+        return _model_command(args)
     if args.command == "history":
         from holodesk.app.cli.history_command import list_sessions, show_session
 

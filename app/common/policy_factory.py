@@ -8,23 +8,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from holodesk.app.common.settings import BACKENDS
 from holodesk.inference.model_policy import ModelPolicy
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("local", "remote", "scripted")
-
-
 @dataclass(frozen=True, slots=True)
 class PolicyOptions:
-    """What the command line or the settings say about where the model runs."""
+    """Where the model runs, as the settings (with any command-line flags) say: `Settings.to_policy_options()`.
 
-    backend: str = "local"
-    profile: str = "holotron"
-    model: str | None = None  # local: checkpoint directory or repo id; remote: served model name
-    base_url: str | None = None
-    device: str = "cuda"
-    script: Path | None = None  # scripted: JSONL of model answers
+    No defaults here: they are written once, in holodesk.app.common.settings.
+    """
+
+    backend: str
+    profile: str
+    model: str | None  # local: checkpoint directory or repo id; remote: served model name
+    base_url: str | None
+    device: str
+    script: Path | None  # scripted: JSONL of model answers
 
 
 class PolicyConfigError(ValueError):

@@ -37,8 +37,10 @@ from urllib.parse import urlsplit
 import tomli_w
 
 from holodesk.automation.actions import ACTION_TYPES
+from holodesk.automation.engine import DEFAULT_MAX_STEPS
 from holodesk.automation.trajectory import default_root
 from holodesk.inference import secrets
+from holodesk.inference.checkpoint import DEFAULT_REPO_ID
 from holodesk.inference.profiles import DEFAULT_PROFILE, UnknownProfileError, canonical_profile_name
 
 if TYPE_CHECKING:
@@ -48,9 +50,8 @@ SETTINGS_FORMAT = 1  # the file's top-level `version`; bump it with a migration 
 SETTINGS_FILE_NAME = "settings.toml"
 BACKENDS = ("local", "remote", "scripted")
 DEVICES = ("cuda", "cpu")
-DEFAULT_CHECKPOINT = "Hcompany/Holotron-12B"
+DEFAULT_CHECKPOINT = DEFAULT_REPO_ID
 DEFAULT_PROMPT_HOTKEY = "<ctrl>+<alt>+h"  # pynput GlobalHotKeys syntax
-DEFAULT_MAX_STEPS = 30
 MAX_STEPS_LIMIT = 1000
 DEFAULT_RETENTION_MB = 2048
 STOP_PRESSES_RANGE = (1, 5)

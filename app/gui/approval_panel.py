@@ -70,9 +70,10 @@ class _PointEditor(QtWidgets.QWidget):
         layout = QtWidgets.QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(QtWidgets.QLabel(caption, self))
-        self.x = self._spin_box("x")
-        self.y = self._spin_box("y")
-        for box in (self.x, self.y):
+        # Not `x`/`y`: QWidget already has x() and y() methods.
+        self.x_box = self._spin_box("x")
+        self.y_box = self._spin_box("y")
+        for box in (self.x_box, self.y_box):
             layout.addWidget(box)
         layout.addStretch(1)
 
@@ -85,10 +86,10 @@ class _PointEditor(QtWidgets.QWidget):
         return box
 
     def point(self) -> Point:
-        return Point(self.x.value(), self.y.value())
+        return Point(self.x_box.value(), self.y_box.value())
 
     def set_point(self, point: Point) -> None:
-        for box, value in ((self.x, point.x), (self.y, point.y)):
+        for box, value in ((self.x_box, point.x), (self.y_box, point.y)):
             box.blockSignals(True)
             box.setValue(value)
             box.blockSignals(False)
@@ -162,8 +163,9 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._keys.setObjectName("keys")
         self._keys.setPlaceholderText("e.g. ctrl+shift+t")
         self._error = self._label("error", wrap=True, parent=self._editor)
-        for widget in (self._hint, *self._points, self._text, self._keys, self._error):
-            editor_layout.addWidget(widget)
+        fields: list[QtWidgets.QWidget] = [self._hint, *self._points, self._text, self._keys, self._error]
+        for field_widget in fields:
+            editor_layout.addWidget(field_widget)
         layout.addWidget(self._editor)
 
         self._remember = QtWidgets.QCheckBox(self)
@@ -215,10 +217,10 @@ class ApprovalPanel(QtWidgets.QWidget):
             "error": self._error,
             "text": self._text,
             "keys": self._keys,
-            "target_x": self._points[0].x,
-            "target_y": self._points[0].y,
-            "end_x": self._points[1].x,
-            "end_y": self._points[1].y,
+            "target_x": self._points[0].x_box,
+            "target_y": self._points[0].y_box,
+            "end_x": self._points[1].x_box,
+            "end_y": self._points[1].y_box,
         }
 
     # -- showing a request --
@@ -368,6 +370,8 @@ class ApprovalPanel(QtWidgets.QWidget):
         # Not adjustSize(): it caps a window at 2/3 of the screen, which squeezes the wrapped text
         # on a small or highly scaled screen.
         layout = self.layout()
+        if layout is None:  # set in __init__; None only while the panel is being torn down
+            return
         layout.activate()
         if layout.hasHeightForWidth():
             height = layout.totalHeightForWidth(self.width())

@@ -20,7 +20,6 @@ from holodesk.automation.keys import normalize_key
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PROMPT_HOTKEY = "<ctrl>+<alt>+h"
 DOUBLE_PRESS_WINDOW_S = 0.5
 
 

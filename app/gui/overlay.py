@@ -296,7 +296,7 @@ class OverlayController(QtCore.QObject):
         """One window per current screen, in Qt's order (screens come and go with docks and projectors)."""
         existing = {id(window.qscreen): window for window in self._windows}
         screens = QtGui.QGuiApplication.screens()
-        kept = [existing.pop(id(screen), None) or OverlayWindow(screen) for screen in screens]
+        kept = [existing.pop(id(screen)) if id(screen) in existing else OverlayWindow(screen) for screen in screens]
         for window in existing.values():  # their screens are gone
             window.hide()
             window.deleteLater()

@@ -9,6 +9,7 @@ looks the same size on every screen.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,7 +126,7 @@ class _Sketch:
         for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
             start = c + QtCore.QPointF(dx, dy) * TICK_INNER * u
             end = c + QtCore.QPointF(dx, dy) * TICK_OUTER * u
-            self._stroke(lambda s=start, e=end: self.painter.drawLine(s, e), 2)
+            self._stroke(functools.partial(self.painter.drawLine, start, end), 2)
         self.dot(point)
 
     def small_ring(self, point: Point, radius: float = 7) -> None:
@@ -164,7 +165,7 @@ class _Sketch:
             tip = c + d * (distance + 7) * u
             wing = c + d * distance * u
             left, right = wing + normal * 10 * u, wing - normal * 10 * u
-            self._stroke(lambda a=left, b=tip, z=right: self.painter.drawPolyline(QtGui.QPolygonF([a, b, z])), 3)
+            self._stroke(functools.partial(self.painter.drawPolyline, QtGui.QPolygonF([left, tip, right])), 3)
 
     def _font(self, pixels: float, bold: bool = False) -> QtGui.QFont:
         font = QtGui.QFont(QtWidgets.QApplication.font())

@@ -81,7 +81,7 @@ class TaskPrompt(QtWidgets.QWidget):
         self.submitted.emit(task)
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        if watched is self.field and event.type() == QtCore.QEvent.Type.KeyPress:
+        if watched is self.field and event.type() == QtCore.QEvent.Type.KeyPress and isinstance(event, QtGui.QKeyEvent):
             key = event.key()
             if key == Qt.Key.Key_Escape:
                 self.hide()

@@ -118,7 +118,7 @@ def test_bad_options_exit_2_with_a_message(tmp_path):
         timeout=60,
     )
     assert result.returncode == 2
-    assert "needs --script FILE" in result.stderr
+    assert "pass --script" in result.stderr
 
 
 def test_run_against_a_vllm_like_server_completes_the_task(xvfb, target_window, tmp_path):
@@ -149,3 +149,64 @@ def test_run_against_a_vllm_like_server_completes_the_task(xvfb, target_window, 
     session = read_session(folder)
     assert session.outcome == "done"
     assert all(s["timings"]["tokens_in"] > 0 for s in session.steps)  # usage reported by the server
+
+
+def test_run_takes_backend_script_steps_and_sessions_from_the_settings_file(xvfb, target_window, tmp_path):
+    """No flags: `holodesk run` uses the settings file the tray app writes (backend, script, step limit, folder)."""
+    from holodesk.app.common.settings import (
+        ModelSettings,
+        RunSettings,
+        SessionSettings,
+        Settings,
+        save_settings,
+        settings_path,
+    )
+
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    script = write_script(tmp_path / "answers.jsonl", form_answers(target_window, screen))
+    config = tmp_path / "config"
+    env = {**os.environ, "XDG_CONFIG_HOME": str(config), "PYTHONUNBUFFERED": "1"}
+    settings = Settings(
+        model=ModelSettings(backend="scripted", script=script),
+        run=RunSettings(max_steps=2),
+        sessions=SessionSettings(folder=tmp_path / "from-settings"),
+    )
+    os.environ["XDG_CONFIG_HOME"], saved = str(config), os.environ["XDG_CONFIG_HOME"]
+    try:
+        save_settings(settings, settings_path())
+    finally:
+        os.environ["XDG_CONFIG_HOME"] = saved
+    assert (config / "holodesk" / "settings.toml").is_file()
+
+    result = subprocess.run(
+        [*HOLODESK_COMMAND, "run", "Fill in the form"], input="a\na\n", capture_output=True, text=True, env=env,
+        timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 5, result.stdout + result.stderr  # the settings' step limit, 2, was reached
+    assert result.stdout.count("[a]pprove") == 2
+    (folder,) = iter_session_folders(tmp_path / "from-settings")
+    assert len(read_session(folder).steps) == 2
+
+    # A flag overrides the file for this command only: one step, then the step limit.
+    result = subprocess.run(
+        [*HOLODESK_COMMAND, "run", "Fill in the form", "--max-steps", "1"], input="a\n", capture_output=True,
+        text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 5 and result.stdout.count("[a]pprove") == 1, result.stdout + result.stderr
+
+
+def test_a_broken_settings_file_is_reported_and_the_flags_still_work(tmp_path):
+    config = tmp_path / "config"
+    (config / "holodesk").mkdir(parents=True)
+    (config / "holodesk" / "settings.toml").write_text("[run]\nmax_steps = 'many'\n", encoding="utf-8")
+    result = subprocess.run(
+        [*HOLODESK_COMMAND, "run", "x", "--backend", "scripted"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "XDG_CONFIG_HOME": str(config)},
+    )
+    assert result.returncode == 2
+    assert "settings file is not used" in result.stderr and "run.max_steps" in result.stderr
+    assert "pass --script" in result.stderr

@@ -107,3 +107,26 @@ def test_export_corrections_writes_the_moved_targets(tmp_path):
     assert result.returncode == 0 and "wrote 1 correction" in result.stdout
     (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert row["point"] == [40, 30] and row["instruction"] == "the Save button"
+
+
+def test_doctor_and_history_follow_the_settings_file(tmp_path):
+    """The same settings.toml as the tray app: doctor checks its backend, history reads its session folder."""
+    import os
+
+    config = tmp_path / "config" / "holodesk"
+    config.mkdir(parents=True)
+    sessions = tmp_path / "my-sessions"
+    (config / "settings.toml").write_text(
+        f'version = 1\n[model]\nbackend = "remote"\n[model.remote]\nbase_url = "http://127.0.0.1:9/v1"\n'
+        f'[sessions]\nfolder = "{sessions}"\n',
+        encoding="utf-8",
+    )
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "DISPLAY": ""}
+    doctor = subprocess.run([*HOLODESK_COMMAND, "doctor"], capture_output=True, text=True, timeout=120, env=env)
+    assert "holodesk doctor: backend remote" in doctor.stdout, doctor.stdout + doctor.stderr
+    assert "127.0.0.1:9" in doctor.stdout  # the server it checked is the file's
+
+    writer = TrajectoryWriter.create(sessions, "from the settings' folder")
+    writer.finish("done")
+    history = subprocess.run([*HOLODESK_COMMAND, "history"], capture_output=True, text=True, timeout=60, env=env)
+    assert history.returncode == 0 and "from the settings' folder" in history.stdout, history.stdout + history.stderr

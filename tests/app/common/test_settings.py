@@ -347,7 +347,12 @@ def test_to_policy_options_for_each_backend(tmp_path: Path) -> None:
         Settings(), model=ModelSettings(local=LocalModelSettings(checkpoint="~/models/holotron", device="cpu"))
     )
     assert local.to_policy_options() == PolicyOptions(
-        backend="local", profile="holotron", model=str(Path.home() / "models/holotron"), device="cpu"
+        backend="local",
+        profile="holotron",
+        model=str(Path.home() / "models/holotron"),
+        base_url=None,
+        device="cpu",
+        script=None,
     )
 
     remote = every_field_changed(tmp_path)

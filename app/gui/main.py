@@ -81,6 +81,8 @@ class HolodeskApp(QtCore.QObject):
         self.policy_error: str | None = None
         self.engine: StepEngine | None = None
         self.pending_task: str | None = None
+        # Model settings saved while a task runs: the running task keeps its model; the new one loads after.
+        self.reload_after_run = False
         self.history: HistoryWindow | None = None
         self.settings_dialog: SettingsDialog | None = None
         self.server = server
@@ -92,6 +94,7 @@ class HolodeskApp(QtCore.QObject):
         self.indicator.show_settings.connect(self.show_settings)
         self.indicator.quit.connect(self.quit)
         self.prompt.submitted.connect(self.start_task)
+        self.approver.auto_approved.connect(self._on_auto_approved)
         self.hotkey_signals.prompt_requested.connect(self.open_prompt)
         self.hotkey_signals.stop_requested.connect(self.stop)
         self.bridge.engine_event.connect(self._on_engine_event)
@@ -251,6 +254,9 @@ class HolodeskApp(QtCore.QObject):
             self._start_hotkeys()
         if model_changed and self.engine is None:
             self._load_policy()
+        elif model_changed:
+            self.reload_after_run = True
+            self.indicator.notify("Model settings saved", "The running task keeps its model; the new one loads next.")
 
     def quit(self) -> None:
         self.stop()
@@ -269,9 +275,16 @@ class HolodeskApp(QtCore.QObject):
         detail = f"step {event.step}: {event.detail}" if event.detail else f"step {event.step}"
         self._show(StatusLine(from_engine(event.state), detail))
 
+    def _on_auto_approved(self, step: int, action: str) -> None:
+        # The user chose this kind for auto-approval; still, every such step is announced.
+        self.indicator.notify(f"Step {step} approved automatically", action)
+
     def _finished(self, result: RunResult) -> None:
         self.engine = None
         self.overlay.clear()
+        if self.reload_after_run:
+            self.reload_after_run = False
+            self._load_policy()
         state = AppState.ERROR if result.outcome is Outcome.ERROR else AppState.IDLE
         self._show(StatusLine(state, f"{result.outcome.value}: {result.detail}"))
         self.indicator.notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({result.steps} steps)")

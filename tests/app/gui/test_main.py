@@ -1,0 +1,108 @@
+"""HolodeskApp, the tray application's owner of windows and runs, driven as the tray menu drives it.
+
+A real scripted policy and a real engine on the module's Xvfb; the approval panel is answered in
+code, as a click on it would. Qt runs offscreen (the session's QApplication), whose one screen is
+800x800 at the origin, so the Xvfb here has that size too: capture, overlay and executor then agree
+on where every point is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from holodesk.app.common.settings import LoadedSettings, ModelSettings, SessionSettings, Settings
+from holodesk.app.gui.main import HolodeskApp
+from holodesk.app.gui.qt import QtGui
+from holodesk.automation.engine import EngineState
+from holodesk.automation.virtual_display import DisplayLayout
+
+
+def scripted_settings(tmp_path: Path, profile: str, *answers: str) -> Settings:
+    script = tmp_path / f"answers-{profile}.jsonl"
+    script.write_text("".join(json.dumps(answer) + "\n" for answer in answers), encoding="utf-8")
+    return Settings(
+        model=ModelSettings(backend="scripted", profile=profile, script=script),
+        sessions=SessionSettings(folder=tmp_path / "sessions"),
+    )
+
+
+# The offscreen platform's screen (see the module docstring).
+pytestmark = pytest.mark.parametrize("xvfb", [DisplayLayout(800, 800)], indirect=True, ids=str, scope="module")
+
+CLICK = '{"note": null, "thought": "t", "tool_call": {"tool_name": "click_desktop", "x": 500, "y": 500}}'
+
+
+@pytest.fixture
+def holodesk_app(qtbot, xvfb, tmp_path) -> Iterator[HolodeskApp]:  # type: ignore[no-untyped-def]
+    settings = scripted_settings(tmp_path, "holotron", CLICK, CLICK)
+    app = HolodeskApp(LoadedSettings(settings, tmp_path / "settings.toml"), lambda state: QtGui.QIcon())
+    app.start()
+    qtbot.waitUntil(lambda: app.policy is not None, timeout=20_000)
+    yield app
+    app.stop()
+    qtbot.waitUntil(lambda: app.engine is None, timeout=10_000)
+    if app.hotkeys is not None:
+        from pynput import keyboard
+
+        app.hotkeys.stop()
+        # pynput's X11 listener thread only notices stop() at its next event: give it one before Xvfb goes.
+        subprocess.run(["xdotool", "key", "shift"], env=xvfb.env(), check=False, timeout=10)
+        for thread in threading.enumerate():
+            if isinstance(thread, keyboard.Listener):
+                thread.join(5)
+    app.approver.panel.retract()
+    app.overlay.clear()
+
+
+def test_a_model_change_during_a_run_applies_when_the_run_ends(qtbot, holodesk_app, tmp_path) -> None:
+    app = holodesk_app
+    assert app.policy is not None and app.policy.profile.name == "holotron"
+    waiting: list[object] = []
+    app.bridge.engine_event.connect(
+        lambda event: waiting.append(event) if event.state is EngineState.WAITING_APPROVAL else None
+    )
+    app.start_task("click the middle")
+    qtbot.waitUntil(lambda: bool(waiting), timeout=20_000)  # the first step waits for approval
+
+    changed = dataclasses.replace(app.settings, model=scripted_settings(tmp_path, "holo1", "Click(5, 5)").model)
+    app.apply_settings(changed)
+    assert app.policy.profile.name == "holotron"  # the running task keeps its model
+    assert app.indicator.last_notification[0] == "Model settings saved"
+
+    app.stop()
+    qtbot.waitUntil(lambda: app.engine is None, timeout=10_000)
+    qtbot.waitUntil(lambda: app.policy is not None and app.policy.profile.name == "holo1", timeout=20_000)
+    assert app.settings.model.profile == "holo1"
+
+
+def test_a_model_change_while_idle_loads_at_once(qtbot, holodesk_app, tmp_path) -> None:
+    app = holodesk_app
+    changed = dataclasses.replace(app.settings, model=scripted_settings(tmp_path, "holo1.5", "x").model)
+    app.apply_settings(changed)
+    qtbot.waitUntil(lambda: app.policy is not None and app.policy.profile.name == "holo1.5", timeout=20_000)
+
+
+def test_an_auto_approved_step_is_announced(qtbot, holodesk_app, tmp_path) -> None:
+    app = holodesk_app
+    app.approver.set_auto_approve_kinds(frozenset({"click"}))
+    notified: list[tuple[str, str]] = []
+    show_notification = app.indicator.notify
+    app.indicator.notify = lambda title, text: (  # type: ignore[method-assign]
+        notified.append((title, text)),
+        show_notification(title, text),
+    )
+    finished: list[object] = []
+    app.bridge.engine_event.connect(
+        lambda event: finished.append(event) if event.state is EngineState.FINISHED else None
+    )
+    app.start_task("click the middle")
+    qtbot.waitUntil(lambda: bool(finished), timeout=30_000)
+    announced = [n for n in notified if n[0].startswith("Step 1 approved automatically")]
+    assert announced and "click" in announced[0][1].lower()

@@ -83,11 +83,6 @@ def find_api_key(base_url: str) -> ApiKeyLookup:
     return ApiKeyLookup(key=None, source=None)
 
 
-def resolve_api_key(base_url: str) -> str | None:
-    """The key for `base_url`, or None when there is none (or the keyring cannot be read; that is logged)."""
-    return find_api_key(base_url).key
-
-
 def store_api_key(base_url: str, key: str) -> None:
     """Store `key` for `base_url`'s host in the OS keyring; KeyringError when the keyring refuses."""
     key = key.strip()

@@ -16,7 +16,6 @@ from holodesk.inference.secrets import (
     delete_api_key,
     find_api_key,
     keyring_username,
-    resolve_api_key,
     store_api_key,
 )
 
@@ -100,25 +99,25 @@ def test_an_openai_key_is_never_sent_to_the_shared_server(
     monkeypatch: pytest.MonkeyPatch, memory_keyring: MemoryKeyring
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
-    assert resolve_api_key(BASE_URL) is None
+    assert find_api_key(BASE_URL).key is None
 
 
 def test_a_blank_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch, memory_keyring: MemoryKeyring) -> None:
     store_api_key(BASE_URL, "sk-keyring")
     monkeypatch.setenv("HOLODESK_API_KEY", "   ")
-    assert resolve_api_key(BASE_URL) == "sk-keyring"
+    assert find_api_key(BASE_URL).key == "sk-keyring"
 
 
 def test_store_resolve_delete(memory_keyring: MemoryKeyring) -> None:
-    assert resolve_api_key(BASE_URL) is None
+    assert find_api_key(BASE_URL).key is None
     store_api_key(BASE_URL, "  sk-stored  ")
     # Stored under the host name only: other ports and paths on that host share it.
     assert memory_keyring.passwords == {(KEYRING_SERVICE, "gpu-box.lan"): "sk-stored"}
-    assert resolve_api_key("https://gpu-box.lan/v1") == "sk-stored"
-    assert resolve_api_key("http://other-box:8000/v1") is None
+    assert find_api_key("https://gpu-box.lan/v1").key == "sk-stored"
+    assert find_api_key("http://other-box:8000/v1").key is None
 
     assert delete_api_key(BASE_URL) is True
-    assert resolve_api_key(BASE_URL) is None
+    assert find_api_key(BASE_URL).key is None
     assert delete_api_key(BASE_URL) is False
 
 
@@ -146,7 +145,7 @@ def test_an_unreadable_keyring_is_reported_not_raised(
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="holodesk.inference.secrets"):
         lookup = find_api_key(BASE_URL)
-        assert resolve_api_key(BASE_URL) is None
+        assert find_api_key(BASE_URL).key is None
     assert lookup.key is None and lookup.source is None
     assert lookup.problem is not None
     assert "keyring could not be read" in lookup.problem and "NoKeyringError" in lookup.problem

@@ -13,6 +13,7 @@ folder that is removed when the run ends.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -47,6 +48,7 @@ EXIT_CODES = {
     Outcome.STEP_LIMIT: 5,
 }
 EXIT_CONFIG = 2
+PICTURES_PREFIX = "holodesk-approval-"  # + pid: the temporary folder of annotated approval pictures
 
 
 def run_task(
@@ -85,11 +87,28 @@ def run_task(
     leftover = release_leftover_input()
     if leftover.markers:
         err.write(f"note: {leftover.describe()}\n")
-    pictures = Path(tempfile.mkdtemp(prefix="holodesk-approval-"))
+    _remove_pictures_of_dead_runs()
+    pictures = Path(tempfile.mkdtemp(prefix=f"{PICTURES_PREFIX}{os.getpid()}-"))
     try:
         return _run_engine(task, policy, capture, pictures, max_steps, monitor, sessions, options, stdin, out)
     finally:
         shutil.rmtree(pictures, ignore_errors=True)
+
+
+def _remove_pictures_of_dead_runs() -> None:
+    """A run killed outright could not remove its pictures folder: the next run does (ours, pid gone)."""
+    if os.name != "posix":
+        return
+    for folder in Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}*-*"):
+        pid_text = folder.name[len(PICTURES_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or folder.is_symlink() or folder.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue  # alive (another user's process with that number, or our other run)
 
 
 def _run_engine(

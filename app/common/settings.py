@@ -618,8 +618,7 @@ def load_settings(path: Path | None = None) -> LoadedSettings:
     except SettingsError as problem:
         return LoadedSettings(Settings(), path, problem)
     except (RecursionError, ValueError, RuntimeError) as exc:  # a case the checks above missed: still start
-        problem = SettingsError(path, [f"cannot be used ({type(exc).__name__}: {exc})"])
-        return LoadedSettings(Settings(), path, problem)
+        return LoadedSettings(Settings(), path, SettingsError(path, [f"cannot be used ({type(exc).__name__}: {exc})"]))
 
 
 def save_settings(settings: Settings, path: Path | None = None, *, replace_broken: bool = False) -> Path | None:

@@ -37,7 +37,7 @@ def test_an_unwritable_sessions_folder_is_reported_before_the_run_starts(tmp_pat
     assert f"cannot record the session in {blocker / 'sessions'}: Not a directory" in err
     assert "choose another folder with --sessions" in err
     assert "Step 1" not in out
-    print(f"\nunwritable sessions folder: `holodesk run` exited 2 after {elapsed * 1000:.0f} ms (process start included)")
+    print(f"\nunwritable sessions folder: `holodesk run` exited 2 after {elapsed * 1000:.0f} ms (start included)")
 
 
 def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
@@ -74,4 +74,3 @@ def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
     session = read_session(newest)
     assert session.outcome == "stopped" and session.end is not None
     assert session.end["detail"] == "stopped by SIGTERM"
-

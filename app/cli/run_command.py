@@ -72,6 +72,10 @@ def run_task(
     except TrajectoryWriteError as exc:
         err.write(f"error: {exc}; choose another folder with --sessions\n")
         return EXIT_CONFIG
+    # Before a model loads (minutes, for a local one): release a button a killed run left pressed.
+    leftover = release_leftover_input()
+    if leftover.markers:
+        err.write(f"note: {leftover.describe()}\n")
     warning = plain_http_key_warning(options)
     if warning:
         err.write(f"warning: {warning}\n")
@@ -84,9 +88,6 @@ def run_task(
     except AutomationError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
-    leftover = release_leftover_input()
-    if leftover.markers:
-        err.write(f"note: {leftover.describe()}\n")
     _remove_pictures_of_dead_runs()
     pictures = Path(tempfile.mkdtemp(prefix=f"{PICTURES_PREFIX}{os.getpid()}-"))
     try:

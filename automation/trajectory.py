@@ -49,10 +49,18 @@ class TrajectoryWriteError(AutomationError):
     """The session could not be written (folder not writable, disk full, removed mid-run)."""
 
 
-def make_private_folder(folder: Path) -> None:
-    """Create `folder` (and its parents) and make it readable by its owner only, whatever the umask."""
-    folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-    if os.name == "posix":
+def make_private_folder(folder: Path, *, existing_too: bool = True) -> None:
+    """Create `folder` (and its parents) readable by its owner only, whatever the umask.
+
+    An existing folder is made private too unless `existing_too` is False: the sessions root may be
+    a folder the user chose (even their home), whose mode is theirs to decide.
+    """
+    try:
+        folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True)
+        created = True
+    except FileExistsError:
+        created = False
+    if os.name == "posix" and (created or existing_too):
         os.chmod(folder, PRIVATE_DIR_MODE)
 
 
@@ -71,7 +79,7 @@ def check_writable(root: Path) -> None:
     failing at the first step (or, worse, losing steps quietly).
     """
     try:
-        make_private_folder(root)
+        make_private_folder(root, existing_too=False)
         probe = root / f".holodesk-write-check-{uuid.uuid4().hex[:8]}"
         descriptor = open_private_file(probe, os.O_WRONLY | os.O_EXCL)
         try:
@@ -112,7 +120,7 @@ class TrajectoryWriter:
         self.folder = folder
         self.task = task
         try:
-            make_private_folder(folder.parent)
+            make_private_folder(folder.parent, existing_too=False)
             make_private_folder(folder)
             make_private_folder(folder / SCREENSHOT_DIR)
             descriptor = open_private_file(folder / SESSION_FILE, os.O_WRONLY | os.O_APPEND)

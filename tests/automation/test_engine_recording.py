@@ -74,6 +74,7 @@ def test_a_session_folder_that_cannot_be_created_is_reported_before_anything_run
     assert performer.executed == [] and policy.calls == []
     assert events[-1].state is EngineState.FINISHED  # a tray app hears that the run ended
     assert elapsed < 0.5
+    print(f"\nsessions folder under a file: the run ended with the reason after {elapsed * 1000:.1f} ms, nothing done")
     try:
         check_writable(blocker / "sessions")
     except TrajectoryWriteError as exc:
@@ -170,3 +171,14 @@ def test_sessions_are_private_under_the_usual_umask(tmp_path):
     files = [folder / SESSION_FILE, *(folder / SCREENSHOT_DIR).iterdir()]
     assert len(files) == 3
     assert {path.name: mode(path) for path in files} == {path.name: 0o600 for path in files}
+
+
+def test_an_existing_sessions_root_keeps_its_mode_and_each_session_is_private(tmp_path):
+    root = tmp_path / "chosen-by-the-user"
+    root.mkdir()
+    root.chmod(0o755)
+    policy = ListPolicy([Done()])
+    engine, _, _ = make_engine(policy, ScriptedApprover(), tmp_path=root)
+    result = engine.run("nothing")
+    assert stat.S_IMODE(root.stat().st_mode) == 0o755  # not ours to change (it could be the home folder)
+    assert result.folder is not None and stat.S_IMODE(result.folder.stat().st_mode) == 0o700

@@ -27,7 +27,7 @@ from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.proposal import PastStep, Policy, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import fingerprint, wait_for_settle
-from holodesk.automation.trajectory import TrajectoryWriter
+from holodesk.automation.trajectory import StepLog, TrajectoryWriteError, TrajectoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +191,7 @@ class StepEngine:
         self._resumed = threading.Event()
         self._resumed.set()
         self._thread: threading.Thread | None = None
+        self._step_log: StepLog | None = None  # the current step's records, written ahead of its action
 
     # -- control -------------------------------------------------------------------------------
 
@@ -243,15 +244,13 @@ class StepEngine:
             # A new token for a new run; the first run keeps the constructor's, so a stop() that
             # arrives between start() and the thread getting here is not lost.
             self.cancel = CancelToken()
-        settings = self.settings
-        writer = (
-            TrajectoryWriter.create(settings.trajectory_root, task, {"settings": _settings_meta(settings)})
-            if settings.trajectory_root is not None
-            else None
-        )
         step = 0
+        writer: TrajectoryWriter | None = None
         try:
+            writer = self._open_trajectory(task)
             step, outcome, detail = self._loop(task, writer)
+        except TrajectoryWriteError as exc:  # the sessions folder cannot be written: nothing was done
+            outcome, detail = Outcome.ERROR, str(exc)
         except Exception as exc:  # an engine bug must still end the run cleanly and be recorded
             log.exception("engine crashed")
             outcome, detail = Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}"
@@ -279,10 +278,11 @@ class StepEngine:
                 recent.append(frame)
                 record: dict[str, Any] = {"type": "step", "index": step, "task": task, **_frame_meta(frame)}
                 screenshot = writer.save_screenshot(f"step-{step:04d}", frame) if writer else None
+                self._step_log = writer.begin_step(record, screenshot) if writer else None
                 try:
                     past = self._one_step(task, step, frame, list(history), list(recent), guard, record)
                 finally:
-                    self._record(writer, record, screenshot)
+                    self._end_step_log()
                 if past is not None:
                     history.append(past)
                 self._emit(EngineState.SETTLING, step)
@@ -299,7 +299,9 @@ class StepEngine:
         except _RunEnded as ended:
             return step, ended.outcome, ended.detail
         except (Cancelled, KeyboardInterrupt):  # Ctrl+C in the terminal is a stop too
-            return step, Outcome.STOPPED, "stopped by the user"
+            return step, Outcome.STOPPED, self.cancel.reason if self.cancel.cancelled else "stopped by the user"
+        except TrajectoryWriteError as exc:
+            return step, Outcome.ERROR, f"{exc}; the run was stopped so that no step goes unrecorded"
 
     def _one_step(
         self,
@@ -378,6 +380,7 @@ class StepEngine:
             except OffScreenError:
                 past = PastStep(proposal.action, proposal.note, proposal.thought)  # moved off the captured monitor
 
+        self._write_step_ahead()
         self._emit(EngineState.ACTING, step, screen_action.describe())
         started = time.perf_counter()
         try:
@@ -434,15 +437,25 @@ class StepEngine:
             except TimeoutError:
                 continue
 
-    def _record(self, writer: TrajectoryWriter | None, record: dict[str, Any], screenshot: Future[str] | None) -> None:
-        if writer is None:
-            return
-        if screenshot is not None:
-            try:
-                record["screenshot"] = screenshot.result()
-            except Exception as exc:
-                record["screenshot_error"] = f"{type(exc).__name__}: {exc}"
-        writer.append(record)
+    # -- recording -------------------------------------------------------------------------------
+
+    def _open_trajectory(self, task: str) -> TrajectoryWriter | None:
+        """The session's writer (TrajectoryWriteError when its folder cannot be written), or None."""
+        settings = self.settings
+        if settings.trajectory_root is None:
+            return None
+        return TrajectoryWriter.create(settings.trajectory_root, task, {"settings": _settings_meta(settings)})
+
+    def _write_step_ahead(self) -> None:
+        """Put the step (proposal, mapped action, decision) on disk before its action sends any input."""
+        if self._step_log is not None:
+            self._step_log.write_ahead()
+
+    def _end_step_log(self) -> None:
+        """Write how the step ended: its result, or the whole step if it never reached an action."""
+        step_log, self._step_log = self._step_log, None
+        if step_log is not None:
+            step_log.close()
 
     def _emit(self, state: EngineState, step: int, detail: str = "", result: RunResult | None = None) -> None:
         if self.listener is None:

@@ -4,7 +4,9 @@ Every action is validated in full before any input is sent: each point must lie 
 not on a fail-safe corner), each key must have a pyautogui name on this platform, text that is not
 plain ASCII needs a clipboard tool. A rejected action sends nothing. While it runs, a CancelToken
 is checked between sub-steps (drag steps, text chunks, scroll notches), and whatever is held down
-(mouse button, keys) is released in `finally`, so a stop never leaves a button pressed.
+(mouse button, keys) is released in `finally`, so a stop never leaves a button pressed. While an
+action that presses something runs, a marker on disk names what it may hold (automation.held_input),
+so that even a kill -9 mid-drag is repaired by the next start.
 
 pyautogui is imported lazily: on X11 it opens the display when imported, and this module must
 import on machines (CI, a server) without one.
@@ -40,6 +42,7 @@ from holodesk.automation.cancel import CancelToken
 from holodesk.automation.clipboard import Clipboard, system_clipboard
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
+from holodesk.automation.held_input import BUTTON_NUMBERS, HeldInputMarker
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.screen import ScreenCapture
 
@@ -275,6 +278,7 @@ class Executor:
         drag_step_interval_s: float = 0.008,
         focus_settle_s: float = 0.05,
         paste_settle_s: float = 0.3,
+        held_marker: HeldInputMarker | None = None,
     ) -> None:
         if type_chunk_chars < 1 or drag_step_px < 1:
             raise ValueError("type_chunk_chars and drag_step_px must be at least 1")
@@ -294,6 +298,7 @@ class Executor:
         self.paste_settle_s = paste_settle_s
         self._busy = threading.Lock()
         self._pyautogui: Any | None = None
+        self.held_marker = held_marker if held_marker is not None else HeldInputMarker()
 
     # -- validation: nothing here sends input ----------------------------------------------------
 
@@ -389,7 +394,8 @@ class Executor:
                 corner for monitor in monitors or self.monitors() for corner in _corners(monitor)
             ]
             try:
-                detail = self._perform(action, pyautogui, cancel)
+                with self.held_marker.holding(*self._input_held_by(action)):
+                    detail = self._perform(action, pyautogui, cancel)
             except pyautogui.FailSafeException as exc:
                 raise Cancelled("pyautogui fail-safe: the pointer was moved into a screen corner") from exc
             except AutomationError as exc:
@@ -400,6 +406,21 @@ class Executor:
                 detail = f"{action.describe()} failed: {type(exc).__name__}: {exc}"
                 return ExecutionResult(action, False, detail, time.monotonic() - started)
             return ExecutionResult(action, True, detail, time.monotonic() - started)
+
+    def _input_held_by(self, action: Action) -> tuple[list[int], list[str]]:
+        """The mouse buttons (X numbers) and keys (pyautogui names) `action` may hold down at some moment."""
+        if isinstance(action, Click | Drag):
+            return [BUTTON_NUMBERS[action.button.value]], []
+        if isinstance(action, Scroll):
+            return [4, 5, 6, 7], []  # pyautogui scrolls by clicking the wheel "buttons"
+        if isinstance(action, KeyCombo):
+            return [], self._key_names(action.keys)
+        if isinstance(action, TypeText):
+            buttons = [BUTTON_NUMBERS["left"]] if action.at is not None else []
+            if self._typable(action.text):
+                return buttons, sorted({*action.text, "shift"})  # pyautogui.write presses shift itself
+            return buttons, self._key_names(paste_keys(self.platform))
+        return [], []
 
     def _perform(self, action: Action, pyautogui: Any, cancel: CancelToken) -> str:
         if isinstance(action, Click):

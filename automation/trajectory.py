@@ -4,6 +4,16 @@ Every line is appended and flushed (and fsynced) as the step happens, so a crash
 that was already done; a reader skips a cut-off last line with a warning. Screenshots are PNG-encoded
 on a background thread while the model thinks, and a step's line is written only after its
 screenshot is on disk, so every recorded step has its image.
+
+Steps are written ahead of their action (`StepLog`): the step's record (proposal, mapped action,
+decision) goes to disk before any input is sent, marked `result_pending`; a `step_result` line
+follows when the action ends. The reader pairs them, and a step whose result never came (the
+process was killed mid-action) reads as `interrupted`. So a kill at any moment loses no step that
+began to act.
+
+Sessions are private: folders are created 0700 and files 0600 whatever the umask, because the
+screenshots show whatever was on the user's screen. A write that fails raises TrajectoryWriteError
+(the engine stops the run with it) rather than losing records quietly.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from holodesk.automation.errors import AutomationError
 from holodesk.automation.screen import ScreenFrame
 
 log = logging.getLogger(__name__)
@@ -29,6 +40,60 @@ log = logging.getLogger(__name__)
 SESSION_FILE = "session.jsonl"
 SCREENSHOT_DIR = "screenshots"
 FORMAT_VERSION = 1
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+INTERRUPTED_DETAIL = "interrupted: the run ended (killed or crashed) before this action finished"
+
+
+class TrajectoryWriteError(AutomationError):
+    """The session could not be written (folder not writable, disk full, removed mid-run)."""
+
+
+def make_private_folder(folder: Path, *, existing_too: bool = True) -> None:
+    """Create `folder` (and its parents) readable by its owner only, whatever the umask.
+
+    An existing folder is made private too unless `existing_too` is False: the sessions root may be
+    a folder the user chose (even their home), whose mode is theirs to decide.
+    """
+    try:
+        folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True)
+        created = True
+    except FileExistsError:
+        created = False
+    if os.name == "posix" and (created or existing_too):
+        os.chmod(folder, PRIVATE_DIR_MODE)
+
+
+def open_private_file(path: Path, flags: int) -> int:
+    """os.open with mode 0600, also correcting an existing file's mode; returns the descriptor."""
+    descriptor = os.open(path, flags | os.O_CREAT, PRIVATE_FILE_MODE)
+    if hasattr(os, "fchmod"):
+        os.fchmod(descriptor, PRIVATE_FILE_MODE)
+    return descriptor
+
+
+def check_writable(root: Path) -> None:
+    """Raise TrajectoryWriteError, saying why, unless sessions can be recorded under `root`.
+
+    Called before a run starts, so an unwritable sessions folder is reported up front instead of
+    failing at the first step (or, worse, losing steps quietly).
+    """
+    try:
+        make_private_folder(root, existing_too=False)
+        probe = root / f".holodesk-write-check-{uuid.uuid4().hex[:8]}"
+        descriptor = open_private_file(probe, os.O_WRONLY | os.O_EXCL)
+        try:
+            os.write(descriptor, b"ok")
+        finally:
+            os.close(descriptor)
+            probe.unlink(missing_ok=True)
+    except OSError as exc:
+        raise TrajectoryWriteError(_write_failure(root, exc)) from exc
+
+
+def _write_failure(where: Path, exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    return f"cannot record the session in {where}: {reason}"
 
 
 def default_root() -> Path:
@@ -51,10 +116,17 @@ class TrajectoryWriter:
     """Appends one session's records. Not thread-safe for appends: the engine thread owns it."""
 
     def __init__(self, folder: Path, task: str, meta: dict[str, Any] | None = None) -> None:
+        """Raises TrajectoryWriteError when the folder or its session file cannot be created."""
         self.folder = folder
         self.task = task
-        (folder / SCREENSHOT_DIR).mkdir(parents=True, exist_ok=True)
-        self._file = open(folder / SESSION_FILE, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the session
+        try:
+            make_private_folder(folder.parent, existing_too=False)
+            make_private_folder(folder)
+            make_private_folder(folder / SCREENSHOT_DIR)
+            descriptor = open_private_file(folder / SESSION_FILE, os.O_WRONLY | os.O_APPEND)
+        except OSError as exc:
+            raise TrajectoryWriteError(_write_failure(folder, exc)) from exc
+        self._file = os.fdopen(descriptor, "a", encoding="utf-8")
         self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="holodesk-png")
         self._lock = threading.Lock()
         self._closed = False
@@ -76,7 +148,8 @@ class TrajectoryWriter:
         def encode() -> str:
             # Level 1: five times faster than the default and still lossless; disk is cheap here.
             tmp = target.with_suffix(".png.part")
-            frame.to_image().save(tmp, format="PNG", compress_level=1)
+            with os.fdopen(open_private_file(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as handle:
+                frame.to_image().save(handle, format="PNG", compress_level=1)
             os.replace(tmp, target)
             return relative
 
@@ -86,11 +159,19 @@ class TrajectoryWriter:
         """Append one record (a step, a note, the end) and make it durable."""
         self._write({"time": _now_iso(), **record})
 
+    def begin_step(self, record: dict[str, Any], screenshot: Future[str] | None) -> StepLog:
+        """A step's records: `record` (filled in as the step goes) and its screenshot being encoded."""
+        return StepLog(self, record, screenshot)
+
     def finish(self, outcome: str, detail: str = "", **extra: Any) -> None:
-        """Write the closing record and release the file."""
+        """Write the closing record and release the file. Never raises: a run that could not be
+        recorded has already said so, and the end of a run must not fail for it."""
         if self._closed:
             return
-        self.append({"type": "end", "outcome": outcome, "detail": detail, **extra})
+        try:
+            self.append({"type": "end", "outcome": outcome, "detail": detail, **extra})
+        except TrajectoryWriteError as exc:
+            log.error("%s", exc)
         self.close()
 
     def close(self) -> None:
@@ -99,13 +180,67 @@ class TrajectoryWriter:
                 return
             self._closed = True
         self._encoder.shutdown(wait=True)
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError as exc:  # the final flush of a file on a failed disk
+            log.error("%s", _write_failure(self.folder, exc))
 
     def _write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False, allow_nan=False)
-        self._file.write(line + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._file.write(line + "\n")
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            raise TrajectoryWriteError(_write_failure(self.folder, exc)) from exc
+
+
+class StepLog:
+    """One step on disk: written ahead of its action, completed when the step ends.
+
+    The engine fills `record` as the step goes. `write_ahead()` (just before the action) appends it
+    with `result_pending: true`; `close()` (whatever way the step ends) appends a `step_result` line
+    with what was added since, or the whole record if the step never reached an action (a skip, a
+    stop at approval, the final answer). Both wait for the screenshot, so a step line names its image.
+    """
+
+    def __init__(self, writer: TrajectoryWriter, record: dict[str, Any], screenshot: Future[str] | None) -> None:
+        self.writer = writer
+        self.record = record
+        self._screenshot = screenshot
+        self._ahead: dict[str, Any] | None = None
+        self._closed = False
+
+    def write_ahead(self) -> None:
+        """Make the step durable before its action: TrajectoryWriteError if that fails (act on nothing then)."""
+        self._attach_screenshot()
+        self._ahead = dict(self.record)
+        self.writer.append({**self._ahead, "result_pending": True})
+
+    def close(self) -> None:
+        """Append what the step ended with (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._ahead is None:
+            self._attach_screenshot()
+            self.writer.append(self.record)
+            return
+        changed = {key: value for key, value in self.record.items() if self._ahead.get(key, _MISSING) != value}
+        self.writer.append({**changed, "type": "step_result", "index": self.record.get("index")})
+
+    def _attach_screenshot(self) -> None:
+        if self._screenshot is None or "screenshot" in self.record:
+            return
+        try:
+            self.record["screenshot"] = self._screenshot.result()
+        except OSError as exc:
+            raise TrajectoryWriteError(_write_failure(self.writer.folder / SCREENSHOT_DIR, exc)) from exc
+        except Exception as exc:  # the frame could not be encoded: say so in the record, it is not a disk fault
+            self.record["screenshot_error"] = f"{type(exc).__name__}: {exc}"
+
+
+_MISSING = object()
 
 
 @dataclass
@@ -125,6 +260,11 @@ class Session:
     @property
     def outcome(self) -> str:
         return str(self.end.get("outcome")) if self.end else "unfinished"
+
+    @property
+    def interrupted_steps(self) -> list[dict[str, Any]]:
+        """Steps whose action began but whose result was never written (the process died mid-action)."""
+        return [step for step in self.steps if step.get("interrupted")]
 
 
 def read_session(folder: Path) -> Session:
@@ -155,11 +295,31 @@ def read_session(folder: Path) -> Session:
             session.header = record
         elif kind == "step":
             session.steps.append(record)
+        elif kind == "step_result":
+            _pair_result(session, record, f"{path}:{number}")
         elif kind == "end":
             session.end = record
+    for step in session.steps:
+        if step.pop("result_pending", False):
+            step["interrupted"] = True
+            step.setdefault("result", {"ok": False, "detail": INTERRUPTED_DETAIL})
     if not session.header:
         session.warnings.append(f"{path}: no session header")
     return session
+
+
+def _pair_result(session: Session, result: dict[str, Any], where: str) -> None:
+    """Merge a `step_result` line into the written-ahead step it completes."""
+    index = result.get("index")
+    for step in reversed(session.steps):
+        if step.get("index") == index and step.get("result_pending"):
+            step.pop("result_pending")
+            step.update({key: value for key, value in result.items() if key not in ("type", "index", "time")})
+            step["result_time"] = result.get("time")
+            return
+    message = f"{where}: skipped a result for step {index!r}, which was never begun"
+    log.warning(message)
+    session.warnings.append(message)
 
 
 def iter_session_folders(root: Path) -> Iterator[Path]:

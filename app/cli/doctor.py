@@ -161,6 +161,22 @@ def check_input_injection() -> CheckResult:
     return CheckResult("input", Status.OK, f"pointer injection works (pointer at {x}, {y})")
 
 
+def check_held_input() -> CheckResult:
+    """Release a mouse button or key that a killed `holodesk run` left pressed (see automation.held_input)."""
+    from holodesk.automation.held_input import release_leftover_input
+
+    leftover = release_leftover_input()
+    if leftover.problems:
+        return CheckResult(
+            "held input",
+            Status.WARN,
+            leftover.describe(),
+            fix="run `holodesk doctor` again on the display where Holodesk ran",
+        )
+    status = Status.WARN if leftover.buttons or leftover.keys else Status.OK
+    return CheckResult("held input", status, leftover.describe())
+
+
 def check_transformers() -> CheckResult:
     try:
         version = importlib.metadata.version("transformers")
@@ -258,6 +274,7 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
     if display.status is not Status.FAIL:
         yield from _guarded("monitors", check_monitors_and_capture)
         yield from _guarded("input", lambda: iter([check_input_injection()]))
+        yield from _guarded("held input", lambda: iter([check_held_input()]))
     yield check_transformers()
     yield from _guarded("cuda", lambda: check_gpu(options))
     if options.backend == "local":

@@ -3,23 +3,42 @@
 Exit codes (stable, for scripts): 0 the task finished, 1 it failed (unusable answer, backend or
 execution error), 2 bad arguments or configuration, 3 stopped by the user, 4 the model asks the
 user a question, 5 the step limit was reached.
+
+Ctrl+C and SIGTERM stop the run like a "quit" (exit 3, with an end record; app.cli.stop_signals).
+Before anything else, input left held by a run that was killed outright is released
+(automation.held_input). The annotated pictures shown at approval live in a private temporary
+folder that is removed when the run ends.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, print_progress
+from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
+from holodesk.app.common.policy_factory import (
+    PolicyConfigError,
+    PolicyOptions,
+    build_policy,
+    plain_http_key_warning,
+    print_progress,
+)
 from holodesk.automation.coords import FrameMapping
 from holodesk.automation.engine import EngineSettings, Outcome, RunResult, StepEngine
 from holodesk.automation.errors import AutomationError
+from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.proposal import UnusableProposal
+from holodesk.automation.trajectory import TrajectoryWriteError, check_writable
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
+
+if TYPE_CHECKING:
+    from holodesk.automation.screen import ScreenCapture
 
 EXIT_CODES = {
     Outcome.DONE: 0,
@@ -29,6 +48,7 @@ EXIT_CODES = {
     Outcome.STEP_LIMIT: 5,
 }
 EXIT_CONFIG = 2
+PICTURES_PREFIX = "holodesk-approval-"  # + pid: the temporary folder of annotated approval pictures
 
 
 def run_task(
@@ -42,13 +62,23 @@ def run_task(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    from holodesk.app.cli.terminal_approver import TerminalApprover
-    from holodesk.automation.executor import Executor
     from holodesk.automation.screen import ScreenCapture
 
     if not task.strip():
         err.write("error: the task is empty\n")
         return EXIT_CONFIG
+    try:
+        check_writable(sessions)
+    except TrajectoryWriteError as exc:
+        err.write(f"error: {exc}; choose another folder with --sessions\n")
+        return EXIT_CONFIG
+    # Before a model loads (minutes, for a local one): release a button a killed run left pressed.
+    leftover = release_leftover_input()
+    if leftover.markers:
+        err.write(f"note: {leftover.describe()}\n")
+    warning = plain_http_key_warning(options)
+    if warning:
+        err.write(f"warning: {warning}\n")
     policy = _policy_or_exit_code(options, err)
     if isinstance(policy, int):
         return policy
@@ -58,10 +88,49 @@ def run_task(
     except AutomationError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
-    pictures = Path(tempfile.mkdtemp(prefix="holodesk-approval-"))
+    _remove_pictures_of_dead_runs()
+    pictures = Path(tempfile.mkdtemp(prefix=f"{PICTURES_PREFIX}{os.getpid()}-"))
+    try:
+        return _run_engine(task, policy, capture, pictures, max_steps, monitor, sessions, options, stdin, out)
+    finally:
+        shutil.rmtree(pictures, ignore_errors=True)
+
+
+def _remove_pictures_of_dead_runs() -> None:
+    """A run killed outright could not remove its pictures folder: the next run does (ours, pid gone)."""
+    if os.name != "posix":
+        return
+    for folder in Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}*-*"):
+        pid_text = folder.name[len(PICTURES_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or folder.is_symlink() or folder.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue  # alive (another user's process with that number, or our other run)
+
+
+def _run_engine(
+    task: str,
+    policy: ModelPolicy,
+    capture: ScreenCapture,
+    pictures: Path,
+    max_steps: int,
+    monitor: int | None,
+    sessions: Path,
+    options: PolicyOptions,
+    stdin: TextIO | None,
+    out: TextIO,
+) -> int:
+    from holodesk.app.cli.terminal_approver import TerminalApprover
+    from holodesk.automation.executor import Executor
+
+    approver = InterruptibleApprover(TerminalApprover(pictures, stdin=stdin, stdout=out))
     engine = StepEngine(
         policy,
-        TerminalApprover(pictures, stdin=stdin, stdout=out),
+        approver,
         Executor(capture=capture),
         capture,
         EngineSettings(
@@ -73,7 +142,8 @@ def run_task(
         ),
     )
     out.write(f"task: {task}\n(Ctrl+C stops at any time)\n")
-    result = engine.run(task)
+    with signals_stop_the_run(engine.cancel, approver):
+        result = engine.run(task)
     _report(result, out)
     return EXIT_CODES[result.outcome]
 

@@ -18,9 +18,10 @@ import os
 import re
 import socket
 import sys
-import tempfile
 from pathlib import Path
 from typing import TextIO
+
+from holodesk.automation.private_dir import UnsafeRuntimeDirError, user_runtime_dir
 
 INSTANCE_NAME_ENV = "HOLODESK_INSTANCE_NAME"  # tests (and a second profile) use their own name
 COMMANDS = ("prompt", "show", "stop")
@@ -55,11 +56,17 @@ def instance_name() -> str:
 
 
 def runtime_dir() -> Path:
-    """Where the socket lives: $XDG_RUNTIME_DIR (private to the user) when set, else the temp folder."""
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and Path(xdg).is_dir():
-        return Path(xdg)
-    return Path(tempfile.gettempdir())
+    """Where the socket and its lock live: $XDG_RUNTIME_DIR, else a private `<temp>/holodesk-<uid>` (0700).
+
+    Never the shared temp folder itself, where another user could create the socket first and read
+    the prompts sent to it. InstanceError when the private folder is unsafe (someone else's, a link).
+    """
+    try:
+        return user_runtime_dir()
+    except UnsafeRuntimeDirError as exc:
+        raise InstanceError(str(exc)) from None
+    except OSError as exc:
+        raise InstanceError(f"cannot create Holodesk's runtime folder: {exc}") from None
 
 
 def server_address(name: str | None = None) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import urlsplit
 
 from holodesk.app.common.settings import BACKENDS
 from holodesk.inference.model_policy import ModelPolicy
@@ -45,6 +47,41 @@ def print_progress(stream: TextIO) -> ProgressCallback:
             stream.write("\n")
 
     return report
+
+
+def plain_http_key_warning(options: PolicyOptions) -> str | None:
+    """A warning when the remote backend would send an API key unencrypted to another machine, else None.
+
+    Plain http is fine on this machine (localhost, 127.0.0.0/8, ::1); anywhere else anyone on the
+    network path can read the key (and the screenshots) from the traffic.
+    """
+    if options.backend != "remote" or not options.base_url:
+        return None
+    try:
+        parts = urlsplit(options.base_url)
+        host = parts.hostname
+    except ValueError:
+        return None  # a malformed URL is reported by the backend itself
+    if parts.scheme != "http" or not host or _is_loopback(host):
+        return None
+    from holodesk.inference.secrets import find_api_key
+
+    lookup = find_api_key(options.base_url)
+    if lookup.key is None:
+        return None
+    return (
+        f"the API key (from {lookup.source}) will be sent unencrypted over plain http to {host}: anyone on the "
+        "network path can read it and your screenshots; use an https:// URL (or an SSH tunnel to localhost)"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost.localdomain") or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def build_policy(options: PolicyOptions, progress: ProgressCallback | None = None) -> ModelPolicy:

@@ -163,8 +163,13 @@ def _base_url(value: object) -> str | None:
     if value is None:
         return None
     url = _text(value)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        _ = parts.port  # a port that is not a number raises here, not later when connecting
+    except ValueError as exc:  # "http://[::1" and the like
+        raise _Invalid(f"not a valid URL ({exc}): {_show(url)}") from None
+    if parts.scheme not in ("http", "https") or not host:
         raise _Invalid(
             f"expected an http:// or https:// URL with a host, e.g. http://gpu-box:8000/v1, got {_show(url)}"
         )
@@ -174,7 +179,7 @@ def _base_url(value: object) -> str | None:
 def _absolute_folder(value: object) -> Path:
     if not isinstance(value, str | Path) or not str(value).strip():
         raise _Invalid(f"expected a folder path, got {_show(value)}")
-    path = Path(value).expanduser()
+    path = _expand_user(value)
     if not path.is_absolute():
         raise _Invalid(f"expected an absolute path (or one starting with ~), got {_show(value)}")
     return path
@@ -185,7 +190,15 @@ def _optional_file(value: object) -> Path | None:
         return None
     if not isinstance(value, str | Path) or not str(value).strip():
         raise _Invalid(f"expected a file path, got {_show(value)}")
-    return Path(value).expanduser()
+    return _expand_user(value)
+
+
+def _expand_user(value: str | Path) -> Path:
+    """`~` and `~user` expanded; a `~user` that does not exist is a problem to report, not a crash."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError as exc:  # pathlib: "Could not determine home directory."
+        raise _Invalid(f"cannot expand {_show(str(value))}: {exc} (no such user?)") from None
 
 
 def _monitor(value: object) -> int | Literal["all"]:
@@ -519,6 +532,8 @@ def settings_from_toml(text: str, path: Path) -> Settings:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(path, [f"not valid TOML: {exc}"]) from None
+    except RecursionError:  # arrays or tables nested hundreds deep exhaust tomllib's recursion
+        raise SettingsError(path, ["nested too deeply to read (arrays or tables inside one another)"]) from None
     problems: list[str] = []
     version = data.get("version", SETTINGS_FORMAT)
     if version != SETTINGS_FORMAT:
@@ -603,6 +618,8 @@ def load_settings(path: Path | None = None) -> LoadedSettings:
         return LoadedSettings(read_settings(path), path)
     except SettingsError as problem:
         return LoadedSettings(Settings(), path, problem)
+    except (RecursionError, ValueError, RuntimeError) as exc:  # a case the checks above missed: still start
+        return LoadedSettings(Settings(), path, SettingsError(path, [f"cannot be used ({type(exc).__name__}: {exc})"]))
 
 
 def save_settings(settings: Settings, path: Path | None = None, *, replace_broken: bool = False) -> Path | None:
@@ -612,6 +629,9 @@ def save_settings(settings: Settings, path: Path | None = None, *, replace_broke
     chose `replace_broken=True`; then the broken file is copied to settings.toml.broken-<time> first.
     """
     path = path if path is not None else settings_path()
+    if path.is_symlink():
+        # The user keeps the file elsewhere (a dotfiles repository): write to it, keep the link.
+        path = Path(os.path.realpath(path))
     backup: Path | None = None
     try:
         read_settings(path)

@@ -13,7 +13,8 @@ import sys
 import threading
 from collections.abc import Callable
 
-from holodesk.app.common.policy_factory import PolicyConfigError, build_policy
+from holodesk.app.common.instance_client import InstanceError
+from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, plain_http_key_warning
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
 from holodesk.app.gui.gui_approver import GuiApprover
@@ -28,8 +29,9 @@ from holodesk.app.gui.task_prompt import TaskPrompt
 from holodesk.app.gui.tray import Indicator, make_indicator
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
 from holodesk.automation.executor import Executor
+from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.screen import ScreenCapture
-from holodesk.automation.trajectory import prune_sessions
+from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, prune_sessions
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 
@@ -109,6 +111,9 @@ class HolodeskApp(QtCore.QObject):
     def start(self) -> None:
         if self.settings_problem is not None:
             self.indicator.notify("Settings file not used", f"{self.settings_problem} — running on defaults.")
+        leftover = release_leftover_input()  # a button or key a killed run left pressed
+        if leftover.markers:
+            self.indicator.notify("Released stuck input", leftover.describe())
         self._start_hotkeys()
         self._load_policy()
 
@@ -139,6 +144,9 @@ class HolodeskApp(QtCore.QObject):
         self.policy_error = None
         options = self.settings.to_policy_options()
         self._show(StatusLine(AppState.LOADING, f"{options.backend} backend, {options.profile} profile", 0.0))
+        warning = plain_http_key_warning(options)
+        if warning:
+            self.indicator.notify("API key sent unencrypted", warning)
 
         def work() -> None:
             try:
@@ -199,6 +207,12 @@ class HolodeskApp(QtCore.QObject):
             self.pending_task = task
             self.indicator.notify("Loading the model", "The task starts as soon as the model is ready.")
             return
+        try:
+            check_writable(self.settings.sessions.folder)
+        except TrajectoryWriteError as exc:
+            self._show(StatusLine(AppState.ERROR, str(exc)))
+            self.indicator.notify("Cannot record the task", f"{exc}. Choose another sessions folder in the settings.")
+            return
         run = self.settings.run
         engine = StepEngine(
             self.policy,
@@ -215,7 +229,21 @@ class HolodeskApp(QtCore.QObject):
             listener=self.bridge.engine_event.emit,
         )
         self.engine = engine
-        engine.start(task)
+        self._start_engine_thread(engine, task)
+
+    def _start_engine_thread(self, engine: StepEngine, task: str) -> None:
+        """Run `task` on its own thread. However that thread ends, the app hears that the task ended,
+        so a crashed engine can never leave the tray "running" a task that is gone."""
+
+        def target() -> None:
+            try:
+                engine.run(task)  # reports FINISHED through the listener itself
+            except BaseException as exc:
+                log.exception("the engine thread died")
+                result = RunResult(Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}", 0, None)
+                self.bridge.engine_event.emit(EngineEvent(EngineState.FINISHED, 0, result.detail, result))
+
+        threading.Thread(target=target, name="holodesk-engine", daemon=True).start()
 
     def stop(self) -> None:
         if self.engine is not None:
@@ -310,7 +338,11 @@ def run_app(argv: list[str] | None = None) -> int:
     app = QtWidgets.QApplication(argv if argv is not None else sys.argv[:1])
     app.setApplicationName("Holodesk")
     app.setQuitOnLastWindowClosed(False)  # closing the history or settings window must not quit the tray
-    server = acquire_instance()
+    try:
+        server = acquire_instance()
+    except InstanceError as exc:
+        print(f"holodesk: {exc}", file=sys.stderr)
+        return 1
     if server is None:
         print("Holodesk is already running: told it to show itself.")
         return 0

@@ -55,7 +55,7 @@ def test_run_completes_a_multi_step_task_with_terminal_approval(xvfb, target_win
     assert out.count("[a]pprove") == 3
     assert "picture: " in out  # the annotated screenshot's path is shown before each decision
     picture = Path(out.split("picture: ")[1].split()[0])
-    assert picture.is_file()
+    assert not picture.parent.exists()  # the temporary pictures are removed when the run ends
 
     events = target_window.sync()
     assert [e["text"] for e in events if e["event"] == "text"][-1] == "Ada Lovelace"

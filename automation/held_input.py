@@ -1,0 +1,230 @@
+"""Remember on disk what an action may hold down, so that a killed run never leaves input stuck.
+
+While the executor performs an action that presses something (a click, a drag, typing, a key
+combination), a marker file in the user's private runtime folder names the mouse buttons and keys
+the action may hold, the X display and the process id. The marker is removed when the action ends,
+whatever way it ends. Only a process killed outright (kill -9, a crash of the interpreter) leaves
+it behind, and then a button may still be pressed on the X server. The next `holodesk run`, the tray
+app or `holodesk doctor` calls `release_leftover_input()`: for every marker of a dead process on
+this display it asks the X server what is really held, releases those of the marker's buttons and
+keys that are, and removes the marker.
+
+Key names are pyautogui's (what the executor passes to keyDown/write); buttons are X button numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from holodesk.automation.private_dir import user_runtime_dir
+
+log = logging.getLogger(__name__)
+
+MARKER_PREFIX = "held-input-"
+BUTTON_NUMBERS = {"left": 1, "middle": 2, "right": 3}
+# X's state mask bits for buttons 1-5 (Button1Mask is 1 << 8); 6 and 7 are never reported held.
+_BUTTON_MASK_SHIFT = 7
+
+
+def _display_tag(display: str | None) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", display or "default")
+
+
+@dataclass(frozen=True, slots=True)
+class LeftoverRelease:
+    """What `release_leftover_input` found and did, for a log line or `holodesk doctor`."""
+
+    markers: int = 0  # markers of dead processes found for this display
+    buttons: tuple[int, ...] = ()  # buttons that were still held and were released
+    keys: tuple[str, ...] = ()  # keys that were still held and were released
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    def describe(self) -> str:
+        if not self.markers:
+            return "no input was left held by an earlier run"
+        released = [f"mouse button {b}" for b in self.buttons] + [f"key {k!r}" for k in self.keys]
+        text = (
+            f"released what a killed run left held: {', '.join(released)}"
+            if released
+            else "a killed run's marker was found; nothing was still held"
+        )
+        return text + "".join(f"; {problem}" for problem in self.problems)
+
+
+class HeldInputMarker:
+    """Writes and removes this process's marker. `folder` defaults to the private runtime folder."""
+
+    def __init__(self, folder: Path | None = None, display: str | None = None) -> None:
+        self._folder = folder
+        self.display = display if display is not None else os.environ.get("DISPLAY")
+
+    @property
+    def path(self) -> Path:
+        folder = self._folder if self._folder is not None else user_runtime_dir()
+        return folder / f"{MARKER_PREFIX}{_display_tag(self.display)}-{os.getpid()}.json"
+
+    @contextmanager
+    def holding(self, buttons: Iterable[int] = (), keys: Iterable[str] = ()) -> Iterator[None]:
+        """Mark `buttons` and `keys` as possibly held for the duration of the block."""
+        buttons, keys = sorted(set(buttons)), sorted(set(keys))
+        if not buttons and not keys:
+            yield
+            return
+        record = {"pid": os.getpid(), "display": self.display, "buttons": buttons, "keys": keys, "time": time.time()}
+        try:
+            path: Path | None = self.path
+            assert path is not None
+            # No fsync: the marker guards against the process dying, and the page cache outlives the process.
+            temp = path.with_name(path.name + ".part")
+            temp.write_text(json.dumps(record), encoding="utf-8")
+            os.replace(temp, path)
+        except OSError as exc:  # the action still runs: without a marker only a kill -9 could not be repaired
+            log.warning("cannot write the held-input marker: %s", exc)
+            path = None
+        try:
+            yield
+        finally:
+            if path is not None:
+                with suppress(FileNotFoundError):
+                    path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # our own marker from before: we are not in an action while recovering
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def leftover_markers(folder: Path | None = None, display: str | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """Markers for `display` whose process is gone, with their content (an unreadable marker counts as empty)."""
+    folder = folder if folder is not None else user_runtime_dir()
+    display = display if display is not None else os.environ.get("DISPLAY")
+    found: list[tuple[Path, dict[str, Any]]] = []
+    for path in sorted(folder.glob(f"{MARKER_PREFIX}{_display_tag(display)}-*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            pid = int(record["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            record, pid = {}, int(path.stem.rsplit("-", 1)[-1]) if path.stem.rsplit("-", 1)[-1].isdigit() else -1
+        if pid > 0 and _alive(pid):
+            continue  # a run in progress: what it holds is its own business
+        found.append((path, record if isinstance(record, dict) else {}))
+    return found
+
+
+def release_leftover_input(folder: Path | None = None, display: str | None = None) -> LeftoverRelease:
+    """Release what killed runs left held on this display and remove their markers. Never raises."""
+    display = display if display is not None else os.environ.get("DISPLAY")
+    try:
+        markers = leftover_markers(folder, display)
+    except OSError as exc:
+        return LeftoverRelease(problems=(f"cannot look for held-input markers: {exc}",))
+    if not markers:
+        return LeftoverRelease()
+    buttons = sorted({int(b) for _, record in markers for b in record.get("buttons", []) if str(b).isdigit()})
+    keys = sorted({str(k) for _, record in markers for k in record.get("keys", [])})
+    problems: list[str] = []
+    released_buttons: tuple[int, ...] = ()
+    released_keys: tuple[str, ...] = ()
+    try:
+        if sys.platform.startswith("linux"):
+            released_buttons, released_keys = _release_on_x11(display, buttons, keys)
+        else:
+            released_buttons, released_keys = _release_blindly(buttons, keys)
+    except Exception as exc:  # no display, a refused connection: keep the markers for the next try
+        problems.append(f"could not release held input: {type(exc).__name__}: {exc}")
+        return LeftoverRelease(len(markers), problems=tuple(problems))
+    for path, _ in markers:
+        with suppress(FileNotFoundError):
+            path.unlink()
+    result = LeftoverRelease(len(markers), released_buttons, released_keys, tuple(problems))
+    log.warning("%s", result.describe())
+    return result
+
+
+def _release_on_x11(
+    display: str | None, buttons: list[int], keys: list[str]
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Release the buttons and keys the X server reports held, among those named. Returns what was released."""
+    from Xlib import XK, X
+    from Xlib import display as xdisplay
+    from Xlib.ext import xtest
+
+    connection = xdisplay.Display(display)
+    try:
+        held_mask = connection.screen().root.query_pointer().mask
+        released_buttons = tuple(b for b in buttons if 1 <= b <= 5 and held_mask & (1 << (_BUTTON_MASK_SHIFT + b)))
+        for button in released_buttons:
+            xtest.fake_input(connection, X.ButtonRelease, button)
+        keymap = connection.query_keymap()
+        released_keys: list[str] = []
+        for key in keys:
+            for keycode in _keycodes(connection, XK, key):
+                if keymap[keycode // 8] & (1 << (keycode % 8)):
+                    xtest.fake_input(connection, X.KeyRelease, keycode)
+                    released_keys.append(key)
+        connection.sync()
+    finally:
+        connection.close()
+    return released_buttons, tuple(dict.fromkeys(released_keys))
+
+
+# pyautogui names whose X keysym is spelled differently (its X11 backend's table, for the keys we press).
+_X11_KEYSYMS = {
+    "ctrl": ("Control_L", "Control_R"), "ctrlleft": ("Control_L",), "ctrlright": ("Control_R",),
+    "shift": ("Shift_L", "Shift_R"), "shiftleft": ("Shift_L",), "shiftright": ("Shift_R",),
+    "alt": ("Alt_L", "Alt_R"), "altleft": ("Alt_L",), "altright": ("Alt_R",),
+    "win": ("Super_L", "Super_R"), "winleft": ("Super_L",), "winright": ("Super_R",),
+    "enter": ("Return",), "return": ("Return",), "\n": ("Return",), "\r": ("Return",), "\t": ("Tab",),
+    "tab": ("Tab",), "esc": ("Escape",), "escape": ("Escape",), "backspace": ("BackSpace",),
+    "delete": ("Delete",), "del": ("Delete",), "space": ("space",), " ": ("space",), "pageup": ("Prior",),
+    "pagedown": ("Next",), "pgup": ("Prior",), "pgdn": ("Next",), "capslock": ("Caps_Lock",),
+    "apps": ("Menu",), "printscreen": ("Print",), "up": ("Up",), "down": ("Down",), "left": ("Left",),
+    "right": ("Right",), "home": ("Home",), "end": ("End",), "insert": ("Insert",),
+}  # fmt: skip
+
+
+def _keycodes(connection: Any, xk: Any, key: str) -> list[int]:
+    """The keycodes that may carry `key` (a pyautogui name or a typed character) on this keymap."""
+    if len(key) == 1:
+        names: tuple[str, ...] = _X11_KEYSYMS.get(key, ())
+        # A typed character: Latin-1 keysyms equal their code point, others are 0x01000000 + code point.
+        keysyms = [ord(key) if ord(key) < 0x100 else 0x01000000 + ord(key)]
+        if key.isalpha():
+            keysyms.append(ord(key.lower()) if ord(key) < 0x100 else keysyms[0])
+    else:
+        lower = key.lower()
+        names = _X11_KEYSYMS.get(lower) or ((lower.upper(),) if re.fullmatch(r"f\d{1,2}", lower) else (key,))
+        keysyms = []
+    keysyms += [xk.string_to_keysym(name) for name in names]
+    codes = {connection.keysym_to_keycode(keysym) for keysym in keysyms if keysym}
+    return sorted(code for code in codes if code)
+
+
+def _release_blindly(buttons: list[int], keys: list[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Windows and macOS: no cheap way to ask what is held, so release every named one (harmless if up)."""
+    import pyautogui
+
+    names = {1: "left", 2: "middle", 3: "right"}
+    for button in buttons:
+        if button in names:
+            pyautogui.mouseUp(button=names[button], _pause=False)
+    for key in keys:
+        pyautogui.keyUp(key, _pause=False)
+    return tuple(b for b in buttons if b in names), tuple(keys)

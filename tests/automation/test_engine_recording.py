@@ -1,0 +1,184 @@
+"""The engine's records under faults: written ahead of each action, private, and loud when the disk fails."""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import stat
+import time
+
+from holodesk.automation.actions import Click, Done, Point, TypeText
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.engine import EngineState, Outcome
+from holodesk.automation.trajectory import (
+    SCREENSHOT_DIR,
+    SESSION_FILE,
+    TrajectoryWriteError,
+    check_writable,
+    iter_session_folders,
+    read_session,
+)
+from tests.automation.test_engine import ListPolicy, RecordingPerformer, ScriptedApprover, make_engine
+
+
+class DiskPeekingPerformer(RecordingPerformer):
+    """Reads the session back from disk at the moment each action starts, as a crash would leave it."""
+
+    def __init__(self, root) -> None:
+        super().__init__()
+        self.root = root
+        self.seen_on_disk: list[list[dict]] = []
+
+    def execute(self, action, cancel: CancelToken) -> object:
+        (folder,) = iter_session_folders(self.root)
+        self.seen_on_disk.append(read_session(folder).steps)
+        return super().execute(action, cancel)
+
+
+def test_each_step_is_on_disk_before_its_action_and_paired_with_its_result_after(tmp_path):
+    policy = ListPolicy([Click(Point(100, 50)), TypeText("hi", Point(10, 10)), Done("ok")])
+    performer = DiskPeekingPerformer(tmp_path)
+    engine, _, _ = make_engine(policy, ScriptedApprover(), performer, tmp_path=tmp_path)
+    result = engine.run("click and type")
+    assert result.outcome is Outcome.DONE
+
+    # While the click ran, its step was already on disk: had the process died then, it would read as interrupted.
+    during_click = performer.seen_on_disk[0]
+    assert [s["index"] for s in during_click] == [1]
+    assert during_click[0]["decision"] == "approve"
+    assert during_click[0]["action_screen"]["kind"] == "click"
+    assert during_click[0]["interrupted"] is True
+    assert (tmp_path / during_click[0]["screenshot"]).name.endswith(".png")
+    during_typing = performer.seen_on_disk[1]
+    assert [s.get("interrupted", False) for s in during_typing] == [False, True]
+
+    session = read_session(result.folder)
+    assert [s["index"] for s in session.steps] == [1, 2, 3]
+    assert not session.interrupted_steps and not session.warnings
+    assert all(s["result"]["ok"] for s in session.steps[:2])
+    assert "result_pending" not in session.steps[0]
+
+
+def test_a_session_folder_that_cannot_be_created_is_reported_before_anything_runs(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the sessions folder should be")
+    policy = ListPolicy([Click(Point(1, 1)), Done()])
+    engine, performer, events = make_engine(policy, ScriptedApprover(), tmp_path=blocker / "sessions")
+    started = time.perf_counter()
+    result = engine.run("click")
+    elapsed = time.perf_counter() - started
+    assert result.outcome is Outcome.ERROR
+    assert "cannot record the session" in result.detail and "Not a directory" in result.detail
+    assert performer.executed == [] and policy.calls == []
+    assert events[-1].state is EngineState.FINISHED  # a tray app hears that the run ended
+    assert elapsed < 0.5
+    print(f"\nsessions folder under a file: the run ended with the reason after {elapsed * 1000:.1f} ms, nothing done")
+    try:
+        check_writable(blocker / "sessions")
+    except TrajectoryWriteError as exc:
+        assert "Not a directory" in str(exc)
+    else:
+        raise AssertionError("check_writable accepted a path under a file")
+
+
+class FolderRemovingPerformer(RecordingPerformer):
+    """The user (or a cleaner) deletes the session's screenshots folder during the first action."""
+
+    def __init__(self, root) -> None:
+        super().__init__()
+        self.root = root
+        self.fault_at = 0.0
+
+    def execute(self, action, cancel: CancelToken) -> object:
+        if not self.executed:
+            (folder,) = iter_session_folders(self.root)
+            shutil.rmtree(folder / SCREENSHOT_DIR)
+            self.fault_at = time.perf_counter()
+        return super().execute(action, cancel)
+
+
+def test_a_screenshot_that_cannot_be_written_stops_the_run_before_the_next_action(tmp_path):
+    policy = ListPolicy([Click(Point(1, 1)), Click(Point(2, 2)), Click(Point(3, 3)), Done()])
+    performer = FolderRemovingPerformer(tmp_path)
+    engine, _, _ = make_engine(policy, ScriptedApprover(), performer, tmp_path=tmp_path)
+    result = engine.run("click thrice")
+    time_to_error = time.perf_counter() - performer.fault_at
+    assert result.outcome is Outcome.ERROR
+    assert "cannot record the session" in result.detail and "the run was stopped" in result.detail
+    assert performer.executed == [Click(Point(1, 1))]  # the second click never ran unrecorded
+    session = read_session(result.folder)
+    assert [s["index"] for s in session.steps] == [1]
+    assert session.end is not None and session.end["outcome"] == "error"
+    print(f"\nscreenshots folder removed mid-run: run stopped {time_to_error * 1000:.0f} ms after the fault")
+
+
+class FileSizeLimitingPerformer(RecordingPerformer):
+    """During the first action the session file stops being able to grow (EFBIG, like a full quota)."""
+
+    def __init__(self, root) -> None:
+        super().__init__()
+        self.root = root
+        self.fault_at = 0.0
+
+    def execute(self, action, cancel: CancelToken) -> object:
+        if not self.executed:
+            (folder,) = iter_session_folders(self.root)
+            size = (folder / SESSION_FILE).stat().st_size
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+            self.fault_at = time.perf_counter()
+        return super().execute(action, cancel)
+
+
+def test_a_session_file_that_cannot_grow_stops_the_run_with_a_clear_message(tmp_path):
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process
+    try:
+        policy = ListPolicy([Click(Point(1, 1)), Click(Point(2, 2)), Done()])
+        performer = FileSizeLimitingPerformer(tmp_path)
+        engine, _, _ = make_engine(policy, ScriptedApprover(), performer, tmp_path=tmp_path)
+        result = engine.run("click twice")
+        time_to_error = time.perf_counter() - performer.fault_at
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, previous)
+    assert result.outcome is Outcome.ERROR
+    assert "cannot record the session" in result.detail and "too large" in result.detail.lower()
+    assert performer.executed == [Click(Point(1, 1))]
+    session = read_session(result.folder)
+    # The first step was written ahead; its result could not be: it reads as interrupted, not lost.
+    assert [s["index"] for s in session.steps] == [1] and session.steps[0]["interrupted"]
+    print(f"\nsession file stopped growing mid-run: run stopped {time_to_error * 1000:.0f} ms after the fault")
+
+
+def test_sessions_are_private_under_the_usual_umask(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        policy = ListPolicy([Click(Point(1, 1)), Done()])
+        engine, _, _ = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path / "sessions")
+        result = engine.run("click")
+    finally:
+        os.umask(previous)
+    folder = result.folder
+    assert folder is not None
+
+    def mode(path) -> int:
+        return stat.S_IMODE(path.stat().st_mode)
+
+    assert mode(tmp_path / "sessions") == 0o700
+    assert mode(folder) == 0o700 and mode(folder / SCREENSHOT_DIR) == 0o700
+    files = [folder / SESSION_FILE, *(folder / SCREENSHOT_DIR).iterdir()]
+    assert len(files) == 3
+    assert {path.name: mode(path) for path in files} == {path.name: 0o600 for path in files}
+
+
+def test_an_existing_sessions_root_keeps_its_mode_and_each_session_is_private(tmp_path):
+    root = tmp_path / "chosen-by-the-user"
+    root.mkdir()
+    root.chmod(0o755)
+    policy = ListPolicy([Done()])
+    engine, _, _ = make_engine(policy, ScriptedApprover(), tmp_path=root)
+    result = engine.run("nothing")
+    assert stat.S_IMODE(root.stat().st_mode) == 0o755  # not ours to change (it could be the home folder)
+    assert result.folder is not None and stat.S_IMODE(result.folder.stat().st_mode) == 0o700

@@ -1,0 +1,220 @@
+"""Kill `holodesk run` at random moments during long drags and typing; nothing stays held, no step is lost.
+
+Each run gets its approvals as soon as it asks for step 1 and is then killed (SIGKILL, SIGTERM or
+SIGINT, 20 of each in a shuffled order) after a random delay, while it drags across the screen or
+types a long text. Then the X server is asked (not pyautogui) which buttons and keys it considers
+held, and the project's reader is asked which steps the session has:
+
+- SIGTERM and SIGINT stop the run like the Stop button: exit 3 within a few seconds, an end record
+  "stopped", nothing held.
+- After SIGKILL a button or key may be held; the next start must release it before it asks anything
+  (`holodesk doctor` does the same: tests/automation/test_held_input.py).
+- Every step that began is in the session: each action moves the pointer to its own row of the screen
+  first, so where the pointer is after the kill says which step had begun; that step and every one
+  before it must be there (a step cut by SIGKILL reads as interrupted).
+
+Figures (kills, held at the kill, stuck after recovery, lost steps, time to exit) are printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from holodesk.automation.actions import Point
+from holodesk.automation.coords import Rect
+from holodesk.automation.trajectory import iter_session_folders, read_session
+from tests.e2e.scripting import holotron, model_point
+from tests.support import x11_probe
+from tests.support.holodesk_command import HOLODESK_COMMAND
+
+KILLS_PER_SIGNAL = int(os.environ.get("HOLODESK_KILLS_PER_SIGNAL", "20"))
+SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
+PARK = Point(5, 5)  # where the pointer waits between runs; no action goes near it
+MAX_DELAY_S = 1.0  # kill this long at most after approving: inside the first action or just after it
+TEXT = "the quick brown fox jumps over the lazy dog; " * 12
+ROWS = (150, 300, 450, 600, 750, 900)  # each step acts on its own row of the screen
+
+
+def _steps(screen: Rect, drag_first: bool) -> list[tuple[str, int, str]]:
+    """(kind, row, model answer) for each step: drags and typing alternate, each on its own row."""
+    steps = []
+    for number, row in enumerate(ROWS):
+        start, end = model_point(Point(100, row), screen), model_point(Point(1800, row), screen)
+        if (number % 2 == 0) == drag_first:
+            answer = holotron("drag_to_desktop", start_x=start.x, start_y=start.y, x=end.x, y=end.y)
+            steps.append(("drag", row, answer))
+        else:
+            steps.append(("type", row, holotron("write_desktop", content=TEXT, x=start.x, y=start.y)))
+    return steps
+
+
+def _begun_step(pointer: tuple[int, int]) -> int:
+    """The step (1-based) whose row the pointer is on, or 0 when it never left its parking place."""
+    x, y = pointer
+    if (x, y) == (PARK.x, PARK.y):
+        return 0
+    for number, row in enumerate(ROWS, start=1):
+        if abs(y - row) <= 2 and 95 <= x <= 1805:
+            return number
+    raise AssertionError(f"the pointer is at {pointer}, on no step's row")
+
+
+def _held() -> tuple[list[str], list[int]]:
+    _, _, buttons = x11_probe.pointer()
+    return buttons, x11_probe.pressed_keycodes()
+
+
+class _Run:
+    """One `holodesk run` with its stdout lines on a queue."""
+
+    def __init__(self, script: Path, sessions: Path, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [*HOLODESK_COMMAND, "run", "Drag and type", "--backend", "scripted", "--script", str(script),
+             "--sessions", str(sessions), "--max-steps", str(len(ROWS))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        assert self.process.stdout is not None
+        stdout = self.process.stdout
+        threading.Thread(target=lambda: [self.lines.put(line) for line in stdout], daemon=True).start()
+
+    def wait_for(self, text: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {text!r} within {timeout_s} s; seen: {self.seen[-5:]}") from None
+            self.seen.append(line)
+            if text in line:
+                return
+
+    def drain(self) -> None:
+        while not self.lines.empty():
+            self.seen.append(self.lines.get_nowait())
+
+    def prompts(self) -> list[int]:
+        return [int(line.split()[1].rstrip(":")) for line in self.seen if line.startswith("Step ")]
+
+
+def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_path):
+    rng = random.Random(int(os.environ.get("HOLODESK_KILL_SEED", "11")))
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    scripts = {}
+    for drag_first in (True, False):
+        path = tmp_path / f"script-{'drag' if drag_first else 'type'}-first.jsonl"
+        path.write_text("".join(json.dumps(a) + "\n" for _, _, a in _steps(screen, drag_first)), encoding="utf-8")
+        scripts[drag_first] = path
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(runtime)}
+    sessions = tmp_path / "sessions"
+    plan = [sig for sig in SIGNALS for _ in range(KILLS_PER_SIGNAL)]
+    rng.shuffle(plan)
+
+    figures: dict[str, Counter[str]] = {sig.name: Counter() for sig in SIGNALS}
+    exit_times: dict[str, list[float]] = {sig.name: [] for sig in SIGNALS}
+    problems: list[str] = []
+    started = time.monotonic()
+    for attempt, sig in enumerate(plan):
+        name = sig.name
+        x11_probe.move_pointer_like_the_user(PARK.x, PARK.y)
+        before = set(iter_session_folders(sessions))
+        run = _Run(scripts[rng.random() < 0.5], sessions, env)
+        try:
+            run.wait_for("Step 1:", 60)
+            # The start released whatever an earlier SIGKILL left held, before asking anything.
+            buttons, keys = _held()
+            if buttons or keys:
+                problems.append(f"run {attempt}: held at the start of the next run: {buttons} {keys}")
+            assert run.process.stdin is not None
+            run.process.stdin.write("a\n" * len(ROWS))
+            run.process.stdin.flush()
+            time.sleep(rng.uniform(0.0, MAX_DELAY_S))
+            killed_at = time.monotonic()
+            run.process.send_signal(sig)
+            try:
+                returncode = run.process.wait(10)
+            except subprocess.TimeoutExpired:
+                problems.append(f"run {attempt}: still running 10 s after {name} (deadlock?)")
+                run.process.kill()
+                returncode = run.process.wait(10)
+            exit_times[name].append(time.monotonic() - killed_at)
+        finally:
+            if run.process.poll() is None:
+                run.process.kill()
+                run.process.wait(10)
+        run.drain()
+        figures[name]["kills"] += 1
+        buttons, keys = _held()
+        if buttons or keys:
+            figures[name]["held right after"] += 1
+            if sig is not signal.SIGKILL:
+                figures[name]["stuck"] += 1
+                problems.append(f"run {attempt}: {name} left held: buttons {buttons}, keycodes {keys}")
+        begun = _begun_step(x11_probe.pointer()[:2])
+        # A step prompted after another means that other one finished; the pointer's row names the last begun.
+        prompts = run.prompts()
+        must_have = max([begun, *(n - 1 for n in prompts)])
+
+        (folder,) = set(iter_session_folders(sessions)) - before
+        session = read_session(folder)
+        recorded = {step["index"]: step for step in session.steps}
+        lost = [n for n in range(1, must_have + 1) if n not in recorded]
+        figures[name]["lost steps"] += len(lost)
+        figures[name]["interrupted steps"] += len(session.interrupted_steps)
+        figures[name]["killed mid-action"] += int(begun > 0 and begun not in {n - 1 for n in prompts})
+        if lost:
+            problems.append(f"run {attempt}: {name} lost steps {lost} (begun: {begun}, prompts {prompts})")
+        for index, step in recorded.items():
+            # An approved step acted (or was cut while acting): it has a result, or reads as interrupted.
+            if step.get("decision") in ("approve", "edit") and not step.get("result"):
+                problems.append(f"run {attempt}: approved step {index} has no result and is not marked interrupted")
+        if sig is signal.SIGKILL:
+            if any(not step.get("interrupted") for step in session.interrupted_steps):
+                problems.append(f"run {attempt}: inconsistent interrupted steps")
+        else:
+            if returncode != 3 or session.outcome != "stopped" or session.interrupted_steps:
+                problems.append(
+                    f"run {attempt}: {name} gave exit {returncode}, outcome {session.outcome!r}, "
+                    f"{len(session.interrupted_steps)} interrupted steps"
+                )
+
+    # One more start releases what the last kill may have left held; then quit at the first prompt.
+    last = _Run(scripts[True], sessions, env)
+    try:
+        last.wait_for("Step 1:", 60)
+        buttons, keys = _held()
+        if buttons or keys:
+            problems.append(f"held at the start of the final run: {buttons} {keys}")
+        assert last.process.stdin is not None
+        last.process.stdin.write("q\n")
+        last.process.stdin.flush()
+        assert last.process.wait(30) == 3
+    finally:
+        if last.process.poll() is None:
+            last.process.kill()
+    figures["SIGKILL"]["stuck"] = sum("held at the start" in p for p in problems)
+
+    elapsed = time.monotonic() - started
+    print(f"\n{len(plan)} kills in {elapsed:.0f} s")
+    for name, counts in figures.items():
+        times = sorted(exit_times[name])
+        print(
+            f"{name:8} kills {counts['kills']:3}  mid-action {counts['killed mid-action']:3}  "
+            f"held right after {counts['held right after']:3}  stuck {counts['stuck']:3}  "
+            f"lost steps {counts['lost steps']:3}  interrupted steps {counts['interrupted steps']:3}  "
+            f"exit median {times[len(times) // 2] * 1000:5.0f} ms, max {times[-1] * 1000:5.0f} ms"
+        )
+    assert not problems, "\n".join(problems)
+    assert all(counts["kills"] == KILLS_PER_SIGNAL for counts in figures.values())

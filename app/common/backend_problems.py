@@ -83,7 +83,9 @@ def check_in_words(check: ServerCheckLike) -> str | None:
     """A server check's problem in words, or None when the server is ready."""
     if check.problem is None:
         return None
-    advice = advice_for(check.problem, reachable=check.reachable, status=401 if check.authenticated is False else None)
+    kind = "ModelNotFoundError" if getattr(check, "model", None) and not getattr(check, "model_listed", True) else None
+    status = 401 if check.authenticated is False else None
+    advice = advice_for(check.problem, kind, reachable=check.reachable, status=status)
     return _joined(check.problem.strip(), advice)
 
 

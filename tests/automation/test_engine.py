@@ -351,3 +351,16 @@ def test_no_reply_stops_the_run(tmp_path):
     result = engine.run("t")
     assert (result.outcome, result.steps, performer.executed) == (Outcome.STOPPED, 0, [])
     assert read_session(result.folder).steps[0]["decision"] == "stop"
+
+
+def test_a_backend_failure_ends_the_run_in_words_not_as_an_internal_error(tmp_path):
+    class ServerGone(Exception):
+        pass
+
+    policy = ListPolicy([Click(Point(1, 1)), ServerGone("Nothing is listening at http://gpu-box:8000/v1")])
+    engine, performer, _ = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path)
+    result = engine.run("t")
+    assert result.outcome is Outcome.ERROR
+    assert result.detail == "the model could not answer: Nothing is listening at http://gpu-box:8000/v1"
+    assert result.steps == 1 and len(performer.executed) == 1
+    assert read_session(result.folder).steps[1]["error"].startswith("the model could not answer")

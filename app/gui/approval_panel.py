@@ -314,6 +314,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._send.setVisible(question)
         self._warning.setVisible(False)
         self._editor.setVisible(False)
+        self.setWindowTitle("Holodesk: a question for you" if question else "Holodesk: approve this step?")
         if not question:
             self._header.setText("Holodesk wants to")
             if self._action_label.objectName() != "action":

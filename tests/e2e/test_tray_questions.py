@@ -52,7 +52,8 @@ def test_a_question_is_answered_on_the_panel_and_the_run_goes_on(xvfb, target_wi
             xdotool("key", "Return")
 
             approval = wait_for_window("Holodesk: approve", timeout_s=10)
-            geometry = dict(line.split("=") for line in xdotool("getwindowgeometry", "--shell", approval).stdout.split())
+            shell = xdotool("getwindowgeometry", "--shell", approval).stdout
+            geometry = dict(line.split("=") for line in shell.split())
             xdotool("mousemove", str(int(geometry["X"]) + 8), str(int(geometry["Y"]) + 8), "click", "1")
             xdotool("key", "Return")
             wait_until_hidden(approval)

@@ -66,11 +66,10 @@ def _final_words(step: dict[str, Any]) -> str:
     model = step.get("action_model") if isinstance(step.get("action_model"), dict) else {}
     kind = model.get("kind")
     if kind == "done":
-        answer = str(model.get("answer") or "").strip()
-        return f"finished: {answer}" if answer else "finished"
+        return str(model.get("answer") or "").strip() or "task finished"
     if kind == "ask_user":
         return f"asked: {str(model.get('question') or '').strip()}"
-    return "finished"
+    return "task finished"
 
 
 def step_words(step: dict[str, Any]) -> StepWords:
@@ -98,7 +97,7 @@ def step_words(step: dict[str, Any]) -> StepWords:
         else:
             result = f"failed: {detail}" if detail else "failed"
     elif decision == "answered":
-        result = f"reply: {step.get('reply', '')}"
+        result = f"you replied: {step.get('reply', '')}"
     elif error and ran != error:
         result = f"failed: {error}"
 

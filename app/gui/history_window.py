@@ -35,8 +35,8 @@ STYLE = (
     PANEL_STYLE
     + f"""
 #history {{ background: #1d1e27; }}
-QListWidget {{ background: #23242f; color: #e6e6ee; border: 1px solid #44465a; font-size: 13px; }}
-QListWidget::item {{ padding: 6px 6px; border-bottom: 1px solid #2f3040; }}
+QListWidget {{ background: #23242f; color: #e6e6ee; border: 1px solid #44465a; font-size: 13px; padding: 0px 6px; }}
+QListWidget::item {{ padding: 6px 0px; border-bottom: 1px solid #2f3040; }}
 QListWidget::item:selected {{ background: #34365a; color: white; }}
 #caption {{ color: #a4a6ba; font-size: 12px; font-weight: 600; }}
 #decision {{ color: #c9cad8; font-size: 12px; }}
@@ -80,10 +80,16 @@ def _pixmap(image: Image.Image) -> QtGui.QPixmap:
 
 
 def session_item_text(words: SessionWords) -> str:
-    return f"{words.task}\n{words.started} · {words.outcome} · {steps_in_words(words.steps_taken)}"
+    text = f"{words.task}\n{words.started} · {words.outcome} · {steps_in_words(words.steps_taken)}"
+    if words.outcome not in ("done", "unfinished") and words.detail:
+        detail = words.detail if len(words.detail) <= 90 else words.detail[:89] + "…"
+        text += f"\n{detail}"  # why it ended, without opening it
+    return text
 
 
 def step_item_text(words: StepWords) -> str:
+    if words.decision == "answered":  # "asked: ...": the question says it
+        return f"{words.index}. {words.ran}"
     return f"{words.index}. {words.decision}: {words.ran}"
 
 
@@ -158,6 +164,7 @@ class HistoryWindow(QtWidgets.QWidget):
         widget.setTextElideMode(Qt.TextElideMode.ElideNone)
         widget.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         widget.setVerticalScrollMode(QtWidgets.QAbstractItemView.ScrollMode.ScrollPerPixel)
+        widget.setResizeMode(QtWidgets.QListView.ResizeMode.Adjust)  # re-wrap items when the column resizes
         return widget
 
     def _label(self, name: str, text: str = "", wrap: bool = False) -> QtWidgets.QLabel:
@@ -213,7 +220,8 @@ class HistoryWindow(QtWidgets.QWidget):
         self.ran.setText(words.ran[:1].upper() + words.ran[1:])
         self.proposed.setText(f"The model proposed: {words.proposed}")
         self.proposed.setVisible(bool(words.proposed))
-        self.result.setText(f"Result: {words.result}")
+        result = words.result
+        self.result.setText(result[:1].upper() + result[1:] if result.startswith("you") else f"Result: {result}")
         self.result.setVisible(bool(words.result))
         self.timings.setText(words.timings)
         self.timings.setVisible(bool(words.timings))
@@ -227,6 +235,7 @@ class HistoryWindow(QtWidgets.QWidget):
         if step.get("raw_text"):
             lines.append(f"raw answer:\n{step['raw_text']}")
         self.details.setPlainText("\n".join(lines))
+        self.details.setVisible(bool(lines))
 
     def _fit_picture(self) -> None:
         if self._image is None:

@@ -93,9 +93,10 @@ class ThinkingStatus(QtWidgets.QWidget):
             self._step, self._words = step, words
         self._showing = True
         self._render()
-        self.adjustSize()
+        self.show()  # shown (and styled) first: the style sheet's paddings count in its size
+        self.layout().activate()
+        self.resize(self.sizeHint())
         self._place()
-        self.show()
         self.raise_()
         self._timer.start()
 
@@ -116,6 +117,11 @@ class ThinkingStatus(QtWidgets.QWidget):
         step = f"Step {self._step} · " if self._step else ""
         self._label.setText(f"{step}{self._words} · {elapsed} s")
         self._label.setMinimumWidth(self._label.fontMetrics().horizontalAdvance(f"{step}{self._words} · 000 s"))
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self._showing:
+            self._place()  # keep the right and bottom margins when the text grows
 
     def _place(self) -> None:
         """Bottom right of the screen under the pointer: where the panel shows for most targets."""

@@ -133,7 +133,7 @@ class ControlWindow(Indicator):
         self.pause_action = _build_menu(self, self.window)["pause"]
         self.problem_button = QtWidgets.QToolButton()
         self.problem_button.setObjectName("problem")
-        self.problem_button.setText("⚠ Open settings")
+        self.problem_button.setText("⚠ Settings problem")
         self.problem_button.clicked.connect(self.show_settings.emit)
         self.problem_button.setVisible(False)
         layout.addWidget(self.problem_button)
@@ -170,7 +170,7 @@ class ControlWindow(Indicator):
     def show_settings_problem(self, problem: str | None) -> None:
         super().show_settings_problem(problem)
         self.problem_button.setVisible(problem is not None)
-        self.problem_button.setToolTip(problem or "")
+        self.problem_button.setToolTip(f"{problem}\nClick to open the settings and fix it." if problem else "")
         self._set_text(self.text_label.text(), self.window.toolTip())  # re-fit the window
 
     def _set_text(self, line: str, full: str) -> None:

@@ -134,9 +134,9 @@ def test_history_shows_what_actually_ran_the_result_in_words_and_timings(tmp_pat
     step_1, step_2, step_3 = (line for line in shown.splitlines() if line.strip()[:1] in "123" and "  " in line)
     assert "edited" in step_1 and "type 'echo bye'" in step_1 and "proposed: type 'echo hello" in step_1
     assert "ok: typed with key events" in step_1 and "model 2.5 s, 1,234 tokens in · action 0.12 s" in step_1
-    assert "answered" in step_2 and "asked: Which \\x1b[2Jname?" in step_2 and "reply: Ada" in step_2
+    assert "answered" in step_2 and "asked: Which \\x1b[2Jname?" in step_2 and "you replied: Ada" in step_2
     assert "\x1b" not in shown  # the model's escape sequence is shown, not sent to the terminal
-    assert "finished: greeted" in step_3 and "final" not in step_3
+    assert "finished" in step_3 and "greeted" in step_3 and "final" not in step_3
     assert "outcome:  done, 2 steps taken" in shown
 
 

@@ -52,7 +52,7 @@ class SettingsDialog(QtWidgets.QDialog):
         self.device = QtWidgets.QComboBox()
         self.device.addItems(DEVICES)
         self.base_url = QtWidgets.QLineEdit()
-        self.base_url.setPlaceholderText("http://gpu-box:8000/v1")
+        self.base_url.setPlaceholderText("http://gpu-box:8000/v1 (or just gpu-box:8000)")
         self.served_model = QtWidgets.QLineEdit()
         self.served_model.setPlaceholderText("the one model the server lists")
         self.api_key = QtWidgets.QLineEdit()
@@ -119,7 +119,12 @@ class SettingsDialog(QtWidgets.QDialog):
                 + "\nThe form shows the file's valid values; the file is left as it is until you save here."
             )
             warning.setWordWrap(True)
-            warning.setStyleSheet("color: #d08770;")
+            warning.setObjectName("settings_problem")
+            # Dark text on a light amber box: readable on light and dark desktop themes alike.
+            warning.setStyleSheet(
+                "#settings_problem { background: #fff3d6; color: #4a3200; border: 1px solid #d9a441;"
+                " border-radius: 4px; padding: 6px; }"
+            )
             layout.addWidget(warning)
         layout.addLayout(form)
         layout.addWidget(self.problem)

@@ -9,7 +9,10 @@ not depend on where they live.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
+from pathlib import Path
 from typing import Any, Protocol
 
 from holodesk.inference.errors import ModelLoadError
@@ -110,21 +113,43 @@ def preflight(policy: Any) -> str | None:
 _UPGRADE_ADVICE = re.compile(
     r"[^.\n]*(upgrade transformers|pip install -U transformers|--upgrade transformers)[^.\n]*\.?", re.I
 )
-NO_GPU_WORDS = ("cuda", "gpu", "no nvidia", "mamba")
+NO_GPU_WORDS = ("cuda", "gpu", "no nvidia", "mamba", "torch cannot be imported")
 REMOTE_OFFER = (
     "No suitable GPU here? Run the model on a server with one (vLLM) and choose the remote backend "
     "with its URL in Settings; this computer then needs no GPU and no 25 GB download."
 )
+NO_GPU_HERE = (
+    "This computer has no NVIDIA GPU that Holodesk can use, so the model cannot run here (and its 25 GB "
+    "download would not help). Run it on a server with a GPU (vLLM) and choose Settings → Backend: remote "
+    "with the server's URL."
+)
 
 
-def load_failure_in_words(reason: str, backend: str) -> str:
-    """The tray's "model not available" text: the reason, what to do, and the remote server as a way out."""
+def gpu_missing() -> bool:
+    """True when the local model surely cannot run here: no torch, or (on Linux) no NVIDIA GPU at all.
+
+    Cheap on purpose (no torch import, which takes seconds): it only picks the balloon's words.
+    """
+    if importlib.util.find_spec("torch") is None:
+        return True
+    if sys.platform.startswith("linux"):
+        return not any(Path("/proc/driver/nvidia/gpus").glob("*"))
+    return False  # elsewhere we cannot tell cheaply; the reason itself is shown
+
+
+def load_failure_in_words(reason: str, backend: str, no_gpu: bool = False) -> str:
+    """The tray's "model not available" text: the reason, what to do, and the remote server as a way out.
+
+    `no_gpu`: the local backend failed on a computer without a usable GPU; then the server is the
+    answer, not the download the reason may suggest.
+    """
     text = _UPGRADE_ADVICE.sub("", reason).strip()
     if text != reason.strip():
         text += " Holodesk needs the transformers version it installed (4.53); do not upgrade it."
-    lowered = reason.lower()
-    if backend == "local":
-        if any(word in lowered for word in NO_GPU_WORDS):
-            return f"{text}\n{REMOTE_OFFER}"
-        return f"{text}\nRun `holodesk doctor` to see what is missing, or use a model server (Settings, remote)."
-    return text
+    if backend != "local":
+        return text
+    if no_gpu:
+        return NO_GPU_HERE
+    if any(word in reason.lower() for word in NO_GPU_WORDS):
+        return f"{text}\n{REMOTE_OFFER}"
+    return f"{text}\nRun `holodesk doctor` to see what is missing, or use a model server (Settings, remote)."

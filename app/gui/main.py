@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from holodesk.app.common.backend_problems import in_words, load_failure_in_words, preflight
+from holodesk.app.common.backend_problems import gpu_missing, in_words, load_failure_in_words, preflight
 from holodesk.app.common.policy_factory import PolicyConfigError, build_policy
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
@@ -61,6 +61,7 @@ class EngineBridge(QtCore.QObject):
     policy_ready = Signal(object)  # ModelPolicy
     policy_failed = Signal(str)
     load_progress = Signal(float, str)
+    no_gpu = Signal()  # the local backend failed on a computer without a usable GPU
 
 
 class HolodeskApp(QtCore.QObject):
@@ -112,6 +113,8 @@ class HolodeskApp(QtCore.QObject):
         self.bridge.policy_ready.connect(self._on_policy_ready)
         self.bridge.policy_failed.connect(self._on_policy_failed)
         self.bridge.load_progress.connect(self._on_load_progress)
+        self.bridge.no_gpu.connect(self._on_no_gpu)
+        self.no_gpu_here = False
         if server is not None:
             server.message_received.connect(self.on_instance_message)
 
@@ -165,6 +168,8 @@ class HolodeskApp(QtCore.QObject):
                 self.bridge.policy_failed.emit(f"configuration: {exc}")
             except InferenceError as exc:  # no weights, no GPU memory, server down: expected, said plainly
                 log.warning("the model is not available: %s", exc)
+                if options.backend == "local" and gpu_missing():
+                    self.bridge.no_gpu.emit()
                 self.bridge.policy_failed.emit(in_words(exc))
             except Exception as exc:  # the model could not be loaded: say why, keep the app running
                 log.exception("policy failed to load")
@@ -191,15 +196,21 @@ class HolodeskApp(QtCore.QObject):
             task, self.pending_task = self.pending_task, None
             self.start_task(task)
 
+    def _on_no_gpu(self) -> None:
+        self.no_gpu_here = True  # queued before policy_failed: its balloon offers the server instead
+
     def _on_policy_failed(self, reason: str) -> None:
         self.policy_error = reason
         self.loading.hide()
         self._show(StatusLine(AppState.ERROR, f"the model is not available: {reason}"))
         if self.pending_task:
             self.pending_task = None
-            self.indicator.notify("Task not started", load_failure_in_words(reason, self.settings.model.backend))
+            self.indicator.notify("Task not started", self._load_failure_words(reason))
             return
-        self.indicator.notify("Model not available", load_failure_in_words(reason, self.settings.model.backend))
+        self.indicator.notify("Model not available", self._load_failure_words(reason))
+
+    def _load_failure_words(self, reason: str) -> str:
+        return load_failure_in_words(reason, self.settings.model.backend, no_gpu=self.no_gpu_here)
 
     # -- commands ------------------------------------------------------------------------------
 

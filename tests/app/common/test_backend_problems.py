@@ -31,3 +31,9 @@ def test_the_no_gpu_balloon_offers_the_remote_server_and_drops_upgrade_advice():
     assert "upgrade transformers" not in said and "do not upgrade it" in said
     assert said.endswith(REMOTE_OFFER) and "25 GB" in REMOTE_OFFER
     assert load_failure_in_words("server down", "remote") == "server down"
+
+
+def test_without_a_gpu_the_balloon_offers_the_server_not_the_download():
+    reason = "Hcompany/Holotron-12B is not in the Hugging Face cache. Download it once (about 25 GB)."
+    said = load_failure_in_words(reason, "local", no_gpu=True)
+    assert "remote" in said and "server" in said and "Download it once" not in said

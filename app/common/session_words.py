@@ -62,8 +62,14 @@ def _action(record: Any) -> Action | None:
         return None
 
 
+def _table(step: dict[str, Any], key: str) -> dict[str, Any]:
+    """A nested record of a step, or an empty one when it is missing or not a table."""
+    value = step.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _final_words(step: dict[str, Any]) -> str:
-    model = step.get("action_model") if isinstance(step.get("action_model"), dict) else {}
+    model = _table(step, "action_model")
     kind = model.get("kind")
     if kind == "done":
         return str(model.get("answer") or "").strip() or "task finished"
@@ -101,8 +107,8 @@ def step_words(step: dict[str, Any]) -> StepWords:
     elif error and ran != error:
         result = f"failed: {error}"
 
-    parts = []
-    model = step.get("timings") if isinstance(step.get("timings"), dict) else {}
+    parts: list[str] = []
+    model = _table(step, "timings")
     total = model.get("total_s")
     if isinstance(total, int | float) and total > 0:
         tokens = model.get("tokens_in")

@@ -157,8 +157,8 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._reply.setPlaceholderText("Type your answer, then press Enter")
         self._reply.installEventFilter(self)
         self._reply.textChanged.connect(self._on_reply_typed)
-        for widget in (self._action_label, self._warning, self._note, self._thought, self._reply):
-            layout.addWidget(widget)
+        for part in (self._action_label, self._warning, self._note, self._thought, self._reply):
+            layout.addWidget(part)
 
         self._editor = QtWidgets.QWidget(self)
         editor_layout = QtWidgets.QVBoxLayout(self._editor)
@@ -308,8 +308,8 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._reply.setFocus()
 
     def _set_mode(self, *, question: bool) -> None:
-        for widget in (self._approve, self._edit, self._skip, self._remember):
-            widget.setVisible(not question)
+        for control in (self._approve, self._edit, self._skip, self._remember):
+            control.setVisible(not question)
         self._reply.setVisible(question)
         self._send.setVisible(question)
         self._warning.setVisible(False)

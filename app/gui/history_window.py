@@ -135,12 +135,12 @@ class HistoryWindow(QtWidgets.QWidget):
         step_layout.addWidget(self.details)
 
         splitter = QtWidgets.QSplitter(Qt.Orientation.Horizontal)
-        for caption, widget in (("SESSIONS", self.sessions), ("STEPS", self.steps)):
+        for caption, listing in (("SESSIONS", self.sessions), ("STEPS", self.steps)):
             column = QtWidgets.QWidget()
             column_layout = QtWidgets.QVBoxLayout(column)
             column_layout.setContentsMargins(4, 4, 4, 4)
             column_layout.addWidget(self._label("caption", caption))
-            column_layout.addWidget(widget, 1)
+            column_layout.addWidget(listing, 1)
             splitter.addWidget(column)
         splitter.addWidget(step_box)
         splitter.setStretchFactor(0, 3)

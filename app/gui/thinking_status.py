@@ -94,7 +94,9 @@ class ThinkingStatus(QtWidgets.QWidget):
         self._showing = True
         self._render()
         self.show()  # shown (and styled) first: the style sheet's paddings count in its size
-        self.layout().activate()
+        layout = self.layout()
+        if layout is not None:
+            layout.activate()
         self.resize(self.sizeHint())
         self._place()
         self.raise_()

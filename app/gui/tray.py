@@ -33,7 +33,8 @@ class Indicator(QtCore.QObject):
     def notify(self, title: str, text: str) -> None:  # overridden by both indicators
         self.last_notification = (title, text)
 
-    # Set by the indicators once their menu exists.
+    # Set by `_build_menu` when an indicator builds its menu.
+    menu: QtWidgets.QMenu
     menu_actions: dict[str, QtGui.QAction]
 
     def set_running(self, running: bool) -> None:
@@ -68,7 +69,7 @@ def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -
     actions["settings_problem"].setVisible(False)
     for name in ("stop", "pause"):
         actions[name].setEnabled(False)  # nothing runs yet
-    indicator.menu = menu  # type: ignore[attr-defined]
+    indicator.menu = menu
     indicator.menu_actions = actions
     return actions
 

@@ -56,3 +56,23 @@ def test_without_a_gpu_the_local_backend_offers_the_server(qtbot, tmp_path, monk
     title, text = app.indicator.last_notification
     assert title == "Model not available"
     assert "Backend: remote" in text and "no NVIDIA GPU" in text and "Download it once" not in text
+
+
+def test_a_pause_asked_while_the_model_thinks_stays_visible(qtbot, tmp_path):
+    from holodesk.automation.engine import EngineEvent, EngineState, StepEngine
+
+    app = make_app(qtbot, Settings(), tmp_path)
+    engine = StepEngine(policy=None, approver=app.approver, performer=app.executor, frames=app.frames)  # type: ignore[arg-type]
+    app.engine = engine
+    app.indicator.set_running(True)
+    app._on_engine_event(EngineEvent(EngineState.THINKING, 2))
+    assert app.thinking.isVisible() and app.thinking.text.startswith("Step 2 · the model is thinking")
+    app.toggle_pause()
+    # The model answers after the pause was asked: the status must not flip back to "waiting".
+    app._on_engine_event(EngineEvent(EngineState.WAITING_APPROVAL, 2, "click at (5, 5)"))
+    assert app.indicator.status.state is AppState.PAUSED
+    assert "pauses before the next step" in app.indicator.status.detail
+    assert app.indicator.menu_actions["pause"].text() == "Resume"
+    assert not app.thinking.isVisible()
+    app.toggle_pause()
+    assert not engine.paused

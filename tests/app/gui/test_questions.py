@@ -114,3 +114,20 @@ def test_the_panel_asks_for_approval_normally_after_a_question(qtbot, approver):
     assert widgets["action"].text().startswith("Click")
     qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(decision.done, timeout=3000)
+
+
+def test_the_headline_follows_the_text_being_edited(qtbot, approver):
+    from holodesk.automation.actions import KeyCombo, TypeText
+    from tests.app.gui.approval_requests import approval_request
+
+    panel = approver.panel
+    panel.present(approval_request(TypeText("echo hello from holodesk")))
+    widgets = panel.named_widgets()
+    widgets["text"].setPlainText("echo bye")
+    assert widgets["action"].text() == "Type 'echo bye' into the focused field"
+    panel.present(approval_request(KeyCombo(("ctrl", "s"))))
+    widgets["keys"].setText("ctrl+shift+")  # half-typed: the headline keeps the last valid keys
+    assert widgets["action"].text() == "Press ctrl+s"
+    widgets["keys"].setText("ctrl+shift+s")
+    assert widgets["action"].text() == "Press ctrl+shift+s"
+    panel.retract()

@@ -53,6 +53,7 @@ QLabel {{ color: #e6e6ee; font-size: 13px; }}
 QCheckBox {{ color: #c9cad8; font-size: 12px; }}
 QLineEdit, QPlainTextEdit, QSpinBox {{ background: #2a2b37; color: white; border: 1px solid #4b4d63;
           border-radius: 4px; padding: 3px 5px; font-size: 13px; selection-background-color: #5a5cf0; }}
+QLineEdit:focus, QPlainTextEdit:focus {{ border-color: #8d90ff; }}
 QSpinBox::up-button, QSpinBox::down-button {{ width: 0px; border: none; }} /* NoButtons breaks styled spin boxes */
 QPushButton {{ background: #2d2e3c; color: #f2f2f7; border: 1px solid #4b4d63; border-radius: 5px;
           padding: 6px 12px; font-size: 13px; }}
@@ -299,13 +300,20 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._reply.clear()
         self._send.setEnabled(False)
         self._fit_height()
-        self._place_away_from([])
+        self._place_in_corner()
         if not self.isVisible():
             self._focus.remember([int(self.winId())])
         self.show()
         self.raise_()
         self.activateWindow()
         self._reply.setFocus()
+
+    def _place_in_corner(self) -> None:
+        """Bottom right of the screen under the pointer: where the thinking status just was."""
+        screen = QtGui.QGuiApplication.screenAt(QtGui.QCursor.pos()) or QtGui.QGuiApplication.primaryScreen()
+        area = screen.availableGeometry()
+        self.setScreen(screen)
+        self.move(area.right() - SCREEN_MARGIN - self.width(), area.bottom() - SCREEN_MARGIN - self.height())
 
     def _set_mode(self, *, question: bool) -> None:
         for control in (self._approve, self._edit, self._skip, self._remember):

@@ -83,10 +83,33 @@ class ApprovalDecision:
         return cls(Decision.EDIT, action)
 
 
+@dataclass(frozen=True, slots=True)
+class QuestionRequest:
+    """The model asks the user something (`ask_user`); the reply goes back to it as the tool output."""
+
+    step: int
+    task: str
+    question: str
+    proposal: Proposal
+    frame: ScreenFrame
+    cancel: CancelToken
+
+
 class Approver(Protocol):
     """Decides each step. Must return promptly once `request.cancel` is cancelled."""
 
     def decide(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
+class QuestionAnswerer(Protocol):
+    """An approver that can also put the model's question to the user (optional: see `answer_question`).
+
+    Returns the user's reply, or None when the user stops the run instead of answering. Must return
+    promptly once `request.cancel` is cancelled. An approver without this method ends the run with
+    the question as its outcome (ASK_USER), as scripts and older front ends expect.
+    """
+
+    def answer_question(self, request: QuestionRequest) -> str | None: ...
 
 
 class ActionPerformer(Protocol):
@@ -105,6 +128,7 @@ class EngineState(StrEnum):
     CAPTURING = "capturing"
     THINKING = "thinking"
     WAITING_APPROVAL = "waiting_approval"
+    WAITING_ANSWER = "waiting_answer"  # the model asked the user a question
     ACTING = "acting"
     SETTLING = "settling"
     PAUSED = "paused"
@@ -121,6 +145,9 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
+    """How a run ended. `steps` counts the steps taken (acted on, skipped, or a question answered),
+    not the final answer or a step that failed before anything ran."""
+
     outcome: Outcome
     detail: str
     steps: int
@@ -267,6 +294,7 @@ class StepEngine:
         recent: deque[ScreenFrame] = deque(maxlen=settings.keep_screenshots)
         guard = LoopGuard(settings.loop_repeats)
         step = 0
+        taken = 0  # steps that went through: the answer that ends the run is not one
         try:
             self._emit(EngineState.CAPTURING, 0)
             frame = self.frames.grab(settings.monitor)
@@ -283,6 +311,7 @@ class StepEngine:
                     past = self._one_step(task, step, frame, list(history), list(recent), guard, record)
                 finally:
                     self._end_step_log()
+                taken += 1
                 if past is not None:
                     history.append(past)
                 self._emit(EngineState.SETTLING, step)
@@ -295,13 +324,13 @@ class StepEngine:
                 self.cancel.raise_if_cancelled()
                 if not settled:
                     log.info("screen still changing after %.1f s; going on", settings.settle_timeout_s)
-            return step, Outcome.STEP_LIMIT, f"stopped after {settings.max_steps} steps (the step limit)"
+            return taken, Outcome.STEP_LIMIT, f"stopped after {settings.max_steps} steps (the step limit)"
         except _RunEnded as ended:
-            return step, ended.outcome, ended.detail
+            return taken, ended.outcome, ended.detail
         except (Cancelled, KeyboardInterrupt):  # Ctrl+C in the terminal is a stop too
-            return step, Outcome.STOPPED, self.cancel.reason if self.cancel.cancelled else "stopped by the user"
+            return taken, Outcome.STOPPED, self.cancel.reason if self.cancel.cancelled else "stopped by the user"
         except TrajectoryWriteError as exc:
-            return step, Outcome.ERROR, f"{exc}; the run was stopped so that no step goes unrecorded"
+            return taken, Outcome.ERROR, f"{exc}; the run was stopped so that no step goes unrecorded"
 
     def _one_step(
         self,
@@ -320,6 +349,12 @@ class StepEngine:
         except UnusableProposal as exc:
             record.update(raw_text=exc.raw_text, error=f"unusable answer: {exc}", timings=_timings(exc.timings))
             raise _RunEnded(Outcome.ERROR, f"the model's answer was unusable: {exc}") from exc
+        except Cancelled:
+            raise
+        except Exception as exc:  # the backend failed (server gone, timeout): its message is written for people
+            log.warning("the model could not answer: %s", exc)
+            record["error"] = f"the model could not answer: {exc}"
+            raise _RunEnded(Outcome.ERROR, f"the model could not answer: {exc}") from exc
         record.update(
             raw_text=proposal.raw_text,
             note=proposal.note,
@@ -330,12 +365,12 @@ class StepEngine:
         )
         past = PastStep(proposal.action, proposal.note, proposal.thought)
         if proposal.action.kind in TERMINAL_KINDS:
-            record["decision"] = "final"
             action = proposal.action
             if isinstance(action, Done):
+                record["decision"] = "final"
                 raise _RunEnded(Outcome.DONE, action.answer or "task finished")
             assert isinstance(action, AskUser)
-            raise _RunEnded(Outcome.ASK_USER, action.question)
+            return self._ask(QuestionRequest(step, task, action.question, proposal, frame, self.cancel), record)
 
         mapping = FrameMapping(frame.region, proposal.image_width, proposal.image_height)
         try:
@@ -397,6 +432,23 @@ class StepEngine:
             "duration_s": round(time.perf_counter() - started, 4),
         }
         return past
+
+    def _ask(self, request: QuestionRequest, record: dict[str, Any]) -> PastStep:
+        """Put the model's question to the user; the reply becomes the step's result for the model."""
+        answer_question = getattr(self.approver, "answer_question", None)
+        if not callable(answer_question):
+            record["decision"] = "final"
+            raise _RunEnded(Outcome.ASK_USER, request.question)
+        self._emit(EngineState.WAITING_ANSWER, request.step, request.question)
+        reply = answer_question(request)
+        self.cancel.raise_if_cancelled()
+        if reply is None:
+            record["decision"] = "stop"
+            raise _RunEnded(Outcome.STOPPED, "stopped by the user instead of answering")
+        record["decision"] = "answered"
+        record["reply"] = reply
+        proposal = request.proposal
+        return PastStep(proposal.action, proposal.note, proposal.thought, result_text=f"The user replied: {reply}")
 
     def _wait_while_paused(self, step: int) -> bool:
         """Block while paused (still honouring stop); True if the run was paused."""

@@ -40,11 +40,16 @@ class StepTimings:
 
 @dataclass(frozen=True, slots=True)
 class PastStep:
-    """One earlier step as the prompt shows it: what was done and why (model space)."""
+    """One earlier step as the prompt shows it: what was done and why (model space).
+
+    `result_text` is what the step gave back, in words, for the model's next turn (the tool output):
+    for an `ask_user` step, the user's reply. Empty when there is nothing to say.
+    """
 
     action: Action
     note: str = ""
     thought: str = ""
+    result_text: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,9 @@ def find_api_key(base_url: str) -> ApiKeyLookup:
             f"the OS keyring could not be read ({type(exc).__name__}: {exc}); "
             f"set {' or '.join(API_KEY_ENV_VARS)} instead"
         )
-        logger.warning("API key lookup: %s", problem)
+        # Not a warning: most servers need no key. It matters only when a server asks for one, and
+        # then the refusal says where keys go (and `holodesk doctor` shows this problem).
+        logger.info("API key lookup: %s", problem)
         return ApiKeyLookup(key=None, source=None, problem=problem)
     if stored and stored.strip():
         return ApiKeyLookup(key=stored.strip(), source=f"keyring ({KEYRING_SERVICE}/{username})")

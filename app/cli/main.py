@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "export-corrections":
         from holodesk.app.cli.history_command import export
 
-        return export(_sessions_root(args.sessions), args.output, sys.stdout)
+        return export(_sessions_root(args.sessions), args.output, sys.stdout, sys.stderr)
     if args.command == "trigger":
         from holodesk.app.common.instance_client import run_trigger
 

@@ -8,6 +8,9 @@ Ctrl+C and SIGTERM stop the run like a "quit" (exit 3, with an end record; app.c
 Before anything else, input left held by a run that was killed outright is released
 (automation.held_input). The annotated pictures shown at approval live in a private temporary
 folder that is removed when the run ends.
+Configuration problems (a server that is down, a wrong URL or model path, a 404 page, a TLS
+mismatch, a refused key) are found before the run starts, said in words with what to do, and exit
+2 without recording a session: a run that never started leaves no trace in the history.
 """
 
 from __future__ import annotations
@@ -20,14 +23,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from holodesk.app.cli.live_status import LiveStatus, progress_bar
 from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
-from holodesk.app.common.policy_factory import (
-    PolicyConfigError,
-    PolicyOptions,
-    build_policy,
-    plain_http_key_warning,
-    print_progress,
-)
+from holodesk.app.common.backend_problems import in_words, preflight
+from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, plain_http_key_warning
 from holodesk.automation.coords import FrameMapping
 from holodesk.automation.engine import EngineSettings, Outcome, RunResult, StepEngine
 from holodesk.automation.errors import AutomationError
@@ -128,6 +127,7 @@ def _run_engine(
     from holodesk.automation.executor import Executor
 
     approver = InterruptibleApprover(TerminalApprover(pictures, stdin=stdin, stdout=out))
+    live = LiveStatus(out)
     engine = StepEngine(
         policy,
         approver,
@@ -140,29 +140,42 @@ def _run_engine(
             keep_screenshots=policy.profile.budget.keep_screenshots,
             session_meta={"backend": options.backend, "profile": options.profile},
         ),
+        listener=live,
     )
     out.write(f"task: {task}\n(Ctrl+C stops at any time)\n")
     with signals_stop_the_run(engine.cancel, approver):
-        result = engine.run(task)
+        try:
+            result = engine.run(task)
+        finally:
+            live.close()
     _report(result, out)
     return EXIT_CODES[result.outcome]
 
 
 def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | int:
-    """The policy, or the exit code after saying on `err` why it could not be built."""
+    """The policy, checked ready to serve, or the exit code after saying on `err` why it is not.
+
+    Every failure here is a configuration problem (exit 2): the model could not be loaded or the
+    server cannot serve, so the run must not start.
+    """
     try:
-        return build_policy(options, print_progress(err))
+        policy = build_policy(options, progress_bar(err))
+        problem = preflight(policy)
     except PolicyConfigError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
     except (InferenceError, OSError) as exc:
-        err.write(f"error: {exc}\n")
-        return EXIT_CODES[Outcome.ERROR]
+        err.write(f"error: {in_words(exc)}\n")
+        return EXIT_CONFIG
+    if problem is not None:
+        err.write(f"error: {problem}\n")
+        return EXIT_CONFIG
+    return policy
 
 
 def _report(result: RunResult, out: TextIO) -> None:
     out.write(f"\n{result.outcome.value}: {result.detail}\n")
-    out.write(f"steps: {result.steps}\n")
+    out.write(f"steps taken: {result.steps}\n")
     if result.folder is not None:
         out.write(f"trajectory: {result.folder}\n")
 

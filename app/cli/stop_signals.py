@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Approver
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Approver, QuestionRequest
 
 STOP_SIGNALS = {signal.SIGINT: "stopped by the user (Ctrl+C)", signal.SIGTERM: "stopped by SIGTERM"}
 
@@ -35,6 +35,18 @@ class InterruptibleApprover:
         self.waiting = True
         try:
             return self.inner.decide(request)
+        finally:
+            self.waiting = False
+
+    def answer_question(self, request: QuestionRequest) -> str | None:
+        """The inner approver's reply to the model's question (a signal may interrupt the wait, as above)."""
+        answer = getattr(self.inner, "answer_question", None)
+        if not callable(answer):
+            return None  # the engine then ends the run with the question, as without this wrapper
+        self.waiting = True
+        try:
+            reply: str | None = answer(request)
+            return reply
         finally:
             self.waiting = False
 

@@ -2,7 +2,9 @@
 
 Reads one line per decision: a(pprove), e(dit), s(kip) or q(uit). An edit asks for what the action
 needs (a new target as "x,y" in screen pixels, new text, new keys) and is validated before it is
-accepted; a bad edit is explained and asked again, never executed.
+accepted; a bad edit is explained and asked again, never executed. When the model asks the user a
+question, the question is shown and one line is read as the reply (an empty line asks again; q on
+its own, end of input or Ctrl+C stops the run).
 """
 
 from __future__ import annotations
@@ -14,11 +16,29 @@ from typing import TextIO
 
 from holodesk.automation.actions import Action, KeyCombo, Point, TypeText
 from holodesk.automation.annotate import annotate
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest
-from holodesk.automation.errors import ActionError
+from holodesk.automation.coords import Monitor, monitor_at
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, QuestionRequest
+from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
 
 PROMPT = "[a]pprove  [e]dit  [s]kip  [q]uit > "
+REPLY_PROMPT = "your reply (q alone stops) > "
+
+
+def _shown(text: str) -> str:
+    """Model text made safe for a terminal: control characters (escape sequences, CR) written as codes."""
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
+def _point(text: str) -> Point:
+    """ "x,y" in screen pixels, or a ValueError that says what was expected."""
+    x_text, comma, y_text = text.replace(" ", "").partition(",")
+    try:
+        if not comma:
+            raise ValueError
+        return Point(int(x_text), int(y_text))
+    except ValueError:
+        raise ValueError(f"expected two whole numbers as x,y (for example 640,360), got {text!r}") from None
 
 
 class TerminalApprover:
@@ -54,13 +74,33 @@ class TerminalApprover:
             if answer in ("s", "skip"):
                 return ApprovalDecision.skip()
             if answer in ("e", "edit"):
-                edited = self._edit(request.action)
+                try:
+                    edited = self._edit(request.action, request.frame.monitors)
+                except KeyboardInterrupt:
+                    return ApprovalDecision.stop()
                 if edited is not None:
                     return ApprovalDecision.edit(edited)
                 continue
-            self._say(f"  please answer a, e, s or q (got {answer!r})")
+            self._say(f"  please answer a, e, s or q (got {_shown(answer)!r})")
 
-    def _edit(self, action: Action) -> Action | None:
+    def answer_question(self, request: QuestionRequest) -> str | None:
+        """Show the model's question and read the reply; None (stop) on q, end of input or Ctrl+C."""
+        self._say(f"\nStep {request.step}: the model asks you:")
+        for line in _shown(request.question).splitlines() or [""]:
+            self._say(f"  {line}")
+        while True:
+            try:
+                reply = self._ask(REPLY_PROMPT, lower=False)
+            except KeyboardInterrupt:
+                return None
+            if reply is None or reply.strip().lower() in ("q", "quit", "stop"):
+                return None
+            if reply.strip():
+                return reply.strip()
+            self._say("  the reply is empty: type an answer, or q to stop")
+
+    def _edit(self, action: Action, monitors: tuple[Monitor, ...]) -> Action | None:
+        """The edited action, or None after saying why the edit cannot be used (the caller asks again)."""
         try:
             if isinstance(action, TypeText):
                 text = self._ask("  new text > ", lower=False)
@@ -75,9 +115,9 @@ class TerminalApprover:
             answer = self._ask(f"  new target x,y in screen pixels (now {points[0].x},{points[0].y}) > ")
             if answer is None:
                 return None
-            x_text, _, y_text = answer.replace(" ", "").partition(",")
-            target = Point(int(x_text), int(y_text))
-        except (ActionError, ValueError) as exc:
+            target = _point(answer)
+            monitor_at(target, monitors)  # a target off every screen is refused here, not at execution
+        except (ActionError, OffScreenError, ValueError) as exc:
             self._say(f"  not a valid edit: {exc}")
             return None
         # Move the first point (click target, drag start, typing position); keep the rest.

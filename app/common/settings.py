@@ -159,21 +159,37 @@ def _profile(value: object) -> str:
         raise _Invalid(str(exc)) from None
 
 
+def normalize_server_url(text: str) -> str:
+    """A model server's URL as Holodesk uses it, from what a person types (settings window, file, CLI).
+
+    "gpu-box:8000" becomes "http://gpu-box:8000/v1": no scheme means http://, no path means the
+    OpenAI-compatible root /v1 (as inference.remote does); a trailing slash goes. ValueError when it
+    cannot be a server URL (another scheme, no host, spaces).
+    """
+    url = text.strip()
+    if "://" not in url:
+        url = "http://" + url
+    url = url.rstrip("/")
+    parts = urlsplit(url)  # ValueError for "http://[::1" and the like
+    _ = parts.port  # a port that is not a number raises here, not later when connecting
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+        raise ValueError(f"expected a server URL such as http://gpu-box:8000/v1 or gpu-box:8000, got {text!r}")
+    if parts.path in ("", "/"):
+        url += "/v1"
+    return url
+
+
 def _base_url(value: object) -> str | None:
     if value is None:
         return None
     url = _text(value)
     try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        _ = parts.port  # a port that is not a number raises here, not later when connecting
-    except ValueError as exc:  # "http://[::1" and the like
-        raise _Invalid(f"not a valid URL ({exc}): {_show(url)}") from None
-    if parts.scheme not in ("http", "https") or not host:
+        return normalize_server_url(url)
+    except ValueError:
         raise _Invalid(
-            f"expected an http:// or https:// URL with a host, e.g. http://gpu-box:8000/v1, got {_show(url)}"
-        )
-    return url
+            "not a valid URL: expected an http:// or https:// URL with a host, e.g. http://gpu-box:8000/v1 or "
+            f"gpu-box:8000, got {_show(url)}"
+        ) from None
 
 
 def _absolute_folder(value: object) -> Path:
@@ -524,6 +540,35 @@ def _build(cls: type[_Section], data: Mapping[str, Any], problems: list[str]) ->
     except SettingValueError as exc:  # rules across fields (the remote backend needs a URL...)
         problems.append(str(exc))
         return None
+
+
+def _salvage(cls: type[_Section], data: object) -> Any:
+    """A `cls` from the valid values of a table and defaults for the rest (never raises)."""
+    sections = _sections(cls)
+    values: dict[str, Any] = {}
+    for name, raw in data.items() if isinstance(data, Mapping) else ():
+        if name in sections:
+            values[name] = _salvage(sections[name], raw)
+        elif name in cls.CHECKS and name.lower() not in SECRET_KEY_NAMES:
+            with suppress(_Invalid):
+                values[name] = cls.CHECKS[name](raw)
+    try:
+        return cls(**values)
+    except SettingValueError:  # a rule across fields: keep the tables, default the rest
+        return cls(**{name: value for name, value in values.items() if name in sections})
+
+
+def salvage_settings(path: Path) -> Settings:
+    """What can be kept of a broken settings file: its valid values, defaults for the others.
+
+    The settings window starts from these, so fixing one bad value does not lose the good ones.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return Settings()
+    result: Settings = _salvage(Settings, data)
+    return result
 
 
 def settings_from_toml(text: str, path: Path) -> Settings:

@@ -13,6 +13,7 @@ class AppState(StrEnum):
     LOADING = "loading"
     THINKING = "thinking"
     WAITING = "waiting"  # for the user's approval
+    ASKING = "asking"  # the model asked the user a question
     ACTING = "acting"
     PAUSED = "paused"
     ERROR = "error"
@@ -22,6 +23,7 @@ _FROM_ENGINE = {
     EngineState.CAPTURING: AppState.THINKING,
     EngineState.THINKING: AppState.THINKING,
     EngineState.WAITING_APPROVAL: AppState.WAITING,
+    EngineState.WAITING_ANSWER: AppState.ASKING,
     EngineState.ACTING: AppState.ACTING,
     EngineState.SETTLING: AppState.ACTING,
     EngineState.PAUSED: AppState.PAUSED,
@@ -33,6 +35,7 @@ _WORDS = {
     AppState.LOADING: "loading the model",
     AppState.THINKING: "thinking",
     AppState.WAITING: "waiting for your approval",
+    AppState.ASKING: "waiting for your answer",
     AppState.ACTING: "acting",
     AppState.PAUSED: "paused",
     AppState.ERROR: "error",

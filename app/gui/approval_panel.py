@@ -11,6 +11,10 @@ user may still click into it (to edit, or to answer with Enter/Esc), so `retract
 for the window system to have unmapped it, and on X11 gives the focus back to the window that had
 it (app/x11_focus.py); the approver retracts it before `decide()` returns, so before the action runs.
 Its buttons take no focus, so Enter means Approve wherever the focus is inside the panel.
+
+Questions: when the model asks the user something (`ask_user`), the same panel shows the question
+with a reply field and Reply (Enter) / Stop (Esc). Typing needs the keyboard, so this is the one
+time the panel takes the focus as it appears; `retract()` gives it back as after an approval.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from holodesk.app.gui.qt_screens import screen_point_to_global_logical
 from holodesk.app.gui.x11_focus import FocusReturn
 from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
 from holodesk.automation.coords import Monitor, monitor_at
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, QuestionRequest
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
 
@@ -45,16 +49,19 @@ QLabel {{ color: #e6e6ee; font-size: 13px; }}
 #warning {{ background: #5b1f24; color: #ffdada; border: 1px solid #a5404a; border-radius: 5px; padding: 6px; }}
 #error {{ color: #ff9393; }}
 #hint {{ color: #9fa1b5; font-size: 12px; }}
+#question {{ color: white; font-size: 16px; font-weight: 600; }}
 QCheckBox {{ color: #c9cad8; font-size: 12px; }}
 QLineEdit, QPlainTextEdit, QSpinBox {{ background: #2a2b37; color: white; border: 1px solid #4b4d63;
           border-radius: 4px; padding: 3px 5px; font-size: 13px; selection-background-color: #5a5cf0; }}
+QLineEdit:focus, QPlainTextEdit:focus {{ border-color: #8d90ff; }}
 QSpinBox::up-button, QSpinBox::down-button {{ width: 0px; border: none; }} /* NoButtons breaks styled spin boxes */
 QPushButton {{ background: #2d2e3c; color: #f2f2f7; border: 1px solid #4b4d63; border-radius: 5px;
           padding: 6px 12px; font-size: 13px; }}
 QPushButton:hover {{ background: #3a3c4f; }}
 QPushButton:checked {{ background: #3a3c4f; border-color: #8d90ad; }}
-#approve {{ background: #1f7a46; border-color: #2fa862; font-weight: 600; }}
-#approve:hover {{ background: #25925a; }}
+#approve, #send {{ background: #1f7a46; border-color: #2fa862; font-weight: 600; }}
+#approve:hover, #send:hover {{ background: #25925a; }}
+#send:disabled {{ background: #2d2e3c; border-color: #4b4d63; color: #8d8fa3; }}
 #stop {{ border-color: #a5404a; color: #ffc9c9; }}
 #stop:hover {{ background: #5b1f24; }}
 """
@@ -102,10 +109,12 @@ class ApprovalPanel(QtWidgets.QWidget):
       decided(ApprovalDecision, bool): the user's answer, and whether to approve this kind of action
         for the rest of the task (only ever True with an approve or an edit).
       action_edited(Action): the user typed a new target; the edited action, screen space.
+      replied(object): the user's reply to a question (str), or None when the user stopped instead.
     """
 
     decided = Signal(object, bool)
     action_edited = Signal(object)
+    replied = Signal(object)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         flags = Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint
@@ -117,6 +126,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self.setStyleSheet(STYLE)
         self.setFixedWidth(PANEL_WIDTH)
         self._request: ApprovalRequest | None = None
+        self._question: QuestionRequest | None = None
         self._original: Action | None = None
         self._action: Action | None = None
         self._monitors: tuple[Monitor, ...] = ()
@@ -144,8 +154,13 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._warning = self._label("warning", wrap=True)
         self._note = self._label("note", wrap=True)
         self._thought = self._label("thought", wrap=True)
-        for widget in (self._action_label, self._warning, self._note, self._thought):
-            layout.addWidget(widget)
+        self._reply = QtWidgets.QLineEdit(self)
+        self._reply.setObjectName("reply")
+        self._reply.setPlaceholderText("Type your answer, then press Enter")
+        self._reply.installEventFilter(self)
+        self._reply.textChanged.connect(self._on_reply_typed)
+        for part in (self._action_label, self._warning, self._note, self._thought, self._reply):
+            layout.addWidget(part)
 
         self._editor = QtWidgets.QWidget(self)
         editor_layout = QtWidgets.QVBoxLayout(self._editor)
@@ -159,9 +174,11 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._text.setObjectName("text")
         self._text.setFixedHeight(62)
         self._text.installEventFilter(self)
+        self._text.textChanged.connect(self._on_text_typed)
         self._keys = QtWidgets.QLineEdit(self._editor)
         self._keys.setObjectName("keys")
         self._keys.setPlaceholderText("e.g. ctrl+shift+t")
+        self._keys.textChanged.connect(self._on_text_typed)
         self._error = self._label("error", wrap=True, parent=self._editor)
         fields: list[QtWidgets.QWidget] = [self._hint, *self._points, self._text, self._keys, self._error]
         for field_widget in fields:
@@ -179,8 +196,10 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._edit = self._button("edit", "Edit", self._on_edit)
         self._edit.setCheckable(True)
         self._skip = self._button("skip", "Skip", self._on_skip)
+        self._send = self._button("send", "Reply  ⏎", self._on_send)
         self._stop = self._button("stop", "Stop  Esc", self._on_stop)
         buttons.addWidget(self._approve, 2)
+        buttons.addWidget(self._send, 2)
         for button in (self._edit, self._skip, self._stop):
             buttons.addWidget(button, 1)
         layout.addLayout(buttons)
@@ -217,6 +236,8 @@ class ApprovalPanel(QtWidgets.QWidget):
             "error": self._error,
             "text": self._text,
             "keys": self._keys,
+            "reply": self._reply,
+            "send": self._send,
             "target_x": self._points[0].x_box,
             "target_y": self._points[0].y_box,
             "end_x": self._points[1].x_box,
@@ -229,6 +250,8 @@ class ApprovalPanel(QtWidgets.QWidget):
         """Show the panel for `request`, without taking the keyboard focus."""
         action = request.action
         self._request = request
+        self._question = None
+        self._set_mode(question=False)
         self._answer_key = None
         self._original = self._action = action
         self._monitors = request.frame.monitors
@@ -258,6 +281,61 @@ class ApprovalPanel(QtWidgets.QWidget):
         self.show()
         self.raise_()
 
+    def present_question(self, request: QuestionRequest) -> None:
+        """Show the model's question with a reply field, and take the keyboard for the reply."""
+        self._request = None
+        self._question = request
+        self._answer_key = None
+        self._action = self._original = None
+        self._set_mode(question=True)
+        self._badge.setText(f"Step {request.step}")
+        self._header.setText("Holodesk asks you")
+        self._action_label.setObjectName("question")
+        self._action_label.setText(request.question.strip())
+        self._restyle(self._action_label)
+        note = request.proposal.note.strip()
+        self._note.setText(note)
+        self._note.setVisible(bool(note))
+        thought = request.proposal.thought.strip()
+        self._thought.setText(_shorten(thought, MAX_THOUGHT_CHARS))
+        self._thought.setVisible(bool(thought))
+        self._reply.clear()
+        self._send.setEnabled(False)
+        self._fit_height()
+        self._place_in_corner()
+        if not self.isVisible():
+            self._focus.remember([int(self.winId())])
+        self.show()
+        self.raise_()
+        self.activateWindow()
+        self._reply.setFocus()
+
+    def _place_in_corner(self) -> None:
+        """Bottom right of the screen under the pointer: where the thinking status just was."""
+        screen = QtGui.QGuiApplication.screenAt(QtGui.QCursor.pos()) or QtGui.QGuiApplication.primaryScreen()
+        area = screen.availableGeometry()
+        self.setScreen(screen)
+        self.move(area.right() - SCREEN_MARGIN - self.width(), area.bottom() - SCREEN_MARGIN - self.height())
+
+    def _set_mode(self, *, question: bool) -> None:
+        for control in (self._approve, self._edit, self._skip, self._remember):
+            control.setVisible(not question)
+        self._reply.setVisible(question)
+        self._send.setVisible(question)
+        self._warning.setVisible(False)
+        self._editor.setVisible(False)
+        self.setWindowTitle("Holodesk: a question for you" if question else "Holodesk: approve this step?")
+        if not question:
+            self._header.setText("Holodesk wants to")
+            if self._action_label.objectName() != "action":
+                self._action_label.setObjectName("action")
+                self._restyle(self._action_label)
+
+    @staticmethod
+    def _restyle(widget: QtWidgets.QWidget) -> None:
+        widget.style().unpolish(widget)
+        widget.style().polish(widget)
+
     def set_action(self, action: Action) -> None:
         """The target was edited elsewhere (the overlay's marker was dragged)."""
         if self._request is None:
@@ -271,6 +349,7 @@ class ApprovalPanel(QtWidgets.QWidget):
     def retract(self) -> None:
         """Hide the panel, forget the request, and leave the keyboard where it was before."""
         self._request = None
+        self._question = None
         if not self.isVisible():
             return
         self.hide()
@@ -303,7 +382,10 @@ class ApprovalPanel(QtWidgets.QWidget):
 
     def _place(self, action: Action) -> None:
         """In the corner of the target's screen farthest from the action's points, so it covers none."""
-        anchors = [a for a in (screen_point_to_global_logical_or_none(p) for p in action.points()) if a is not None]
+        self._place_away_from(action.points())
+
+    def _place_away_from(self, points: tuple[Point, ...] | list[Point]) -> None:
+        anchors = [a for a in (screen_point_to_global_logical_or_none(p) for p in points) if a is not None]
         if not anchors:
             anchors = [QtCore.QPointF(QtGui.QCursor.pos())]
         screen = QtGui.QGuiApplication.screenAt(anchors[0].toPoint()) or QtGui.QGuiApplication.primaryScreen()
@@ -325,7 +407,20 @@ class ApprovalPanel(QtWidgets.QWidget):
 
     # -- answers --
 
+    def _on_send(self) -> None:
+        reply = self._reply.text().strip()
+        if self._question is None or not reply:
+            return
+        self._question = None
+        self.replied.emit(reply)
+
+    def _on_reply_typed(self, text: str) -> None:
+        self._send.setEnabled(bool(text.strip()))
+
     def _on_approve(self) -> None:
+        if self._question is not None:
+            self._on_send()
+            return
         if self._request is None or self._original is None:
             return
         try:
@@ -344,6 +439,10 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._answer(ApprovalDecision.skip(), False)
 
     def _on_stop(self) -> None:
+        if self._question is not None:
+            self._question = None
+            self.replied.emit(None)
+            return
         self._answer(ApprovalDecision.stop(), False)
 
     def _on_edit(self) -> None:
@@ -397,6 +496,16 @@ class ApprovalPanel(QtWidgets.QWidget):
             action = KeyCombo(parse_combination(self._keys.text()))
         return action
 
+    def _on_text_typed(self) -> None:
+        """Keep the headline in step with the text or keys being edited."""
+        if self._action is None or not isinstance(self._action, TypeText | KeyCombo):
+            return
+        try:
+            edited = self._edited_action()
+        except ActionError:
+            return  # half-typed keys: the headline keeps the last valid combination
+        self._action_label.setText(_sentence(action_in_words(edited)))
+
     def _on_point_typed(self) -> None:
         if self._action is None:
             return
@@ -431,7 +540,7 @@ class ApprovalPanel(QtWidgets.QWidget):
                 self.activateWindow()
             return False
         # In the text field, Enter answers as everywhere in the panel; Shift+Enter adds a line.
-        if watched is self._text and isinstance(event, QtGui.QKeyEvent):
+        if watched in (self._text, self._reply) and isinstance(event, QtGui.QKeyEvent):
             if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
                 return False
             if event.type() == QtCore.QEvent.Type.KeyPress:

@@ -10,6 +10,9 @@ Auto-approval is opt-in: the kinds the user chose in the settings, plus the kind
 this kind for the rest of this task" (forgotten when the engine starts a new run, which it does with
 a new CancelToken). A request with a loop warning is always asked about.
 
+Questions from the model (`answer_question`) take the same road: the panel shows the question with a
+reply field, and the reply (or None, when the user stops) goes back to the engine thread.
+
 Wiring, on the GUI thread at start-up (the engine thread then calls `frames.grab()` and
 `approver.decide()`; both hop to the GUI thread themselves):
 
@@ -32,7 +35,7 @@ from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import QtCore, QtGui, Signal
 from holodesk.automation.actions import Action
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
 
 POLL_S = 0.02  # how often a waiting decide() looks at the cancel token
 
@@ -48,6 +51,16 @@ class _Pending:
     abandoned: bool = False  # decide() gave up (cancelled): the GUI must not show it any more
 
 
+@dataclass
+class _PendingQuestion:
+    """One question on its way through the GUI; `done` is set once `reply` is final (None: stop)."""
+
+    request: QuestionRequest
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: str | None = None
+    abandoned: bool = False
+
+
 class GuiApprover(QtCore.QObject):
     """Implements automation.engine.Approver with the overlay and the approval panel.
 
@@ -59,6 +72,7 @@ class GuiApprover(QtCore.QObject):
 
     auto_approved = Signal(int, str)
     _present = Signal(object)
+    _ask = Signal(object)
 
     def __init__(
         self,
@@ -76,8 +90,11 @@ class GuiApprover(QtCore.QObject):
         self._task_kinds: set[str] = set()
         self._task_token: CancelToken | None = None
         self._pending: _Pending | None = None  # GUI thread only
+        self._question: _PendingQuestion | None = None  # GUI thread only
         self._present.connect(self._on_present, QtCore.Qt.ConnectionType.QueuedConnection)
+        self._ask.connect(self._on_ask, QtCore.Qt.ConnectionType.QueuedConnection)
         self.panel.decided.connect(self._on_decided)
+        self.panel.replied.connect(self._on_replied)
         self.panel.action_edited.connect(self._on_panel_edit)
         overlay.target_edited.connect(self.panel.set_action)
 
@@ -123,6 +140,21 @@ class GuiApprover(QtCore.QObject):
                     self._task_kinds.add(request.action.kind)
         return decision
 
+    def answer_question(self, request: QuestionRequest) -> str | None:
+        """Put the model's question to the user on the panel; the reply, or None if the user stops."""
+        if self._gui.on_gui_thread():
+            raise RuntimeError("GuiApprover.answer_question() waits for the GUI; call it from the engine's thread")
+        if request.cancel.cancelled:
+            return None
+        pending = _PendingQuestion(request)
+        self._ask.emit(pending)
+        while not pending.done.wait(POLL_S):
+            if request.cancel.cancelled:
+                pending.abandoned = True
+                self._gui.post(lambda: self._withdraw_question(pending))
+                return None
+        return None if request.cancel.cancelled else pending.reply
+
     def _auto_approves(self, request: ApprovalRequest) -> bool:
         with self._lock:
             if request.cancel is not self._task_token:  # a new run: forget the last task's choices
@@ -144,6 +176,32 @@ class GuiApprover(QtCore.QObject):
         request = pending.request
         self.overlay.show_proposal(request.step, request.action)
         self.panel.present(request)
+
+    def _on_ask(self, pending: _PendingQuestion) -> None:
+        if pending.abandoned:
+            return
+        if self._pending is not None:
+            self._finish(self._pending, ApprovalDecision.stop(), False)
+        if self._question is not None:
+            self._withdraw_question(self._question)
+        self._question = pending
+        self.overlay.clear()
+        self.panel.present_question(pending.request)
+
+    def _on_replied(self, reply: str | None) -> None:
+        pending = self._question
+        if pending is None:
+            return
+        pending.reply = reply
+        self._withdraw_question(pending)  # hidden first, then `done`: the engine may act at once
+
+    def _withdraw_question(self, pending: _PendingQuestion) -> None:
+        if self._question is not pending:
+            return
+        self._question = None
+        self.panel.retract()
+        QtGui.QGuiApplication.sync()
+        pending.done.set()  # a replaced question must not leave its asker waiting
 
     def _on_decided(self, decision: ApprovalDecision, remember_kind: bool) -> None:
         pending = self._pending

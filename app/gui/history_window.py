@@ -1,11 +1,21 @@
-"""History: recorded sessions, their steps, and each step's screenshot with its target drawn on it."""
+"""History: recorded sessions, their steps, and each step's screenshot with its target drawn on it.
+
+Sessions (task, start time, outcome, steps taken) on the left, the chosen session's steps in the
+middle, and on the right the step as the approval panel showed it: the badge, what actually ran
+(the edited action, with the proposal when the user changed it), the decision, the result in
+words, the timings, the note and thought, and the screenshot with the target drawn where it landed.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 
+from holodesk.app.common.session_words import SessionWords, StepWords, session_words, step_words, steps_in_words
+from holodesk.app.gui.approval_panel import STYLE as PANEL_STYLE
+from holodesk.app.gui.overlay_drawing import MARKER
 from holodesk.app.gui.qt import Qt, QtGui, QtWidgets
 from holodesk.automation.actions import action_from_dict
 from holodesk.automation.annotate import annotate
@@ -13,8 +23,35 @@ from holodesk.automation.errors import ActionError
 from holodesk.automation.screen import frame_from_image
 from holodesk.automation.trajectory import Session, iter_session_folders, read_session
 
+OUTCOME_COLOURS = {
+    "done": "#2fa862",
+    "failed": "#e0626d",
+    "stopped": "#c9a227",
+    "asked you": "#c9a227",
+    "step limit": "#c9a227",
+}
 
-def step_picture(session: Session, step: dict) -> Image.Image | None:
+STYLE = (
+    PANEL_STYLE
+    + f"""
+#history {{ background: #1d1e27; }}
+QListWidget {{ background: #23242f; color: #e6e6ee; border: 1px solid #44465a; font-size: 13px; padding: 0px 6px; }}
+QListWidget::item {{ padding: 6px 0px; border-bottom: 1px solid #2f3040; }}
+QListWidget::item:selected {{ background: #34365a; color: white; }}
+#caption {{ color: #a4a6ba; font-size: 12px; font-weight: 600; }}
+#decision {{ color: #c9cad8; font-size: 12px; }}
+#proposed {{ color: #9fa1b5; font-size: 12px; }}
+#result {{ color: #e6e6ee; }}
+#timings {{ color: #9fa1b5; font-size: 12px; }}
+#picture {{ background: #15161d; border: 1px solid #44465a; color: #9fa1b5; }}
+QPlainTextEdit {{ font-family: monospace; font-size: 12px; }}
+QSplitter::handle {{ background: #2f3040; }}
+#badge {{ background: {MARKER.name()}; }}
+"""
+)
+
+
+def step_picture(session: Session, step: dict[str, Any]) -> Image.Image | None:
     """The step's screenshot with the executed (or edited) target drawn where it landed."""
     shot = step.get("screenshot")
     if not shot:
@@ -42,66 +79,189 @@ def _pixmap(image: Image.Image) -> QtGui.QPixmap:
     return QtGui.QPixmap.fromImage(qimage.copy())  # copy: `data` is freed when this returns
 
 
+def session_item_text(words: SessionWords) -> str:
+    text = f"{words.task}\n{words.started} · {words.outcome} · {steps_in_words(words.steps_taken)}"
+    if words.outcome not in ("done", "unfinished") and words.detail:
+        detail = words.detail if len(words.detail) <= 90 else words.detail[:89] + "…"
+        text += f"\n{detail}"  # why it ended, without opening it
+    return text
+
+
+def step_item_text(words: StepWords) -> str:
+    if words.decision == "answered":  # "asked: ...": the question says it
+        return f"{words.index}. {words.ran}"
+    return f"{words.index}. {words.decision}: {words.ran}"
+
+
 class HistoryWindow(QtWidgets.QWidget):
-    """Sessions on the left, steps in the middle, the selected step's picture and raw answer on the right."""
+    """Sessions on the left, steps in the middle, the selected step on the right."""
 
     def __init__(self, root: Path) -> None:
         super().__init__()
         self.root = root
+        self.setObjectName("history")
         self.setWindowTitle("Holodesk history")
-        self.resize(1200, 700)
-        self.sessions = QtWidgets.QListWidget()
-        self.steps = QtWidgets.QListWidget()
-        self.picture = QtWidgets.QLabel("Select a step")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground)
+        self.setStyleSheet(STYLE)
+        self.resize(1280, 760)
+        self.sessions = self._list()
+        self.steps = self._list()
+        self.picture = QtWidgets.QLabel("Select a step to see its screenshot")
+        self.picture.setObjectName("picture")
         self.picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.picture.setMinimumSize(480, 300)
-        self.details = QtWidgets.QPlainTextEdit()
+        self.picture.setMinimumSize(480, 270)
+        self.picture.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Ignored)
+        self.details = QtWidgets.QPlainTextEdit()  # note, thought and the raw answer, copyable
         self.details.setReadOnly(True)
-        self.details.setMaximumHeight(160)
-        right = QtWidgets.QVBoxLayout()
-        right.addWidget(self.picture, 1)
-        right.addWidget(self.details)
+        self.details.setMaximumHeight(150)
+
+        step_box = QtWidgets.QWidget()
+        step_layout = QtWidgets.QVBoxLayout(step_box)
+        step_layout.setContentsMargins(12, 4, 4, 4)
+        step_layout.setSpacing(6)
+        header = QtWidgets.QHBoxLayout()
+        self.badge = self._label("badge")
+        self.decision = self._label("decision")
+        header.addWidget(self.badge)
+        header.addWidget(self.decision, 1)
+        step_layout.addLayout(header)
+        self.ran = self._label("action", wrap=True)
+        self.proposed = self._label("proposed", wrap=True)
+        self.result = self._label("result", wrap=True)
+        self.timings = self._label("timings")
+        for widget in (self.ran, self.proposed, self.result, self.timings):
+            step_layout.addWidget(widget)
+        step_layout.addWidget(self.picture, 1)
+        step_layout.addWidget(self.details)
+
+        splitter = QtWidgets.QSplitter(Qt.Orientation.Horizontal)
+        for caption, listing in (("SESSIONS", self.sessions), ("STEPS", self.steps)):
+            column = QtWidgets.QWidget()
+            column_layout = QtWidgets.QVBoxLayout(column)
+            column_layout.setContentsMargins(4, 4, 4, 4)
+            column_layout.addWidget(self._label("caption", caption))
+            column_layout.addWidget(listing, 1)
+            splitter.addWidget(column)
+        splitter.addWidget(step_box)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 3)
+        splitter.setStretchFactor(2, 6)
+        splitter.setSizes([330, 330, 620])
         layout = QtWidgets.QHBoxLayout(self)
-        layout.addWidget(self.sessions, 2)
-        layout.addWidget(self.steps, 2)
-        layout.addLayout(right, 5)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.addWidget(splitter)
+
         self._session: Session | None = None
         self._image: Image.Image | None = None
+        self._show_step(None)
         self.sessions.currentRowChanged.connect(self._session_selected)
         self.steps.currentRowChanged.connect(self._step_selected)
         self.refresh()
+
+    def _list(self) -> QtWidgets.QListWidget:
+        widget = QtWidgets.QListWidget()
+        widget.setWordWrap(True)  # long tasks and actions wrap instead of being clipped
+        widget.setTextElideMode(Qt.TextElideMode.ElideNone)
+        widget.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        widget.setVerticalScrollMode(QtWidgets.QAbstractItemView.ScrollMode.ScrollPerPixel)
+        widget.setResizeMode(QtWidgets.QListView.ResizeMode.Adjust)  # re-wrap items when the column resizes
+        return widget
+
+    def _label(self, name: str, text: str = "", wrap: bool = False) -> QtWidgets.QLabel:
+        label = QtWidgets.QLabel(text)
+        label.setObjectName(name)
+        label.setWordWrap(wrap)
+        label.setTextFormat(Qt.TextFormat.PlainText)  # recorded model text is shown as written
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        return label
 
     def refresh(self) -> None:
         self.sessions.clear()
         self._folders = list(reversed(list(iter_session_folders(self.root))))  # newest first
         for folder in self._folders:
-            session = read_session(folder)
-            self.sessions.addItem(f"{session.task}\n{folder.name} · {len(session.steps)} steps · {session.outcome}")
+            words = session_words(read_session(folder))
+            item = QtWidgets.QListWidgetItem(session_item_text(words))
+            item.setToolTip(f"{words.task}\n{folder.name}\n{words.detail}".strip())
+            colour = OUTCOME_COLOURS.get(words.outcome)
+            if colour is not None:
+                item.setForeground(QtGui.QColor("#e6e6ee"))
+                item.setData(Qt.ItemDataRole.DecorationRole, _dot(colour))
+            self.sessions.addItem(item)
+        if not self._folders:
+            self.sessions.addItem(f"No sessions yet under {self.root}")
+            self.sessions.item(0).setFlags(Qt.ItemFlag.NoItemFlags)
 
     def _session_selected(self, row: int) -> None:
         self.steps.clear()
         self._session = read_session(self._folders[row]) if 0 <= row < len(self._folders) else None
+        self._show_step(None)
         if self._session is None:
             return
         for step in self._session.steps:
-            what = step.get("action_text") or step.get("error") or step.get("decision", "")
-            self.steps.addItem(f"{step.get('index', '?')}. {step.get('decision', '-')}: {what}")
+            self.steps.addItem(step_item_text(step_words(step)))
 
     def _step_selected(self, row: int) -> None:
         if self._session is None or not 0 <= row < len(self._session.steps):
+            self._show_step(None)
             return
-        step = self._session.steps[row]
+        self._show_step(self._session.steps[row])
+
+    def _show_step(self, step: dict[str, Any] | None) -> None:
+        for widget in (self.badge, self.decision, self.ran, self.proposed, self.result, self.timings):
+            widget.setVisible(step is not None)
+        if step is None:
+            self._image = None
+            self.picture.setText("Select a step to see its screenshot")
+            self.details.clear()
+            return
+        words = step_words(step)
+        self.badge.setText(f"Step {words.index}")
+        self.decision.setText(words.decision)
+        self.ran.setText(words.ran[:1].upper() + words.ran[1:])
+        self.proposed.setText(f"The model proposed: {words.proposed}")
+        self.proposed.setVisible(bool(words.proposed))
+        result = words.result
+        self.result.setText(result[:1].upper() + result[1:] if result.startswith("you") else f"Result: {result}")
+        self.result.setVisible(bool(words.result))
+        self.timings.setText(words.timings)
+        self.timings.setVisible(bool(words.timings))
+        assert self._session is not None
         self._image = step_picture(self._session, step)
-        if self._image is None:
-            self.picture.setText("No screenshot for this step")
-        else:
-            self.picture.setPixmap(
-                _pixmap(self._image).scaled(
-                    self.picture.size(), Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
-                )
-            )
-        lines = [f"note: {step.get('note', '')}", f"thought: {step.get('thought', '')}"]
-        if step.get("result"):
-            lines.append(f"result: {step['result']}")
-        lines.append(f"raw answer:\n{step.get('raw_text', '')}")
+        self._fit_picture()
+        lines = []
+        for key, caption in (("note", "note"), ("thought", "thought")):
+            if step.get(key):
+                lines.append(f"{caption}: {step[key]}")
+        if step.get("raw_text"):
+            lines.append(f"raw answer:\n{step['raw_text']}")
         self.details.setPlainText("\n".join(lines))
+        self.details.setVisible(bool(lines))
+
+    def _fit_picture(self) -> None:
+        if self._image is None:
+            self.picture.setPixmap(QtGui.QPixmap())
+            self.picture.setText("No screenshot for this step")
+            return
+        self.picture.setPixmap(
+            _pixmap(self._image).scaled(
+                self.picture.size(), Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
+            )
+        )
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self._image is not None:
+            self._fit_picture()
+
+
+def _dot(colour: str) -> QtGui.QPixmap:
+    """A small filled circle in the outcome's colour, before the session's name."""
+    pixmap = QtGui.QPixmap(12, 12)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QtGui.QPainter(pixmap)
+    painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+    painter.setBrush(QtGui.QColor(colour))
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.drawEllipse(1, 1, 10, 10)
+    painter.end()
+    return pixmap

@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+from holodesk.app.common.backend_problems import gpu_missing, in_words, load_failure_in_words, preflight
 from holodesk.app.common.instance_client import InstanceError
 from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, plain_http_key_warning
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
@@ -20,12 +21,14 @@ from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
 from holodesk.app.gui.gui_approver import GuiApprover
 from holodesk.app.gui.history_window import HistoryWindow
 from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, HotkeySignals
+from holodesk.app.gui.loading_window import LoadingWindow
 from holodesk.app.gui.overlay import OverlayAwareCapture, OverlayController
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.recent_tasks import RecentTasks, default_path
 from holodesk.app.gui.settings_dialog import SettingsDialog
 from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
+from holodesk.app.gui.thinking_status import StatusHiddenCapture, ThinkingStatus
 from holodesk.app.gui.tray import Indicator, make_indicator
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
 from holodesk.automation.executor import Executor
@@ -36,6 +39,13 @@ from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 
 log = logging.getLogger(__name__)
+
+
+def steps_in_words(count: int) -> str:
+    if count == 0:
+        return "no step taken"
+    return f"{count} step{'s' if count != 1 else ''} taken"
+
 
 OUTCOME_TITLES = {
     Outcome.DONE: "Task finished",
@@ -53,6 +63,7 @@ class EngineBridge(QtCore.QObject):
     policy_ready = Signal(object)  # ModelPolicy
     policy_failed = Signal(str)
     load_progress = Signal(float, str)
+    no_gpu = Signal()  # the local backend failed on a computer without a usable GPU
 
 
 class HolodeskApp(QtCore.QObject):
@@ -72,9 +83,12 @@ class HolodeskApp(QtCore.QObject):
         self.indicator: Indicator = make_indicator(icon_for)
         self.overlay = OverlayController()
         self.approver = GuiApprover(self.overlay, auto_approve_kinds=self.settings.approval.auto_approve)
+        self.thinking = ThinkingStatus()
+        self.loading = LoadingWindow()
         # One capture serves both: mss handles are per thread already (engine thread, GUI thread).
+        # Neither the overlay nor the thinking status may be in a screenshot the model sees.
         screen = ScreenCapture()
-        self.frames = OverlayAwareCapture(screen, self.overlay)
+        self.frames = StatusHiddenCapture(OverlayAwareCapture(screen, self.overlay), self.thinking)
         self.executor = Executor(capture=screen)
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
@@ -91,6 +105,7 @@ class HolodeskApp(QtCore.QObject):
 
         self.indicator.new_task.connect(self.open_prompt)
         self.indicator.stop.connect(self.stop)
+        self.thinking.stop_requested.connect(self.stop)
         self.indicator.pause_toggled.connect(self.toggle_pause)
         self.indicator.show_history.connect(self.show_history)
         self.indicator.show_settings.connect(self.show_settings)
@@ -103,6 +118,8 @@ class HolodeskApp(QtCore.QObject):
         self.bridge.policy_ready.connect(self._on_policy_ready)
         self.bridge.policy_failed.connect(self._on_policy_failed)
         self.bridge.load_progress.connect(self._on_load_progress)
+        self.bridge.no_gpu.connect(self._on_no_gpu)
+        self.no_gpu_here = False
         if server is not None:
             server.message_received.connect(self.on_instance_message)
 
@@ -110,7 +127,9 @@ class HolodeskApp(QtCore.QObject):
 
     def start(self) -> None:
         if self.settings_problem is not None:
-            self.indicator.notify("Settings file not used", f"{self.settings_problem} — running on defaults.")
+            # Said on stderr too, and kept in the menu until the user opens the settings and saves.
+            print(f"holodesk: settings problem: {self.settings_problem}", file=sys.stderr, flush=True)
+            self.indicator.show_settings_problem(str(self.settings_problem))
         leftover = release_leftover_input()  # a button or key a killed run left pressed
         if leftover.markers:
             self.indicator.notify("Released stuck input", leftover.describe())
@@ -143,7 +162,9 @@ class HolodeskApp(QtCore.QObject):
         self.policy = None
         self.policy_error = None
         options = self.settings.to_policy_options()
-        self._show(StatusLine(AppState.LOADING, f"{options.backend} backend, {options.profile} profile", 0.0))
+        where = "asking the model server" if options.backend == "remote" else f"{options.backend} backend"
+        self._show(StatusLine(AppState.LOADING, f"{where}, {options.profile} profile", 0.0))
+        self.loading.show_progress(0.0, where)
         warning = plain_http_key_warning(options)
         if warning:
             self.indicator.notify("API key sent unencrypted", warning)
@@ -153,35 +174,54 @@ class HolodeskApp(QtCore.QObject):
                 policy = build_policy(
                     options, lambda fraction, message: self.bridge.load_progress.emit(fraction, message)
                 )
+                problem = preflight(policy)  # a remote server is asked once, before any task
             except PolicyConfigError as exc:
                 self.bridge.policy_failed.emit(f"configuration: {exc}")
             except InferenceError as exc:  # no weights, no GPU memory, server down: expected, said plainly
                 log.warning("the model is not available: %s", exc)
-                self.bridge.policy_failed.emit(str(exc))
+                if options.backend == "local" and gpu_missing():
+                    self.bridge.no_gpu.emit()
+                self.bridge.policy_failed.emit(in_words(exc))
             except Exception as exc:  # the model could not be loaded: say why, keep the app running
                 log.exception("policy failed to load")
                 self.bridge.policy_failed.emit(str(exc))
             else:
-                self.bridge.policy_ready.emit(policy)
+                if problem is not None:
+                    log.warning("the model server cannot serve: %s", problem)
+                    self.bridge.policy_failed.emit(problem)
+                else:
+                    self.bridge.policy_ready.emit(policy)
 
         threading.Thread(target=work, name="holodesk-load", daemon=True).start()
 
     def _on_load_progress(self, fraction: float, message: str) -> None:
         if self.policy is None:
             self._show(StatusLine(AppState.LOADING, message, fraction))
+            self.loading.show_progress(fraction, message)
 
     def _on_policy_ready(self, policy: ModelPolicy) -> None:
         self.policy = policy
+        self.loading.hide()
         self._show(StatusLine(AppState.IDLE, f"{policy.profile.name} profile ready"))
         if self.pending_task:
             task, self.pending_task = self.pending_task, None
             self.start_task(task)
 
+    def _on_no_gpu(self) -> None:
+        self.no_gpu_here = True  # queued before policy_failed: its balloon offers the server instead
+
     def _on_policy_failed(self, reason: str) -> None:
         self.policy_error = reason
-        self.pending_task = None
+        self.loading.hide()
         self._show(StatusLine(AppState.ERROR, f"the model is not available: {reason}"))
-        self.indicator.notify("Model not available", f"{reason}\nRun `holodesk doctor` to see what is missing.")
+        if self.pending_task:
+            self.pending_task = None
+            self.indicator.notify("Task not started", self._load_failure_words(reason))
+            return
+        self.indicator.notify("Model not available", self._load_failure_words(reason))
+
+    def _load_failure_words(self, reason: str) -> str:
+        return load_failure_in_words(reason, self.settings.model.backend, no_gpu=self.no_gpu_here)
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -201,10 +241,11 @@ class HolodeskApp(QtCore.QObject):
             self.indicator.notify("A task is running", "Stop it first (Esc twice, or Stop in the menu).")
             return
         if self.policy is None:
-            if self.policy_error is not None:
-                self.indicator.notify("Model not available", self.policy_error)
-                return
             self.pending_task = task
+            if self.policy_error is not None:
+                # Maybe fixed meanwhile (server started, weights downloaded): try again for this task.
+                self._load_policy()
+                return
             self.indicator.notify("Loading the model", "The task starts as soon as the model is ready.")
             return
         try:
@@ -229,6 +270,7 @@ class HolodeskApp(QtCore.QObject):
             listener=self.bridge.engine_event.emit,
         )
         self.engine = engine
+        self.indicator.set_running(True)
         self._start_engine_thread(engine, task)
 
     def _start_engine_thread(self, engine: StepEngine, task: str) -> None:
@@ -277,6 +319,7 @@ class HolodeskApp(QtCore.QObject):
         hotkeys_changed = settings.hotkeys != self.settings.hotkeys
         self.settings = settings
         self.settings_problem = None
+        self.indicator.show_settings_problem(None)
         self.approver.set_auto_approve_kinds(settings.approval.auto_approve)
         if hotkeys_changed:
             self._start_hotkeys()
@@ -301,7 +344,18 @@ class HolodeskApp(QtCore.QObject):
             self._finished(event.result)
             return
         detail = f"step {event.step}: {event.detail}" if event.detail else f"step {event.step}"
-        self._show(StatusLine(from_engine(event.state), detail))
+        if event.state is EngineState.THINKING:
+            self.thinking.show_state(event.step)
+        elif event.state is EngineState.PAUSED:
+            self.thinking.show_state(event.step, "paused (Resume from the menu)")
+        else:
+            self.thinking.hide_status()
+        state = from_engine(event.state)
+        if self.engine is not None and self.engine.paused and state is not AppState.PAUSED:
+            # Paused mid-step: the step finishes, but the user must keep seeing that a pause is coming.
+            self._show(StatusLine(AppState.PAUSED, f"pauses before the next step; {detail}"))
+            return
+        self._show(StatusLine(state, detail))
 
     def _on_auto_approved(self, step: int, action: str) -> None:
         # The user chose this kind for auto-approval; still, every such step is announced.
@@ -310,12 +364,14 @@ class HolodeskApp(QtCore.QObject):
     def _finished(self, result: RunResult) -> None:
         self.engine = None
         self.overlay.clear()
+        self.thinking.hide_status()
+        self.indicator.set_running(False)
         if self.reload_after_run:
             self.reload_after_run = False
             self._load_policy()
         state = AppState.ERROR if result.outcome is Outcome.ERROR else AppState.IDLE
         self._show(StatusLine(state, f"{result.outcome.value}: {result.detail}"))
-        self.indicator.notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({result.steps} steps)")
+        self.indicator.notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({steps_in_words(result.steps)})")
         sessions = self.settings.sessions
         threading.Thread(
             target=prune_sessions, args=(sessions.folder, sessions.retention_bytes), daemon=True, name="holodesk-prune"
@@ -329,7 +385,7 @@ def tray_icon(state: AppState) -> QtGui.QIcon:
     """The tray icon for a state (assets/icons/tray-<state>.svg; paused shares the waiting icon)."""
     from holodesk.app.common.resources import icon_path
 
-    name = "waiting" if state is AppState.PAUSED else state.value
+    name = "waiting" if state is AppState.PAUSED else state.value  # asking has its own: a question mark
     return QtGui.QIcon(str(icon_path(f"tray-{name}")))
 
 

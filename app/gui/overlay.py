@@ -44,7 +44,9 @@ from holodesk.automation.errors import CaptureError, OffScreenError
 from holodesk.automation.screen import ScreenFrame
 
 HANDLE_RADIUS = 21  # the handle window is a ring between HANDLE_HOLE and HANDLE_RADIUS
-HANDLE_HOLE = 9
+# The hole is just the centre dot: the target pixel stays visible without a compositor, and a press
+# anywhere else on the marker, its centre included, grabs it (a wider hole let presses go through).
+HANDLE_HOLE = 4
 CAPTURE_SETTLE_S = 0.06  # after the unmap: time for the compositor (or the apps below) to repaint
 
 OVERLAY_FLAGS = (
@@ -114,9 +116,9 @@ class OverlayWindow(QtWidgets.QWidget):
 
 
 class MarkerHandle(QtWidgets.QWidget):
-    """A small ring window over one target that accepts the mouse: drag it to move the target.
+    """A small disc window over one target that accepts the mouse: drag it to move the target.
 
-    The ring's hole is centred on the target, so a click on the target itself still goes through.
+    Its only hole is the size of the centre dot, centred on the target, so the target pixel shows.
     Near a screen's edge the window is kept inside the screen (a window straddling two screens is
     scaled by the wrong one) and the ring drawn off its centre, still around the target.
     """

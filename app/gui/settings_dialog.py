@@ -2,7 +2,9 @@
 
 Saving builds a new `Settings` (each value is checked by its dataclass, the error names the key),
 writes the TOML atomically, and stores a typed API key in the OS keyring, never in the file. A
-broken settings file is only replaced when the user says so (a copy of it is kept).
+broken settings file is only replaced when the user says so (a copy of it is kept); the form starts
+from the file's valid values, so fixing one bad value keeps the others. Only the chosen backend's
+fields are shown. A server URL is normalised as everywhere else ("gpu-box:8000" is accepted).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from holodesk.app.common.settings import (
     Settings,
     SettingsError,
     SettingValueError,
+    salvage_settings,
     save_settings,
     store_api_key,
 )
@@ -35,6 +38,8 @@ class SettingsDialog(QtWidgets.QDialog):
     def __init__(self, settings: Settings, path: Path, problem: SettingsError | None = None) -> None:
         super().__init__()
         self.setWindowTitle("Holodesk settings")
+        if problem is not None:
+            settings = salvage_settings(path)  # the file's valid values, not the defaults
         self.settings = settings
         self.path = path
         form = QtWidgets.QFormLayout()
@@ -47,7 +52,7 @@ class SettingsDialog(QtWidgets.QDialog):
         self.device = QtWidgets.QComboBox()
         self.device.addItems(DEVICES)
         self.base_url = QtWidgets.QLineEdit()
-        self.base_url.setPlaceholderText("http://gpu-box:8000/v1")
+        self.base_url.setPlaceholderText("http://gpu-box:8000/v1 (or just gpu-box:8000)")
         self.served_model = QtWidgets.QLineEdit()
         self.served_model.setPlaceholderText("the one model the server lists")
         self.api_key = QtWidgets.QLineEdit()
@@ -80,6 +85,14 @@ class SettingsDialog(QtWidgets.QDialog):
         form.addRow("Served model", self.served_model)
         form.addRow("API key", self.api_key)
         form.addRow("Script (scripted backend)", self.script)
+        self.form = form
+        # Each backend's own fields; the others are hidden while it is not chosen.
+        self.backend_fields: dict[str, tuple[QtWidgets.QWidget, ...]] = {
+            "local": (self.checkpoint, self.device),
+            "remote": (self.base_url, self.served_model, self.api_key),
+            "scripted": (self.script,),
+        }
+        self.backend.currentTextChanged.connect(self._show_backend_fields)
         form.addRow("Task prompt hotkey", self.prompt_hotkey)
         form.addRow("Stop key", self.stop_key)
         form.addRow("Stop key presses", self.stop_presses)
@@ -103,19 +116,31 @@ class SettingsDialog(QtWidgets.QDialog):
             warning = QtWidgets.QLabel(
                 f"The settings file {problem.path} could not be used, so Holodesk runs on defaults:\n"
                 + "\n".join(f"• {line}" for line in problem.problems)
-                + "\nThe file is left as it is until you save here."
+                + "\nThe form shows the file's valid values; the file is left as it is until you save here."
             )
             warning.setWordWrap(True)
-            warning.setStyleSheet("color: #d08770;")
+            warning.setObjectName("settings_problem")
+            # Dark text on a light amber box: readable on light and dark desktop themes alike.
+            warning.setStyleSheet(
+                "#settings_problem { background: #fff3d6; color: #4a3200; border: 1px solid #d9a441;"
+                " border-radius: 4px; padding: 6px; }"
+            )
             layout.addWidget(warning)
         layout.addLayout(form)
         layout.addWidget(self.problem)
         layout.addWidget(buttons)
         self._show(settings)
 
+    def _show_backend_fields(self, backend: str) -> None:
+        for name, widgets in self.backend_fields.items():
+            for widget in widgets:
+                self.form.setRowVisible(widget, name == backend)
+        self.adjustSize()
+
     def _show(self, settings: Settings) -> None:
         model = settings.model
         self.backend.setCurrentText(model.backend)
+        self._show_backend_fields(model.backend)
         self.profile.setCurrentText(model.profile)
         self.checkpoint.setText(model.local.checkpoint)
         self.device.setCurrentText(model.local.device)

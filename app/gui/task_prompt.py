@@ -1,6 +1,8 @@
 """The task prompt: a small frameless input near the cursor, with the recent tasks below it.
 
-Enter submits, Esc (or clicking elsewhere) closes; Up/Down pick a recent task.
+Enter submits, Esc (or clicking elsewhere) closes; Up/Down pick a recent task. It opens below the
+point it was asked near (the cursor, or the tray icon that was clicked), or above it when there is
+no room below, and never covers that point: the tray stays visible and clickable.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.recent_tasks import RecentTasks
 
 WIDTH = 520
+GAP = 16  # between the point the prompt opens near and the prompt
 
 
 class TaskPrompt(QtWidgets.QWidget):
@@ -28,18 +31,25 @@ class TaskPrompt(QtWidgets.QWidget):
             " border: 1px solid #5e81ac; border-radius: 6px; }"
             "QListWidget { color: #d8dee9; background: #1f2430; border: none; font-size: 13px; }"
             "QListWidget::item:selected { background: #3b4252; }"
-            "QLabel { color: #88c0d0; font-size: 11px; }"
+            "#title { color: #eceff4; font-size: 14px; font-weight: 600; }"
+            "#hint { color: #b8c0cf; font-size: 12px; }"
         )
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
         layout.setSpacing(6)
-        self.title = QtWidgets.QLabel("What should Holodesk do?  (Enter to start, Esc to close)")
+        self.title = QtWidgets.QLabel("What should Holodesk do?")
+        self.title.setObjectName("title")
+        self.hint = QtWidgets.QLabel("Enter starts · Esc closes")
+        self.hint.setObjectName("hint")
+        header = QtWidgets.QHBoxLayout()
+        header.addWidget(self.title, 1)
+        header.addWidget(self.hint)
         self.field = QtWidgets.QLineEdit()
         self.field.setPlaceholderText("e.g. archive every unread newsletter in my mail")
         self.suggestions = QtWidgets.QListWidget()
         self.suggestions.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.suggestions.setMaximumHeight(140)
-        layout.addWidget(self.title)
+        layout.addLayout(header)
         layout.addWidget(self.field)
         layout.addWidget(self.suggestions)
         self.field.textEdited.connect(self._refresh)
@@ -56,7 +66,11 @@ class TaskPrompt(QtWidgets.QWidget):
         screen = QtGui.QGuiApplication.screenAt(point) or QtGui.QGuiApplication.primaryScreen()
         area = screen.availableGeometry()
         x = min(max(point.x() - WIDTH // 2, area.left()), area.right() - self.width())
-        y = min(max(point.y() + 16, area.top()), area.bottom() - self.height())
+        below = point.y() + GAP
+        if below + self.height() <= area.bottom():
+            y = max(below, area.top())
+        else:  # no room below (a tray at the bottom of the screen): above the point, not over it
+            y = max(point.y() - GAP - self.height(), area.top())
         self.move(x, y)
         self.show()
         self.raise_()

@@ -1,7 +1,9 @@
 """The tray icon and its menu, or a small always-on-top control window where no tray exists.
 
 Both show the app's state (icon and tooltip, or a label) and offer the same commands; the rest of
-the app talks to whichever was built through the `Indicator` signals and `show_status`.
+the app talks to whichever was built through the `Indicator` signals and `show_status`. Stop and
+Pause are enabled only while a task runs (`set_running`). A settings problem stays in the menu as
+"Settings problem: open settings" until the user acts (`show_settings_problem`).
 """
 
 from __future__ import annotations
@@ -31,18 +33,45 @@ class Indicator(QtCore.QObject):
     def notify(self, title: str, text: str) -> None:  # overridden by both indicators
         self.last_notification = (title, text)
 
+    # Set by `_build_menu` when an indicator builds its menu.
+    menu: QtWidgets.QMenu
+    menu_actions: dict[str, QtGui.QAction]
 
-def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -> tuple[QtWidgets.QMenu, QtGui.QAction]:
+    def set_running(self, running: bool) -> None:
+        """Stop and Pause make sense only while a task runs."""
+        for name in ("stop", "pause"):
+            self.menu_actions[name].setEnabled(running)
+        if not running:
+            self.menu_actions["pause"].setText("Pause")
+
+    def show_settings_problem(self, problem: str | None) -> None:
+        """Keep a settings problem in the menu (with the way to fix it) until it is gone."""
+        action = self.menu_actions["settings_problem"]
+        action.setVisible(problem is not None)
+        action.setToolTip(problem or "")
+        self.settings_problem = problem
+
+
+def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -> dict[str, QtGui.QAction]:
     menu = QtWidgets.QMenu(parent)
-    menu.addAction("New task", indicator.new_task.emit)
-    menu.addAction("Stop", indicator.stop.emit)
-    pause = menu.addAction("Pause", indicator.pause_toggled.emit)
+    menu.setToolTipsVisible(True)
+    actions = {
+        "settings_problem": menu.addAction("⚠ Settings problem: open settings", indicator.show_settings.emit),
+        "new_task": menu.addAction("New task", indicator.new_task.emit),
+        "stop": menu.addAction("Stop", indicator.stop.emit),
+        "pause": menu.addAction("Pause", indicator.pause_toggled.emit),
+    }
     menu.addSeparator()
-    menu.addAction("History", indicator.show_history.emit)
-    menu.addAction("Settings", indicator.show_settings.emit)
+    actions["history"] = menu.addAction("History", indicator.show_history.emit)
+    actions["settings"] = menu.addAction("Settings", indicator.show_settings.emit)
     menu.addSeparator()
-    menu.addAction("Quit", indicator.quit.emit)
-    return menu, pause
+    actions["quit"] = menu.addAction("Quit", indicator.quit.emit)
+    actions["settings_problem"].setVisible(False)
+    for name in ("stop", "pause"):
+        actions[name].setEnabled(False)  # nothing runs yet
+    indicator.menu = menu
+    indicator.menu_actions = actions
+    return actions
 
 
 class TrayIndicator(Indicator):
@@ -51,7 +80,7 @@ class TrayIndicator(Indicator):
     def __init__(self, icon_for: IconForState) -> None:
         super().__init__()
         self.icon_for = icon_for
-        self.menu, self.pause_action = _build_menu(self)
+        self.pause_action = _build_menu(self)["pause"]
         self.tray = QtWidgets.QSystemTrayIcon()
         self.tray.setContextMenu(self.menu)
         self.tray.activated.connect(self._activated)
@@ -72,6 +101,13 @@ class TrayIndicator(Indicator):
         super().notify(title, text)
         self.tray.showMessage(title, text, self.icon_for(AppState.IDLE), 6000)
 
+    def show_settings_problem(self, problem: str | None) -> None:
+        super().show_settings_problem(problem)
+        if problem is not None:
+            self.tray.showMessage(
+                "Settings problem", f"{problem}\nOpen Settings from this menu to fix it.", self.icon_for(AppState.ERROR)
+            )
+
 
 class ControlWindow(Indicator):
     """The tray's stand-in: a small frameless always-on-top window with the state and the commands."""
@@ -86,7 +122,8 @@ class ControlWindow(Indicator):
         self.window.setStyleSheet(
             "#HolodeskControl { background: #1f2430; border: 1px solid #4c566a; border-radius: 6px; }"
             "QLabel { color: #eceff4; } QToolButton { color: #eceff4; background: #3b4252; border: none;"
-            " padding: 3px 8px; border-radius: 4px; }"
+            " padding: 3px 8px; border-radius: 4px; } QToolButton:disabled { color: #7b8394; }"
+            " #problem { background: #7a4b00; color: #fff3d6; }"
         )
         layout = QtWidgets.QHBoxLayout(self.window)
         layout.setContentsMargins(6, 4, 6, 4)
@@ -94,12 +131,21 @@ class ControlWindow(Indicator):
         self.text_label = QtWidgets.QLabel()
         layout.addWidget(self.icon_label)
         layout.addWidget(self.text_label, 1)
-        self.menu, self.pause_action = _build_menu(self, self.window)
-        for text, signal in (("New task", self.new_task), ("Stop", self.stop)):
+        self.pause_action = _build_menu(self, self.window)["pause"]
+        self.problem_button = QtWidgets.QToolButton()
+        self.problem_button.setObjectName("problem")
+        self.problem_button.setText("⚠ Settings problem")
+        self.problem_button.clicked.connect(self.show_settings.emit)
+        self.problem_button.setVisible(False)
+        layout.addWidget(self.problem_button)
+        self.buttons: dict[str, QtWidgets.QToolButton] = {}
+        for name, text, signal in (("new_task", "New task", self.new_task), ("stop", "Stop", self.stop)):
             button = QtWidgets.QToolButton()
             button.setText(text)
             button.clicked.connect(signal.emit)
             layout.addWidget(button)
+            self.buttons[name] = button
+        self.buttons["stop"].setEnabled(False)
         more = QtWidgets.QToolButton()
         more.setText("⋯")
         more.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -117,6 +163,16 @@ class ControlWindow(Indicator):
     def notify(self, title: str, text: str) -> None:
         super().notify(title, text)
         self._set_text(f"{title}: {text}", f"{title}\n{text}")
+
+    def set_running(self, running: bool) -> None:
+        super().set_running(running)
+        self.buttons["stop"].setEnabled(running)
+
+    def show_settings_problem(self, problem: str | None) -> None:
+        super().show_settings_problem(problem)
+        self.problem_button.setVisible(problem is not None)
+        self.problem_button.setToolTip(f"{problem}\nClick to open the settings and fix it." if problem else "")
+        self._set_text(self.text_label.text(), self.window.toolTip())  # re-fit the window
 
     def _set_text(self, line: str, full: str) -> None:
         # One elided line keeps the window small and its buttons on screen; the tooltip has it all.

@@ -116,7 +116,8 @@ def test_approved_steps_execute_in_screen_space_until_done(tmp_path):
     policy = ListPolicy([Click(Point(100, 50)), TypeText("hi", Point(10, 10)), Done("all set")])
     engine, performer, events = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path)
     result = engine.run("say hi")
-    assert (result.outcome, result.detail, result.steps) == (Outcome.DONE, "all set", 3)
+    # Two steps taken; the final answer is not a step.
+    assert (result.outcome, result.detail, result.steps) == (Outcome.DONE, "all set", 2)
     # The RIGHT monitor's frame starts at x=0, so image pixels map 1:1 here.
     assert performer.executed == [Click(Point(100, 50)), TypeText("hi", Point(10, 10))]
     # History grows with each step and holds model-space actions.
@@ -188,7 +189,8 @@ def test_a_target_outside_the_image_is_refused_before_approval(tmp_path):
 def test_ask_user_and_step_limit_end_the_run(tmp_path):
     engine, _, _ = make_engine(ListPolicy([AskUser("Which folder?")]), ScriptedApprover())
     result = engine.run("t")
-    assert (result.outcome, result.detail) == (Outcome.ASK_USER, "Which folder?")
+    # An approver that cannot take questions ends the run with the question; nothing ran: 0 steps.
+    assert (result.outcome, result.detail, result.steps) == (Outcome.ASK_USER, "Which folder?", 0)
     engine, performer, _ = make_engine(ListPolicy([Wait(0.01)] * 5), ScriptedApprover(), max_steps=2)
     result = engine.run("t")
     assert (result.outcome, result.steps, len(performer.executed)) == (Outcome.STEP_LIMIT, 2, 2)
@@ -309,3 +311,56 @@ def test_stop_interrupts_a_policy_that_can_be_interrupted():
     engine.stop()
     thread.join(1)
     assert policy.interrupted.is_set()
+
+
+class AnsweringApprover(ScriptedApprover):
+    """Approves every step and answers questions from a list (None: the user stops instead)."""
+
+    def __init__(self, *replies: str | None) -> None:
+        super().__init__()
+        self.replies = list(replies)
+        self.questions: list[str] = []
+
+    def answer_question(self, request) -> str | None:
+        self.questions.append(request.question)
+        return self.replies.pop(0)
+
+
+def test_a_question_is_answered_and_the_reply_reaches_the_model_as_the_steps_result(tmp_path):
+    policy = ListPolicy([AskUser("Which folder?"), Click(Point(100, 50)), Done("saved")])
+    approver = AnsweringApprover("the Reports folder")
+    engine, performer, events = make_engine(policy, approver, tmp_path=tmp_path)
+    result = engine.run("save the file")
+    assert (result.outcome, result.detail, result.steps) == (Outcome.DONE, "saved", 2)
+    assert approver.questions == ["Which folder?"]
+    assert performer.executed == [Click(Point(100, 50))]
+    # The model's second turn sees the question step with the reply as its result.
+    history, _ = policy.calls[1]
+    assert [(p.action, p.result_text) for p in history] == [
+        (AskUser("Which folder?"), "The user replied: the Reports folder")
+    ]
+    assert any(e.state is EngineState.WAITING_ANSWER and e.detail == "Which folder?" for e in events)
+    first = read_session(result.folder).steps[0]
+    assert (first["decision"], first["reply"]) == ("answered", "the Reports folder")
+
+
+def test_no_reply_stops_the_run(tmp_path):
+    engine, performer, _ = make_engine(
+        ListPolicy([AskUser("Which folder?"), Click(Point(1, 1))]), AnsweringApprover(None), tmp_path=tmp_path
+    )
+    result = engine.run("t")
+    assert (result.outcome, result.steps, performer.executed) == (Outcome.STOPPED, 0, [])
+    assert read_session(result.folder).steps[0]["decision"] == "stop"
+
+
+def test_a_backend_failure_ends_the_run_in_words_not_as_an_internal_error(tmp_path):
+    class ServerGone(Exception):
+        pass
+
+    policy = ListPolicy([Click(Point(1, 1)), ServerGone("Nothing is listening at http://gpu-box:8000/v1")])
+    engine, performer, _ = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path)
+    result = engine.run("t")
+    assert result.outcome is Outcome.ERROR
+    assert result.detail == "the model could not answer: Nothing is listening at http://gpu-box:8000/v1"
+    assert result.steps == 1 and len(performer.executed) == 1
+    assert read_session(result.folder).steps[1]["error"].startswith("the model could not answer")

@@ -210,3 +210,37 @@ def test_a_broken_settings_file_is_reported_and_the_flags_still_work(tmp_path):
     assert result.returncode == 2
     assert "settings file is not used" in result.stderr and "run.max_steps" in result.stderr
     assert "pass --script" in result.stderr
+
+
+def test_a_question_is_answered_in_the_terminal_and_the_run_goes_on(xvfb, target_window, tmp_path):
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    field = model_point(target_window.centre("field"), screen)
+    answers = [
+        holotron("ask_user", question="What name should I type?"),
+        holotron("write_desktop", content="Ada Lovelace", x=field.x, y=field.y),
+        holotron("answer", content="Typed the name."),
+    ]
+    process = holodesk_run(write_script(tmp_path / "answers.jsonl", answers), tmp_path / "sessions")
+    # An empty reply is asked again; then the reply; then the typing step is approved.
+    out, err = process.communicate("\nAda Lovelace\na\n", timeout=120)
+    assert process.returncode == 0, out + err
+    assert "the model asks you:\n  What name should I type?" in out
+    assert "the reply is empty" in out
+    assert "done: Typed the name." in out and "steps taken: 2" in out
+    # Not a terminal: the thinking state is a plain line per step, no carriage returns.
+    assert "step 1: the model is thinking" in out and "\r" not in out
+    events = target_window.sync()
+    assert [e["text"] for e in events if e["event"] == "text"][-1] == "Ada Lovelace"
+    (folder,) = iter_session_folders(tmp_path / "sessions")
+    first = read_session(folder).steps[0]
+    assert (first["decision"], first["reply"]) == ("answered", "Ada Lovelace")
+
+
+def test_quit_at_the_reply_prompt_stops_the_run(xvfb, target_window, tmp_path):
+    target_window.reset()
+    answers = [holotron("ask_user", question="Which file?"), holotron("answer", content="never reached")]
+    process = holodesk_run(write_script(tmp_path / "answers.jsonl", answers), tmp_path / "sessions")
+    out, err = process.communicate("q\n", timeout=120)
+    assert process.returncode == 3, out + err
+    assert "stopped: stopped by the user instead of answering" in out and "steps taken: 0" in out

@@ -41,24 +41,13 @@ def wait_until_hidden(window_id: str, timeout_s: float = 10.0) -> None:
     raise AssertionError("the approval panel did not hide")
 
 
-@pytest.fixture
-def holodesk_app(xvfb, target_window, tmp_path):
-    target_window.reset()
-    screen = Rect(0, 0, xvfb.width, xvfb.height)
-    field = model_point(target_window.centre("field"), screen)
-    ok = model_point(target_window.centre("ok"), screen)
-    script = tmp_path / "answers.jsonl"
-    answers = [
-        holotron("write_desktop", content="Grace Hopper", x=field.x, y=field.y, thought="Type the name."),
-        holotron("click_desktop", x=ok.x, y=ok.y, thought="Confirm."),
-        holotron("answer", content="Name entered."),
-    ]
-    script.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+def start_holodesk(tmp_path, model_settings: str):
+    """Start `holodesk` (the tray app) with these [model] settings; returns (process, sessions, env)."""
     config = tmp_path / "config" / "holodesk"
     config.mkdir(parents=True)
     sessions = tmp_path / "sessions"
     (config / "settings.toml").write_text(
-        f'[model]\nbackend = "scripted"\nscript = "{script}"\n\n[sessions]\nfolder = "{sessions}"\n', encoding="utf-8"
+        f'[model]\n{model_settings}\n\n[sessions]\nfolder = "{sessions}"\n', encoding="utf-8"
     )
     env = {
         **os.environ,
@@ -80,12 +69,55 @@ def holodesk_app(xvfb, target_window, tmp_path):
         assert process.poll() is None, process.stdout.read()
         assert time.monotonic() < deadline, "holodesk did not start listening"
         time.sleep(0.2)
-    yield process, sessions
+    return process, sessions, env
+
+
+def stop_holodesk(process: subprocess.Popen[str]) -> None:
     process.terminate()
     try:
         process.wait(10)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+def scripted_settings(tmp_path, answers: list[str]) -> str:
+    script = tmp_path / "answers.jsonl"
+    script.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+    return f'backend = "scripted"\nscript = "{script}"'
+
+
+def wait_for_session_end(sessions, process, timeout_s: float = 30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        folders = list(iter_session_folders(sessions))
+        if folders and read_session(folders[0]).end is not None:
+            return read_session(folders[0])
+        time.sleep(0.2)
+    raise AssertionError(f"the run did not finish; holodesk is {'running' if process.poll() is None else 'gone'}")
+
+
+def type_task(task: str) -> None:
+    xdotool("key", "ctrl+alt+h")
+    prompt = wait_for_window("Holodesk: new task")
+    xdotool("windowfocus", "--sync", prompt)
+    xdotool("type", "--delay", "5", task)
+    xdotool("key", "Return")
+
+
+@pytest.fixture
+def holodesk_app(xvfb, target_window, tmp_path):
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    field = model_point(target_window.centre("field"), screen)
+    ok = model_point(target_window.centre("ok"), screen)
+    answers = [
+        holotron("write_desktop", content="Grace Hopper", x=field.x, y=field.y, thought="Type the name."),
+        holotron("click_desktop", x=ok.x, y=ok.y, thought="Confirm."),
+        holotron("answer", content="Name entered."),
+    ]
+    process, sessions, _ = start_holodesk(tmp_path, scripted_settings(tmp_path, answers))
+    yield process, sessions
+    stop_holodesk(process)
 
 
 def test_hotkey_task_and_approvals_drive_a_real_window(holodesk_app, target_window):

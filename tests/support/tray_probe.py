@@ -36,7 +36,7 @@ def main() -> None:
 
     def announce() -> None:
         if isinstance(indicator, ControlWindow):
-            button = indicator.window.findChildren(QtWidgets.QToolButton)[0]
+            button = indicator.buttons["new_task"]
             centre = button.mapToGlobal(button.rect().center())
             print("kind window", flush=True)
             print(f"button {centre.x()} {centre.y()}", flush=True)
@@ -53,7 +53,8 @@ def main() -> None:
             tooltip = indicator.tray.toolTip() if hasattr(indicator, "tray") else indicator.window.toolTip()
             print("tooltip " + tooltip.replace("\n", " | "), flush=True)
         elif command == "menu":
-            print("menu " + ",".join(a.text() for a in indicator.menu.actions() if a.text()), flush=True)
+            shown = [a.text() for a in indicator.menu.actions() if a.text() and a.isVisible()]
+            print("menu " + ",".join(shown), flush=True)
 
     commands = Commands()
     commands.line.connect(on_line)

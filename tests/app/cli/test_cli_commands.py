@@ -7,7 +7,7 @@ import subprocess
 
 from PIL import Image
 
-from holodesk.automation.actions import Click, Point
+from holodesk.automation.actions import AskUser, Click, Done, Point, TypeText
 from holodesk.automation.trajectory import TrajectoryWriter
 from tests.automation.frames import solid_frame
 from tests.support.holodesk_command import HOLODESK_COMMAND
@@ -89,14 +89,66 @@ def test_history_lists_and_shows_sessions(tmp_path):
     record(tmp_path, "Rename the file", edited=True)
     listing = holodesk("history", "--sessions", str(tmp_path))
     assert listing.returncode == 0
-    lines = listing.stdout.splitlines()
+    header, *lines = listing.stdout.splitlines()
+    assert header.split() == ["STARTED", "OUTCOME", "STEPS", "TASK", "SESSION"]
     assert "Rename the file" in lines[0] and "Save the file" in lines[1]  # newest first
+    # An aligned table: every column starts at the same place on every line.
+    for column in ("OUTCOME", "TASK", "SESSION"):
+        start = header.index(column)
+        assert all(line[start - 2 : start] == "  " and line[start] != " " for line in lines), listing.stdout
+    assert all(" done " in line and " 1  " in line for line in lines)
     shown = holodesk("history", first[:20], "--sessions", str(tmp_path))
     assert shown.returncode == 0, shown.stdout
-    assert "task:    Save the file" in shown.stdout and "click at (10, 10)" in shown.stdout
+    assert "task:     Save the file" in shown.stdout and "outcome:  done, 1 step taken" in shown.stdout
+    assert "approved  click at (10, 10)" in shown.stdout
     as_json = json.loads(holodesk("history", first, "--json", "--sessions", str(tmp_path)).stdout)
     assert as_json["end"]["outcome"] == "done"
     assert holodesk("history", "no-such-session", "--sessions", str(tmp_path)).returncode == 1
+
+
+def test_history_shows_what_actually_ran_the_result_in_words_and_timings(tmp_path):
+    writer = TrajectoryWriter.create(tmp_path, "Type a greeting")
+    writer.append(
+        {
+            "type": "step",
+            "index": 1,
+            "decision": "edit",
+            "action_screen": TypeText("echo hello from holodesk").to_dict(),
+            "edited_screen": TypeText("echo bye").to_dict(),
+            "timings": {"total_s": 2.5, "tokens_in": 1234},
+            "result": {"ok": True, "detail": "typed with key events", "duration_s": 0.125},
+        }
+    )
+    writer.append(
+        {
+            "type": "step",
+            "index": 2,
+            "decision": "answered",
+            "action_model": AskUser("Which \x1b[2Jname?").to_dict(),
+            "reply": "Ada",
+        }
+    )
+    writer.append({"type": "step", "index": 3, "decision": "final", "action_model": Done("greeted").to_dict()})
+    writer.finish("done", "greeted", steps=2)
+    shown = holodesk("history", writer.folder.name, "--sessions", str(tmp_path)).stdout
+    step_1, step_2, step_3 = (line for line in shown.splitlines() if line.strip()[:1] in "123" and "  " in line)
+    assert "edited" in step_1 and "type 'echo bye'" in step_1 and "proposed: type 'echo hello" in step_1
+    assert "ok: typed with key events" in step_1 and "model 2.5 s, 1,234 tokens in · action 0.12 s" in step_1
+    assert "answered" in step_2 and "asked: Which \\x1b[2Jname?" in step_2 and "you replied: Ada" in step_2
+    assert "\x1b" not in shown  # the model's escape sequence is shown, not sent to the terminal
+    assert "finished" in step_3 and "greeted" in step_3 and "final" not in step_3
+    assert "outcome:  done, 2 steps taken" in shown
+
+
+def test_export_corrections_says_what_is_wrong_with_its_folders(tmp_path):
+    missing = holodesk("export-corrections", str(tmp_path / "no" / "out.jsonl"), "--sessions", str(tmp_path))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    no_sessions = holodesk("export-corrections", str(tmp_path / "out.jsonl"), "--sessions", str(tmp_path / "gone"))
+    assert no_sessions.returncode == 2 and "no sessions folder" in no_sessions.stderr
+    record(tmp_path / "sessions", "Save the file", edited=False)
+    none = holodesk("export-corrections", str(tmp_path / "out.jsonl"), "--sessions", str(tmp_path / "sessions"))
+    assert none.returncode == 0 and "wrote 0 corrections" in none.stdout
+    assert "warning: none of the 1 session" in none.stderr
 
 
 def test_export_corrections_writes_the_moved_targets(tmp_path):

@@ -146,7 +146,8 @@ INVALID = [
     ('[model]\nprofile = "gpt-5"', "model.profile", "'gpt-5'"),
     ('[model.local]\ndevice = "gpu"', "model.local.device", "'gpu'"),
     ('[model.local]\ncheckpoint = ""', "model.local.checkpoint", "non-empty"),
-    ('[model.remote]\nbase_url = "gpu-box:8000"', "model.remote.base_url", "'gpu-box:8000'"),
+    ('[model.remote]\nbase_url = "ftp://gpu-box:8000"', "model.remote.base_url", "'ftp://gpu-box:8000'"),
+    ('[model.remote]\nbase_url = "gpu box:8000"', "model.remote.base_url", "'gpu box:8000'"),
     ("[model.remote]\nmodel = 5", "model.remote.model", "5"),
     ('[model]\nbackend = "remote"', "model.remote.base_url", "needs the server's URL"),
     ('[model]\nbackend = "scripted"', "model.script", "JSONL"),
@@ -430,3 +431,15 @@ def test_an_api_key_written_into_the_file_is_refused_without_repeating_it(path: 
     assert line.startswith("model.remote.api_key:")
     assert "keyring" in line
     assert "sk-leaked-456" not in str(problem)
+
+
+def test_server_urls_are_normalised_as_the_remote_backend_does() -> None:
+    from holodesk.app.common.settings import normalize_server_url
+    from holodesk.inference.remote import normalize_base_url
+
+    for typed in ("gpu-box:8000", "http://gpu-box:8000/", "https://gpu-box/openai/v1", " 127.0.0.1:8765 "):
+        assert normalize_server_url(typed) == normalize_base_url(typed)
+    assert normalize_server_url("gpu-box:8000") == "http://gpu-box:8000/v1"
+    for bad in ("ftp://gpu-box", "gpu box:8000", "http://", ""):
+        with pytest.raises(ValueError, match="server URL"):
+            normalize_server_url(bad)

@@ -57,3 +57,44 @@ def test_window_lists_sessions_and_shows_the_selected_step(qtbot, tmp_path):
     assert window.picture.pixmap() is not None and not window.picture.pixmap().isNull()
     assert '{"action": "click"}' in window.details.toPlainText()
     assert "the OK button" in window.details.toPlainText()
+
+
+def test_window_shows_what_ran_the_decision_the_result_and_the_outcome(qtbot, tmp_path):
+    from holodesk.automation.actions import AskUser, Done, TypeText
+
+    writer = TrajectoryWriter.create(tmp_path, "Type a greeting into the terminal and tell me when it is done")
+    shot = writer.save_screenshot("step-0001", solid_frame(400, 300, (20, 40, 60))).result()
+    writer.append(
+        {
+            "type": "step",
+            "index": 1,
+            "decision": "edit",
+            "screenshot": shot,
+            "region": {"left": 0, "top": 0, "width": 400, "height": 300},
+            "action_screen": TypeText("echo hello from holodesk", Point(50, 50)).to_dict(),
+            "edited_screen": TypeText("echo bye", Point(50, 50)).to_dict(),
+            "timings": {"total_s": 2.41, "tokens_in": 2366},
+            "result": {"ok": True, "detail": "", "duration_s": 0.183},
+        }
+    )
+    writer.append({"type": "step", "index": 2, "decision": "answered", "action_model": AskUser("Which one?").to_dict(),
+                   "reply": "the first"})  # fmt: skip
+    writer.append({"type": "step", "index": 3, "decision": "final", "action_model": Done("Greeted.").to_dict()})
+    writer.finish("done", "Greeted.", steps=2)
+    window = HistoryWindow(tmp_path)
+    qtbot.addWidget(window)
+    window.show()
+    session_text = window.sessions.item(0).text()
+    assert session_text.startswith("Type a greeting into the terminal and tell me when it is done\n")  # not clipped
+    assert "· done · 2 steps" in session_text
+    window.sessions.setCurrentRow(0)
+    items = [window.steps.item(i).text() for i in range(window.steps.count())]
+    assert items == ["1. edited: type 'echo bye' at (50, 50)", "2. asked: Which one?", "3. finished: Greeted."]
+    window.steps.setCurrentRow(0)
+    assert window.ran.text() == "Type 'echo bye' at (50, 50)"  # what ran, not the proposal
+    assert window.proposed.text() == "The model proposed: type 'echo hello from holodesk' at (50, 50)"
+    assert window.result.text() == "Result: ok" and "{" not in window.result.text()
+    assert window.timings.text() == "model 2.4 s, 2,366 tokens in · action 0.18 s"
+    assert window.picture.pixmap() is not None and not window.picture.pixmap().isNull()
+    window.steps.setCurrentRow(1)
+    assert window.result.text() == "You replied: the first"

@@ -226,6 +226,25 @@ def test_dragging_the_marker_edits_the_target(
     assert_marker_centred_on(frame, moved)
 
 
+def test_the_marker_can_be_dragged_by_its_centre(
+    overlay: Callable[..., OverlayProbe], target_window: TargetWindow
+) -> None:
+    """A press just beside the target (inside the crosshair, where a person grabs a marker) drags it."""
+    probe = overlay(1)
+    pad = target_window.widget_rect("pad")
+    start = Point(pad.left + 150, pad.top + 120)
+    show_click(probe, start)
+    screen_when(lambda f: f.pixel_rgb(start.x, start.y) == MARKER)
+    target_window.reset()
+    grip = Point(start.x + 6, start.y + 5)
+    xdotool("mousemove", grip.x, grip.y, "mousedown", 1)
+    xdotool("mousemove", grip.x + 10, grip.y + 5)
+    xdotool("mousemove", grip.x + 40, grip.y + 30, "mouseup", 1)
+    edited = probe.wait_for("target_edited")
+    assert edited["action"]["at"] == [start.x + 40, start.y + 30]
+    assert [e for e in target_window.sync() if e["event"] in ("press", "release")] == [], "the press went through"
+
+
 @pytest.mark.parametrize("xvfb", [LAPTOP], indirect=True, ids=str)
 def test_without_a_compositor_the_overlay_covers_only_its_drawing(
     xvfb: XvfbServer, target_window: TargetWindow

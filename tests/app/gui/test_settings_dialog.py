@@ -93,3 +93,39 @@ def test_a_broken_file_is_replaced_only_when_the_user_agrees(qtbot, tmp_path):
     assert load_settings(path).problem is None
     backups = list(tmp_path.glob("settings.toml.broken-*"))
     assert len(backups) == 1 and backups[0].read_text(encoding="utf-8") == "[run]\nmax_steps = 'many'\n"
+
+
+def test_a_broken_file_keeps_its_valid_values_in_the_form(qtbot, tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_text(
+        '[model]\nbackend = "remote"\n\n[model.remote]\nbase_url = "http://gpu-box:8000/v1"\n'
+        '[run]\nmax_steps = "many"\nmonitor = 1\n\n[hotkeys]\nprompt = "<ctrl>+<alt>+j"\n',
+        encoding="utf-8",
+    )
+    loaded = load_settings(path)
+    assert loaded.problem is not None and loaded.settings == Settings()  # the app runs on defaults...
+    dialog = make_dialog(qtbot, path, loaded.settings, loaded.problem)
+    # ...but the form shows what the file got right; only the bad value is at its default.
+    assert dialog.backend.currentText() == "remote"
+    assert dialog.base_url.text() == "http://gpu-box:8000/v1"
+    assert dialog.prompt_hotkey.text() == "<ctrl>+<alt>+j"
+    assert dialog.max_steps.value() == Settings().run.max_steps
+
+
+def test_only_the_chosen_backends_fields_are_shown(qtbot, tmp_path):
+    dialog = make_dialog(qtbot, tmp_path / "settings.toml")
+    dialog.show()
+    shown = {name: [w.isVisible() for w in widgets] for name, widgets in dialog.backend_fields.items()}
+    assert shown == {"local": [True, True], "remote": [False, False, False], "scripted": [False]}
+    dialog.backend.setCurrentText("remote")
+    assert all(w.isVisible() for w in dialog.backend_fields["remote"])
+    assert not any(w.isVisible() for w in (*dialog.backend_fields["local"], *dialog.backend_fields["scripted"]))
+
+
+def test_a_url_without_a_scheme_is_accepted_as_the_command_line_accepts_it(qtbot, tmp_path):
+    path = tmp_path / "settings.toml"
+    dialog = make_dialog(qtbot, path)
+    dialog.backend.setCurrentText("remote")
+    dialog.base_url.setText("127.0.0.1:8765")
+    assert dialog.save(), dialog.problem.text()
+    assert load_settings(path).settings.model.remote.base_url == "http://127.0.0.1:8765/v1"

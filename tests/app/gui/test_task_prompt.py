@@ -56,3 +56,25 @@ def test_escape_closes_without_submitting(qtbot, tmp_path):
     with qtbot.assertNotEmitted(prompt.submitted):
         qtbot.keyClick(prompt.field, Qt.Key.Key_Escape)
     assert not prompt.isVisible()
+
+
+def test_the_prompt_never_covers_the_point_it_opens_near(qtbot, tmp_path):
+    """Opened from a tray at the bottom of the screen, it goes above the icon; at the top, below it."""
+    prompt, _ = make_prompt(qtbot, tmp_path, "Archive newsletters")
+    area = prompt.screen().availableGeometry()
+    for point in (QtCore.QPoint(area.right() - 10, area.bottom() - 5), QtCore.QPoint(area.right() - 10, 5)):
+        prompt.open_near(point)
+        geometry = prompt.frameGeometry()
+        assert not geometry.contains(point), (point, geometry)
+        assert area.contains(geometry), (area, geometry)  # and stays on the screen
+    prompt.open_near(QtCore.QPoint(area.right() - 10, area.bottom() - 5))
+    assert prompt.frameGeometry().bottom() < area.bottom() - 5  # above the bottom tray
+
+
+def test_the_prompt_label_is_readable(qtbot, tmp_path):
+    """The label had 11 px text in a low-contrast blue; now it is body-sized, near-white and bold."""
+    prompt, _ = make_prompt(qtbot, tmp_path)
+    palette_colour = prompt.title.palette().color(prompt.title.foregroundRole())
+    background = prompt.palette().color(prompt.backgroundRole())
+    assert palette_colour.lightness() - background.lightness() > 150
+    assert prompt.title.font().pixelSize() >= 14 and prompt.title.font().bold()

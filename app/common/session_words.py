@@ -1,0 +1,153 @@
+"""A recorded session in words, for the history window and `holodesk history`.
+
+Each step says what actually ran (the edited action when the user changed it, not the proposal),
+the decision, the result in words and its timings; a session says its task, when it started, how it
+ended and how many steps were taken. Records are read defensively: an old or half-written session
+still reads, with a dash where something is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from holodesk.automation.actions import Action, action_from_dict
+from holodesk.automation.errors import ActionError
+from holodesk.automation.trajectory import Session
+
+DECISIONS = {
+    "approve": "approved",
+    "edit": "edited",
+    "skip": "skipped",
+    "stop": "stopped",
+    "answered": "answered",
+    "final": "finished",
+}
+OUTCOMES = {
+    "done": "done",
+    "ask_user": "asked you",
+    "step_limit": "step limit",
+    "stopped": "stopped",
+    "error": "failed",
+    "unfinished": "unfinished",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StepWords:
+    index: str
+    decision: str  # approved, edited, skipped, stopped, answered, finished, or "-"
+    ran: str  # what ran (or was asked, or was the final answer), in words
+    proposed: str  # the proposal, when the user changed it; empty otherwise
+    result: str  # the result in words: "ok", "failed: ...", "reply: ...", or ""
+    timings: str  # "model 2.1 s, 1,234 tokens in · action 0.12 s", or ""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionWords:
+    task: str
+    started: str  # "2026-11-22 22:41"
+    outcome: str
+    detail: str
+    steps_taken: int
+
+
+def _action(record: Any) -> Action | None:
+    if not isinstance(record, dict):
+        return None
+    try:
+        return action_from_dict(record)
+    except (ActionError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _table(step: dict[str, Any], key: str) -> dict[str, Any]:
+    """A nested record of a step, or an empty one when it is missing or not a table."""
+    value = step.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _final_words(step: dict[str, Any]) -> str:
+    model = _table(step, "action_model")
+    kind = model.get("kind")
+    if kind == "done":
+        return str(model.get("answer") or "").strip() or "task finished"
+    if kind == "ask_user":
+        return f"asked: {str(model.get('question') or '').strip()}"
+    return "task finished"
+
+
+def step_words(step: dict[str, Any]) -> StepWords:
+    decision = str(step.get("decision") or "")
+    proposed_action = _action(step.get("action_screen"))
+    edited_action = _action(step.get("edited_screen"))
+    ran_action = edited_action or proposed_action
+    if decision == "answered" or (decision in ("final", "stop") and ran_action is None and "action_model" in step):
+        ran = _final_words(step)
+    elif ran_action is not None:
+        ran = ran_action.describe()
+    else:
+        ran = str(step.get("action_text") or "")
+    error = str(step.get("error") or "")
+    if not ran:
+        ran = error or "-"
+    proposed = proposed_action.describe() if edited_action is not None and proposed_action is not None else ""
+
+    result = ""
+    outcome = step.get("result")
+    if isinstance(outcome, dict):
+        detail = str(outcome.get("detail") or "").strip()
+        if outcome.get("ok", True):
+            result = f"ok: {detail}" if detail else "ok"
+        else:
+            result = f"failed: {detail}" if detail else "failed"
+    elif decision == "answered":
+        result = f"you replied: {step.get('reply', '')}"
+    elif error and ran != error:
+        result = f"failed: {error}"
+
+    parts: list[str] = []
+    model = _table(step, "timings")
+    total = model.get("total_s")
+    if isinstance(total, int | float) and total > 0:
+        tokens = model.get("tokens_in")
+        parts.append(f"model {total:.1f} s" + (f", {tokens:,} tokens in" if isinstance(tokens, int) and tokens else ""))
+    if isinstance(outcome, dict) and isinstance(outcome.get("duration_s"), int | float):
+        parts.append(f"action {outcome['duration_s']:.2f} s")
+    return StepWords(
+        index=str(step.get("index", "?")),
+        decision=DECISIONS.get(decision, decision or "-"),
+        ran=ran,
+        proposed=proposed,
+        result=result,
+        timings=" · ".join(parts),
+    )
+
+
+def _started(session: Session) -> str:
+    stamp = session.header.get("time")
+    if isinstance(stamp, str):
+        try:
+            return datetime.fromisoformat(stamp).astimezone().strftime("%Y-%m-%d %H:%M")
+        except ValueError:
+            pass
+    return "-"
+
+
+def session_words(session: Session) -> SessionWords:
+    end = session.end or {}
+    steps = end.get("steps")
+    if not isinstance(steps, int):  # older sessions, or one that never finished: count what went through
+        steps = sum(1 for s in session.steps if s.get("decision") in ("approve", "edit", "skip", "answered"))
+    return SessionWords(
+        task=session.task,
+        started=_started(session),
+        outcome=OUTCOMES.get(session.outcome, session.outcome),
+        detail=str(end.get("detail") or ""),
+        steps_taken=steps,
+    )
+
+
+def steps_in_words(count: int) -> str:
+    return f"{count} step{'s' if count != 1 else ''}"

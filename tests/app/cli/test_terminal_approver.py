@@ -1,0 +1,101 @@
+"""The terminal approver's questions and edits, and the live status line, on text streams."""
+
+from __future__ import annotations
+
+import io
+
+from holodesk.app.cli.live_status import LiveStatus, progress_bar
+from holodesk.app.cli.terminal_approver import TerminalApprover
+from holodesk.automation.actions import AskUser, Click, Point
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import Monitor, Rect
+from holodesk.automation.engine import ApprovalRequest, Decision, EngineEvent, EngineState, QuestionRequest
+from holodesk.automation.proposal import Proposal
+from tests.automation.frames import solid_frame
+
+
+def approver(tmp_path, typed: str) -> tuple[TerminalApprover, io.StringIO]:
+    out = io.StringIO()
+    return TerminalApprover(tmp_path, stdin=io.StringIO(typed), stdout=out), out
+
+
+def click_request() -> ApprovalRequest:
+    frame = solid_frame(800, 600, monitors=(Monitor(1, Rect(0, 0, 800, 600)),))
+    action = Click(Point(100, 100))
+    return ApprovalRequest(1, "t", Proposal(action, "raw", 800, 600), action, frame, CancelToken())
+
+
+def test_a_bad_target_is_explained_and_asked_again_never_ending_the_run(tmp_path):
+    terminal, out = approver(tmp_path, "e\nabc\ne\n5000,10\ne\n200,300\n")
+    decision = terminal.decide(click_request())
+    assert decision.decision is Decision.EDIT and decision.action == Click(Point(200, 300))
+    said = out.getvalue()
+    assert "expected two whole numbers as x,y (for example 640,360), got 'abc'" in said
+    assert "invalid literal" not in said  # not Python's int() message
+    assert "screen point (5000, 10) is on no monitor" in said
+    assert said.count("[a]pprove") == 3  # asked again after each bad edit
+
+
+def test_a_question_is_shown_escaped_and_the_reply_returned(tmp_path):
+    terminal, out = approver(tmp_path, "  \nthe blue one\n")
+    question = "Which \x1b[2Jfile?"
+    proposal = Proposal(AskUser(question), "raw", 800, 600)
+    reply = terminal.answer_question(QuestionRequest(2, "t", question, proposal, solid_frame(8, 8), CancelToken()))
+    assert reply == "the blue one"
+    said = out.getvalue()
+    assert "\x1b" not in said and "Which \\x1b[2Jfile?" in said
+    assert "the reply is empty" in said
+
+
+def test_end_of_input_at_the_reply_prompt_stops(tmp_path):
+    terminal, _ = approver(tmp_path, "")
+    proposal = Proposal(AskUser("?"), "raw", 8, 8)
+    assert terminal.answer_question(QuestionRequest(1, "t", "?", proposal, solid_frame(8, 8), CancelToken())) is None
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_live_line_counts_seconds_on_a_terminal_and_is_erased_after():
+    out, clock = io.StringIO(), Clock()
+    live = LiveStatus(out, live=True, clock=clock)
+    live(EngineEvent(EngineState.THINKING, 3))
+    clock.now += 4.2
+    live._draw()  # what the redraw thread does every REDRAW_S
+    live(EngineEvent(EngineState.WAITING_APPROVAL, 3))
+    live.close()
+    text = out.getvalue()
+    assert "\rstep 3: the model is thinking…  0.0 s" in text
+    assert "\rstep 3: the model is thinking…  4.2 s" in text
+    assert text.endswith("\r")  # erased: the approval prompt starts on a clean line
+
+
+def test_off_a_terminal_each_state_is_one_plain_line():
+    out = io.StringIO()
+    live = LiveStatus(out, clock=Clock())  # a StringIO is not a TTY
+    live(EngineEvent(EngineState.THINKING, 1))
+    live(EngineEvent(EngineState.ACTING, 1))
+    live(EngineEvent(EngineState.THINKING, 2))
+    live.close()
+    assert out.getvalue() == "step 1: the model is thinking\nstep 2: the model is thinking\n"
+
+
+def test_the_loading_bar_shows_stage_and_percentage():
+    out = io.StringIO()
+    report = progress_bar(out, live=True)
+    report(0.5, "loading weights")
+    report(1.0, "ready")
+    text = out.getvalue()
+    assert "[" + "█" * 12 + "·" * 12 + "]  50%  loading weights" in text
+    assert " 100%  ready" in text and text.endswith("\n")
+    plain = io.StringIO()
+    report = progress_bar(plain, live=False)
+    for fraction in (0.1, 0.2):
+        report(fraction, "loading weights")
+    report(1.0, "ready")
+    assert plain.getvalue() == "loading the model:  10% loading weights\nloading the model: 100% ready\n"

@@ -1,0 +1,78 @@
+"""The tray app's words when the model cannot be used: a real HolodeskApp in this process, its control
+window (no tray here) read back, with a real server on 127.0.0.1 or none at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from holodesk.app.common.backend_problems import gpu_missing
+from holodesk.app.common.settings import LoadedSettings, ModelSettings, RemoteModelSettings, Settings
+from holodesk.app.gui.app_state import AppState
+from holodesk.app.gui.main import HolodeskApp, tray_icon
+from tests.support.fake_openai_server import FakeOpenAIServer, closed_port
+
+
+def make_app(qtbot, settings: Settings, tmp_path: Path) -> HolodeskApp:
+    app = HolodeskApp(LoadedSettings(settings, tmp_path / "settings.toml"), tray_icon)
+    qtbot.addWidget(app.thinking)
+    qtbot.addWidget(app.loading)
+    return app
+
+
+def remote(url: str) -> Settings:
+    return Settings(model=ModelSettings(backend="remote", remote=RemoteModelSettings(base_url=url)))
+
+
+@pytest.mark.parametrize("case", ["down", "404"])
+def test_a_server_that_cannot_serve_is_said_in_words_before_any_task(qtbot, tmp_path, case):
+    with FakeOpenAIServer() as server:
+        url = f"http://127.0.0.1:{closed_port()}/v1" if case == "down" else server.root_url + "/api"
+        app = make_app(qtbot, remote(url), tmp_path)
+        app._load_policy()
+        assert app.loading.isVisible()  # the window says what it is doing meanwhile
+        qtbot.waitUntil(lambda: app.policy_error is not None, timeout=10_000)
+    title, text = app.indicator.last_notification
+    assert title == "Model not available"
+    assert ("Start the model server" if case == "down" else "ends in /v1") in text
+    assert "internal error" not in text and "Traceback" not in text
+    assert app.indicator.status.state is AppState.ERROR
+    assert not app.loading.isVisible()
+    # A task asked for now tries again (the server may have been started meanwhile), and no session
+    # is recorded for a run that never started.
+    app.start_task("open the mail")
+    qtbot.waitUntil(lambda: app.indicator.last_notification[0] == "Task not started", timeout=10_000)
+    assert app.engine is None and not (Path(app.settings.sessions.folder) / "x").exists()
+
+
+def test_without_a_gpu_the_local_backend_offers_the_server(qtbot, tmp_path, monkeypatch):
+    if not gpu_missing():
+        pytest.skip("this machine has an NVIDIA GPU")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    app = make_app(qtbot, Settings(), tmp_path)  # local backend, no weights, and this machine has no GPU
+    app._load_policy()
+    qtbot.waitUntil(lambda: app.policy_error is not None, timeout=20_000)
+    title, text = app.indicator.last_notification
+    assert title == "Model not available"
+    assert "Backend: remote" in text and "no NVIDIA GPU" in text and "Download it once" not in text
+
+
+def test_a_pause_asked_while_the_model_thinks_stays_visible(qtbot, tmp_path):
+    from holodesk.automation.engine import EngineEvent, EngineState, StepEngine
+
+    app = make_app(qtbot, Settings(), tmp_path)
+    engine = StepEngine(policy=None, approver=app.approver, performer=app.executor, frames=app.frames)  # type: ignore[arg-type]
+    app.engine = engine
+    app.indicator.set_running(True)
+    app._on_engine_event(EngineEvent(EngineState.THINKING, 2))
+    assert app.thinking.isVisible() and app.thinking.text.startswith("Step 2 · the model is thinking")
+    app.toggle_pause()
+    # The model answers after the pause was asked: the status must not flip back to "waiting".
+    app._on_engine_event(EngineEvent(EngineState.WAITING_APPROVAL, 2, "click at (5, 5)"))
+    assert app.indicator.status.state is AppState.PAUSED
+    assert "pauses before the next step" in app.indicator.status.detail
+    assert app.indicator.menu_actions["pause"].text() == "Resume"
+    assert not app.thinking.isVisible()
+    app.toggle_pause()
+    assert not engine.paused

@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("output", type=Path, help="the JSONL file to write")
     export.add_argument("--sessions", type=Path, help="where trajectories are (default: the user data folder)")
 
+    from holodesk.app.eval.cli import add_commands as add_eval_commands
+
+    add_eval_commands(commands, _add_backend_options)
+
     trigger = commands.add_parser(
         "trigger", help="ask the running Holodesk to open the task prompt (bind this to a desktop shortcut)"
     )
@@ -149,6 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from holodesk.app.cli.history_command import export
 
         return export(_sessions_root(args.sessions), args.output, sys.stdout)
+    if args.command in ("eval", "annotate"):
+        from holodesk.app.eval.cli import run as run_eval
+
+        return run_eval(args, _policy_options)
     if args.command == "trigger":
         from holodesk.app.common.instance_client import run_trigger
 

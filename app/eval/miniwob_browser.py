@@ -14,6 +14,7 @@ Choices, from what was seen to work (DESIGN.md, "MiniWoB++ in a real Chromium un
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -247,10 +248,8 @@ class MiniWoBBrowser:
             time.sleep(0.02)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing must not fail: the browser may already be gone
             self._driver.quit()
-        except Exception:  # closing must not fail: the browser may already be gone
-            pass
         shutil.rmtree(self._scratch, ignore_errors=True)
 
     def __enter__(self) -> MiniWoBBrowser:

@@ -193,7 +193,9 @@ class MiniWoBOracle:
 
     def _choose_list(self, instruction: str) -> _Step:
         wanted = _between(instruction, "Select ", " from the list and click Submit.")
-        chosen = self.browser.run_js("var s = document.getElementById('options'); return s.options[s.selectedIndex].text;")
+        chosen = self.browser.run_js(
+            "var s = document.getElementById('options'); return s.options[s.selectedIndex].text;"
+        )
         if chosen == wanted:
             return self._click("#area button")
         last_tool = self._last[1] if self._last is not None and self._last[0] == instruction else None
@@ -213,7 +215,8 @@ class MiniWoBOracle:
         )
         if at_target:
             return self._click("#subbtn")
-        return _Step("scroll_desktop", self._box("#text-area"), {"direction": "down" if to_bottom else "up", "amount": 5})
+        direction = "down" if to_bottom else "up"
+        return _Step("scroll_desktop", self._box("#text-area"), {"direction": direction, "amount": 5})
 
 
 def _quoted(instruction: str) -> str:
@@ -224,8 +227,8 @@ def _quoted(instruction: str) -> str:
 
 
 def _between(text: str, start: str, end: str) -> str:
-    head, found, rest = text.partition(start)
-    value, found_end, _ = rest.partition(end)
+    _, found, rest = text.partition(start)
+    value, found_end, _rest = rest.partition(end)
     if not found or not found_end:
         raise BackendError(f"the instruction {text!r} is not shaped like {start}...{end}")
     return value.strip()

@@ -1,0 +1,152 @@
+"""The `holodesk eval ...` and `holodesk annotate` subcommands: their arguments and what each runs.
+
+main.py registers them with `add_commands` and hands the parsed arguments to `run`; the heavy
+imports (selenium, the backends) happen only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+DEFAULT_MINIWOB_TASKS = (
+    "click-button,click-link,focus-text,enter-text,enter-password,login-user,click-checkboxes,"
+    "click-option,click-tab,click-dialog,click-collapsible,choose-list,scroll-text-2"
+)
+
+BackendOptionAdder = Callable[[argparse.ArgumentParser], None]
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {number}")
+    return number
+
+
+def _zoom(value: str) -> float:
+    try:
+        zoom = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not 0.5 <= zoom <= 8:
+        raise argparse.ArgumentTypeError(f"the zoom must be between 0.5 and 8, got {value}")
+    return zoom
+
+
+def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None:
+    """Add `eval` (with miniwob, grounding, make-grounding) and `annotate` to the subcommand parser."""
+    evaluate = commands.add_parser("eval", help="measure a model with Holodesk's own loop (MiniWoB++, grounding)")
+    kinds = evaluate.add_subparsers(dest="eval_command", metavar="KIND", required=True)
+
+    miniwob = kinds.add_parser("miniwob", help="run MiniWoB++ tasks in a real Chromium window on this display")
+    miniwob.add_argument("--tasks", default=DEFAULT_MINIWOB_TASKS, help="comma-separated task names")
+    miniwob.add_argument("--list", action="store_true", help="list the tasks this install can run, and exit")
+    miniwob.add_argument("--episodes", type=_positive, default=10, help="episodes per task (default 10)")
+    miniwob.add_argument("--seed", type=int, default=0, help="seed of the first episode; the next ones count up")
+    miniwob.add_argument("--max-steps", type=_positive, default=10, help="step limit per episode (default 10)")
+    miniwob.add_argument("--zoom", type=_zoom, default=3.0, help="page scale: the 160x210 task times this (3)")
+    miniwob.add_argument("--json", type=Path, help="write every episode and the per-task table here")
+    miniwob.add_argument("--sessions", type=Path, help="where trajectories go (default: the user data folder)")
+    miniwob.add_argument("--chromium", help="the Chromium binary (default: chromium on PATH)")
+    miniwob.add_argument("--chromedriver", help="the chromedriver binary (default: chromedriver on PATH)")
+    add_backend_options(miniwob)
+
+
+def run(args: argparse.Namespace, policy_options: Callable[[argparse.Namespace], Any]) -> int:
+    """Run the parsed `eval`/`annotate` command; returns the exit code."""
+    if args.command == "eval" and args.eval_command == "miniwob":
+        return _miniwob(args, policy_options, sys.stdout, sys.stderr)
+    raise AssertionError(f"unhandled command {args.command} {getattr(args, 'eval_command', '')}")
+
+
+def _miniwob(
+    args: argparse.Namespace, policy_options: Callable[[argparse.Namespace], Any], out: TextIO, err: TextIO
+) -> int:
+    from holodesk.app.eval.miniwob_browser import BrowserError, MiniWoBBrowser, task_names
+    from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions, parse_task_list
+    from holodesk.app.eval.progress import ProgressBar
+
+    try:
+        known = task_names()
+    except BrowserError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    if args.list:
+        out.write("\n".join(known) + "\n")
+        return EXIT_OK
+    try:
+        options = MiniWoBOptions(
+            tasks=parse_task_list(args.tasks, known),
+            episodes=args.episodes,
+            seed=args.seed,
+            max_steps=args.max_steps,
+            zoom=args.zoom,
+        )
+    except ValueError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    if args.json is not None and not args.json.parent.is_dir():
+        err.write(f"error: the folder of {args.json} does not exist\n")
+        return EXIT_CONFIG
+
+    from holodesk.app.cli.run_command import _policy_or_exit_code
+    from holodesk.automation.errors import AutomationError
+    from holodesk.automation.executor import Executor
+    from holodesk.automation.screen import ScreenCapture
+    from holodesk.automation.trajectory import default_root
+
+    capture = ScreenCapture()
+    try:
+        monitor = capture.monitors()[options.monitor - 1]
+    except (AutomationError, IndexError) as exc:
+        err.write(f"error: cannot capture the screen: {exc}\n")
+        return EXIT_CONFIG
+    policy = _policy_or_exit_code(policy_options(args), err)
+    if isinstance(policy, int):
+        return policy
+    try:
+        browser = MiniWoBBrowser(
+            zoom=options.zoom,
+            origin=(monitor.rect.left, monitor.rect.top),
+            chromium=args.chromium,
+            chromedriver=args.chromedriver,
+        )
+    except BrowserError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    progress = ProgressBar(len(options.tasks) * options.episodes, err, unit="episodes", every=1)
+    evaluation = MiniWoBEvaluation(
+        browser,
+        policy,
+        Executor(capture=capture),
+        capture,
+        options,
+        trajectory_root=args.sessions if args.sessions is not None else default_root(),
+        session_meta={"backend": args.backend, "profile": args.profile},
+        keep_screenshots=policy.profile.budget.keep_screenshots,
+    )
+    try:
+        report = evaluation.run(lambda episode: progress.advance(failed=not episode.success, note=episode.task))
+    except BrowserError as exc:
+        progress.close()
+        err.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    finally:
+        browser.close()
+    progress.close()
+    out.write(report.table() + "\n")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.write(f"results: {args.json}\n")
+    return EXIT_OK

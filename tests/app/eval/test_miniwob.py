@@ -79,7 +79,8 @@ def test_the_oracle_solves_at_least_95_percent_of_thirteen_kinds_of_task(browser
 def test_a_policy_that_clicks_nowhere_scores_nothing(browser, tmp_path):
     # The bottom-right corner of the screen is outside the browser window: nothing on the page reacts.
     corner = '{"note": "", "thought": "", "action": {"name": "click_desktop", "x": 995, "y": 995}}'
-    report = evaluation(browser, ScriptedBackend([corner] * 4), ["click-button"], tmp_path, episodes=2, max_steps=2).run()
+    backend = ScriptedBackend([corner] * 4)
+    report = evaluation(browser, backend, ["click-button"], tmp_path, episodes=2, max_steps=2).run()
 
     assert [e.success for e in report.episodes] == [False, False]
     assert [e.outcome for e in report.episodes] == ["step_limit", "step_limit"]

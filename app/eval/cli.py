@@ -62,11 +62,25 @@ def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None
     miniwob.add_argument("--chromedriver", help="the chromedriver binary (default: chromedriver on PATH)")
     add_backend_options(miniwob)
 
+    annotate = commands.add_parser(
+        "annotate", help="localize many (screenshot, instruction) items on OpenAI-compatible servers"
+    )
+    annotate.add_argument("input", type=Path, help="a JSONL file of {image, instruction} or a folder of image+.txt")
+    annotate.add_argument("output", type=Path, help="the JSONL file results are appended to (resumable)")
+    annotate.add_argument(
+        "--base-url", action="append", required=True, help="a server URL; repeat it to share the load"
+    )
+    annotate.add_argument("--model", help="the served model's name (default: the one the server lists)")
+    annotate.add_argument("--profile", default="holotron", help="model profile (default holotron)")
+    annotate.add_argument("--concurrency", type=_positive, default=16, help="requests in flight (default 16)")
+
 
 def run(args: argparse.Namespace, policy_options: Callable[[argparse.Namespace], Any]) -> int:
     """Run the parsed `eval`/`annotate` command; returns the exit code."""
     if args.command == "eval" and args.eval_command == "miniwob":
         return _miniwob(args, policy_options, sys.stdout, sys.stderr)
+    if args.command == "annotate":
+        return _annotate(args, sys.stdout, sys.stderr)
     raise AssertionError(f"unhandled command {args.command} {getattr(args, 'eval_command', '')}")
 
 
@@ -150,3 +164,49 @@ def _miniwob(
         args.json.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         out.write(f"results: {args.json}\n")
     return EXIT_OK
+
+
+def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from holodesk.app.eval.annotate import (
+        MAX_CONCURRENCY,
+        AnnotateInputError,
+        BatchAnnotator,
+        finished_ids,
+        read_items,
+    )
+    from holodesk.app.eval.progress import ProgressBar
+    from holodesk.inference.errors import InferenceError
+    from holodesk.inference.model_policy import ModelPolicy
+    from holodesk.inference.profiles import get_profile
+    from holodesk.inference.remote import RemoteBackend
+
+    if args.concurrency > MAX_CONCURRENCY:
+        err.write(f"error: at most {MAX_CONCURRENCY} requests in flight, got {args.concurrency}\n")
+        return EXIT_CONFIG
+    if not args.output.parent.is_dir():
+        err.write(f"error: the folder of {args.output} does not exist\n")
+        return EXIT_CONFIG
+    try:
+        items = read_items(args.input)
+        profile = get_profile(args.profile)
+        urls = list(args.base_url)
+        # Ask each server for its model once, here, so a wrong URL stops the batch before it starts.
+        models = {url: RemoteBackend(url, model=args.model).model for url in urls}
+        # One backend per in-flight slot, the slots dealt to the servers in turn.
+        slot_urls = [urls[slot % len(urls)] for slot in range(args.concurrency)]
+        backends = [RemoteBackend(url, model=models[url]) for url in slot_urls]
+    except (AnnotateInputError, ValueError) as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    except InferenceError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    annotator = BatchAnnotator([ModelPolicy(profile, b) for b in backends], [b.base_url for b in backends])
+    already = len({item.id for item in items} & finished_ids(args.output))
+    progress = ProgressBar(len(items) - already, err, unit="items", every=max(1, len(items) // 20))
+    if already:
+        err.write(f"{already} of {len(items)} items were already done; resuming\n")
+    localized, failed = annotator.run(items, args.output, lambda record: progress.advance(failed="error" in record))
+    progress.close()
+    out.write(f"localized {localized}, failed {failed}, skipped {already}; results in {args.output}\n")
+    return EXIT_OK if failed == 0 else EXIT_FAILED

@@ -62,6 +62,21 @@ def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None
     miniwob.add_argument("--chromedriver", help="the chromedriver binary (default: chromedriver on PATH)")
     add_backend_options(miniwob)
 
+    grounding = kinds.add_parser("grounding", help="score a grounding set (JSONL: image, instruction, bbox)")
+    grounding.add_argument("file", type=Path, help="the grounding set, one JSON object a line")
+    grounding.add_argument("--json", type=Path, help="write every answer and the per-category table here")
+    add_backend_options(grounding)
+
+    make = kinds.add_parser("make-grounding", help="build a grounding set from MiniWoB pages and your corrections")
+    make.add_argument("output", type=Path, help="the JSONL file to write (images go to a folder beside it)")
+    make.add_argument("--miniwob-tasks", help="comma-separated MiniWoB tasks to take pages from (on this display)")
+    make.add_argument("--episodes", type=_positive, default=5, help="pages per task (default 5)")
+    make.add_argument("--seed", type=int, default=0, help="seed of the first page")
+    make.add_argument("--zoom", type=_zoom, default=3.0, help="page scale (default 3)")
+    make.add_argument(
+        "--corrections", type=Path, action="append", default=[], help="an export of `holodesk export-corrections`"
+    )
+
     annotate = commands.add_parser(
         "annotate", help="localize many (screenshot, instruction) items on OpenAI-compatible servers"
     )
@@ -79,6 +94,10 @@ def run(args: argparse.Namespace, policy_options: Callable[[argparse.Namespace],
     """Run the parsed `eval`/`annotate` command; returns the exit code."""
     if args.command == "eval" and args.eval_command == "miniwob":
         return _miniwob(args, policy_options, sys.stdout, sys.stderr)
+    if args.command == "eval" and args.eval_command == "grounding":
+        return _grounding(args, policy_options, sys.stdout, sys.stderr)
+    if args.command == "eval" and args.eval_command == "make-grounding":
+        return _make_grounding(args, sys.stdout, sys.stderr)
     if args.command == "annotate":
         return _annotate(args, sys.stdout, sys.stderr)
     raise AssertionError(f"unhandled command {args.command} {getattr(args, 'eval_command', '')}")
@@ -210,3 +229,90 @@ def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     progress.close()
     out.write(f"localized {localized}, failed {failed}, skipped {already}; results in {args.output}\n")
     return EXIT_OK if failed == 0 else EXIT_FAILED
+
+
+def _grounding(
+    args: argparse.Namespace, policy_options: Callable[[argparse.Namespace], Any], out: TextIO, err: TextIO
+) -> int:
+    from holodesk.app.cli.run_command import _policy_or_exit_code
+    from holodesk.app.eval.grounding import GroundingSetError, read_grounding_set, score_set
+    from holodesk.app.eval.progress import ProgressBar
+
+    try:
+        items = read_grounding_set(args.file)
+    except GroundingSetError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    if args.json is not None and not args.json.parent.is_dir():
+        err.write(f"error: the folder of {args.json} does not exist\n")
+        return EXIT_CONFIG
+    policy = _policy_or_exit_code(policy_options(args), err)
+    if isinstance(policy, int):
+        return policy
+    progress = ProgressBar(len(items), err, unit="items", every=max(1, len(items) // 20))
+    report = score_set(policy, items, lambda result: progress.advance(failed=result.error is not None))
+    progress.close()
+    out.write(report.table() + "\n")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.write(f"results: {args.json}\n")
+    return EXIT_OK
+
+
+def _make_grounding(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from holodesk.app.eval.grounding import GroundingItem, GroundingSetError, items_from_corrections
+    from holodesk.app.eval.grounding import write_grounding_set as write_set
+
+    if not args.miniwob_tasks and not args.corrections:
+        err.write("error: name --miniwob-tasks, --corrections, or both\n")
+        return EXIT_CONFIG
+    if not args.output.parent.is_dir():
+        err.write(f"error: the folder of {args.output} does not exist\n")
+        return EXIT_CONFIG
+    items: list[GroundingItem] = []
+    try:
+        for path in args.corrections:
+            items.extend(items_from_corrections(path))
+    except (GroundingSetError, OSError) as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    if args.miniwob_tasks:
+        from holodesk.app.eval.miniwob_browser import BrowserError
+
+        try:
+            items.extend(_miniwob_pages(args, err))
+        except (BrowserError, ValueError) as exc:
+            err.write(f"error: {exc}\n")
+            return EXIT_CONFIG
+    count = write_set(args.output, items)
+    out.write(f"wrote {count} items to {args.output}\n")
+    return EXIT_OK
+
+
+def _miniwob_pages(args: argparse.Namespace, err: TextIO) -> list[Any]:
+    """Grounding items from MiniWoB pages opened on this display, screenshots beside the output."""
+    import time
+
+    from holodesk.app.eval.grounding import PAGE_ELEMENTS_JS, items_from_page
+    from holodesk.app.eval.miniwob_browser import MiniWoBBrowser, task_names
+    from holodesk.app.eval.miniwob_eval import parse_task_list
+    from holodesk.automation.screen import ScreenCapture
+
+    tasks = parse_task_list(args.miniwob_tasks, task_names())
+    images = args.output.parent / f"{args.output.stem}-images"
+    images.mkdir(exist_ok=True)
+    capture = ScreenCapture()
+    monitor = capture.monitors()[0]
+    items = []
+    with MiniWoBBrowser(zoom=args.zoom, origin=(monitor.rect.left, monitor.rect.top)) as browser:
+        for task in tasks:
+            browser.open_task(task)
+            for seed in range(args.seed, args.seed + args.episodes):
+                browser.start_episode(seed, 60)
+                time.sleep(0.3)  # let the page draw (jQuery-UI widgets animate in)
+                frame = capture.grab(1)
+                path = images / f"{task}-{seed}.png"
+                frame.to_image().save(path)
+                items.extend(items_from_page(browser.boxes(PAGE_ELEMENTS_JS), frame, path, task))
+                browser.end_episode()
+    return items

@@ -85,9 +85,7 @@ def read_grounding_set(path: Path) -> list[GroundingItem]:
         if right < left or bottom < top:
             raise GroundingSetError(f"{where}: the bbox {bbox} has its right/bottom before its left/top")
         category = record.get("category", DEFAULT_CATEGORY)
-        items.append(
-            GroundingItem(path.parent / image, instruction.strip(), (left, top, right, bottom), str(category))
-        )
+        items.append(GroundingItem(path.parent / image, instruction.strip(), (left, top, right, bottom), str(category)))
     if not items:
         raise GroundingSetError(f"{path} has no items")
     return items

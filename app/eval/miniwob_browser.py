@@ -206,9 +206,7 @@ class MiniWoBBrowser:
         self.run_js("if (WOB_DONE_GLOBAL === false) { core.endEpisode(0); }")
 
     def state(self) -> EpisodeState:
-        values = self.run_js(
-            "return [WOB_DONE_GLOBAL, WOB_REWARD_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_REASON];"
-        )
+        values = self.run_js("return [WOB_DONE_GLOBAL, WOB_REWARD_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_REASON];")
         done, reward, raw, reason = values
         return EpisodeState(bool(done), float(reward or 0), float(raw or 0), None if reason is None else str(reason))
 

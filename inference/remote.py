@@ -505,8 +505,8 @@ class RemoteBackend:
         except RemoteBackendError as exc:  # no /models there, a malformed list
             return ServerCheck(reachable=True, authenticated=None, problem=str(exc), **common)
         except _Retryable as failure:
-            problem = f"The server at {self.base_url} is not answering properly right now: {failure.reason}."
-            return ServerCheck(reachable=True, authenticated=None, problem=problem, **common)
+            busy = f"The server at {self.base_url} is not answering properly right now: {failure.reason}."
+            return ServerCheck(reachable=True, authenticated=None, problem=busy, **common)
         if self._model is not None:
             listed = self._model in models
             problem = None if listed else self._not_listed_message(self._model, models)
@@ -710,7 +710,8 @@ class RemoteBackend:
         if content is not None and not isinstance(content, str):
             raise self._malformed("a text 'content'", body)
         reasoning = message.get("reasoning_content") or message.get("reasoning")
-        usage = parsed.get("usage") if isinstance(parsed.get("usage"), dict) else {}
+        raw_usage = parsed.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         return _Answer(
             text=_with_reasoning(reasoning if isinstance(reasoning, str) else "", content or ""),
             tokens_in=_as_int(usage.get("prompt_tokens")),
@@ -811,7 +812,8 @@ class RemoteBackend:
 
     def _raise_stream_error(self, event: dict[str, Any], data: str) -> NoReturn:
         """An error sent inside a 200 stream (vLLM does this when generation fails after it started)."""
-        error = event.get("error") if isinstance(event.get("error"), dict) else event
+        nested = event.get("error")
+        error: dict[str, Any] = nested if isinstance(nested, dict) else event
         message = str(error.get("message") or error.get("error") or data)
         code = error.get("code")
         status = code if isinstance(code, int) else None

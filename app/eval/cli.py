@@ -11,7 +11,10 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from holodesk.app.eval.grounding import GroundingItem
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -260,7 +263,7 @@ def _grounding(
 
 
 def _make_grounding(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from holodesk.app.eval.grounding import GroundingItem, GroundingSetError, items_from_corrections
+    from holodesk.app.eval.grounding import GroundingSetError, items_from_corrections
     from holodesk.app.eval.grounding import write_grounding_set as write_set
 
     if not args.miniwob_tasks and not args.corrections:
@@ -289,7 +292,7 @@ def _make_grounding(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _miniwob_pages(args: argparse.Namespace, err: TextIO) -> list[Any]:
+def _miniwob_pages(args: argparse.Namespace, err: TextIO) -> list[GroundingItem]:
     """Grounding items from MiniWoB pages opened on this display, screenshots beside the output."""
     import time
 
@@ -303,7 +306,7 @@ def _miniwob_pages(args: argparse.Namespace, err: TextIO) -> list[Any]:
     images.mkdir(exist_ok=True)
     capture = ScreenCapture()
     monitor = capture.monitors()[0]
-    items = []
+    items: list[GroundingItem] = []
     with MiniWoBBrowser(zoom=args.zoom, origin=(monitor.rect.left, monitor.rect.top)) as browser:
         for task in tasks:
             browser.open_task(task)

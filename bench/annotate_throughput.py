@@ -58,7 +58,9 @@ def run_batch(base_url: str, concurrency: int, items: int, folder: Path) -> dict
     from tests.support.fake_openai_server import DEFAULT_MODEL
 
     profile = get_profile("holotron")
-    backends = [RemoteBackend(base_url, model=DEFAULT_MODEL, api_key="") for _ in range(concurrency)]
+    backends = [
+        RemoteBackend(base_url, model=DEFAULT_MODEL, api_key="", encoded_images_kept=0) for _ in range(concurrency)
+    ]
     policies = [ModelPolicy(profile, backend) for backend in backends]
     batch = [AnnotateItem(f"item-{i}", folder / "shot.png", f"the button number {i}") for i in range(items)]
     output = folder / f"out-{concurrency}-{time.monotonic_ns()}.jsonl"

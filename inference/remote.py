@@ -368,6 +368,7 @@ class RemoteBackend:
         request_deadline_s: float = DEFAULT_REQUEST_DEADLINE_S,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
         keepalive_silence_s: float = DEFAULT_KEEPALIVE_SILENCE_S,
+        encoded_images_kept: int = ENCODED_IMAGES_KEPT,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -375,6 +376,8 @@ class RemoteBackend:
             raise ValueError(f"image_format must be 'png' or 'jpeg', got {image_format!r}")
         if connect_timeout_s <= 0 or read_timeout_s <= 0 or request_deadline_s <= 0 or keepalive_silence_s <= 0:
             raise ValueError("timeouts must be positive")
+        if encoded_images_kept < 0:
+            raise ValueError(f"encoded_images_kept must not be negative, got {encoded_images_kept}")
         if max_answer_bytes < 1024:
             raise ValueError(f"max_answer_bytes must be at least 1024, got {max_answer_bytes}")
         self.base_url = normalize_base_url(base_url)
@@ -392,6 +395,8 @@ class RemoteBackend:
             self.api_key_source = "given" if self._api_key else None
         self._model = model.strip() if model and model.strip() else None
         self._encoded: OrderedDict[int, tuple[Image.Image, str]] = OrderedDict()
+        # A batch sends each image once: 0 keeps none (and none of their memory).
+        self.encoded_images_kept = encoded_images_kept
         self.temperature = temperature
         self.stream = stream
         self.image_format: ImageFormat = image_format
@@ -451,8 +456,10 @@ class RemoteBackend:
             self._encoded.move_to_end(key)
             return cached[1]
         url = image_data_url(image, self.image_format)
+        if self.encoded_images_kept == 0:
+            return url
         self._encoded[key] = (image, url)  # the image is kept, so its id stays unique while cached
-        while len(self._encoded) > ENCODED_IMAGES_KEPT:
+        while len(self._encoded) > self.encoded_images_kept:
             self._encoded.popitem(last=False)
         return url
 

@@ -216,7 +216,7 @@ def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         models = {url: RemoteBackend(url, model=args.model).model for url in urls}
         # One backend per in-flight slot, the slots dealt to the servers in turn.
         slot_urls = [urls[slot % len(urls)] for slot in range(args.concurrency)]
-        backends = [RemoteBackend(url, model=models[url]) for url in slot_urls]
+        backends = [RemoteBackend(url, model=models[url], encoded_images_kept=0) for url in slot_urls]
     except (AnnotateInputError, ValueError) as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG

@@ -1,8 +1,8 @@
 """The HTTP backend: runs a ChatRequest on an OpenAI-compatible server (vLLM serving Holotron-12B).
 
-Stdlib only (http.client + json). One new connection per request, so a dropped connection never
-poisons the next step; HTTP(S)_PROXY is not used (the server is expected on the LAN or a tunnel).
-Choices, briefly:
+HTTP goes through httpx (a maintained client: HTTP/1.1, TLS, streaming, timeouts). One new
+connection per request, so a dropped connection never poisons the next step; HTTP(S)_PROXY is not
+used (the server is expected on the LAN or a tunnel). Choices, briefly:
 
 - Images go as PNG data URLs (lossless, so the model sees the same pixels the in-process backend
   would; UI screenshots are also smaller as PNG than as JPEG q90). `image_format="jpeg"` trades that
@@ -16,6 +16,12 @@ Choices, briefly:
 - Retries: 429, most 5xx and dropped connections, with exponential backoff or the server's
   Retry-After, a bounded number of times. A refused connection, a timeout or a 4xx is not retried:
   waiting would not change the answer and the user is waiting.
+- Every request is bounded: a total deadline (`request_deadline_s`, from the first byte sent to the
+  last received, whatever the server drips), a bound on the bytes of one answer
+  (`max_answer_bytes`), and on a stream that sends only keep-alive comments
+  (`keepalive_silence_s`). `interrupt()` (a stop) shuts the socket down at once, which wakes the
+  thread blocked reading it and releases the server; that request then fails with
+  RequestStoppedError. The errors say in words what happened.
 """
 
 from __future__ import annotations
@@ -23,20 +29,22 @@ from __future__ import annotations
 import base64
 import copy
 import email.utils
-import http.client
 import io
 import json
 import logging
 import socket
 import ssl
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
+import httpx
 from PIL import Image
 
 from holodesk.inference.errors import BackendError
@@ -55,9 +63,13 @@ ImageFormat = Literal["png", "jpeg"]
 _EXCERPT_CHARS = 300
 # Encoded screenshots kept for reuse: a step sends at most a few, most of them again the next step.
 ENCODED_IMAGES_KEPT = 8
-# Guards against a misbehaving server sending an endless body; a 1,000-token answer is a few KB.
-_MAX_BODY_BYTES = 16 * 1024 * 1024
-_MAX_SSE_LINE_BYTES = 1024 * 1024
+# Guards against a misbehaving server sending an endless body; a 1,000-token answer is a few KB
+# as JSON, a few tens of KB as an event stream (one event per token).
+DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
+# A whole answer, queueing and a long reasoning trace included, within this many seconds.
+DEFAULT_REQUEST_DEADLINE_S = 600.0
+# vLLM sends no keep-alive comments; proxies that do would otherwise hold a dead stream open forever.
+DEFAULT_KEEPALIVE_SILENCE_S = 120.0
 # Words a server uses when it refuses the structured-output field (vLLM, xgrammar, other servers).
 _STRUCTURED_OUTPUT_MARKERS = ("response_format", "json_schema", "json schema", "structured", "guided", "grammar")
 _USER_AGENT = "holodesk-remote/0.1"
@@ -108,6 +120,14 @@ class ServerError(RemoteBackendError):
 
 class ServerTimeoutError(RemoteBackendError):
     """The server accepted the request but did not answer within the read timeout."""
+
+
+class RequestStoppedError(RemoteBackendError):
+    """The request was abandoned on purpose (a stop); its connection was closed at once."""
+
+
+class AnswerTooLongError(RemoteBackendError):
+    """The server sent more bytes for one answer than `max_answer_bytes` allows."""
 
 
 class MalformedResponseError(RemoteBackendError):
@@ -345,13 +365,21 @@ class RemoteBackend:
         image_format: ImageFormat = "png",
         connect_timeout_s: float = 5.0,
         read_timeout_s: float = 120.0,
+        request_deadline_s: float = DEFAULT_REQUEST_DEADLINE_S,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+        keepalive_silence_s: float = DEFAULT_KEEPALIVE_SILENCE_S,
+        encoded_images_kept: int = ENCODED_IMAGES_KEPT,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if image_format not in ("png", "jpeg"):
             raise ValueError(f"image_format must be 'png' or 'jpeg', got {image_format!r}")
-        if connect_timeout_s <= 0 or read_timeout_s <= 0:
+        if connect_timeout_s <= 0 or read_timeout_s <= 0 or request_deadline_s <= 0 or keepalive_silence_s <= 0:
             raise ValueError("timeouts must be positive")
+        if encoded_images_kept < 0:
+            raise ValueError(f"encoded_images_kept must not be negative, got {encoded_images_kept}")
+        if max_answer_bytes < 1024:
+            raise ValueError(f"max_answer_bytes must be at least 1024, got {max_answer_bytes}")
         self.base_url = normalize_base_url(base_url)
         parts = urlsplit(self.base_url)
         self._https = parts.scheme == "https"
@@ -367,12 +395,27 @@ class RemoteBackend:
             self.api_key_source = "given" if self._api_key else None
         self._model = model.strip() if model and model.strip() else None
         self._encoded: OrderedDict[int, tuple[Image.Image, str]] = OrderedDict()
+        # A batch sends each image once: 0 keeps none (and none of their memory).
+        self.encoded_images_kept = encoded_images_kept
         self.temperature = temperature
         self.stream = stream
         self.image_format: ImageFormat = image_format
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
+        self.request_deadline_s = request_deadline_s
+        self.max_answer_bytes = max_answer_bytes
+        self.keepalive_silence_s = keepalive_silence_s
         self.retry = retry or RetryPolicy()
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(read_timeout_s, connect=connect_timeout_s),
+            # No keep-alive: a fresh connection per request (see the module docstring).
+            limits=httpx.Limits(max_keepalive_connections=0),
+            trust_env=False,
+            verify=ssl.create_default_context(),
+            follow_redirects=False,
+        )
+        self._active: set[_Exchange] = set()
+        self._active_lock = threading.Lock()
         self._sleep = sleep
         # Turned off for the rest of the session once the server refuses the field.
         self.structured_output = structured_output
@@ -382,6 +425,17 @@ class RemoteBackend:
         return f"RemoteBackend(base_url={self.base_url!r}, model={self._model!r}, key={self.api_key_source!r})"
 
     # -- public API --
+
+    def interrupt(self) -> None:
+        """Abandon every request in flight now: their sockets are shut down, their threads wake at once."""
+        with self._active_lock:
+            active = list(self._active)
+        for exchange in active:
+            exchange.abort("stopped")
+
+    def close(self) -> None:
+        self.interrupt()
+        self._client.close()
 
     @property
     def model(self) -> str:
@@ -402,8 +456,10 @@ class RemoteBackend:
             self._encoded.move_to_end(key)
             return cached[1]
         url = image_data_url(image, self.image_format)
+        if self.encoded_images_kept == 0:
+            return url
         self._encoded[key] = (image, url)  # the image is kept, so its id stays unique while cached
-        while len(self._encoded) > ENCODED_IMAGES_KEPT:
+        while len(self._encoded) > self.encoded_images_kept:
             self._encoded.popitem(last=False)
         return url
 
@@ -456,8 +512,8 @@ class RemoteBackend:
         except RemoteBackendError as exc:  # no /models there, a malformed list
             return ServerCheck(reachable=True, authenticated=None, problem=str(exc), **common)
         except _Retryable as failure:
-            problem = f"The server at {self.base_url} is not answering properly right now: {failure.reason}."
-            return ServerCheck(reachable=True, authenticated=None, problem=problem, **common)
+            busy = f"The server at {self.base_url} is not answering properly right now: {failure.reason}."
+            return ServerCheck(reachable=True, authenticated=None, problem=busy, **common)
         if self._model is not None:
             listed = self._model in models
             problem = None if listed else self._not_listed_message(self._model, models)
@@ -498,20 +554,17 @@ class RemoteBackend:
         return payload
 
     def _list_models_once(self) -> tuple[str, ...]:
-        connection, response = self._send("GET", "/models", None)
-        try:
-            body = self._read_body(response)
-            if response.status != 200:
+        with self._open("GET", "/models", None) as (exchange, response):
+            body = self._read_body(response, exchange)
+            if response.status_code != 200:
                 self._raise_for_status(response, body, path="/models")
-        finally:
-            connection.close()
         parsed = self._parse_json(body, "the model list")
         data = parsed.get("data") if isinstance(parsed, dict) else None
         if not isinstance(data, list) or not all(isinstance(item, dict) and "id" in item for item in data):
             raise MalformedResponseError(
                 f"The server at {self.base_url} answered GET /models without a list of models "
                 f"(body starts: {_excerpt(body)!r}).",
-                status=response.status,
+                status=response.status_code,
                 body_excerpt=_excerpt(body),
             )
         return tuple(str(item["id"]) for item in data)
@@ -519,88 +572,112 @@ class RemoteBackend:
     def _chat_once(self, payload: dict[str, Any]) -> _Answer:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         sent_at = time.perf_counter()
-        connection, response = self._send("POST", "/chat/completions", body)
-        try:
-            content_type = (response.getheader("Content-Type") or "").lower()
-            if response.status == 200 and content_type.startswith("text/event-stream"):
-                return self._read_stream(response, sent_at)
-            raw = self._read_body(response)
-            if response.status != 200:
+        with self._open("POST", "/chat/completions", body) as (exchange, response):
+            content_type = (response.headers.get("Content-Type") or "").lower()
+            if response.status_code == 200 and content_type.startswith("text/event-stream"):
+                return self._read_stream(response, exchange, sent_at)
+            raw = self._read_body(response, exchange)
+            if response.status_code != 200:
                 self._raise_for_status(response, raw, path="/chat/completions", model=payload["model"])
             # A server that ignores `stream` answers with one JSON body; take it as it is.
             return self._parse_completion(raw)
-        finally:
-            connection.close()
 
-    def _send(self, method: str, path: str, body: bytes | None) -> tuple[http.client.HTTPConnection, Any]:
-        """Connect (connect timeout), send, and wait for the status line (read timeout)."""
-        url = self.base_url + path
-        connection: http.client.HTTPConnection
-        if self._https:
-            connection = http.client.HTTPSConnection(
-                self._host, self._port, timeout=self.connect_timeout_s, context=ssl.create_default_context()
-            )
-        else:
-            connection = http.client.HTTPConnection(self._host, self._port, timeout=self.connect_timeout_s)
-        try:
-            connection.connect()
-        except ConnectionRefusedError as exc:
-            connection.close()
-            raise ServerUnreachableError(
-                f"Nothing is listening at {self.base_url} (connection refused). Is the server running "
-                f"(vllm serve ...) and is the port right?"
-            ) from exc
-        except socket.gaierror as exc:
-            connection.close()
-            raise ServerUnreachableError(
-                f"The host name {self._host!r} in {self.base_url} could not be resolved ({exc})."
-            ) from exc
-        except TimeoutError as exc:
-            connection.close()
-            raise ServerUnreachableError(
-                f"{self.base_url} did not accept a connection within {self.connect_timeout_s:g} s "
-                f"(a firewall, a wrong address, or the machine is down)."
-            ) from exc
-        except ssl.SSLError as exc:
-            connection.close()
-            raise ServerUnreachableError(f"The TLS handshake with {self.base_url} failed: {exc}.") from exc
-        except OSError as exc:
-            connection.close()
-            raise ServerUnreachableError(f"Could not connect to {self.base_url}: {exc}.") from exc
-        # The connect timeout is short; waiting for a model to answer takes much longer.
-        if connection.sock is not None:
-            connection.sock.settimeout(self.read_timeout_s)
+    @contextmanager
+    def _open(self, method: str, path: str, body: bytes | None) -> Iterator[tuple[_Exchange, httpx.Response]]:
+        """Send the request and yield the response with its headers read; every failure in words.
+
+        The exchange is registered for `interrupt()` and watched by a deadline timer for as long as
+        the caller reads the response; leaving the block closes the connection.
+        """
         headers = {"Accept": "application/json, text/event-stream", "User-Agent": _USER_AGENT}
         if body is not None:
             headers["Content-Type"] = "application/json"
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
+        exchange = _Exchange()
+        deadline = threading.Timer(self.request_deadline_s, exchange.abort, ("deadline",))
+        deadline.daemon = True
+        with self._active_lock:
+            self._active.add(exchange)
+        deadline.start()
         try:
-            connection.request(method, self._path_prefix + path, body=body, headers=headers)
-            response = connection.getresponse()
-        except TimeoutError as exc:
-            connection.close()
-            raise self._timeout_error(url) from exc
-        except (ConnectionError, http.client.IncompleteRead) as exc:
-            connection.close()
-            raise _Retryable(reason=f"the connection was dropped ({type(exc).__name__})") from exc
-        except http.client.HTTPException as exc:
-            connection.close()
-            raise MalformedResponseError(
-                f"The server at {self.base_url} did not answer with valid HTTP ({type(exc).__name__}: {exc})."
-            ) from exc
-        return connection, response
+            request = self._client.build_request(
+                method, self.base_url + path, content=body, headers=headers, extensions={"trace": exchange.trace}
+            )
+            try:
+                response = self._client.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                raise self._transport_error(exc, exchange, "before the answer began") from exc
+            try:
+                exchange.raise_if_aborted(self)
+                yield exchange, response
+            except httpx.HTTPError as exc:
+                raise self._transport_error(exc, exchange, "mid-answer") from exc
+            finally:
+                response.close()
+        finally:
+            deadline.cancel()
+            with self._active_lock:
+                self._active.discard(exchange)
 
-    def _read_body(self, response: http.client.HTTPResponse) -> bytes:
-        try:
-            body = response.read(_MAX_BODY_BYTES + 1)
-        except TimeoutError as exc:
-            raise self._timeout_error(self.base_url) from exc
-        except (ConnectionError, http.client.IncompleteRead) as exc:
-            raise _Retryable(reason=f"the connection was dropped mid-answer ({type(exc).__name__})") from exc
-        if len(body) > _MAX_BODY_BYTES:
-            raise MalformedResponseError(f"The server at {self.base_url} sent a body over 16 MB; giving up.")
-        return body
+    def _transport_error(self, exc: httpx.HTTPError, exchange: _Exchange, when: str) -> Exception:
+        """What an httpx failure means for the user, or a _Retryable when it may clear up."""
+        aborted = exchange.aborted_error(self)
+        if aborted is not None:
+            return aborted
+        cause = _root_cause(exc)
+        if isinstance(exc, httpx.ConnectTimeout):
+            return ServerUnreachableError(
+                f"{self.base_url} did not accept a connection within {self.connect_timeout_s:g} s "
+                f"(a firewall, a wrong address, or the machine is down)."
+            )
+        if isinstance(exc, httpx.ConnectError):
+            if isinstance(cause, ConnectionRefusedError):
+                return ServerUnreachableError(
+                    f"Nothing is listening at {self.base_url} (connection refused). Is the server running "
+                    f"(vllm serve ...) and is the port right?"
+                )
+            if isinstance(cause, socket.gaierror):
+                return ServerUnreachableError(
+                    f"The host name {self._host!r} in {self.base_url} could not be resolved ({cause})."
+                )
+            if isinstance(cause, ssl.SSLError):
+                if _is_plain_reply_to_tls(cause):
+                    return ServerUnreachableError(
+                        f"{self.base_url} does not speak TLS on this port (the TLS handshake got a plain "
+                        f"reply: {cause.reason or cause}); if the server is plain HTTP, use http:// in the URL."
+                    )
+                return ServerUnreachableError(f"The TLS handshake with {self.base_url} failed: {cause}.")
+            return ServerUnreachableError(f"Could not connect to {self.base_url}: {cause or exc}.")
+        if isinstance(exc, httpx.TimeoutException):
+            return self._timeout_error(self.base_url)
+        if isinstance(exc, httpx.RemoteProtocolError) and when == "before the answer began":
+            if "without sending" in str(exc) or "disconnected" in str(exc).lower():
+                return _Retryable(reason=f"the connection was dropped ({type(cause or exc).__name__})")
+            return MalformedResponseError(
+                f"The server at {self.base_url} did not answer with valid HTTP ({exc}); "
+                f"if it expects TLS, use https:// in the URL."
+            )
+        if isinstance(exc, httpx.TransportError):
+            return _Retryable(reason=f"the connection was dropped {when} ({type(cause or exc).__name__})")
+        return MalformedResponseError(f"The request to {self.base_url} failed: {exc}.")
+
+    def _chunks(self, response: httpx.Response, exchange: _Exchange) -> Iterator[bytes]:
+        """The body's bytes as they arrive, at most `max_answer_bytes` of them."""
+        received = 0
+        for chunk in response.iter_raw():
+            exchange.raise_if_aborted(self)
+            received += len(chunk)
+            if received > self.max_answer_bytes:
+                raise AnswerTooLongError(
+                    f"The server at {self.base_url} sent more than {self.max_answer_bytes:,} bytes for one "
+                    f"answer; giving up on it (an endless answer, or raise max_answer_bytes)."
+                )
+            yield chunk
+        exchange.raise_if_aborted(self)
+
+    def _read_body(self, response: httpx.Response, exchange: _Exchange) -> bytes:
+        return b"".join(self._chunks(response, exchange))
 
     def _timeout_error(self, url: str) -> ServerTimeoutError:
         return ServerTimeoutError(
@@ -640,7 +717,8 @@ class RemoteBackend:
         if content is not None and not isinstance(content, str):
             raise self._malformed("a text 'content'", body)
         reasoning = message.get("reasoning_content") or message.get("reasoning")
-        usage = parsed.get("usage") if isinstance(parsed.get("usage"), dict) else {}
+        raw_usage = parsed.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         return _Answer(
             text=_with_reasoning(reasoning if isinstance(reasoning, str) else "", content or ""),
             tokens_in=_as_int(usage.get("prompt_tokens")),
@@ -648,7 +726,7 @@ class RemoteBackend:
             finish_reason=choices[0].get("finish_reason"),
         )
 
-    def _read_stream(self, response: http.client.HTTPResponse, sent_at: float) -> _Answer:
+    def _read_stream(self, response: httpx.Response, exchange: _Exchange, sent_at: float) -> _Answer:
         content: list[str] = []
         reasoning: list[str] = []
         first_token_at: float | None = None
@@ -656,7 +734,7 @@ class RemoteBackend:
         usage: dict[str, Any] = {}
         finish_reason: str | None = None
         done = False
-        for data in self._sse_data(response):
+        for data in self._sse_data(response, exchange):
             if data.strip() == "[DONE]":
                 done = True
                 break
@@ -701,35 +779,48 @@ class RemoteBackend:
             finish_reason=finish_reason,
         )
 
-    def _sse_data(self, response: http.client.HTTPResponse) -> Iterator[str]:
-        """The `data` of each server-sent event (multi-line data joined by newlines)."""
+    def _sse_data(self, response: httpx.Response, exchange: _Exchange) -> Iterator[str]:
+        """The `data` of each server-sent event (multi-line data joined by newlines).
+
+        Lines are split here rather than by httpx so that the answer's byte bound also bounds a
+        line that never ends. Keep-alive comments count as silence: after `keepalive_silence_s`
+        of nothing else the stream is given up.
+        """
         data_lines: list[str] = []
-        while True:
-            try:
-                raw = response.readline(_MAX_SSE_LINE_BYTES)
-            except TimeoutError as exc:
-                raise self._timeout_error(self.base_url) from exc
-            except (ConnectionError, http.client.IncompleteRead) as exc:
-                raise _Retryable(reason=f"the connection was dropped mid-stream ({type(exc).__name__})") from exc
-            if not raw:
-                if data_lines:
-                    yield "\n".join(data_lines)
-                return
-            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            if not line:
-                if data_lines:
-                    yield "\n".join(data_lines)
-                    data_lines = []
-                continue
-            if line.startswith(":"):
-                continue  # a comment (keep-alive)
-            name, _, value = line.partition(":")
+        pending = b""
+        last_data_at = time.monotonic()
+        for chunk in self._chunks(response, exchange):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                line = raw.decode("utf-8", errors="replace").rstrip("\r")
+                if not line:
+                    if data_lines:
+                        yield "\n".join(data_lines)
+                        data_lines = []
+                    continue
+                if line.startswith(":"):  # a comment (keep-alive)
+                    if time.monotonic() - last_data_at > self.keepalive_silence_s:
+                        raise ServerTimeoutError(
+                            f"{self.base_url} kept the answer stream open with keep-alive comments only, "
+                            f"sending no data for {self.keepalive_silence_s:g} s; giving up on it."
+                        )
+                    continue
+                last_data_at = time.monotonic()
+                name, _, value = line.partition(":")
+                if name == "data":
+                    data_lines.append(value.removeprefix(" "))
+        if pending.strip():
+            name, _, value = pending.decode("utf-8", errors="replace").rstrip("\r").partition(":")
             if name == "data":
                 data_lines.append(value.removeprefix(" "))
+        if data_lines:
+            yield "\n".join(data_lines)
 
     def _raise_stream_error(self, event: dict[str, Any], data: str) -> NoReturn:
         """An error sent inside a 200 stream (vLLM does this when generation fails after it started)."""
-        error = event.get("error") if isinstance(event.get("error"), dict) else event
+        nested = event.get("error")
+        error: dict[str, Any] = nested if isinstance(nested, dict) else event
         message = str(error.get("message") or error.get("error") or data)
         code = error.get("code")
         status = code if isinstance(code, int) else None
@@ -745,9 +836,9 @@ class RemoteBackend:
     # -- status codes and retries --
 
     def _raise_for_status(
-        self, response: http.client.HTTPResponse, body: bytes, *, path: str, model: str | None = None
+        self, response: httpx.Response, body: bytes, *, path: str, model: str | None = None
     ) -> NoReturn:
-        status = response.status
+        status = response.status_code
         message = _server_message(body)
         excerpt = _excerpt(body)
         said = f"HTTP {status}: {message}" if message else f"HTTP {status}"
@@ -775,7 +866,7 @@ class RemoteBackend:
             raise _Retryable(
                 reason=said,
                 status=status,
-                retry_after_s=_retry_after_s(response.getheader("Retry-After")),
+                retry_after_s=_retry_after_s(response.headers.get("Retry-After")),
                 server_message=message,
                 body_excerpt=excerpt,
             )
@@ -834,6 +925,80 @@ class RemoteBackend:
     def _not_listed_message(self, model: str, models: tuple[str, ...]) -> str:
         served = ", ".join(models) if models else "none"
         return f"The server at {self.base_url} does not serve the model {model!r} (it serves: {served})."
+
+
+class _Exchange:
+    """One request in flight: its socket once connected, and why it was aborted, if it was.
+
+    Aborting shuts the socket down (both ways), which wakes a thread blocked reading it at once and
+    tells the server the client is gone. A request aborted before its socket exists is shut down
+    the moment it connects (httpx reports that through its `trace` extension).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self.reason: str | None = None  # "stopped" or "deadline"
+        self.started = time.monotonic()
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        if not event.endswith((".connect_tcp.complete", ".start_tls.complete")):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            self._socket = sock
+            aborted = self.reason is not None
+        if aborted:
+            _shutdown(sock)
+
+    def abort(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+            sock = self._socket
+        if sock is not None:
+            _shutdown(sock)
+
+    def aborted_error(self, backend: RemoteBackend) -> RemoteBackendError | None:
+        if self.reason == "stopped":
+            return RequestStoppedError(f"The request to {backend.base_url} was stopped; its connection is closed.")
+        if self.reason == "deadline":
+            return ServerTimeoutError(
+                f"{backend.base_url} did not finish its answer within the {backend.request_deadline_s:g} s "
+                f"deadline of one request (it stalled or sent its answer too slowly); giving up on it."
+            )
+        return None
+
+    def raise_if_aborted(self, backend: RemoteBackend) -> None:
+        error = self.aborted_error(backend)
+        if error is not None:
+            raise error
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with suppress(OSError):  # already closed by the other side
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _root_cause(exc: BaseException) -> BaseException | None:
+    """The innermost exception httpx wrapped (ConnectionRefusedError, ssl.SSLError...)."""
+    seen: set[int] = set()
+    cause: BaseException | None = None
+    current: BaseException | None = exc.__cause__ or exc.__context__
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        cause = current
+        current = current.__cause__ or current.__context__
+    return cause
+
+
+def _is_plain_reply_to_tls(error: ssl.SSLError) -> bool:
+    """A TLS handshake answered in plain text: the port serves http://, not https://."""
+    text = f"{error.reason} {error}".upper()
+    return any(marker in text for marker in ("WRONG_VERSION_NUMBER", "RECORD LAYER FAILURE", "HTTP_REQUEST"))
 
 
 def _with_reasoning(reasoning: str, content: str) -> str:

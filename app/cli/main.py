@@ -16,6 +16,7 @@ from holodesk.app.common.settings import BACKENDS, DEVICES
 from holodesk.inference.profiles import PROFILE_NAMES
 
 if TYPE_CHECKING:
+    from holodesk.app.common.policy_factory import PolicyOptions
     from holodesk.app.common.settings import Settings
 
 EPILOG = """exit codes: 0 done, 1 failed, 2 bad arguments or configuration, 3 stopped by the user,
@@ -102,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("output", type=Path, help="the JSONL file to write")
     export.add_argument("--sessions", type=Path, help="where trajectories are (default: the user data folder)")
 
+    from holodesk.app.eval.cli import add_commands as add_eval_commands
+
+    add_eval_commands(commands, _add_backend_options)
+
     trigger = commands.add_parser(
         "trigger", help="ask the running Holodesk to open the task prompt (bind this to a desktop shortcut)"
     )
@@ -143,6 +148,14 @@ def command_settings(args: argparse.Namespace, err: TextIO) -> Settings | None:
     except FlagError as exc:
         err.write(f"holodesk: {exc}\n")
         return None
+
+
+def _eval_policy_options(args: argparse.Namespace) -> PolicyOptions | int:
+    """`holodesk eval`'s model: the settings file plus the flags, or the exit code after saying why not."""
+    from holodesk.app.cli.run_command import EXIT_CONFIG
+
+    settings = command_settings(args, sys.stderr)
+    return EXIT_CONFIG if settings is None else settings.to_policy_options()
 
 
 def _model_command(args: argparse.Namespace) -> int:
@@ -188,6 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from holodesk.app.cli.history_command import export
 
         return export(_sessions_root(args.sessions), args.output, sys.stdout, sys.stderr)
+    if args.command in ("eval", "annotate"):
+        from holodesk.app.eval.cli import run as run_eval
+
+        return run_eval(args, _eval_policy_options)
     if args.command == "trigger":
         from holodesk.app.common.instance_client import run_trigger
 

@@ -117,7 +117,39 @@ class StreamError:
     error_type: str = "InternalServerError"
 
 
-Reply = Completion | ErrorReply | RawReply | SlowReply | DropConnection | StreamError
+@dataclass(frozen=True)
+class HeaderDrip:
+    """A status line, then header bytes one at a time every `interval_s`, never ending the headers."""
+
+    interval_s: float = 0.05
+
+
+@dataclass(frozen=True)
+class EndlessStream:
+    """A 200 event stream of content pieces of `piece_chars` that never ends (no [DONE])."""
+
+    piece_chars: int = 4096
+    interval_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class KeepAliveStream:
+    """A 200 event stream that sends its role chunk, then only `: keep-alive` comments every `interval_s`."""
+
+    interval_s: float = 0.05
+
+
+Reply = (
+    Completion
+    | ErrorReply
+    | RawReply
+    | SlowReply
+    | DropConnection
+    | StreamError
+    | HeaderDrip
+    | EndlessStream
+    | KeepAliveStream
+)
 
 
 # --- what was received --------------------------------------------------------------------------
@@ -181,6 +213,8 @@ class FakeOpenAIServer:
         self.default_reply: Reply = Completion()
         self.requests: list[RecordedRequest] = []
         self.problems: list[str] = []
+        # When a never-ending reply found its client gone (the write failed): the handler was released.
+        self.released_at: list[float] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -491,6 +525,12 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._event({"error": error})
                 self._write_chunk(b"data: [DONE]\n\n")
                 self._write_chunk(b"")
+            elif isinstance(reply, HeaderDrip | EndlessStream | KeepAliveStream):
+                try:
+                    self._never_ending(reply, model)
+                except OSError:  # the client closed the connection
+                    with server._lock:
+                        server.released_at.append(time.monotonic())
             elif stream:
                 self._stream_completion(reply, model, usage)
             else:
@@ -516,6 +556,24 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if not reply.end_without_done:
                 self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")
+
+        def _never_ending(self, reply: HeaderDrip | EndlessStream | KeepAliveStream, model: str) -> None:
+            """Write until the client goes away (OSError) or the server stops."""
+            if isinstance(reply, HeaderDrip):
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Drip: ")
+                while not server._stopping.is_set():
+                    self.wfile.write(b"a")
+                    self.wfile.flush()
+                    server._wait(reply.interval_s)
+                return
+            self._start_stream()
+            self._event(_chunk(model, {"role": "assistant", "content": ""}))
+            while not server._stopping.is_set():
+                if isinstance(reply, EndlessStream):
+                    self._event(_chunk(model, {"content": "x" * reply.piece_chars}))
+                else:
+                    self._write_chunk(b": keep-alive\n\n")
+                server._wait(reply.interval_s)
 
         # -- HTTP plumbing --
 

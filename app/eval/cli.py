@@ -1,0 +1,332 @@
+"""The `holodesk eval ...` and `holodesk annotate` subcommands: their arguments and what each runs.
+
+main.py registers them with `add_commands` and hands the parsed arguments to `run`; the heavy
+imports (selenium, the backends) happen only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from holodesk.inference.profiles import DEFAULT_PROFILE
+
+if TYPE_CHECKING:
+    from holodesk.app.common.policy_factory import PolicyOptions
+    from holodesk.app.eval.grounding import GroundingItem
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+DEFAULT_MINIWOB_TASKS = (
+    "click-button,click-link,focus-text,enter-text,enter-password,login-user,click-checkboxes,"
+    "click-option,click-tab,click-dialog,click-collapsible,choose-list,scroll-text-2"
+)
+
+BackendOptionAdder = Callable[[argparse.ArgumentParser], None]
+# The settings file plus the command's flags: the options, or the exit code after saying why not.
+PolicyOptionsFor = Callable[[argparse.Namespace], "PolicyOptions | int"]
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {number}")
+    return number
+
+
+def _zoom(value: str) -> float:
+    try:
+        zoom = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not 0.5 <= zoom <= 8:
+        raise argparse.ArgumentTypeError(f"the zoom must be between 0.5 and 8, got {value}")
+    return zoom
+
+
+def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None:
+    """Add `eval` (with miniwob, grounding, make-grounding) and `annotate` to the subcommand parser."""
+    evaluate = commands.add_parser("eval", help="measure a model with Holodesk's own loop (MiniWoB++, grounding)")
+    kinds = evaluate.add_subparsers(dest="eval_command", metavar="KIND", required=True)
+
+    miniwob = kinds.add_parser("miniwob", help="run MiniWoB++ tasks in a real Chromium window on this display")
+    miniwob.add_argument("--tasks", default=DEFAULT_MINIWOB_TASKS, help="comma-separated task names")
+    miniwob.add_argument("--list", action="store_true", help="list the tasks this install can run, and exit")
+    miniwob.add_argument("--episodes", type=_positive, default=10, help="episodes per task (default 10)")
+    miniwob.add_argument("--seed", type=int, default=0, help="seed of the first episode; the next ones count up")
+    miniwob.add_argument("--max-steps", type=_positive, default=10, help="step limit per episode (default 10)")
+    miniwob.add_argument("--zoom", type=_zoom, default=3.0, help="page scale: the 160x210 task times this (3)")
+    miniwob.add_argument("--json", type=Path, help="write every episode and the per-task table here")
+    miniwob.add_argument("--sessions", type=Path, help="where trajectories go (default: the user data folder)")
+    miniwob.add_argument("--chromium", help="the Chromium binary (default: chromium on PATH)")
+    miniwob.add_argument("--chromedriver", help="the chromedriver binary (default: chromedriver on PATH)")
+    add_backend_options(miniwob)
+
+    grounding = kinds.add_parser("grounding", help="score a grounding set (JSONL: image, instruction, bbox)")
+    grounding.add_argument("file", type=Path, help="the grounding set, one JSON object a line")
+    grounding.add_argument("--json", type=Path, help="write every answer and the per-category table here")
+    add_backend_options(grounding)
+
+    make = kinds.add_parser("make-grounding", help="build a grounding set from MiniWoB pages and your corrections")
+    make.add_argument("output", type=Path, help="the JSONL file to write (images go to a folder beside it)")
+    make.add_argument("--miniwob-tasks", help="comma-separated MiniWoB tasks to take pages from (on this display)")
+    make.add_argument("--episodes", type=_positive, default=5, help="pages per task (default 5)")
+    make.add_argument("--seed", type=int, default=0, help="seed of the first page")
+    make.add_argument("--zoom", type=_zoom, default=3.0, help="page scale (default 3)")
+    make.add_argument(
+        "--corrections", type=Path, action="append", default=[], help="an export of `holodesk export-corrections`"
+    )
+
+    annotate = commands.add_parser(
+        "annotate", help="localize many (screenshot, instruction) items on OpenAI-compatible servers"
+    )
+    annotate.add_argument("input", type=Path, help="a JSONL file of {image, instruction} or a folder of image+.txt")
+    annotate.add_argument("output", type=Path, help="the JSONL file results are appended to (resumable)")
+    annotate.add_argument(
+        "--base-url", action="append", required=True, help="a server URL; repeat it to share the load"
+    )
+    annotate.add_argument("--model", help="the served model's name (default: the one the server lists)")
+    annotate.add_argument("--profile", default=DEFAULT_PROFILE, help=f"model profile (default {DEFAULT_PROFILE})")
+    annotate.add_argument("--concurrency", type=_positive, default=16, help="requests in flight (default 16)")
+
+
+def run(args: argparse.Namespace, policy_options: PolicyOptionsFor) -> int:
+    """Run the parsed `eval`/`annotate` command; returns the exit code."""
+    if args.command == "eval" and args.eval_command == "miniwob":
+        return _miniwob(args, policy_options, sys.stdout, sys.stderr)
+    if args.command == "eval" and args.eval_command == "grounding":
+        return _grounding(args, policy_options, sys.stdout, sys.stderr)
+    if args.command == "eval" and args.eval_command == "make-grounding":
+        return _make_grounding(args, sys.stdout, sys.stderr)
+    if args.command == "annotate":
+        return _annotate(args, sys.stdout, sys.stderr)
+    raise AssertionError(f"unhandled command {args.command} {getattr(args, 'eval_command', '')}")
+
+
+def _miniwob(
+    args: argparse.Namespace, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO
+) -> int:
+    from holodesk.app.eval.miniwob_browser import BrowserError, MiniWoBBrowser, task_names
+    from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions, parse_task_list
+    from holodesk.app.eval.progress import ProgressBar
+
+    try:
+        known = task_names()
+    except BrowserError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    if args.list:
+        out.write("\n".join(known) + "\n")
+        return EXIT_OK
+    try:
+        options = MiniWoBOptions(
+            tasks=parse_task_list(args.tasks, known),
+            episodes=args.episodes,
+            seed=args.seed,
+            max_steps=args.max_steps,
+            zoom=args.zoom,
+        )
+    except ValueError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    if args.json is not None and not args.json.parent.is_dir():
+        err.write(f"error: the folder of {args.json} does not exist\n")
+        return EXIT_CONFIG
+
+    from holodesk.app.cli.run_command import _policy_or_exit_code
+    from holodesk.automation.errors import AutomationError
+    from holodesk.automation.executor import Executor
+    from holodesk.automation.screen import ScreenCapture
+    from holodesk.automation.trajectory import default_root
+
+    capture = ScreenCapture()
+    try:
+        monitor = capture.monitors()[options.monitor - 1]
+    except (AutomationError, IndexError) as exc:
+        err.write(f"error: cannot capture the screen: {exc}\n")
+        return EXIT_CONFIG
+    model_options = policy_options(args)
+    if isinstance(model_options, int):
+        return model_options
+    policy = _policy_or_exit_code(model_options, err)
+    if isinstance(policy, int):
+        return policy
+    try:
+        browser = MiniWoBBrowser(
+            zoom=options.zoom,
+            origin=(monitor.rect.left, monitor.rect.top),
+            chromium=args.chromium,
+            chromedriver=args.chromedriver,
+        )
+    except BrowserError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    progress = ProgressBar(len(options.tasks) * options.episodes, err, unit="episodes", every=1)
+    evaluation = MiniWoBEvaluation(
+        browser,
+        policy,
+        Executor(capture=capture),
+        capture,
+        options,
+        trajectory_root=args.sessions if args.sessions is not None else default_root(),
+        session_meta={"backend": args.backend, "profile": args.profile},
+        keep_screenshots=policy.profile.budget.keep_screenshots,
+    )
+    try:
+        report = evaluation.run(lambda episode: progress.advance(failed=not episode.success, note=episode.task))
+    except BrowserError as exc:
+        progress.close()
+        err.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    finally:
+        browser.close()
+    progress.close()
+    out.write(report.table() + "\n")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.write(f"results: {args.json}\n")
+    return EXIT_OK
+
+
+def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from holodesk.app.eval.annotate import (
+        MAX_CONCURRENCY,
+        AnnotateInputError,
+        BatchAnnotator,
+        finished_ids,
+        read_items,
+    )
+    from holodesk.app.eval.progress import ProgressBar
+    from holodesk.inference.errors import InferenceError
+    from holodesk.inference.model_policy import ModelPolicy
+    from holodesk.inference.profiles import get_profile
+    from holodesk.inference.remote import RemoteBackend
+
+    if args.concurrency > MAX_CONCURRENCY:
+        err.write(f"error: at most {MAX_CONCURRENCY} requests in flight, got {args.concurrency}\n")
+        return EXIT_CONFIG
+    if not args.output.parent.is_dir():
+        err.write(f"error: the folder of {args.output} does not exist\n")
+        return EXIT_CONFIG
+    try:
+        items = read_items(args.input)
+        profile = get_profile(args.profile)
+        urls = list(args.base_url)
+        # Ask each server for its model once, here, so a wrong URL stops the batch before it starts.
+        models = {url: RemoteBackend(url, model=args.model).model for url in urls}
+        # One backend per in-flight slot, the slots dealt to the servers in turn.
+        slot_urls = [urls[slot % len(urls)] for slot in range(args.concurrency)]
+        backends = [RemoteBackend(url, model=models[url], encoded_images_kept=0) for url in slot_urls]
+    except (AnnotateInputError, ValueError) as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    except InferenceError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    annotator = BatchAnnotator([ModelPolicy(profile, b) for b in backends], [b.base_url for b in backends])
+    already = len({item.id for item in items} & finished_ids(args.output))
+    progress = ProgressBar(len(items) - already, err, unit="items", every=max(1, len(items) // 20))
+    if already:
+        err.write(f"{already} of {len(items)} items were already done; resuming\n")
+    localized, failed = annotator.run(items, args.output, lambda record: progress.advance(failed="error" in record))
+    progress.close()
+    out.write(f"localized {localized}, failed {failed}, skipped {already}; results in {args.output}\n")
+    return EXIT_OK if failed == 0 else EXIT_FAILED
+
+
+def _grounding(
+    args: argparse.Namespace, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO
+) -> int:
+    from holodesk.app.cli.run_command import _policy_or_exit_code
+    from holodesk.app.eval.grounding import GroundingSetError, read_grounding_set, score_set
+    from holodesk.app.eval.progress import ProgressBar
+
+    try:
+        items = read_grounding_set(args.file)
+    except GroundingSetError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    if args.json is not None and not args.json.parent.is_dir():
+        err.write(f"error: the folder of {args.json} does not exist\n")
+        return EXIT_CONFIG
+    options = policy_options(args)
+    if isinstance(options, int):
+        return options
+    policy = _policy_or_exit_code(options, err)
+    if isinstance(policy, int):
+        return policy
+    progress = ProgressBar(len(items), err, unit="items", every=max(1, len(items) // 20))
+    report = score_set(policy, items, lambda result: progress.advance(failed=result.error is not None))
+    progress.close()
+    out.write(report.table() + "\n")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.write(f"results: {args.json}\n")
+    return EXIT_OK
+
+
+def _make_grounding(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from holodesk.app.eval.grounding import GroundingSetError, items_from_corrections
+    from holodesk.app.eval.grounding import write_grounding_set as write_set
+
+    if not args.miniwob_tasks and not args.corrections:
+        err.write("error: name --miniwob-tasks, --corrections, or both\n")
+        return EXIT_CONFIG
+    if not args.output.parent.is_dir():
+        err.write(f"error: the folder of {args.output} does not exist\n")
+        return EXIT_CONFIG
+    items: list[GroundingItem] = []
+    try:
+        for path in args.corrections:
+            items.extend(items_from_corrections(path))
+    except (GroundingSetError, OSError) as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    if args.miniwob_tasks:
+        from holodesk.app.eval.miniwob_browser import BrowserError
+
+        try:
+            items.extend(_miniwob_pages(args, err))
+        except (BrowserError, ValueError) as exc:
+            err.write(f"error: {exc}\n")
+            return EXIT_CONFIG
+    count = write_set(args.output, items)
+    out.write(f"wrote {count} items to {args.output}\n")
+    return EXIT_OK
+
+
+def _miniwob_pages(args: argparse.Namespace, err: TextIO) -> list[GroundingItem]:
+    """Grounding items from MiniWoB pages opened on this display, screenshots beside the output."""
+    import time
+
+    from holodesk.app.eval.grounding import PAGE_ELEMENTS_JS, items_from_page
+    from holodesk.app.eval.miniwob_browser import MiniWoBBrowser, task_names
+    from holodesk.app.eval.miniwob_eval import parse_task_list
+    from holodesk.automation.screen import ScreenCapture
+
+    tasks = parse_task_list(args.miniwob_tasks, task_names())
+    images = args.output.parent / f"{args.output.stem}-images"
+    images.mkdir(exist_ok=True)
+    capture = ScreenCapture()
+    monitor = capture.monitors()[0]
+    items: list[GroundingItem] = []
+    with MiniWoBBrowser(zoom=args.zoom, origin=(monitor.rect.left, monitor.rect.top)) as browser:
+        for task in tasks:
+            browser.open_task(task)
+            for seed in range(args.seed, args.seed + args.episodes):
+                browser.start_episode(seed, 60)
+                time.sleep(0.3)  # let the page draw (jQuery-UI widgets animate in)
+                frame = capture.grab(1)
+                path = images / f"{task}-{seed}.png"
+                frame.to_image().save(path)
+                items.extend(items_from_page(browser.boxes(PAGE_ELEMENTS_JS), frame, path, task))
+                browser.end_episode()
+    return items

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -323,7 +323,11 @@ class StepEngine:
             image_size=[proposal.image_width, proposal.image_height],
             timings=proposal.timings.to_dict(),
         )
-        past = PastStep(proposal.action, proposal.note, proposal.thought)
+        if proposal.element:
+            record["element"] = proposal.element
+        if proposal.rejected:
+            record["rejected_answers"] = [{"raw_text": r.raw_text, "error": r.error} for r in proposal.rejected]
+        past = PastStep(proposal.action, proposal.note, proposal.thought, proposal.element)
         if proposal.action.kind in TERMINAL_KINDS:
             record["decision"] = "final"
             action = proposal.action
@@ -359,7 +363,7 @@ class StepEngine:
         if decision.decision is Decision.STOP:
             raise _RunEnded(Outcome.STOPPED, "stopped by the user at approval")
         if decision.decision is Decision.SKIP:
-            return PastStep(proposal.action, (proposal.note + " (skipped by the user)").strip(), proposal.thought)
+            return replace(past, outcome="skipped by the user: the action was not performed", performed=False)
         if decision.decision is Decision.EDIT:
             assert decision.action is not None
             try:
@@ -368,12 +372,11 @@ class StepEngine:
                 record["error"] = f"invalid edit: {exc}"
                 raise _RunEnded(Outcome.ERROR, f"the edited action cannot run: {exc}") from exc
             record["edited_screen"] = screen_action.to_dict()
+            corrected = "the user corrected this action before it ran; what ran is shown above"
             try:
-                past = PastStep(
-                    action_to_model(screen_action, proposal.space, mapping), proposal.note, proposal.thought
-                )
+                past = replace(past, action=action_to_model(screen_action, proposal.space, mapping), outcome=corrected)
             except OffScreenError:
-                past = PastStep(proposal.action, proposal.note, proposal.thought)  # moved off the captured monitor
+                past = replace(past, outcome=corrected)  # moved off the captured monitor
 
         self._emit(EngineState.ACTING, step, screen_action.describe())
         started = time.perf_counter()
@@ -390,6 +393,8 @@ class StepEngine:
             "detail": str(getattr(result, "detail", "")),
             "duration_s": round(time.perf_counter() - started, 4),
         }
+        if not record["result"]["ok"]:
+            past = replace(past, outcome=f"failed: {record['result']['detail']}")
         return past
 
     def _wait_while_paused(self, step: int) -> bool:

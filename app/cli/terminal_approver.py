@@ -18,6 +18,17 @@ from holodesk.automation.engine import ApprovalDecision, ApprovalRequest
 from holodesk.automation.errors import ActionError
 from holodesk.automation.keys import parse_combination
 
+# Model text may hold terminal escape sequences (colours, cursor moves, a fake prompt): shown escaped.
+_CONTROL_CHARACTERS = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)} | {
+    code: f"\\u{code:04x}" for code in (*range(0x80, 0xA0), 0x2028, 0x2029, 0x202E)
+}
+
+
+def printable(text: str) -> str:
+    """`text` with control characters written as escapes (\\x1b, \\u202e): safe to print to a terminal."""
+    return text.translate(_CONTROL_CHARACTERS)
+
+
 PROMPT = "[a]pprove  [e]dit  [s]kip  [q]uit > "
 
 
@@ -34,11 +45,13 @@ class TerminalApprover:
         picture = self.out_dir / f"step-{request.step:04d}-proposal.png"
         annotate(request.frame, request.action, f"{request.step}: {request.action.describe()}").save(picture)
         proposal = request.proposal
-        self._say(f"\nStep {request.step}: {request.action.describe()}")
+        self._say_lines(f"\nStep {request.step}: ", request.action.describe())
+        if proposal.element:
+            self._say_lines("  target:  ", proposal.element)
         if proposal.note:
-            self._say(f"  note:    {proposal.note}")
+            self._say_lines("  note:    ", proposal.note)
         if proposal.thought:
-            self._say(f"  thought: {proposal.thought}")
+            self._say_lines("  thought: ", proposal.thought)
         self._say(f"  picture: {picture}")
         if request.loop_warning:
             self._say(f"  WARNING: {request.loop_warning}. Approve only if you are sure.")
@@ -92,6 +105,13 @@ class TerminalApprover:
             return None  # end of input: the safe answer is to stop
         line = line.rstrip("\n")
         return line.strip().lower() if lower else line
+
+    def _say_lines(self, label: str, text: str) -> None:
+        """`text` after `label`, its lines indented under the first, every line escaped."""
+        first, *more = text.splitlines() or [""]
+        self._say(label + printable(first))
+        for line in more:
+            self._say(" " * len(label.lstrip("\n")) + printable(line))
 
     def _say(self, text: str) -> None:
         self.stdout.write(text + "\n")

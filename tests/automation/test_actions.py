@@ -49,7 +49,9 @@ def test_dict_round_trip_gives_an_equal_action(action):
 
 
 def test_every_kind_is_registered_once():
-    assert set(ACTION_TYPES) == {"click", "move", "drag", "scroll", "type", "key", "wait", "done", "ask_user"}
+    assert set(ACTION_TYPES) == {
+        *("click", "move", "drag", "scroll", "type", "key", "hold_and_tap", "wait", "done", "ask_user", "plan")
+    }
 
 
 def test_key_names_are_normalized_on_construction():
@@ -82,8 +84,8 @@ def test_points_lists_only_set_points():
         (lambda: Click(Point(1, 2), count=4), "click count must be 1, 2 or 3"),
         (lambda: Click(Point(1, 2), "back"), "unknown mouse button 'back'"),
         (lambda: Scroll("sideways"), "unknown scroll direction"),
-        (lambda: Scroll("up", 0), "scroll amount must be between 1 and 50"),
-        (lambda: Scroll("up", 51), "scroll amount must be between 1 and 50"),
+        (lambda: Scroll("up", 0), "scroll amount must be between 1 and 100"),
+        (lambda: Scroll("up", 101), "scroll amount must be between 1 and 100"),
         (lambda: Scroll("up", 2.0), "scroll amount must be an integer"),
         (lambda: TypeText(""), "text to type is empty"),
         (lambda: TypeText("   "), "text to type is empty"),

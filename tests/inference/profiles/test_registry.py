@@ -24,13 +24,17 @@ from holodesk.automation.actions import (
     Click,
     Done,
     Drag,
+    GoalStatus,
+    HoldAndTap,
     KeyCombo,
     MouseButton,
     Move,
+    PlanGoal,
     Point,
     Scroll,
     ScrollDirection,
     TypeText,
+    UpdatePlan,
     Wait,
 )
 from holodesk.automation.coords import ImagePixelSpace, NormalizedSpace, Rect
@@ -152,9 +156,28 @@ ACTIONS: list[Action] = [
 ]
 
 
-def holotron_answer(action: Action) -> str:
-    rendered = holotron.describe_step(PastStep(action))
-    return json.dumps({"note": "", "thought": "", "action": json.loads(rendered)})
+# Actions only Holotron's vocabulary (H Company's desktop tools) can express.
+HOLOTRON_ONLY: list[Action] = [
+    TypeText("new name", P(40, 50), press_enter=True, overwrite=True),
+    TypeText("query", press_enter=True),
+    KeyCombo(("ctrl", "z"), repeat=3),
+    HoldAndTap(("shift",), ("end", "end")),
+    HoldAndTap(("ctrl", "alt"), ("t",)),
+    UpdatePlan((PlanGoal("Open the inbox", GoalStatus.DONE), PlanGoal("Archive the newsletters", "running"))),
+]
+
+
+def holotron_answer(action: Action, element: str = "") -> str:
+    return holotron.step_json(PastStep(action, element=element))
+
+
+def in_taught_shape(action: Action) -> bool:
+    """Whether the history writes `action` in the shape the schema teaches (older shapes are read too)."""
+    if isinstance(action, Drag):
+        return False  # written with its start, which the taught drag_to_desktop takes from the pointer
+    return not (
+        isinstance(action, Click) and (action.count == 3 or (action.count == 2 and action.button.value != "left"))
+    )
 
 
 def holo15_answer(action: Action) -> str:
@@ -179,6 +202,13 @@ def test_history_round_trips_through_the_parser(name: str, action: Action) -> No
     assert get_profile(name).parse_navigation(answer).action == action
 
 
+@pytest.mark.parametrize("action", HOLOTRON_ONLY, ids=lambda action: action.describe()[:40])
+def test_holotron_history_round_trips_with_its_own_tools(action: Action) -> None:
+    step = get_profile("holotron").parse_navigation(holotron_answer(action, element="the field"))
+    assert step.action == action
+    assert step.element == ("the field" if action.points() else "")
+
+
 # -- requests --------------------------------------------------------------------------------------
 
 
@@ -193,7 +223,7 @@ def placeholders(messages: list[dict[str, Any]]) -> int:
 def test_requests_carry_one_placeholder_per_image(name: str, keep: int, given: int) -> None:
     profile = get_profile(name, budget=ImageBudget(keep_screenshots=keep))
     images = [profile.prepare_image(frame(640 + 56 * index, 480)) for index in range(given)]
-    request = profile.navigation_request("task", [PastStep(Wait())], images)
+    request = profile.navigation_request("task", [PastStep(Wait())] * given, images)
     assert placeholders(request.messages) == len(request.images) == min(keep, given)
     assert [image.size for image in request.images] == [p.image.size for p in images[-min(keep, given) :]]
     assert request.messages[0]["role"] == "system" and request.messages[1]["role"] == "user"
@@ -205,6 +235,10 @@ def test_requests_carry_one_placeholder_per_image(name: str, keep: int, given: i
 
 # What vLLM's structured-output backends handle well; anything else (pattern, $ref, oneOf...) is avoided.
 SCHEMA_KEYWORDS = {
+    "items",
+    "minItems",
+    "maxItems",
+    "description",
     "type",
     "properties",
     "required",
@@ -223,6 +257,8 @@ def walk(schema: dict[str, Any]) -> list[dict[str, Any]]:
         nodes.extend(walk(sub))
     for sub in schema.get("anyOf", []):
         nodes.extend(walk(sub))
+    if "items" in schema:
+        nodes.extend(walk(schema["items"]))
     return nodes
 
 
@@ -231,6 +267,9 @@ TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "string": lambda value: isinstance(value, str),
     "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),
     "number": lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+    "boolean": lambda value: isinstance(value, bool),
+    "null": lambda value: value is None,
+    "array": lambda value: isinstance(value, list),
 }
 
 
@@ -248,6 +287,11 @@ def conforms(value: Any, schema: dict[str, Any]) -> bool:
             return False
         if not all(conforms(value[key], sub) for key, sub in properties.items() if key in value):
             return False
+    if schema.get("type") == "array":
+        if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
+            return False
+        if "items" in schema and not all(conforms(item, schema["items"]) for item in value):
+            return False
     if "enum" in schema and value not in schema["enum"]:
         return False
     if "minimum" in schema and value < schema["minimum"]:
@@ -264,22 +308,46 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "holo1.5 localization": holo15.localization_schema(1316, 728),
 }
 GOOD: dict[str, list[Any]] = {
-    "holotron navigation": [json.loads(holotron_answer(action)) for action in ACTIONS],
+    "holotron navigation": [
+        json.loads(holotron_answer(action, element="the target"))
+        for action in [*ACTIONS, *HOLOTRON_ONLY]
+        if in_taught_shape(action)
+    ],
     "holotron localization": [{"x": 0, "y": 1000}, {"x": 512, "y": 3}],
     "holo1.5 navigation": [json.loads(holo15_answer(action)) for action in ACTIONS],
     "holo1.5 localization": [{"action": "click_absolute", "x": 1315, "y": 727}],
 }
 BAD: dict[str, list[Any]] = {
     "holotron navigation": [
-        {"note": "", "thought": "", "action": {"name": "click_desktop", "x": 1001, "y": 0}},
-        {"note": "", "thought": "", "action": {"name": "click_desktop", "x": 1, "y": 0, "then": "enter"}},
-        {"note": "", "thought": "", "action": {"name": "click_element", "x": 1, "y": 0}},
-        {"note": "", "thought": "", "action": {"name": "goto", "url": "x"}},
-        {"note": "", "thought": "", "action": {"name": "click_desktop", "x": 0.5, "y": 0}},
-        {"note": "", "thought": "", "action": {"name": "scroll_desktop", "direction": "sideways"}},
-        {"note": "", "thought": "", "action": {"name": "wait", "seconds": 0}},
-        {"thought": "", "action": {"name": "wait"}},
-        {"note": "", "thought": "", "action": {"name": "wait"}, "extra": 1},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "click_desktop", "element": "e", "x": 1001, "y": 0}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "click_desktop", "x": 1, "y": 0}},  # no element
+        {
+            "note": "",
+            "thought": "",
+            "tool_call": {"tool_name": "click_desktop", "element": "e", "x": 1, "y": 0, "then": 1},
+        },
+        {"note": "", "thought": "", "tool_call": {"tool_name": "click_element", "element": "e", "x": 1, "y": 0}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "goto", "url": "x"}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "click_desktop", "element": "e", "x": 0.5, "y": 0}},
+        {
+            "note": "",
+            "thought": "",
+            "tool_call": {"tool_name": "scroll_desktop", "element": "e", "direction": "sideways"},
+        },
+        {"note": "", "thought": "", "tool_call": {"tool_name": "wait_desktop", "seconds": 0}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "write_desktop", "content": "x", "press_enter": "yes"}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "hotkey_desktop", "keys": "ctrl+c"}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "hotkey_desktop", "keys": ["a"] * 6}},
+        {
+            "note": "",
+            "thought": "",
+            "tool_call": {"tool_name": "update_plan", "goals": [{"title": "x", "status": "maybe"}]},
+        },
+        {"note": "", "thought": "", "tool_call": {"tool_name": "update_plan", "goals": []}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "key_down_desktop", "key": "shift"}},
+        {"note": "", "thought": "", "action": {"name": "wait_desktop"}},  # the older shape is read, not taught
+        {"thought": "", "tool_call": {"tool_name": "wait_desktop"}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "wait_desktop"}, "extra": 1},
     ],
     "holotron localization": [{"x": 1001, "y": 0}, {"x": -1, "y": 0}, {"x": 1}, {"x": 1, "y": 2, "z": 3}],
     "holo1.5 navigation": [

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from holodesk.inference.profiles.extract import (
+from holodesk.inference.profiles.parsing import (
     MAX_ANSWER_CHARS,
     Call,
     MalformedAnswer,

@@ -399,6 +399,7 @@ def mentioned_call(text: str, names: Collection[str]) -> str | None:
 # -- numbers ---------------------------------------------------------------------------------------
 
 _PLAIN_INTEGER = re.compile(rf"[0-9]{{1,{MAX_INTEGER_DIGITS}}}")
+_INTEGER_BOUND = 10**MAX_INTEGER_DIGITS
 
 
 def strict_int(value: object, what: str) -> int:
@@ -410,12 +411,17 @@ def strict_int(value: object, what: str) -> int:
     if isinstance(value, bool):
         raise MalformedAnswer(f"{what} must be a number, got {value!r}")
     if isinstance(value, int):
+        # A runaway number is refused here, before any arithmetic (float() of it would overflow).
+        if abs(value) >= _INTEGER_BOUND:
+            raise MalformedAnswer(f"{what} is far too large ({_shorten(str(value), 20)})")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise MalformedAnswer(f"{what} must be a finite number, got {value!r}")
         if not value.is_integer():
             raise MalformedAnswer(f"{what} must be a whole number, got {value!r}")
+        if abs(value) >= _INTEGER_BOUND:
+            raise MalformedAnswer(f"{what} is far too large ({value!r})")
         return int(value)
     if isinstance(value, str):
         if _PLAIN_INTEGER.fullmatch(value.strip()):

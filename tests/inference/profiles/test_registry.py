@@ -11,6 +11,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench import parsing as parsing_bench
 from holodesk.automation.actions import (
     Action,
     AskUser,
@@ -409,34 +411,12 @@ def test_schemas_with_the_reference_validator_when_it_is_installed() -> None:
 
 # -- robustness ------------------------------------------------------------------------------------
 
-FRAGMENTS = [
-    "{", "}", "[", "]", '"', "'", ",", ":", "(", ")", " ", "\n", "\\", "`", "```json\n",
-    '"action"', '"name"', '"x"', '"y"', '"note"', '"arguments"', '"tool_call"', '"tool_name"',
-    "click_desktop", "click_absolute", "Click", "Write", "go_back", "answer", "update_plan", "goto",
-    "<think>", "</think>", "<tool_call>", "</tool_call>", "Action:", "Thought:",
-    "0", "12", "-5", "1e999", "NaN", "Infinity", "1.5", "true", "null", "99999999999",
-]  # fmt: skip
-
 
 def mutated_answers(name: str, seed: int, count: int) -> list[str]:
-    """Valid answers of the profile with a few random insertions, deletions and duplications."""
-    rng = np.random.default_rng(seed)
+    """Valid answers of the profile (every action written in its vocabulary) with random mutations,
+    hostile fragments among the insertions (the generator `python -m bench.parsing` runs 100,000 of)."""
     valid = [ANSWER_WRITERS[name](action) for action in ACTIONS]
-    answers = []
-    for _ in range(count):
-        text = valid[int(rng.integers(len(valid)))]
-        for _ in range(int(rng.integers(1, 4))):
-            at = int(rng.integers(len(text) + 1))
-            span = int(rng.integers(1, 12))
-            match int(rng.integers(3)):
-                case 0:
-                    text = text[:at] + str(rng.choice(FRAGMENTS)) + text[at:]
-                case 1:
-                    text = text[:at] + text[at + span :]
-                case _:
-                    text = text[:at] + text[at : at + span] * 2 + text[at + span :]
-        answers.append(text)
-    return answers
+    return list(parsing_bench.mutated_answers(valid, seed, count))
 
 
 # A mutated string literal may hold an escape Python warns about (backslash-e); the parser keeps it as text.
@@ -447,7 +427,7 @@ def test_mutated_answers_give_an_action_or_a_parse_error_and_nothing_else(name: 
 
     profile = get_profile(name)
     outcomes = {"parsed": 0, "refused": 0}
-    for text in mutated_answers(name, seed=7, count=2000):
+    for text in mutated_answers(name, seed=7, count=3000):
         try:
             step = profile.parse_navigation(text)
         except ParseError as exc:
@@ -460,3 +440,39 @@ def test_mutated_answers_give_an_action_or_a_parse_error_and_nothing_else(name: 
             profile.parse_localization(text)
     # Both paths are exercised: many mutations still read as one action, many are refused.
     assert outcomes["parsed"] > 40 and outcomes["refused"] > 40, outcomes
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+@pytest.mark.parametrize("label", list(parsing_bench.hostile_answers()))
+def test_hostile_answers_are_parse_errors(name: str, label: str) -> None:
+    """Tag storms, runaway numbers, a broken outer step around a valid inner call, control characters
+    in names: each is refused with a ParseError (never another exception, never an action)."""
+    from holodesk.inference.errors import ParseError
+
+    text = parsing_bench.hostile_answers()[label]
+    with pytest.raises(ParseError) as caught:
+        get_profile(name).parse_navigation(text)
+    assert caught.value.raw_text == text
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+def test_parsing_hostile_answers_grows_linearly(name: str) -> None:
+    """Four times the text costs about four times the time, not sixteen (the old parser was quadratic
+    on repeated tags: 12 s for 64k characters of <think>). Minimum of several runs against noise."""
+    from holodesk.inference.errors import ParseError
+
+    profile = get_profile(name)
+
+    def cost(length: int) -> float:
+        answers = list(parsing_bench.hostile_answers(length).values())
+        best = float("inf")
+        for _ in range(5):
+            started = time.perf_counter()
+            for text in answers:
+                with contextlib.suppress(ParseError):
+                    profile.parse_navigation(text)
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    small, large = cost(16_000), cost(64_000)
+    assert large < 9 * small, (small, large)

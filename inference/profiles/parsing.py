@@ -420,8 +420,6 @@ def strict_int(value: object, what: str) -> int:
             raise MalformedAnswer(f"{what} must be a finite number, got {value!r}")
         if not value.is_integer():
             raise MalformedAnswer(f"{what} must be a whole number, got {value!r}")
-        if abs(value) >= _INTEGER_BOUND:
-            raise MalformedAnswer(f"{what} is far too large ({value!r})")
         return int(value)
     if isinstance(value, str):
         if _PLAIN_INTEGER.fullmatch(value.strip()):

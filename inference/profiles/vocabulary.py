@@ -183,8 +183,8 @@ class ToolSet:
         if len(call.positional) > len(positional):
             raise MalformedAnswer(f"{tool.name} takes at most {len(positional)} arguments, got {len(call.positional)}")
         raw: dict[str, Any] = {}
-        for param, value in zip(positional, call.positional, strict=False):
-            raw[param.name] = value
+        for bound, value in zip(positional, call.positional, strict=False):
+            raw[bound.name] = value
         by_alias = {alias: param for param in tool.params for alias in (param.name, *param.aliases)}
         for key, value in call.keywords.items():
             param = by_alias.get(key)
@@ -324,6 +324,9 @@ def keys_from(value: object, what: str) -> tuple[str, ...]:
     raise MalformedAnswer(f'{what} must be a key combination like "ctrl+c" or a list of key names')
 
 
+_GOAL_STATUSES = {status.value: status for status in GoalStatus}
+
+
 def goals_from(value: object, what: str) -> tuple[PlanGoal, ...]:
     """Plan goals from [{"title": ..., "status": ...}] (status "todo" when left out)."""
     if not isinstance(value, list) or not 1 <= len(value) <= MAX_PLAN_GOALS:
@@ -333,9 +336,10 @@ def goals_from(value: object, what: str) -> tuple[PlanGoal, ...]:
         if not isinstance(item, dict) or "title" not in item or set(item) - {"title", "status"}:
             raise MalformedAnswer(f'{what}: each goal must be {{"title": ..., "status": ...}}')
         title, status = item["title"], item.get("status") or "todo"
-        if not isinstance(title, str) or not isinstance(status, str):
-            raise MalformedAnswer(f"{what}: a goal's title and status must be text")
-        goals.append(PlanGoal(title, status))  # ActionError for an unknown status or an empty title
+        if not isinstance(title, str) or not isinstance(status, str) or status not in _GOAL_STATUSES:
+            known = ", ".join(_GOAL_STATUSES)
+            raise MalformedAnswer(f"{what}: a goal's title must be text and its status one of {known}")
+        goals.append(PlanGoal(title, _GOAL_STATUSES[status]))  # ActionError for an empty title
     return tuple(goals)
 
 

@@ -41,6 +41,7 @@ from holodesk.inference.profiles.holotron import (
     HolotronProfile,
     localization_schema,
     navigation_schema,
+    step_json,
 )
 from holodesk.inference.profiles.prompting import PromptError, default_prompts_dir
 
@@ -700,3 +701,124 @@ def test_custom_prompts_dir_is_used(tmp_path: Path) -> None:
     assert system.startswith("/no_think\nCustom system prompt, costs $5.\n\n<output_format>")
     request = profile.localization_request("the $HOME icon", prepared_images(1)[0])
     assert request.messages[0]["content"][1]["text"] == "Where is: the $HOME icon"
+
+
+# -- H Company's desktop step: every tool and argument ---------------------------------------------
+
+
+def harness(tool_call: dict[str, object], note: str | None = None, thought: str = "t") -> str:
+    return json.dumps({"note": note, "thought": thought, "tool_call": tool_call})
+
+
+HARNESS: list[tuple[str, dict[str, object], Action]] = [
+    ("click", {"tool_name": "click_desktop", "element": "OK", "x": 500, "y": 300}, Click(P(500, 300))),
+    (
+        "right click",
+        {"tool_name": "click_desktop", "element": "file", "x": 1, "y": 2, "button": "right"},
+        Click(P(1, 2), MouseButton.RIGHT),
+    ),
+    (
+        "double click",
+        {"tool_name": "double_click_desktop", "element": "icon", "x": 10, "y": 20},
+        Click(P(10, 20), count=2),
+    ),
+    ("move", {"tool_name": "move_to_desktop", "element": "menu", "x": 999, "y": 1}, Move(P(999, 1))),
+    (
+        "scroll",
+        {"tool_name": "scroll_desktop", "element": "list", "x": 400, "y": 600, "direction": "down", "scroll_size": 25},
+        Scroll(ScrollDirection.DOWN, 25, P(400, 600)),
+    ),
+    (
+        "scroll default size",
+        {"tool_name": "scroll_desktop", "element": "list", "x": 400, "y": 600, "direction": "up"},
+        Scroll(ScrollDirection.UP, 10, P(400, 600)),
+    ),
+    ("write", {"tool_name": "write_desktop", "content": "hi"}, TypeText("hi")),
+    (
+        "write, enter, overwrite",
+        {"tool_name": "write_desktop", "content": "hi", "press_enter": True, "overwrite": True},
+        TypeText("hi", press_enter=True, overwrite=True),
+    ),
+    (
+        "write at",
+        {"tool_name": "write_at_desktop", "content": "x", "element": "name field", "x": 5, "y": 6, "overwrite": True},
+        TypeText("x", P(5, 6), overwrite=True),
+    ),
+    ("hotkey", {"tool_name": "hotkey_desktop", "keys": ["ctrl", "c"]}, KeyCombo(("ctrl", "c"))),
+    (
+        "hotkey repeated",
+        {"tool_name": "hotkey_desktop", "keys": ["tab"], "repeat_count": 4},
+        KeyCombo(("tab",), repeat=4),
+    ),
+    (
+        "hold and tap",
+        {"tool_name": "hold_and_tap_key_desktop", "hold_keys": ["ctrl"], "tap_keys": ["a", "c"]},
+        HoldAndTap(("ctrl",), ("a", "c")),
+    ),
+    (
+        "plan",
+        {
+            "tool_name": "update_plan",
+            "goals": [{"title": "Open it", "status": "running"}, {"title": "Check it", "status": "todo"}],
+        },
+        UpdatePlan((PlanGoal("Open it", "running"), PlanGoal("Check it"))),
+    ),
+    ("wait", {"tool_name": "wait_desktop", "seconds": 2}, Wait(2.0)),
+    ("answer", {"tool_name": "answer", "content": "Paris"}, Done("Paris")),
+    (
+        "drag and drop (sagent)",
+        {"tool_name": "drag_and_drop", "description": "move the file", "x1": 1, "y1": 2, "x2": 3, "y2": 4},
+        Drag(P(1, 2), P(3, 4)),
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool_call", "expected"), [(c, a) for _, c, a in HARNESS], ids=[n for n, _, _ in HARNESS])
+def test_harness_steps(profile: HolotronProfile, tool_call: dict[str, object], expected: Action) -> None:
+    step = profile.parse_navigation(harness(tool_call, note="3 unread", thought="why"))
+    assert step.action == expected
+    assert (step.note, step.thought) == ("3 unread", "why")
+    assert step.element == str(tool_call.get("element") or tool_call.get("description") or "")
+    # the history writes it back in the same vocabulary, and it reads back as the same action
+    written = json.loads(step_json(PastStep(step.action, step.note, step.thought, step.element)))
+    assert profile.parse_navigation(json.dumps(written)).action == expected
+
+
+def test_drag_to_desktop_drags_from_the_pointer(profile: HolotronProfile) -> None:
+    answer = harness({"tool_name": "drag_to_desktop", "element": "the bin", "x": 900, "y": 100})
+    assert profile.parse_navigation(answer, pointer=P(120, 340)).action == Drag(P(120, 340), P(900, 100))
+    with pytest.raises(ParseError, match="call move_to_desktop first"):
+        profile.parse_navigation(answer)
+
+
+@pytest.mark.parametrize(
+    ("tool_call", "message"),
+    [
+        ({"tool_name": "key_down_desktop", "key": "shift"}, "holds a key or button across steps"),
+        ({"tool_name": "mouse_down_desktop"}, "holds a key or button across steps"),
+        ({"tool_name": "hotkey_desktop", "keys": ["a", "b", "c", "d", "e", "f"]}, "at most 5"),
+        ({"tool_name": "hotkey_desktop", "keys": ["tab"], "repeat_count": 21}, "outside [1, 20]"),
+        ({"tool_name": "hold_and_tap_key_desktop", "hold_keys": ["a", "b", "c", "d"], "tap_keys": ["x"]}, "at most 3"),
+        (
+            {"tool_name": "hold_and_tap_key_desktop", "hold_keys": ["shift"], "tap_keys": ["shift"]},
+            "both held and tapped",
+        ),
+        ({"tool_name": "write_desktop", "content": "x", "press_enter": "yes"}, "true or false"),
+        ({"tool_name": "write_at_desktop", "content": "x", "element": "f"}, "needs 'x'"),
+        (
+            {"tool_name": "scroll_desktop", "element": "l", "x": 1, "y": 2, "direction": "up", "scroll_size": 101},
+            "[1, 100]",
+        ),
+        ({"tool_name": "update_plan", "goals": [{"title": "x", "status": "maybe"}]}, "status one of"),
+        (
+            {"tool_name": "drag_and_drop", "x1": 1, "y1": 2, "x2": 3, "y2": 4, "hold_keys": ["shift"]},
+            "cannot hold keys",
+        ),
+        ({"tool_name": "click_desktop", "element": "e" * 2001, "x": 1, "y": 2}, "at most 2000"),
+        ({"tool_name": "click_desktop\u0000", "element": "e", "x": 1, "y": 2}, "not a plain name"),
+        ({"tool_name": " click_desktop\t", "element": "e", "x": 1, "y": 2}, "not a plain name"),
+    ],
+)
+def test_harness_steps_that_are_refused(profile: HolotronProfile, tool_call: dict[str, object], message: str) -> None:
+    with pytest.raises(ParseError, match=re.escape(message)):
+        profile.parse_navigation(harness(tool_call))

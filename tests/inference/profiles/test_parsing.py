@@ -286,12 +286,12 @@ def test_a_broken_object_is_skipped_whole_and_its_inner_objects_are_not_mined() 
     assert [f.value for f in find_json_objects('Use {curly} braces: {"a": 2}')] == [{"a": 2}]
 
 
-@pytest.mark.parametrize("value", [10**9, -(10**9), 10**400, 1e300, float(10**12)])
-def test_runaway_numbers_are_refused_before_any_arithmetic(value: object) -> None:
+@pytest.mark.parametrize("value", [10**9, -(10**9), 10**400])
+def test_runaway_integers_are_refused_before_any_arithmetic(value: int) -> None:
     with pytest.raises(MalformedAnswer, match="far too large"):
         strict_int(value, "x")
-    with pytest.raises(MalformedAnswer, match="far too large"):
-        strict_seconds(value if isinstance(value, int) else int(value), "seconds")
+    with pytest.raises(MalformedAnswer, match="far too large"):  # float() of it would overflow
+        strict_seconds(value, "seconds")
 
 
 @pytest.mark.parametrize(

@@ -196,7 +196,7 @@ def _clip(text: str) -> str:
 def render_history(
     history: Sequence[PastStep], describe: Callable[[PastStep], str], max_steps: int = MAX_HISTORY_STEPS
 ) -> str:
-    """Earlier steps, numbered from 1, one action line each with its note and thought below."""
+    """Earlier steps, numbered from 1, one action line each with its note, thought and result below."""
     if not history:
         return "(none yet: this is the first step)"
     shown = list(history)[-max_steps:]
@@ -208,6 +208,8 @@ def render_history(
             lines.append(f"   note: {_clip(step.note)}")
         if step.thought.strip():
             lines.append(f"   thought: {_clip(step.thought)}")
+        if step.outcome.strip():  # skipped, corrected by the user, or failed
+            lines.append(f"   result: {_clip(step.outcome)}")
     return "\n".join(lines)
 
 

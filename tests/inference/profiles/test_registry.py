@@ -476,3 +476,16 @@ def test_parsing_hostile_answers_grows_linearly(name: str) -> None:
 
     small, large = cost(16_000), cost(64_000)
     assert large < 9 * small, (small, large)
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+def test_what_became_of_an_earlier_step_reaches_the_model(name: str) -> None:
+    profile = get_profile(name)
+    history = [
+        PastStep(Click(P(10, 20)), outcome="skipped by the user: the action was not performed", performed=False),
+        PastStep(Wait(), outcome="failed: the display went away"),
+    ]
+    images = [profile.prepare_image(frame(640, 480)) for _ in range(3)]
+    request = profile.navigation_request("task", history, images)
+    sent = json.dumps(request.messages)
+    assert "skipped by the user" in sent and "failed: the display went away" in sent

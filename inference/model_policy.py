@@ -1,4 +1,8 @@
-"""A Policy made of a profile (prompt, parser, coordinates) and a backend (runs the model)."""
+"""A Policy made of a profile (prompt, parser, coordinates) and a backend (runs the model).
+
+An answer the profile cannot parse is sent back once, with the parser's error, as the profile's
+`retry_request` writes it; nothing is ever proposed from an unusable answer.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,10 @@ from collections.abc import Sequence
 from dataclasses import fields
 
 from holodesk.automation.actions import Move, Point
-from holodesk.automation.proposal import RejectedAnswer
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.errors import ParseError
 from holodesk.inference.generation import TextGenerator
-from holodesk.inference.policy import PastStep, Proposal, StepTimings
+from holodesk.inference.policy import PastStep, Proposal, RejectedAnswer, StepTimings
 from holodesk.inference.profiles.base import PreparedImage, Profile
 
 
@@ -97,7 +100,8 @@ class ModelPolicy:
 
 def pointer_after(history: Sequence[PastStep]) -> Point | None:
     """Where the earlier steps left the pointer (model space): the last point of the last performed
-    action that had one; None when no step moved it (or the user moved it since, which we cannot know)."""
+    action that had one; None when no step put it anywhere. (The user may have moved it since: a
+    drag built from it shows its start on the approval overlay before anything runs.)"""
     for step in reversed(history):
         if not step.performed:
             continue

@@ -12,13 +12,17 @@ from holodesk.automation.actions import (
     Click,
     Done,
     Drag,
+    GoalStatus,
+    HoldAndTap,
     KeyCombo,
     MouseButton,
     Move,
+    PlanGoal,
     Point,
     Scroll,
     ScrollDirection,
     TypeText,
+    UpdatePlan,
     Wait,
     action_from_dict,
 )
@@ -40,6 +44,10 @@ VALID_ACTIONS = [
     Done("42 unread"),
     Done(),
     AskUser("Which account?"),
+    TypeText("new name", Point(3, 4), press_enter=True, overwrite=True),
+    KeyCombo(("ctrl", "z"), repeat=3),
+    HoldAndTap(("shift",), ("end", "left")),
+    UpdatePlan((PlanGoal("Open the inbox", GoalStatus.DONE), PlanGoal("Archive the newsletters", "running"))),
 ]
 
 
@@ -102,6 +110,19 @@ def test_points_lists_only_set_points():
         (lambda: Wait(math.nan), "finite number"),
         (lambda: Wait(math.inf), "finite number"),
         (lambda: AskUser(""), "question is empty"),
+        (lambda: TypeText("x", press_enter=1), "press_enter must be true or false"),
+        (lambda: TypeText("x", overwrite="yes"), "overwrite must be true or false"),
+        (lambda: KeyCombo(("tab",), repeat=21), "repeats 1 to 20 times"),
+        (lambda: KeyCombo(("tab",), repeat=0), "repeats 1 to 20 times"),
+        (lambda: HoldAndTap(("shift",), ()), "1 to 5 keys"),
+        (lambda: HoldAndTap(("a", "b", "c", "d"), ("x",)), "1 to 3 keys"),
+        (lambda: HoldAndTap(("shift", "shift"), ("x",)), "repeat a key"),
+        (lambda: HoldAndTap(("shift",), ("Shift",)), "both held and tapped"),
+        (lambda: HoldAndTap("shift", ("x",)), "sequence of key names"),
+        (lambda: UpdatePlan(()), "1 to 20 goals"),
+        (lambda: UpdatePlan(("open it",)), "must be PlanGoal"),
+        (lambda: PlanGoal("", "todo"), "title is empty"),
+        (lambda: PlanGoal("x", "maybe"), "unknown goal status 'maybe'"),
     ],
 )
 def test_invalid_actions_fail_with_a_specific_error(make, message):
@@ -119,6 +140,9 @@ def test_invalid_actions_fail_with_a_specific_error(make, message):
         ({"kind": "click"}, "malformed click action"),
         ({"kind": "click", "at": [1.5, 2]}, "must be an integer"),
         ("click", "must be an object"),
+        ({"kind": "plan", "goals": [{"title": "x", "status": "todo", "due": 1}]}, "plan goal must be"),
+        ({"kind": "plan", "goals": ["x"]}, "plan goal must be"),
+        ({"kind": "hold_and_tap", "hold": "shift", "taps": ["x"]}, "sequence of key names"),
     ],
 )
 def test_action_from_dict_rejects_malformed_records(data, message):

@@ -4,6 +4,7 @@ unusable answer goes back to the model once, through a real backend path, and ne
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -46,6 +47,13 @@ class CountingProfile:
     def prepare_image(self, frame):
         self.prepared += 1
         return self.inner.prepare_image(frame)
+
+
+class ShortAnswers(CountingProfile):
+    """The holotron profile with a small token budget, so the CPU stand-in answers in moments."""
+
+    def navigation_request(self, task, history, images):
+        return replace(self.inner.navigation_request(task, history, images), max_new_tokens=4)
 
 
 def test_a_proposal_is_the_parsed_action_in_model_space_with_its_image_size():
@@ -176,3 +184,22 @@ def test_a_step_saved_by_the_retry_runs_and_records_both_answers(tmp_path):
     # the next request holds the executed step as the harness writes it
     later = backend.requests[2].messages
     assert json.loads(later[2]["content"])["tool_call"]["element"] == "OK button of the dialog"
+
+
+def test_the_harness_conversation_runs_through_the_in_process_backend(tiny_backend):  # type: ignore[no-untyped-def]
+    """Multi-turn messages (assistant turns, tool outputs, placeholders, three screenshots) render through
+    the tiny checkpoint's chat template and processor, twice (the answer and the retry). Its random
+    answers are refused both times, so nothing is proposed."""
+    history = [
+        PastStep(Move(Point(120, 340)), note="3 unread", thought="hover", element="first row"),
+        PastStep(Click(Point(500, 500)), outcome="skipped by the user: the action was not performed", performed=False),
+        PastStep(Wait()),
+    ]
+    frames = [solid_frame(320, 200, (i * 60, 90, 120)) for i in range(4)]
+    policy = ModelPolicy(ShortAnswers(), tiny_backend)
+    with pytest.raises(ParseError) as caught:
+        policy.propose("archive the newsletters", history, frames)
+    assert "(and before that:" in str(caught.value)  # both requests were generated and parsed
+    timings = caught.value.timings
+    assert timings.tokens_in > 2 * 3 * 256  # both requests carried three screenshots of >= 256 tokens each
+    assert timings.tokens_out <= 2 * 4

@@ -20,9 +20,14 @@ from holodesk.automation.keys import MODIFIERS, normalize_key
 # Far beyond any real desktop; stops absurd values before they reach arithmetic or the OS.
 MAX_COORDINATE = 1_000_000
 MAX_TEXT_LENGTH = 10_000
-MAX_SCROLL_AMOUNT = 50
+MAX_SCROLL_AMOUNT = 100  # H Company's scroll_desktop allows up to 100 wheel clicks
 MAX_WAIT_SECONDS = 60.0
 MAX_KEYS_IN_COMBINATION = 5
+# H Company's harness bounds: a hotkey repeated at most 20 times, 1-3 held keys, 1-5 tapped keys.
+MAX_KEY_REPEATS = 20
+MAX_HELD_KEYS = 3
+MAX_TAPPED_KEYS = 5
+MAX_PLAN_GOALS = 20
 
 
 def _require_int(value: object, what: str) -> int:
@@ -79,6 +84,21 @@ def _require_point(value: object, what: str) -> Point:
     if not isinstance(value, Point):
         raise ActionError(f"{what} must be a Point, got {value!r}")
     return value
+
+
+def _require_bool(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ActionError(f"{what} must be true or false, got {value!r}")
+    return value
+
+
+def _key_names(keys: object, what: str, low: int, high: int) -> tuple[str, ...]:
+    """1..n key names, normalized; a bare string is refused (it would be read letter by letter)."""
+    if isinstance(keys, str) or not isinstance(keys, tuple | list):
+        raise ActionError(f"{what} must be a sequence of key names, got {keys!r}")
+    if not low <= len(keys) <= high:
+        raise ActionError(f"{what} has {low} to {high} keys, got {len(keys)}")
+    return tuple(normalize_key(key) for key in keys)
 
 
 def _require_text(value: object, what: str, *, allow_empty: bool = False) -> str:
@@ -207,21 +227,31 @@ class Scroll(Action):
 
 @dataclass(frozen=True, slots=True)
 class TypeText(Action):
-    """Type text (no Enter is added); with `at`, click there first to focus the field."""
+    """Type text; with `at`, click there first to focus the field.
+
+    `overwrite` replaces what the field holds (select all, then type over it); `press_enter`
+    presses Enter after the text. Neither happens unless asked.
+    """
 
     kind: ClassVar[str] = "type"
     text: str
     at: Point | None = None
+    press_enter: bool = False
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         _require_text(self.text, "text to type")
         if self.at is not None:
             _require_point(self.at, "typing position")
+        _require_bool(self.press_enter, "press_enter")
+        _require_bool(self.overwrite, "overwrite")
 
     def describe(self) -> str:
         shown = self.text if len(self.text) <= 60 else self.text[:57] + "..."
         where = f" at {self.at}" if self.at is not None else ""
-        return f"type {shown!r}{where}"
+        verb = "replace the field's text with" if self.overwrite else "type"
+        enter = ", then press Enter" if self.press_enter else ""
+        return f"{verb} {shown!r}{where}{enter}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,21 +260,45 @@ class KeyCombo(Action):
 
     kind: ClassVar[str] = "key"
     keys: tuple[str, ...] = field(default=())
+    repeat: int = 1  # the whole combination, pressed this many times
 
     def __post_init__(self) -> None:
-        if isinstance(self.keys, str) or not isinstance(self.keys, tuple | list):
-            raise ActionError(f"keys must be a sequence of key names, got {self.keys!r}")
-        if not 1 <= len(self.keys) <= MAX_KEYS_IN_COMBINATION:
-            raise ActionError(f"a key combination has 1 to {MAX_KEYS_IN_COMBINATION} keys, got {len(self.keys)}")
-        normalized = tuple(normalize_key(key) for key in self.keys)
+        normalized = _key_names(self.keys, "a key combination", 1, MAX_KEYS_IN_COMBINATION)
         if len(set(normalized)) != len(normalized):
             raise ActionError(f"key combination repeats a key: {'+'.join(normalized)}")
         if all(key in MODIFIERS for key in normalized) and len(normalized) > 1:
             raise ActionError(f"key combination has only modifiers: {'+'.join(normalized)}")
         object.__setattr__(self, "keys", normalized)
+        repeat = _require_int(self.repeat, "key repeat count")
+        if not 1 <= repeat <= MAX_KEY_REPEATS:
+            raise ActionError(f"a key combination repeats 1 to {MAX_KEY_REPEATS} times, got {repeat}")
 
     def describe(self) -> str:
-        return f"press {'+'.join(self.keys)}"
+        times = f" {self.repeat} times" if self.repeat > 1 else ""
+        return f"press {'+'.join(self.keys)}{times}"
+
+
+@dataclass(frozen=True, slots=True)
+class HoldAndTap(Action):
+    """Hold `hold` keys down, tap each of `taps` in order, release the held keys (shift + end, end)."""
+
+    kind: ClassVar[str] = "hold_and_tap"
+    hold: tuple[str, ...]
+    taps: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        hold = _key_names(self.hold, "the keys to hold", 1, MAX_HELD_KEYS)
+        taps = _key_names(self.taps, "the keys to tap", 1, MAX_TAPPED_KEYS)
+        if len(set(hold)) != len(hold):
+            raise ActionError(f"the keys to hold repeat a key: {'+'.join(hold)}")
+        both = set(hold) & set(taps)
+        if both:
+            raise ActionError(f"{', '.join(sorted(both))} is both held and tapped")
+        object.__setattr__(self, "hold", hold)
+        object.__setattr__(self, "taps", taps)
+
+    def describe(self) -> str:
+        return f"hold {'+'.join(self.hold)} and press {', '.join(self.taps)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,9 +348,59 @@ class AskUser(Action):
         return f"ask: {self.question}"
 
 
+class GoalStatus(StrEnum):
+    TODO = "todo"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanGoal:
+    """One goal of the model's plan: a title that starts with a verb, and how far it got."""
+
+    title: str
+    status: GoalStatus = GoalStatus.TODO
+
+    def __post_init__(self) -> None:
+        title = _require_text(self.title, "a goal's title")
+        if len(title) > 500:
+            raise ActionError(f"a goal's title is {len(title)} characters long (at most 500)")
+        object.__setattr__(self, "status", _enum_value(GoalStatus, self.status, "goal status"))
+
+
+@dataclass(frozen=True, slots=True)
+class UpdatePlan(Action):
+    """The model's plan, replaced as a whole. Changes nothing on screen: it is shown and remembered."""
+
+    kind: ClassVar[str] = "plan"
+    goals: tuple[PlanGoal, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.goals, tuple | list) or not 1 <= len(self.goals) <= MAX_PLAN_GOALS:
+            raise ActionError(f"a plan has 1 to {MAX_PLAN_GOALS} goals, got {self.goals!r}")
+        for goal in self.goals:
+            if not isinstance(goal, PlanGoal):
+                raise ActionError(f"a plan's goals must be PlanGoal, got {goal!r}")
+        object.__setattr__(self, "goals", tuple(self.goals))
+
+    def listing(self) -> str:
+        """The plan as numbered lines, `1. Open the inbox [done]`."""
+        return "\n".join(f"{number}. {goal.title} [{goal.status.value}]" for number, goal in enumerate(self.goals, 1))
+
+    def describe(self) -> str:
+        return "update the plan:\n" + self.listing()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "goals": [{"title": g.title, "status": g.status.value} for g in self.goals]}
+
+
 ACTION_TYPES: Mapping[str, type[Action]] = {
-    cls.kind: cls for cls in (Click, Move, Drag, Scroll, TypeText, KeyCombo, Wait, Done, AskUser)
+    cls.kind: cls
+    for cls in (Click, Move, Drag, Scroll, TypeText, KeyCombo, HoldAndTap, Wait, Done, AskUser, UpdatePlan)
 }
+# Fields that hold a list of names or goals, not an [x, y] point.
+_SEQUENCE_FIELDS = frozenset({"keys", "hold", "taps"})
 
 # Actions that end the run rather than touch the desktop.
 TERMINAL_KINDS = frozenset({Done.kind, AskUser.kind})
@@ -318,14 +422,22 @@ def action_from_dict(data: Mapping[str, Any]) -> Action:
     for name, value in data.items():
         if name == "kind":
             continue
-        if isinstance(value, list) and name != "keys":
+        if name == "goals" and isinstance(value, list):
+            value = tuple(_goal_from_dict(goal) for goal in value)
+        elif name in _SEQUENCE_FIELDS and isinstance(value, list):
+            value = tuple(value)
+        elif isinstance(value, list):
             if len(value) != 2:
                 raise ActionError(f"{kind}.{name} must be [x, y], got {value!r}")
             value = Point(value[0], value[1])
-        elif name == "keys" and isinstance(value, list):
-            value = tuple(value)
         values[name] = value
     try:
         return cls(**values)
     except TypeError as exc:
         raise ActionError(f"malformed {kind} action: {exc}") from None
+
+
+def _goal_from_dict(data: object) -> PlanGoal:
+    if not isinstance(data, Mapping) or set(data) - {"title", "status"} or "title" not in data:
+        raise ActionError(f"a plan goal must be {{title, status}}, got {data!r}")
+    return PlanGoal(data["title"], data.get("status", GoalStatus.TODO))

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -363,7 +363,11 @@ class StepEngine:
             image_size=[proposal.image_width, proposal.image_height],
             timings=proposal.timings.to_dict(),
         )
-        past = PastStep(proposal.action, proposal.note, proposal.thought)
+        if proposal.element:
+            record["element"] = proposal.element
+        if proposal.rejected:
+            record["rejected_answers"] = [{"raw_text": r.raw_text, "error": r.error} for r in proposal.rejected]
+        past = PastStep(proposal.action, proposal.note, proposal.thought, proposal.element)
         if proposal.action.kind in TERMINAL_KINDS:
             action = proposal.action
             if isinstance(action, Done):
@@ -399,7 +403,7 @@ class StepEngine:
         if decision.decision is Decision.STOP:
             raise _RunEnded(Outcome.STOPPED, "stopped by the user at approval")
         if decision.decision is Decision.SKIP:
-            return PastStep(proposal.action, (proposal.note + " (skipped by the user)").strip(), proposal.thought)
+            return replace(past, outcome="skipped by the user: the action was not performed", performed=False)
         if decision.decision is Decision.EDIT:
             assert decision.action is not None
             try:
@@ -408,12 +412,11 @@ class StepEngine:
                 record["error"] = f"invalid edit: {exc}"
                 raise _RunEnded(Outcome.ERROR, f"the edited action cannot run: {exc}") from exc
             record["edited_screen"] = screen_action.to_dict()
+            corrected = "the user corrected this action before it ran; what ran is shown above"
             try:
-                past = PastStep(
-                    action_to_model(screen_action, proposal.space, mapping), proposal.note, proposal.thought
-                )
+                past = replace(past, action=action_to_model(screen_action, proposal.space, mapping), outcome=corrected)
             except OffScreenError:
-                past = PastStep(proposal.action, proposal.note, proposal.thought)  # moved off the captured monitor
+                past = replace(past, outcome=corrected)  # moved off the captured monitor
 
         self._write_step_ahead()
         self._emit(EngineState.ACTING, step, screen_action.describe())
@@ -431,6 +434,8 @@ class StepEngine:
             "detail": str(getattr(result, "detail", "")),
             "duration_s": round(time.perf_counter() - started, 4),
         }
+        if not record["result"]["ok"]:
+            past = replace(past, outcome=f"failed: {record['result']['detail']}")
         return past
 
     def _ask(self, request: QuestionRequest, record: dict[str, Any]) -> PastStep:

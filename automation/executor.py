@@ -30,12 +30,14 @@ from holodesk.automation.actions import (
     Click,
     Done,
     Drag,
+    HoldAndTap,
     KeyCombo,
     Move,
     Point,
     Scroll,
     ScrollDirection,
     TypeText,
+    UpdatePlan,
     Wait,
 )
 from holodesk.automation.cancel import CancelToken
@@ -119,6 +121,11 @@ def pyautogui_key_name(key: str, platform: str = sys.platform) -> str:
 def paste_keys(platform: str = sys.platform) -> tuple[str, ...]:
     """The canonical combination that pastes in ordinary applications on `platform`."""
     return ("super", "v") if platform == "darwin" else ("ctrl", "v")
+
+
+def select_all_keys(platform: str = sys.platform) -> tuple[str, ...]:
+    """The canonical combination that selects a text field's whole content on `platform`."""
+    return ("super", "a") if platform == "darwin" else ("ctrl", "a")
 
 
 def keys_for_text(text: str) -> frozenset[str]:
@@ -321,7 +328,7 @@ class Executor:
         """`validate`, returning the monitors it checked against (empty when the action has no point)."""
         if isinstance(action, Done | AskUser):
             raise ActionError(f"{action.kind!r} is not executable: it ends the run or asks the user, it sends no input")
-        if not isinstance(action, Click | Move | Drag | Scroll | TypeText | KeyCombo | Wait):
+        if not isinstance(action, Click | Move | Drag | Scroll | TypeText | KeyCombo | HoldAndTap | Wait | UpdatePlan):
             raise ActionError(f"the executor does not know how to perform {type(action).__name__}")
         points = action.points()
         monitors: tuple[Monitor, ...] = ()
@@ -335,6 +342,8 @@ class Executor:
                     )
         if isinstance(action, KeyCombo):
             self._key_names(action.keys)
+        elif isinstance(action, HoldAndTap):
+            self._key_names((*action.hold, *action.taps))
         elif isinstance(action, TypeText) and not self._typable(action.text):
             self._key_names(paste_keys(self.platform))
             self._resolve_clipboard()
@@ -384,6 +393,8 @@ class Executor:
         with self._busy:
             monitors = self._validate(action)
             cancel.raise_if_cancelled()
+            if isinstance(action, UpdatePlan):  # a plan changes nothing on screen
+                return ExecutionResult(action, True, action.listing(), time.monotonic() - started)
             if isinstance(action, Wait):
                 if cancel.sleep(action.seconds):
                     cancel.raise_if_cancelled()
@@ -435,10 +446,49 @@ class Executor:
         elif isinstance(action, Scroll):
             self._scroll(action, pyautogui, cancel)
         elif isinstance(action, TypeText):
-            return self._type(action, pyautogui, cancel)
+            return self._type_with_options(action, pyautogui, cancel)
         elif isinstance(action, KeyCombo):
-            self._press_keys(action.keys, pyautogui, cancel)
+            for _ in range(action.repeat):
+                self._press_keys(action.keys, pyautogui, cancel)
+        elif isinstance(action, HoldAndTap):
+            self._hold_and_tap(action, pyautogui, cancel)
         return action.describe()
+
+    def _type_with_options(self, action: TypeText, pyautogui: Any, cancel: CancelToken) -> str:
+        """Typing with `overwrite` (select all first, so the text replaces the field's) and `press_enter`."""
+        if not (action.overwrite or action.press_enter):
+            return self._type(action, pyautogui, cancel)
+        if action.at is not None:
+            pyautogui.click(action.at.x, action.at.y)
+            if cancel.sleep(self.focus_settle_s):
+                cancel.raise_if_cancelled()
+        if action.overwrite:
+            # Typing over a selection replaces it; an empty field stays as it was.
+            self._press_keys(select_all_keys(self.platform), pyautogui, cancel)
+        detail = self._type(TypeText(action.text), pyautogui, cancel)
+        if action.press_enter:
+            cancel.raise_if_cancelled()
+            self._press_keys(("enter",), pyautogui, cancel)
+        return action.describe() + detail.removeprefix(TypeText(action.text).describe())
+
+    def _hold_and_tap(self, action: HoldAndTap, pyautogui: Any, cancel: CancelToken) -> None:
+        held = self._key_names(action.hold)
+        taps = self._key_names(action.taps)
+        pressed: list[str] = []
+        with self.injected.holding((*action.hold, *action.taps)):
+            try:
+                for name in held:
+                    cancel.raise_if_cancelled()
+                    pyautogui.keyDown(name, _pause=False)
+                    pressed.append(name)
+                for name in taps:
+                    cancel.raise_if_cancelled()
+                    pyautogui.keyDown(name, _pause=False)
+                    pyautogui.keyUp(name, _pause=False)
+            finally:
+                with _failsafe_suspended(pyautogui):
+                    for name in reversed(pressed):
+                        pyautogui.keyUp(name, _pause=False)
 
     def _drag(self, action: Drag, pyautogui: Any, cancel: CancelToken) -> None:
         button = action.button.value

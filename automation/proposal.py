@@ -42,14 +42,27 @@ class StepTimings:
 class PastStep:
     """One earlier step as the prompt shows it: what was done and why (model space).
 
-    `result_text` is what the step gave back, in words, for the model's next turn (the tool output):
-    for an `ask_user` step, the user's reply. Empty when there is nothing to say.
+    `element` is the model's description of the target; `outcome` is what became of the step
+    (empty when it ran as proposed; otherwise skipped, corrected by the user, or failed), which a
+    multi-turn prompt sends back as the tool's output, together with `result_text`: what the step
+    gave back in words (for an `ask_user` step, the user's reply).
     """
 
     action: Action
     note: str = ""
     thought: str = ""
-    result_text: str = ""
+    element: str = ""
+    outcome: str = ""
+    performed: bool = True  # False when the user skipped it: nothing happened on screen
+    result_text: str = ""  # what the step gave back in words (an ask_user step: the user's reply)
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedAnswer:
+    """An answer the parser refused before the model answered again: its text and why it was refused."""
+
+    raw_text: str
+    error: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +82,10 @@ class Proposal:
     thought: str = ""
     timings: StepTimings = field(default_factory=StepTimings)
     space: ModelSpace = field(default_factory=NormalizedSpace)
+    # The model's description of the target ("blue Save button, bottom right"), when it gave one.
+    element: str = ""
+    # Answers refused before this one in the same step (the model is asked again once).
+    rejected: tuple[RejectedAnswer, ...] = ()
 
 
 class UnusableProposal(AutomationError, ValueError):

@@ -363,7 +363,10 @@ def corrections(session: Session) -> Iterator[dict[str, Any]]:
         image_y = point[1] - int(region.get("top", 0))
         if not (0 <= image_x < int(region.get("width", 0)) and 0 <= image_y < int(region.get("height", 0))):
             continue  # moved onto another monitor: the screenshot does not show it
-        instruction = step.get("target") or step.get("note") or step.get("thought") or session.task
+        # The model's own description of the target is the best grounding instruction there is.
+        instruction = (
+            step.get("element") or step.get("target") or step.get("note") or step.get("thought") or session.task
+        )
         yield {
             "image": str((session.folder / step["screenshot"]).resolve()),
             "instruction": instruction,

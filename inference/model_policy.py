@@ -1,14 +1,19 @@
-"""A Policy made of a profile (prompt, parser, coordinates) and a backend (runs the model)."""
+"""A Policy made of a profile (prompt, parser, coordinates) and a backend (runs the model).
+
+An answer the profile cannot parse is sent back once, with the parser's error, as the profile's
+`retry_request` writes it; nothing is ever proposed from an unusable answer.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 
-from holodesk.automation.actions import Move
+from holodesk.automation.actions import Move, Point
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.errors import ParseError
 from holodesk.inference.generation import TextGenerator
-from holodesk.inference.policy import PastStep, Proposal
+from holodesk.inference.policy import PastStep, Proposal, RejectedAnswer, StepTimings
 from holodesk.inference.profiles.base import PreparedImage, Profile
 
 
@@ -31,17 +36,29 @@ class ModelPolicy:
         return [image for _, image in prepared.values()]
 
     def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+        """One step. An unusable answer is sent back to the model with the parser's error, once;
+        a second unusable answer is a ParseError (nothing is ever proposed from a bad answer)."""
         if not frames:
             raise ValueError("propose needs at least the current screenshot")
         recent = list(frames)[-self.profile.budget.keep_screenshots :]
         images = self._prepare(recent)
         request = self.profile.navigation_request(task, history, images)
+        pointer = pointer_after(history)
         generation = self.backend.generate(request)
+        rejected: list[RejectedAnswer] = []
+        timings = generation.timings
         try:
-            step = self.profile.parse_navigation(generation.text)
-        except ParseError as exc:
-            exc.timings = generation.timings
-            raise
+            step = self.profile.parse_navigation(generation.text, pointer)
+        except ParseError as first:
+            rejected.append(RejectedAnswer(generation.text, str(first)))
+            generation = self.backend.generate(self.profile.retry_request(request, generation.text, str(first)))
+            timings = _sum_timings(timings, generation.timings)
+            try:
+                step = self.profile.parse_navigation(generation.text, pointer)
+            except ParseError as second:
+                second.timings = timings
+                second.args = (f"{second} (and before that: {first})",)
+                raise
         current = images[-1]
         return Proposal(
             action=step.action,
@@ -50,8 +67,10 @@ class ModelPolicy:
             image_height=current.mapping.image_height,
             note=step.note,
             thought=step.thought,
-            timings=generation.timings,
+            timings=timings,
             space=self.profile.space,
+            element=step.element,
+            rejected=tuple(rejected),
         )
 
     def interrupt(self) -> None:
@@ -77,3 +96,21 @@ class ModelPolicy:
             timings=generation.timings,
             space=self.profile.space,
         )
+
+
+def pointer_after(history: Sequence[PastStep]) -> Point | None:
+    """Where the earlier steps left the pointer (model space): the last point of the last performed
+    action that had one; None when no step put it anywhere. (The user may have moved it since: a
+    drag built from it shows its start on the approval overlay before anything runs.)"""
+    for step in reversed(history):
+        if not step.performed:
+            continue
+        points = step.action.points()
+        if points:
+            return points[-1]
+    return None
+
+
+def _sum_timings(first: StepTimings, second: StepTimings) -> StepTimings:
+    """Two model calls of one step, added up field by field."""
+    return StepTimings(**{f.name: getattr(first, f.name) + getattr(second, f.name) for f in fields(StepTimings)})

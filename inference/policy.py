@@ -6,6 +6,6 @@ module is where the inference layer names them.
 
 from __future__ import annotations
 
-from holodesk.automation.proposal import PastStep, Policy, Proposal, StepTimings
+from holodesk.automation.proposal import PastStep, Policy, Proposal, RejectedAnswer, StepTimings
 
-__all__ = ["PastStep", "Policy", "Proposal", "StepTimings"]
+__all__ = ["PastStep", "Policy", "Proposal", "RejectedAnswer", "StepTimings"]

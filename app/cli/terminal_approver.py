@@ -21,13 +21,19 @@ from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Questi
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
 
+# Model text may hold terminal escape sequences (colours, cursor moves, a fake prompt): shown escaped.
+_CONTROL_CHARACTERS = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)} | {
+    code: f"\\u{code:04x}" for code in (*range(0x80, 0xA0), 0x2028, 0x2029, 0x202E)
+}
+
+
+def printable(text: str) -> str:
+    """`text` with control characters written as escapes (\\x1b, \\u202e): safe to print to a terminal."""
+    return text.translate(_CONTROL_CHARACTERS)
+
+
 PROMPT = "[a]pprove  [e]dit  [s]kip  [q]uit > "
 REPLY_PROMPT = "your reply (q alone stops) > "
-
-
-def _shown(text: str) -> str:
-    """Model text made safe for a terminal: control characters (escape sequences, CR) written as codes."""
-    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
 
 
 def _point(text: str) -> Point:
@@ -54,11 +60,13 @@ class TerminalApprover:
         picture = self.out_dir / f"step-{request.step:04d}-proposal.png"
         annotate(request.frame, request.action, f"{request.step}: {request.action.describe()}").save(picture)
         proposal = request.proposal
-        self._say(f"\nStep {request.step}: {request.action.describe()}")
+        self._say_lines(f"\nStep {request.step}: ", request.action.describe())
+        if proposal.element:
+            self._say_lines("  target:  ", proposal.element)
         if proposal.note:
-            self._say(f"  note:    {proposal.note}")
+            self._say_lines("  note:    ", proposal.note)
         if proposal.thought:
-            self._say(f"  thought: {proposal.thought}")
+            self._say_lines("  thought: ", proposal.thought)
         self._say(f"  picture: {picture}")
         if request.loop_warning:
             self._say(f"  WARNING: {request.loop_warning}. Approve only if you are sure.")
@@ -81,13 +89,13 @@ class TerminalApprover:
                 if edited is not None:
                     return ApprovalDecision.edit(edited)
                 continue
-            self._say(f"  please answer a, e, s or q (got {_shown(answer)!r})")
+            self._say(f"  please answer a, e, s or q (got '{printable(answer)}')")
 
     def answer_question(self, request: QuestionRequest) -> str | None:
         """Show the model's question and read the reply; None (stop) on q, end of input or Ctrl+C."""
         self._say(f"\nStep {request.step}: the model asks you:")
-        for line in _shown(request.question).splitlines() or [""]:
-            self._say(f"  {line}")
+        for line in request.question.splitlines() or [""]:
+            self._say(f"  {printable(line)}")
         while True:
             try:
                 reply = self._ask(REPLY_PROMPT, lower=False)
@@ -132,6 +140,13 @@ class TerminalApprover:
             return None  # end of input: the safe answer is to stop
         line = line.rstrip("\n")
         return line.strip().lower() if lower else line
+
+    def _say_lines(self, label: str, text: str) -> None:
+        """`text` after `label`, its lines indented under the first, every line escaped."""
+        first, *more = text.splitlines() or [""]
+        self._say(label + printable(first))
+        for line in more:
+            self._say(" " * len(label.lstrip("\n")) + printable(line))
 
     def _say(self, text: str) -> None:
         self.stdout.write(text + "\n")

@@ -1,9 +1,10 @@
 """The approval panel: a small always-on-top window asking about one step.
 
-It shows the step number, the action in words, the model's note and thought (and the loop warning,
-when there is one), and offers Approve (Enter), Edit, Skip and Stop (Esc), plus "approve this kind of
-action for the rest of this task". Edit reveals what the action lets one change: the target as typed
-screen pixels (the overlay's marker can be dragged too), the text to type, the keys to press.
+It shows the step number, the action in words, the model's description of its target, its note and
+thought (and the loop warning, when there is one), and offers Approve (Enter), Edit, Skip and Stop
+(Esc), plus "approve this kind of action for the rest of this task". Edit reveals what the action
+lets one change: the target as typed screen pixels (the overlay's marker can be dragged too), the
+text to type, the keys to press.
 
 Focus: the panel must never be where the action's keystrokes land. It is a Tool window shown with
 WA_ShowWithoutActivating, so appearing does not take the keyboard from the user's application. The
@@ -44,6 +45,7 @@ QLabel {{ color: #e6e6ee; font-size: 13px; }}
 #badge {{ background: {MARKER.name()}; color: white; font-weight: 700; font-size: 12px;
           border-radius: 4px; padding: 1px 8px; }}
 #action {{ color: white; font-size: 17px; font-weight: 600; }}
+#element {{ color: #c9cad8; font-size: 12px; }}
 #note {{ color: #e6e6ee; }}
 #thought {{ color: #9fa1b5; font-style: italic; }}
 #warning {{ background: #5b1f24; color: #ffdada; border: 1px solid #a5404a; border-radius: 5px; padding: 6px; }}
@@ -152,6 +154,7 @@ class ApprovalPanel(QtWidgets.QWidget):
 
         self._action_label = self._label("action", wrap=True)
         self._warning = self._label("warning", wrap=True)
+        self._element = self._label("element", wrap=True)
         self._note = self._label("note", wrap=True)
         self._thought = self._label("thought", wrap=True)
         self._reply = QtWidgets.QLineEdit(self)
@@ -159,7 +162,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._reply.setPlaceholderText("Type your answer, then press Enter")
         self._reply.installEventFilter(self)
         self._reply.textChanged.connect(self._on_reply_typed)
-        for part in (self._action_label, self._warning, self._note, self._thought, self._reply):
+        for part in (self._action_label, self._element, self._warning, self._note, self._thought, self._reply):
             layout.addWidget(part)
 
         self._editor = QtWidgets.QWidget(self)
@@ -230,6 +233,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             "stop": self._stop,
             "remember": self._remember,
             "action": self._action_label,
+            "element": self._element,
             "note": self._note,
             "thought": self._thought,
             "warning": self._warning,
@@ -259,6 +263,10 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._action_label.setText(_sentence(action_in_words(action)))
         self._warning.setText(f"⚠ {_sentence(request.loop_warning)}. Approve only if you are sure.")
         self._warning.setVisible(bool(request.loop_warning))
+        # The model's description of its target: what to look for under the marker.
+        element = " ".join(request.proposal.element.split())
+        self._element.setText(f"Target: {_shorten(element, MAX_THOUGHT_CHARS)}" if element else "")
+        self._element.setVisible(bool(element))
         note = request.proposal.note.strip()
         self._note.setText(note)
         self._note.setVisible(bool(note))

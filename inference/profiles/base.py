@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from PIL import Image
@@ -84,11 +84,15 @@ class ChatRequest:
 
 @dataclass(frozen=True, slots=True)
 class ParsedStep:
-    """A navigation answer turned into one action (model space), with the model's note and thought."""
+    """A navigation answer turned into one action (model space), with the model's note and thought.
+
+    `element` is the model's description of the target, when its vocabulary carries one.
+    """
 
     action: Action
     note: str = ""
     thought: str = ""
+    element: str = ""
 
 
 class Profile(ABC):
@@ -113,8 +117,33 @@ class Profile(ABC):
         """One described element on one screenshot -> a chat request for one point."""
 
     @abstractmethod
-    def parse_navigation(self, text: str) -> ParsedStep:
-        """The model's answer -> exactly one action in model space, or ParseError."""
+    def parse_navigation(self, text: str, pointer: Point | None = None) -> ParsedStep:
+        """The model's answer -> exactly one action in model space, or ParseError.
+
+        `pointer` is where earlier steps left the pointer (model space), for a vocabulary whose
+        tools start from it (Holotron's drag_to_desktop); None when unknown.
+        """
+
+    def retry_request(self, request: ChatRequest, answer: str, error: str) -> ChatRequest:
+        """`request` asked again after the refused `answer`: the answer, then why it was refused.
+
+        A profile whose model expects errors in another form overrides this.
+        """
+        refused = answer if len(answer) <= 4_000 else answer[:4_000] + "..."
+        feedback = (
+            f"Your answer could not be used: {error}\nNothing was done. Answer again with exactly one"
+            " action, in the format described above."
+        )
+        return self._with_turns(request, refused, feedback)
+
+    @staticmethod
+    def _with_turns(request: ChatRequest, answer: str, feedback: str) -> ChatRequest:
+        messages = [
+            *request.messages,
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": [{"type": "text", "text": feedback}]},
+        ]
+        return replace(request, messages=messages)
 
     @abstractmethod
     def parse_localization(self, text: str) -> Point:

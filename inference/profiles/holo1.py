@@ -26,14 +26,17 @@ from holodesk.automation.actions import (
 )
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ParsedStep
-from holodesk.inference.profiles.builders import build_wait, click_builder, drag_builder, scroll_builder, write_builder
-from holodesk.inference.profiles.call_steps import find_single_call, read_call_step
-from holodesk.inference.profiles.chat import format_call
-from holodesk.inference.profiles.extract import Call, MalformedAnswer, split_reasoning
-from holodesk.inference.profiles.guard import run_parser
-from holodesk.inference.profiles.images import MAX_PIXEL_SIDE
-from holodesk.inference.profiles.qwen_profile import QwenPixelProfile
-from holodesk.inference.profiles.tools import (
+from holodesk.inference.profiles.parsing import (
+    Call,
+    MalformedAnswer,
+    find_single_call,
+    read_call_step,
+    run_parser,
+    split_reasoning,
+)
+from holodesk.inference.profiles.prompting import MAX_PIXEL_SIDE, format_call
+from holodesk.inference.profiles.qwen import QwenPixelProfile
+from holodesk.inference.profiles.vocabulary import (
     BUTTON,
     CLICKS,
     DIRECTION,
@@ -48,7 +51,12 @@ from holodesk.inference.profiles.tools import (
     ToolSet,
     X,
     Y,
+    build_wait,
+    click_builder,
+    drag_builder,
     point,
+    scroll_builder,
+    write_builder,
 )
 
 NAVIGATION_PROMPT = "holo1_navigation"
@@ -159,7 +167,7 @@ class Holo1Profile(QwenPixelProfile):
     def _describe_step(self, step: PastStep) -> str:
         return describe_step(step)
 
-    def parse_navigation(self, text: str) -> ParsedStep:
+    def parse_navigation(self, text: str, pointer: Point | None = None) -> ParsedStep:
         return run_parser(lambda raw: read_call_step(raw, HOLO1_TOOLS), text, self.name)
 
     def parse_localization(self, text: str) -> Point:

@@ -14,30 +14,32 @@ from typing import Any
 from holodesk.automation.actions import Action, KeyCombo, Move, Point
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ParsedStep
-from holodesk.inference.profiles.builders import click_builder, drag_builder, scroll_builder, write_builder
-from holodesk.inference.profiles.chat import format_json_action
-from holodesk.inference.profiles.extract import Call
-from holodesk.inference.profiles.guard import run_parser
-from holodesk.inference.profiles.images import MAX_PIXEL_SIDE
-from holodesk.inference.profiles.json_points import read_json_point
-from holodesk.inference.profiles.json_steps import read_json_step
-from holodesk.inference.profiles.keyword_vocabulary import ANSWER, ASK_USER, WAIT, KeywordNames
-from holodesk.inference.profiles.qwen_profile import QwenPixelProfile
-from holodesk.inference.profiles.tools import (
+from holodesk.inference.profiles.parsing import Call, read_json_point, read_json_step, run_parser
+from holodesk.inference.profiles.prompting import MAX_PIXEL_SIDE, format_json_action
+from holodesk.inference.profiles.qwen import QwenPixelProfile
+from holodesk.inference.profiles.vocabulary import (
+    ANSWER,
+    ASK_USER,
     BUTTON,
     CLICKS,
     DIRECTION,
     OPTIONAL_X,
     OPTIONAL_Y,
     SCROLL_AMOUNT,
+    WAIT,
     CoordinateRange,
+    KeywordNames,
     Kind,
     Param,
     Tool,
     ToolSet,
     X,
     Y,
+    click_builder,
+    drag_builder,
     point,
+    scroll_builder,
+    write_builder,
 )
 
 NAVIGATION_PROMPT = "holo1_5_navigation"
@@ -152,7 +154,7 @@ class Holo15Profile(QwenPixelProfile):
     def _localization_schema(self, image_width: int, image_height: int) -> dict[str, Any]:
         return localization_schema(image_width, image_height)
 
-    def parse_navigation(self, text: str) -> ParsedStep:
+    def parse_navigation(self, text: str, pointer: Point | None = None) -> ParsedStep:
         return run_parser(lambda raw: read_json_step(raw, HOLO15_TOOLS), text, self.name)
 
     def parse_localization(self, text: str) -> Point:

@@ -12,13 +12,17 @@ from holodesk.automation.actions import (
     Click,
     Done,
     Drag,
+    GoalStatus,
+    HoldAndTap,
     KeyCombo,
     MouseButton,
     Move,
+    PlanGoal,
     Point,
     Scroll,
     ScrollDirection,
     TypeText,
+    UpdatePlan,
     Wait,
     action_from_dict,
 )
@@ -40,6 +44,10 @@ VALID_ACTIONS = [
     Done("42 unread"),
     Done(),
     AskUser("Which account?"),
+    TypeText("new name", Point(3, 4), press_enter=True, overwrite=True),
+    KeyCombo(("ctrl", "z"), repeat=3),
+    HoldAndTap(("shift",), ("end", "left")),
+    UpdatePlan((PlanGoal("Open the inbox", GoalStatus.DONE), PlanGoal("Archive the newsletters", "running"))),
 ]
 
 
@@ -49,7 +57,9 @@ def test_dict_round_trip_gives_an_equal_action(action):
 
 
 def test_every_kind_is_registered_once():
-    assert set(ACTION_TYPES) == {"click", "move", "drag", "scroll", "type", "key", "wait", "done", "ask_user"}
+    assert set(ACTION_TYPES) == {
+        *("click", "move", "drag", "scroll", "type", "key", "hold_and_tap", "wait", "done", "ask_user", "plan")
+    }
 
 
 def test_key_names_are_normalized_on_construction():
@@ -82,8 +92,8 @@ def test_points_lists_only_set_points():
         (lambda: Click(Point(1, 2), count=4), "click count must be 1, 2 or 3"),
         (lambda: Click(Point(1, 2), "back"), "unknown mouse button 'back'"),
         (lambda: Scroll("sideways"), "unknown scroll direction"),
-        (lambda: Scroll("up", 0), "scroll amount must be between 1 and 50"),
-        (lambda: Scroll("up", 51), "scroll amount must be between 1 and 50"),
+        (lambda: Scroll("up", 0), "scroll amount must be between 1 and 100"),
+        (lambda: Scroll("up", 101), "scroll amount must be between 1 and 100"),
         (lambda: Scroll("up", 2.0), "scroll amount must be an integer"),
         (lambda: TypeText(""), "text to type is empty"),
         (lambda: TypeText("   "), "text to type is empty"),
@@ -100,6 +110,19 @@ def test_points_lists_only_set_points():
         (lambda: Wait(math.nan), "finite number"),
         (lambda: Wait(math.inf), "finite number"),
         (lambda: AskUser(""), "question is empty"),
+        (lambda: TypeText("x", press_enter=1), "press_enter must be true or false"),
+        (lambda: TypeText("x", overwrite="yes"), "overwrite must be true or false"),
+        (lambda: KeyCombo(("tab",), repeat=21), "repeats 1 to 20 times"),
+        (lambda: KeyCombo(("tab",), repeat=0), "repeats 1 to 20 times"),
+        (lambda: HoldAndTap(("shift",), ()), "1 to 5 keys"),
+        (lambda: HoldAndTap(("a", "b", "c", "d"), ("x",)), "1 to 3 keys"),
+        (lambda: HoldAndTap(("shift", "shift"), ("x",)), "repeat a key"),
+        (lambda: HoldAndTap(("shift",), ("Shift",)), "both held and tapped"),
+        (lambda: HoldAndTap("shift", ("x",)), "sequence of key names"),
+        (lambda: UpdatePlan(()), "1 to 20 goals"),
+        (lambda: UpdatePlan(("open it",)), "must be PlanGoal"),
+        (lambda: PlanGoal("", "todo"), "title is empty"),
+        (lambda: PlanGoal("x", "maybe"), "unknown goal status 'maybe'"),
     ],
 )
 def test_invalid_actions_fail_with_a_specific_error(make, message):
@@ -117,6 +140,9 @@ def test_invalid_actions_fail_with_a_specific_error(make, message):
         ({"kind": "click"}, "malformed click action"),
         ({"kind": "click", "at": [1.5, 2]}, "must be an integer"),
         ("click", "must be an object"),
+        ({"kind": "plan", "goals": [{"title": "x", "status": "todo", "due": 1}]}, "plan goal must be"),
+        ({"kind": "plan", "goals": ["x"]}, "plan goal must be"),
+        ({"kind": "hold_and_tap", "hold": "shift", "taps": ["x"]}, "sequence of key names"),
     ],
 )
 def test_action_from_dict_rejects_malformed_records(data, message):

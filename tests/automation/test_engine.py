@@ -137,7 +137,7 @@ def test_skip_executes_nothing_and_tells_the_model(tmp_path):
     engine, performer, _ = make_engine(policy, ScriptedApprover(ApprovalDecision.skip()), tmp_path=tmp_path)
     assert engine.run("t").outcome is Outcome.DONE
     assert performer.executed == []
-    assert "skipped by the user" in policy.calls[1][0][0].note
+    assert "skipped by the user" in policy.calls[1][0][0].outcome
 
 
 def test_edit_executes_the_edited_action_and_records_both(tmp_path):

@@ -20,11 +20,14 @@ from holodesk.automation.actions import (
     Click,
     Done,
     Drag,
+    HoldAndTap,
     KeyCombo,
     Move,
+    PlanGoal,
     Point,
     Scroll,
     TypeText,
+    UpdatePlan,
     Wait,
 )
 from holodesk.automation.cancel import CancelToken
@@ -371,6 +374,51 @@ class TestOnDesktop:
         executor.execute(KeyCombo(("shift", "x")))
         assert last_text(window.sync()) == "X"
         assert x11_probe.pressed_keycodes() == []
+
+    def test_overwrite_replaces_the_fields_text_and_press_enter_presses_it(
+        self, window: TargetWindow, executor: Executor
+    ) -> None:
+        field = window.centre("field")
+        executor.execute(TypeText("old text", at=field))
+        assert last_text(window.sync()) == "old text"
+        result = executor.execute(TypeText("new", at=field, overwrite=True, press_enter=True))
+        assert result.ok, result.detail
+        events = window.sync()
+        assert last_text(events) == "new"
+        keys = [(e["event"], e["key"]) for e in events if e["event"].startswith("key_")]
+        assert keys[-2:] == [("key_press", "Return"), ("key_release", "Return")]
+        # without overwrite the text is added to what the field holds, and no Enter is pressed (no click:
+        # a second click on the same spot this soon would be a double-click, which selects a word)
+        executor.execute(TypeText(" more"))
+        events = window.sync()
+        assert last_text(events) == "new more"
+        assert ("key_press", "Return") not in [(e["event"], e["key"]) for e in events if e["event"].startswith("key_")]
+        assert x11_probe.pressed_keycodes() == []
+
+    def test_hold_and_tap_and_repeated_keys(self, window: TargetWindow, executor: Executor) -> None:
+        executor.execute(TypeText("abcdef", at=window.centre("field")))
+        assert last_text(window.sync()) == "abcdef"
+        executor.execute(KeyCombo(("backspace",), repeat=2))
+        assert last_text(window.sync()) == "abcd"
+        # shift held while left is tapped twice selects "cd"; typing replaces the selection
+        executor.execute(HoldAndTap(("shift",), ("left", "left")))
+        keys = [(e["event"], e["key"]) for e in window.sync() if e["event"].startswith("key_")]
+        assert keys == [
+            ("key_press", "Shift"),
+            ("key_press", "Left"),
+            ("key_release", "Left"),
+            ("key_press", "Left"),
+            ("key_release", "Left"),
+            ("key_release", "Shift"),
+        ]
+        executor.execute(TypeText("X"))
+        assert last_text(window.sync()) == "abX"
+        assert x11_probe.pressed_keycodes() == []
+
+    def test_a_plan_changes_nothing_on_screen(self, window: TargetWindow, executor: Executor) -> None:
+        result = executor.execute(UpdatePlan((PlanGoal("Open the inbox", "running"),)))
+        assert result.ok and result.detail == "1. Open the inbox [running]"
+        assert window.sync() == []
 
     def test_invalid_actions_send_nothing(self, window: TargetWindow, executor: Executor, xvfb: XvfbServer) -> None:
         # Focus the field and park the pointer on the pad, so any stray key or click would be logged.

@@ -134,6 +134,28 @@ def test_corrections_export_only_moved_targets_in_image_pixels(tmp_path):
     assert record["image"].endswith("a-session/screenshots/step-0001.png")
 
 
+def test_a_corrections_instruction_is_the_models_description_of_the_target(tmp_path):
+    writer = TrajectoryWriter(tmp_path / "a-session", "Send the mail")
+    region = {"left": 0, "top": 0, "width": 800, "height": 600}
+    writer.append(
+        _step(
+            1,
+            decision="edit",
+            region=region,
+            screenshot="screenshots/step-0001.png",
+            element="Blue 'Send' button, bottom right",
+            note="The draft is ready.",
+            action_screen={"kind": "click", "at": [700, 560]},
+            edited_screen={"kind": "click", "at": [720, 570]},
+        )
+    )
+    writer.close()
+    out = tmp_path / "corrections.jsonl"
+    assert export_corrections(tmp_path, out) == 1
+    (record,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert (record["instruction"], record["point"]) == ("Blue 'Send' button, bottom right", [720, 570])
+
+
 def test_retention_removes_the_oldest_sessions_first_and_keeps_the_newest(tmp_path):
     for name in ("20260101-000000-a", "20260102-000000-b", "20260103-000000-c"):
         writer = TrajectoryWriter(tmp_path / name, name)

@@ -100,7 +100,8 @@ def test_a_scripted_multi_step_task_lands_exactly_on_the_widgets(window, screen,
 
 
 def test_a_malformed_answer_executes_nothing(window, tmp_path):
-    answers = ['{"action": {"name": "click_desktop", "x": 500}}']  # y is missing
+    # y is missing; the model is told and asked again once, and its second answer is no better
+    answers = ['{"action": {"name": "click_desktop", "x": 500}}', '{"action": {"name": "click_desktop", "y": 5}}']
     approver = Approve()
     engine, _ = engine_for(answers, approver, tmp_path)
     result = engine.run("Click somewhere")

@@ -69,5 +69,8 @@ def test_a_question_is_answered_on_the_panel_and_the_run_goes_on(xvfb, target_wi
     assert session.steps[0]["reply"] == "Ada Lovelace"
     assert session.end is not None and session.end["steps"] == 2
     assert len(requests) == 3  # the run went on after the reply
+    # The model's next turn carries the reply as the question tool's output.
+    later_text = "\n".join(part.get("text", "") for part in requests[1].parts())
+    assert "The user replied: Ada Lovelace" in later_text
     events = target_window.sync()
     assert [e["text"] for e in events if e["event"] == "text"][-1] == "Ada Lovelace"

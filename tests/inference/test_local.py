@@ -408,7 +408,7 @@ def test_a_holotron_step_on_the_tiny_model_is_a_parse_error_with_the_raw_text(
     assert isinstance(error.raw_text, str) and error.raw_text
     assert isinstance(error.timings, StepTimings)
     assert error.timings.tokens_in > FULL_HD_TILES * IMAGE_TOKENS_PER_TILE
-    assert 1 <= error.timings.tokens_out <= 512
+    assert 1 <= error.timings.tokens_out <= 2 * 512  # the answer and the one retry
 
 
 # -- fast tiling: inference.tiling in place of the processor's PIL tiling ---------------------------

@@ -23,7 +23,8 @@ def approval_request(
     thought: str = "",
     loop_warning: str = "",
     cancel: CancelToken | None = None,
+    element: str = "",
 ) -> ApprovalRequest:
     frame = solid_frame(*SCREEN_SIZE)
-    proposal = Proposal(action, "raw model text", frame.width, frame.height, note, thought)
+    proposal = Proposal(action, "raw model text", frame.width, frame.height, note, thought, element=element)
     return ApprovalRequest(step, "test task", proposal, action, frame, cancel or CancelToken(), loop_warning)

@@ -49,10 +49,20 @@ def test_shows_the_step_the_action_the_note_and_the_thought(panel: ApprovalPanel
     assert widgets["action"].text() == "Click at (120, 80)"
     assert widgets["note"].text() == "Open the menu."
     assert widgets["thought"].text() == "The menu is top left."
+    assert not widgets["element"].isVisible()  # the model gave no description of the target
     assert not widgets["warning"].isVisible()
     assert "“click”" in widgets["remember"].text()
     assert widgets["remember"].isEnabled()
     assert not widgets["remember"].isChecked()
+
+
+def test_shows_the_models_description_of_the_target(panel: ApprovalPanel) -> None:
+    element = "Blue 'Send' button,\nbottom right of the message window"
+    panel.present(approval_request(Click(Point(120, 80)), element=element))
+    label = panel.named_widgets()["element"]
+    assert label.isVisible()
+    assert label.text() == "Target: Blue 'Send' button, bottom right of the message window"
+    assert label.textFormat() == Qt.TextFormat.PlainText  # model text is never markup
 
 
 @pytest.mark.parametrize(

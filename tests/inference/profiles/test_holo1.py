@@ -29,7 +29,7 @@ from holodesk.inference.errors import ParseError
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import PreparedImage
 from holodesk.inference.profiles.holo1 import HOLO1_TOOLS, Holo1Profile
-from holodesk.inference.profiles.prompts import default_prompts_dir
+from holodesk.inference.profiles.prompting import default_prompts_dir
 
 P = Point
 

@@ -29,8 +29,7 @@ from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.errors import ParseError
 from holodesk.inference.profiles.base import ImageBudget, PreparedImage
 from holodesk.inference.profiles.holo15 import HOLO15_TOOLS, Holo15Profile, localization_schema, navigation_schema
-from holodesk.inference.profiles.images import MAX_PIXEL_SIDE, smart_resize
-from holodesk.inference.profiles.prompts import default_prompts_dir
+from holodesk.inference.profiles.prompting import MAX_PIXEL_SIDE, default_prompts_dir, smart_resize
 
 P = Point
 

@@ -15,13 +15,16 @@ from holodesk.automation.actions import (
     Click,
     Done,
     Drag,
+    HoldAndTap,
     KeyCombo,
     MouseButton,
     Move,
+    PlanGoal,
     Point,
     Scroll,
     ScrollDirection,
     TypeText,
+    UpdatePlan,
     Wait,
 )
 from holodesk.automation.coords import FrameMapping, NormalizedSpace, Rect
@@ -31,14 +34,16 @@ from holodesk.inference.errors import ParseError
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ImageBudget, PreparedImage
 from holodesk.inference.profiles.holotron import (
+    HOLOTRON_TOOLS,
+    IMAGE_PLACEHOLDER,
     NAVIGATION_TOKENS,
     NAVIGATION_TOKENS_THINKING,
     HolotronProfile,
     localization_schema,
     navigation_schema,
+    step_json,
 )
-from holodesk.inference.profiles.holotron_tools import HOLOTRON_TOOLS
-from holodesk.inference.profiles.prompts import PromptError, default_prompts_dir
+from holodesk.inference.profiles.prompting import PromptError, default_prompts_dir
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +91,8 @@ VALID: list[tuple[str, str, Action]] = [
         step({"name": "drag_to_desktop", "from_x": 1, "from_y": 2, "to_x": 3, "to_y": 4}),
         Drag(P(1, 2), P(3, 4)),
     ),
-    ("scroll", step({"name": "scroll_desktop", "direction": "down"}), Scroll(ScrollDirection.DOWN)),
+    # H Company's scroll_desktop scrolls 10 wheel clicks when scroll_size is left out
+    ("scroll", step({"name": "scroll_desktop", "direction": "down"}), Scroll(ScrollDirection.DOWN, 10)),
     (
         "scroll at",
         step({"name": "scroll_desktop", "direction": "UP", "amount": 5, "x": 400, "y": 600}),
@@ -105,12 +111,22 @@ VALID: list[tuple[str, str, Action]] = [
     (
         "hold and tap",
         step({"name": "hold_and_tap_key_desktop", "hold_keys": "alt", "tap_key": "tab"}),
-        KeyCombo(("alt", "tab")),
+        HoldAndTap(("alt",), ("tab",)),
     ),
     (
         "hold and tap list",
         step({"name": "hold_and_tap_key_desktop", "hold_keys": ["ctrl", "shift"], "tap_key": "esc", "count": 1}),
-        KeyCombo(("ctrl", "shift", "esc")),
+        HoldAndTap(("ctrl", "shift"), ("esc",)),
+    ),
+    (
+        "hold and tap twice",
+        step({"name": "hold_and_tap_key_desktop", "hold_keys": "alt", "tap_key": "tab", "count": 2}),
+        HoldAndTap(("alt",), ("tab", "tab")),
+    ),
+    (
+        "plan only (older text shape)",
+        step({"name": "update_plan", "plan": "1. open\n2. archive"}),
+        UpdatePlan((PlanGoal("open"), PlanGoal("archive"))),
     ),
     ("wait", step({"name": "wait"}), Wait()),
     ("wait seconds", step({"name": "wait", "seconds": 2.5}), Wait(2.5)),
@@ -232,7 +248,7 @@ def test_update_plan_goes_into_the_note(profile: HolotronProfile) -> None:
     )
     parsed = profile.parse_navigation(text)
     assert parsed.action == Wait()
-    assert parsed.note == "seen 3 mails\n1. open\n2. archive"
+    assert parsed.note == "seen 3 mails\n1. open [todo]\n2. archive [todo]"
 
 
 # -- hostile and malformed navigation answers -----------------------------------------------------
@@ -271,8 +287,8 @@ HOSTILE: list[tuple[str, str, str]] = [
     ("unknown key", step({"name": "hotkey_desktop", "keys": "ctrl+banana"}), "unknown key"),
     ("modifiers only", step({"name": "hotkey_desktop", "keys": "ctrl+shift"}), "only modifiers"),
     ("bad direction", step({"name": "scroll_desktop", "direction": "sideways"}), "scroll direction"),
-    ("scroll amount 0", step({"name": "scroll_desktop", "direction": "up", "amount": 0}), "outside [1, 50]"),
-    ("scroll amount huge", step({"name": "scroll_desktop", "direction": "up", "amount": 10**6}), "outside [1, 50]"),
+    ("scroll amount 0", step({"name": "scroll_desktop", "direction": "up", "amount": 0}), "outside [1, 100]"),
+    ("scroll amount huge", step({"name": "scroll_desktop", "direction": "up", "amount": 10**6}), "outside [1, 100]"),
     ("wait too long", step({"name": "wait", "seconds": 3600}), "wait must be"),
     ("wait negative", step({"name": "wait", "seconds": -1}), "wait must be"),
     ("bad button", step({"name": "click_desktop", "x": 1, "y": 2, "button": "fourth"}), "mouse button"),
@@ -284,11 +300,11 @@ HOSTILE: list[tuple[str, str, str]] = [
     ("restart", step({"name": "restart"}), "not supported"),
     ("key_down", step({"name": "key_down_desktop", "key": "shift"}), "not supported"),
     ("key_up", step({"name": "key_up_desktop", "key": "shift"}), "not supported"),
-    ("plan only", step({"name": "update_plan", "plan": "1. x"}), "only updates the plan"),
+    ("plan without goals", step({"name": "update_plan"}), 'needs "goals"'),
     (
-        "hold and tap twice",
-        step({"name": "hold_and_tap_key_desktop", "hold_keys": "alt", "tap_key": "tab", "count": 2}),
-        "once",
+        "hold and tap twice, two keys",
+        step({"name": "hold_and_tap_key_desktop", "hold_keys": "alt", "tap_key": ["tab", "a"], "count": 2}),
+        "repeats one tap key",
     ),
     # two actions where one is expected
     (
@@ -466,50 +482,113 @@ def image_placeholders(request_messages: list[dict[str, object]]) -> int:
 def test_only_the_last_screenshots_are_sent(given: int, keep: int, sent: int) -> None:
     images = prepared_images(given)
     profile = HolotronProfile(ImageBudget(keep_screenshots=keep))
-    request = profile.navigation_request("archive mail", [], images)
+    # Each screenshot is an observation: the first one, then one after each earlier step.
+    request = profile.navigation_request("archive mail", [PastStep(Wait())] * (given - 1), images)
     assert image_placeholders(request.messages) == len(request.images) == sent
     assert [image.size for image in request.images] == [prepared.image.size for prepared in images[-sent:]]
 
 
-def test_navigation_request_layout(profile: HolotronProfile) -> None:
+def texts(message: dict[str, object]) -> list[str]:
+    """A message's parts, a text part as its text and an image as "image"."""
+    content = message["content"]
+    assert isinstance(content, list)
+    return [part["text"] if part["type"] == "text" else part["type"] for part in content]
+
+
+def test_navigation_request_is_the_harness_conversation(profile: HolotronProfile) -> None:
+    plan = UpdatePlan((PlanGoal("Open the inbox", "done"), PlanGoal("Find the invoice", "running")))
     history = [
-        PastStep(Click(P(500, 300)), note="Inbox has 3 unread", thought="Open the inbox."),
-        PastStep(TypeText("invoice", P(10, 20))),
-        PastStep(KeyCombo(("ctrl", "+"))),
+        PastStep(Click(P(500, 300)), note="Inbox has 3 unread", thought="Open the inbox.", element="Inbox folder"),
+        PastStep(plan, thought="Plan it."),
+        PastStep(
+            TypeText("invoice", P(10, 20), press_enter=True), element="search field", outcome="skipped by the user"
+        ),
+        PastStep(KeyCombo(("ctrl", "+")), outcome="failed: the key cannot be pressed"),
     ]
-    request = profile.navigation_request("Find the invoice", history, prepared_images(2))
-    system, user = request.messages
-    assert system["role"] == "system" and "click_desktop" in system["content"]
-    assert not system["content"].startswith("/think")
-    assert user["role"] == "user"
-    text = "\n".join(part["text"] for part in user["content"] if part["type"] == "text")
-    assert "Task: Find the invoice" in text
-    assert '1. {"name": "click_desktop", "x": 500, "y": 300}' in text
-    assert "note: Inbox has 3 unread" in text and "thought: Open the inbox." in text
-    assert '2. {"name": "write_desktop", "content": "invoice", "x": 10, "y": 20}' in text
-    assert '3. {"name": "hotkey_desktop", "keys": "ctrl++"}' in text
-    # each screenshot sits inside <observation> tags, the closing instruction comes last
-    kinds = [part.get("text", part["type"]) for part in user["content"]]
-    assert kinds[2:8] == ["<observation>", "image", "</observation>\n"] * 2
+    request = profile.navigation_request("Find the invoice", history, prepared_images(3))
+    roles = [message["role"] for message in request.messages]
+    assert roles == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    system = request.messages[0]["content"]
+    assert isinstance(system, str) and system.startswith("/no_think\n") and "<output_format>" in system
+    assert json.dumps(navigation_schema(), ensure_ascii=False) in system
+    # the task and the first observation (an old one: a placeholder)
+    assert texts(request.messages[1]) == [
+        '<message from="user">\nFind the invoice\n</message>\n',
+        f"<observation>\n{IMAGE_PLACEHOLDER}\n</observation>",
+    ]
+    # each earlier step: its JSON as the assistant's turn, then the tool's output and the next observation
+    assert json.loads(request.messages[2]["content"]) == {
+        "note": "Inbox has 3 unread",
+        "thought": "Open the inbox.",
+        "tool_call": {"tool_name": "click_desktop", "element": "Inbox folder", "x": 500, "y": 300},
+    }
+    assert texts(request.messages[3])[0] == '<tool_output tool="click_desktop">\n\n</tool_output>\n'
+    assert json.loads(request.messages[4]["content"])["tool_call"] == {
+        "tool_name": "update_plan",
+        "goals": [{"title": "Open the inbox", "status": "done"}, {"title": "Find the invoice", "status": "running"}],
+    }
+    assert texts(request.messages[5])[0] == (
+        '<tool_output tool="update_plan">\n1. Open the inbox [done]\n2. Find the invoice [running]\n</tool_output>\n'
+    )
+    assert json.loads(request.messages[6]["content"])["tool_call"] == {
+        "tool_name": "write_at_desktop",
+        "content": "invoice",
+        "element": "search field",
+        "x": 10,
+        "y": 20,
+        "press_enter": True,
+        "overwrite": False,
+    }
+    assert "skipped by the user" in texts(request.messages[7])[0]
+    assert texts(request.messages[9])[0].startswith('<error tool="hotkey_desktop">\nfailed: ')
+    # the last three observations carry the screenshots, oldest first; the older ones a placeholder
+    observations = [part for message in request.messages[1::2][1:] for part in texts(message)[1:]]
+    assert observations == [
+        f"<observation>\n{IMAGE_PLACEHOLDER}\n</observation>",
+        *["<observation>\n", "image", "\n</observation>"] * 3,
+    ]
     assert request.response_schema == navigation_schema()
     assert request.max_new_tokens == NAVIGATION_TOKENS
 
 
-def test_empty_history_is_said_plainly(profile: HolotronProfile) -> None:
+def test_first_step_is_the_task_and_the_screen(profile: HolotronProfile) -> None:
     request = profile.navigation_request("t", [], prepared_images(1))
-    assert "(none yet: this is the first step)" in request.messages[1]["content"][0]["text"]
+    assert [message["role"] for message in request.messages] == ["system", "user"]
+    assert texts(request.messages[1]) == [
+        '<message from="user">\nt\n</message>\n',
+        "<observation>\n",
+        "image",
+        "\n</observation>",
+    ]
 
 
-def test_long_history_is_trimmed_to_the_latest_steps(profile: HolotronProfile) -> None:
-    history = [PastStep(Wait(float(1 + index % 5))) for index in range(50)]
-    text = profile.navigation_request("t", history, prepared_images(1)).messages[1]["content"][0]["text"]
-    assert "(10 earlier steps not shown)" in text
-    assert "11. " in text and "50. " in text and "\n10. " not in text
+def test_retry_request_sends_the_refused_answer_and_the_error(profile: HolotronProfile) -> None:
+    request = profile.navigation_request("t", [], prepared_images(1))
+    retry = profile.retry_request(request, "I would click OK", "holotron: the answer contains no JSON object")
+    assert retry.messages[:-2] == request.messages and retry.images == request.images
+    assert retry.messages[-2] == {"role": "assistant", "content": "I would click OK"}
+    (feedback,) = texts(retry.messages[-1])
+    assert feedback.startswith(
+        '<error tool="tool_call">\nYour answer could not be used: holotron: the answer contains no JSON'
+    )
+    assert retry.response_schema == request.response_schema
 
 
 def test_think_turns_reasoning_on() -> None:
     request = HolotronProfile(think=True).navigation_request("t", [], prepared_images(1))
     assert request.messages[0]["content"].startswith("/think\n")
+    assert "/no_think" not in request.messages[0]["content"]
     assert request.max_new_tokens == NAVIGATION_TOKENS_THINKING
 
 
@@ -546,21 +625,56 @@ def test_prompt_documents_exactly_the_taught_tools(profile: HolotronProfile) -> 
 
 
 def test_schema_lists_the_taught_tools() -> None:
-    variants = navigation_schema()["properties"]["action"]["anyOf"]
-    assert [v["properties"]["name"]["enum"] for v in variants] == [[t.name] for t in HOLOTRON_TOOLS.documented]
-    click = variants[0]
-    assert click["required"] == ["name", "x", "y"]
-    assert click["properties"]["x"] == {"type": "integer", "minimum": 0, "maximum": 1000}
+    schema = navigation_schema()
+    assert schema["required"] == ["note", "thought", "tool_call"]
+    variants = schema["properties"]["tool_call"]["anyOf"]
+    names = [v["properties"]["tool_name"]["enum"] for v in variants]
+    assert names == [[t.name] for t in HOLOTRON_TOOLS.documented]
+    by_name = {name: variant for [name], variant in zip(names, variants, strict=True)}
+    # H Company's desktop tools, with their arguments, in their order (the target's description first)
+    expected = {
+        "update_plan": ["goals"],
+        "click_desktop": ["element", "x", "y", "button"],
+        "double_click_desktop": ["element", "x", "y"],
+        "move_to_desktop": ["element", "x", "y"],
+        "drag_to_desktop": ["element", "x", "y"],
+        "scroll_desktop": ["element", "x", "y", "direction", "scroll_size"],
+        "write_desktop": ["content", "press_enter", "overwrite"],
+        "write_at_desktop": ["content", "element", "x", "y", "press_enter", "overwrite"],
+        "hotkey_desktop": ["keys", "repeat_count"],
+        "hold_and_tap_key_desktop": ["hold_keys", "tap_keys"],
+        "wait_desktop": ["seconds"],
+        "answer": ["content"],
+        "ask_user": ["question"],
+    }
+    assert {name: list(v["properties"])[1:] for name, v in by_name.items()} == expected
+    assert by_name["click_desktop"]["required"] == ["tool_name", "element", "x", "y"]
+    assert by_name["click_desktop"]["properties"]["x"] == {"type": "integer", "minimum": 0, "maximum": 1000}
+    assert by_name["write_desktop"]["properties"]["press_enter"] == {"type": "boolean"}
+    assert by_name["hotkey_desktop"]["properties"]["keys"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": 1,
+        "maxItems": 5,
+    }
+    goal = by_name["update_plan"]["properties"]["goals"]["items"]
+    assert goal["properties"]["status"]["enum"] == ["todo", "running", "done", "failed"]
 
 
 def test_prompt_examples_parse(profile: HolotronProfile) -> None:
     text = (default_prompts_dir() / "holotron_navigation.txt").read_text(encoding="utf-8")
-    examples = [line for line in text.splitlines() if line.startswith('{"note": "') and "<action name>" not in line]
+    examples = [line for line in text.splitlines() if line.startswith('{"note": ')]
     assert len(examples) == 3
     assert [profile.parse_navigation(line).action for line in examples] == [
         Click(P(912, 884)),
-        TypeText("quarterly report"),
-        KeyCombo(("enter",)),
+        TypeText("quarterly report", press_enter=True),
+        UpdatePlan(
+            (
+                PlanGoal("Find the mail from Anna", "running"),
+                PlanGoal("Save its attachment"),
+                PlanGoal("Reply to thank her"),
+            )
+        ),
     ]
 
 
@@ -583,9 +697,128 @@ def test_custom_prompts_dir_is_used(tmp_path: Path) -> None:
     (tmp_path / "holotron_navigation.txt").write_text("Custom system prompt, costs $$5.", encoding="utf-8")
     (tmp_path / "holotron_localization.txt").write_text("Where is: ${target}", encoding="utf-8")
     profile = HolotronProfile(prompts_dir=tmp_path)
-    assert (
-        profile.navigation_request("t", [], prepared_images(1)).messages[0]["content"]
-        == "Custom system prompt, costs $5."
-    )
+    system = profile.navigation_request("t", [], prepared_images(1)).messages[0]["content"]
+    assert system.startswith("/no_think\nCustom system prompt, costs $5.\n\n<output_format>")
     request = profile.localization_request("the $HOME icon", prepared_images(1)[0])
     assert request.messages[0]["content"][1]["text"] == "Where is: the $HOME icon"
+
+
+# -- H Company's desktop step: every tool and argument ---------------------------------------------
+
+
+def harness(tool_call: dict[str, object], note: str | None = None, thought: str = "t") -> str:
+    return json.dumps({"note": note, "thought": thought, "tool_call": tool_call})
+
+
+HARNESS: list[tuple[str, dict[str, object], Action]] = [
+    ("click", {"tool_name": "click_desktop", "element": "OK", "x": 500, "y": 300}, Click(P(500, 300))),
+    (
+        "right click",
+        {"tool_name": "click_desktop", "element": "file", "x": 1, "y": 2, "button": "right"},
+        Click(P(1, 2), MouseButton.RIGHT),
+    ),
+    (
+        "double click",
+        {"tool_name": "double_click_desktop", "element": "icon", "x": 10, "y": 20},
+        Click(P(10, 20), count=2),
+    ),
+    ("move", {"tool_name": "move_to_desktop", "element": "menu", "x": 999, "y": 1}, Move(P(999, 1))),
+    (
+        "scroll",
+        {"tool_name": "scroll_desktop", "element": "list", "x": 400, "y": 600, "direction": "down", "scroll_size": 25},
+        Scroll(ScrollDirection.DOWN, 25, P(400, 600)),
+    ),
+    (
+        "scroll default size",
+        {"tool_name": "scroll_desktop", "element": "list", "x": 400, "y": 600, "direction": "up"},
+        Scroll(ScrollDirection.UP, 10, P(400, 600)),
+    ),
+    ("write", {"tool_name": "write_desktop", "content": "hi"}, TypeText("hi")),
+    (
+        "write, enter, overwrite",
+        {"tool_name": "write_desktop", "content": "hi", "press_enter": True, "overwrite": True},
+        TypeText("hi", press_enter=True, overwrite=True),
+    ),
+    (
+        "write at",
+        {"tool_name": "write_at_desktop", "content": "x", "element": "name field", "x": 5, "y": 6, "overwrite": True},
+        TypeText("x", P(5, 6), overwrite=True),
+    ),
+    ("hotkey", {"tool_name": "hotkey_desktop", "keys": ["ctrl", "c"]}, KeyCombo(("ctrl", "c"))),
+    (
+        "hotkey repeated",
+        {"tool_name": "hotkey_desktop", "keys": ["tab"], "repeat_count": 4},
+        KeyCombo(("tab",), repeat=4),
+    ),
+    (
+        "hold and tap",
+        {"tool_name": "hold_and_tap_key_desktop", "hold_keys": ["ctrl"], "tap_keys": ["a", "c"]},
+        HoldAndTap(("ctrl",), ("a", "c")),
+    ),
+    (
+        "plan",
+        {
+            "tool_name": "update_plan",
+            "goals": [{"title": "Open it", "status": "running"}, {"title": "Check it", "status": "todo"}],
+        },
+        UpdatePlan((PlanGoal("Open it", "running"), PlanGoal("Check it"))),
+    ),
+    ("wait", {"tool_name": "wait_desktop", "seconds": 2}, Wait(2.0)),
+    ("answer", {"tool_name": "answer", "content": "Paris"}, Done("Paris")),
+    (
+        "drag and drop (sagent)",
+        {"tool_name": "drag_and_drop", "description": "move the file", "x1": 1, "y1": 2, "x2": 3, "y2": 4},
+        Drag(P(1, 2), P(3, 4)),
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool_call", "expected"), [(c, a) for _, c, a in HARNESS], ids=[n for n, _, _ in HARNESS])
+def test_harness_steps(profile: HolotronProfile, tool_call: dict[str, object], expected: Action) -> None:
+    step = profile.parse_navigation(harness(tool_call, note="3 unread", thought="why"))
+    assert step.action == expected
+    assert (step.note, step.thought) == ("3 unread", "why")
+    assert step.element == str(tool_call.get("element") or tool_call.get("description") or "")
+    # the history writes it back in the same vocabulary, and it reads back as the same action
+    written = json.loads(step_json(PastStep(step.action, step.note, step.thought, step.element)))
+    assert profile.parse_navigation(json.dumps(written)).action == expected
+
+
+def test_drag_to_desktop_drags_from_the_pointer(profile: HolotronProfile) -> None:
+    answer = harness({"tool_name": "drag_to_desktop", "element": "the bin", "x": 900, "y": 100})
+    assert profile.parse_navigation(answer, pointer=P(120, 340)).action == Drag(P(120, 340), P(900, 100))
+    with pytest.raises(ParseError, match="call move_to_desktop first"):
+        profile.parse_navigation(answer)
+
+
+@pytest.mark.parametrize(
+    ("tool_call", "message"),
+    [
+        ({"tool_name": "key_down_desktop", "key": "shift"}, "holds a key or button across steps"),
+        ({"tool_name": "mouse_down_desktop"}, "holds a key or button across steps"),
+        ({"tool_name": "hotkey_desktop", "keys": ["a", "b", "c", "d", "e", "f"]}, "at most 5"),
+        ({"tool_name": "hotkey_desktop", "keys": ["tab"], "repeat_count": 21}, "outside [1, 20]"),
+        ({"tool_name": "hold_and_tap_key_desktop", "hold_keys": ["a", "b", "c", "d"], "tap_keys": ["x"]}, "at most 3"),
+        (
+            {"tool_name": "hold_and_tap_key_desktop", "hold_keys": ["shift"], "tap_keys": ["shift"]},
+            "both held and tapped",
+        ),
+        ({"tool_name": "write_desktop", "content": "x", "press_enter": "yes"}, "true or false"),
+        ({"tool_name": "write_at_desktop", "content": "x", "element": "f"}, "needs 'x'"),
+        (
+            {"tool_name": "scroll_desktop", "element": "l", "x": 1, "y": 2, "direction": "up", "scroll_size": 101},
+            "[1, 100]",
+        ),
+        ({"tool_name": "update_plan", "goals": [{"title": "x", "status": "maybe"}]}, "status one of"),
+        (
+            {"tool_name": "drag_and_drop", "x1": 1, "y1": 2, "x2": 3, "y2": 4, "hold_keys": ["shift"]},
+            "cannot hold keys",
+        ),
+        ({"tool_name": "click_desktop", "element": "e" * 2001, "x": 1, "y": 2}, "at most 2000"),
+        ({"tool_name": "click_desktop\u0000", "element": "e", "x": 1, "y": 2}, "not a plain name"),
+        ({"tool_name": " click_desktop\t", "element": "e", "x": 1, "y": 2}, "not a plain name"),
+    ],
+)
+def test_harness_steps_that_are_refused(profile: HolotronProfile, tool_call: dict[str, object], message: str) -> None:
+    with pytest.raises(ParseError, match=re.escape(message)):
+        profile.parse_navigation(harness(tool_call))

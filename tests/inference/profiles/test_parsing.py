@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from holodesk.inference.profiles.extract import (
+from holodesk.inference.profiles.parsing import (
     MAX_ANSWER_CHARS,
     Call,
     MalformedAnswer,
@@ -270,3 +270,44 @@ def test_strict_seconds_accepts(value: object, expected: float) -> None:
 def test_strict_seconds_refuses(value: object) -> None:
     with pytest.raises(MalformedAnswer):
         strict_seconds(value, "seconds")
+
+
+# -- hostile input: nothing mined from a broken object, no runaway numbers, linear tag handling ------
+
+
+def test_a_broken_object_is_skipped_whole_and_its_inner_objects_are_not_mined() -> None:
+    inner = '{"tool_name": "answer", "content": "x"}'
+    # the outer object lost its closing brace: everything after its opening brace is inside it
+    assert find_json_objects('{"note": null, "tool_call": ' + inner) == []
+    # a balanced but invalid span is skipped as a whole; an object after it is still found
+    found = find_json_objects('{"note": nope, "tool_call": ' + inner + '} then {"a": 1}')
+    assert [f.value for f in found] == [{"a": 1}]
+    # prose with braces before the answer does not hide the answer
+    assert [f.value for f in find_json_objects('Use {curly} braces: {"a": 2}')] == [{"a": 2}]
+
+
+@pytest.mark.parametrize("value", [10**9, -(10**9), 10**400])
+def test_runaway_integers_are_refused_before_any_arithmetic(value: int) -> None:
+    with pytest.raises(MalformedAnswer, match="far too large"):
+        strict_int(value, "x")
+    with pytest.raises(MalformedAnswer, match="far too large"):  # float() of it would overflow
+        strict_seconds(value, "seconds")
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "reasoning"),
+    [
+        ("<think>a<think>b</think>c", "c", "a<think>b"),  # an opening tag inside a block is reasoning
+        ("a</think>b<think>c</think>d", "b\nd", "a\nc"),
+        ("<THINK>x</Think>y", "y", "x"),
+    ],
+)
+def test_reasoning_blocks_are_read_in_one_pass(text: str, answer: str, reasoning: str) -> None:
+    reasoned = split_reasoning(text)
+    assert (reasoned.answer, reasoned.reasoning) == (answer, reasoning)
+
+
+@pytest.mark.parametrize("text", ["<think>" * 9_000, "x</think></think>", "<think>a</think></think>b"])
+def test_unbalanced_reasoning_tags_are_refused(text: str) -> None:
+    with pytest.raises(MalformedAnswer):
+        split_reasoning(text)

@@ -17,9 +17,16 @@ from holodesk.automation.coords import ImagePixelSpace
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ChatRequest, ImageBudget, PreparedImage, Profile
-from holodesk.inference.profiles.chat import localization_messages, navigation_messages, recent_images, render_history
-from holodesk.inference.profiles.images import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, prepare_qwen_image
-from holodesk.inference.profiles.prompts import load_prompt
+from holodesk.inference.profiles.prompting import (
+    QWEN_MAX_PIXELS,
+    QWEN_MIN_PIXELS,
+    load_prompt,
+    localization_messages,
+    navigation_messages,
+    prepare_qwen_image,
+    recent_images,
+    render_history,
+)
 
 IMAGE_PLACEHOLDERS = ("image_width", "image_height")
 

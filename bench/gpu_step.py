@@ -223,7 +223,7 @@ def run_steps(arguments: argparse.Namespace, device_name: str) -> dict[str, Any]
         "checkpoint": str(backend.checkpoint.path),
         "parameters": parameters,
         "weight_bytes_bf16": weight_bytes,
-        "mamba_kernels": backend.slow_path_warning is None,
+        "mamba_kernels": backend.load_notice is None,
         "screenshots": [str(p) for p in screenshots],
         "summary": summary,
         "steps": steps,

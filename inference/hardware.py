@@ -207,7 +207,7 @@ def verdict(path: MambaPath, devices: Sequence[CudaDevice], kernels: Sequence[Ke
         return (
             f"{missing} not usable on {devices[0].label}: Holotron-12B does not load without mamba-ssm (its"
             " modeling code imports mamba-ssm's Triton RMSNorm), and without causal-conv1d its Mamba layers run"
-            ' their PyTorch scan (slower). Install them on this GPU machine with: pip install --no-build-isolation'
+            " their PyTorch scan (slower). Install them on this GPU machine with: pip install --no-build-isolation"
             ' "holodesk[cuda]"'
         )
     return (

@@ -163,8 +163,14 @@ def plan_load(
                 f"{NEMOTRON_VL_ARCHITECTURE} (Holotron-12B) cannot run on the CPU: its Mamba layers use mamba-ssm's"
                 " Triton kernel, which needs a CUDA GPU. Use a CUDA GPU or the remote (OpenAI-compatible) backend."
             )
-        notice = "the tiny test stand-in on the CPU (tests only)" if facts.standin else None
-        return LoadPlan(device, chosen, MambaPath.CPU, None, notice, attention)
+        if not facts.standin:
+            raise ModelLoadError(
+                f"{checkpoint.path} cannot be loaded on the CPU: only the tiny test stand-in runs on the CPU."
+                " Use a CUDA GPU or the remote (OpenAI-compatible) backend."
+            )
+        return LoadPlan(
+            device, chosen, MambaPath.CPU, None, "the tiny test stand-in on the CPU (tests only)", attention
+        )
 
     if report.torch.error is not None:
         raise ModelLoadError(f"torch cannot be imported ({report.torch.error}); install holodesk[holotron]")
@@ -183,11 +189,18 @@ def plan_load(
             )
         raise ModelLoadError(f"There is no {device}; this machine has {', '.join(d.label for d in report.devices)}.")
 
-    notice = None
+    notices = []
     if chosen == "bfloat16" and gpu.capability < (8, 0):
         # Not switched to float16 for the user: Nemotron-VL's remote code casts image features to bf16.
-        notice = f"{gpu.label} predates Ampere: bfloat16 runs emulated there and will be slow"
-        logger.warning("%s", notice)
+        notices.append(f"{gpu.label} predates Ampere: bfloat16 runs emulated there and will be slow")
+        logger.warning("%s", notices[-1])
+    if report.path is MambaPath.SLOW_TORCH:
+        broken = "; ".join(k.describe() for k in report.kernels if not k.importable) or "kernels missing"
+        notices.append(
+            f"The Mamba scan kernels are not usable ({broken}): the Mamba layers run their PyTorch scan on the GPU"
+            f" (slower). Install them with: {KERNEL_INSTALL}"
+        )
+    notice = " ".join(notices) or None
     required: int | None = None
     if checkpoint.weight_bytes > 0:
         weights = checkpoint.weight_bytes * DTYPE_BYTES[chosen] // saved_dtype_bytes(checkpoint.path)

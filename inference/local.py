@@ -342,11 +342,6 @@ class LocalBackend:
                 "mamba-ssm and causal-conv1d import here, but the checkpoint's Mamba layers did not pick them up:"
                 " their PyTorch scan runs on the GPU (slower)."
             )
-        elif plan.mamba_path is MambaPath.SLOW_TORCH and in_use is not True:
-            notice = (
-                "causal-conv1d or mamba-ssm's scan kernels are not usable: the Mamba layers run their PyTorch scan"
-                ' on the GPU (slower). Install them with: pip install --no-build-isolation "holodesk[cuda]"'
-            )
         self.load_notice = notice
         if notice:
             logger.warning("%s", notice)

@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser("doctor", help="check display, capture, input, GPU, kernels and weights")
     _add_backend_options(doctor, scripted=False)
+    doctor.add_argument(
+        "--try", dest="try_step", action="store_true", help="also load the model and run one step (never acts)"
+    )
 
     run = commands.add_parser("run", help="do a task, approving each step in this terminal", epilog=EPILOG)
     run.add_argument("task", help="what to do, in words")
@@ -122,7 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from holodesk.app.cli.doctor import DoctorOptions, run_doctor
 
         return run_doctor(
-            DoctorOptions(backend=args.backend, model=args.model, base_url=args.base_url, device=args.device)
+            DoctorOptions(
+                backend=args.backend,
+                model=args.model,
+                base_url=args.base_url,
+                device=args.device,
+                try_step=args.try_step,
+            )
         )
     if args.command == "run":
         from holodesk.app.cli.run_command import run_task

@@ -178,6 +178,8 @@ class LocalBackend:
     `fast_tiling` (default on) lets `inference.tiling` cut the images into tiles instead of the
     processor's PIL code, if a probe at load time finds both agree; after loading, the attribute
     `fast_tiling` says whether it is in use and `fast_tiling_reason` why (for doctor and benchmarks).
+    On CUDA the fast tiler uploads each uint8 image and makes the tiles on the GPU; `tiling_device`
+    overrides where ("cpu" runs that same device path on the CPU, which is how tests hold it).
     """
 
     def __init__(
@@ -193,6 +195,7 @@ class LocalBackend:
         hardware_probe: Callable[[], HardwareReport] = detect_hardware,
         load_wait_s: float | None = None,
         fast_tiling: bool = True,
+        tiling_device: str | None = None,
     ) -> None:
         if max_tiles < 1:
             raise ValueError(f"max_tiles must be at least 1, got {max_tiles}")
@@ -208,6 +211,9 @@ class LocalBackend:
         self.hardware_probe = hardware_probe
         self.load_wait_s = load_wait_s
         self.fast_tiling_requested = fast_tiling
+        # Where the fast tiler makes the tiles: None = the model's device when it is CUDA (the uint8 frame is
+        # uploaded and tiled there), else the CPU kernel; "cpu" runs the device path on the CPU (tests).
+        self.tiling_device = tiling_device
         # Filled in by loading; read by doctor and the settings page.
         self.checkpoint: CheckpointLocation | None = None
         self.plan: LoadPlan | None = None
@@ -386,7 +392,7 @@ class LocalBackend:
             agree, found = False, "the processor has no image processor to stand in for"
         else:
             try:
-                adapter = FastImageProcessor(stock, dtype)
+                adapter = FastImageProcessor(stock, dtype, device=self._tiling_device())
                 fast_processor = copy.copy(processor)
                 fast_processor.image_processor = adapter
                 agree, found = compare_tiling(processor, fast_processor, adapter, dtype)
@@ -399,6 +405,11 @@ class LocalBackend:
         self.fast_tiling, self.fast_tiling_reason = True, f"on: {found}"
         logger.info("image tiling: fast path (%s)", found)
         return fast_processor, adapter
+
+    def _tiling_device(self) -> str | None:
+        if self.tiling_device is not None:
+            return normalize_device(self.tiling_device)
+        return self.device_name if self.device_name.startswith("cuda") else None
 
     def unload(self) -> None:
         """Drop the model and free its memory; a later `load_async` loads it again."""

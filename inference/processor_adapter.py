@@ -157,9 +157,11 @@ class FastImageProcessor:
     image processor's, so the processor reads the same settings either way.
     """
 
-    def __init__(self, stock: Any, dtype: torch.dtype) -> None:
+    def __init__(self, stock: Any, dtype: torch.dtype, device: str | None = None) -> None:
         self.stock = stock
         self.dtype = dtype
+        # Where the tiles are made: None, the CPU's uint8 kernel; a device (the model's), the device path.
+        self.device = device
         self.spec = tiling.TilingSpec.from_image_processor(stock)
         # Calls answered by the fast path and calls handed to the stock one: the probe needs to know that
         # the processor really went through __call__/preprocess here, not through some other method.
@@ -193,12 +195,16 @@ class FastImageProcessor:
         spec = self.spec
         grids = [tiling.choose_grid(image.width, image.height, spec) for image in flat]
         size = spec.tile_size
-        pixel_values = torch.empty((sum(grid.count for grid in grids), 3, size, size), dtype=self.dtype)
+        pixel_values = torch.empty(
+            (sum(grid.count for grid in grids), 3, size, size), dtype=self.dtype, device=self.device or "cpu"
+        )
         start = 0
         for image, grid in zip(flat, grids, strict=True):
             # One image's pixels at a time (a 1080p RGB copy is 6 MB), tiled into its slice of the batch.
             pixels = np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
-            tiling.fast_tiles(pixels, spec, channels="RGB", out=pixel_values[start : start + grid.count])
+            tiling.fast_tiles(
+                pixels, spec, channels="RGB", out=pixel_values[start : start + grid.count], device=self.device
+            )
             start += grid.count
         self.fast_calls += 1
         # num_patches as a tensor: Nemotron-Nano-VL's processor calls .tolist() on it.
@@ -288,6 +294,7 @@ def compare_tiling(
         return False, "the probe produced no pixel values"
     if tuple(got.shape) != tuple(want.shape) or got.dtype != dtype:
         return False, f"tiles of {tuple(got.shape)} {got.dtype}, the processor's are {tuple(want.shape)} in {dtype}"
+    got = got.to("cpu")  # the device path's tiles are on the model's device
     reference = want.to(dtype).float()
     # Grey levels undo the normalization's scale, channel by channel: normalized = grey / (255 * std) - ...
     to_grey = 255.0 * torch.tensor(adapter.spec.std, dtype=torch.float32).view(1, 3, 1, 1)

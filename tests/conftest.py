@@ -44,9 +44,7 @@ isolate_hf_environment()
 REPO = Path(__file__).resolve().parent.parent
 TEST_KERNELS = REPO / "tests" / "support" / "kernels"
 sys.path.append(str(TEST_KERNELS))
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [str(REPO), str(TEST_KERNELS), os.environ.get("PYTHONPATH")])
-)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), str(TEST_KERNELS), os.environ.get("PYTHONPATH")]))
 
 
 @pytest.fixture(scope="module")

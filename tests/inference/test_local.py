@@ -508,6 +508,24 @@ def test_a_fast_path_that_disagrees_falls_back_to_the_processor(
         backend.unload()
 
 
+def test_the_device_tiling_path_passes_the_probe_and_serves_requests(
+    tiny_checkpoint: Path, tiny_backend: LocalBackend, screenshot: Image.Image
+) -> None:
+    """What a CUDA load does (upload the uint8 image, tile there), run on the CPU through the same code."""
+    backend = LocalBackend(tiny_checkpoint, device="cpu", max_tiles=12, tiling_device="cpu")
+    backend.load()
+    try:
+        assert backend.fast_tiling, backend.fast_tiling_reason
+        adapter = backend._loaded.fast_image_processor  # type: ignore[union-attr]
+        assert adapter is not None and adapter.device == "cpu"
+        assert tiny_backend._loaded.fast_image_processor.device is None  # type: ignore[union-attr]
+        request = navigation_request(screenshot, max_new_tokens=1)
+        device_path = backend.generate_detailed(request)
+        assert device_path.prompt_token_ids == tiny_backend.generate_detailed(request).prompt_token_ids
+    finally:
+        backend.unload()
+
+
 def test_the_fast_image_processor_answers_like_the_stock_one(tiny_backend: LocalBackend) -> None:
     stock = tiny_backend._loaded.processor.image_processor  # type: ignore[union-attr]
     adapter = FastImageProcessor(stock, torch.bfloat16)

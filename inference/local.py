@@ -482,12 +482,12 @@ class LocalBackend:
         import torch
         from transformers import StoppingCriteria, StoppingCriteriaList
 
-        asked_at = time.monotonic() if asked_at is None else asked_at
+        asked: float = time.monotonic() if asked_at is None else asked_at
         backend = self
 
         class _StopWhenInterrupted(StoppingCriteria):
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-                stop = backend._interrupted_at >= asked_at
+                stop = backend._interrupted_at >= asked
                 return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
 
         if request.max_new_tokens < 1:
@@ -524,7 +524,7 @@ class LocalBackend:
             torch.cuda.synchronize(loaded.device)
         generate_ended = time.perf_counter()
 
-        if self._interrupted_at >= asked_at:
+        if self._interrupted_at >= asked:
             raise GenerationInterrupted("generation was interrupted (the run was stopped)")
         sequence = getattr(output, "sequences", output)[0].to("cpu")
         prompt_row = prompt_ids[0].to("cpu")

@@ -46,7 +46,7 @@ PART_TYPES = ("text", "image")
 MAX_IMAGES = 4
 
 
-def register_image_processor(path: Path) -> type | None:
+def register_image_processor(path: Path) -> Any:
     """Register the checkpoint's own image processor class with AutoImageProcessor; return it.
 
     None when preprocessor_config.json names no remote image processor (a stock one needs nothing).
@@ -66,7 +66,7 @@ def register_image_processor(path: Path) -> type | None:
         reference = next((r for r in reference if r), None)
     if not isinstance(reference, str):
         return None
-    image_processor_class: type = get_class_from_dynamic_module(reference, str(path))
+    image_processor_class: Any = get_class_from_dynamic_module(reference, str(path))
     config_class = type(AutoConfig.from_pretrained(path, trust_remote_code=True, local_files_only=True))
     from transformers.image_processing_utils_fast import BaseImageProcessorFast
 

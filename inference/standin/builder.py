@@ -125,7 +125,7 @@ def _train_tokenizer() -> Any:
         eos_token="</s>",
         additional_special_tokens=[t for t in SPECIAL_TOKENS if t not in ("<unk>", "<s>", "</s>")],
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = CHAT_TEMPLATE  # type: ignore[attr-defined]
     return tokenizer
 
 

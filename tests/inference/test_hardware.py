@@ -77,6 +77,9 @@ def test_this_machine_is_reported_with_torch_and_kernel_errors() -> None:
             assert kernel.error and "\n" not in kernel.error
 
 
+_KERNEL_PACKAGES = ("mamba_ssm", "causal_conv1d")
+
+
 @pytest.fixture
 def fake_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Importable stand-ins for mamba_ssm (working) and causal_conv1d (its extension fails to load)."""
@@ -96,11 +99,17 @@ def fake_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
             """
         )
     )
+    # The session may already have imported the tests' mamba_ssm stand-in (tests/support/kernels) for the
+    # stand-in checkpoint: set it aside so these fakes are what gets imported, and put it back after.
+    kept = {name: module for name, module in sys.modules.items() if name.split(".")[0] in _KERNEL_PACKAGES}
+    for name in kept:
+        del sys.modules[name]
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
     for name in list(sys.modules):
-        if name.split(".")[0] in ("mamba_ssm", "causal_conv1d"):
+        if name.split(".")[0] in _KERNEL_PACKAGES:
             del sys.modules[name]
+    sys.modules.update(kept)
 
 
 def test_kernel_probe_imports_the_functions_the_model_calls(fake_kernels: Path) -> None:

@@ -96,6 +96,27 @@ def mamba_rmsnorm_error() -> str | None:
     return None
 
 
+# What the checkpoint's own files import besides transformers: its image processor imports torchvision
+# (which must be the build made for the installed torch), its RADIO vision tower einops.
+REMOTE_CODE_IMPORTS = ("torchvision", "einops")
+HOLOTRON_INSTALL = 'pip install "holodesk[holotron]" (torch 2.13.0 with torchvision 0.28.0, einops)'
+
+
+def import_errors(modules: tuple[str, ...] = REMOTE_CODE_IMPORTS) -> str | None:
+    """Why some of `modules` do not import here ("name: error; ..."), or None when all do.
+
+    A torchvision built for another torch imports with "operator torchvision::nms does not exist".
+    """
+    found = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # a mismatched build raises RuntimeError or OSError, not only ImportError
+            lines = str(exc).strip().splitlines()
+            found.append(f"{name}: {type(exc).__name__}: {lines[0] if lines else ''}")
+    return "; ".join(found) or None
+
+
 def headroom_bytes(weight_bytes: int) -> int:
     """Memory beyond the weights: activations of a ~3,500-token prefill, the hybrid cache, CUDA's own."""
     return max(2 * GIB, weight_bytes // 10)
@@ -134,10 +155,12 @@ def plan_load(
     facts: CheckpointFacts | None = None,
     mamba_error: str | None = None,
     flash_available: bool = False,
+    import_error: str | None = None,
 ) -> LoadPlan:
     """Check architecture, device, dtype, kernels and free memory; refuse clearly what cannot work.
 
-    `mamba_error` is `mamba_rmsnorm_error()`'s answer (passed in so that planning imports nothing).
+    `mamba_error` is `mamba_rmsnorm_error()`'s answer and `import_error` `import_errors()`'s (passed in
+    so that planning imports nothing).
     """
     device = normalize_device(device)
     if dtype is not None and dtype not in DTYPE_BYTES:
@@ -149,6 +172,11 @@ def plan_load(
             raise ModelLoadError(
                 f"{NEMOTRON_VL_ARCHITECTURE} runs in bfloat16 only: its code casts image features to bfloat16"
                 f" itself, so {chosen} weights fail in the vision projector. Leave the dtype at bfloat16."
+            )
+        if import_error is not None:
+            raise ModelLoadError(
+                f"{NEMOTRON_VL_ARCHITECTURE}'s own code cannot import what it needs ({import_error}). Install"
+                f" them with: {HOLOTRON_INSTALL}; torchvision must be the build made for the installed torch."
             )
         if mamba_error is not None:
             raise ModelLoadError(

@@ -33,6 +33,7 @@ from holodesk.inference.load_plan import (
     LoadPlan,
     attention_config,
     flash_attention_available,
+    import_errors,
     mamba_rmsnorm_error,
     normalize_device,
     plan_load,
@@ -295,6 +296,7 @@ class LocalBackend:
             facts=facts,
             mamba_error=mamba_rmsnorm_error() if facts.nemotron_vl else None,
             flash_available=flash_attention_available(),
+            import_error=import_errors() if facts.nemotron_vl else None,
         )
         self.plan = plan
 

@@ -230,6 +230,7 @@ def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
     from holodesk.inference.hardware import detect_hardware
     from holodesk.inference.load_plan import (
         flash_attention_available,
+        import_errors,
         mamba_rmsnorm_error,
         plan_load,
         read_checkpoint_facts,
@@ -255,6 +256,7 @@ def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
             facts=facts,
             mamba_error=mamba_rmsnorm_error() if facts.nemotron_vl else None,
             flash_available=flash_attention_available(),
+            import_error=import_errors() if facts.nemotron_vl else None,
         )
     except ModelLoadError as exc:
         yield CheckResult("load plan", Status.FAIL, str(exc), blocking=True)

@@ -24,6 +24,7 @@ from holodesk.inference.load_plan import (
     CheckpointFacts,
     attention_config,
     choose_attention,
+    import_errors,
     plan_load,
     read_checkpoint_facts,
 )
@@ -102,6 +103,14 @@ def test_the_real_architecture_needs_mamba_ssm_and_a_gpu(tmp_path: Path) -> None
     with pytest.raises(ModelLoadError, match="cannot load without mamba-ssm") as kernels:
         plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(), facts=real, mamba_error="No module named x")
     assert "holodesk[cuda]" in str(kernels.value)
+    mismatch = "torchvision: RuntimeError: operator torchvision::nms does not exist"
+    with pytest.raises(ModelLoadError, match="cannot import what it needs") as imports:
+        plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(), facts=real, import_error=mismatch)
+    assert mismatch in str(imports.value) and "torchvision 0.28.0" in str(imports.value)
+    assert import_errors(("einops", "holodesk_no_such_module")) == (
+        "holodesk_no_such_module: ModuleNotFoundError: No module named 'holodesk_no_such_module'"
+    )
+    assert import_errors() is None  # here torchvision (or the tests' stand-in for it) and einops import
     assert read_checkpoint_facts(tmp_path) == CheckpointFacts(architectures=(), standin=False)
 
 

@@ -173,17 +173,20 @@ def plan_load(
                 f"{NEMOTRON_VL_ARCHITECTURE} runs in bfloat16 only: its code casts image features to bfloat16"
                 f" itself, so {chosen} weights fail in the vision projector. Leave the dtype at bfloat16."
             )
+        problems = []
         if import_error is not None:
-            raise ModelLoadError(
-                f"{NEMOTRON_VL_ARCHITECTURE}'s own code cannot import what it needs ({import_error}). Install"
-                f" them with: {HOLOTRON_INSTALL}; torchvision must be the build made for the installed torch."
+            problems.append(
+                f"its own code cannot import what it needs ({import_error}); install them with: {HOLOTRON_INSTALL},"
+                " torchvision being the build made for the installed torch"
             )
         if mamba_error is not None:
-            raise ModelLoadError(
-                f"{NEMOTRON_VL_ARCHITECTURE} cannot load without mamba-ssm: its modeling_nemotron_h.py imports"
-                f" mamba_ssm.ops.triton.layernorm_gated.rmsnorm_fn ({mamba_error}). On a machine with a CUDA GPU"
+            problems.append(
+                "it cannot load without mamba-ssm: its modeling_nemotron_h.py imports"
+                f" mamba_ssm.ops.triton.layernorm_gated.rmsnorm_fn ({mamba_error}); on a machine with a CUDA GPU"
                 f" and nvcc: {KERNEL_INSTALL}"
             )
+        if problems:
+            raise ModelLoadError(f"{NEMOTRON_VL_ARCHITECTURE}: " + "; and ".join(problems) + ".")
     attention = choose_attention(device, flash_available)
     if device == "cpu":
         if facts.nemotron_vl and not facts.standin:

@@ -100,11 +100,11 @@ def test_the_real_architecture_needs_mamba_ssm_and_a_gpu(tmp_path: Path) -> None
     with pytest.raises(ModelLoadError, match="cannot run on the CPU") as cpu:
         plan_load(holotron_sized(tmp_path), "cpu", None, fake_report(), facts=real)
     assert "CUDA GPU" in str(cpu.value)
-    with pytest.raises(ModelLoadError, match="cannot load without mamba-ssm") as kernels:
+    with pytest.raises(ModelLoadError, match="it cannot load without mamba-ssm") as kernels:
         plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(), facts=real, mamba_error="No module named x")
     assert "holodesk[cuda]" in str(kernels.value)
     mismatch = "torchvision: RuntimeError: operator torchvision::nms does not exist"
-    with pytest.raises(ModelLoadError, match="cannot import what it needs") as imports:
+    with pytest.raises(ModelLoadError, match="its own code cannot import what it needs") as imports:
         plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(), facts=real, import_error=mismatch)
     assert mismatch in str(imports.value) and "torchvision 0.28.0" in str(imports.value)
     assert import_errors(("einops", "holodesk_no_such_module")) == (

@@ -94,7 +94,10 @@ def test_the_real_architecture_is_refused_before_loading_without_mamba_ssm(xvfb,
     checks = lines_of(result)
     assert checks["weights"] == "OK" and checks["architecture"] == "INFO" and checks["load plan"] == "FAIL"
     assert "needs bf16 weights, mamba-ssm" in result.stdout and "a CUDA GPU; it has no CPU path" in result.stdout
-    assert "cannot load without mamba-ssm" in result.stdout and "holodesk[cuda]" in result.stdout
+    # Both stand-ins (mamba_ssm, torchvision) are off the path here: both problems are named, with their fixes.
+    assert "it cannot load without mamba-ssm" in result.stdout and "holodesk[cuda]" in result.stdout
+    assert "cannot import what it needs (torchvision: ModuleNotFoundError" in result.stdout
+    assert "holodesk[holotron]" in result.stdout
     assert "fallback" not in result.stdout
     # With mamba-ssm importable (the tests' stand-in), the next refusal is the missing GPU, still before loading.
     cpu = doctor("--model", str(tmp_path), "--device", "cpu", env=base_env(os.environ["DISPLAY"]))

@@ -41,7 +41,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds: a smoke run")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the JSON results")
     parser.add_argument("--gpu-model", type=Path, help="Holotron-12B checkpoint folder: run gpu_step (needs CUDA)")
-    parser.add_argument("--gpu-screens", type=Path, nargs="+", help="PNG screenshots or folders for gpu_step")
+    parser.add_argument(
+        "--gpu-screens", type=Path, nargs="+", help="PNG screenshots or folders for gpu_step (default: canned desktops)"
+    )
     parser.add_argument("--gpu-steps", type=int, default=10, help="steps gpu_step runs")
     arguments = parser.parse_args(argv)
     selected = list(BENCHMARKS)
@@ -53,8 +55,6 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
     if arguments.repeats < 1 or arguments.warmup < 0:
         parser.error("--repeats must be at least 1 and --warmup at least 0")
-    if arguments.gpu_model and not arguments.gpu_screens:
-        parser.error("--gpu-model needs --gpu-screens")
     arguments.selected = [name for name in BENCHMARKS if name in selected and name not in skipped]
     return arguments
 
@@ -73,7 +73,7 @@ def run_gpu_step(arguments: argparse.Namespace) -> BenchResult:
         result.notes.append(f"skipped: {exc}")
         return result
     options = gpu_step.parse_arguments(
-        [str(arguments.gpu_model), *map(str, arguments.gpu_screens), "--steps", str(arguments.gpu_steps)]
+        [str(arguments.gpu_model), *map(str, arguments.gpu_screens or []), "--steps", str(arguments.gpu_steps)]
     )
     return gpu_step.bench_result(gpu_step.run_steps(options, device_name))
 

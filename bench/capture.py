@@ -6,11 +6,16 @@ For a 1920x1080 and a 2560x1440 screen showing `bench.screens.desktop_picture`, 
   PIL bicubic resizes, crops, numpy normalization: what the checkpoint's processor does) - the baseline;
 - grab+fast tiles: the grab, then `fast_frame_tiles` (torch on the BGRA pixels, torch's own thread
   count: 2 here) into a new float32 tensor; "bf16" the same in bfloat16; "1 thread" with
-  `threads=1` (what a caller that must leave the other cores alone gets).
+  `threads=1` (what a caller that must leave the other cores alone gets);
+- grab+device tiles: the path the local backend takes on a CUDA GPU (upload the uint8 frame, resize,
+  cut and normalize there into bf16), timed to the tiles being ready (synchronized) on "cuda" when
+  torch sees a GPU, and the same code on "cpu" everywhere (the figure the CPU test path costs).
 The goal (under 30 ms at 2560x1440) is for grab+fast tiles, float32.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -40,13 +45,23 @@ def _measure(width: int, height: int, settings: BenchSettings) -> tuple[dict[str
                 f"{width}x{height}: {grid.columns}x{grid.rows} tiles + thumbnail = {grid.count} x 3 x 512 x 512;"
                 f" fast vs PIL max |diff| {difference.max():.4f}, mean {difference.mean():.2e} (normalized units)"
             )
-            cases = {
+            cases: dict[str, Callable[[], object]] = {
                 "grab": lambda: capture.grab(1),
                 "grab+PIL tiles": lambda: reference_frame_tiles(capture.grab(1)),
                 "grab+fast tiles": lambda: fast_frame_tiles(capture.grab(1)),
                 "grab+fast tiles bf16": lambda: fast_frame_tiles(capture.grab(1), dtype=torch.bfloat16),
                 "grab+fast tiles 1 thread": lambda: fast_frame_tiles(capture.grab(1), threads=1),
+                "grab+device tiles cpu": lambda: fast_frame_tiles(capture.grab(1), device="cpu"),
             }
+            if torch.cuda.is_available():
+
+                def on_cuda() -> object:
+                    tiles = fast_frame_tiles(capture.grab(1), device="cuda", dtype=torch.bfloat16)
+                    torch.cuda.synchronize()
+                    return tiles
+
+                on_cuda()  # the first call pays for CUDA's start-up
+                cases["grab+device tiles cuda bf16"] = on_cuda
             return interleaved(cases, settings.rounds(ROUNDS), settings.warmup), note
         finally:
             capture.close()
@@ -67,5 +82,10 @@ def run(settings: BenchSettings) -> BenchResult:
         result.add(f"{size} grab+fast tiles", stats["grab+fast tiles"], baseline=baseline, goal=goal)
         for variant in ("bf16", "1 thread"):
             result.add(f"{size} grab+fast tiles {variant}", stats[f"grab+fast tiles {variant}"], baseline=baseline)
+        for variant in ("cpu", "cuda bf16"):
+            if f"grab+device tiles {variant}" in stats:
+                result.add(
+                    f"{size} grab+device tiles {variant}", stats[f"grab+device tiles {variant}"], baseline=baseline
+                )
     result.notes.append(f"torch threads: {torch.get_num_threads()}")
     return result

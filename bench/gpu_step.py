@@ -2,12 +2,14 @@
 
 For a machine with a CUDA GPU and the real weights (it refuses at once without CUDA):
 
-    python -m bench.gpu_step /models/Holotron-12B screens/ --steps 10
+    python -m bench.gpu_step --gpu-model /models/Holotron-12B            # canned desktop screenshots
+    python -m bench.gpu_step /models/Holotron-12B screens/ --steps 10     # your own PNG screenshots
 
-loads the checkpoint through `inference.local.LocalBackend` (bf16), runs N navigation steps of the
-holotron profile on recorded screenshots (PNG files, or folders of them, used in turn; each step
-shows the last three, as the engine does, with the earlier steps in the history), and reports per
-step: prefill and decode tokens per second, step latency and peak VRAM
+loads the checkpoint through `inference.local.LocalBackend` (bf16), runs N navigation steps through
+the app's own policy (`ModelPolicy` with the holotron profile) on the screenshots (used in turn; each
+step shows the last three, as the engine does, with the earlier steps in the history; without
+screenshots, made-up 1920x1080 desktops), and prints per step whether the answer parsed and what it
+proposed (never executed), next to prefill and decode tokens per second, step latency and peak VRAM
 (torch.cuda.max_memory_allocated), each with its floor:
 - decode: every new token reads every weight once, so a token takes at least
   weight bytes / memory bandwidth;
@@ -89,6 +91,35 @@ def prefill_floor_s(parameters: int, tokens: int, spec: GpuSpec) -> float:
     return 2 * parameters * tokens / (spec.bf16_tflops * 1e12)
 
 
+CANNED_SEEDS = (0, 1, 2)
+
+
+def canned_screenshots() -> list[Any]:
+    """Made-up 1920x1080 desktops (bench.screens), for a check without recorded screenshots."""
+    from bench.screens import desktop_picture
+
+    return [desktop_picture(1920, 1080, seed=seed) for seed in CANNED_SEEDS]
+
+
+def printable(text: str, limit: int = 100) -> str:
+    """Model text made safe for a terminal: control characters escaped, one line, at most `limit` characters."""
+    cleaned = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 3] + "..."
+
+
+def format_step(number: int, step: dict[str, Any]) -> str:
+    """One line per step: parsed or not and what was proposed, then the speeds next to their ceilings."""
+    outcome = f"proposed {step['proposed']}" if step["parsed"] else f"did not parse: {step['proposed']}"
+    prefill = step["prefill_tokens_per_s"]
+    decode = step["decode_tokens_per_s"]
+    speeds = (
+        f"prefill {prefill or 0:,.0f} tok/s (ceiling {step['prefill_ceiling_tokens_per_s'] or 0:,.0f}),"
+        f" decode {decode or 0:,.1f} tok/s (ceiling {step['decode_ceiling_tokens_per_s']:,.1f}),"
+        f" peak VRAM {step['peak_vram_bytes'] / 2**30:.1f} GiB"
+    )
+    return f"step {number}: {outcome} | {speeds}"
+
+
 def find_screenshots(paths: Sequence[Path]) -> list[Path]:
     """PNG files named directly or found in the named folders (sorted), in the order given."""
     found: list[Path] = []
@@ -109,8 +140,13 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m bench.gpu_step",
         description="Holotron-12B steps on a CUDA GPU: throughput, latency and VRAM next to the hardware floors.",
     )
-    parser.add_argument("checkpoint", type=Path, help="checkpoint folder of Holotron-12B (or a compatible model)")
-    parser.add_argument("screenshots", type=Path, nargs="+", help="PNG screenshots, or folders of them")
+    parser.add_argument(
+        "checkpoint", type=Path, nargs="?", help="checkpoint folder of Holotron-12B (or a compatible model)"
+    )
+    parser.add_argument(
+        "screenshots", type=Path, nargs="*", help="PNG screenshots, or folders of them (default: canned desktops)"
+    )
+    parser.add_argument("--gpu-model", type=Path, help="the checkpoint folder (instead of the first argument)")
     parser.add_argument("--steps", type=int, default=10, help="steps to run (screenshots are reused in turn)")
     parser.add_argument("--warmup", type=int, default=1, help="steps run first and not reported")
     parser.add_argument("--max-new-tokens", type=int, default=128, help="cap on each answer's tokens")
@@ -120,6 +156,12 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tflops", type=float, help="dense bf16 TFLOP/s (overrides the table)")
     parser.add_argument("--output", type=Path, help="also write the JSON report here")
     arguments = parser.parse_args(argv)
+    if arguments.gpu_model is not None:
+        if arguments.checkpoint is not None:  # with --gpu-model every positional argument is a screenshot
+            arguments.screenshots = [arguments.checkpoint, *arguments.screenshots]
+        arguments.checkpoint = arguments.gpu_model
+    if arguments.checkpoint is None:
+        parser.error("name the checkpoint: --gpu-model PATH (or as the first argument)")
     if arguments.steps < 1 or arguments.warmup < 0 or arguments.max_new_tokens < 1 or arguments.max_tiles < 1:
         parser.error("--steps, --max-new-tokens and --max-tiles must be at least 1, --warmup at least 0")
     for name in ("bandwidth", "tflops"):
@@ -176,10 +218,16 @@ def run_steps(arguments: argparse.Namespace, device_name: str) -> dict[str, Any]
     from holodesk.inference.checkpoint import saved_dtype_bytes
     from holodesk.inference.errors import ParseError
     from holodesk.inference.local import LocalBackend
+    from holodesk.inference.model_policy import ModelPolicy
     from holodesk.inference.profiles import get_profile
 
     spec = gpu_spec(device_name, arguments.bandwidth, arguments.tflops)
-    screenshots = find_screenshots(arguments.screenshots)
+    if arguments.screenshots:
+        screenshots = [str(path) for path in find_screenshots(arguments.screenshots)]
+        pictures = [Image.open(path).convert("RGB") for path in screenshots]
+    else:
+        screenshots = [f"canned desktop {seed}" for seed in CANNED_SEEDS]
+        pictures = canned_screenshots()
     profile = get_profile("holotron")
     backend = LocalBackend(
         arguments.checkpoint, device=arguments.device, dtype="bfloat16", max_tiles=arguments.max_tiles
@@ -188,23 +236,26 @@ def run_steps(arguments: argparse.Namespace, device_name: str) -> dict[str, Any]
     assert backend.checkpoint is not None
     parameters = backend.checkpoint.weight_bytes // saved_dtype_bytes(backend.checkpoint.path)
     weight_bytes = parameters * 2  # loaded as bf16
-    images = [profile.prepare_image(frame_from_image(Image.open(path).convert("RGB"))) for path in screenshots]
+    policy = ModelPolicy(profile, _CappedBackend(backend, arguments.max_new_tokens))
+    frames = [frame_from_image(picture) for picture in pictures]
     history: list[PastStep] = []
     steps: list[dict[str, Any]] = []
     for index in range(arguments.warmup + arguments.steps):
-        shown = [images[(index - back) % len(images)] for back in range(KEEP_SCREENSHOTS - 1, -1, -1)]
-        request = profile.navigation_request(TASK, history, shown[-min(index + 1, KEEP_SCREENSHOTS) :])
-        request = dataclasses.replace(request, max_new_tokens=arguments.max_new_tokens)
+        shown = [frames[(index - back) % len(frames)] for back in range(KEEP_SCREENSHOTS - 1, -1, -1)]
         torch.cuda.reset_peak_memory_stats()
-        generation = backend.generate_detailed(request)
-        peak = torch.cuda.max_memory_allocated()
         try:
-            parsed = profile.parse_navigation(generation.text)
-            history.append(PastStep(parsed.action, parsed.note, parsed.thought))
-        except ParseError:
-            pass  # a malformed answer is still a timed step; it just adds nothing to the history
-        if index >= arguments.warmup:
-            steps.append(_step_report(generation.timings, peak, parameters, weight_bytes, spec))
+            proposal = policy.propose(TASK, history, shown[-min(index + 1, KEEP_SCREENSHOTS) :])
+            timings, parsed, proposed = proposal.timings, True, proposal.action.describe()
+            history.append(PastStep(proposal.action, proposal.note, proposal.thought))
+        except ParseError as exc:
+            # A malformed answer is still a timed step; it adds nothing to the history.
+            timings, parsed, proposed = exc.timings, False, str(exc)
+        peak = torch.cuda.max_memory_allocated()
+        if index >= arguments.warmup and timings is not None:
+            step = _step_report(timings, peak, parameters, weight_bytes, spec)
+            step.update(parsed=parsed, proposed=printable(proposed))
+            steps.append(step)
+            print(format_step(len(steps), step), file=sys.stderr, flush=True)
     summary = {
         key: statistics.median(s[key] for s in steps if s[key] is not None)
         for key in ("step_s", "prefill_s", "decode_s", "prefill_tokens_per_s", "decode_tokens_per_s", "tokens_in")
@@ -223,11 +274,27 @@ def run_steps(arguments: argparse.Namespace, device_name: str) -> dict[str, Any]
         "checkpoint": str(backend.checkpoint.path),
         "parameters": parameters,
         "weight_bytes_bf16": weight_bytes,
-        "mamba_kernels": backend.slow_path_warning is None,
-        "screenshots": [str(p) for p in screenshots],
+        "mamba_kernels": backend.load_notice is None,
+        "screenshots": screenshots,
+        "parsed_steps": sum(1 for step in steps if step["parsed"]),
         "summary": summary,
         "steps": steps,
     }
+
+
+class _CappedBackend:
+    """The backend with every request's max_new_tokens capped (the benchmark's --max-new-tokens)."""
+
+    def __init__(self, backend: Any, max_new_tokens: int) -> None:
+        self.backend = backend
+        self.max_new_tokens = max_new_tokens
+
+    def generate(self, request: Any) -> Any:
+        capped = dataclasses.replace(request, max_new_tokens=min(request.max_new_tokens, self.max_new_tokens))
+        return self.backend.generate(capped)
+
+    def interrupt(self) -> None:
+        self.backend.interrupt()
 
 
 def bench_result(report: dict[str, Any]) -> BenchResult:
@@ -255,8 +322,10 @@ def format_summary(report: dict[str, Any]) -> str:
     lines = [f"{report['device']} ({report['gpu']['name']}): {len(report['steps'])} steps of {report['checkpoint']}"]
     for key, value in summary.items():
         lines.append(f"  {key:32s} {value:.4g}")
+    if "parsed_steps" in report:
+        lines.append(f"  answers that parsed               {report['parsed_steps']} of {len(report['steps'])}")
     if not report["mamba_kernels"]:
-        lines.append("  (the Mamba CUDA kernels were not used: the slow PyTorch path ran)")
+        lines.append("  (the Mamba scan kernels were not used: the layers ran their PyTorch scan)")
     return "\n".join(lines)
 
 
@@ -265,7 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         device_name = require_cuda(arguments.device)
         gpu_spec(device_name, arguments.bandwidth, arguments.tflops)  # an unknown GPU fails before loading
-        find_screenshots(arguments.screenshots)
+        if arguments.screenshots:
+            find_screenshots(arguments.screenshots)
     except (GpuUnavailable, ValueError) as exc:
         print(f"bench.gpu_step: {exc}", file=sys.stderr)
         return 2

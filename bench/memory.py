@@ -13,7 +13,7 @@ the app is terminated.
 automation/ and inference/ (torch and transformers are imported lazily by those modules and so are
 not loaded), creates the QApplication (offscreen platform) with the tray indicator and the overlay
 controller, and idles through the event loop for a moment. It is the base of "app modules + tiny
-model": the same process after loading the tiny checkpoint with LocalBackend (CPU, float32: torch
+model": the same process after loading the tiny checkpoint with LocalBackend (CPU, bfloat16: torch
 and transformers imported, remote code loaded) and running one step on a 1920x1080 screenshot, so
 the difference between those two is what the model adds. Baseline: a bare Python interpreter.
 Figures are VmRSS after settling and VmHWM (the peak), in MiB; the children run interleaved.
@@ -112,9 +112,11 @@ def _modules_and_indicator() -> dict[str, Any]:
 
 
 def _load_tiny_model(checkpoint: Path) -> None:
+    from bench.standin_kernels import use_test_kernels
     from holodesk.inference.standin import isolate_hf_environment
 
     isolate_hf_environment()
+    use_test_kernels()  # the stand-in imports mamba-ssm, as Holotron-12B does
     import transformers
 
     transformers.utils.logging.set_verbosity_error()
@@ -123,7 +125,7 @@ def _load_tiny_model(checkpoint: Path) -> None:
     from holodesk.inference.local import LocalBackend
     from holodesk.inference.profiles import get_profile
 
-    backend = LocalBackend(checkpoint, device="cpu", dtype="float32", max_tiles=12)
+    backend = LocalBackend(checkpoint, device="cpu", max_tiles=12)
     backend.load()
     profile = get_profile("holotron")
     image = profile.prepare_image(frame_from_image(desktop_picture(1920, 1080)))
@@ -238,10 +240,12 @@ def run_app(xvfb: XvfbServer, folder: Path) -> dict[str, Any]:
 
 def run(settings: BenchSettings) -> BenchResult:
     from bench.harness import BenchResult, stats_of
+    from bench.standin_kernels import use_test_kernels
     from holodesk.automation.virtual_display import XvfbError, start_xvfb
     from holodesk.inference.standin import build_tiny_checkpoint, isolate_hf_environment
 
     isolate_hf_environment()
+    use_test_kernels()  # building the stand-in imports its modeling code, which imports mamba-ssm
     result = BenchResult(NAME)
     kinds = list(KINDS)
     xvfb: XvfbServer | None = None
@@ -284,7 +288,7 @@ def run(settings: BenchSettings) -> BenchResult:
     result.notes.append(
         f"{MODULES} imports {modules_report['imported']} modules of {', '.join(PACKAGES)} (not the command line),"
         " QApplication offscreen, the tray indicator (control window: no tray host) and the overlay controller;"
-        f" {TINY_MODEL} adds the tiny checkpoint (CPU, float32) and one step"
+        f" {TINY_MODEL} adds the tiny checkpoint (CPU, bfloat16) and one step"
     )
     if modules_report["failed"]:
         result.notes.append(f"modules that did not import: {modules_report['failed']}")

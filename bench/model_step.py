@@ -2,7 +2,8 @@
 how the step grows with the history in the prompt; and what the fast tiler saves in a step.
 
 `LocalBackend` loads the tiny random-weight checkpoint (inference/standin) on the CPU in
-float32 through trust_remote_code, as it would load Holotron-12B. A step is the holotron profile's
+bfloat16 (its architecture's only dtype) through trust_remote_code, as it would load Holotron-12B
+(with the tests' mamba_ssm stand-in on the path: bench/standin_kernels.py). A step is the holotron profile's
 navigation request for 1920x1080 screenshots (`desktop_picture`, 9 tiles each) with 1..30 PastSteps,
 decoding a fixed 32 new tokens at most, timed by the backend's own StepTimings:
 preprocess (chat template, tokenizer, and cutting the images into tiles: by default
@@ -65,11 +66,13 @@ def tiling_figure(tiler: str, shots: int, part: str) -> str:
 
 
 def run(settings: BenchSettings) -> BenchResult:
+    from bench.standin_kernels import use_test_kernels
     from holodesk.inference.local import LocalBackend
     from holodesk.inference.profiles import get_profile
     from holodesk.inference.standin import build_tiny_checkpoint, isolate_hf_environment
 
     isolate_hf_environment()  # before transformers loads: offline, private remote-code cache
+    use_test_kernels()  # the stand-in imports mamba-ssm, as Holotron-12B does
     import transformers
 
     transformers.utils.logging.set_verbosity_error()  # the slow-Mamba-path notice is expected on a CPU
@@ -101,7 +104,7 @@ def run(settings: BenchSettings) -> BenchResult:
     with tempfile.TemporaryDirectory(prefix="holodesk-bench-") as folder:
         checkpoint = build_tiny_checkpoint(Path(folder))
         backends = {
-            tiler: LocalBackend(checkpoint, device="cpu", dtype="float32", max_tiles=12, fast_tiling=tiler == FAST)
+            tiler: LocalBackend(checkpoint, device="cpu", max_tiles=12, fast_tiling=tiler == FAST)
             for tiler in (STOCK, FAST)
         }
         try:
@@ -142,7 +145,7 @@ def run(settings: BenchSettings) -> BenchResult:
         result.extra[f"history {length}"] = {"tokens_in": tokens_in, "tokens_out": tokens_out}
     decode_rate = [t.tokens_out / t.decode_s for t in first if t.decode_s > 0 and t.tokens_out > 1]
     if decode_rate:
-        result.notes.append(f"tiny model decode: {np.median(decode_rate):.0f} tokens/s (CPU, float32)")
+        result.notes.append(f"tiny model decode: {np.median(decode_rate):.0f} tokens/s (CPU, bfloat16)")
 
     for shots in SCREENSHOTS:
         for part, field in (("preprocess", "preprocess_s"), ("step", "total_s")):

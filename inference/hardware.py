@@ -63,8 +63,10 @@ class MambaPath(enum.Enum):
     """Which implementation the Mamba layers will run."""
 
     FAST_CUDA = "fast CUDA kernels"
-    SLOW_TORCH = "slow PyTorch fallback on the GPU"
-    CPU = "CPU (PyTorch code, very slow for a 12B model)"
+    # mamba-ssm's RMSNorm imports but the scan kernels or causal-conv1d do not: the layers' PyTorch scan on the GPU.
+    SLOW_TORCH = "PyTorch scan on the GPU (scan kernels missing)"
+    # No CUDA GPU: only the tiny test stand-in runs; Holotron-12B needs mamba-ssm's Triton kernel and CUDA.
+    CPU = "CPU (the test stand-in only; Holotron-12B cannot run here)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,12 +205,14 @@ def verdict(path: MambaPath, devices: Sequence[CudaDevice], kernels: Sequence[Ke
     if path is MambaPath.SLOW_TORCH:
         missing = ", ".join(kernel.package for kernel in kernels if not kernel.importable) or "the kernels"
         return (
-            f"Mamba layers will use the slow PyTorch fallback on {devices[0].label}: {missing} not usable. "
-            'Install them on this GPU machine with: pip install --no-build-isolation "holodesk[cuda]"'
+            f"{missing} not usable on {devices[0].label}: Holotron-12B does not load without mamba-ssm (its"
+            " modeling code imports mamba-ssm's Triton RMSNorm), and without causal-conv1d its Mamba layers run"
+            " their PyTorch scan (slower). Install them on this GPU machine with: pip install --no-build-isolation"
+            ' "holodesk[cuda]"'
         )
     return (
-        "No CUDA GPU: the model can only run on the CPU (very slow for a 12B model). "
-        "Use a CUDA GPU, or the remote (OpenAI-compatible) backend."
+        "No CUDA GPU: Holotron-12B cannot run here (it needs mamba-ssm and a CUDA GPU; there is no CPU path). "
+        "Use a machine with a CUDA GPU, or the remote (OpenAI-compatible) backend."
     )
 
 

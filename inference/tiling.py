@@ -11,6 +11,10 @@ Two implementations of the same thing:
   with torch's uint8 antialiased bicubic resize, which uses PIL's kernel (a = -0.5) and rounding,
   then cuts and normalizes in one pass per channel. It matches the reference within one or two
   grey levels on a few pixels (see tests/inference/test_tiling.py) at a fraction of the time.
+  With `device` (the model's device, "cuda:0" in the app), the uint8 pixels are uploaded once and
+  resized, cut and normalized there, the tiles landing in the model's dtype on its device: float
+  resizes, one axis at a time, rounded to 8 bits between and after the passes as PIL does. The
+  same code runs with device="cpu", which is how the tests hold it to the same grey-level bound.
 
 torch is imported only by the fast path: it is an optional extra of the app.
 """
@@ -170,8 +174,11 @@ def fast_tiles(
     dtype: torch.dtype | None = None,
     out: torch.Tensor | None = None,
     threads: int | None = None,
+    device: str | torch.device | None = None,
 ) -> torch.Tensor:
     """Tiles of an H x W x C uint8 image as a tensor [tiles, 3, size, size] (float32 unless `dtype`).
+
+    `device` selects the device path (see the module docstring): the tiles are made on that device.
 
     `pixels` is mss's BGRA frame as captured (the default) or another layout named by `channels`;
     it is read in place, without an RGB copy. `out`, if given, is filled and returned (a reused or
@@ -188,7 +195,7 @@ def fast_tiles(
     if threads is not None and threads != previous:
         torch.set_num_threads(threads)
     try:
-        return _fast_tiles(pixels, spec, channels, dtype, out)
+        return _fast_tiles(pixels, spec, channels, dtype, out, device)
     finally:
         if torch.get_num_threads() != previous:
             torch.set_num_threads(previous)
@@ -200,6 +207,7 @@ def _fast_tiles(
     channels: ChannelOrder,
     dtype: torch.dtype | None,
     out: torch.Tensor | None,
+    device: str | torch.device | None = None,
 ) -> torch.Tensor:
     import torch
 
@@ -210,10 +218,13 @@ def _fast_tiles(
     size = spec.tile_size
     dtype = dtype or (out.dtype if out is not None else torch.float32)
     shape = (grid.count, 3, size, size)
+    target = torch.device(device) if device is not None else (out.device if out is not None else torch.device("cpu"))
     if out is None:
-        out = torch.empty(shape, dtype=dtype)
+        out = torch.empty(shape, dtype=dtype, device=target)
     elif tuple(out.shape) != shape:
         raise ValueError(f"out has shape {tuple(out.shape)}, the tiles need {shape}")
+    elif out.device != target:
+        raise ValueError(f"out is on {out.device}, the tiles are made on {target}")
 
     # N x C x H x W over the H x W x C buffer (channels-last strides): torch's uint8 antialiased
     # resize reads that layout directly, four 8-bit channels at a time.
@@ -221,20 +232,25 @@ def _fast_tiles(
         # mss hands out read-only buffers; torch warns about those, but the source is only ever read.
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         source = torch.from_numpy(np.ascontiguousarray(pixels)).permute(2, 0, 1).unsqueeze(0)
+    resize = _resize
+    if device is not None:
+        # One upload of the 8-bit frame (a quarter of float32's bytes); the rest happens there.
+        source = source.to(target, non_blocking=True)
+        resize = _resize_on_device
     # y = x / 255 / std - mean / std, as one multiply-add per value.
-    std = torch.tensor(spec.std, dtype=torch.float32)
+    std = torch.tensor(spec.std, dtype=torch.float32, device=target)
     scale = 1.0 / (255.0 * std)
-    offset = -torch.tensor(spec.mean, dtype=torch.float32) / std
+    offset = -torch.tensor(spec.mean, dtype=torch.float32, device=target) / std
     rgb = _RGB_POSITIONS[channels]
 
-    grid_image = _resize(source, grid.rows * size, grid.columns * size)
+    grid_image = resize(source, grid.rows * size, grid.columns * size)
     # The resized image is planar (C x H x W); view it as rows x columns x C x size x size tiles.
     tiles = grid_image[0].view(len(channels), grid.rows, size, grid.columns, size).permute(1, 3, 0, 2, 4)
     _normalize_into(
         out[: grid.columns * grid.rows].view(grid.rows, grid.columns, 3, size, size), tiles, rgb, scale, offset
     )
     if grid.thumbnail:
-        thumbnail = _resize(source, size, size)[0]
+        thumbnail = resize(source, size, size)[0]
         _normalize_into(out[-1], thumbnail, rgb, scale, offset)
     return out
 
@@ -245,9 +261,10 @@ def fast_frame_tiles(
     *,
     dtype: torch.dtype | None = None,
     threads: int | None = None,
+    device: str | torch.device | None = None,
 ) -> torch.Tensor:
     """`fast_tiles` of a captured frame's BGRA pixels."""
-    return fast_tiles(frame.pixels, spec, channels="BGRA", dtype=dtype, threads=threads)
+    return fast_tiles(frame.pixels, spec, channels="BGRA", dtype=dtype, threads=threads, device=device)
 
 
 def _resize(source: torch.Tensor, height: int, width: int) -> torch.Tensor:
@@ -262,6 +279,31 @@ def _resize(source: torch.Tensor, height: int, width: int) -> torch.Tensor:
     if pil_resizes_vertically_first(source_width, source_height, width, height):
         source = _interpolate(source, height, source_width)
     return _interpolate(source, height, width)
+
+
+def _resize_on_device(source: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """`_resize` for any device: float passes, one axis at a time, each rounded to 8 bits as PIL does.
+
+    torch's uint8 antialiased kernel is CPU-only; in float the two axes would be resized without the
+    8-bit rounding between them, which PIL (the checkpoint's processor) does. Returns uint8.
+    """
+    import torch
+
+    source_height, source_width = source.shape[-2:]
+    image = source.to(torch.float32)
+
+    def one_axis(image: torch.Tensor, new_height: int, new_width: int) -> torch.Tensor:
+        if (new_height, new_width) == tuple(image.shape[-2:]):
+            return image
+        return _interpolate(image, new_height, new_width).round_().clamp_(0, 255)
+
+    if pil_resizes_vertically_first(source_width, source_height, width, height):
+        image = one_axis(image, height, source_width)
+        image = one_axis(image, height, width)
+    else:
+        image = one_axis(image, source_height, width)
+        image = one_axis(image, height, width)
+    return image.to(torch.uint8)
 
 
 def _interpolate(source: torch.Tensor, height: int, width: int) -> torch.Tensor:

@@ -16,7 +16,9 @@ logs every input event it receives; see tests/support/target_client.py.
 
 `tiny_checkpoint` (session-scoped) is a tiny random-weight VLM that loads like Holotron-12B. The
 Hugging Face environment is isolated here, before any test imports transformers: offline mode and
-a private cache for remote code, so no test can reach a hub or the user's caches.
+a private cache for remote code, so no test can reach a hub or the user's caches. Its modeling code
+imports mamba-ssm, as the real one does: tests/support/kernels (a pure-torch stand-in for the one
+function it imports, never shipped) goes on sys.path and on the children's PYTHONPATH here.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import atexit
 import functools
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +45,9 @@ isolate_hf_environment()
 # helpers from the repository root, as pytest's own `pythonpath` does for this process; Holodesk
 # itself still comes from the install.
 REPO = Path(__file__).resolve().parent.parent
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+TEST_KERNELS = REPO / "tests" / "support" / "kernels"
+sys.path.append(str(TEST_KERNELS))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), str(TEST_KERNELS), os.environ.get("PYTHONPATH")]))
 
 # `holodesk run`, `doctor` and the tray app read the user's settings file and write sessions to the
 # user's data folder: no test may see the developer's own, so the whole session gets private ones.

@@ -29,6 +29,9 @@ fi
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
+# No torchvision: the torchvision 0.28.0 wheel the index offers is the CUDA build, which fails to import
+# against this CPU torch ("operator torchvision::nms does not exist"); the stand-in checkpoint's image
+# processor gets the PIL-based stand-in in tests/support/kernels/torchvision instead.
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[test]"
 

@@ -47,6 +47,7 @@ class DoctorOptions:
     model: str | None  # checkpoint directory or repo id (local backend)
     base_url: str | None  # server URL (remote backend)
     device: str  # "cuda" or "cpu" (local backend)
+    try_step: bool = False  # --try: load the model and run one step on a canned screenshot
 
 
 TRANSFORMERS_RANGE = ((4, 53), (4, 54))  # > 4.53, < 4.54 as the Holotron-12B card pins
@@ -238,15 +239,126 @@ def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
         yield CheckResult("mamba path", Status.WARN if slow else Status.OK, report.verdict)
 
 
-def check_weights(options: DoctorOptions) -> CheckResult:
+def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
+    """The weights, what their architecture needs, and the load plan, all decided before loading anything."""
     from holodesk.inference.checkpoint import find_checkpoint
     from holodesk.inference.errors import ModelLoadError
+    from holodesk.inference.hardware import detect_hardware
+    from holodesk.inference.load_plan import (
+        flash_attention_available,
+        import_errors,
+        mamba_rmsnorm_error,
+        plan_load,
+        read_checkpoint_facts,
+        requirements_for,
+    )
 
     try:
         found = find_checkpoint(options.model)
+        facts = read_checkpoint_facts(found.path)
     except ModelLoadError as exc:
-        return CheckResult("weights", Status.FAIL, str(exc), blocking=options.backend == "local")
-    return CheckResult("weights", Status.OK, found.describe())
+        yield CheckResult("weights", Status.FAIL, str(exc), blocking=True)
+        return
+    yield CheckResult("weights", Status.OK, found.describe())
+    needs = requirements_for(facts)
+    if needs:
+        yield CheckResult("architecture", Status.INFO, needs)
+    try:
+        plan = plan_load(
+            found,
+            options.device,
+            None,
+            detect_hardware(),
+            facts=facts,
+            mamba_error=mamba_rmsnorm_error() if facts.nemotron_vl else None,
+            flash_available=flash_attention_available(),
+            import_error=import_errors() if facts.nemotron_vl else None,
+        )
+    except ModelLoadError as exc:
+        yield CheckResult("load plan", Status.FAIL, str(exc), blocking=True)
+        return
+    memory = f", about {plan.required_bytes / 1024**3:.1f} GiB" if plan.required_bytes else ""
+    detail = f"{plan.dtype} on {plan.device}, {plan.attention} attention, Mamba: {plan.mamba_path.value}{memory}"
+    yield CheckResult("load plan", Status.WARN if plan.notice else Status.OK, detail, fix=plan.notice or "")
+    if options.try_step:
+        yield try_one_step(str(found.path), options.device)
+
+
+def printable(text: str, limit: int = 160) -> str:
+    """Model text made safe for a terminal: control characters escaped, one line, at most `limit` characters."""
+    cleaned = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 3] + "..."
+
+
+def canned_screenshot() -> object:
+    """A 1280x800 desktop-like frame (a mail window with a search field and an Archive button)."""
+    import time
+
+    import numpy as np
+    from PIL import Image, ImageDraw
+
+    from holodesk.automation.coords import Rect
+    from holodesk.automation.screen import ScreenFrame
+
+    image = Image.new("RGB", (1280, 800), (32, 96, 160))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((160, 120, 1120, 700), fill=(240, 240, 240), outline=(0, 0, 0))
+    draw.rectangle((160, 120, 1120, 150), fill=(60, 60, 70))
+    draw.text((172, 128), "Mail - Inbox (3 unread)", fill=(255, 255, 255))
+    draw.rectangle((200, 180, 800, 210), fill=(255, 255, 255), outline=(120, 120, 120))
+    draw.text((208, 188), "Search mail", fill=(128, 128, 128))
+    draw.rectangle((960, 640, 1100, 680), fill=(30, 120, 220))
+    draw.text((1004, 652), "Archive", fill=(255, 255, 255))
+    rgb = np.asarray(image)
+    bgra = np.concatenate([rgb[:, :, ::-1], np.full((*rgb.shape[:2], 1), 255, np.uint8)], axis=2)
+    return ScreenFrame(
+        pixels=np.ascontiguousarray(bgra),
+        region=Rect(0, 0, image.width, image.height),
+        monitor=None,
+        monitors=(),
+        captured_at=time.monotonic(),
+    )
+
+
+def try_one_step(model: str, device: str) -> CheckResult:
+    """Load the model and propose one step on a canned screenshot through the holotron profile; never act."""
+    from holodesk.inference.errors import InferenceError, ParseError
+    from holodesk.inference.local import LocalBackend
+    from holodesk.inference.model_policy import ModelPolicy
+    from holodesk.inference.profiles import get_profile
+
+    profile = get_profile("holotron")
+    backend = LocalBackend(model, device=device, max_tiles=profile.budget.max_tiles)
+    try:
+        started = time.perf_counter()
+        backend.load()
+        loaded_in = time.perf_counter() - started
+        policy = ModelPolicy(profile, backend)
+        try:
+            proposal = policy.propose("Archive the first unread email.", [], [canned_screenshot()])  # type: ignore[list-item]
+        except ParseError as exc:
+            timings = exc.timings
+            spent = f"{timings.tokens_in} tokens in, {timings.tokens_out} out" if timings else "no timings"
+            return CheckResult(
+                "try",
+                Status.WARN,
+                f"loaded in {loaded_in:.1f} s and answered ({spent}), but the answer did not parse:"
+                f" {printable(str(exc))}",
+                fix="a random or wrong checkpoint answers noise; Holotron-12B answers one JSON step",
+            )
+        timings = proposal.timings
+        spent = (
+            f" in {timings.total_s:.1f} s ({timings.tokens_in} tokens in, {timings.tokens_out} out)" if timings else ""
+        )
+        return CheckResult(
+            "try",
+            Status.OK,
+            f"loaded in {loaded_in:.1f} s; one step{spent} proposed: {printable(proposal.action.describe())}",
+        )
+    except InferenceError as exc:
+        return CheckResult("try", Status.FAIL, printable(str(exc), limit=400), blocking=True)
+    finally:
+        backend.unload()
 
 
 def check_server(options: DoctorOptions) -> CheckResult:
@@ -278,7 +390,7 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
     yield check_transformers()
     yield from _guarded("cuda", lambda: check_gpu(options))
     if options.backend == "local":
-        yield from _guarded("weights", lambda: iter([check_weights(options)]))
+        yield from _guarded("weights", lambda: check_model(options))
     elif options.backend == "remote":
         yield from _guarded("server", lambda: iter([check_server(options)]))
     # scripted: replays recorded answers; nothing to check beyond the desktop

@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor", help="check display, capture, input, GPU, kernels and weights", epilog=SETTINGS_NOTE
     )
     _add_backend_options(doctor, scripted=False)
+    doctor.add_argument(
+        "--try", dest="try_step", action="store_true", help="also load the model and run one step (never acts)"
+    )
 
     run = commands.add_parser(
         "run", help="do a task, approving each step in this terminal", epilog=f"{SETTINGS_NOTE}\n{EPILOG}"
@@ -169,7 +172,9 @@ def _model_command(args: argparse.Namespace) -> int:
     if args.command == "doctor":
         from holodesk.app.cli.doctor import DoctorOptions, run_doctor
 
-        return run_doctor(DoctorOptions(options.backend, options.model, options.base_url, options.device))
+        return run_doctor(
+            DoctorOptions(options.backend, options.model, options.base_url, options.device, try_step=args.try_step)
+        )
     if args.command == "run":
         from holodesk.app.cli.run_command import run_task
 

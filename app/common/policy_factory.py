@@ -103,8 +103,8 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
                 progress(step.fraction, step.message)
 
         backend.load_async(report).result()
-        if backend.slow_path_warning:
-            log.warning("%s", backend.slow_path_warning)
+        if backend.load_notice:
+            log.warning("%s", backend.load_notice)
         return ModelPolicy(profile, backend)
     if options.backend == "remote":
         if not options.base_url:

@@ -1,7 +1,11 @@
 """A tiny random-weight vision-language model that loads like Holotron-12B, for tests on any CPU.
 
-Call `isolate_hf_environment()` before transformers is first imported (a conftest does), then
-`build_tiny_checkpoint(tmp_dir)`; hand the returned folder to `inference.local.LocalBackend`.
+Its files are shaped like Nemotron-Nano-12B-v2-VL's and fail where those fail (see builder.py): the
+modeling code imports mamba-ssm and the image processor torchvision, so both must import (the tests
+put pure-torch stand-ins from tests/support/kernels on sys.path; they are never shipped). Call
+`isolate_hf_environment()` before transformers is first imported (a conftest does), then
+`build_tiny_checkpoint(tmp_dir)`; hand the returned folder to `inference.local.LocalBackend`, which
+runs it on the CPU in bfloat16 (the only checkpoint allowed there).
 """
 
 from __future__ import annotations

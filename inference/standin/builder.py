@@ -1,9 +1,11 @@
 """Build the tiny random-weight VLM checkpoint, offline, in well under a second.
 
-The checkpoint is a directory like a Hugging Face snapshot of Holotron-12B: config.json with an
-auto_map to python files shipped beside it, safetensors weights, a fast tokenizer with a ChatML
-chat template, and processor/image-processor configs with their own auto_map. So it loads through
-the same `trust_remote_code=True` path (`AutoModelForCausalLM` + `AutoProcessor`) as the real one.
+The checkpoint is a directory like a Hugging Face snapshot of Holotron-12B: config.json (architecture
+`NemotronH_Nano_VL_V2`, bf16, `flash_attention_2` by default) with an auto_map to the python files shipped
+beside it under the real checkpoint's file names, bf16 safetensors weights, a generation config whose
+end tokens include `<SPECIAL_12>`, a fast tokenizer with Nemotron-Nano-v2's chat template, and
+processor/image-processor configs with their own auto_map. It fails where the real one fails (see
+the remote files' docstrings) and loads through the same `trust_remote_code=True` path.
 """
 
 from __future__ import annotations
@@ -16,47 +18,93 @@ from pathlib import Path
 from typing import Any
 
 REMOTE_CODE = Path(__file__).with_name("remote")
+# The real checkpoint's file names: transformers imports them as modules of those names.
 REMOTE_FILES = (
-    "configuration_tiny_vlm.py",
-    "modeling_tiny_vlm.py",
-    "image_processing_tiny_vlm.py",
-    "processing_tiny_vlm.py",
+    "configuration.py",
+    "configuration_nemotron_h.py",
+    "modeling.py",
+    "modeling_nemotron_h.py",
+    "image_processing.py",
+    "processing.py",
 )
+ARCHITECTURE = "NemotronH_Nano_VL_V2"
+# config.json marks the stand-in: the loader lets this one, and only this one, run on the CPU.
+STANDIN_MARKER = "holodesk_standin"
 
 IMAGE_TOKENS_PER_TILE = 256  # (512 / 16)^2 patches, pixel shuffle 0.5
-SPECIAL_TOKENS = ("<pad>", "<|im_start|>", "<|im_end|>", "<image>", "<img>", "</img>", "<think>", "</think>")
+END_OF_TURN = "<SPECIAL_12>"
+SPECIAL_TOKENS = (
+    "<unk>",
+    "<s>",
+    "</s>",
+    "<SPECIAL_10>",
+    "<SPECIAL_11>",
+    END_OF_TURN,
+    "<image>",
+    "<img>",
+    "</img>",
+    "<think>",
+    "</think>",
+)
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
-# ChatML, as Nemotron-Nano-VL: an image part renders as the <image> tag the processor expands.
-# `enable_thinking=False` pre-fills an empty reasoning block, the way the profile asks for no reasoning.
+# Nemotron-Nano-v2's template (as in llama.cpp's NVIDIA-Nemotron-Nano-v2.jinja and the model card), with
+# content given as a string or a list of text and image parts; an image part renders as the `<image>`
+# tag the processor expands. Reasoning is on unless `/no_think` appears in a system or user turn
+# (`/think` turns it back on); both markers are removed from the text. User turns end with a newline,
+# assistant turns with `<SPECIAL_12>`, the end-of-turn token generation stops on.
 CHAT_TEMPLATE = (
-    "{%- for message in messages -%}"
-    "<|im_start|>{{ message['role'] }}{{ '\\n' }}"
-    "{%- if message['content'] is string -%}{{ message['content'] }}"
-    "{%- else -%}{%- for part in message['content'] -%}"
+    "{%- macro render(content) -%}"
+    "{%- if content is string -%}{{ content }}"
+    "{%- else -%}{%- for part in content -%}"
     "{%- if part['type'] == 'image' -%}<image>{%- elif part['type'] == 'text' -%}{{ part['text'] }}{%- endif -%}"
     "{%- endfor -%}{%- endif -%}"
-    "<|im_end|>{{ '\\n' }}"
+    "{%- endmacro -%}"
+    "{%- set ns = namespace(enable_thinking=true) -%}"
+    "{%- for message in messages -%}"
+    "{%- set text = render(message['content']) -%}"
+    "{%- if message['role'] == 'user' or message['role'] == 'system' -%}"
+    "{%- if '/think' in text -%}{%- set ns.enable_thinking = true -%}"
+    "{%- elif '/no_think' in text -%}{%- set ns.enable_thinking = false -%}{%- endif -%}"
+    "{%- endif -%}"
     "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}<|im_start|>assistant{{ '\\n' }}"
-    "{%- if enable_thinking is defined and not enable_thinking -%}<think></think>{%- endif -%}"
+    "{%- if messages[0]['role'] == 'system' -%}"
+    "{{- '<SPECIAL_10>System\\n'"
+    " + render(messages[0]['content']).replace('/think', '').replace('/no_think', '').strip() -}}"
+    "{%- set messages = messages[1:] -%}"
+    "{%- else -%}{{- '<SPECIAL_10>System\\n' -}}{%- endif -%}"
+    "{{- '\\n' -}}"
+    "{%- for message in messages -%}"
+    "{%- set text = render(message['content']) -%}"
+    "{%- if message['role'] == 'user' -%}"
+    "{{- '<SPECIAL_11>User\\n' + text.replace('/think', '').replace('/no_think', '').strip() + '\\n' -}}"
+    "{%- elif message['role'] == 'assistant' -%}"
+    "{%- if '</think>' in text -%}{%- set text = text.split('</think>')[1] -%}{%- endif -%}"
+    "{{- '<SPECIAL_11>Assistant\\n' + text.strip() + '\\n<SPECIAL_12>\\n' -}}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}"
+    "{{- '<SPECIAL_11>Assistant\\n' -}}"
+    "{%- if not ns.enable_thinking -%}{{- '<think></think>' -}}{%- else -%}{{- '<think>\\n' -}}{%- endif -%}"
     "{%- endif -%}"
 )
 
 _CORPUS = [
-    "You are a computer-use agent. Look at the screenshot and answer with one JSON action.",
-    'Task: archive every unread newsletter in my mail. {"note": "", "thought": "click the inbox", '
-    '"action": {"action": "click_element", "element": "Inbox", "x": 120, "y": 340}}',
-    '{"name": "click_desktop", "arguments": {"x": 512, "y": 87}} {"name": "write_desktop", "arguments": '
-    '{"text": "hello world"}} {"name": "hotkey_desktop", "arguments": {"keys": ["ctrl", "s"]}}',
-    "scroll down up left right go_back refresh wait answer write_element double_click drag_to move_to",
+    "You are a computer-use agent. Look at the screenshot and answer with one JSON object. /no_think",
+    'Task: archive every unread newsletter in my mail. {"note": null, "thought": "click the inbox", '
+    '"tool_call": {"tool_name": "click_desktop", "element": "Inbox", "x": 120, "y": 340}}',
+    '{"tool_name": "write_desktop", "content": "hello world", "press_enter": true, "overwrite": false}'
+    ' {"tool_name": "hotkey_desktop", "keys": ["ctrl", "s"], "repeat_count": 1}',
+    "scroll_desktop direction down up left right scroll_size wait_desktop answer update_plan goals title status",
     "Open the settings window, find the display section and set the scale to 150 percent.",
-    "Previous steps: 1. clicked the search field 2. typed the query 3. pressed Enter",
+    "System User Assistant Previous steps: 1. clicked the search field 2. typed the query 3. pressed Enter",
     "0 1 2 3 4 5 6 7 8 9 10 100 250 500 750 999 1000 x y element content direction seconds",
 ]
 
 
 def _train_tokenizer() -> Any:
-    """A byte-level BPE of a few hundred tokens, trained on agent-like text."""
+    """A byte-level BPE of a few hundred tokens, trained on agent-like text, with Nemotron's special tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -72,18 +120,18 @@ def _train_tokenizer() -> Any:
     bpe.train_from_iterator(_CORPUS * 4, trainer)
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe,
-        eos_token="<|im_end|>",
-        pad_token="<pad>",
-        additional_special_tokens=[t for t in SPECIAL_TOKENS if t not in ("<pad>", "<|im_end|>")],
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        additional_special_tokens=[t for t in SPECIAL_TOKENS if t not in ("<unk>", "<s>", "</s>")],
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = CHAT_TEMPLATE  # type: ignore[attr-defined]
     return tokenizer
 
 
 def _text_config(tokenizer: Any) -> dict[str, Any]:
     """Bamba with layers M*M* (Mamba, attention, Mamba, attention), hidden 64: a miniature Nemotron-H."""
     return {
-        "model_type": "bamba",
         "vocab_size": len(tokenizer),
         "hidden_size": 64,
         "intermediate_size": 128,
@@ -99,10 +147,11 @@ def _text_config(tokenizer: Any) -> dict[str, Any]:
         "mamba_expand": 2,
         "mamba_chunk_size": 64,
         "max_position_embeddings": 16384,
-        "pad_token_id": tokenizer.pad_token_id,
-        "bos_token_id": tokenizer.convert_tokens_to_ids("<|im_start|>"),
-        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.convert_tokens_to_ids("<unk>"),
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.convert_tokens_to_ids(END_OF_TURN),
         "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
     }
 
 
@@ -126,56 +175,95 @@ def _reinit_mamba_decay(model: Any, generator: Any) -> None:
                 module.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse of softplus
 
 
+def _import_remote(path: Path) -> tuple[Any, Any]:
+    """The config and model classes from the files just copied into `path`, as trust_remote_code imports them."""
+    from transformers.dynamic_module_utils import get_class_from_dynamic_module
+
+    config_class = get_class_from_dynamic_module("configuration.NemotronH_Nano_VL_V2_Config", str(path))
+    model_class = get_class_from_dynamic_module("modeling.NemotronH_Nano_VL_V2", str(path))
+    return config_class, model_class
+
+
 def build_tiny_checkpoint(directory: Path, *, seed: int = 0) -> Path:
     """Write a new tiny checkpoint in a uniquely named folder under `directory`; return that folder.
 
     The folder name is unique because transformers imports remote code as a module named after the
     checkpoint folder: two builds with the same name in one process would share stale classes.
+    Building imports the checkpoint's own modeling files, so mamba-ssm (or the tests' stand-in for
+    it) must be importable, as it must be to load the checkpoint.
     """
     import torch
-    from transformers import PreTrainedTokenizerFast
-
-    from holodesk.inference.standin.remote.configuration_tiny_vlm import TinyVLMConfig
-    from holodesk.inference.standin.remote.image_processing_tiny_vlm import TinyVLMImageProcessor
-    from holodesk.inference.standin.remote.modeling_tiny_vlm import TinyVLMForCausalLM
+    from transformers import GenerationConfig
 
     path = Path(directory) / f"tiny_vlm_{uuid.uuid4().hex[:12]}"
     path.mkdir(parents=True)
+    for name in REMOTE_FILES:
+        shutil.copyfile(REMOTE_CODE / name, path / name)
 
-    tokenizer: PreTrainedTokenizerFast = _train_tokenizer()
-    config = TinyVLMConfig(
+    tokenizer = _train_tokenizer()
+    config_class, model_class = _import_remote(path)
+    # attn_implementation is left at the file's default (flash_attention_2), as in the real config.json;
+    # the weights are built with sdpa since flash-attn is not needed to write them.
+    config = config_class(
         text_config=_text_config(tokenizer),
-        image_context_token_id=tokenizer.convert_tokens_to_ids("<image>"),
-        torch_dtype="float32",
+        vision_config={"image_size": 512, "patch_size": 16, "hidden_size": 32, "num_heads": 2},
+        img_context_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        torch_dtype="bfloat16",
+        architectures=[ARCHITECTURE],
     )
-    config.auto_map = {
-        "AutoConfig": "configuration_tiny_vlm.TinyVLMConfig",
-        "AutoModel": "modeling_tiny_vlm.TinyVLMForCausalLM",
-        "AutoModelForCausalLM": "modeling_tiny_vlm.TinyVLMForCausalLM",
-    }
+    build_config = config_class(
+        text_config=_text_config(tokenizer),
+        vision_config=config.vision_config.to_dict(),
+        img_context_token_id=config.img_context_token_id,
+        attn_implementation="sdpa",
+    )
     generator = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = TinyVLMForCausalLM(config)
+        model = model_class(build_config)
     _reinit_mamba_decay(model, generator)
+    model = model.to(torch.bfloat16)
+    model.config = config
     model.save_pretrained(path, safe_serialization=True)
 
-    for name in REMOTE_FILES:
-        shutil.copyfile(REMOTE_CODE / name, path / name)
+    config_json = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    config_json.pop("_attn_implementation_autoset", None)
+    config_json.pop("attn_implementation", None)
+    config_json["auto_map"] = {
+        "AutoConfig": "configuration.NemotronH_Nano_VL_V2_Config",
+        "AutoModel": "modeling.NemotronH_Nano_VL_V2",
+        "AutoModelForCausalLM": "modeling.NemotronH_Nano_VL_V2",
+    }
+    config_json[STANDIN_MARKER] = True
+    _write_json(path / "config.json", config_json)
+    end_ids = [tokenizer.convert_tokens_to_ids("</s>"), tokenizer.convert_tokens_to_ids(END_OF_TURN)]
+    GenerationConfig(bos_token_id=tokenizer.bos_token_id, eos_token_id=end_ids, pad_token_id=0).save_pretrained(path)
+
     tokenizer.save_pretrained(path)
     processor_auto_map = {
-        "AutoImageProcessor": "image_processing_tiny_vlm.TinyVLMImageProcessor",
-        "AutoProcessor": "processing_tiny_vlm.TinyVLMProcessor",
+        "AutoImageProcessor": "image_processing.NemotronNanoVLV2ImageProcessor",
+        "AutoProcessor": "processing.NemotronNanoVLV2Processor",
     }
-    image_processor = TinyVLMImageProcessor(image_size=config.image_size, patch_size=config.patch_size)
-    preprocessor = image_processor.to_dict()
-    preprocessor.update(
-        image_processor_type="TinyVLMImageProcessor", processor_class="TinyVLMProcessor", auto_map=processor_auto_map
-    )
+    preprocessor = {
+        "image_size": 512,
+        "patch_size": 16,
+        "downsample_ratio": 0.5,
+        "max_num_tiles": 12,
+        "use_thumbnail": True,
+        "norm_mean": list(CLIP_MEAN),
+        "norm_std": list(CLIP_STD),
+        "do_rescale": True,
+        "image_processor_type": "NemotronNanoVLV2ImageProcessor",
+        "processor_class": "NemotronNanoVLV2Processor",
+        "auto_map": processor_auto_map,
+    }
     _write_json(path / "preprocessor_config.json", preprocessor)
     _write_json(
         path / "processor_config.json",
-        {"processor_class": "TinyVLMProcessor", "auto_map": {"AutoProcessor": processor_auto_map["AutoProcessor"]}},
+        {
+            "processor_class": "NemotronNanoVLV2Processor",
+            "auto_map": {"AutoProcessor": processor_auto_map["AutoProcessor"]},
+        },
     )
     (path / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
     return path

@@ -35,7 +35,7 @@ def test_arguments_defaults_and_overrides(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "argv", [["m"], ["m", "s", "--steps", "0"], ["m", "s", "--bandwidth", "-1"], ["m", "s", "--tflops", "0"]]
+    "argv", [[], ["m", "s", "--steps", "0"], ["m", "s", "--bandwidth", "-1"], ["m", "s", "--tflops", "0"]]
 )
 def test_bad_arguments_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
@@ -144,3 +144,30 @@ def test_report_becomes_bench_figures() -> None:
     assert figures["prefill"].baseline == "prefill floor"
     assert figures["peak VRAM"].stats.median == pytest.approx(27.0)
     assert "H100 SXM" in result.notes[0]
+
+
+def test_gpu_model_names_the_checkpoint_and_screenshots_are_optional(tmp_path: Path) -> None:
+    arguments = parse_arguments(["--gpu-model", str(tmp_path)])
+    assert arguments.checkpoint == tmp_path and arguments.screenshots == []
+    arguments = parse_arguments(["--gpu-model", str(tmp_path), "a.png", "shots"])
+    assert arguments.checkpoint == tmp_path and arguments.screenshots == [Path("a.png"), Path("shots")]
+    with pytest.raises(SystemExit):
+        parse_arguments([])
+
+
+def test_canned_screenshots_are_desktop_sized_and_differ() -> None:
+    pictures = gpu_step.canned_screenshots()
+    assert [p.size for p in pictures] == [(1920, 1080)] * len(gpu_step.CANNED_SEEDS)
+    assert pictures[0].tobytes() != pictures[1].tobytes()
+
+
+def test_each_step_line_says_what_was_proposed_next_to_the_speeds() -> None:
+    timings = StepTimings(preprocess_s=0.01, prefill_s=0.5, decode_s=2.0, total_s=2.6, tokens_in=3000, tokens_out=41)
+    step = gpu_step._step_report(timings, 26 * 2**30, TWELVE_B, 2 * TWELVE_B, GpuSpec("L40S", 0.864, 362.0))
+    step.update(parsed=True, proposed=gpu_step.printable("click at (512, 87) on 'Archive'\x1b[2J"))
+    line = gpu_step.format_step(1, step)
+    assert line.startswith("step 1: proposed click at (512, 87) on 'Archive'\\x1b[2J |")
+    assert "prefill 6,000 tok/s" in line and "decode 20.0 tok/s (ceiling 36.0)" in line
+    assert "peak VRAM 26.0 GiB" in line and line.isprintable()
+    step.update(parsed=False, proposed="click_desktop has no argument 'element'")
+    assert gpu_step.format_step(2, step).startswith("step 2: did not parse: click_desktop has no argument")

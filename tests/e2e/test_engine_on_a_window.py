@@ -113,7 +113,7 @@ def test_a_malformed_answer_executes_nothing(window, tmp_path):
 def test_the_tiny_local_model_runs_a_step_and_its_random_answer_executes_nothing(window, tiny_checkpoint, tmp_path):
     from holodesk.inference.local import LocalBackend
 
-    backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32", max_tiles=2)
+    backend = LocalBackend(tiny_checkpoint, device="cpu", max_tiles=2)
     backend.load()
     approver = Approve()
     capture = ScreenCapture()

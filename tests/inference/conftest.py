@@ -18,10 +18,13 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="session")
 def tiny_backend(tiny_checkpoint: Path) -> Iterator[LocalBackend]:
-    """The tiny checkpoint loaded once on the CPU in float32, tile budget 12 (tests that change it restore it)."""
+    """The tiny checkpoint loaded once on the CPU in bfloat16 (its architecture's only dtype), tile budget 12.
+
+    Tests that change the tile budget restore it.
+    """
     from holodesk.inference.local import LocalBackend
 
-    backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32", max_tiles=12)
+    backend = LocalBackend(tiny_checkpoint, device="cpu", max_tiles=12)
     backend.load()
     yield backend
     backend.unload()

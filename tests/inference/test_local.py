@@ -53,7 +53,7 @@ def navigation_request(image: Image.Image, max_new_tokens: int = 24) -> ChatRequ
     """Shaped like a profile's request: system text, then the screenshot and the task in one user turn."""
     return ChatRequest(
         messages=[
-            {"role": "system", "content": "You are a computer-use agent. Answer with one JSON action."},
+            {"role": "system", "content": "You are a computer-use agent. Answer with one JSON action. /no_think"},
             {
                 "role": "user",
                 "content": [
@@ -65,14 +65,13 @@ def navigation_request(image: Image.Image, max_new_tokens: int = 24) -> ChatRequ
         ],
         images=[image],
         max_new_tokens=max_new_tokens,
-        chat_template_kwargs={"enable_thinking": False},
     )
 
 
 @pytest.fixture(scope="module")
 def stock_backend(tiny_checkpoint: Path) -> Iterator[LocalBackend]:
     """The tiny checkpoint as `tiny_backend` loads it, but tiling with the processor's own PIL code."""
-    backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32", max_tiles=12, fast_tiling=False)
+    backend = LocalBackend(tiny_checkpoint, device="cpu", max_tiles=12, fast_tiling=False)
     backend.load()
     yield backend
     backend.unload()
@@ -83,13 +82,8 @@ def history_request(images: list[Image.Image], max_new_tokens: int) -> ChatReque
     content: list[dict[str, Any]] = []
     for index, _ in enumerate(images):
         content += [{"type": "text", "text": f"<observation step={index}>"}, {"type": "image"}]
-    content.append({"type": "text", "text": "Task: archive every unread newsletter."})
-    return ChatRequest(
-        messages=[{"role": "user", "content": content}],
-        images=images,
-        max_new_tokens=max_new_tokens,
-        chat_template_kwargs={"enable_thinking": False},
-    )
+    content.append({"type": "text", "text": "Task: archive every unread newsletter. /no_think"})
+    return ChatRequest(messages=[{"role": "user", "content": content}], images=images, max_new_tokens=max_new_tokens)
 
 
 def image_token_id(backend: LocalBackend) -> int:
@@ -126,9 +120,10 @@ def test_prompt_is_built_with_the_chat_template(tiny_backend: LocalBackend, scre
     result = tiny_backend.generate_detailed(navigation_request(screenshot, max_new_tokens=1))
     tokenizer = tiny_backend._loaded.tokenizer  # type: ignore[union-attr]
     prompt = tokenizer.decode(list(result.prompt_token_ids))
-    assert prompt.startswith("<|im_start|>system\nYou are a computer-use agent.")
-    assert "<observation><img><image>" in prompt and "</img></observation>\nTask: archive" in prompt
-    assert prompt.endswith("<|im_start|>assistant\n<think></think>")  # chat_template_kwargs reached the template
+    assert prompt.startswith("<SPECIAL_10>System\nYou are a computer-use agent. Answer with one JSON action.\n")
+    assert "<SPECIAL_11>User\n<observation><img><image>" in prompt
+    assert "</img></observation>\nTask: archive" in prompt
+    assert prompt.endswith("<SPECIAL_11>Assistant\n<think></think>")  # /no_think reached the template
 
 
 def test_the_tile_budget_changes_the_image_tokens(tiny_backend: LocalBackend, screenshot: Image.Image) -> None:
@@ -167,25 +162,6 @@ def test_greedy_decoding_is_deterministic_and_picks_the_argmax(
     assert int(logits[0, -1].argmax()) == first.new_token_ids[0]
 
 
-def test_pixel_values_reach_the_model_in_its_dtype(tiny_checkpoint: Path, screenshot: Image.Image) -> None:
-    backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="bfloat16")
-    backend.load()
-    try:
-        model = backend._loaded.model  # type: ignore[union-attr]
-        assert model.dtype == torch.bfloat16
-        assert backend.fast_tiling, backend.fast_tiling_reason  # the probe allows for bfloat16's rounding
-        result = backend.generate_detailed(navigation_request(screenshot, max_new_tokens=2))
-        assert model.last_pixel_values_dtype == torch.bfloat16
-        assert result.timings.tokens_out >= 1
-        # The tiny model refuses pixels in another dtype, so the backend's cast is what made this work.
-        uncast = backend._loaded.processor.image_processor(screenshot, return_tensors="pt")["pixel_values"]  # type: ignore[union-attr]
-        assert uncast.dtype == torch.float32
-        with pytest.raises(TypeError, match="cast them first"):
-            model.extract_feature(uncast)
-    finally:
-        backend.unload()
-
-
 def test_loading_runs_off_the_caller_thread_and_reports_progress(
     tiny_checkpoint: Path, screenshot: Image.Image, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -212,9 +188,9 @@ def test_loading_runs_off_the_caller_thread_and_reports_progress(
     fractions = [step.fraction for step, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert {thread for _, thread in seen} == {"holodesk-model-load"}
-    # On the CPU the Mamba layers run plain PyTorch: said once in the log and kept on the backend.
-    assert backend.slow_path_warning is not None and "CPU" in backend.slow_path_warning
-    assert any(record.getMessage() == backend.slow_path_warning for record in caplog.records)
+    # The stand-in on the CPU is said once in the log and kept on the backend.
+    assert backend.load_notice is not None and "stand-in" in backend.load_notice
+    assert any(record.getMessage() == backend.load_notice for record in caplog.records)
     assert backend.load_seconds is not None and backend.load_seconds > 0
     backend.unload()
 
@@ -236,7 +212,7 @@ def test_a_missing_checkpoint_fails_the_load_clearly(tmp_path: Path, screenshot:
 
 def test_a_failed_load_can_be_retried(tmp_path: Path, tiny_checkpoint: Path) -> None:
     target = tmp_path / f"retry_{tiny_checkpoint.name}"  # a fresh folder name: remote code is imported by it
-    backend = LocalBackend(target, device="cpu", dtype="float32")
+    backend = LocalBackend(target, device="cpu")
     failed = backend.load_async()
     assert isinstance(failed.exception(timeout=30), ModelLoadError)
     shutil.copytree(tiny_checkpoint, target)  # the user fetched the weights meanwhile
@@ -282,7 +258,7 @@ def test_a_gpu_without_room_is_refused_with_numbers(tmp_path: Path) -> None:
 def test_a_gpu_with_room_gets_a_plan_and_a_warning_without_kernels(tmp_path: Path) -> None:
     big = CudaDevice(0, "NVIDIA A100-SXM4-80GB", total_bytes=80 * GIB, free_bytes=79 * GIB, capability=(8, 0))
     fast = plan_load(holotron_sized(tmp_path), "cuda:0", None, fake_report(big, kernels_ok=True))
-    assert (fast.device, fast.dtype, fast.mamba_path, fast.slow_path_warning) == (
+    assert (fast.device, fast.dtype, fast.mamba_path, fast.notice) == (
         "cuda:0",
         "bfloat16",
         MambaPath.FAST_CUDA,
@@ -291,7 +267,8 @@ def test_a_gpu_with_room_gets_a_plan_and_a_warning_without_kernels(tmp_path: Pat
     assert fast.required_bytes is not None and 24_600_000_000 < fast.required_bytes < 79 * GIB
     slow = plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(big, kernels_ok=False))
     assert slow.mamba_path is MambaPath.SLOW_TORCH
-    assert slow.slow_path_warning is not None and "slow PyTorch fallback" in slow.slow_path_warning
+    assert slow.notice is not None and "PyTorch scan on the GPU (slower)" in slow.notice
+    assert "fallback" not in slow.notice
     # float32 doubles the bf16 checkpoint: 49 GB of weights still fit in 79 GiB.
     wide = plan_load(holotron_sized(tmp_path), "cuda", "float32", fake_report(big, kernels_ok=True))
     assert wide.required_bytes is not None and wide.required_bytes > 2 * 24_600_000_000
@@ -299,20 +276,22 @@ def test_a_gpu_with_room_gets_a_plan_and_a_warning_without_kernels(tmp_path: Pat
 
 def test_an_older_gpu_keeps_bfloat16_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     volta = CudaDevice(0, "Tesla V100-SXM2-32GB", total_bytes=80 * GIB, free_bytes=79 * GIB, capability=(7, 0))
-    with caplog.at_level(logging.WARNING, logger="holodesk.inference.local"):
+    with caplog.at_level(logging.WARNING, logger="holodesk.inference.load_plan"):
         plan = plan_load(holotron_sized(tmp_path), "cuda", None, fake_report(volta))
     assert plan.dtype == "bfloat16"
     assert "cuda:0 (Tesla V100-SXM2-32GB) predates Ampere" in caplog.text
     assert plan_load(holotron_sized(tmp_path), "cuda", "float16", fake_report(volta)).dtype == "float16"
 
 
-def test_the_cpu_defaults_to_bfloat16_and_float32_is_asked_for(tmp_path: Path) -> None:
-    cpu_default = plan_load(holotron_sized(tmp_path), "cpu", None, fake_report())
-    assert (cpu_default.device, cpu_default.dtype, cpu_default.mamba_path) == ("cpu", "bfloat16", MambaPath.CPU)
-    assert cpu_default.required_bytes is None and cpu_default.slow_path_warning is not None
-    assert plan_load(holotron_sized(tmp_path), "cpu", "float32", fake_report()).dtype == "float32"
+def test_only_the_stand_in_runs_on_the_cpu(tmp_path: Path, tiny_checkpoint: Path) -> None:
+    with pytest.raises(ModelLoadError, match="only the tiny test stand-in runs on the CPU"):
+        plan_load(holotron_sized(tmp_path), "cpu", None, fake_report())
+    standin = CheckpointLocation(path=tiny_checkpoint, source="directory", weight_bytes=1)
+    cpu = plan_load(standin, "cpu", None, fake_report())
+    assert (cpu.device, cpu.dtype, cpu.mamba_path, cpu.attention) == ("cpu", "bfloat16", MambaPath.CPU, "sdpa")
+    assert cpu.required_bytes is None and cpu.notice is not None and "stand-in" in cpu.notice
     with pytest.raises(ModelLoadError, match="unknown dtype 'int8'"):
-        plan_load(holotron_sized(tmp_path), "cpu", "int8", fake_report())
+        plan_load(standin, "cpu", "int8", fake_report())
 
 
 def test_no_gpu_or_a_wrong_index_is_refused(tmp_path: Path) -> None:
@@ -372,7 +351,7 @@ def test_one_generate_runs_at_a_time(tiny_backend: LocalBackend, screenshot: Ima
 
 
 def test_kernels_in_use_reads_the_layers_flag_and_device(tiny_backend: LocalBackend) -> None:
-    # Bamba's Mamba layers on the CPU: the fast path is off whatever the flag says.
+    # The stand-in's Mamba layers on the CPU: the fast path is off whatever the flag says.
     assert kernels_in_use(tiny_backend._loaded.model) is False  # type: ignore[union-attr]
     assert kernels_in_use(torch.nn.Linear(2, 2)) is None
 
@@ -514,7 +493,7 @@ def test_a_fast_path_that_disagrees_falls_back_to_the_processor(
     reason: str,
 ) -> None:
     monkeypatch.setattr(tiling, function, breakage(getattr(tiling, function)))
-    backend = LocalBackend(tiny_checkpoint, device="cpu", dtype="float32")
+    backend = LocalBackend(tiny_checkpoint, device="cpu")
     with caplog.at_level(logging.WARNING, logger="holodesk.inference.local"):
         backend.load()
     try:
@@ -525,6 +504,24 @@ def test_a_fast_path_that_disagrees_falls_back_to_the_processor(
         # The stock path still serves requests, with the right image tokens.
         result = backend.generate_detailed(navigation_request(screenshot, max_new_tokens=1))
         assert result.prompt_token_ids.count(image_token_id(backend)) == FULL_HD_TILES * IMAGE_TOKENS_PER_TILE
+    finally:
+        backend.unload()
+
+
+def test_the_device_tiling_path_passes_the_probe_and_serves_requests(
+    tiny_checkpoint: Path, tiny_backend: LocalBackend, screenshot: Image.Image
+) -> None:
+    """What a CUDA load does (upload the uint8 image, tile there), run on the CPU through the same code."""
+    backend = LocalBackend(tiny_checkpoint, device="cpu", max_tiles=12, tiling_device="cpu")
+    backend.load()
+    try:
+        assert backend.fast_tiling, backend.fast_tiling_reason
+        adapter = backend._loaded.fast_image_processor  # type: ignore[union-attr]
+        assert adapter is not None and adapter.device == "cpu"
+        assert tiny_backend._loaded.fast_image_processor.device is None  # type: ignore[union-attr]
+        request = navigation_request(screenshot, max_new_tokens=1)
+        device_path = backend.generate_detailed(request)
+        assert device_path.prompt_token_ids == tiny_backend.generate_detailed(request).prompt_token_ids
     finally:
         backend.unload()
 

@@ -14,8 +14,9 @@ import torch
 from PIL import Image, ImageDraw
 
 from holodesk.automation.screen import frame_from_image
-from holodesk.inference.standin.remote.image_processing_tiny_vlm import TinyVLMImageProcessor, closest_grid
+from holodesk.inference.standin.remote.image_processing import NemotronNanoVLV2ImageProcessor, closest_grid
 from holodesk.inference.tiling import (
+    CLIP_MEAN,
     CLIP_STD,
     TileGrid,
     TilingSpec,
@@ -85,10 +86,11 @@ def test_grid_choice_agrees_with_the_checkpoint_processor_for_every_tile_limit()
 @pytest.mark.parametrize("size", [(1920, 1080), (1023, 767), (37, 19), (500, 500)], ids=str)
 def test_reference_is_exactly_the_checkpoint_processor(size: tuple[int, int]) -> None:
     image = desktop_image(*size)
-    expected = TinyVLMImageProcessor().preprocess([image])["pixel_values"]
+    processor = NemotronNanoVLV2ImageProcessor(norm_mean=list(CLIP_MEAN), norm_std=list(CLIP_STD))
+    expected = processor.preprocess([image])["pixel_values"]
     got = reference_tiles(image)
     assert got.dtype == np.float32
-    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_allclose(got, np.asarray(expected), rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=str)
@@ -101,6 +103,30 @@ def test_fast_path_matches_the_reference(size: tuple[int, int]) -> None:
     difference = (got - expected).abs()
     assert float(difference.max()) <= MAX_ABS_DIFF
     assert float(difference.mean()) < MAX_MEAN_DIFF
+
+
+@pytest.mark.parametrize("size", [(2560, 1440), (1366, 768), (513, 2049), (37, 19)], ids=str)
+def test_the_device_path_matches_the_reference(size: tuple[int, int]) -> None:
+    """The code CUDA runs (upload, float passes rounded to 8 bits, normalize there), here on the CPU."""
+    image = desktop_image(*size, seed=size[1])
+    expected = torch.from_numpy(reference_tiles(image))
+    got = fast_tiles(bgra(image), device="cpu", dtype=torch.float32)
+    assert got.shape == expected.shape and got.device.type == "cpu"
+    difference = (got - expected).abs()
+    assert float(difference.max()) <= MAX_ABS_DIFF
+    assert float(difference.mean()) < MAX_MEAN_DIFF
+    # Not the uint8 CPU kernel in disguise: the two paths differ somewhere, within the same bound.
+    assert not torch.equal(got, fast_tiles(bgra(image)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_device_path_on_cuda_matches_the_reference() -> None:
+    image = desktop_image(2560, 1440)
+    got = fast_tiles(bgra(image), device="cuda", dtype=torch.bfloat16)
+    assert got.device.type == "cuda" and got.dtype == torch.bfloat16
+    difference = (got.float().cpu() - torch.from_numpy(reference_tiles(image))).abs()
+    # bf16 keeps 8 bits of mantissa: one more rounding step on top of the grey-level bound.
+    assert float(difference.max()) <= MAX_ABS_DIFF + 2.0**-7 * 2.7
 
 
 def test_fast_path_from_a_captured_frame_and_from_rgb_agree() -> None:
@@ -139,13 +165,13 @@ def test_bfloat16_output_and_a_reused_buffer() -> None:
 
 
 def test_spec_comes_from_the_loaded_image_processor() -> None:
-    processor = TinyVLMImageProcessor(max_num_tiles=1)
+    processor = NemotronNanoVLV2ImageProcessor(max_num_tiles=1, norm_mean=list(CLIP_MEAN), norm_std=list(CLIP_STD))
     spec = TilingSpec.from_image_processor(processor)
     assert spec == TilingSpec(max_tiles=1)
     tiles = fast_tiles(bgra(desktop_image(1920, 1080)), spec)
     assert tiles.shape == (1, 3, 512, 512)  # one tile, no thumbnail
     np.testing.assert_allclose(
-        tiles.numpy(), processor.preprocess([desktop_image(1920, 1080)])["pixel_values"], atol=MAX_ABS_DIFF
+        tiles.numpy(), np.asarray(processor.preprocess([desktop_image(1920, 1080)])["pixel_values"]), atol=MAX_ABS_DIFF
     )
 
 

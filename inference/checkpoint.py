@@ -2,17 +2,14 @@
 
 A checkpoint is named either by a local directory (it must hold `config.json`) or by a Hugging Face
 repo id, which is resolved from the local Hugging Face cache only: finding a model never touches
-the network. `download_checkpoint` is the one explicit, user-initiated way to fetch weights.
+the network; weights are fetched by the user (`hf download`, see `download_command`).
 Importing this module imports neither torch nor transformers.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -45,15 +42,6 @@ class CheckpointLocation:
     def describe(self) -> str:
         where = f"{self.repo_id} from the Hugging Face cache ({self.path})" if self.repo_id else str(self.path)
         return f"{where}, {gib(self.weight_bytes)} of weights"
-
-
-@dataclass(frozen=True, slots=True)
-class DownloadProgress:
-    """How far a user-initiated download is: files done out of files to fetch."""
-
-    files_done: int
-    files_total: int
-    message: str
 
 
 def download_command(repo_id: str = DEFAULT_REPO_ID) -> str:
@@ -184,59 +172,3 @@ def saved_dtype_bytes(path: str | Path) -> int:
     config = _read_json(Path(path) / "config.json")
     name = config.get("torch_dtype") or (config.get("text_config") or {}).get("torch_dtype") or "bfloat16"
     return {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}.get(str(name).removeprefix("torch."), 2)
-
-
-def download_checkpoint(
-    repo_id: str = DEFAULT_REPO_ID,
-    progress: Callable[[DownloadProgress], None] | None = None,
-    *,
-    cache_dir: str | Path | None = None,
-    revision: str | None = None,
-) -> CheckpointLocation:
-    """Download `repo_id` into the Hugging Face cache (resuming a partial download), then locate it.
-
-    Only ever called on the user's explicit request: it reaches the network. `progress` is called
-    from the downloading thread as files complete.
-    """
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.utils import tqdm as hf_tqdm
-
-    class _ReportingBar(hf_tqdm):  # type: ignore[misc, valid-type]
-        """snapshot_download counts finished files on this bar; forward each count to `progress`.
-
-        The count is kept here because a disabled bar (HF_HUB_DISABLE_PROGRESS_BARS) ignores updates;
-        updates come from the download threads, hence the lock.
-        """
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._files_total = int(kwargs.get("total") or 0)
-            self._files_done = 0
-            self._count_lock = threading.Lock()
-            self._report()
-
-        def update(self, n: float | None = 1) -> bool | None:
-            shown = super().update(n)
-            with self._count_lock:
-                self._files_done += int(n or 0)
-                self._report()
-            return shown
-
-        def _report(self) -> None:
-            if progress is not None:
-                done, total = self._files_done, self._files_total
-                progress(DownloadProgress(done, total, f"downloading {repo_id}: {done} of {total} files"))
-
-    cache = hf_cache_dir(cache_dir)
-    try:
-        snapshot_download(repo_id, revision=revision, cache_dir=str(cache), tqdm_class=_ReportingBar)
-    except Exception as exc:  # network, auth, disk: the user started this, so say what failed
-        raise ModelLoadError(f"downloading {repo_id} into {cache} failed: {exc}") from exc
-    return find_checkpoint(repo_id, cache_dir=cache, revision=revision)
-
-
-def default_cache_hint() -> str:
-    """Where lookups go by default, for doctor: the HF cache and the env variables that move it."""
-    return f"{hf_cache_dir()} (set HF_HUB_CACHE or HF_HOME to move it)" + (
-        "; HF_HUB_OFFLINE=1" if os.environ.get("HF_HUB_OFFLINE") else ""
-    )

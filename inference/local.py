@@ -445,18 +445,6 @@ class LocalBackend:
 
     # -- generation ------------------------------------------------------------------------------
 
-    def set_max_tiles(self, max_tiles: int) -> None:
-        """Change the tile budget (the profile's ImageBudget.max_tiles) for later requests."""
-        if max_tiles < 1:
-            raise ValueError(f"max_tiles must be at least 1, got {max_tiles}")
-        with self._generate_lock:
-            self.max_tiles = max_tiles
-            if self._loaded is not None:
-                set_tile_limit(self._loaded.processor, max_tiles)
-                if self._loaded.fast_image_processor is not None:
-                    # The adapter reads the limit the stock image processor now holds.
-                    self._loaded.fast_image_processor.refresh()
-
     def generate(self, request: ChatRequest) -> Generation:
         return self.generate_detailed(request).generation
 

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from holodesk.inference.checkpoint import (
     DEFAULT_REPO_ID,
-    DownloadProgress,
-    download_checkpoint,
     estimate_weight_bytes,
     find_checkpoint,
     looks_like_repo_id,
@@ -140,31 +136,3 @@ def test_size_falls_back_to_the_index_total_then_to_bin_files(tmp_path: Path) ->
 def test_saved_dtype_comes_from_the_config(tmp_path: Path) -> None:
     assert saved_dtype_bytes(write_checkpoint(tmp_path / "a", {}, dtype="float32")) == 4
     assert saved_dtype_bytes(write_checkpoint(tmp_path / "b", {}, dtype="bfloat16")) == 2
-
-
-def test_download_reports_files_as_they_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The user-initiated download path, with the Hub call replaced: nothing here reaches the network."""
-    import huggingface_hub
-
-    real_snapshot_download = huggingface_hub.snapshot_download
-    downloads: list[str] = []
-
-    def fake_snapshot_download(repo_id: str, **kwargs: Any) -> str:
-        if kwargs.get("local_files_only"):  # the lookup after the download stays the real, offline one
-            return real_snapshot_download(repo_id, **kwargs)
-        downloads.append(repo_id)
-        tqdm_class: Callable[..., Any] = kwargs["tqdm_class"]
-        cache_dir: str = kwargs["cache_dir"]
-        bar = tqdm_class(total=3, disable=True)
-        for _file in range(3):
-            bar.update(1)
-        bar.close()
-        return str(write_hf_cache(Path(cache_dir), repo_id, {"model.safetensors": 10}))
-
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
-    seen: list[DownloadProgress] = []
-    location = download_checkpoint("org/model", seen.append, cache_dir=tmp_path / "hub")
-    assert downloads == ["org/model"]
-    assert location.repo_id == "org/model" and location.weight_bytes == 10
-    assert [(p.files_done, p.files_total) for p in seen] == [(0, 3), (1, 3), (2, 3), (3, 3)]
-    assert seen[-1].message == "downloading org/model: 3 of 3 files"

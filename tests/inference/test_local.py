@@ -126,17 +126,20 @@ def test_prompt_is_built_with_the_chat_template(tiny_backend: LocalBackend, scre
     assert prompt.endswith("<SPECIAL_11>Assistant\n<think></think>")  # /no_think reached the template
 
 
-def test_the_tile_budget_changes_the_image_tokens(tiny_backend: LocalBackend, screenshot: Image.Image) -> None:
+def test_the_tile_budget_changes_the_image_tokens(
+    tiny_backend: LocalBackend, tiny_checkpoint: Path, screenshot: Image.Image
+) -> None:
     request = navigation_request(screenshot, max_new_tokens=1)
     full = tiny_backend.generate_detailed(request)
+    single_tile = LocalBackend(tiny_checkpoint, device="cpu", max_tiles=1)  # the profile's budget, at load
+    single_tile.load()
     try:
-        tiny_backend.set_max_tiles(1)
-        assert tiny_backend._loaded.processor.image_processor.max_num_tiles == 1  # type: ignore[union-attr]
-        # The fast tiler re-read the limit: otherwise it would still cut (and announce) 9 tiles.
-        assert tiny_backend._loaded.fast_image_processor.spec.max_tiles == 1  # type: ignore[union-attr]
-        single = tiny_backend.generate_detailed(request)
+        assert single_tile._loaded.processor.image_processor.max_num_tiles == 1  # type: ignore[union-attr]
+        # The fast tiler read the same limit: otherwise it would still cut (and announce) 9 tiles.
+        assert single_tile._loaded.fast_image_processor.spec.max_tiles == 1  # type: ignore[union-attr]
+        single = single_tile.generate_detailed(request)
     finally:
-        tiny_backend.set_max_tiles(12)
+        single_tile.unload()
     assert single.prompt_token_ids.count(image_token_id(tiny_backend)) == IMAGE_TOKENS_PER_TILE
     assert full.timings.tokens_in - single.timings.tokens_in == (FULL_HD_TILES - 1) * IMAGE_TOKENS_PER_TILE
 

@@ -1,8 +1,10 @@
 """Performs one screen-space action on the real desktop with pyautogui, and nothing it has not checked.
 
 Every action is validated in full before any input is sent: each point must lie on a monitor (and
-not on a fail-safe corner), each key must have a pyautogui name on this platform, text that is not
-plain ASCII needs a clipboard tool. A rejected action sends nothing. While it runs, a CancelToken
+not on a fail-safe corner), each key must have a pyautogui name on this platform, text must be
+typable. A rejected action sends nothing. On X11 text is typed with layout-independent key events
+(automation.x11_keyboard); the clipboard is only a fallback there, pasted with the key the focused
+window expects (terminals: ctrl+shift+v). The result's detail says which way the text went. While it runs, a CancelToken
 is checked between sub-steps (drag steps, text chunks, scroll notches), and whatever is held down
 (mouse button, keys) is released in `finally`, so a stop never leaves a button pressed.
 
@@ -13,6 +15,7 @@ import on machines (CI, a server) without one.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 import time
@@ -37,11 +40,12 @@ from holodesk.automation.actions import (
     Wait,
 )
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.clipboard import Clipboard, system_clipboard
+from holodesk.automation.clipboard import XCLIP_PRIMARY, Clipboard, CommandClipboard, system_clipboard
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.x11_keyboard import TypingUnavailable, X11Typer, focused_window_class
 
 # pyautogui sleeps PAUSE seconds after every call (0.1 s by default): a 60-step drag would take 6 s
 # and every text chunk would stall. Our own waits (drag steps, paste settle) are explicit, so a short
@@ -113,9 +117,30 @@ def pyautogui_key_name(key: str, platform: str = sys.platform) -> str:
     return canonical
 
 
-def paste_keys(platform: str = sys.platform) -> tuple[str, ...]:
-    """The canonical combination that pastes in ordinary applications on `platform`."""
-    return ("super", "v") if platform == "darwin" else ("ctrl", "v")
+def paste_keys(platform: str = sys.platform, window_class: str = "") -> tuple[str, ...]:
+    """The canonical combination that pastes into a window of `window_class` on `platform`.
+
+    Terminal emulators keep ctrl+v for the shell (a literal next character), so they paste with
+    ctrl+shift+v; xterm-style terminals only paste the primary selection, with shift+insert.
+    """
+    if platform == "darwin":
+        return ("super", "v")
+    lowered = window_class.lower()
+    if lowered in _PRIMARY_SELECTION_TERMINALS:
+        return ("shift", "insert")
+    if lowered in _TERMINAL_CLASSES or "terminal" in lowered:
+        return ("ctrl", "shift", "v")
+    return ("ctrl", "v")
+
+
+# WM_CLASS classes (lower-cased) of X11 terminal emulators that paste the clipboard with ctrl+shift+v.
+_TERMINAL_CLASSES = frozenset(
+    {"gnome-terminal", "gnome-terminal-server", "konsole", "xfce4-terminal", "mate-terminal", "tilix",
+     "terminator", "alacritty", "kitty", "org.wezfurlong.wezterm", "foot", "st-256color", "sakura",
+     "terminology", "lxterminal", "qterminal", "guake", "tilda", "yakuake", "ptyxis", "blackbox"}
+)  # fmt: skip
+# Terminals whose only default paste is the primary selection (shift+insert).
+_PRIMARY_SELECTION_TERMINALS = frozenset({"xterm", "uxterm", "urxvt", "rxvt", "urxvt-unicode"})
 
 
 def keys_for_text(text: str) -> frozenset[str]:
@@ -252,6 +277,29 @@ def _corners(monitor: Monitor) -> list[tuple[int, int]]:
     ]
 
 
+def nudge_off_corners(action: Action, monitors: Sequence[Monitor]) -> tuple[Action, list[str]]:
+    """The action with every point on a monitor's corner pixel moved one pixel inwards, and what moved.
+
+    pyautogui's fail-safe stops the run when the pointer reaches a corner; a target drawn there is
+    still a target one pixel in. Points off every monitor are left for validation to refuse.
+    """
+    notes: list[str] = []
+
+    def inwards(point: Point) -> Point:
+        try:
+            monitor = monitor_at(point, monitors)
+        except OffScreenError:
+            return point
+        if (point.x, point.y) not in _corners(monitor):
+            return point
+        rect = monitor.rect
+        moved = Point(point.x + (1 if point.x == rect.left else -1), point.y + (1 if point.y == rect.top else -1))
+        notes.append(f"target {point} is a screen corner (the fail-safe stops there): moved one pixel in to {moved}")
+        return moved
+
+    return action.map_points(inwards), notes
+
+
 class Executor:
     """Performs screen-space actions with pyautogui, one at a time.
 
@@ -275,6 +323,7 @@ class Executor:
         drag_step_interval_s: float = 0.008,
         focus_settle_s: float = 0.05,
         paste_settle_s: float = 0.3,
+        x11_typing: bool | None = None,
     ) -> None:
         if type_chunk_chars < 1 or drag_step_px < 1:
             raise ValueError("type_chunk_chars and drag_step_px must be at least 1")
@@ -294,6 +343,10 @@ class Executor:
         self.paste_settle_s = paste_settle_s
         self._busy = threading.Lock()
         self._pyautogui: Any | None = None
+        # Layout-independent typing through XTEST wherever an X display is reachable (X11, XWayland).
+        if x11_typing is None:
+            x11_typing = platform.startswith("linux") and bool(os.environ.get("DISPLAY"))
+        self._typer = X11Typer(on_keys=self.injected.note, key_interval_s=type_interval_s) if x11_typing else None
 
     # -- validation: nothing here sends input ----------------------------------------------------
 
@@ -330,10 +383,22 @@ class Executor:
                     )
         if isinstance(action, KeyCombo):
             self._key_names(action.keys)
-        elif isinstance(action, TypeText) and not self._typable(action.text):
-            self._key_names(paste_keys(self.platform))
-            self._resolve_clipboard()
+        elif isinstance(action, TypeText):
+            self._validate_text(action.text)
         return monitors
+
+    def _validate_text(self, text: str) -> None:
+        """Typing is possible with key events here, or else through the clipboard."""
+        if self._typer is not None:
+            try:
+                self._typer.check(text)
+                return
+            except TypingUnavailable:
+                pass  # the clipboard is the fallback; it must work then
+        elif self._typable(text):
+            return
+        self._key_names(paste_keys(self.platform))
+        self._resolve_clipboard()
 
     def _key_names(self, keys: Sequence[str]) -> list[str]:
         names = [pyautogui_key_name(key, self.platform) for key in keys]
@@ -450,7 +515,16 @@ class Executor:
             pyautogui.click(action.at.x, action.at.y)
             if cancel.sleep(self.focus_settle_s):
                 cancel.raise_if_cancelled()
-        if self._typable(action.text):
+        typed_by_keys = ""
+        if self._typer is not None:
+            try:
+                remapped = self._typer.type_text(action.text, cancel)
+            except TypingUnavailable as exc:
+                typed_by_keys = f"; key events unavailable: {exc}"
+            else:
+                how = f", {remapped} through temporarily bound keys" if remapped else ""
+                return f"{action.describe()} (typed with layout-independent key events{how})"
+        elif self._typable(action.text):
             text = action.text
             for begin in range(0, len(text), self.type_chunk_chars):
                 cancel.raise_if_cancelled()
@@ -458,16 +532,20 @@ class Executor:
                 with self.injected.holding(keys_for_text(chunk)):
                     pyautogui.write(chunk, interval=self.type_interval_s)
             return action.describe()
-        self._paste(action.text, pyautogui, cancel)
-        return f"{action.describe()} (pasted through the clipboard)"
+        keys = self._paste(action.text, pyautogui, cancel)
+        return f"{action.describe()} (pasted through the clipboard with {'+'.join(keys)}{typed_by_keys})"
 
-    def _paste(self, text: str, pyautogui: Any, cancel: CancelToken) -> None:
+    def _paste(self, text: str, pyautogui: Any, cancel: CancelToken) -> tuple[str, ...]:
+        window_class = focused_window_class() if self.platform.startswith("linux") else ""
+        keys = paste_keys(self.platform, window_class)
         clipboard = self._resolve_clipboard()
+        if keys == ("shift", "insert") and isinstance(clipboard, CommandClipboard) and clipboard.name == "xclip":
+            clipboard = XCLIP_PRIMARY  # xterm-style terminals paste the primary selection
         previous = clipboard.read_text()
         clipboard.write_text(text)
         try:
             cancel.raise_if_cancelled()
-            self._press_keys(paste_keys(self.platform), pyautogui, cancel)
+            self._press_keys(keys, pyautogui, cancel)
             # The target fetches the clipboard asynchronously after ctrl+v; restoring too soon would
             # make it paste the old content. Not cancellable: a stop here must still wait, then restore.
             time.sleep(self.paste_settle_s)
@@ -475,6 +553,7 @@ class Executor:
             # Restore what the user had; if it held no text (empty, or an image we cannot carry),
             # clear it rather than leave the typed text (perhaps a password) behind.
             clipboard.write_text(previous if previous is not None else "")
+        return keys
 
     def _press_keys(self, keys: Sequence[str], pyautogui: Any, cancel: CancelToken) -> None:
         names = self._key_names(keys)

@@ -8,6 +8,7 @@ and records every step as it happens.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -17,17 +18,18 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
-from holodesk.automation.errors import ActionError, Cancelled, OffScreenError
+from holodesk.automation.errors import ActionError, AutomationError, Cancelled, OffScreenError
+from holodesk.automation.executor import nudge_off_corners
 from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.proposal import PastStep, Policy, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import fingerprint, wait_for_settle
-from holodesk.automation.trajectory import TrajectoryWriter
+from holodesk.automation.trajectory import SCREENSHOT_DIR, TrajectoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ class ApprovalRequest:
     frame: ScreenFrame
     cancel: CancelToken
     loop_warning: str = ""  # set when the same action keeps coming back on an unchanged screen
+    adjustment: str = ""  # set when the engine moved the target (off a fail-safe corner) before asking
+    previous_result: str = ""  # what became of the step before ("no visible change", ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,8 @@ class EngineState(StrEnum):
     ACTING = "acting"
     SETTLING = "settling"
     PAUSED = "paused"
+    STEP_FAILED = "step_failed"  # the action could not run, or the desktop refused it part-way
+    NO_VISIBLE_CHANGE = "no_visible_change"  # the action ran and the settled screen is the same
     FINISHED = "finished"
 
 
@@ -116,7 +122,8 @@ class Outcome(StrEnum):
     ASK_USER = "ask_user"  # the model needs the user
     STEP_LIMIT = "step_limit"
     STOPPED = "stopped"  # the user stopped the run
-    ERROR = "error"  # an unusable answer, a backend or execution failure
+    ERROR = "error"  # an unusable answer, a backend failure, an engine bug
+    FAILED = "failed"  # an action could not run or was refused (part-way) by the desktop
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +163,9 @@ class EngineSettings:
             raise ValueError(f"keep_screenshots must be at least 1, got {self.keep_screenshots}")
 
 
+NO_VISIBLE_CHANGE = "no visible change"
+
+
 class _RunEnded(Exception):
     """Internal: unwinds the loop with the run's result."""
 
@@ -188,6 +198,7 @@ class StepEngine:
         self._resumed = threading.Event()
         self._resumed.set()
         self._thread: threading.Thread | None = None
+        self._previous_result = ""
 
     # -- control -------------------------------------------------------------------------------
 
@@ -276,12 +287,11 @@ class StepEngine:
                 recent.append(frame)
                 record: dict[str, Any] = {"type": "step", "index": step, "task": task, **_frame_meta(frame)}
                 screenshot = writer.save_screenshot(f"step-{step:04d}", frame) if writer else None
+                before = frame
                 try:
                     past = self._one_step(task, step, frame, list(history), list(recent), guard, record)
                 finally:
                     self._record(writer, record, screenshot)
-                if past is not None:
-                    history.append(past)
                 self._emit(EngineState.SETTLING, step)
                 frame, settled = wait_for_settle(
                     lambda: self.frames.grab(settings.monitor),
@@ -292,6 +302,10 @@ class StepEngine:
                 self.cancel.raise_if_cancelled()
                 if not settled:
                     log.info("screen still changing after %.1f s; going on", settings.settle_timeout_s)
+                if past is not None:
+                    past = self._judge_effect(step, past, record, before, frame, writer)
+                    self._previous_result = past.result
+                    history.append(past)
             return step, Outcome.STEP_LIMIT, f"stopped after {settings.max_steps} steps (the step limit)"
         except _RunEnded as ended:
             return step, ended.outcome, ended.detail
@@ -324,6 +338,7 @@ class StepEngine:
             timings=proposal.timings.to_dict(),
         )
         past = PastStep(proposal.action, proposal.note, proposal.thought)
+        previous_result, self._previous_result = self._previous_result, ""
         if proposal.action.kind in TERMINAL_KINDS:
             record["decision"] = "final"
             action = proposal.action
@@ -338,6 +353,7 @@ class StepEngine:
         except OffScreenError as exc:
             record["error"] = f"target off screen: {exc}"
             raise _RunEnded(Outcome.ERROR, f"the proposed target is off screen: {exc}") from exc
+        screen_action, adjustment = self._checked_before_approval(step, screen_action, frame, record)
         record["action_screen"] = screen_action.to_dict()
         record["action_text"] = screen_action.describe()
 
@@ -349,7 +365,9 @@ class StepEngine:
             record["loop_warning"] = warning
 
         self._emit(EngineState.WAITING_APPROVAL, step, screen_action.describe())
-        request = ApprovalRequest(step, task, proposal, screen_action, frame, self.cancel, warning)
+        request = ApprovalRequest(
+            step, task, proposal, screen_action, frame, self.cancel, warning, adjustment, previous_result
+        )
         decision = self.approver.decide(request)
         self.cancel.raise_if_cancelled()
         record["decision"] = decision.decision.value
@@ -367,6 +385,7 @@ class StepEngine:
             except (ActionError, OffScreenError) as exc:
                 record["error"] = f"invalid edit: {exc}"
                 raise _RunEnded(Outcome.ERROR, f"the edited action cannot run: {exc}") from exc
+            screen_action, _ = self._checked_before_approval(step, screen_action, frame, record, what="edited action")
             record["edited_screen"] = screen_action.to_dict()
             try:
                 past = PastStep(
@@ -384,13 +403,66 @@ class StepEngine:
             raise
         except Exception as exc:
             record["result"] = {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}
-            raise _RunEnded(Outcome.ERROR, f"could not {screen_action.describe()}: {exc}") from exc
-        record["result"] = {
-            "ok": bool(getattr(result, "ok", True)),
-            "detail": str(getattr(result, "detail", "")),
-            "duration_s": round(time.perf_counter() - started, 4),
-        }
-        return past
+            self._fail_step(step, f"could not {screen_action.describe()}: {exc}", exc)
+        ok = bool(getattr(result, "ok", True))
+        detail = str(getattr(result, "detail", ""))
+        record["result"] = {"ok": ok, "detail": detail, "duration_s": round(time.perf_counter() - started, 4)}
+        if not ok:
+            self._fail_step(step, f"the desktop refused the action: {detail}")
+        return dataclasses.replace(past, result=detail or screen_action.describe())
+
+    # -- failures, checks before asking, effects --------------------------------------------------
+
+    def _fail_step(self, step: int, reason: str, cause: BaseException | None = None) -> NoReturn:
+        """End the run as FAILED, telling the listener first (the tray and terminal show it)."""
+        self._emit(EngineState.STEP_FAILED, step, reason)
+        raise _RunEnded(Outcome.FAILED, reason) from cause
+
+    def _checked_before_approval(
+        self, step: int, action: Action, frame: ScreenFrame, record: dict[str, Any], what: str = "proposed action"
+    ) -> tuple[Action, str]:
+        """What would refuse the action at execution, checked before the user is asked.
+
+        A target on a fail-safe corner pixel is moved one pixel inwards (said in the returned text);
+        anything else the performer's `validate` refuses (off screen, unknown keys, untypable text)
+        fails the step now, so the user never approves an action that cannot run.
+        """
+        action, notes = nudge_off_corners(action, frame.monitors)
+        adjustment = "; ".join(notes)
+        if adjustment:
+            record["adjustment"] = adjustment
+        validate = getattr(self.performer, "validate", None)
+        if callable(validate):
+            try:
+                validate(action)
+            except Cancelled:
+                raise
+            except (AutomationError, ValueError) as exc:
+                record["error"] = f"{what} cannot run: {exc}"
+                self._fail_step(step, f"the {what} cannot run: {exc}", exc)
+        return action, adjustment
+
+    def _judge_effect(
+        self,
+        step: int,
+        past: PastStep,
+        record: dict[str, Any],
+        before: ScreenFrame,
+        after: ScreenFrame,
+        writer: TrajectoryWriter | None,
+    ) -> PastStep:
+        """Say "no visible change" when an executed action left the settled screen identical.
+
+        The text goes into the past step's `result` (the model's next turn reads it as the tool's
+        output), to the listener, and into the trajectory as an `effect` record.
+        """
+        if "result" not in record or not after.same_pixels(before):
+            return past
+        result = f"{past.result}: {NO_VISIBLE_CHANGE}" if past.result else NO_VISIBLE_CHANGE
+        self._emit(EngineState.NO_VISIBLE_CHANGE, step, result)
+        if writer is not None:
+            writer.append({"type": "effect", "index": step, "visible_change": False, "result": result})
+        return dataclasses.replace(past, result=result)
 
     def _wait_while_paused(self, step: int) -> bool:
         """Block while paused (still honouring stop); True if the run was paused."""
@@ -435,10 +507,10 @@ class StepEngine:
         if writer is None:
             return
         if screenshot is not None:
-            try:
-                record["screenshot"] = screenshot.result()
-            except Exception as exc:
-                record["screenshot_error"] = f"{type(exc).__name__}: {exc}"
+            # The line names the PNG without waiting for its encoding (tens of ms a step): a failed
+            # encoding is logged when it happens, and a reader finds the file missing.
+            record["screenshot"] = f"{SCREENSHOT_DIR}/step-{record['index']:04d}.png"
+            screenshot.add_done_callback(_log_screenshot_failure)
         writer.append(record)
 
     def _emit(self, state: EngineState, step: int, detail: str = "", result: RunResult | None = None) -> None:
@@ -448,6 +520,12 @@ class StepEngine:
             self.listener(EngineEvent(state, step, detail, result))
         except Exception:  # a broken listener must not break the run
             log.exception("engine listener failed")
+
+
+def _log_screenshot_failure(screenshot: Future[str]) -> None:
+    exc = screenshot.exception()
+    if exc is not None:
+        log.error("saving a step's screenshot failed: %s: %s", type(exc).__name__, exc)
 
 
 def _frame_meta(frame: ScreenFrame) -> dict[str, Any]:

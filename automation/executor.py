@@ -517,6 +517,7 @@ class Executor:
                 cancel.raise_if_cancelled()
         typed_by_keys = ""
         if self._typer is not None:
+            self._typer.key_interval_s = self.type_interval_s
             try:
                 remapped = self._typer.type_text(action.text, cancel)
             except TypingUnavailable as exc:

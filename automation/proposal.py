@@ -40,11 +40,17 @@ class StepTimings:
 
 @dataclass(frozen=True, slots=True)
 class PastStep:
-    """One earlier step as the prompt shows it: what was done and why (model space)."""
+    """One earlier step as the prompt shows it: what was done and why (model space).
+
+    `result` is what became of it, as the tool's output for the model's next turn: the executor's
+    detail (e.g. how text was typed), ending in "no visible change" when the settled screen was
+    identical to the one before; empty for a step that was not executed (skipped).
+    """
 
     action: Action
     note: str = ""
     thought: str = ""
+    result: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """`holodesk run` and `holodesk locate`: the engine and the policy from a terminal.
 
-Exit codes (stable, for scripts): 0 the task finished, 1 it failed (unusable answer, backend or
-execution error), 2 bad arguments or configuration, 3 stopped by the user, 4 the model asks the
-user a question, 5 the step limit was reached.
+Exit codes (stable, for scripts): 0 the task finished, 1 it failed (unusable answer, backend
+error, an action that could not run or was refused), 2 bad arguments or configuration, 3 stopped by
+the user, 4 the model asks the user a question, 5 the step limit was reached.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from holodesk.app.cli.terminal_approver import terminal_event_printer
 from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, print_progress
 from holodesk.automation.coords import FrameMapping
+from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine import EngineSettings, Outcome, RunResult, StepEngine
 from holodesk.automation.errors import AutomationError
 from holodesk.automation.proposal import UnusableProposal
@@ -24,6 +26,7 @@ from holodesk.inference.model_policy import ModelPolicy
 EXIT_CODES = {
     Outcome.DONE: 0,
     Outcome.ERROR: 1,
+    Outcome.FAILED: 1,
     Outcome.STOPPED: 3,
     Outcome.ASK_USER: 4,
     Outcome.STEP_LIMIT: 5,
@@ -71,6 +74,7 @@ def run_task(
             keep_screenshots=policy.profile.budget.keep_screenshots,
             session_meta={"backend": options.backend, "profile": options.profile},
         ),
+        listener=terminal_event_printer(out),
     )
     out.write(f"task: {task}\n(Ctrl+C stops at any time)\n")
     result = engine.run(task)
@@ -91,7 +95,7 @@ def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | i
 
 
 def _report(result: RunResult, out: TextIO) -> None:
-    out.write(f"\n{result.outcome.value}: {result.detail}\n")
+    out.write(f"\n{result.outcome.value}: {safe_text(result.detail)}\n")
     out.write(f"steps: {result.steps}\n")
     if result.folder is not None:
         out.write(f"trajectory: {result.folder}\n")

@@ -1,5 +1,9 @@
 """Approval in the terminal for `holodesk run`: the action in words, its target, an annotated screenshot.
 
+Everything that comes from the model (note, thought, the action's text) is printed through
+automation.display_text: control characters escaped, never raw, and text to type in full with its
+whitespace visible; long text as its length, start and end, with the full text on request (t).
+
 Reads one line per decision: a(pprove), e(dit), s(kip) or q(uit). An edit asks for what the action
 needs (a new target as "x,y" in screen pixels, new text, new keys) and is validated before it is
 accepted; a bad edit is explained and asked again, never executed.
@@ -9,16 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from holodesk.automation.actions import Action, KeyCombo, Point, TypeText
-from holodesk.automation.annotate import annotate
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest
+from holodesk.automation.annotate import annotate, caption_for
+from holodesk.automation.display_text import safe_text, text_summary, visible_text
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineEvent, EngineState
 from holodesk.automation.errors import ActionError
 from holodesk.automation.keys import parse_combination
 
 PROMPT = "[a]pprove  [e]dit  [s]kip  [q]uit > "
+PROMPT_WITH_TEXT = "[a]pprove  [e]dit  [s]kip  [q]uit  [t]ext in full > "
 
 
 class TerminalApprover:
@@ -32,19 +39,27 @@ class TerminalApprover:
 
     def decide(self, request: ApprovalRequest) -> ApprovalDecision:
         picture = self.out_dir / f"step-{request.step:04d}-proposal.png"
-        annotate(request.frame, request.action, f"{request.step}: {request.action.describe()}").save(picture)
+        annotate(request.frame, request.action, f"{request.step}: {caption_for(request.action)}").save(picture)
         proposal = request.proposal
-        self._say(f"\nStep {request.step}: {request.action.describe()}")
+        action = request.action
+        long_text = isinstance(action, TypeText) and text_summary(action.text) != visible_text(action.text)
+        self._say(f"\nStep {request.step}: {caption_for(action)}")
+        if isinstance(action, TypeText):
+            self._say(f"  text:    {len(action.text)} characters, spaces as · : {text_summary(action.text)}")
         if proposal.note:
-            self._say(f"  note:    {proposal.note}")
+            self._say(f"  note:    {safe_text(proposal.note)}")
         if proposal.thought:
-            self._say(f"  thought: {proposal.thought}")
+            self._say(f"  thought: {safe_text(proposal.thought)}")
+        if request.previous_result:
+            self._say(f"  step {request.step - 1} result: {safe_text(request.previous_result)}")
+        if request.adjustment:
+            self._say(f"  NOTE: {safe_text(request.adjustment)}")
         self._say(f"  picture: {picture}")
         if request.loop_warning:
             self._say(f"  WARNING: {request.loop_warning}. Approve only if you are sure.")
         while True:
             try:
-                answer = self._ask(PROMPT)
+                answer = self._ask(PROMPT_WITH_TEXT if long_text else PROMPT)
             except KeyboardInterrupt:  # Ctrl+C at the prompt means stop, not a traceback
                 return ApprovalDecision.stop()
             if answer is None or answer in ("q", "quit", "stop"):
@@ -53,12 +68,15 @@ class TerminalApprover:
                 return ApprovalDecision.approve()
             if answer in ("s", "skip"):
                 return ApprovalDecision.skip()
+            if answer in ("t", "text") and isinstance(action, TypeText):
+                self._say(f"  full text ({len(action.text)} characters, spaces as ·):\n{visible_text(action.text)}")
+                continue
             if answer in ("e", "edit"):
                 edited = self._edit(request.action)
                 if edited is not None:
                     return ApprovalDecision.edit(edited)
                 continue
-            self._say(f"  please answer a, e, s or q (got {answer!r})")
+            self._say(f"  please answer a, e, s or q (got {safe_text(answer)!r})")
 
     def _edit(self, action: Action) -> Action | None:
         try:
@@ -96,3 +114,19 @@ class TerminalApprover:
     def _say(self, text: str) -> None:
         self.stdout.write(text + "\n")
         self.stdout.flush()
+
+
+def terminal_event_printer(stdout: TextIO | None = None) -> Callable[[EngineEvent], None]:
+    """An engine listener that prints, escaped, what the user must not miss: failed and no-effect steps."""
+    out = stdout or sys.stdout
+
+    def on_event(event: EngineEvent) -> None:
+        if event.state is EngineState.STEP_FAILED:
+            out.write(f"  STEP {event.step} FAILED: {safe_text(event.detail)}\n")
+        elif event.state is EngineState.NO_VISIBLE_CHANGE:
+            out.write(f"  step {event.step}: {safe_text(event.detail)}\n")
+        else:
+            return
+        out.flush()
+
+    return on_event

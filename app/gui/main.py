@@ -41,6 +41,7 @@ OUTCOME_TITLES = {
     Outcome.STEP_LIMIT: "Step limit reached",
     Outcome.STOPPED: "Stopped",
     Outcome.ERROR: "Task failed",
+    Outcome.FAILED: "An action failed",
 }
 
 
@@ -272,7 +273,7 @@ class HolodeskApp(QtCore.QObject):
     def _finished(self, result: RunResult) -> None:
         self.engine = None
         self.overlay.clear()
-        state = AppState.ERROR if result.outcome is Outcome.ERROR else AppState.IDLE
+        state = AppState.ERROR if result.outcome in (Outcome.ERROR, Outcome.FAILED) else AppState.IDLE
         self._show(StatusLine(state, f"{result.outcome.value}: {result.detail}"))
         self.indicator.notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({result.steps} steps)")
         sessions = self.settings.sessions

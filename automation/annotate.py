@@ -7,7 +7,9 @@ text to type is drawn in full with its whitespace visible, wrapped over as many 
 
 from __future__ import annotations
 
-from PIL import Image, ImageDraw
+from functools import lru_cache
+
+from PIL import Image, ImageDraw, ImageFont
 
 from holodesk.automation.actions import Action, Drag, Point, Scroll, TypeText
 from holodesk.automation.display_text import safe_text, visible_text
@@ -25,6 +27,15 @@ def caption_for(action: Action) -> str:
         where = f" at {action.at}" if action.at is not None else ""
         return f"type {len(action.text)} characters{where}: {visible_text(action.text)}"
     return safe_text(action.describe())
+
+
+@lru_cache(maxsize=1)
+def _caption_font() -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    """A monospaced font when one is installed (every visible-space marker then takes a column)."""
+    try:
+        return ImageFont.truetype("DejaVuSansMono.ttf", 13)
+    except OSError:
+        return ImageFont.load_default()
 
 
 def _caption_lines(caption: str) -> list[str]:
@@ -60,10 +71,11 @@ def annotate(frame: ScreenFrame, action: Action, label: str = "") -> Image.Image
     text = "\n".join(_caption_lines(caption))
     anchor = points[0] if points else (10, 10)
     width = max(len(line) for line in text.splitlines())
-    text_x = min(max(anchor[0] + 2 * MARKER_RADIUS, 4), max(4, image.width - 7 * width - 8))
-    box = draw.multiline_textbbox((0, 0), text)
+    text_x = min(max(anchor[0] + 2 * MARKER_RADIUS, 4), max(4, image.width - 8 * width - 8))
+    font = _caption_font()
+    box = draw.multiline_textbbox((0, 0), text, font=font)
     text_y = min(max(anchor[1] - 2 * MARKER_RADIUS, 4), max(4, image.height - (box[3] - box[1]) - 8))
-    box = draw.multiline_textbbox((text_x, text_y), text)
+    box = draw.multiline_textbbox((text_x, text_y), text, font=font)
     draw.rectangle([box[0] - 3, box[1] - 2, box[2] + 3, box[3] + 2], fill=(0, 0, 0))
-    draw.multiline_text((text_x, text_y), text, fill=(255, 255, 255))
+    draw.multiline_text((text_x, text_y), text, fill=(255, 255, 255), font=font)
     return image

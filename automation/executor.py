@@ -172,21 +172,49 @@ class InjectedInput:
     """A short log of the keys the executor itself presses, for the kill-switch listener to ignore.
 
     On X11 pynput's `injected` flag is False for XTEST input, so the listener cannot tell our key
-    presses from the user's; it asks `recently_injected(key)` instead. Keys are noted when pressed
-    and when released, and count as injected for as long as they are held.
+    presses from the user's. Each press the executor sends is noted (`note`) just before it is sent,
+    and the listener, seeing a press, `claim_press`es it: one noted press accounts for exactly one
+    seen press, so a user's press of the same key right after ours (a double Esc after the model's
+    Esc, the stop key while the model types it) is left unclaimed and counts as the user's.
+    `recently_injected` (a time window) remains for releases and held keys.
     """
 
-    def __init__(self, max_entries: int = 512, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        max_entries: int = 512,
+        clock: Callable[[], float] = time.monotonic,
+        claim_within_s: float = 2.0,
+    ) -> None:
         self._entries: deque[InjectedKey] = deque(maxlen=max_entries)
         self._held: dict[str, int] = {}
+        self._pending: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
         self._clock = clock
+        self.claim_within_s = claim_within_s  # a noted press the listener has not seen by then never came
 
     def note(self, keys: Iterable[str]) -> None:
-        """Record that the executor just sent these (canonical) keys."""
+        """Record that the executor is about to press each of these (canonical) keys once."""
         now = self._clock()
         with self._lock:
-            self._entries.extend(InjectedKey(key, now) for key in keys)
+            for key in keys:
+                self._entries.append(InjectedKey(key, now))
+                self._pending.setdefault(key, deque(maxlen=self._entries.maxlen)).append(now)
+
+    def claim_press(self, key: str) -> bool:
+        """True if a press of `key` just seen is one the executor sent (and no longer counts for later ones)."""
+        try:
+            canonical = normalize_key(key)
+        except ActionError:
+            return False  # a key we cannot name is not one we pressed
+        cutoff = self._clock() - self.claim_within_s
+        with self._lock:
+            pending = self._pending.get(canonical)
+            while pending and pending[0] < cutoff:
+                pending.popleft()
+            if pending:
+                pending.popleft()
+                return True
+        return False
 
     @contextmanager
     def holding(self, keys: Iterable[str]) -> Iterator[None]:
@@ -206,7 +234,9 @@ class InjectedInput:
                         self._held[key] = remaining
                     else:
                         self._held.pop(key, None)
-            self.note(held)
+                # Releases are not presses: they enter the time log only.
+                now = self._clock()
+                self._entries.extend(InjectedKey(key, now) for key in held)
 
     def held_keys(self) -> frozenset[str]:
         with self._lock:

@@ -201,6 +201,8 @@ class X11Typer:
         def set_shift(down: bool) -> None:
             nonlocal shift_down
             if down != shift_down:
+                if down and self.on_keys is not None:
+                    self.on_keys(["shift"])
                 xtest.fake_input(display, X.KeyPress if down else X.KeyRelease, shift_keycode)
                 shift_down = down
 
@@ -213,9 +215,9 @@ class X11Typer:
                     bound.update(batch)
                 for character, stroke in strokes:
                     cancel.raise_if_cancelled()
-                    if self.on_keys is not None:
-                        self.on_keys(_key_names(character, stroke.shift))
                     set_shift(stroke.shift)
+                    if self.on_keys is not None:
+                        self.on_keys([_key_name(character)])
                     xtest.fake_input(display, X.KeyPress, stroke.keycode)
                     xtest.fake_input(display, X.KeyRelease, stroke.keycode)
                     display.sync()
@@ -257,17 +259,9 @@ class X11Typer:
         return plan
 
 
-def _key_names(character: str, shift: bool) -> list[str]:
-    """Canonical key names for the injected-key log (single characters as themselves, lower-cased)."""
-    if character == "\n":
-        names = ["enter"]
-    elif character == "\t":
-        names = ["tab"]
-    elif character == " ":
-        names = ["space"]
-    else:
-        names = [character.lower()]
-    return [*names, "shift"] if shift else names
+def _key_name(character: str) -> str:
+    """The canonical key name for the injected-key log (a character as itself, lower-cased)."""
+    return {"\n": "enter", "\t": "tab", " ": "space"}.get(character, character.lower())
 
 
 def focused_window_class(display_name: str | None = None) -> str:

@@ -3,7 +3,9 @@
 pynput calls back on its own thread; `HotkeySignals` turns the callbacks into Qt signals so the
 GUI thread does the work. Keys that Holodesk itself is injecting (the executor's `InjectedInput`
 log) are ignored: on X11 pynput cannot tell XTEST input from a real keyboard, so without this a
-"press esc" action, typed twice, would stop the very run that sent it.
+"press esc" action, typed twice, would stop the very run that sent it. Presses are matched one for
+one with the executor's, so the user's own presses of the same key still count, whatever the stop
+key, even right after the model pressed it.
 """
 
 from __future__ import annotations
@@ -120,8 +122,13 @@ class HotkeyListener:
         name = key_name(key)
         return bool(self.injected and name and self.injected.recently_injected(name))
 
+    def _our_press(self, key: Any) -> bool:
+        """A press the executor sent (each noted press claims one seen press; the rest are the user's)."""
+        name = key_name(key)
+        return bool(self.injected and name and self.injected.claim_press(name))
+
     def _on_press(self, key: Any) -> None:
-        if self._ours(key):
+        if self._our_press(key):
             return
         canonical = self._listener.canonical(key) if self._listener else key
         with self._lock:

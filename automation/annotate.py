@@ -48,7 +48,7 @@ def _caption_lines(caption: str) -> list[str]:
 
 def annotate(frame: ScreenFrame, action: Action, label: str = "") -> Image.Image:
     """The frame as an RGB image with `action`'s target(s) drawn on it (action in screen space)."""
-    image = frame.to_image()
+    image: Image.Image = frame.to_image()
     draw = ImageDraw.Draw(image)
     left, top = frame.region.left, frame.region.top
 

@@ -26,7 +26,10 @@ TOOL_TIMEOUT_S = 3.0
 class Clipboard(Protocol):
     """Reads and writes plain text on the system clipboard."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The tool's name, for messages."""
+        ...
 
     def read_text(self) -> str | None:
         """The clipboard's text, or None when it holds no text (empty, or an image)."""

@@ -436,6 +436,15 @@ class ApprovalPanel(QtWidgets.QWidget):
                 return self._key_up(event)
         return super().eventFilter(watched, event)
 
+    def answer_with_key(self, key: str) -> None:
+        """Answer as the key would (canonical name: "enter" approves, "esc" stops); for the key grab."""
+        if self._request is None:
+            return
+        if key == "esc":
+            self._on_stop()
+        elif key == "enter":
+            self._on_approve()
+
     def _key_down(self, event: QtGui.QKeyEvent) -> bool:
         if event.key() not in ANSWER_KEYS:
             return False

@@ -8,7 +8,8 @@ front end (terminal, annotated picture, panel) shows model text through these fu
   characters become escapes such as `\\x1b`, `\\n`, `\\u202e`; ordinary spaces stay.
 - `visible_text`: for text that will be typed: also makes spaces, tabs and newlines visible
   (`·`, `\\t`, `\\n`), so what is shown is exactly what will be typed, character for character.
-- `text_summary`: a bounded view of long text to type: its length, start and end.
+- `text_summary`: a bounded view of long text to type: its start and end (callers show its length).
+- `safe_lines`: `safe_text` that keeps line breaks, for prose in a window that wraps lines.
 """
 
 from __future__ import annotations
@@ -59,12 +60,17 @@ def visible_text(text: str) -> str:
     return "".join(shown)
 
 
+def safe_lines(text: str) -> str:
+    """`safe_text` line by line: newlines stay line breaks, every other control is escaped."""
+    return "\n".join(safe_text(line) for line in text.split("\n"))
+
+
 def text_summary(text: str, limit: int = DEFAULT_SUMMARY_CHARS) -> str:
-    """Text to type for a one-line view: in full (visible) when short; else its length, start and end."""
+    """Text to type for a one-line view: in full (visible) when short; else its start and end."""
     shown = visible_text(text)
     if len(shown) <= limit:
         return shown
     head = max(1, limit * 2 // 3)
     tail = max(1, limit - head)
     hidden = len(shown) - head - tail
-    return f"{shown[:head]} …[{hidden} more shown characters]… {shown[-tail:]} ({len(text)} characters in all)"
+    return f"{shown[:head]} …[{hidden} more]… {shown[-tail:]}"

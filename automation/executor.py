@@ -45,6 +45,7 @@ from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.x11_focus_guard import FocusGuard
 from holodesk.automation.x11_keyboard import TypingUnavailable, X11Typer, focused_window_class
 
 # pyautogui sleeps PAUSE seconds after every call (0.1 s by default): a 60-step drag would take 6 s
@@ -354,6 +355,7 @@ class Executor:
         focus_settle_s: float = 0.05,
         paste_settle_s: float = 0.3,
         x11_typing: bool | None = None,
+        focus_guard: FocusGuard | None = None,
     ) -> None:
         if type_chunk_chars < 1 or drag_step_px < 1:
             raise ValueError("type_chunk_chars and drag_step_px must be at least 1")
@@ -376,6 +378,8 @@ class Executor:
         # Layout-independent typing through XTEST wherever an X display is reachable (X11, XWayland).
         if x11_typing is None:
             x11_typing = platform.startswith("linux") and bool(os.environ.get("DISPLAY"))
+        # Before keys go out, the keyboard focus leaves Holodesk's own windows (see x11_focus_guard).
+        self.focus_guard = focus_guard
         self._typer = X11Typer(on_keys=self.injected.note, key_interval_s=type_interval_s) if x11_typing else None
 
     # -- validation: nothing here sends input ----------------------------------------------------
@@ -483,8 +487,13 @@ class Executor:
             pyautogui.FAILSAFE_POINTS = [
                 corner for monitor in monitors or self.monitors() for corner in _corners(monitor)
             ]
+            refocused = ""
+            if self.focus_guard is not None and isinstance(action, TypeText | KeyCombo) and not action.points():
+                refocused = self.focus_guard.restore()
             try:
                 detail = self._perform(action, pyautogui, cancel)
+                if refocused:
+                    detail = f"{detail} ({refocused})"
             except pyautogui.FailSafeException as exc:
                 raise Cancelled("pyautogui fail-safe: the pointer was moved into a screen corner") from exc
             except AutomationError as exc:

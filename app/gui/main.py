@@ -30,6 +30,7 @@ from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState,
 from holodesk.automation.executor import Executor
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.trajectory import prune_sessions
+from holodesk.automation.x11_focus_guard import FocusGuard
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 
@@ -73,8 +74,10 @@ class HolodeskApp(QtCore.QObject):
         self.approver = GuiApprover(self.overlay, auto_approve_kinds=self.settings.approval.auto_approve)
         # One capture serves both: mss handles are per thread already (engine thread, GUI thread).
         screen = ScreenCapture()
-        self.frames = OverlayAwareCapture(screen, self.overlay)
-        self.executor = Executor(capture=screen)
+        # Keys of an action go to the window the user had at the screenshot, never to ours.
+        focus_guard = FocusGuard()
+        self.frames = OverlayAwareCapture(screen, self.overlay, focus_guard)
+        self.executor = Executor(capture=screen, focus_guard=focus_guard)
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
         self.hotkeys: HotkeyListener | None = None

@@ -79,7 +79,13 @@ class ControlWindow(Indicator):
     def __init__(self, icon_for: IconForState) -> None:
         super().__init__()
         self.icon_for = icon_for
-        flags = Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint | Qt.WindowType.FramelessWindowHint
+        # It never takes the keyboard: keys the user (or an action) types must not press its buttons.
+        flags = (
+            Qt.WindowType.Tool
+            | Qt.WindowType.WindowStaysOnTopHint
+            | Qt.WindowType.FramelessWindowHint
+            | Qt.WindowType.WindowDoesNotAcceptFocus
+        )
         self.window = QtWidgets.QWidget(None, flags)
         self.window.setObjectName("HolodeskControl")
         self.window.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
@@ -98,10 +104,12 @@ class ControlWindow(Indicator):
         for text, signal in (("New task", self.new_task), ("Stop", self.stop)):
             button = QtWidgets.QToolButton()
             button.setText(text)
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             button.clicked.connect(signal.emit)
             layout.addWidget(button)
         more = QtWidgets.QToolButton()
         more.setText("⋯")
+        more.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         more.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.InstantPopup)
         more.setMenu(self.menu)
         layout.addWidget(more)

@@ -189,6 +189,7 @@ class InjectedInput:
         self._entries: deque[InjectedKey] = deque(maxlen=max_entries)
         self._held: dict[str, int] = {}
         self._pending: dict[str, deque[float]] = {}
+        self._reserved: frozenset[str] = frozenset()
         self._lock = threading.Lock()
         self._clock = clock
         self.claim_within_s = claim_within_s  # a noted press the listener has not seen by then never came
@@ -200,6 +201,16 @@ class InjectedInput:
             for key in keys:
                 self._entries.append(InjectedKey(key, now))
                 self._pending.setdefault(key, deque(maxlen=self._entries.maxlen)).append(now)
+
+    def reserve(self, keys: Iterable[str]) -> None:
+        """Keys the user presses to stop a run: the executor types these characters on other keycodes."""
+        with self._lock:
+            self._reserved = frozenset(keys)
+
+    @property
+    def reserved(self) -> frozenset[str]:
+        with self._lock:
+            return self._reserved
 
     def claim_press(self, key: str) -> bool:
         """True if a press of `key` just seen is one the executor sent (and no longer counts for later ones)."""
@@ -380,7 +391,15 @@ class Executor:
             x11_typing = platform.startswith("linux") and bool(os.environ.get("DISPLAY"))
         # Before keys go out, the keyboard focus leaves Holodesk's own windows (see x11_focus_guard).
         self.focus_guard = focus_guard
-        self._typer = X11Typer(on_keys=self.injected.note, key_interval_s=type_interval_s) if x11_typing else None
+        self._typer = (
+            X11Typer(
+                on_keys=self.injected.note,
+                key_interval_s=type_interval_s,
+                reserved=lambda: self.injected.reserved,
+            )
+            if x11_typing
+            else None
+        )
 
     # -- validation: nothing here sends input ----------------------------------------------------
 

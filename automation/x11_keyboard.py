@@ -116,8 +116,12 @@ class X11Typer:
         remap_settle_s: float = DEFAULT_REMAP_SETTLE_S,
         key_interval_s: float = 0.0,
         on_keys: Callable[[list[str]], None] | None = None,
+        reserved: Callable[[], frozenset[str]] | None = None,
     ) -> None:
         self.display_name = display_name
+        # Characters always typed on a spare keycode, never on the key the user presses for them
+        # (the kill switch's stop key): the user's press then cannot merge with ours on one key.
+        self.reserved = reserved
         self.remap_settle_s = remap_settle_s
         self.key_interval_s = key_interval_s
         self.on_keys = on_keys
@@ -186,6 +190,7 @@ class X11Typer:
         shift_entry = keymap.direct(XK_SHIFT_L)
         assert shift_entry is not None  # check() said so
         shift_keycode = shift_entry[0]
+        reserved = frozenset(keysym_for(c) for c in (self.reserved() if self.reserved else ()) if len(c) == 1)
         bound: dict[int, int] = {}  # keysym -> spare keycode, for the current batch
         used_spare: set[int] = set()
         remapped_count = 0
@@ -207,7 +212,7 @@ class X11Typer:
                 shift_down = down
 
         try:
-            plan = self._plan(text, keymap)
+            plan = self._plan(text, keymap, reserved)
             for batch, strokes in plan:
                 if batch:
                     bind(batch)
@@ -216,7 +221,9 @@ class X11Typer:
                 for character, stroke in strokes:
                     cancel.raise_if_cancelled()
                     set_shift(stroke.shift)
-                    if self.on_keys is not None:
+                    # A reserved character goes out on a spare keycode, which listeners do not read
+                    # as that character (pynput reports an unknown key): no press to note for it.
+                    if self.on_keys is not None and keysym_for(character) not in reserved:
                         self.on_keys([_key_name(character)])
                     xtest.fake_input(display, X.KeyPress, stroke.keycode)
                     xtest.fake_input(display, X.KeyRelease, stroke.keycode)
@@ -238,14 +245,16 @@ class X11Typer:
         return remapped_count
 
     @staticmethod
-    def _plan(text: str, keymap: Keymap) -> list[tuple[dict[int, int], list[tuple[str, KeyStroke]]]]:
+    def _plan(
+        text: str, keymap: Keymap, reserved: frozenset[int] = frozenset()
+    ) -> list[tuple[dict[int, int], list[tuple[str, KeyStroke]]]]:
         """Split the text into batches, each with the spare keycodes to bind before typing it."""
         plan: list[tuple[dict[int, int], list[tuple[str, KeyStroke]]]] = []
         batch: dict[int, int] = {}
         strokes: list[tuple[str, KeyStroke]] = []
         for character in text:
             keysym = keysym_for(character)
-            direct = keymap.direct(keysym)
+            direct = keymap.direct(keysym) if keysym not in reserved else None
             if direct is not None:
                 strokes.append((character, KeyStroke(direct[0], direct[1], False)))
                 continue

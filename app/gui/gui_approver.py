@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from holodesk.app.gui.approval_panel import ApprovalPanel
 from holodesk.app.gui.gui_thread import GuiThreadCaller
-from holodesk.app.gui.key_grab import KeyGrab
+from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import QtCore, QtGui, Signal
 from holodesk.automation.actions import Action
@@ -85,7 +85,7 @@ class GuiApprover(QtCore.QObject):
         self._present.connect(self._on_present, QtCore.Qt.ConnectionType.QueuedConnection)
         self._grabbed_key.connect(self._on_grabbed_key, QtCore.Qt.ConnectionType.QueuedConnection)
         on_x11 = QtGui.QGuiApplication.platformName() == "xcb"
-        self._key_grab = KeyGrab(("enter", "esc"), self._grabbed_key.emit) if on_x11 else None
+        self._key_grab = KeyGrab(ANSWER_KEYSYMS, self._grabbed_key.emit) if on_x11 else None
         self.panel.decided.connect(self._on_decided)
         self.panel.action_edited.connect(self._on_panel_edit)
         overlay.target_edited.connect(self.panel.set_action)

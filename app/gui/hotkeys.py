@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from holodesk.app.gui.key_grab import KeyGrab, hotkey_grab
 from holodesk.app.gui.qt import QtCore, Signal
 from holodesk.automation.executor import InjectedInput
 from holodesk.automation.keys import normalize_key
@@ -92,9 +93,12 @@ class HotkeyListener:
         self.on_stop = on_stop
         self.injected = injected
         self.stop_key = stop_key_name(stop_key)
+        if injected is not None and len(self.stop_key) == 1:
+            injected.reserve({self.stop_key})  # typed by the executor on a key of its own
         self._stop_detector = RepeatedPressDetector(stop_presses, stop_window_s)
         self._listener: Any = None
         self._hotkey: Any = None
+        self._grab: KeyGrab | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -110,8 +114,19 @@ class HotkeyListener:
         listener.start()
         listener.wait()  # ready: events from now on are seen
         self._listener = listener
+        # The hotkey is Holodesk's alone: grabbed, it no longer also reaches the focused window
+        # (pynput listens through RECORD and still sees it). Not on X11: nothing to grab.
+        try:
+            self._grab = hotkey_grab(self.prompt_hotkey)
+        except ValueError:
+            self._grab = None
+        if self._grab is not None and not self._grab.start():
+            log.info("could not grab the prompt hotkey; it also reaches the focused window")
 
     def stop(self) -> None:
+        if self._grab is not None:
+            self._grab.stop()
+            self._grab = None
         if self._listener is not None:
             # pynput's X11 thread only notices the stop with the next key event; it is a daemon
             # thread, so it is not joined here (joining would stall quitting until a key is pressed).

@@ -8,6 +8,9 @@ only, whatever window has the focus, and `on_key` is called (on the grab's threa
 key is released. `stop()` gives the keys back. Caps Lock and Num Lock do not matter; other modifiers
 do (Shift+Enter still reaches the panel's text field, for a new line).
 
+`hotkey_grab()` grabs the prompt hotkey the same way for as long as the app runs, so that it
+does not also reach the focused application (pynput, which listens through RECORD, still sees it).
+
 Elsewhere (Wayland, Windows, macOS) `start()` returns False and the panel's own key handling applies.
 """
 
@@ -27,16 +30,42 @@ ANSWER_KEYSYMS: dict[str, tuple[str, ...]] = {"enter": ("Return", "KP_Enter"), "
 POLL_S = 0.05  # how often the grab's thread looks at its stop flag
 
 
-class KeyGrab:
-    """Grabs `keys` (canonical names of ANSWER_KEYSYMS) on the X display until `stop()`."""
+_MODIFIER_MASKS = {"ctrl": 1 << 2, "shift": 1 << 0, "alt": 1 << 3, "cmd": 1 << 6, "super": 1 << 6}  # X masks
+_PYNPUT_KEYSYMS = {"esc": "Escape", "enter": "Return", "space": "space", "tab": "Tab", "backspace": "BackSpace"}
 
-    def __init__(self, keys: Sequence[str], on_key: Callable[[str], None], display_name: str | None = None) -> None:
-        unknown = [key for key in keys if key not in ANSWER_KEYSYMS]
-        if unknown:
-            raise ValueError(f"cannot grab {unknown}: known keys are {sorted(ANSWER_KEYSYMS)}")
-        self.keys = tuple(keys)
+
+def hotkey_grab(hotkey: str, display_name: str | None = None) -> KeyGrab:
+    """A KeyGrab for a hotkey in pynput syntax ("<ctrl>+<alt>+h"); ValueError for one it cannot read."""
+    modifiers = 0
+    keysym = ""
+    for part in hotkey.lower().split("+"):
+        name = part.strip().removeprefix("<").removesuffix(">")
+        if name in _MODIFIER_MASKS:
+            modifiers |= _MODIFIER_MASKS[name]
+        elif keysym or not name:
+            raise ValueError(f"cannot read the hotkey {hotkey!r}")
+        else:
+            keysym = _PYNPUT_KEYSYMS.get(name, name.upper() if len(name) > 1 and name[0] == "f" else name)
+    if not keysym:
+        raise ValueError(f"the hotkey {hotkey!r} names no key")
+    return KeyGrab({"hotkey": (keysym,)}, lambda _key: None, display_name, modifiers)
+
+
+class KeyGrab:
+    """Grabs keys on the X display until `stop()`: `keysyms` maps the name given to `on_key` to X keysym names."""
+
+    def __init__(
+        self,
+        keysyms: dict[str, tuple[str, ...]],
+        on_key: Callable[[str], None],
+        display_name: str | None = None,
+        modifiers: int = 0,
+    ) -> None:
+        self.keysyms = dict(keysyms)
+        self.keys: Sequence[str] = tuple(keysyms)
         self.on_key = on_key
         self.display_name = display_name
+        self.modifiers = modifiers
         self._display: Any = None
         self._grabbed: list[tuple[int, int]] = []
         self._stop = threading.Event()
@@ -66,14 +95,18 @@ class KeyGrab:
         root = display.screen().root
         keycodes: dict[int, str] = {}
         for key in self.keys:
-            for name in ANSWER_KEYSYMS[key]:
+            for name in self.keysyms[key]:
                 keycode = display.keysym_to_keycode(XK.string_to_keysym(name))
                 if keycode:
                     keycodes[keycode] = key
         failed = xerror.CatchError(xerror.BadAccess)
         ignored = (0, X.LockMask, X.Mod2Mask, X.LockMask | X.Mod2Mask)  # Caps Lock, Num Lock
+        if not keycodes:
+            display.close()
+            return False
         for keycode in keycodes:
-            for modifiers in ignored:
+            for ignored_modifiers in ignored:
+                modifiers = self.modifiers | ignored_modifiers
                 root.grab_key(keycode, modifiers, False, X.GrabModeAsync, X.GrabModeAsync, onerror=failed)
                 self._grabbed.append((keycode, modifiers))
         display.sync()

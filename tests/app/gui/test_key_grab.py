@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from holodesk.app.gui.key_grab import KeyGrab
+from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
+from tests.support.line_process import LineProcess
 from tests.support.overlay_probe import OverlayProbe
 
 XTERM_ORIGIN = (600, 400)  # away from where the panel appears (top left, for a target bottom right)
@@ -81,7 +82,7 @@ def test_the_answer_key_answers_the_panel_and_never_reaches_the_focused_xterm(xt
 @pytest.mark.display
 def test_the_grab_calls_back_on_release_and_gives_the_keys_back(xterm: Path) -> None:
     seen: list[str] = []
-    grab = KeyGrab(("enter", "esc"), seen.append)
+    grab = KeyGrab(ANSWER_KEYSYMS, seen.append)
     assert grab.start()
     try:
         focus_xterm()
@@ -93,6 +94,25 @@ def test_the_grab_calls_back_on_release_and_gives_the_keys_back(xterm: Path) -> 
     finally:
         grab.stop()
     assert not grab.active
-    second = KeyGrab(("enter",), seen.append)  # the keys are free again: another grab succeeds
+    second = KeyGrab({"enter": ("Return",)}, seen.append)  # the keys are free again: another grab succeeds
     assert second.start()
     second.stop()
+
+
+@pytest.mark.display
+def test_the_prompt_hotkey_fires_and_leaves_nothing_in_the_focused_xterm(xterm: Path) -> None:
+    probe = LineProcess("tests.support.hotkey_probe", "<ctrl>+<alt>+h")
+    try:
+        assert probe.next(10) == "ready"
+        focus_xterm()
+        xdotool("type", "echo one two > hotkey.txt")
+        xdotool("key", "ctrl+alt+h")  # in xterm this would insert a character (or delete a word)
+        assert probe.next(3) == "prompt"
+        xdotool("key", "Return")
+    finally:
+        probe.close()
+    out = xterm / "hotkey.txt"
+    deadline = time.monotonic() + 5
+    while not (out.exists() and out.read_bytes().endswith(b"\n")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.read_text() == "one two\n"

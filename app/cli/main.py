@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser("doctor", help="check display, capture, input, GPU, kernels and weights")
     _add_backend_options(doctor, scripted=False)
+    doctor.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="instead: click known points on every monitor as a run would and report where they land",
+    )
 
     run = commands.add_parser("run", help="do a task, approving each step in this terminal", epilog=EPILOG)
     run.add_argument("task", help="what to do, in words")
@@ -118,6 +123,10 @@ def _policy_options(args: argparse.Namespace):  # -> PolicyOptions; imported laz
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "doctor" and args.calibrate:
+        from holodesk.app.gui.calibration import run_calibration  # shows windows: Qt
+
+        return run_calibration()
     if args.command == "doctor":
         from holodesk.app.cli.doctor import DoctorOptions, run_doctor
 

@@ -121,7 +121,11 @@ def calibrate_monitor(monitor: Monitor, capture: ScreenCapture, executor: Execut
             action = action_to_screen(Click(model), ImagePixelSpace(), mapping, frame.monitors)
             before = len(window.presses)
             executor.execute(action)
-            if not _wait(lambda before=before: len(window.presses) > before, PRESS_TIMEOUT_S):
+
+            def pressed(count: int = before) -> bool:
+                return len(window.presses) > count
+
+            if not _wait(pressed, PRESS_TIMEOUT_S):
                 offsets.append(None)
                 continue
             landed = window.presses[-1]

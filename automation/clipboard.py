@@ -130,6 +130,13 @@ XCLIP = CommandClipboard(
     # What xclip says when nothing owns the clipboard or the owner offers no text.
     empty_markers=("not available", "no owner"),
 )
+# The X primary selection: what xterm-style terminals paste with shift+insert.
+XCLIP_PRIMARY = CommandClipboard(
+    name="xclip-primary",
+    read_command=("xclip", "-selection", "primary", "-o"),
+    write_command=("xclip", "-selection", "primary", "-i"),
+    empty_markers=XCLIP.empty_markers,
+)
 WL_CLIPBOARD = CommandClipboard(
     name="wl-clipboard",
     read_command=("wl-paste", "--no-newline", "--type", "text"),

@@ -17,12 +17,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
-from holodesk.automation.errors import ActionError, Cancelled, OffScreenError
+from holodesk.automation.errors import ActionError, AutomationError, Cancelled, OffScreenError
+from holodesk.automation.executor import nudge_off_corners
 from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.proposal import PastStep, Policy, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
@@ -53,6 +54,8 @@ class ApprovalRequest:
     frame: ScreenFrame
     cancel: CancelToken
     loop_warning: str = ""  # set when the same action keeps coming back on an unchanged screen
+    adjustment: str = ""  # set when the engine moved the target (off a fail-safe corner) before asking
+    previous_result: str = ""  # what became of the step before ("no visible change", ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +135,8 @@ class EngineState(StrEnum):
     ACTING = "acting"
     SETTLING = "settling"
     PAUSED = "paused"
+    STEP_FAILED = "step_failed"  # the action could not run, or the desktop refused it part-way
+    NO_VISIBLE_CHANGE = "no_visible_change"  # the action ran and the settled screen is the same
     FINISHED = "finished"
 
 
@@ -140,7 +145,8 @@ class Outcome(StrEnum):
     ASK_USER = "ask_user"  # the model needs the user
     STEP_LIMIT = "step_limit"
     STOPPED = "stopped"  # the user stopped the run
-    ERROR = "error"  # an unusable answer, a backend or execution failure
+    ERROR = "error"  # an unusable answer, a backend failure, an engine bug
+    FAILED = "failed"  # an action could not run or was refused (part-way) by the desktop
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +192,9 @@ class EngineSettings:
             raise ValueError(f"keep_screenshots must be at least 1, got {self.keep_screenshots}")
 
 
+NO_VISIBLE_CHANGE = "no visible change"
+
+
 class _RunEnded(Exception):
     """Internal: unwinds the loop with the run's result."""
 
@@ -219,6 +228,8 @@ class StepEngine:
         self._resumed.set()
         self._thread: threading.Thread | None = None
         self._step_log: StepLog | None = None  # the current step's records, written ahead of its action
+        self._action_began = False  # the current step reached its action (for counting steps taken)
+        self._previous_result = ""
 
     # -- control -------------------------------------------------------------------------------
 
@@ -306,14 +317,17 @@ class StepEngine:
                 recent.append(frame)
                 record: dict[str, Any] = {"type": "step", "index": step, "task": task, **_frame_meta(frame)}
                 screenshot = writer.save_screenshot(f"step-{step:04d}", frame) if writer else None
+                before = frame
                 self._step_log = writer.begin_step(record, screenshot) if writer else None
+                self._action_began = False
                 try:
                     past = self._one_step(task, step, frame, list(history), list(recent), guard, record)
+                except _RunEnded:
+                    taken += self._action_began  # an action that ran and then failed was a step taken
+                    raise
                 finally:
                     self._end_step_log()
                 taken += 1
-                if past is not None:
-                    history.append(past)
                 self._emit(EngineState.SETTLING, step)
                 frame, settled = wait_for_settle(
                     lambda: self.frames.grab(settings.monitor),
@@ -324,6 +338,10 @@ class StepEngine:
                 self.cancel.raise_if_cancelled()
                 if not settled:
                     log.info("screen still changing after %.1f s; going on", settings.settle_timeout_s)
+                if past is not None:
+                    past = self._judge_effect(step, past, record, before, frame, writer)
+                    self._previous_result = past.result
+                    history.append(past)
             return taken, Outcome.STEP_LIMIT, f"stopped after {settings.max_steps} steps (the step limit)"
         except _RunEnded as ended:
             return taken, ended.outcome, ended.detail
@@ -368,6 +386,7 @@ class StepEngine:
         if proposal.rejected:
             record["rejected_answers"] = [{"raw_text": r.raw_text, "error": r.error} for r in proposal.rejected]
         past = PastStep(proposal.action, proposal.note, proposal.thought, proposal.element)
+        previous_result, self._previous_result = self._previous_result, ""
         if proposal.action.kind in TERMINAL_KINDS:
             action = proposal.action
             if isinstance(action, Done):
@@ -382,6 +401,7 @@ class StepEngine:
         except OffScreenError as exc:
             record["error"] = f"target off screen: {exc}"
             raise _RunEnded(Outcome.ERROR, f"the proposed target is off screen: {exc}") from exc
+        screen_action, adjustment = self._checked_before_approval(step, screen_action, frame, record)
         record["action_screen"] = screen_action.to_dict()
         record["action_text"] = screen_action.describe()
 
@@ -393,7 +413,9 @@ class StepEngine:
             record["loop_warning"] = warning
 
         self._emit(EngineState.WAITING_APPROVAL, step, screen_action.describe())
-        request = ApprovalRequest(step, task, proposal, screen_action, frame, self.cancel, warning)
+        request = ApprovalRequest(
+            step, task, proposal, screen_action, frame, self.cancel, warning, adjustment, previous_result
+        )
         decision = self.approver.decide(request)
         self.cancel.raise_if_cancelled()
         record["decision"] = decision.decision.value
@@ -411,6 +433,7 @@ class StepEngine:
             except (ActionError, OffScreenError) as exc:
                 record["error"] = f"invalid edit: {exc}"
                 raise _RunEnded(Outcome.ERROR, f"the edited action cannot run: {exc}") from exc
+            screen_action, _ = self._checked_before_approval(step, screen_action, frame, record, what="edited action")
             record["edited_screen"] = screen_action.to_dict()
             corrected = "the user corrected this action before it ran; what ran is shown above"
             try:
@@ -428,15 +451,66 @@ class StepEngine:
             raise
         except Exception as exc:
             record["result"] = {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}
-            raise _RunEnded(Outcome.ERROR, f"could not {screen_action.describe()}: {exc}") from exc
-        record["result"] = {
-            "ok": bool(getattr(result, "ok", True)),
-            "detail": str(getattr(result, "detail", "")),
-            "duration_s": round(time.perf_counter() - started, 4),
-        }
-        if not record["result"]["ok"]:
-            past = replace(past, outcome=f"failed: {record['result']['detail']}")
-        return past
+            self._fail_step(step, f"could not {screen_action.describe()}: {exc}", exc)
+        ok = bool(getattr(result, "ok", True))
+        detail = str(getattr(result, "detail", ""))
+        record["result"] = {"ok": ok, "detail": detail, "duration_s": round(time.perf_counter() - started, 4)}
+        if not ok:
+            self._fail_step(step, f"the desktop refused the action: {detail}")
+        return replace(past, result=detail or screen_action.describe())
+
+    # -- failures, checks before asking, effects --------------------------------------------------
+
+    def _fail_step(self, step: int, reason: str, cause: BaseException | None = None) -> NoReturn:
+        """End the run as FAILED, telling the listener first (the tray and terminal show it)."""
+        self._emit(EngineState.STEP_FAILED, step, reason)
+        raise _RunEnded(Outcome.FAILED, reason) from cause
+
+    def _checked_before_approval(
+        self, step: int, action: Action, frame: ScreenFrame, record: dict[str, Any], what: str = "proposed action"
+    ) -> tuple[Action, str]:
+        """What would refuse the action at execution, checked before the user is asked.
+
+        A target on a fail-safe corner pixel is moved one pixel inwards (said in the returned text);
+        anything else the performer's `validate` refuses (off screen, unknown keys, untypable text)
+        fails the step now, so the user never approves an action that cannot run.
+        """
+        action, notes = nudge_off_corners(action, frame.monitors)
+        adjustment = "; ".join(notes)
+        if adjustment:
+            record["adjustment"] = adjustment
+        validate = getattr(self.performer, "validate", None)
+        if callable(validate):
+            try:
+                validate(action)
+            except Cancelled:
+                raise
+            except (AutomationError, ValueError) as exc:
+                record["error"] = f"{what} cannot run: {exc}"
+                self._fail_step(step, f"the {what} cannot run: {exc}", exc)
+        return action, adjustment
+
+    def _judge_effect(
+        self,
+        step: int,
+        past: PastStep,
+        record: dict[str, Any],
+        before: ScreenFrame,
+        after: ScreenFrame,
+        writer: TrajectoryWriter | None,
+    ) -> PastStep:
+        """Say "no visible change" when an executed action left the settled screen identical.
+
+        The text goes into the past step's `result` (the model's next turn reads it as the tool's
+        output), to the listener, and into the trajectory as an `effect` record.
+        """
+        if "result" not in record or not after.same_pixels(before):
+            return past
+        result = f"{past.result}: {NO_VISIBLE_CHANGE}" if past.result else NO_VISIBLE_CHANGE
+        self._emit(EngineState.NO_VISIBLE_CHANGE, step, result)
+        if writer is not None:
+            writer.append({"type": "effect", "index": step, "visible_change": False, "result": result})
+        return replace(past, result=result)
 
     def _ask(self, request: QuestionRequest, record: dict[str, Any]) -> PastStep:
         """Put the model's question to the user; the reply becomes the step's result for the model."""
@@ -453,7 +527,7 @@ class StepEngine:
         record["decision"] = "answered"
         record["reply"] = reply
         proposal = request.proposal
-        return PastStep(proposal.action, proposal.note, proposal.thought, result_text=f"The user replied: {reply}")
+        return PastStep(proposal.action, proposal.note, proposal.thought, result=f"The user replied: {reply}")
 
     def _wait_while_paused(self, step: int) -> bool:
         """Block while paused (still honouring stop); True if the run was paused."""
@@ -505,6 +579,7 @@ class StepEngine:
 
     def _write_step_ahead(self) -> None:
         """Put the step (proposal, mapped action, decision) on disk before its action sends any input."""
+        self._action_began = True
         if self._step_log is not None:
             self._step_log.write_ahead()
 

@@ -1,8 +1,10 @@
 """Performs one screen-space action on the real desktop with pyautogui, and nothing it has not checked.
 
 Every action is validated in full before any input is sent: each point must lie on a monitor (and
-not on a fail-safe corner), each key must have a pyautogui name on this platform, text that is not
-plain ASCII needs a clipboard tool. A rejected action sends nothing. While it runs, a CancelToken
+not on a fail-safe corner), each key must have a pyautogui name on this platform, text must be
+typable. A rejected action sends nothing. On X11 text is typed with layout-independent key events
+(automation.x11_keyboard); the clipboard is only a fallback there, pasted with the key the focused
+window expects (terminals: ctrl+shift+v). The result's detail says which way the text went. While it runs, a CancelToken
 is checked between sub-steps (drag steps, text chunks, scroll notches), and whatever is held down
 (mouse button, keys) is released in `finally`, so a stop never leaves a button pressed. While an
 action that presses something runs, a marker on disk names what it may hold (automation.held_input),
@@ -15,6 +17,7 @@ import on machines (CI, a server) without one.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 import time
@@ -41,12 +44,14 @@ from holodesk.automation.actions import (
     Wait,
 )
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.clipboard import Clipboard, system_clipboard
+from holodesk.automation.clipboard import XCLIP_PRIMARY, Clipboard, CommandClipboard, system_clipboard
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
 from holodesk.automation.held_input import BUTTON_NUMBERS, HeldInputMarker
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.x11_focus_guard import FocusGuard
+from holodesk.automation.x11_keyboard import TypingUnavailable, X11Typer, focused_window_class
 
 # pyautogui sleeps PAUSE seconds after every call (0.1 s by default): a 60-step drag would take 6 s
 # and every text chunk would stall. Our own waits (drag steps, paste settle) are explicit, so a short
@@ -118,9 +123,30 @@ def pyautogui_key_name(key: str, platform: str = sys.platform) -> str:
     return canonical
 
 
-def paste_keys(platform: str = sys.platform) -> tuple[str, ...]:
-    """The canonical combination that pastes in ordinary applications on `platform`."""
-    return ("super", "v") if platform == "darwin" else ("ctrl", "v")
+def paste_keys(platform: str = sys.platform, window_class: str = "") -> tuple[str, ...]:
+    """The canonical combination that pastes into a window of `window_class` on `platform`.
+
+    Terminal emulators keep ctrl+v for the shell (a literal next character), so they paste with
+    ctrl+shift+v; xterm-style terminals only paste the primary selection, with shift+insert.
+    """
+    if platform == "darwin":
+        return ("super", "v")
+    lowered = window_class.lower()
+    if lowered in _PRIMARY_SELECTION_TERMINALS:
+        return ("shift", "insert")
+    if lowered in _TERMINAL_CLASSES or "terminal" in lowered:
+        return ("ctrl", "shift", "v")
+    return ("ctrl", "v")
+
+
+# WM_CLASS classes (lower-cased) of X11 terminal emulators that paste the clipboard with ctrl+shift+v.
+_TERMINAL_CLASSES = frozenset(
+    {"gnome-terminal", "gnome-terminal-server", "konsole", "xfce4-terminal", "mate-terminal", "tilix",
+     "terminator", "alacritty", "kitty", "org.wezfurlong.wezterm", "foot", "st-256color", "sakura",
+     "terminology", "lxterminal", "qterminal", "guake", "tilda", "yakuake", "ptyxis", "blackbox"}
+)  # fmt: skip
+# Terminals whose only default paste is the primary selection (shift+insert).
+_PRIMARY_SELECTION_TERMINALS = frozenset({"xterm", "uxterm", "urxvt", "rxvt", "urxvt-unicode"})
 
 
 def select_all_keys(platform: str = sys.platform) -> tuple[str, ...]:
@@ -157,21 +183,60 @@ class InjectedInput:
     """A short log of the keys the executor itself presses, for the kill-switch listener to ignore.
 
     On X11 pynput's `injected` flag is False for XTEST input, so the listener cannot tell our key
-    presses from the user's; it asks `recently_injected(key)` instead. Keys are noted when pressed
-    and when released, and count as injected for as long as they are held.
+    presses from the user's. Each press the executor sends is noted (`note`) just before it is sent,
+    and the listener, seeing a press, `claim_press`es it: one noted press accounts for exactly one
+    seen press, so a user's press of the same key right after ours (a double Esc after the model's
+    Esc, the stop key while the model types it) is left unclaimed and counts as the user's.
+    `recently_injected` (a time window) remains for releases and held keys.
     """
 
-    def __init__(self, max_entries: int = 512, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        max_entries: int = 512,
+        clock: Callable[[], float] = time.monotonic,
+        claim_within_s: float = 2.0,
+    ) -> None:
         self._entries: deque[InjectedKey] = deque(maxlen=max_entries)
         self._held: dict[str, int] = {}
+        self._pending: dict[str, deque[float]] = {}
+        self._reserved: frozenset[str] = frozenset()
         self._lock = threading.Lock()
         self._clock = clock
+        self.claim_within_s = claim_within_s  # a noted press the listener has not seen by then never came
 
     def note(self, keys: Iterable[str]) -> None:
-        """Record that the executor just sent these (canonical) keys."""
+        """Record that the executor is about to press each of these (canonical) keys once."""
         now = self._clock()
         with self._lock:
-            self._entries.extend(InjectedKey(key, now) for key in keys)
+            for key in keys:
+                self._entries.append(InjectedKey(key, now))
+                self._pending.setdefault(key, deque(maxlen=self._entries.maxlen)).append(now)
+
+    def reserve(self, keys: Iterable[str]) -> None:
+        """Keys the user presses to stop a run: the executor types these characters on other keycodes."""
+        with self._lock:
+            self._reserved = frozenset(keys)
+
+    @property
+    def reserved(self) -> frozenset[str]:
+        with self._lock:
+            return self._reserved
+
+    def claim_press(self, key: str) -> bool:
+        """True if a press of `key` just seen is one the executor sent (and no longer counts for later ones)."""
+        try:
+            canonical = normalize_key(key)
+        except ActionError:
+            return False  # a key we cannot name is not one we pressed
+        cutoff = self._clock() - self.claim_within_s
+        with self._lock:
+            pending = self._pending.get(canonical)
+            while pending and pending[0] < cutoff:
+                pending.popleft()
+            if pending:
+                pending.popleft()
+                return True
+        return False
 
     @contextmanager
     def holding(self, keys: Iterable[str]) -> Iterator[None]:
@@ -191,7 +256,9 @@ class InjectedInput:
                         self._held[key] = remaining
                     else:
                         self._held.pop(key, None)
-            self.note(held)
+                # Releases are not presses: they enter the time log only.
+                now = self._clock()
+                self._entries.extend(InjectedKey(key, now) for key in held)
 
     def held_keys(self) -> frozenset[str]:
         with self._lock:
@@ -262,6 +329,29 @@ def _corners(monitor: Monitor) -> list[tuple[int, int]]:
     ]
 
 
+def nudge_off_corners(action: Action, monitors: Sequence[Monitor]) -> tuple[Action, list[str]]:
+    """The action with every point on a monitor's corner pixel moved one pixel inwards, and what moved.
+
+    pyautogui's fail-safe stops the run when the pointer reaches a corner; a target drawn there is
+    still a target one pixel in. Points off every monitor are left for validation to refuse.
+    """
+    notes: list[str] = []
+
+    def inwards(point: Point) -> Point:
+        try:
+            monitor = monitor_at(point, monitors)
+        except OffScreenError:
+            return point
+        if (point.x, point.y) not in _corners(monitor):
+            return point
+        rect = monitor.rect
+        moved = Point(point.x + (1 if point.x == rect.left else -1), point.y + (1 if point.y == rect.top else -1))
+        notes.append(f"target {point} is a screen corner (the fail-safe stops there): moved one pixel in to {moved}")
+        return moved
+
+    return action.map_points(inwards), notes
+
+
 class Executor:
     """Performs screen-space actions with pyautogui, one at a time.
 
@@ -286,6 +376,8 @@ class Executor:
         focus_settle_s: float = 0.05,
         paste_settle_s: float = 0.3,
         held_marker: HeldInputMarker | None = None,
+        x11_typing: bool | None = None,
+        focus_guard: FocusGuard | None = None,
     ) -> None:
         if type_chunk_chars < 1 or drag_step_px < 1:
             raise ValueError("type_chunk_chars and drag_step_px must be at least 1")
@@ -306,6 +398,20 @@ class Executor:
         self._busy = threading.Lock()
         self._pyautogui: Any | None = None
         self.held_marker = held_marker if held_marker is not None else HeldInputMarker()
+        # Layout-independent typing through XTEST wherever an X display is reachable (X11, XWayland).
+        if x11_typing is None:
+            x11_typing = platform.startswith("linux") and bool(os.environ.get("DISPLAY"))
+        # Before keys go out, the keyboard focus leaves Holodesk's own windows (see x11_focus_guard).
+        self.focus_guard = focus_guard
+        self._typer = (
+            X11Typer(
+                on_keys=self.injected.note,
+                key_interval_s=type_interval_s,
+                reserved=lambda: self.injected.reserved,
+            )
+            if x11_typing
+            else None
+        )
 
     # -- validation: nothing here sends input ----------------------------------------------------
 
@@ -344,10 +450,22 @@ class Executor:
             self._key_names(action.keys)
         elif isinstance(action, HoldAndTap):
             self._key_names((*action.hold, *action.taps))
-        elif isinstance(action, TypeText) and not self._typable(action.text):
-            self._key_names(paste_keys(self.platform))
-            self._resolve_clipboard()
+        elif isinstance(action, TypeText):
+            self._validate_text(action.text)
         return monitors
+
+    def _validate_text(self, text: str) -> None:
+        """Typing is possible with key events here, or else through the clipboard."""
+        if self._typer is not None:
+            try:
+                self._typer.check(text)
+                return
+            except TypingUnavailable:
+                pass  # the clipboard is the fallback; it must work then
+        elif self._typable(text):
+            return
+        self._key_names(paste_keys(self.platform))
+        self._resolve_clipboard()
 
     def _key_names(self, keys: Sequence[str]) -> list[str]:
         names = [pyautogui_key_name(key, self.platform) for key in keys]
@@ -404,9 +522,14 @@ class Executor:
             pyautogui.FAILSAFE_POINTS = [
                 corner for monitor in monitors or self.monitors() for corner in _corners(monitor)
             ]
+            refocused = ""
+            if self.focus_guard is not None and isinstance(action, TypeText | KeyCombo) and not action.points():
+                refocused = self.focus_guard.restore()
             try:
                 with self.held_marker.holding(*self._input_held_by(action)):
                     detail = self._perform(action, pyautogui, cancel)
+                if refocused:
+                    detail = f"{detail} ({refocused})"
             except pyautogui.FailSafeException as exc:
                 raise Cancelled("pyautogui fail-safe: the pointer was moved into a screen corner") from exc
             except AutomationError as exc:
@@ -426,6 +549,8 @@ class Executor:
             return [4, 5, 6, 7], []  # pyautogui scrolls by clicking the wheel "buttons"
         if isinstance(action, KeyCombo):
             return [], self._key_names(action.keys)
+        if isinstance(action, HoldAndTap):
+            return [], self._key_names((*action.hold, *action.taps))
         if isinstance(action, TypeText):
             buttons = [BUTTON_NUMBERS["left"]] if action.at is not None else []
             if self._typable(action.text):
@@ -521,7 +646,17 @@ class Executor:
             pyautogui.click(action.at.x, action.at.y)
             if cancel.sleep(self.focus_settle_s):
                 cancel.raise_if_cancelled()
-        if self._typable(action.text):
+        typed_by_keys = ""
+        if self._typer is not None:
+            self._typer.key_interval_s = self.type_interval_s
+            try:
+                remapped = self._typer.type_text(action.text, cancel)
+            except TypingUnavailable as exc:
+                typed_by_keys = f"; key events unavailable: {exc}"
+            else:
+                how = f", {remapped} through temporarily bound keys" if remapped else ""
+                return f"{action.describe()} (typed with layout-independent key events{how})"
+        elif self._typable(action.text):
             text = action.text
             for begin in range(0, len(text), self.type_chunk_chars):
                 cancel.raise_if_cancelled()
@@ -529,16 +664,20 @@ class Executor:
                 with self.injected.holding(keys_for_text(chunk)):
                     pyautogui.write(chunk, interval=self.type_interval_s)
             return action.describe()
-        self._paste(action.text, pyautogui, cancel)
-        return f"{action.describe()} (pasted through the clipboard)"
+        keys = self._paste(action.text, pyautogui, cancel)
+        return f"{action.describe()} (pasted through the clipboard with {'+'.join(keys)}{typed_by_keys})"
 
-    def _paste(self, text: str, pyautogui: Any, cancel: CancelToken) -> None:
+    def _paste(self, text: str, pyautogui: Any, cancel: CancelToken) -> tuple[str, ...]:
+        window_class = focused_window_class() if self.platform.startswith("linux") else ""
+        keys = paste_keys(self.platform, window_class)
         clipboard = self._resolve_clipboard()
+        if keys == ("shift", "insert") and isinstance(clipboard, CommandClipboard) and clipboard.name == "xclip":
+            clipboard = XCLIP_PRIMARY  # xterm-style terminals paste the primary selection
         previous = clipboard.read_text()
         clipboard.write_text(text)
         try:
             cancel.raise_if_cancelled()
-            self._press_keys(paste_keys(self.platform), pyautogui, cancel)
+            self._press_keys(keys, pyautogui, cancel)
             # The target fetches the clipboard asynchronously after ctrl+v; restoring too soon would
             # make it paste the old content. Not cancellable: a stop here must still wait, then restore.
             time.sleep(self.paste_settle_s)
@@ -546,6 +685,7 @@ class Executor:
             # Restore what the user had; if it held no text (empty, or an image we cannot carry),
             # clear it rather than leave the typed text (perhaps a password) behind.
             clipboard.write_text(previous if previous is not None else "")
+        return keys
 
     def _press_keys(self, keys: Sequence[str], pyautogui: Any, cancel: CancelToken) -> None:
         names = self._key_names(keys)

@@ -42,10 +42,11 @@ class StepTimings:
 class PastStep:
     """One earlier step as the prompt shows it: what was done and why (model space).
 
-    `element` is the model's description of the target; `outcome` is what became of the step
-    (empty when it ran as proposed; otherwise skipped, corrected by the user, or failed), which a
-    multi-turn prompt sends back as the tool's output, together with `result_text`: what the step
-    gave back in words (for an `ask_user` step, the user's reply).
+    `element` is the model's description of the target. `outcome` is what became of the step (empty
+    when it ran as proposed; otherwise skipped, corrected by the user, or failed). `result` is what
+    the step gave back: the executor's detail (e.g. how text was typed), ending in "no visible
+    change" when the settled screen was identical to the one before, or the user's reply to a
+    question. A multi-turn prompt sends both back as the tool's output.
     """
 
     action: Action
@@ -54,7 +55,7 @@ class PastStep:
     element: str = ""
     outcome: str = ""
     performed: bool = True  # False when the user skipped it: nothing happened on screen
-    result_text: str = ""  # what the step gave back in words (an ask_user step: the user's reply)
+    result: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,15 +9,16 @@ frame source and a timed performer split every step into:
   the loop guard's fingerprint, the worker thread hand-off);
 - approve: WAITING_APPROVAL (an instant approver: the engine's own bookkeeping);
 - act: the Executor's move (pyautogui's 10 ms pause included) - reported, not overhead;
-- record: ACTING to SETTLING minus act (waiting for the PNG, the fsynced JSON line);
+- record: ACTING to SETTLING minus act (the fsynced JSON line; before #10 also waiting for the PNG);
 - capture: the grabs while settling (the last one is the next step's frame);
 - settle other: the rest of settling but its deliberate wait (settle_poll_s per poll, reported
   apart): frame comparisons and the wake-up latency of the wait.
 overhead = propose + approve + record + capture + settle other: the figure with the 50 ms goal.
 
-Four variants, interleaved run by run: the engine recording a trajectory (as the app does); the
-same with the scripted model taking 200 ms (as a real model takes seconds, during which the
-screenshot's PNG encoding runs beside it instead of holding up the record); the engine not
+Five variants, interleaved run by run: the engine recording a trajectory (as the app does: the
+step's line names its screenshot without waiting for the PNG encoding); the engine as it recorded
+before issue #10 (each line waited for its PNG), for the side-by-side figure; the recording engine
+with the scripted model taking 200 ms (as a real model takes seconds); the engine not
 recording; and the baseline, a bare loop (grab, propose, map, execute) with no thread, recording,
 loop guard or settling. Step 1 of every run is dropped (first-call costs).
 
@@ -64,11 +65,13 @@ STEPS_PER_RUN = 8
 SETTLE_POLL_S = 0.1  # EngineSettings' default
 TASK = "Archive every unread newsletter in my mail"
 MODEL_DELAY_S = 0.2  # a stand-in for model time, long enough for the PNG encoding to overlap it
-VARIANTS = ("engine, recording", "engine, recording, 200 ms model", "engine, not recording", "bare loop")
+PNG_WAITING = "engine, recording, waiting for the PNG (as before #10)"
+VARIANTS = ("engine, recording", PNG_WAITING, "engine, recording, 200 ms model", "engine, not recording", "bare loop")
 PARTS = ("model", "propose", "approve", "act", "record", "capture", "settle other", "settle wait", "overhead")
 # The table shows every part for the app's configuration and what differs for the others (JSON has all).
 TABLE_PARTS = {
     "engine, recording": PARTS,
+    PNG_WAITING: ("record", "overhead"),
     "engine, recording, 200 ms model": ("record", "overhead"),
     "engine, not recording": ("record", "overhead"),
     "bare loop": ("capture", "propose", "act", "overhead"),
@@ -121,6 +124,10 @@ class TimedPerformer:
         self.executor = executor
         self.seconds: list[float] = []
 
+    def validate(self, action: Action) -> None:
+        # The engine's check before asking (counted in `propose`, as in the app).
+        self.executor.validate(action)
+
     def execute(self, action: Action, cancel: CancelToken) -> Any:
         started = time.perf_counter()
         result = self.executor.execute(action, cancel)
@@ -149,8 +156,22 @@ def _grab_time_between(grabs: Sequence[tuple[float, float]], start: float, end: 
     return sum(b - a for a, b in inside), len(inside)
 
 
+class PngWaitingEngine(StepEngine):
+    """The engine as it recorded before issue #10: each step's line waited for its screenshot's PNG."""
+
+    def _record(self, writer: Any, record: dict[str, Any], screenshot: Any) -> None:
+        if screenshot is not None:
+            screenshot.result()
+        super()._record(writer, record, screenshot)
+
+
 def run_engine(
-    capture: ScreenCapture, executor: Executor, record_to: Path | None, into: StepParts, model_delay_s: float = 0.0
+    capture: ScreenCapture,
+    executor: Executor,
+    record_to: Path | None,
+    into: StepParts,
+    model_delay_s: float = 0.0,
+    engine_class: type[StepEngine] = StepEngine,
 ) -> None:
     """One engine run of STEPS_PER_RUN steps; adds steps 2.. to `into`."""
     backend = TimedBackend(ScriptedBackend(move_answers(STEPS_PER_RUN), delay_s=model_delay_s))
@@ -158,7 +179,7 @@ def run_engine(
     performer = TimedPerformer(executor)
     events: list[tuple[float, EngineEvent]] = []
     settings = EngineSettings(max_steps=STEPS_PER_RUN, monitor=1, trajectory_root=record_to)
-    engine = StepEngine(
+    engine = engine_class(
         ModelPolicy(get_profile("holotron"), backend),
         InstantApprover(),
         performer,
@@ -239,6 +260,9 @@ def run(settings: BenchSettings) -> BenchResult:
         executor = Executor(capture=capture)
         runs: dict[str, Callable[[], None]] = {
             "engine, recording": lambda: run_engine(capture, executor, Path(folder), measured["engine, recording"]),
+            PNG_WAITING: lambda: run_engine(
+                capture, executor, Path(folder), measured[PNG_WAITING], engine_class=PngWaitingEngine
+            ),
             "engine, recording, 200 ms model": lambda: run_engine(
                 capture, executor, Path(folder), measured["engine, recording, 200 ms model"], MODEL_DELAY_S
             ),

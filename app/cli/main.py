@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument(
         "--try", dest="try_step", action="store_true", help="also load the model and run one step (never acts)"
     )
+    doctor.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="instead: click known points on every monitor as a run would and report where they land",
+    )
 
     run = commands.add_parser(
         "run", help="do a task, approving each step in this terminal", epilog=f"{SETTINGS_NOTE}\n{EPILOG}"
@@ -169,6 +174,10 @@ def _model_command(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_CONFIG
     options = settings.to_policy_options()
+    if args.command == "doctor" and args.calibrate:
+        from holodesk.app.gui.calibration import run_calibration  # shows windows: Qt
+
+        return run_calibration()
     if args.command == "doctor":
         from holodesk.app.cli.doctor import DoctorOptions, run_doctor
 

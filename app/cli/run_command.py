@@ -1,8 +1,8 @@
 """`holodesk run` and `holodesk locate`: the engine and the policy from a terminal.
 
-Exit codes (stable, for scripts): 0 the task finished, 1 it failed (unusable answer, backend or
-execution error), 2 bad arguments or configuration, 3 stopped by the user, 4 the model asks the
-user a question, 5 the step limit was reached.
+Exit codes (stable, for scripts): 0 the task finished, 1 it failed (unusable answer, backend
+error, an action that could not run or was refused), 2 bad arguments or configuration, 3 stopped by
+the user, 4 the model asks the user a question, 5 the step limit was reached.
 
 Ctrl+C and SIGTERM stop the run like a "quit" (exit 3, with an end record; app.cli.stop_signals).
 Before anything else, input left held by a run that was killed outright is released
@@ -20,15 +20,18 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from holodesk.app.cli.live_status import LiveStatus, progress_bar
 from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
+from holodesk.app.cli.terminal_approver import terminal_event_printer
 from holodesk.app.common.backend_problems import in_words, preflight
 from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, plain_http_key_warning
 from holodesk.automation.coords import FrameMapping
-from holodesk.automation.engine import EngineSettings, Outcome, RunResult, StepEngine
+from holodesk.automation.display_text import safe_text
+from holodesk.automation.engine import EngineEvent, EngineSettings, Outcome, RunResult, StepEngine
 from holodesk.automation.errors import AutomationError
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.proposal import UnusableProposal
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
 EXIT_CODES = {
     Outcome.DONE: 0,
     Outcome.ERROR: 1,
+    Outcome.FAILED: 1,
     Outcome.STOPPED: 3,
     Outcome.ASK_USER: 4,
     Outcome.STEP_LIMIT: 5,
@@ -140,7 +144,7 @@ def _run_engine(
             keep_screenshots=policy.profile.budget.keep_screenshots,
             session_meta={"backend": options.backend, "profile": options.profile},
         ),
-        listener=live,
+        listener=_both(live, terminal_event_printer(out)),
     )
     out.write(f"task: {task}\n(Ctrl+C stops at any time)\n")
     with signals_stop_the_run(engine.cancel, approver):
@@ -150,6 +154,16 @@ def _run_engine(
             live.close()
     _report(result, out)
     return EXIT_CODES[result.outcome]
+
+
+def _both(*listeners: Callable[[EngineEvent], None]) -> Callable[[EngineEvent], None]:
+    """One engine listener that hands each event to every one of `listeners`, in order."""
+
+    def on_event(event: EngineEvent) -> None:
+        for listener in listeners:
+            listener(event)
+
+    return on_event
 
 
 def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | int:
@@ -174,7 +188,7 @@ def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | i
 
 
 def _report(result: RunResult, out: TextIO) -> None:
-    out.write(f"\n{result.outcome.value}: {result.detail}\n")
+    out.write(f"\n{result.outcome.value}: {safe_text(result.detail)}\n")
     out.write(f"steps taken: {result.steps}\n")
     if result.folder is not None:
         out.write(f"trajectory: {result.folder}\n")

@@ -1,5 +1,9 @@
 """Approval in the terminal for `holodesk run`: the action in words, its target, an annotated screenshot.
 
+Everything that comes from the model (note, thought, the action's text) is printed through
+automation.display_text: control characters escaped, never raw, and text to type in full with its
+whitespace visible; long text as its length, start and end, with the full text on request (t).
+
 Reads one line per decision: a(pprove), e(dit), s(kip) or q(uit). An edit asks for what the action
 needs (a new target as "x,y" in screen pixels, new text, new keys) and is validated before it is
 accepted; a bad edit is explained and asked again, never executed. When the model asks the user a
@@ -11,28 +15,20 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from holodesk.automation.actions import Action, KeyCombo, Point, TypeText
-from holodesk.automation.annotate import annotate
+from holodesk.automation.annotate import annotate, caption_for
 from holodesk.automation.coords import Monitor, monitor_at
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, QuestionRequest
+from holodesk.automation.display_text import safe_text, text_summary, visible_text
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineEvent, EngineState, QuestionRequest
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
 
-# Model text may hold terminal escape sequences (colours, cursor moves, a fake prompt): shown escaped.
-_CONTROL_CHARACTERS = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)} | {
-    code: f"\\u{code:04x}" for code in (*range(0x80, 0xA0), 0x2028, 0x2029, 0x202E)
-}
-
-
-def printable(text: str) -> str:
-    """`text` with control characters written as escapes (\\x1b, \\u202e): safe to print to a terminal."""
-    return text.translate(_CONTROL_CHARACTERS)
-
-
 PROMPT = "[a]pprove  [e]dit  [s]kip  [q]uit > "
+PROMPT_WITH_TEXT = "[a]pprove  [e]dit  [s]kip  [q]uit  [t]ext in full > "
 REPLY_PROMPT = "your reply (q alone stops) > "
 
 
@@ -58,21 +54,33 @@ class TerminalApprover:
 
     def decide(self, request: ApprovalRequest) -> ApprovalDecision:
         picture = self.out_dir / f"step-{request.step:04d}-proposal.png"
-        annotate(request.frame, request.action, f"{request.step}: {request.action.describe()}").save(picture)
+        annotate(request.frame, request.action, f"{request.step}: {caption_for(request.action)}").save(picture)
         proposal = request.proposal
-        self._say_lines(f"\nStep {request.step}: ", request.action.describe())
+        action = request.action
+        long_text = isinstance(action, TypeText) and text_summary(action.text) != visible_text(action.text)
+        if isinstance(action, TypeText):
+            # The text goes on its own line, in full when short; long text as its start and end (t: all).
+            where = f" at {action.at}" if action.at is not None else ""
+            self._say(f"\nStep {request.step}: type{where}")
+            self._say(f"  text:    {len(action.text)} characters, spaces as · : {text_summary(action.text)}")
+        else:
+            self._say_lines(f"\nStep {request.step}: ", action.describe())  # every line escaped
         if proposal.element:
             self._say_lines("  target:  ", proposal.element)
         if proposal.note:
             self._say_lines("  note:    ", proposal.note)
         if proposal.thought:
             self._say_lines("  thought: ", proposal.thought)
+        if request.previous_result:
+            self._say(f"  step {request.step - 1} result: {safe_text(request.previous_result)}")
+        if request.adjustment:
+            self._say(f"  NOTE: {safe_text(request.adjustment)}")
         self._say(f"  picture: {picture}")
         if request.loop_warning:
             self._say(f"  WARNING: {request.loop_warning}. Approve only if you are sure.")
         while True:
             try:
-                answer = self._ask(PROMPT)
+                answer = self._ask(PROMPT_WITH_TEXT if long_text else PROMPT)
             except KeyboardInterrupt:  # Ctrl+C at the prompt means stop, not a traceback
                 return ApprovalDecision.stop()
             if answer is None or answer in ("q", "quit", "stop"):
@@ -81,6 +89,9 @@ class TerminalApprover:
                 return ApprovalDecision.approve()
             if answer in ("s", "skip"):
                 return ApprovalDecision.skip()
+            if answer in ("t", "text") and isinstance(action, TypeText):
+                self._say(f"  full text ({len(action.text)} characters, spaces as ·):\n{visible_text(action.text)}")
+                continue
             if answer in ("e", "edit"):
                 try:
                     edited = self._edit(request.action, request.frame.monitors)
@@ -89,13 +100,13 @@ class TerminalApprover:
                 if edited is not None:
                     return ApprovalDecision.edit(edited)
                 continue
-            self._say(f"  please answer a, e, s or q (got '{printable(answer)}')")
+            self._say(f"  please answer a, e, s or q (got {safe_text(answer)!r})")
 
     def answer_question(self, request: QuestionRequest) -> str | None:
         """Show the model's question and read the reply; None (stop) on q, end of input or Ctrl+C."""
         self._say(f"\nStep {request.step}: the model asks you:")
-        for line in request.question.splitlines() or [""]:
-            self._say(f"  {printable(line)}")
+        for line in request.question.split("\n"):
+            self._say(f"  {safe_text(line)}")
         while True:
             try:
                 reply = self._ask(REPLY_PROMPT, lower=False)
@@ -143,11 +154,27 @@ class TerminalApprover:
 
     def _say_lines(self, label: str, text: str) -> None:
         """`text` after `label`, its lines indented under the first, every line escaped."""
-        first, *more = text.splitlines() or [""]
-        self._say(label + printable(first))
+        first, *more = text.split("\n")  # only \n breaks a line: \r and the like are shown escaped
+        self._say(label + safe_text(first))
         for line in more:
-            self._say(" " * len(label.lstrip("\n")) + printable(line))
+            self._say(" " * len(label.lstrip("\n")) + safe_text(line))
 
     def _say(self, text: str) -> None:
         self.stdout.write(text + "\n")
         self.stdout.flush()
+
+
+def terminal_event_printer(stdout: TextIO | None = None) -> Callable[[EngineEvent], None]:
+    """An engine listener that prints, escaped, what the user must not miss: failed and no-effect steps."""
+    out = stdout or sys.stdout
+
+    def on_event(event: EngineEvent) -> None:
+        if event.state is EngineState.STEP_FAILED:
+            out.write(f"  STEP {event.step} FAILED: {safe_text(event.detail)}\n")
+        elif event.state is EngineState.NO_VISIBLE_CHANGE:
+            out.write(f"  step {event.step}: {safe_text(event.detail)}\n")
+        else:
+            return
+        out.flush()
+
+    return on_event

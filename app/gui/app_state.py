@@ -27,6 +27,8 @@ _FROM_ENGINE = {
     EngineState.ACTING: AppState.ACTING,
     EngineState.SETTLING: AppState.ACTING,
     EngineState.PAUSED: AppState.PAUSED,
+    EngineState.STEP_FAILED: AppState.ERROR,
+    EngineState.NO_VISIBLE_CHANGE: AppState.ACTING,
     EngineState.FINISHED: AppState.IDLE,
 }
 

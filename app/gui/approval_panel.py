@@ -28,6 +28,7 @@ from holodesk.app.gui.qt_screens import screen_point_to_global_logical
 from holodesk.app.gui.x11_focus import FocusReturn
 from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
 from holodesk.automation.coords import Monitor, monitor_at
+from holodesk.automation.display_text import safe_lines, safe_text, text_summary
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, QuestionRequest
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
@@ -48,6 +49,7 @@ QLabel {{ color: #e6e6ee; font-size: 13px; }}
 #element {{ color: #c9cad8; font-size: 12px; }}
 #note {{ color: #e6e6ee; }}
 #thought {{ color: #9fa1b5; font-style: italic; }}
+#context {{ color: #ffd27a; font-size: 12px; }}
 #warning {{ background: #5b1f24; color: #ffdada; border: 1px solid #a5404a; border-radius: 5px; padding: 6px; }}
 #error {{ color: #ff9393; }}
 #hint {{ color: #9fa1b5; font-size: 12px; }}
@@ -152,6 +154,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         header.addWidget(self._header, 1)
         layout.addLayout(header)
 
+        self._context = self._label("context", wrap=True)  # what became of the last step; target moved
         self._action_label = self._label("action", wrap=True)
         self._warning = self._label("warning", wrap=True)
         self._element = self._label("element", wrap=True)
@@ -162,7 +165,8 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._reply.setPlaceholderText("Type your answer, then press Enter")
         self._reply.installEventFilter(self)
         self._reply.textChanged.connect(self._on_reply_typed)
-        for part in (self._action_label, self._element, self._warning, self._note, self._thought, self._reply):
+        parts = (self._context, self._action_label, self._element, self._warning, self._note, self._thought)
+        for part in (*parts, self._reply):
             layout.addWidget(part)
 
         self._editor = QtWidgets.QWidget(self)
@@ -234,6 +238,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             "remember": self._remember,
             "action": self._action_label,
             "element": self._element,
+            "context": self._context,
             "note": self._note,
             "thought": self._thought,
             "warning": self._warning,
@@ -260,17 +265,24 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._original = self._action = action
         self._monitors = request.frame.monitors
         self._badge.setText(f"Step {request.step}")
-        self._action_label.setText(_sentence(action_in_words(action)))
+        self._action_label.setText(_sentence(_action_words(action)))
+        context = []
+        if request.previous_result:
+            context.append(f"Step {request.step - 1}: {safe_text(request.previous_result)}")
+        if request.adjustment:
+            context.append(safe_text(request.adjustment))
+        self._context.setText("\n".join(context))
+        self._context.setVisible(bool(context))
         self._warning.setText(f"⚠ {_sentence(request.loop_warning)}. Approve only if you are sure.")
         self._warning.setVisible(bool(request.loop_warning))
         # The model's description of its target: what to look for under the marker.
-        element = " ".join(request.proposal.element.split())
+        element = " ".join(safe_text(request.proposal.element).split())
         self._element.setText(f"Target: {_shorten(element, MAX_THOUGHT_CHARS)}" if element else "")
         self._element.setVisible(bool(element))
-        note = request.proposal.note.strip()
+        note = safe_lines(request.proposal.note.strip())
         self._note.setText(note)
         self._note.setVisible(bool(note))
-        thought = request.proposal.thought.strip()
+        thought = safe_lines(request.proposal.thought.strip())
         self._thought.setText(_shorten(thought, MAX_THOUGHT_CHARS))
         self._thought.setToolTip(thought if len(thought) > MAX_THOUGHT_CHARS else "")
         self._thought.setVisible(bool(thought))
@@ -351,7 +363,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._action = action
         for editor, point in zip(self._points, action.points(), strict=False):
             editor.set_point(point)
-        self._action_label.setText(_sentence(action_in_words(action)))
+        self._action_label.setText(_sentence(_action_words(action)))
         self._error.setVisible(False)
 
     def retract(self) -> None:
@@ -526,7 +538,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             self._error.setVisible(True)
             return
         self._action = edited
-        self._action_label.setText(_sentence(action_in_words(edited)))
+        self._action_label.setText(_sentence(_action_words(edited)))
         self._error.setVisible(False)
         self.action_edited.emit(edited)
 
@@ -556,6 +568,15 @@ class ApprovalPanel(QtWidgets.QWidget):
             if event.type() == QtCore.QEvent.Type.KeyRelease:
                 return self._key_up(event)
         return super().eventFilter(watched, event)
+
+    def answer_with_key(self, key: str) -> None:
+        """Answer as the key would (canonical name: "enter" approves, "esc" stops); for the key grab."""
+        if self._request is None:
+            return
+        if key == "esc":
+            self._on_stop()
+        elif key == "enter":
+            self._on_approve()
 
     def _key_down(self, event: QtGui.QKeyEvent) -> bool:
         if event.key() not in ANSWER_KEYS:
@@ -602,6 +623,23 @@ def screen_point_to_global_logical_or_none(point: Point) -> QtCore.QPointF | Non
         return screen_point_to_global_logical(point)
     except OffScreenError:
         return None
+
+
+def _action_words(action: Action) -> str:
+    """The action in words; text to type with its length and whitespace visible, long text as start and end."""
+    if isinstance(action, TypeText):
+        where = f" at {action.at}" if action.at is not None else " into the focused field"
+        return f"type {len(action.text)} characters{where}: {_breakable(text_summary(action.text))}"
+    return action_in_words(action)
+
+
+def _breakable(text: str, every: int = 24) -> str:
+    """Offer a line break (a zero-width space, invisible) every `every` characters.
+
+    Text to type is shown with its spaces as '·', so it has no break opportunities, and Qt sizes a
+    word-wrapped label wrongly for one unbreakable run: the panel would clip it.
+    """
+    return "\u200b".join(text[i : i + every] for i in range(0, len(text), every))
 
 
 def _sentence(text: str) -> str:

@@ -6,6 +6,10 @@ looking at `request.cancel` every 20 ms, so a stop is answered within the engine
 The panel and overlay are hidden on the GUI thread, and the window system has confirmed it (a round
 trip), before `decide()` returns: the action never lands on the panel, and keystrokes never go to it.
 
+Keys: while a step waits, on X11, Enter and Esc are grabbed (app/gui/key_grab.py) so that they
+answer the panel and never reach the user's focused window, whichever window that is; the grab is
+released when the panel is withdrawn, before the action runs.
+
 Auto-approval is opt-in: the kinds the user chose in the settings, plus the kinds ticked "approve
 this kind for the rest of this task" (forgotten when the engine starts a new run, which it does with
 a new CancelToken). A request with a loop warning is always asked about.
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 
 from holodesk.app.gui.approval_panel import ApprovalPanel
 from holodesk.app.gui.gui_thread import GuiThreadCaller
+from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import QtCore, QtGui, Signal
 from holodesk.automation.actions import Action
@@ -73,6 +78,7 @@ class GuiApprover(QtCore.QObject):
     auto_approved = Signal(int, str)
     _present = Signal(object)
     _ask = Signal(object)
+    _grabbed_key = Signal(str)  # from the key grab's thread
 
     def __init__(
         self,
@@ -93,6 +99,9 @@ class GuiApprover(QtCore.QObject):
         self._question: _PendingQuestion | None = None  # GUI thread only
         self._present.connect(self._on_present, QtCore.Qt.ConnectionType.QueuedConnection)
         self._ask.connect(self._on_ask, QtCore.Qt.ConnectionType.QueuedConnection)
+        self._grabbed_key.connect(self._on_grabbed_key, QtCore.Qt.ConnectionType.QueuedConnection)
+        on_x11 = QtGui.QGuiApplication.platformName() == "xcb"
+        self._key_grab = KeyGrab(ANSWER_KEYSYMS, self._grabbed_key.emit) if on_x11 else None
         self.panel.decided.connect(self._on_decided)
         self.panel.replied.connect(self._on_replied)
         self.panel.action_edited.connect(self._on_panel_edit)
@@ -176,6 +185,12 @@ class GuiApprover(QtCore.QObject):
         request = pending.request
         self.overlay.show_proposal(request.step, request.action)
         self.panel.present(request)
+        if self._key_grab is not None:
+            self._key_grab.start()
+
+    def _on_grabbed_key(self, key: str) -> None:
+        if self._pending is not None:
+            self.panel.answer_with_key(key)
 
     def _on_ask(self, pending: _PendingQuestion) -> None:
         if pending.abandoned:
@@ -224,6 +239,8 @@ class GuiApprover(QtCore.QObject):
         if self._pending is not pending:
             return
         self._pending = None
+        if self._key_grab is not None:
+            self._key_grab.stop()
         self.panel.retract()
         self.overlay.clear()
         QtGui.QGuiApplication.sync()

@@ -3,7 +3,9 @@
 pynput calls back on its own thread; `HotkeySignals` turns the callbacks into Qt signals so the
 GUI thread does the work. Keys that Holodesk itself is injecting (the executor's `InjectedInput`
 log) are ignored: on X11 pynput cannot tell XTEST input from a real keyboard, so without this a
-"press esc" action, typed twice, would stop the very run that sent it.
+"press esc" action, typed twice, would stop the very run that sent it. Presses are matched one for
+one with the executor's, so the user's own presses of the same key still count, whatever the stop
+key, even right after the model pressed it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from holodesk.app.gui.key_grab import KeyGrab, hotkey_grab
 from holodesk.app.gui.qt import QtCore, Signal
 from holodesk.automation.executor import InjectedInput
 from holodesk.automation.keys import normalize_key
@@ -89,9 +92,12 @@ class HotkeyListener:
         self.on_stop = on_stop
         self.injected = injected
         self.stop_key = stop_key_name(stop_key)
+        if injected is not None and len(self.stop_key) == 1:
+            injected.reserve({self.stop_key})  # typed by the executor on a key of its own
         self._stop_detector = RepeatedPressDetector(stop_presses, stop_window_s)
         self._listener: Any = None
         self._hotkey: Any = None
+        self._grab: KeyGrab | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -107,8 +113,19 @@ class HotkeyListener:
         listener.start()
         listener.wait()  # ready: events from now on are seen
         self._listener = listener
+        # The hotkey is Holodesk's alone: grabbed, it no longer also reaches the focused window
+        # (pynput listens through RECORD and still sees it). Not on X11: nothing to grab.
+        try:
+            self._grab = hotkey_grab(self.prompt_hotkey)
+        except ValueError:
+            self._grab = None
+        if self._grab is not None and not self._grab.start():
+            log.info("could not grab the prompt hotkey; it also reaches the focused window")
 
     def stop(self) -> None:
+        if self._grab is not None:
+            self._grab.stop()
+            self._grab = None
         if self._listener is not None:
             # pynput's X11 thread only notices the stop with the next key event; it is a daemon
             # thread, so it is not joined here (joining would stall quitting until a key is pressed).
@@ -119,8 +136,13 @@ class HotkeyListener:
         name = key_name(key)
         return bool(self.injected and name and self.injected.recently_injected(name))
 
+    def _our_press(self, key: Any) -> bool:
+        """A press the executor sent (each noted press claims one seen press; the rest are the user's)."""
+        name = key_name(key)
+        return bool(self.injected and name and self.injected.claim_press(name))
+
     def _on_press(self, key: Any) -> None:
-        if self._ours(key):
+        if self._our_press(key):
             return
         canonical = self._listener.canonical(key) if self._listener else key
         with self._lock:

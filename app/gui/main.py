@@ -35,6 +35,7 @@ from holodesk.automation.executor import Executor
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, prune_sessions
+from holodesk.automation.x11_focus_guard import FocusGuard
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 
@@ -53,6 +54,7 @@ OUTCOME_TITLES = {
     Outcome.STEP_LIMIT: "Step limit reached",
     Outcome.STOPPED: "Stopped",
     Outcome.ERROR: "Task failed",
+    Outcome.FAILED: "An action failed",
 }
 
 
@@ -88,8 +90,10 @@ class HolodeskApp(QtCore.QObject):
         # One capture serves both: mss handles are per thread already (engine thread, GUI thread).
         # Neither the overlay nor the thinking status may be in a screenshot the model sees.
         screen = ScreenCapture()
-        self.frames = StatusHiddenCapture(OverlayAwareCapture(screen, self.overlay), self.thinking)
-        self.executor = Executor(capture=screen)
+        # Keys of an action go to the window the user had at the screenshot, never to ours.
+        focus_guard = FocusGuard()
+        self.frames = StatusHiddenCapture(OverlayAwareCapture(screen, self.overlay, focus_guard), self.thinking)
+        self.executor = Executor(capture=screen, focus_guard=focus_guard)
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
         self.hotkeys: HotkeyListener | None = None
@@ -369,7 +373,7 @@ class HolodeskApp(QtCore.QObject):
         if self.reload_after_run:
             self.reload_after_run = False
             self._load_policy()
-        state = AppState.ERROR if result.outcome is Outcome.ERROR else AppState.IDLE
+        state = AppState.ERROR if result.outcome in (Outcome.ERROR, Outcome.FAILED) else AppState.IDLE
         self._show(StatusLine(state, f"{result.outcome.value}: {result.detail}"))
         self.indicator.notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({steps_in_words(result.steps)})")
         sessions = self.settings.sessions

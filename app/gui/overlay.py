@@ -42,6 +42,7 @@ from holodesk.automation.actions import Action, Point
 from holodesk.automation.engine import FrameSource
 from holodesk.automation.errors import CaptureError, OffScreenError
 from holodesk.automation.screen import ScreenFrame
+from holodesk.automation.x11_focus_guard import FocusGuard
 
 HANDLE_RADIUS = 21  # the handle window is a ring between HANDLE_HOLE and HANDLE_RADIUS
 # The hole is just the centre dot: the target pixel stays visible without a compositor, and a press
@@ -370,13 +371,19 @@ class OverlayController(QtCore.QObject):
 class OverlayAwareCapture:
     """A FrameSource whose grabs never contain the overlay: it is hidden for each grab."""
 
-    def __init__(self, capture: FrameSource, controller: OverlayController) -> None:
+    def __init__(
+        self, capture: FrameSource, controller: OverlayController, focus_guard: FocusGuard | None = None
+    ) -> None:
         self.capture = capture
         self.controller = controller
+        self.focus_guard = focus_guard  # told after each grab which window the user was typing in
 
     def grab(self, monitor: int | None) -> ScreenFrame:
         with self.controller.hidden_for_capture():
-            return self.capture.grab(monitor)
+            frame = self.capture.grab(monitor)
+        if self.focus_guard is not None:
+            self.focus_guard.remember()
+        return frame
 
     def __getattr__(self, name: str) -> object:
         # monitors(), close() and the rest of ScreenCapture pass straight through.

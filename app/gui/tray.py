@@ -115,7 +115,13 @@ class ControlWindow(Indicator):
     def __init__(self, icon_for: IconForState) -> None:
         super().__init__()
         self.icon_for = icon_for
-        flags = Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint | Qt.WindowType.FramelessWindowHint
+        # It never takes the keyboard: keys the user (or an action) types must not press its buttons.
+        flags = (
+            Qt.WindowType.Tool
+            | Qt.WindowType.WindowStaysOnTopHint
+            | Qt.WindowType.FramelessWindowHint
+            | Qt.WindowType.WindowDoesNotAcceptFocus
+        )
         self.window = QtWidgets.QWidget(None, flags)
         self.window.setObjectName("HolodeskControl")
         self.window.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
@@ -142,12 +148,14 @@ class ControlWindow(Indicator):
         for name, text, signal in (("new_task", "New task", self.new_task), ("stop", "Stop", self.stop)):
             button = QtWidgets.QToolButton()
             button.setText(text)
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             button.clicked.connect(signal.emit)
             layout.addWidget(button)
             self.buttons[name] = button
         self.buttons["stop"].setEnabled(False)
         more = QtWidgets.QToolButton()
         more.setText("⋯")
+        more.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         more.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.InstantPopup)
         more.setMenu(self.menu)
         layout.addWidget(more)

@@ -361,7 +361,8 @@ def tool_output(step: PastStep) -> str:
     name = tool_call(step.action)["tool_name"]
     if step.outcome.startswith("failed"):
         return f'<error tool="{name}">\n{step.outcome}\n</error>'
-    said = [text for text in (step.outcome, step.result_text) if text]  # e.g. the user's reply to a question
+    # What became of it, then what it gave back (how text was typed, "no visible change", a reply).
+    said = [text for text in (step.outcome, step.result) if text]
     if said:
         result = "\n".join(said)
     elif isinstance(step.action, UpdatePlan):

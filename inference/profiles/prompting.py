@@ -210,8 +210,8 @@ def render_history(
             lines.append(f"   thought: {_clip(step.thought)}")
         if step.outcome.strip():  # skipped, corrected by the user, or failed
             lines.append(f"   result: {_clip(step.outcome)}")
-        if step.result_text.strip():  # what the step gave back, e.g. the user's reply to a question
-            lines.append(f"   result: {_clip(step.result_text)}")
+        if step.result.strip():  # what the step gave back: how text went, "no visible change", a reply
+            lines.append(f"   result: {_clip(step.result)}")
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from holodesk.automation.actions import Action, AskUser, Click, Done, Point, TypeText, Wait
+from holodesk.automation.actions import Action, AskUser, Click, Done, KeyCombo, Point, TypeText, Wait
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace, Monitor, Rect
 from holodesk.automation.engine import (
@@ -25,7 +25,8 @@ from holodesk.automation.engine import (
     Outcome,
     StepEngine,
 )
-from holodesk.automation.errors import ExecutionError
+from holodesk.automation.errors import ActionError, ExecutionError
+from holodesk.automation.executor import ExecutionResult
 from holodesk.automation.proposal import PastStep, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import read_session
@@ -240,9 +241,81 @@ def test_an_execution_failure_ends_the_run_with_the_reason(tmp_path):
         def execute(self, action, cancel):
             raise ExecutionError("XTEST refused the event")
 
-    engine, _, _ = make_engine(ListPolicy([Click(Point(1, 1))]), ScriptedApprover(), Failing(), tmp_path=tmp_path)
+    engine, _, events = make_engine(ListPolicy([Click(Point(1, 1))]), ScriptedApprover(), Failing(), tmp_path=tmp_path)
     result = engine.run("t")
-    assert result.outcome is Outcome.ERROR and "XTEST refused" in result.detail
+    assert result.outcome is Outcome.FAILED and "XTEST refused" in result.detail
+    assert [e.detail for e in events if e.state is EngineState.STEP_FAILED] == [result.detail]
+
+
+def test_an_action_the_desktop_refused_part_way_fails_the_run_never_done(tmp_path):
+    class RefusedPartWay(RecordingPerformer):
+        def execute(self, action, cancel):
+            return ExecutionResult(action, False, "type 'abc' failed: XError: BadValue", 0.01)
+
+    policy = ListPolicy([TypeText("abc"), Done("all typed")])
+    engine, _, events = make_engine(policy, ScriptedApprover(), RefusedPartWay(), tmp_path=tmp_path)
+    result = engine.run("t")
+    assert result.outcome is Outcome.FAILED and result.outcome.value == "failed"
+    assert "BadValue" in result.detail and result.steps == 1
+    assert [e.step for e in events if e.state is EngineState.STEP_FAILED] == [1]
+    session = read_session(result.folder)
+    assert session.outcome == "failed" and session.steps[0]["result"]["ok"] is False
+
+
+class Validating(RecordingPerformer):
+    """Refuses keys named 'f24' the way the executor's validation does, before anything is sent."""
+
+    def validate(self, action: Action) -> None:
+        if isinstance(action, KeyCombo) and "f24" in action.keys:
+            raise ActionError("the key 'f24' cannot be pressed on this system")
+
+
+def test_an_action_that_cannot_run_fails_before_the_user_is_asked(tmp_path):
+    approver = ScriptedApprover()
+    engine, performer, events = make_engine(ListPolicy([KeyCombo(("f24",))]), approver, Validating(), tmp_path)
+    result = engine.run("t")
+    assert result.outcome is Outcome.FAILED and "f24" in result.detail
+    assert approver.requests == [] and performer.executed == []
+    assert any(e.state is EngineState.STEP_FAILED for e in events)
+
+
+def test_a_corner_target_moves_one_pixel_in_and_the_user_is_told(tmp_path):
+    approver = ScriptedApprover()
+    engine, performer, _ = make_engine(ListPolicy([Click(Point(799, 0)), Done()]), approver, Validating(), tmp_path)
+    assert engine.run("t").outcome is Outcome.DONE
+    assert performer.executed == [Click(Point(798, 1))]
+    assert approver.requests[0].action == Click(Point(798, 1))
+    assert "corner" in approver.requests[0].adjustment and "(798, 1)" in approver.requests[0].adjustment
+    assert "adjustment" in read_session(engine_folder(tmp_path)).steps[0]
+
+
+def engine_folder(root):
+    (folder,) = root.iterdir()
+    return folder
+
+
+def test_no_visible_change_reaches_the_user_and_the_models_next_turn(tmp_path):
+    policy = ListPolicy([Click(Point(100, 50)), Click(Point(200, 50)), Done()])
+    performer = RecordingPerformer(change_screen=False)
+    approver = ScriptedApprover()
+    engine, _, events = make_engine(policy, approver, performer, tmp_path=tmp_path)
+    assert engine.run("t").outcome is Outcome.DONE
+    history = policy.calls[2][0]
+    assert [past.result for past in history] == ["click at (100, 50): no visible change"] * 1 + [
+        "click at (200, 50): no visible change"
+    ]
+    assert approver.requests[1].previous_result == "click at (100, 50): no visible change"
+    assert [e.step for e in events if e.state is EngineState.NO_VISIBLE_CHANGE] == [1, 2]
+    lines = (engine_folder(tmp_path) / "session.jsonl").read_text().splitlines()
+    assert sum('"type": "effect"' in line for line in lines) == 2
+
+
+def test_a_visible_change_is_not_reported_as_none(tmp_path):
+    policy = ListPolicy([Click(Point(100, 50)), Done()])
+    engine, _, events = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path)
+    engine.run("t")
+    assert [past.result for past in policy.calls[1][0]] == ["click at (100, 50)"]
+    assert not any(e.state is EngineState.NO_VISIBLE_CHANGE for e in events)
 
 
 def test_the_policy_sees_at_most_keep_screenshots_frames():
@@ -336,7 +409,7 @@ def test_a_question_is_answered_and_the_reply_reaches_the_model_as_the_steps_res
     assert performer.executed == [Click(Point(100, 50))]
     # The model's second turn sees the question step with the reply as its result.
     history, _ = policy.calls[1]
-    assert [(p.action, p.result_text) for p in history] == [
+    assert [(p.action, p.result) for p in history] == [
         (AskUser("Which folder?"), "The user replied: the Reports folder")
     ]
     assert any(e.state is EngineState.WAITING_ANSWER and e.detail == "Which folder?" for e in events)

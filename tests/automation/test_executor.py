@@ -322,15 +322,26 @@ class TestOnDesktop:
         assert executor.injected.recently_injected("h", within_s=5.0)
         assert x11_probe.pressed_keycodes() == []
 
-    def test_ascii_the_keymap_cannot_type_is_pasted(self, window: TargetWindow, executor: Executor) -> None:
+    def test_ascii_pyautogui_would_mistype_is_typed_by_keysym(self, window: TargetWindow, executor: Executor) -> None:
         # pyautogui would press shift + the pc105 '<' key here, which types '>'.
         result = executor.execute(TypeText("if a < b: print(a)", at=window.centre("field")))
-        assert "clipboard" in result.detail
+        assert "layout-independent key events" in result.detail
         assert last_text(window.sync()) == "if a < b: print(a)"
 
-    def test_non_ascii_text_is_pasted_and_the_clipboard_restored(
+    def test_non_ascii_text_is_typed_by_keysym_and_the_clipboard_untouched(
         self, window: TargetWindow, executor: Executor
     ) -> None:
+        XCLIP.write_text("what the user had copied ✓")
+        text = "Grüße — 東京"
+        result = executor.execute(TypeText(text, at=window.centre("field")))
+        assert result.ok, result.detail
+        assert "layout-independent key events, 5 through temporarily bound keys" in result.detail
+        assert last_text(window.sync()) == text
+        assert XCLIP.read_text() == "what the user had copied ✓"
+        assert x11_probe.pressed_keycodes() == []
+
+    def test_the_clipboard_fallback_pastes_and_restores_the_clipboard(self, window: TargetWindow) -> None:
+        executor = Executor(capture=ScreenCapture(), x11_typing=False)  # as on a display without XTEST
         XCLIP.write_text("what the user had copied ✓")
         text = "Grüße — 東京"
         result = executor.execute(TypeText(text, at=window.centre("field")))
@@ -349,7 +360,8 @@ class TestOnDesktop:
             ("key_release", "Control"),
         ]
 
-    def test_pasting_with_an_empty_clipboard_leaves_it_empty(self, window: TargetWindow, executor: Executor) -> None:
+    def test_pasting_with_an_empty_clipboard_leaves_it_empty(self, window: TargetWindow) -> None:
+        executor = Executor(capture=ScreenCapture(), x11_typing=False)
         x11_probe.drop_clipboard_owner()
         assert XCLIP.read_text() is None
         executor.execute(TypeText("naïve café", at=window.centre("field")))
@@ -499,7 +511,7 @@ class TestOnDesktop:
         ]
 
     def test_cancelled_typing_stops_between_chunks(self, window: TargetWindow) -> None:
-        slow = Executor(capture=ScreenCapture(), type_chunk_chars=5, type_interval_s=0.01)
+        slow = Executor(capture=ScreenCapture(), type_chunk_chars=5, type_interval_s=0.01, x11_typing=False)
         text = "abcde" * 40  # 200 keys at 10 ms: about 2 s
         slow.execute(Click(window.centre("field")))
         token = CancelToken()

@@ -11,17 +11,26 @@ import time
 
 import pytest
 
-from holodesk.automation.actions import Point
+from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome, StepEngine
+from holodesk.automation.engine import (
+    ApprovalDecision,
+    ApprovalRequest,
+    EngineSettings,
+    EngineState,
+    Outcome,
+    StepEngine,
+)
 from holodesk.automation.executor import Executor
 from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import read_session
 from holodesk.automation.virtual_display import FULL_HD, LAPTOP
 from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.profiles import get_profile
 from holodesk.inference.scripted import ScriptedBackend
 from tests.e2e.scripting import holotron, model_point
+from tests.support import x11_probe
 
 pytestmark = pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP], indirect=True, ids=str, scope="module")
 
@@ -181,3 +190,66 @@ def test_stop_while_waiting_for_approval_returns_promptly(window, screen, tmp_pa
     engine.stop()
     assert done.wait(2) and time.monotonic() - stopped_at < 0.2
     assert window.sync() == []
+
+
+class HistoryRecorder:
+    """The real policy, remembering the history each turn was given (what the model's prompt is built from)."""
+
+    def __init__(self, policy: ModelPolicy) -> None:
+        self.policy = policy
+        self.histories: list[list] = []
+
+    def propose(self, task, history, frames):
+        self.histories.append(list(history))
+        return self.policy.propose(task, history, frames)
+
+
+def test_a_click_that_changes_nothing_is_reported_to_the_user_and_the_model(window, screen, tmp_path):
+    pad = model_point(window.centre("pad"), screen)  # the pad logs clicks but draws nothing
+    capture = ScreenCapture()
+    # A blinking caret in the text field would change the screen by itself: give the focus to a button.
+    Executor().execute(Click(window.centre("ok")))
+    window.sync()
+    wait_for_settle(lambda: capture.grab(1), timeout_s=3.0, poll_s=0.05)
+    answers = [holotron("click_desktop", x=pad.x, y=pad.y), holotron("click_desktop", x=pad.x, y=pad.y)]
+    answers.append(holotron("answer", content="done"))
+    policy = HistoryRecorder(ModelPolicy(get_profile("holotron"), ScriptedBackend(answers)))
+    approver = Approve()
+    events = []
+    engine = StepEngine(
+        policy,
+        approver,
+        Executor(capture=capture),
+        capture,
+        EngineSettings(trajectory_root=tmp_path, settle_timeout_s=1.0, settle_poll_s=0.05),
+        listener=events.append,
+    )
+    result = engine.run("Click the pad")
+    assert result.outcome is Outcome.DONE
+    assert [e["widget"] for e in window.sync() if e["event"] == "press"] == ["pad", "pad"]
+    # Step 1 moves the pointer off the OK button (its hover highlight goes); step 2 changes nothing.
+    past = policy.histories[2][1]
+    assert past.result.endswith("no visible change"), past.result
+    assert 2 in [e.step for e in events if e.state is EngineState.NO_VISIBLE_CHANGE]
+    assert approver.requests[1].previous_result == policy.histories[1][0].result
+
+
+def test_a_target_on_a_corner_pixel_moves_one_pixel_in_and_runs(window, screen, tmp_path):
+    approver = Approve()
+    answers = [holotron("click_desktop", x=0, y=0), holotron("answer", content="clicked")]
+    engine, _ = engine_for(answers, approver, tmp_path)
+    result = engine.run("Click the top-left corner")
+    assert result.outcome is Outcome.DONE, result.detail
+    assert approver.requests[0].action.points() == (Point(1, 1),)
+    assert "corner" in approver.requests[0].adjustment
+    assert x11_probe.pointer()[:2] == (1, 1)
+
+
+def test_an_action_that_cannot_run_fails_before_anyone_is_asked(window, tmp_path):
+    approver = Approve()
+    engine, _ = engine_for([holotron("hotkey_desktop", keys=["volumeup"])], approver, tmp_path)
+    result = engine.run("Louder")
+    assert result.outcome is Outcome.FAILED and "volumeup" in result.detail
+    assert approver.requests == []
+    assert window.sync() == []
+    assert read_session(result.folder).outcome == "failed"

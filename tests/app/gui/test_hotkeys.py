@@ -54,6 +54,37 @@ def test_escapes_that_holodesk_injects_are_ignored(probe):
     assert probe.next(2) == "stop"
 
 
+def test_a_double_esc_right_after_the_models_esc_still_stops(probe):
+    probe.send("press esc")  # the model's Esc, pressed by the real executor
+    assert probe.next(5) == "pressed"
+    assert probe.next(0.1) is None
+    xdotool("key", "--delay", "80", "Escape", "Escape")  # the user's, at once
+    assert probe.next(2) == "stop"
+
+
+@pytest.fixture
+def q_probe(xvfb) -> Iterator[LineProcess]:
+    probe = LineProcess("tests.support.hotkey_probe", "<ctrl>+<alt>+h", "q")
+    assert probe.next(10) == "ready"
+    yield probe
+    probe.close()
+
+
+def test_a_printable_stop_key_typed_by_the_model_does_not_stop(q_probe):
+    q_probe.send("type quiet quarry, qq")
+    assert q_probe.next(10) == "typed"
+    assert q_probe.next(0.7) is None
+
+
+def test_a_printable_stop_key_pressed_by_the_user_while_the_model_types_it_stops(q_probe):
+    q_probe.send("type " + "q" * 60)  # 60 keys at 20 ms: over a second of the model typing q
+    time.sleep(0.3)
+    # Each press released at once: `xdotool key --delay` holds a key for half the delay, and the
+    # model's presses of the same keycode meanwhile would merge with it (one keyboard, one key state).
+    xdotool("keydown", "q", "keyup", "q", "sleep", "0.1", "keydown", "q", "keyup", "q")
+    assert q_probe.next(10) == "stop"
+
+
 def test_double_press_detector_pairs_presses_inside_the_window():
     now = [0.0]
     detector = RepeatedPressDetector(2, 0.5, clock=lambda: now[0])

@@ -1,0 +1,184 @@
+"""Layout-independent typing through XTEST: unit rules, then a real xterm running what was typed.
+
+The xterm tests type a shell command with `/`, `>`, `|` and non-ASCII text into bash in an xterm,
+under the default (US) layout and under `setxkbmap de` (where `/` is shift+7 and `|` needs AltGr),
+and check the file the command wrote. A keymap with no spare keycode sends the text through the
+clipboard instead, with the paste key xterm expects.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from holodesk.automation.actions import KeyCombo, Point, TypeText
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.errors import ActionError, Cancelled
+from holodesk.automation.executor import Executor, paste_keys
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.virtual_display import XvfbServer
+from holodesk.automation.x11_keyboard import (
+    XK_RETURN,
+    Keymap,
+    X11Typer,
+    focused_window_class,
+    keysym_for,
+    untypable_characters,
+)
+
+XTERM_ORIGIN = (200, 150)
+# Every character class that went wrong before: '/' and '>' (mistyped on a German layout by a
+# US table), '|' (AltGr on German), quotes, and text no layout has (German, a dash, Japanese).
+PAYLOAD = "a/b > c | Grüße — 東京 'x'"
+
+
+def test_keysyms_follow_latin1_then_unicode() -> None:
+    assert keysym_for("a") == ord("a")
+    assert keysym_for("ü") == 0xFC
+    assert keysym_for("東") == 0x01000000 + ord("東")
+    assert keysym_for("\n") == XK_RETURN
+    with pytest.raises(ActionError, match=r"U\+001B"):
+        keysym_for("\x1b")
+    assert untypable_characters("ok\x1b[2J\x07\x1b") == ["\x1b", "\x07"]
+
+
+def test_keymap_types_known_keysyms_directly_and_binds_others_in_batches() -> None:
+    # keycode 10: a/A, 11: 1/!, 12..14: empty (spare)
+    keymap = Keymap(10, [[ord("a"), ord("A")], [ord("1"), ord("!")], [0, 0], [0, 0], [0]])
+    assert keymap.direct(ord("A")) == (10, True)
+    assert keymap.direct(ord("!")) == (11, True)
+    assert keymap.spare == [14, 13, 12]
+    plan = X11Typer._plan("aü東!éßa", keymap)
+    # three spare keycodes: ü, 東, é in the first batch, ß in a second
+    assert [sorted(batch.values()) for batch, _ in plan] == [[12, 13, 14], [14]]
+    strokes = [stroke for _, batch_strokes in plan for _, stroke in batch_strokes]
+    assert [(s.keycode, s.shift, s.remapped) for s in strokes] == [
+        (10, False, False),
+        (14, False, True),
+        (13, False, True),
+        (11, True, False),
+        (12, False, True),
+        (14, False, True),
+        (10, False, False),
+    ]
+
+
+def test_terminals_paste_with_their_own_keys() -> None:
+    assert paste_keys("linux", "Gnome-terminal") == ("ctrl", "shift", "v")
+    assert paste_keys("linux", "XTerm") == ("shift", "insert")
+    assert paste_keys("linux", "firefox") == ("ctrl", "v")
+    assert paste_keys("darwin", "Terminal") == ("super", "v")
+
+
+# -- a real xterm ---------------------------------------------------------------------------------
+
+
+def _xdotool(*args: str) -> str:
+    return subprocess.run(["xdotool", *args], capture_output=True, text=True, timeout=20, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def xterm(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """bash in an xterm at XTERM_ORIGIN, in a UTF-8 locale, working in a fresh folder (yielded)."""
+    if shutil.which("xterm") is None:
+        pytest.fail("xterm is not installed (Debian: apt install xterm)", pytrace=False)
+    folder = tmp_path_factory.mktemp("xterm")
+    env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(folder), "PS1": "$ "}
+    geometry = f"100x20+{XTERM_ORIGIN[0]}+{XTERM_ORIGIN[1]}"
+    process = subprocess.Popen(
+        ["xterm", "-u8", "-geometry", geometry, "-e", "bash", "--norc", "--noprofile"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid))
+        time.sleep(0.5)  # bash prints its prompt
+        yield folder
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        subprocess.run(["setxkbmap", "us"], check=False, timeout=20)
+
+
+def _inside_xterm() -> Point:
+    return Point(XTERM_ORIGIN[0] + 60, XTERM_ORIGIN[1] + 40)
+
+
+def _wait_for_file(path: Path, timeout_s: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().endswith(b"\n"):
+            return path.read_text(encoding="utf-8")
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was not written within {timeout_s} s")
+
+
+@pytest.mark.display
+@pytest.mark.parametrize("layout", ["us", "de"])
+def test_a_command_typed_into_xterm_runs_exactly_on_any_layout(xterm: Path, layout: str) -> None:
+    subprocess.run(["setxkbmap", layout], check=True, timeout=20)
+    probe = X11Typer()
+    slash = probe.keymap().direct(ord("/"))
+    probe.close()
+    assert slash is not None and slash[1] == (layout == "de")  # German: '/' is shift+7; US: unshifted
+    out = xterm / f"out-{layout}.txt"
+    command = f"printf '%s\\n' \"{PAYLOAD}\" > {out.name}\n"
+    capture = ScreenCapture()
+    try:
+        result = Executor(capture=capture).execute(TypeText(command, at=_inside_xterm()))
+    finally:
+        capture.close()
+    assert result.ok, result.detail
+    assert "layout-independent key events" in result.detail
+    assert "clipboard" not in result.detail
+    assert _wait_for_file(out) == PAYLOAD + "\n"
+    assert focused_window_class() == "XTerm"
+
+
+@pytest.mark.display
+def test_without_a_spare_keycode_xterm_gets_the_text_pasted_with_shift_insert(xterm: Path, xvfb: XvfbServer) -> None:
+    subprocess.run(["setxkbmap", "us"], check=True, timeout=20)
+    typer = X11Typer()
+    spare = typer.keymap().spare
+    typer.close()
+    # Fill every spare keycode (with a keysym no text uses), so '東' has nowhere to go.
+    subprocess.run(["xmodmap", "-"], input="".join(f"keycode {k} = F35\n" for k in spare), text=True, check=True)
+    try:
+        out = xterm / "pasted.txt"
+        capture = ScreenCapture()
+        try:
+            executor = Executor(capture=capture)
+            # the text is pasted; the Enter that runs it is a key press (xterm pastes no newline as Enter)
+            pasted = executor.execute(TypeText(f"printf '%s\\n' '東京 a/b' > {out.name}", at=_inside_xterm()))
+            typed = executor.execute(KeyCombo(("enter",)))
+        finally:
+            capture.close()
+        assert pasted.ok and typed.ok, (pasted.detail, typed.detail)
+        assert "pasted through the clipboard with shift+insert" in pasted.detail
+        assert "no spare keycode" in pasted.detail
+        assert _wait_for_file(out) == "東京 a/b\n"
+    finally:
+        subprocess.run(["xmodmap", "-"], input="".join(f"keycode {k} =\n" for k in spare), text=True, check=True)
+
+
+@pytest.mark.display
+def test_typing_stops_between_keys_when_cancelled_and_clears_its_bindings(xterm: Path) -> None:
+    subprocess.run(["setxkbmap", "us"], check=True, timeout=20)
+    typer = X11Typer(key_interval_s=0.01)
+    spare_before = typer.keymap().spare
+    token = CancelToken()
+    threading.Timer(0.3, token.cancel).start()
+    with pytest.raises(Cancelled):
+        typer.type_text("é" * 400, token)
+    assert typer.keymap().spare == spare_before  # the bound keycode is free again
+    typer.close()
+    _xdotool("key", "ctrl+u")  # clear the half-typed line

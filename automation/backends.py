@@ -1,7 +1,9 @@
 """Chooses the capture + input backend for this session: X11 (mss + pyautogui) or the Wayland portal.
 
-`XDG_SESSION_TYPE` decides where it is set; otherwise `WAYLAND_DISPLAY` (set inside a Wayland
-session) does. `HOLODESK_BACKEND=x11|wayland` overrides both (e.g. to drive only XWayland windows).
+A Wayland session is one with WAYLAND_DISPLAY set (and XDG_SESSION_TYPE not x11), or with
+XDG_SESSION_TYPE=wayland and no X display; with XDG_SESSION_TYPE=wayland, DISPLAY set and no
+WAYLAND_DISPLAY (Xvfb started from a Wayland terminal) the X server is the target.
+`HOLODESK_BACKEND=x11|wayland` overrides all of it (e.g. to drive only XWayland windows).
 `choose_backend` says which and why (doctor prints it); `create_backends` builds the pair, sharing
 one capture (X11) or one portal session (Wayland) between frame source and executor.
 """
@@ -45,13 +47,19 @@ def choose_backend(environ: Mapping[str, str] | None = None, platform: str = sys
     if not platform.startswith("linux"):
         return BackendChoice("x11", f"{platform}: mss and pyautogui reach the whole desktop")
     session_type = env.get("XDG_SESSION_TYPE", "").strip().lower()
-    if session_type == "wayland":
-        return BackendChoice("wayland", "XDG_SESSION_TYPE=wayland: capture and input through the desktop portal")
+    display = env.get("DISPLAY") or "unset"
     if session_type == "x11":
-        return BackendChoice("x11", "XDG_SESSION_TYPE=x11: mss and pyautogui")
+        return BackendChoice("x11", f"XDG_SESSION_TYPE=x11, DISPLAY={display}")
     if env.get("WAYLAND_DISPLAY"):
-        return BackendChoice("wayland", "WAYLAND_DISPLAY is set: capture and input through the desktop portal")
-    return BackendChoice("x11", "no Wayland session detected (DISPLAY=" + (env.get("DISPLAY") or "unset") + ")")
+        return BackendChoice(
+            "wayland", f"XDG_SESSION_TYPE={session_type or 'unset'}, WAYLAND_DISPLAY={env['WAYLAND_DISPLAY']}"
+        )
+    if session_type == "wayland" and not env.get("DISPLAY"):
+        return BackendChoice("wayland", "XDG_SESSION_TYPE=wayland")
+    if session_type == "wayland":
+        # No Wayland display to talk to but an X server (e.g. Xvfb started from a Wayland terminal).
+        return BackendChoice("x11", f"XDG_SESSION_TYPE=wayland but WAYLAND_DISPLAY is unset; DISPLAY={display}")
+    return BackendChoice("x11", f"no Wayland session detected; DISPLAY={display}")
 
 
 def restore_token_path() -> Path:

@@ -43,8 +43,7 @@ def run_task(
     err: TextIO = sys.stderr,
 ) -> int:
     from holodesk.app.cli.terminal_approver import TerminalApprover
-    from holodesk.automation.executor import Executor
-    from holodesk.automation.screen import ScreenCapture
+    from holodesk.automation.backends import create_backends
 
     if not task.strip():
         err.write("error: the task is empty\n")
@@ -52,8 +51,10 @@ def run_task(
     policy = _policy_or_exit_code(options, err)
     if isinstance(policy, int):
         return policy
-    capture = ScreenCapture()
     try:
+        # X11 (mss + pyautogui) or, in a Wayland session, the desktop portal, whose permission
+        # dialog shows on this first grab: its explanation goes to stderr before the dialog.
+        capture, executor = create_backends(lambda text: print(text, file=err))
         capture.grab(monitor)  # fail now, clearly, rather than inside the first step
     except AutomationError as exc:
         err.write(f"error: {exc}\n")
@@ -62,7 +63,7 @@ def run_task(
     engine = StepEngine(
         policy,
         TerminalApprover(pictures, stdin=stdin, stdout=out),
-        Executor(capture=capture),
+        executor,
         capture,
         EngineSettings(
             max_steps=max_steps,
@@ -73,7 +74,10 @@ def run_task(
         ),
     )
     out.write(f"task: {task}\n(Ctrl+C stops at any time)\n")
-    result = engine.run(task)
+    try:
+        result = engine.run(task)
+    finally:
+        capture.close()  # on Wayland this ends the portal session: the desktop stops sharing
     _report(result, out)
     return EXIT_CODES[result.outcome]
 

@@ -26,9 +26,8 @@ from holodesk.app.gui.settings_dialog import SettingsDialog
 from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
 from holodesk.app.gui.tray import Indicator, make_indicator
+from holodesk.automation.backends import create_backends
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
-from holodesk.automation.executor import Executor
-from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.trajectory import prune_sessions
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
@@ -51,6 +50,7 @@ class EngineBridge(QtCore.QObject):
     policy_ready = Signal(object)  # ModelPolicy
     policy_failed = Signal(str)
     load_progress = Signal(float, str)
+    backend_notice = Signal(str)  # the Wayland portal's consent explanations
 
 
 class HolodeskApp(QtCore.QObject):
@@ -70,10 +70,10 @@ class HolodeskApp(QtCore.QObject):
         self.indicator: Indicator = make_indicator(icon_for)
         self.overlay = OverlayController()
         self.approver = GuiApprover(self.overlay, auto_approve_kinds=self.settings.approval.auto_approve)
-        # One capture serves both: mss handles are per thread already (engine thread, GUI thread).
-        screen = ScreenCapture()
+        # One capture serves both (X11: mss handles are per thread already; Wayland: one portal
+        # session), chosen for this session by holodesk.automation.backends.
+        screen, self.executor = create_backends(self.bridge.backend_notice.emit)
         self.frames = OverlayAwareCapture(screen, self.overlay)
-        self.executor = Executor(capture=screen)
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
         self.hotkeys: HotkeyListener | None = None
@@ -101,6 +101,7 @@ class HolodeskApp(QtCore.QObject):
         self.bridge.policy_ready.connect(self._on_policy_ready)
         self.bridge.policy_failed.connect(self._on_policy_failed)
         self.bridge.load_progress.connect(self._on_load_progress)
+        self.bridge.backend_notice.connect(lambda text: self.indicator.notify("Holodesk", text))
         if server is not None:
             server.message_received.connect(self.on_instance_message)
 

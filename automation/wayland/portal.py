@@ -316,3 +316,13 @@ def session_bus_available() -> bool:
     return bool(os.environ.get("DBUS_SESSION_BUS_ADDRESS")) or os.path.exists(
         os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "bus")
     )
+
+
+def probe_remote_desktop(timeout_s: float = 5.0) -> int:
+    """The portal's RemoteDesktop version, asked without starting a session (no dialog shows)."""
+    try:
+        connection = open_dbus_connection(bus="SESSION")
+    except (OSError, KeyError, ValueError) as exc:
+        raise PortalError(f"cannot connect to the D-Bus session bus: {exc}") from exc
+    with connection:
+        return remote_desktop_version(connection, timeout_s)

@@ -164,3 +164,16 @@ def test_a_stop_stops_typing(session: tuple[WaylandSession, list[str]], wayland_
     final = typed[-1]
     assert final.startswith("start:x") and set(final[6:]) == {"x"}, final
     assert len(final) - 6 < 200, f"typing did not stop: {len(final) - 6} characters"
+
+
+def test_doctor_names_the_portal_backend_without_a_dialog(gnome_stack: GnomeStack) -> None:
+    from holodesk.app.cli.doctor import Status, check_desktop_backend
+
+    results = {result.name: result for result in check_desktop_backend()}
+    assert results["backend"].status is Status.OK
+    assert "Wayland portal" in results["backend"].detail
+    assert "WAYLAND_DISPLAY=wayland-holodesk" in results["backend"].detail
+    assert results["gstreamer"].status is Status.OK
+    assert results["portal"].status is Status.OK
+    assert "RemoteDesktop portal version 1" in results["portal"].detail  # Debian 12's portal 1.16
+    assert "holodesk trigger" in results["hotkeys"].fix

@@ -20,9 +20,13 @@ from holodesk.automation.wayland.session import StreamMonitor, WaylandSession
 class WaylandCapture:
     """Lists monitors and grabs frames from a WaylandSession (shared with the executor)."""
 
-    def __init__(self, session: WaylandSession, frame_timeout_s: float = 5.0) -> None:
+    def __init__(self, session: WaylandSession, frame_timeout_s: float = 5.0, input_frame_wait_s: float = 0.25) -> None:
         self.session = session
         self._frame_timeout_s = frame_timeout_s
+        # Mutter delivers the frame showing an action's effect ~100 ms later (bench.wayland), so a
+        # grab right after input would return the old picture and the engine's settle check could
+        # call it settled. A grab waits up to this long for a frame newer than the last input.
+        self._input_frame_wait_s = input_frame_wait_s
 
     def _stream_monitors(self) -> tuple[StreamMonitor, ...]:
         return self.session.started()[1]
@@ -35,6 +39,11 @@ class WaylandCapture:
         if not 1 <= index <= len(entries):
             raise CaptureError(f"there is no monitor {index}; the shared screens are {len(entries)}")
         entry = entries[index - 1]
+        last_input = self.session.last_input_at
+        if last_input:
+            remaining = last_input + self._input_frame_wait_s - time.monotonic()
+            if remaining > 0:
+                entry.frames.wait_for_frame_since(last_input, remaining)
         pixels, _arrived_at = entry.frames.latest(self._frame_timeout_s)
         monitors = tuple(item.monitor for item in entries)
         rect = entry.monitor.rect

@@ -132,6 +132,8 @@ class WaylandExecutor:
                 self._perform(action, portal, monitors, cancel)
             except PortalError as exc:
                 return ExecutionResult(action, False, f"{action.describe()} failed: {exc}", time.monotonic() - started)
+            finally:
+                self.session.note_input()
             return ExecutionResult(action, True, action.describe(), time.monotonic() - started)
 
     def _warm_up(self, portal: PortalSession, monitors: Sequence[StreamMonitor]) -> None:

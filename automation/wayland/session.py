@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +92,7 @@ class WaylandSession:
         self._portal: PortalSession | None = None
         self._monitors: tuple[StreamMonitor, ...] = ()
         self._pipewire_fd: int | None = None
+        self.last_input_at = 0.0  # time.monotonic() of the last input the executor sent
 
     def started(self) -> tuple[PortalSession, tuple[StreamMonitor, ...]]:
         """The portal session and monitors, starting them now if this is the first use."""
@@ -99,6 +101,10 @@ class WaylandSession:
                 self._start()
             assert self._portal is not None
             return self._portal, self._monitors
+
+    def note_input(self) -> None:
+        """The executor sent input: the next grab waits briefly for a frame that can show its effect."""
+        self.last_input_at = time.monotonic()
 
     @property
     def is_started(self) -> bool:

@@ -125,6 +125,17 @@ class FrameStream:
                 self._arrived.wait(remaining)
             return True
 
+    def wait_for_frame_since(self, moment: float, timeout_s: float) -> bool:
+        """Wait until a frame newer than `moment` (time.monotonic()) arrived; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._arrived:
+            while self._latest_at <= moment:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._arrived.wait(remaining)
+            return True
+
     def _pipeline_error(self) -> str:
         bus = self._pipeline.get_bus()
         message = bus.pop_filtered(self._gst.MessageType.ERROR) if bus is not None else None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
+from holodesk.automation.actions import Click, KeyCombo, Move, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import Cancelled, CaptureError
 from holodesk.automation.wayland.capture import WaylandCapture
@@ -177,3 +177,23 @@ def test_doctor_names_the_portal_backend_without_a_dialog(gnome_stack: GnomeStac
     assert results["portal"].status is Status.OK
     assert "RemoteDesktop portal version 1" in results["portal"].detail  # Debian 12's portal 1.16
     assert "holodesk trigger" in results["hotkeys"].fix
+
+
+def test_a_grab_right_after_input_shows_its_effect(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    """The pointer is drawn into the frames: a grab straight after a move must already show it there."""
+    wayland, _ = session
+    capture, executor = WaylandCapture(wayland), WaylandExecutor(wayland)
+    left, top, width, height = wayland_target.ready["layout"]["pad"]
+
+    def pointer_drawn_at(x: int, y: int) -> bool:
+        frame = capture.grab(1)
+        return any(frame.pixel_rgb(x + dx, y + dy) != PAD_COLOUR for dx in range(1, 6) for dy in range(1, 6))
+
+    here, there = (left + 60, top + 60), (left + width - 60, top + height - 60)
+    for _ in range(3):
+        assert executor.execute(Move(Point(*here))).ok
+        assert pointer_drawn_at(*here) and not pointer_drawn_at(*there)
+        assert executor.execute(Move(Point(*there))).ok
+        assert pointer_drawn_at(*there) and not pointer_drawn_at(*here)

@@ -20,7 +20,7 @@ from holodesk.automation.wayland.session import StreamMonitor, WaylandSession
 class WaylandCapture:
     """Lists monitors and grabs frames from a WaylandSession (shared with the executor)."""
 
-    def __init__(self, session: WaylandSession, frame_timeout_s: float = 5.0, input_frame_wait_s: float = 0.25) -> None:
+    def __init__(self, session: WaylandSession, frame_timeout_s: float = 5.0, input_frame_wait_s: float = 0.5) -> None:
         self.session = session
         self._frame_timeout_s = frame_timeout_s
         # Mutter delivers the frame showing an action's effect ~100 ms later (bench.wayland), so a

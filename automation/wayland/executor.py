@@ -134,7 +134,11 @@ class WaylandExecutor:
                 return ExecutionResult(action, False, f"{action.describe()} failed: {exc}", time.monotonic() - started)
             finally:
                 self.session.note_input()
-            return ExecutionResult(action, True, action.describe(), time.monotonic() - started)
+            detail = action.describe()
+            if isinstance(action, TypeText) and not action.text.isascii():
+                # Mutter 43 drops keysyms its current layout lacks, and nothing reports it back.
+                detail += " (non-ASCII characters typed by keysym: a compositor whose layout lacks one may drop it)"
+            return ExecutionResult(action, True, detail, time.monotonic() - started)
 
     def _warm_up(self, portal: PortalSession, monitors: Sequence[StreamMonitor]) -> None:
         """Wake the new virtual devices: mutter drops the first events after they appear."""

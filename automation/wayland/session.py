@@ -122,6 +122,7 @@ class WaylandSession:
             raise CaptureError(CONSENT_REFUSED) from exc
         except PortalError as exc:
             raise CaptureError(f"the desktop portal could not share the screen: {exc}") from exc
+        monitors: list[StreamMonitor] = []
         try:
             if portal.restore_token and self._token_store:
                 self._token_store.save(portal.restore_token)
@@ -132,13 +133,12 @@ class WaylandSession:
                 )
             fd = portal.open_pipewire_remote()
             self._pipewire_fd = fd
-            monitors = []
             for index, stream in enumerate(portal.streams, start=1):
                 frames = FrameStream(fd, stream.node_id)
                 pixels, _ = frames.latest(self._first_frame_timeout_s)
                 monitors.append(StreamMonitor(_monitor_for(index, stream, pixels.shape[1]), stream, frames))
         except BaseException:
-            for built in locals().get("monitors", []):
+            for built in monitors:
                 built.frames.close()
             portal.close()
             self._close_fd()

@@ -209,7 +209,10 @@ class GnomeStack:
         # group and outlive it; end those that belong to this stack's runtime folder.
         _end_processes_with_env("XDG_RUNTIME_DIR", str(self.runtime_dir))
         if self._own_root:
-            subprocess.run(["fusermount3", "-u", "-z", str(self.runtime_dir / "doc")], capture_output=True, check=False)
+            if shutil.which("fusermount3"):  # the document portal's FUSE mount, where FUSE exists
+                subprocess.run(
+                    ["fusermount3", "-u", "-z", str(self.runtime_dir / "doc")], capture_output=True, check=False
+                )
             shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> GnomeStack:

@@ -18,7 +18,7 @@ import pytest
 
 from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.errors import Cancelled, CaptureError
+from holodesk.automation.errors import Cancelled, CaptureError, ExecutionError
 from holodesk.automation.wayland.capture import WaylandCapture
 from holodesk.automation.wayland.executor import WaylandExecutor
 from holodesk.automation.wayland.session import (
@@ -249,3 +249,24 @@ def test_the_engine_runs_a_scripted_task_through_the_portal(
     press = wayland_target.wait_for("press", 5.0, widget="pad")
     tolerance = -(-screen.width // 1000)  # normalized coordinates quantize to ceil(width/1000) pixels
     assert abs(press["x"] - (pl + pw // 2)) <= tolerance and abs(press["y"] - (pt + ph // 2)) <= tolerance
+
+
+def test_sharing_without_remote_interaction_sees_but_refuses_to_act(
+    gnome_stack: GnomeStack, mutter_remote: MutterRemote, wayland_target: WaylandTarget, tmp_path: Path
+) -> None:
+    notices: list[str] = []
+    view_only = WaylandSession(RestoreTokenStore(tmp_path / "token"), notices.append, consent_timeout_s=60)
+    error = start_with_answer(view_only, lambda: answer_consent(mutter_remote, allow_interaction=False))
+    try:
+        assert error is None, error
+        assert notices[0] == CONSENT_EXPLANATION
+        assert "remote interaction was not" in notices[1] and "Allow Remote Interaction" in notices[1]
+        left, top, _, _ = wayland_target.ready["layout"]["pad"]
+        assert WaylandCapture(view_only).grab(1).pixel_rgb(left + 5, top + 5) == PAD_COLOUR
+        wayland_target.drain()
+        with pytest.raises(ExecutionError, match="did not allow remote interaction"):
+            WaylandExecutor(view_only).execute(Click(Point(left + 5, top + 5)))
+        time.sleep(0.3)
+        assert [r for r in wayland_target.drain() if r["event"] == "press"] == []
+    finally:
+        view_only.close()

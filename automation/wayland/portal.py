@@ -10,7 +10,6 @@ connection, which jeepney's blocking API does not share between threads.
 
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 from collections.abc import Mapping
@@ -309,13 +308,6 @@ def remote_desktop_version(connection: DBusConnection, timeout_s: float) -> int:
         name = reply.header.fields.get(HeaderFields.error_name, "error")
         raise PortalError(f"the desktop portal has no RemoteDesktop interface ({name}): is a backend installed?")
     return int(_variant(reply.body[0]))
-
-
-def session_bus_available() -> bool:
-    """True when a D-Bus session bus address is known (the portal needs one)."""
-    return bool(os.environ.get("DBUS_SESSION_BUS_ADDRESS")) or os.path.exists(
-        os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "bus")
-    )
 
 
 def probe_remote_desktop(timeout_s: float = 5.0) -> int:

@@ -12,7 +12,12 @@ debs=(xvfb xfonts-base xdotool xclip x11-xserver-utils x11-utils xauth
       libdbus-1-3 fonts-dejavu-core trayer xcompmgr desktop-file-utils
       xterm x11-xkb-utils openbox  # a real terminal, setxkbmap for other layouts, a window manager
       libtk8.6  # pyautogui imports mouseinfo, which needs tkinter (pyenv and python.org builds link libtk)
-      chromium chromium-driver)  # holodesk eval miniwob: MiniWoB++ pages in a real browser
+      chromium chromium-driver  # holodesk eval miniwob
+      # The headless GNOME Wayland stack (tests/support/gnome_stack.py) and the portal backend's
+      # GStreamer reader (PyGObject from Debian: pip cannot build it without a compiler toolchain).
+      dbus-daemon mutter pipewire pipewire-bin wireplumber xdg-desktop-portal xdg-desktop-portal-gnome
+      python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gstreamer1.0-pipewire
+      gstreamer1.0-plugins-base)
 missing=()
 for deb in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")
@@ -35,8 +40,21 @@ python=${PYTHON:-python3}
 # processor gets the PIL-based stand-in in tests/support/kernels/torchvision instead.
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[test]"
+# The Wayland backend reads PipeWire through GStreamer's Python bindings (gi), which come from
+# Debian's python3-gi. Expose that one package (not all of dist-packages) to the venv when its
+# Python has the same version as Debian's, which the compiled module needs.
+if ! .venv/bin/python -c "import gi" 2>/dev/null; then
+  debian_gi=/usr/lib/python3/dist-packages/gi
+  abi=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  if ls "$debian_gi"/_gi"$abi" >/dev/null 2>&1; then
+    mkdir -p .venv/debian-gi && ln -sfn "$debian_gi" .venv/debian-gi/gi
+    site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    echo "$PWD/.venv/debian-gi" > "$site/debian-gi.pth"
+  fi
+fi
 
 .venv/bin/ruff check .
+bash tests/typecheck.sh  # mypy: strict on automation/, default elsewhere
 # Nothing in the tests may reach a model hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec .venv/bin/python -m pytest "$@"

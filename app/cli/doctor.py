@@ -379,10 +379,62 @@ def check_server(options: DoctorOptions) -> CheckResult:
     return CheckResult("server", Status.OK, f"{found.base_url} serves {found.model}{key}")
 
 
+def check_desktop_backend() -> Iterator[CheckResult]:
+    """Which capture + input backend runs and why; on Wayland, whether the portal path is ready.
+
+    Nothing here opens a portal session, so no permission dialog shows.
+    """
+    from holodesk.automation.backends import choose_backend
+    from holodesk.automation.errors import AutomationError
+
+    try:
+        choice = choose_backend()
+    except AutomationError as exc:
+        yield CheckResult("backend", Status.FAIL, str(exc), fix="unset HOLODESK_BACKEND or set x11 / wayland")
+        return
+    if choice.name == "x11":
+        yield CheckResult("backend", Status.OK, f"X11 capture (mss) and input (pyautogui): {choice.reason}")
+        return
+    yield CheckResult("backend", Status.OK, f"Wayland portal capture and input: {choice.reason}")
+    from holodesk.automation.wayland.portal import probe_remote_desktop
+    from holodesk.automation.wayland.stream import GST_PACKAGES, load_gstreamer
+
+    try:
+        load_gstreamer()
+        yield CheckResult("gstreamer", Status.OK, "GStreamer with pipewiresrc, through PyGObject")
+    except AutomationError as exc:
+        yield CheckResult("gstreamer", Status.FAIL, str(exc), fix=f"apt install {GST_PACKAGES}", blocking=True)
+    try:
+        version = probe_remote_desktop()
+        yield CheckResult(
+            "portal",
+            Status.OK,
+            f"RemoteDesktop portal version {version}: the first task shows the desktop's permission dialog "
+            "(turn on 'Allow remote interaction')"
+            + ("" if version >= 2 else "; this portal cannot remember the permission, it asks every run"),
+        )
+    except AutomationError as exc:
+        yield CheckResult(
+            "portal",
+            Status.FAIL,
+            str(exc),
+            fix="install xdg-desktop-portal and your desktop's backend (xdg-desktop-portal-gnome / -kde)",
+            blocking=True,
+        )
+    yield CheckResult(
+        "hotkeys",
+        Status.INFO,
+        "global hotkeys cannot be grabbed on Wayland",
+        fix="bind a desktop keyboard shortcut to `holodesk trigger` (GNOME: Settings > Keyboard > "
+        "Custom Shortcuts; KDE: System Settings > Shortcuts > Custom Shortcuts)",
+    )
+
+
 def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
     """Every check, in the order a user would fix things."""
     display = check_display()
     yield display
+    yield from _guarded("backend", check_desktop_backend)
     if display.status is not Status.FAIL:
         yield from _guarded("monitors", check_monitors_and_capture)
         yield from _guarded("input", lambda: iter([check_input_injection()]))

@@ -40,7 +40,7 @@ from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 
 if TYPE_CHECKING:
-    from holodesk.automation.screen import ScreenCapture
+    from holodesk.automation.engine import ActionPerformer, FrameSource
 
 EXIT_CODES = {
     Outcome.DONE: 0,
@@ -65,7 +65,7 @@ def run_task(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    from holodesk.automation.screen import ScreenCapture
+    from holodesk.automation.backends import create_backends
 
     if not task.strip():
         err.write("error: the task is empty\n")
@@ -85,8 +85,10 @@ def run_task(
     policy = _policy_or_exit_code(options, err)
     if isinstance(policy, int):
         return policy
-    capture = ScreenCapture()
     try:
+        # X11 (mss + pyautogui) or, in a Wayland session, the desktop portal, whose permission
+        # dialog shows on this first grab: its explanation goes to stderr before the dialog.
+        capture, executor = create_backends(lambda text: print(text, file=err))
         capture.grab(monitor)  # fail now, clearly, rather than inside the first step
     except AutomationError as exc:
         err.write(f"error: {exc}\n")
@@ -94,7 +96,7 @@ def run_task(
     _remove_pictures_of_dead_runs()
     pictures = Path(tempfile.mkdtemp(prefix=f"{PICTURES_PREFIX}{os.getpid()}-"))
     try:
-        return _run_engine(task, policy, capture, pictures, max_steps, monitor, sessions, options, stdin, out)
+        return _run_engine(task, policy, capture, executor, pictures, max_steps, monitor, sessions, options, stdin, out)
     finally:
         shutil.rmtree(pictures, ignore_errors=True)
 
@@ -118,7 +120,8 @@ def _remove_pictures_of_dead_runs() -> None:
 def _run_engine(
     task: str,
     policy: ModelPolicy,
-    capture: ScreenCapture,
+    capture: FrameSource,
+    executor: ActionPerformer,
     pictures: Path,
     max_steps: int,
     monitor: int | None,
@@ -128,14 +131,13 @@ def _run_engine(
     out: TextIO,
 ) -> int:
     from holodesk.app.cli.terminal_approver import TerminalApprover
-    from holodesk.automation.executor import Executor
 
     approver = InterruptibleApprover(TerminalApprover(pictures, stdin=stdin, stdout=out))
     live = LiveStatus(out)
     engine = StepEngine(
         policy,
         approver,
-        Executor(capture=capture),
+        executor,
         capture,
         EngineSettings(
             max_steps=max_steps,
@@ -152,6 +154,9 @@ def _run_engine(
             result = engine.run(task)
         finally:
             live.close()
+            close = getattr(capture, "close", None)  # on Wayland this ends the portal session:
+            if callable(close):  # the desktop stops sharing the screen
+                close()
     _report(result, out)
     return EXIT_CODES[result.outcome]
 

@@ -30,10 +30,9 @@ from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
 from holodesk.app.gui.thinking_status import StatusHiddenCapture, ThinkingStatus
 from holodesk.app.gui.tray import Indicator, make_indicator
+from holodesk.automation.backends import create_backends
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
-from holodesk.automation.executor import Executor
 from holodesk.automation.held_input import release_leftover_input
-from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, prune_sessions
 from holodesk.automation.x11_focus_guard import FocusGuard
 from holodesk.inference.errors import InferenceError
@@ -66,6 +65,7 @@ class EngineBridge(QtCore.QObject):
     policy_failed = Signal(str)
     load_progress = Signal(float, str)
     no_gpu = Signal()  # the local backend failed on a computer without a usable GPU
+    backend_notice = Signal(str)  # the Wayland portal's consent explanations
 
 
 class HolodeskApp(QtCore.QObject):
@@ -87,13 +87,13 @@ class HolodeskApp(QtCore.QObject):
         self.approver = GuiApprover(self.overlay, auto_approve_kinds=self.settings.approval.auto_approve)
         self.thinking = ThinkingStatus()
         self.loading = LoadingWindow()
-        # One capture serves both: mss handles are per thread already (engine thread, GUI thread).
-        # Neither the overlay nor the thinking status may be in a screenshot the model sees.
-        screen = ScreenCapture()
-        # Keys of an action go to the window the user had at the screenshot, never to ours.
+        # One capture serves both (X11: mss handles are per thread already; Wayland: one portal
+        # session), chosen for this session by holodesk.automation.backends. Keys of an action go to
+        # the window the user had at the screenshot, never to ours. Neither the overlay nor the
+        # thinking status may be in a screenshot the model sees.
         focus_guard = FocusGuard()
+        screen, self.executor = create_backends(self.bridge.backend_notice.emit, focus_guard=focus_guard)
         self.frames = StatusHiddenCapture(OverlayAwareCapture(screen, self.overlay, focus_guard), self.thinking)
-        self.executor = Executor(capture=screen, focus_guard=focus_guard)
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
         self.hotkeys: HotkeyListener | None = None
@@ -124,6 +124,7 @@ class HolodeskApp(QtCore.QObject):
         self.bridge.load_progress.connect(self._on_load_progress)
         self.bridge.no_gpu.connect(self._on_no_gpu)
         self.no_gpu_here = False
+        self.bridge.backend_notice.connect(lambda text: self.indicator.notify("Holodesk", text))
         if server is not None:
             server.message_received.connect(self.on_instance_message)
 

@@ -1,0 +1,101 @@
+"""Chooses the capture + input backend for this session: X11 (mss + pyautogui) or the Wayland portal.
+
+A Wayland session is one with WAYLAND_DISPLAY set (and XDG_SESSION_TYPE not x11), or with
+XDG_SESSION_TYPE=wayland and no X display; with XDG_SESSION_TYPE=wayland, DISPLAY set and no
+WAYLAND_DISPLAY (Xvfb started from a Wayland terminal) the X server is the target.
+`HOLODESK_BACKEND=x11|wayland` overrides all of it (e.g. to drive only XWayland windows).
+`choose_backend` says which and why (doctor prints it); `create_backends` builds the pair, sharing
+one capture (X11) or one portal session (Wayland) between frame source and executor.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from holodesk.automation.errors import AutomationError
+
+if TYPE_CHECKING:
+    from holodesk.automation.x11_focus_guard import FocusGuard
+
+BackendName = Literal["x11", "wayland"]
+BACKEND_OVERRIDE_VARIABLE = "HOLODESK_BACKEND"
+RESTORE_TOKEN_FILE = "wayland-screencast-restore-token"
+
+
+class BackendError(AutomationError):
+    """The backend setting is invalid."""
+
+
+@dataclass(frozen=True, slots=True)
+class BackendChoice:
+    """Which backend runs, and the reason in words."""
+
+    name: BackendName
+    reason: str
+
+
+def choose_backend(environ: Mapping[str, str] | None = None, platform: str = sys.platform) -> BackendChoice:
+    """The backend for this session (BackendError for a bad HOLODESK_BACKEND)."""
+    env = os.environ if environ is None else environ
+    override = env.get(BACKEND_OVERRIDE_VARIABLE, "").strip().lower()
+    if override:
+        if override not in ("x11", "wayland"):
+            raise BackendError(f"{BACKEND_OVERRIDE_VARIABLE} must be 'x11' or 'wayland', got {override!r}")
+        return BackendChoice("x11" if override == "x11" else "wayland", f"{BACKEND_OVERRIDE_VARIABLE}={override}")
+    if not platform.startswith("linux"):
+        return BackendChoice("x11", f"{platform}: mss and pyautogui reach the whole desktop")
+    session_type = env.get("XDG_SESSION_TYPE", "").strip().lower()
+    display = env.get("DISPLAY") or "unset"
+    if session_type == "x11":
+        return BackendChoice("x11", f"XDG_SESSION_TYPE=x11, DISPLAY={display}")
+    if env.get("WAYLAND_DISPLAY"):
+        return BackendChoice(
+            "wayland", f"XDG_SESSION_TYPE={session_type or 'unset'}, WAYLAND_DISPLAY={env['WAYLAND_DISPLAY']}"
+        )
+    if session_type == "wayland" and not env.get("DISPLAY"):
+        return BackendChoice("wayland", "XDG_SESSION_TYPE=wayland")
+    if session_type == "wayland":
+        # No Wayland display to talk to but an X server (e.g. Xvfb started from a Wayland terminal).
+        return BackendChoice("x11", f"XDG_SESSION_TYPE=wayland but WAYLAND_DISPLAY is unset; DISPLAY={display}")
+    return BackendChoice("x11", f"no Wayland session detected; DISPLAY={display}")
+
+
+def restore_token_path() -> Path:
+    """Where the portal's ScreenCast restore token is kept (the user's state folder)."""
+    from platformdirs import user_state_path
+
+    return user_state_path("holodesk", appauthor=False) / RESTORE_TOKEN_FILE
+
+
+def create_backends(
+    notify: Callable[[str], None] | None = None,
+    *,
+    choice: BackendChoice | None = None,
+    token_path: Path | None = None,
+    focus_guard: FocusGuard | None = None,
+) -> tuple[Any, Any]:
+    """(frame source, executor) for this session; `notify` receives the consent explanations.
+
+    `focus_guard` (X11) gives the keyboard focus back to the user's window before keys are sent.
+
+    Nothing is opened yet: the X11 path opens the display on first use, the Wayland path starts the
+    portal session (and its permission dialog) on the first grab or action.
+    """
+    chosen = choice if choice is not None else choose_backend()
+    if chosen.name == "wayland":
+        from holodesk.automation.wayland.capture import WaylandCapture
+        from holodesk.automation.wayland.executor import WaylandExecutor
+        from holodesk.automation.wayland.session import RestoreTokenStore, WaylandSession
+
+        session = WaylandSession(RestoreTokenStore(token_path or restore_token_path()), notify)
+        return WaylandCapture(session), WaylandExecutor(session)
+    from holodesk.automation.executor import Executor
+    from holodesk.automation.screen import ScreenCapture
+
+    capture = ScreenCapture()
+    return capture, Executor(capture=capture, focus_guard=focus_guard)

@@ -1,0 +1,7 @@
+"""Capture and input for Wayland sessions through the desktop portal (RemoteDesktop + ScreenCast).
+
+On Wayland, mss and pyautogui reach only XWayland windows. This package opens one portal session
+per run (`portal.PortalSession`), reads its PipeWire stream with GStreamer (`stream.FrameStream`),
+and offers the same frame source (`capture.WaylandCapture`) and executor (`executor.WaylandExecutor`)
+interfaces as the X11 path, so the engine does not know which one it drives.
+"""

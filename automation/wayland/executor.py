@@ -1,0 +1,236 @@
+"""The Wayland executor: Executor's interface, with input sent through the portal's Notify methods.
+
+Validation first, as on X11: every point must lie on a shared monitor, every key must have a keysym,
+every character of text must be typable; a rejected action sends nothing. Points are converted from
+screen space (physical pixels) to the stream's logical pixels of the monitor they fall on. Text is
+typed by keysym, character by character, so non-ASCII needs no clipboard. A CancelToken is checked
+between sub-steps, and buttons and keys held are released in `finally`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Sequence
+
+from holodesk.automation.actions import (
+    Action,
+    AskUser,
+    Click,
+    Done,
+    Drag,
+    KeyCombo,
+    MouseButton,
+    Move,
+    Point,
+    Scroll,
+    ScrollDirection,
+    TypeText,
+    Wait,
+)
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import Monitor, monitor_at
+from holodesk.automation.errors import ActionError, AutomationError, ExecutionError, OffScreenError
+from holodesk.automation.executor import ExecutionResult, InjectedInput, drag_path, keys_for_text
+from holodesk.automation.keys import normalize_key
+from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
+from holodesk.automation.wayland.portal import PortalError, PortalSession
+from holodesk.automation.wayland.session import StreamMonitor, WaylandSession
+
+# evdev button codes (linux/input-event-codes.h), which NotifyPointerButton takes.
+EVDEV_BUTTONS = {MouseButton.LEFT: 0x110, MouseButton.RIGHT: 0x111, MouseButton.MIDDLE: 0x112}
+AXIS_VERTICAL = 0
+AXIS_HORIZONTAL = 1
+SHIFT_KEYSYM = 0xFFE1
+
+
+class WaylandExecutor:
+    """Performs screen-space actions through a WaylandSession (shared with WaylandCapture)."""
+
+    def __init__(
+        self,
+        session: WaylandSession,
+        *,
+        injected: InjectedInput | None = None,
+        multi_click_interval_s: float = 0.04,
+        key_interval_s: float = 0.004,
+        drag_step_px: int = 12,
+        drag_step_interval_s: float = 0.008,
+        focus_settle_s: float = 0.05,
+        device_warmup_s: float = 0.3,
+    ) -> None:
+        if drag_step_px < 1:
+            raise ValueError("drag_step_px must be at least 1")
+        self.session = session
+        self.injected = injected if injected is not None else InjectedInput()
+        self.multi_click_interval_s = multi_click_interval_s
+        self.key_interval_s = key_interval_s
+        self.drag_step_px = drag_step_px
+        self.drag_step_interval_s = drag_step_interval_s
+        self.focus_settle_s = focus_settle_s
+        self.device_warmup_s = device_warmup_s
+        self._busy = threading.Lock()
+        self._warmed_up = False
+
+    # -- validation: nothing here sends input ----------------------------------------------------
+
+    def monitors(self) -> tuple[Monitor, ...]:
+        return tuple(entry.monitor for entry in self.session.started()[1])
+
+    def validate(self, action: Action) -> None:
+        """Raise ActionError or OffScreenError if the action cannot be performed."""
+        self._validate(action)
+
+    def _validate(self, action: Action) -> None:
+        if isinstance(action, Done | AskUser):
+            raise ActionError(f"{action.kind!r} is not executable: it ends the run or asks the user, it sends no input")
+        if not isinstance(action, Click | Move | Drag | Scroll | TypeText | KeyCombo | Wait):
+            raise ActionError(f"the executor does not know how to perform {type(action).__name__}")
+        points = action.points()
+        if points:
+            monitors = self.monitors()
+            for point in points:
+                monitor_at(point, monitors)
+        if isinstance(action, KeyCombo):
+            for key in action.keys:
+                key_keysym(key)
+        elif isinstance(action, TypeText):
+            text_keysyms(action.text)
+
+    # -- execution -------------------------------------------------------------------------------
+
+    def execute(self, action: Action, cancel: CancelToken | None = None) -> ExecutionResult:
+        """Validate, then perform the action (same contract as automation.executor.Executor.execute).
+
+        ActionError / OffScreenError: nothing was sent. ExecutionError: the portal session could not
+        be started (nothing was sent). Cancelled: `cancel` fired; what was held is released first.
+        A valid action the desktop refused part-way returns ok=False with the reason.
+        """
+        started = time.monotonic()
+        cancel = cancel if cancel is not None else CancelToken()
+        with self._busy:
+            try:
+                self._validate(action)
+            except (ActionError, OffScreenError):
+                raise
+            except AutomationError as exc:  # the session could not start: no input was sent
+                raise ExecutionError(f"cannot send input: {exc}") from exc
+            cancel.raise_if_cancelled()
+            if isinstance(action, Wait):
+                if cancel.sleep(action.seconds):
+                    cancel.raise_if_cancelled()
+                return ExecutionResult(action, True, action.describe(), time.monotonic() - started)
+            portal, monitors = self.session.started()
+            if not portal.pointer_allowed or not portal.keyboard_allowed:
+                raise ExecutionError(
+                    "the desktop shares the screen but did not allow remote interaction: "
+                    "turn on 'Allow Remote Interaction' in its dialog and start again"
+                )
+            try:
+                self._warm_up(portal, monitors)
+                self._perform(action, portal, monitors, cancel)
+            except PortalError as exc:
+                return ExecutionResult(action, False, f"{action.describe()} failed: {exc}", time.monotonic() - started)
+            finally:
+                self.session.note_input()
+            detail = action.describe()
+            if isinstance(action, TypeText) and not action.text.isascii():
+                # Mutter 43 drops keysyms its current layout lacks, and nothing reports it back.
+                detail += " (non-ASCII characters typed by keysym: a compositor whose layout lacks one may drop it)"
+            return ExecutionResult(action, True, detail, time.monotonic() - started)
+
+    def _warm_up(self, portal: PortalSession, monitors: Sequence[StreamMonitor]) -> None:
+        """Wake the new virtual devices: mutter drops the first events after they appear."""
+        if self._warmed_up:
+            return
+        entry = monitors[0]
+        portal.pointer_motion_absolute(entry.stream, entry.stream.size[0] / 2, entry.stream.size[1] / 2)
+        portal.keyboard_keysym(SHIFT_KEYSYM, True)
+        portal.keyboard_keysym(SHIFT_KEYSYM, False)
+        time.sleep(self.device_warmup_s)
+        self._warmed_up = True
+
+    def _move(self, portal: PortalSession, monitors: Sequence[StreamMonitor], point: Point) -> None:
+        monitor = monitor_at(point, [entry.monitor for entry in monitors])
+        entry = next(item for item in monitors if item.monitor == monitor)
+        scale = monitor.scale
+        # The pixel's own corner, in the stream's logical pixels: Qt and GTK round positions, so the
+        # pixel's centre (x + 0.5) would land on the next pixel.
+        x = (point.x - monitor.rect.left) / scale
+        y = (point.y - monitor.rect.top) / scale
+        portal.pointer_motion_absolute(entry.stream, x, y)
+
+    def _perform(
+        self, action: Action, portal: PortalSession, monitors: Sequence[StreamMonitor], cancel: CancelToken
+    ) -> None:
+        if isinstance(action, Click):
+            self._move(portal, monitors, action.at)
+            for index in range(action.count):
+                if index and cancel.sleep(self.multi_click_interval_s):
+                    cancel.raise_if_cancelled()
+                self._click(portal, action.button)
+        elif isinstance(action, Move):
+            self._move(portal, monitors, action.to)
+        elif isinstance(action, Drag):
+            self._drag(action, portal, monitors, cancel)
+        elif isinstance(action, Scroll):
+            if action.at is not None:
+                self._move(portal, monitors, action.at)
+            vertical = action.direction in (ScrollDirection.UP, ScrollDirection.DOWN)
+            step = -1 if action.direction in (ScrollDirection.UP, ScrollDirection.LEFT) else 1
+            for _ in range(action.amount):
+                cancel.raise_if_cancelled()
+                portal.pointer_axis_discrete(AXIS_VERTICAL if vertical else AXIS_HORIZONTAL, step)
+        elif isinstance(action, TypeText):
+            if action.at is not None:
+                self._move(portal, monitors, action.at)
+                self._click(portal, MouseButton.LEFT)
+                if cancel.sleep(self.focus_settle_s):
+                    cancel.raise_if_cancelled()
+            self._type(action.text, portal, cancel)
+        elif isinstance(action, KeyCombo):
+            self._press_keys(action.keys, portal, cancel)
+
+    def _click(self, portal: PortalSession, button: MouseButton) -> None:
+        code = EVDEV_BUTTONS[MouseButton(button)]
+        portal.pointer_button(code, True)
+        portal.pointer_button(code, False)
+
+    def _drag(
+        self, action: Drag, portal: PortalSession, monitors: Sequence[StreamMonitor], cancel: CancelToken
+    ) -> None:
+        code = EVDEV_BUTTONS[MouseButton(action.button)]
+        self._move(portal, monitors, action.start)
+        portal.pointer_button(code, True)
+        try:
+            for point in drag_path(action.start, action.end, self.drag_step_px):
+                if cancel.sleep(self.drag_step_interval_s):
+                    cancel.raise_if_cancelled()
+                self._move(portal, monitors, point)
+        finally:
+            portal.pointer_button(code, False)
+
+    def _type(self, text: str, portal: PortalSession, cancel: CancelToken) -> None:
+        for character, keysym in zip(text, text_keysyms(text), strict=True):
+            cancel.raise_if_cancelled()
+            with self.injected.holding(keys_for_text(character)):
+                portal.keyboard_keysym(keysym, True)
+                portal.keyboard_keysym(keysym, False)
+            if self.key_interval_s:
+                time.sleep(self.key_interval_s)
+
+    def _press_keys(self, keys: Sequence[str], portal: PortalSession, cancel: CancelToken) -> None:
+        keysyms = [key_keysym(key) for key in keys]
+        pressed: list[int] = []
+        with self.injected.holding(normalize_key(key) for key in keys):
+            try:
+                for keysym in keysyms:
+                    cancel.raise_if_cancelled()
+                    portal.keyboard_keysym(keysym, True)
+                    pressed.append(keysym)
+            finally:
+                for keysym in reversed(pressed):
+                    # If the session is gone the compositor releases its devices' keys itself.
+                    with contextlib.suppress(PortalError):
+                        portal.keyboard_keysym(keysym, False)

@@ -1,0 +1,148 @@
+"""Frames of one PipeWire screen-cast stream, read with GStreamer into numpy, the newest kept.
+
+`pipewiresrc fd=.. path=NODE ! videoconvert ! BGRx ! appsink`: the appsink callback runs on
+GStreamer's streaming thread and replaces the kept frame. Mutter sends a frame only when the screen
+changes, so the newest frame is the current picture however old it is.
+
+GStreamer comes through PyGObject (`gi`), which pip cannot always build: on Debian it is the
+python3-gi package; README ("Wayland") says how a virtual environment reaches it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from holodesk.automation.errors import CaptureError
+
+GST_PACKAGES = "python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gstreamer1.0-pipewire"
+
+
+def load_gstreamer() -> Any:
+    """Gst, initialised; CaptureError naming the packages when it or pipewiresrc is missing."""
+    try:
+        import gi
+
+        gi.require_version("Gst", "1.0")
+        from gi.repository import Gst
+    except (ImportError, ValueError) as exc:
+        raise CaptureError(
+            f"Wayland capture needs GStreamer through PyGObject ({exc}). Install {GST_PACKAGES} and "
+            "make `gi` importable in Holodesk's Python (see README, Wayland)."
+        ) from exc
+    if not Gst.is_initialized():
+        Gst.init(None)
+    if Gst.ElementFactory.find("pipewiresrc") is None:
+        raise CaptureError("GStreamer has no pipewiresrc element: install gstreamer1.0-pipewire")
+    return Gst
+
+
+class FrameStream:
+    """A running pipeline for one PipeWire node; `latest()` is the newest BGRx frame."""
+
+    def __init__(self, pipewire_fd: int, node_id: int) -> None:
+        gst = load_gstreamer()
+        self._gst = gst
+        self.node_id = node_id
+        description = (
+            f"pipewiresrc fd={int(pipewire_fd)} path={int(node_id)} always-copy=true do-timestamp=true "
+            "! videoconvert ! video/x-raw,format=BGRx "
+            "! appsink name=sink emit-signals=true max-buffers=1 drop=true sync=false"
+        )
+        try:
+            self._pipeline = gst.parse_launch(description)
+        except Exception as exc:  # GLib.Error
+            raise CaptureError(f"cannot build the capture pipeline: {exc}") from exc
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._latest: np.ndarray | None = None
+        self._latest_at = 0.0
+        self._frames = 0
+        sink = self._pipeline.get_by_name("sink")
+        sink.connect("new-sample", self._on_sample)
+        if self._pipeline.set_state(gst.State.PLAYING) == gst.StateChangeReturn.FAILURE:
+            self.close()
+            raise CaptureError(f"the capture pipeline for PipeWire node {node_id} would not start")
+
+    def _on_sample(self, sink: Any) -> Any:
+        sample = sink.emit("pull-sample")
+        if sample is None:
+            return self._gst.FlowReturn.OK
+        structure = sample.get_caps().get_structure(0)
+        width = structure.get_value("width")
+        height = structure.get_value("height")
+        buffer = sample.get_buffer()
+        ok, info = buffer.map(self._gst.MapFlags.READ)
+        if not ok:
+            return self._gst.FlowReturn.OK
+        try:
+            data = np.frombuffer(info.data, dtype=np.uint8)
+            stride = data.size // height if height else 0
+            if stride < width * 4:
+                return self._gst.FlowReturn.OK
+            # Copy out of the mapped buffer (GStreamer reuses it) and drop any row padding.
+            pixels = data[: stride * height].reshape(height, stride)[:, : width * 4].reshape(height, width, 4).copy()
+        finally:
+            buffer.unmap(info)
+        with self._arrived:
+            self._latest = pixels
+            self._latest_at = time.monotonic()
+            self._frames += 1
+            self._arrived.notify_all()
+        return self._gst.FlowReturn.OK
+
+    @property
+    def frames_received(self) -> int:
+        with self._lock:
+            return self._frames
+
+    def latest(self, timeout_s: float = 5.0) -> tuple[np.ndarray, float]:
+        """The newest frame (HxWx4 BGRx) and when it arrived; waits up to `timeout_s` for the first."""
+        deadline = time.monotonic() + timeout_s
+        with self._arrived:
+            while self._latest is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    error = self._pipeline_error()
+                    raise CaptureError(
+                        f"no frame from PipeWire node {self.node_id} within {timeout_s:g} s"
+                        + (f": {error}" if error else "")
+                    )
+                self._arrived.wait(min(remaining, 0.1))
+            return self._latest, self._latest_at
+
+    def wait_for_frame_after(self, count: int, timeout_s: float) -> bool:
+        """Wait until more than `count` frames have arrived; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._arrived:
+            while self._frames <= count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._arrived.wait(remaining)
+            return True
+
+    def wait_for_frame_since(self, moment: float, timeout_s: float) -> bool:
+        """Wait until a frame newer than `moment` (time.monotonic()) arrived; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._arrived:
+            while self._latest_at <= moment:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._arrived.wait(remaining)
+            return True
+
+    def _pipeline_error(self) -> str:
+        bus = self._pipeline.get_bus()
+        message = bus.pop_filtered(self._gst.MessageType.ERROR) if bus is not None else None
+        if message is None:
+            return ""
+        error, debug = message.parse_error()
+        return f"{error.message} ({debug})" if debug else str(error.message)
+
+    def close(self) -> None:
+        self._pipeline.set_state(self._gst.State.NULL)

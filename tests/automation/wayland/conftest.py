@@ -1,0 +1,94 @@
+"""Fixtures for the Wayland backend tests: a headless GNOME stack and a portal session on it.
+
+`gnome_stack` (module-scoped) starts tests/support/gnome_stack.GnomeStack and points this process's
+D-Bus and Wayland variables at it; when the stack cannot come up the tests FAIL with its logs (a
+missing Wayland path must show in CI, never pass silently). `mutter_remote` is the test's own hand on
+that desktop (for the consent dialog only). `wayland_target` is a native Wayland Qt window.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.gnome_stack import GnomeStack, StackError
+from tests.support.line_process import LineProcess
+from tests.support.mutter_remote import MutterRemote
+
+
+@pytest.fixture(scope="module")
+def gnome_stack() -> Iterator[GnomeStack]:
+    stack = GnomeStack()
+    try:
+        stack.start()
+    except StackError as exc:
+        pytest.fail(f"the headless GNOME stack did not start: {exc}", pytrace=False)
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in stack.env().items():
+            if key.startswith(("DBUS_", "XDG_", "WAYLAND_")) or key == "HOME":
+                patch.setenv(key, value)
+        patch.delenv("DISPLAY", raising=False)
+        try:
+            yield stack
+        finally:
+            stack.stop()
+
+
+@pytest.fixture(scope="module")
+def mutter_remote(gnome_stack: GnomeStack) -> Iterator[MutterRemote]:
+    remote = MutterRemote(gnome_stack.bus_address, str(gnome_stack.runtime_dir))
+    try:
+        yield remote
+    finally:
+        remote.close()
+
+
+class WaylandTarget:
+    """The target window's process and its event log."""
+
+    def __init__(self, stack: GnomeStack) -> None:
+        env = stack.env()
+        env["QT_QPA_PLATFORM"] = "wayland"
+        import os
+
+        env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+        self.process = LineProcess("tests.support.wayland_target", env=env)
+        self.seen: list[dict[str, Any]] = []
+        self.ready = self.wait_for("ready", 30.0)
+
+    def wait_for(self, event: str, timeout: float, **fields: Any) -> dict[str, Any]:
+        """The next logged event of that kind (and those field values); fails after `timeout`."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            line = self.process.next(remaining)
+            if line is None:
+                break
+            record = json.loads(line)
+            self.seen.append(record)
+            if record.get("event") == event and all(record.get(k) == v for k, v in fields.items()):
+                return record
+        pytest.fail(f"the Wayland target window logged no {event!r} {fields or ''} within {timeout:g} s; "
+                    f"last events: {self.seen[-5:]}")
+
+    def drain(self) -> list[dict[str, Any]]:
+        records = []
+        while (line := self.process.next(0.0)) is not None:
+            records.append(json.loads(line))
+        return records
+
+    def close(self) -> None:
+        self.process.close()
+
+
+@pytest.fixture(scope="module")
+def wayland_target(gnome_stack: GnomeStack) -> Iterator[WaylandTarget]:
+    target = WaylandTarget(gnome_stack)
+    try:
+        yield target
+    finally:
+        target.close()

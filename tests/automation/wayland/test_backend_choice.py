@@ -1,0 +1,77 @@
+"""Backend choice, keysyms and the restore-token file: the parts that need no desktop."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from holodesk.automation.backends import BackendError, choose_backend
+from holodesk.automation.errors import ActionError
+from holodesk.automation.wayland.keysyms import char_keysym, key_keysym, text_keysyms
+from holodesk.automation.wayland.portal import PortalError, parse_streams
+from holodesk.automation.wayland.session import RestoreTokenStore
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"XDG_SESSION_TYPE": "wayland", "WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}, "wayland"),
+        ({"XDG_SESSION_TYPE": "x11", "DISPLAY": ":0"}, "x11"),
+        ({"WAYLAND_DISPLAY": "wayland-0"}, "wayland"),
+        ({"DISPLAY": ":99"}, "x11"),  # Xvfb, CI
+        ({"XDG_SESSION_TYPE": "wayland"}, "wayland"),
+        ({"XDG_SESSION_TYPE": "wayland", "DISPLAY": ":99"}, "x11"),  # Xvfb started from a Wayland terminal
+        ({"XDG_SESSION_TYPE": "wayland", "HOLODESK_BACKEND": "X11"}, "x11"),
+        ({"DISPLAY": ":0", "HOLODESK_BACKEND": "wayland"}, "wayland"),
+    ],
+)
+def test_the_session_decides_the_backend(environ: dict[str, str], expected: str) -> None:
+    choice = choose_backend(environ, platform="linux")
+    assert choice.name == expected
+    assert choice.reason  # doctor prints it
+
+
+def test_a_bad_override_is_reported_not_replaced() -> None:
+    with pytest.raises(BackendError, match="HOLODESK_BACKEND must be 'x11' or 'wayland', got 'weston'"):
+        choose_backend({"HOLODESK_BACKEND": "weston", "WAYLAND_DISPLAY": "w"}, platform="linux")
+
+
+def test_other_platforms_keep_mss_and_pyautogui() -> None:
+    assert choose_backend({"WAYLAND_DISPLAY": "x"}, platform="darwin").name == "x11"
+
+
+def test_keysyms_of_keys_and_text() -> None:
+    assert key_keysym("Return") == 0xFF0D
+    assert key_keysym("ctrl") == 0xFFE3
+    assert key_keysym("F12") == 0xFFC9
+    assert key_keysym("a") == ord("a")
+    assert text_keysyms("Aü\n\t") == [0x41, 0xFC, 0xFF0D, 0xFF09]
+    assert char_keysym("東") == 0x01000000 + ord("東")
+    assert char_keysym("—") == 0x01002014
+    with pytest.raises(ActionError, match="U\\+0007 cannot be typed"):
+        text_keysyms("bell\a")
+    with pytest.raises(ActionError, match="firmware"):
+        key_keysym("fn")
+
+
+def test_streams_from_the_portal_answer() -> None:
+    raw = ("a(ua{sv})", [(42, {"position": ("(ii)", (0, 0)), "size": ("(ii)", (1280, 800))})])
+    (stream,) = parse_streams(raw)
+    assert (stream.node_id, stream.position, stream.size) == (42, (0, 0), (1280, 800))
+    with pytest.raises(PortalError, match="shared no screen"):
+        parse_streams([])
+    with pytest.raises(PortalError, match="no usable size"):
+        parse_streams([(7, {})])
+
+
+def test_restore_token_file_is_private(tmp_path: Path) -> None:
+    store = RestoreTokenStore(tmp_path / "state" / "token")
+    assert store.load() is None
+    store.save("abc-123")
+    assert store.load() == "abc-123"
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.path.parent.stat().st_mode) == 0o700
+    store.clear()
+    assert store.load() is None

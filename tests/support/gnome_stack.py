@@ -1,0 +1,354 @@
+"""A headless GNOME Wayland stack for tests: private D-Bus session, PipeWire, WirePlumber, mutter.
+
+`GnomeStack.start()` brings up, in a private temporary HOME and XDG_RUNTIME_DIR:
+  dbus-daemon --session (the portal and its GNOME backend are D-Bus activated from it, and inherit
+  its environment: HOME, XDG_RUNTIME_DIR, XDG_CURRENT_DESKTOP=GNOME, WAYLAND_DISPLAY, so no
+  dbus-update-activation-environment is needed), pipewire, wireplumber, and
+  `mutter --headless --wayland --no-x11 --virtual-monitor 1280x800`.
+Every wait is bounded; a failure raises StackError with the tail of every component's log, so CI
+shows why instead of skipping. Components run as the current user: none of the GNOME path's refuses
+root (seen on Debian 12, as root in a container; only sway, not used here, does).
+
+`answer_consent` is the test's hand on the portal's permission dialog: it finds the dialog in
+mutter's own screen cast (tests.support.mutter_remote) and clicks its switch and buttons with
+mutter's own virtual pointer. The product never answers its own dialog.
+
+Run `python -m tests.support.gnome_stack` to start the stack and print its environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+MONITOR_SIZE = (1280, 800)
+WAYLAND_SOCKET = "wayland-holodesk"
+DEBIAN_PACKAGES = (
+    "dbus-daemon mutter pipewire pipewire-bin wireplumber xdg-desktop-portal xdg-desktop-portal-gnome "
+    "gstreamer1.0-pipewire gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 python3-gi"
+)
+_BINARIES = ("dbus-daemon", "pipewire", "wireplumber", "mutter")
+_PORTALS = ("/usr/libexec/xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal-gnome")
+# GNOME's accent blue: the dialog's default ("Share") button and a switch that is on.
+ACCENT_BLUE = (53, 132, 228)
+
+
+class StackError(RuntimeError):
+    """The headless stack could not be brought up (the message holds the components' logs)."""
+
+
+def missing_components() -> list[str]:
+    """Binaries the stack needs that are not installed."""
+    missing = [name for name in _BINARIES if shutil.which(name) is None]
+    missing += [path for path in _PORTALS if not os.path.exists(path)]
+    return missing
+
+
+class GnomeStack:
+    """The running stack. Use as a context manager or call start() / stop()."""
+
+    def __init__(self, root: Path | None = None, start_timeout_s: float = 60.0) -> None:
+        self._own_root = root is None
+        self.root = root or Path(tempfile.mkdtemp(prefix="holodesk-gnome-"))
+        self.home = self.root / "home"
+        self.runtime_dir = self.root / "run"
+        self.logs = self.root / "logs"
+        self.start_timeout_s = start_timeout_s
+        self.bus_address = ""
+        self._processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    # -- environment -------------------------------------------------------------------------------
+
+    def base_env(self) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        for key in ("DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY", "SESSION_MANAGER", "QT_QPA_PLATFORM"):
+            env.pop(key, None)
+        env.update(
+            HOME=str(self.home),
+            XDG_RUNTIME_DIR=str(self.runtime_dir),
+            XDG_CONFIG_HOME=str(self.home / ".config"),
+            XDG_STATE_HOME=str(self.home / ".local" / "state"),
+            XDG_CURRENT_DESKTOP="GNOME",
+            XDG_SESSION_TYPE="wayland",
+            WAYLAND_DISPLAY=WAYLAND_SOCKET,
+            GSETTINGS_BACKEND="memory",
+            NO_AT_BRIDGE="1",
+            GTK_A11Y="none",
+        )
+        return env
+
+    def env(self) -> dict[str, str]:
+        """The environment a client of this desktop needs (D-Bus, Wayland, runtime dir)."""
+        env = self.base_env()
+        env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_address
+        return env
+
+    # -- start / stop ----------------------------------------------------------------------------
+
+    def start(self) -> GnomeStack:
+        missing = missing_components()
+        if missing:
+            raise StackError(f"the headless GNOME stack needs {', '.join(missing)}: apt-get install {DEBIAN_PACKAGES}")
+        for folder in (self.home, self.runtime_dir, self.logs):
+            folder.mkdir(parents=True, exist_ok=True)
+        self.runtime_dir.chmod(0o700)
+        deadline = time.monotonic() + self.start_timeout_s
+        try:
+            self._start_bus(deadline)
+            self._spawn("pipewire", ["pipewire"])
+            self._wait(lambda: (self.runtime_dir / "pipewire-0").exists(), "the PipeWire socket", deadline)
+            self._spawn("wireplumber", ["wireplumber"])
+            width, height = MONITOR_SIZE
+            self._spawn(
+                "mutter",
+                [
+                    "mutter",
+                    "--headless",
+                    "--wayland",
+                    "--no-x11",
+                    f"--wayland-display={WAYLAND_SOCKET}",
+                    "--virtual-monitor",
+                    f"{width}x{height}",
+                ],
+            )
+            self._wait(lambda: (self.runtime_dir / WAYLAND_SOCKET).exists(), "mutter's Wayland socket", deadline)
+            self._wait(lambda: self._has_name("org.gnome.Mutter.ScreenCast"), "mutter's ScreenCast API", deadline)
+            self._wait(lambda: self._has_name("org.gnome.Mutter.RemoteDesktop"), "mutter's RemoteDesktop API", deadline)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_bus(self, deadline: float) -> None:
+        address = f"unix:path={self.runtime_dir / 'bus'}"
+        process = self._spawn(
+            "dbus-daemon",
+            ["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--address={address}", "--print-address=1"],
+            capture_stdout=True,
+        )
+        assert process.stdout is not None
+        os.set_blocking(process.stdout.fileno(), False)
+        line = b""
+        while not line.endswith(b"\n"):
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise StackError("dbus-daemon did not print its address" + self.log_tail())
+            chunk = process.stdout.read()
+            if chunk:
+                line += chunk
+            else:
+                time.sleep(0.02)
+        self.bus_address = line.decode().strip()
+
+    def _spawn(self, name: str, argv: list[str], capture_stdout: bool = False) -> subprocess.Popen[bytes]:
+        log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - owned by the child, closed on stop
+        process = subprocess.Popen(
+            argv,
+            env=self.env() if self.bus_address else self.base_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if capture_stdout else log,
+            stderr=log,
+            start_new_session=True,
+        )
+        self._processes.append((name, process))
+        return process
+
+    def _has_name(self, name: str) -> bool:
+        from jeepney import DBusAddress, new_method_call
+        from jeepney.io.blocking import open_dbus_connection
+
+        with open_dbus_connection(self.bus_address) as connection:
+            bus = DBusAddress(
+                "/org/freedesktop/DBus", bus_name="org.freedesktop.DBus", interface="org.freedesktop.DBus"
+            )
+            reply = connection.send_and_get_reply(new_method_call(bus, "NameHasOwner", "s", (name,)), timeout=5)
+            return bool(reply.body[0])
+
+    def _wait(self, ready: Callable[[], bool], what: str, deadline: float) -> None:
+        while not ready():
+            for name, process in self._processes:
+                if process.poll() is not None:
+                    exited = f"{name} exited with {process.returncode} while waiting for {what}"
+                    raise StackError(exited + self.log_tail())
+            if time.monotonic() > deadline:
+                raise StackError(f"timed out after {self.start_timeout_s:g} s waiting for {what}" + self.log_tail())
+            time.sleep(0.05)
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines of each component's log, for failure messages."""
+        parts = []
+        for log in sorted(self.logs.glob("*.log")) if self.logs.exists() else []:
+            text = log.read_text(errors="replace").splitlines()[-lines:]
+            parts.append(f"\n--- {log.name} ---\n" + "\n".join(text))
+        return "".join(parts)
+
+    def stop(self) -> None:
+        for _name, process in reversed(self._processes):
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+        for _name, process in reversed(self._processes):
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=5)
+            if process.stdout is not None:
+                process.stdout.close()
+        self._processes.clear()
+        # D-Bus activated services (the portals) were started by dbus-daemon in its own session
+        # group and outlive it; end those that belong to this stack's runtime folder.
+        _end_processes_with_env("XDG_RUNTIME_DIR", str(self.runtime_dir))
+        if self._own_root:
+            if shutil.which("fusermount3"):  # the document portal's FUSE mount, where FUSE exists
+                subprocess.run(
+                    ["fusermount3", "-u", "-z", str(self.runtime_dir / "doc")], capture_output=True, check=False
+                )
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> GnomeStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _end_processes_with_env(key: str, value: str) -> None:
+    """SIGTERM (then SIGKILL) every process whose environment has key=value (this stack's own)."""
+    marker = f"{key}={value}".encode()
+    victims = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                victims.append(int(entry.name))
+        except OSError:
+            continue
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 3
+    for pid in victims:
+        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _accent_box(frame: np.ndarray) -> tuple[int, int, int, int] | None:
+    """Bounding box (x0, y0, x1, y1) of GNOME accent-blue pixels in a BGRx frame, or None."""
+    rgb = frame[:, :, 2::-1].astype(np.int16)
+    mask = np.abs(rgb - np.array(ACCENT_BLUE, dtype=np.int16)).sum(axis=2) < 30
+    ys, xs = np.nonzero(mask)
+    if xs.size < 200:
+        return None
+    return int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())
+
+
+def _switch_centre(frame: np.ndarray, share: tuple[int, int, int, int]) -> tuple[int, int] | None:
+    """Centre of the off switch's grey track: solid light grey, below and left of the Share button."""
+    x0, y0 = max(0, share[0] - 100), share[3] + 80
+    x1, y1 = share[2] + 5, min(frame.shape[0], share[3] + 320)
+    region = frame[y0:y1, x0:x1, :3].astype(np.int16)
+    grey = (region.max(axis=2) - region.min(axis=2) < 4) & (region[:, :, 0] >= 200) & (region[:, :, 0] <= 228)
+    k = 7
+    padded = np.pad(grey.astype(np.int32), ((1, 0), (1, 0)))
+    sums = padded.cumsum(0).cumsum(1)
+    solid = sums[k:, k:] - sums[:-k, k:] - sums[k:, :-k] + sums[:-k, :-k] == k * k
+    ys, xs = np.nonzero(solid)
+    if xs.size == 0:
+        return None
+    return int((xs.min() + xs.max()) // 2 + x0 + k // 2), int((ys.min() + ys.max()) // 2 + y0 + k // 2)
+
+
+def _save_debug_frame(frame: np.ndarray, name: str) -> None:
+    """Keep the frame a dialog lookup failed on, for the failure report (HOLODESK_DEBUG_DIR)."""
+    folder = os.environ.get("HOLODESK_DEBUG_DIR")
+    if folder:
+        from PIL import Image
+
+        Image.fromarray(np.ascontiguousarray(frame[:, :, 2::-1])).save(Path(folder) / f"{name}.png")
+
+
+def _wait_for_switch_on(remote: object, switch: tuple[int, int], timeout_s: float) -> bool:
+    """True once the switch around `switch` shows the accent colour (it is on)."""
+    from tests.support.mutter_remote import MutterRemote
+
+    assert isinstance(remote, MutterRemote)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        frame = remote.screenshot()
+        area = frame[switch[1] - 12 : switch[1] + 12, switch[0] - 40 : switch[0] + 40]
+        rgb = area[:, :, 2::-1].astype(np.int16)
+        if int((np.abs(rgb - np.array(ACCENT_BLUE, dtype=np.int16)).sum(axis=2) < 30).sum()) > 100:
+            return True
+    return False
+
+
+def answer_consent(
+    remote: object, *, share: bool = True, allow_interaction: bool = True, timeout_s: float = 30.0
+) -> None:
+    """Answer the portal's 'Remote desktop' dialog once it shows, as a user would, with mutter's pointer.
+
+    `remote` is a tests.support.mutter_remote.MutterRemote. Raises StackError if the dialog never
+    shows or does not react.
+    """
+    from tests.support.mutter_remote import MutterRemote
+
+    assert isinstance(remote, MutterRemote)
+    deadline = time.monotonic() + timeout_s
+    share_box = None
+    while share_box is None:
+        if time.monotonic() > deadline:
+            raise StackError(f"the portal's permission dialog did not show within {timeout_s:g} s")
+        time.sleep(0.1)
+        share_box = _accent_box(remote.screenshot())
+    time.sleep(0.3)  # let the dialog finish its first layout
+    frame = remote.screenshot()
+    share_box = _accent_box(frame) or share_box
+    share_centre = ((share_box[0] + share_box[2]) // 2, (share_box[1] + share_box[3]) // 2)
+    # Wake mutter's virtual pointer: the first events after a device appears are dropped.
+    remote.move(share_centre[0], share_box[3] + 380)  # below the dialog: no hover effects
+    time.sleep(0.3)
+    if not share:
+        # Cancel mirrors Share across the centred dialog.
+        remote.click(frame.shape[1] - 1 - share_centre[0], share_centre[1])
+        return
+    if allow_interaction:
+        switch = _switch_centre(frame, share_box)
+        if switch is None:
+            raise StackError("the dialog's 'Allow remote interaction' switch was not found")
+        # Click the row's label, not the switch: GTK 4's switch ignored mutter's virtual clicks here,
+        # while its row (an activatable AdwActionRow) toggles the switch on a click.
+        row_label = (frame.shape[1] - 1 - switch[0] + 60, switch[1])
+        for _attempt in range(2):  # a click that landed before the dialog took input is retried once
+            remote.click(*row_label)
+            if _wait_for_switch_on(remote, switch, min(3.0, max(0.0, deadline - time.monotonic()))):
+                break
+        else:
+            _save_debug_frame(remote.screenshot(), "switch-stayed-off")
+            raise StackError(f"the 'Allow remote interaction' switch at {switch} did not turn on")
+    remote.click(*share_centre)
+
+
+if __name__ == "__main__":
+    with GnomeStack() as stack:
+        for key in ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "HOME"):
+            print(f"export {key}={stack.env()[key]}")
+        print("running; Ctrl+C stops it")
+        try:
+            while True:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass

@@ -524,7 +524,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             edited = self._edited_action()
         except ActionError:
             return  # half-typed keys: the headline keeps the last valid combination
-        self._action_label.setText(_sentence(action_in_words(edited)))
+        self._action_label.setText(_sentence(_action_words(edited)))
 
     def _on_point_typed(self) -> None:
         if self._action is None:

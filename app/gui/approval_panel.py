@@ -276,7 +276,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._warning.setText(f"⚠ {_sentence(request.loop_warning)}. Approve only if you are sure.")
         self._warning.setVisible(bool(request.loop_warning))
         # The model's description of its target: what to look for under the marker.
-        element = " ".join(safe_text(request.proposal.element).split())
+        element = safe_text(" ".join(request.proposal.element.split()))
         self._element.setText(f"Target: {_shorten(element, MAX_THOUGHT_CHARS)}" if element else "")
         self._element.setVisible(bool(element))
         note = safe_lines(request.proposal.note.strip())

@@ -2,7 +2,8 @@
 
 Prints "kind tray|window" and the clickable geometry ("geometry x y w h" of the tray icon, or
 "button x y" for the control window's New task button), then one line per command signal. Reads
-"state NAME [detail]" on stdin to change the shown state and answers with "tooltip <text>".
+"state NAME [detail]" on stdin to change the shown state and answers with "tooltip <text>"; "where"
+announces the geometry again.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def main() -> None:
             indicator.show_status(StatusLine(AppState(name), detail))
             tooltip = indicator.tray.toolTip() if hasattr(indicator, "tray") else indicator.window.toolTip()
             print("tooltip " + tooltip.replace("\n", " | "), flush=True)
+        elif command == "where":  # a window manager may have moved the window since it was announced
+            announce()
         elif command == "menu":
             shown = [a.text() for a in indicator.menu.actions() if a.text() and a.isVisible()]
             print("menu " + ",".join(shown), flush=True)

@@ -1,0 +1,66 @@
+"""Without a tray, the control window stands in for it, but never takes the keyboard from the user's window.
+
+A real window manager (openbox) decides focus here, as on a user's desktop: the user clicks the
+control window's New task button while their own window has the focus, then Holodesk types. The
+text must land in the user's window, and the space in it must not press the control window's
+button (seen before: a run "typed" into Holodesk's own window and reported success).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from holodesk.automation.actions import Click, TypeText
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.executor import Executor
+from holodesk.automation.screen import ScreenCapture
+from tests.support.line_process import LineProcess
+from tests.support.target_client import TargetWindow, window_origin
+
+
+@pytest.fixture
+def window_manager(xvfb) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    if shutil.which("openbox") is None:
+        pytest.fail("Debian's openbox is missing: install it (tests/run.sh does)", pytrace=False)
+    manager = subprocess.Popen(["openbox"], env=xvfb.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # openbox must manage the screen before the windows map
+    yield
+    manager.terminate()
+    manager.wait(10)
+
+
+def test_the_control_window_never_receives_typed_text(xvfb, window_manager) -> None:  # type: ignore[no-untyped-def]
+    target = TargetWindow.start(*window_origin(xvfb.layout))
+    control = LineProcess("tests.support.tray_probe", env={**os.environ, "QT_QPA_PLATFORM": "xcb"})
+    capture = ScreenCapture()
+    try:
+        assert control.next(10) == "kind window"
+        control.next(10)  # where it was shown; the window manager then places it (top right)
+        time.sleep(0.5)
+        control.send("where")
+        assert control.next(10) == "kind window"
+        line = control.next(10)
+        assert line is not None
+        _, x, y = line.split()
+        executor = Executor(capture=capture)
+        executor.execute(Click(target.centre("field")), CancelToken())  # the user's field has the focus
+        target.sync()
+        subprocess.run(["xdotool", "mousemove", x, y, "click", "1"], check=True, timeout=10)
+        assert control.next(10) == "new_task"  # the user's click on New task works
+        time.sleep(0.3)
+
+        executor.execute(TypeText("a b c"), CancelToken())  # into the focused field: the user's
+
+        events = target.sync()
+        assert [e["text"] for e in events if e["event"] == "text"][-1] == "a b c"
+        assert control.next(1.0) is None  # the space pressed no button of the control window
+    finally:
+        capture.close()
+        control.close()
+        target.close()

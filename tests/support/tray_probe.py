@@ -3,7 +3,7 @@
 Prints "kind tray|window" and the clickable geometry ("geometry x y w h" of the tray icon, or
 "button x y" for the control window's New task button), then one line per command signal. Reads
 "state NAME [detail]" on stdin to change the shown state and answers with "tooltip <text>"; "where"
-announces the geometry again.
+prints the New task button's place inside the control window ("local x y").
 """
 
 from __future__ import annotations
@@ -53,8 +53,12 @@ def main() -> None:
             indicator.show_status(StatusLine(AppState(name), detail))
             tooltip = indicator.tray.toolTip() if hasattr(indicator, "tray") else indicator.window.toolTip()
             print("tooltip " + tooltip.replace("\n", " | "), flush=True)
-        elif command == "where":  # a window manager may have moved the window since it was announced
-            announce()
+        elif command == "where" and isinstance(indicator, ControlWindow):
+            # Under a window manager Qt may not know where the window ended up: the button's place
+            # inside the window, for a test that reads the window's position from the X server.
+            button = indicator.buttons["new_task"]
+            local = button.mapTo(indicator.window, button.rect().center())
+            print(f"local {local.x()} {local.y()}", flush=True)
         elif command == "menu":
             shown = [a.text() for a in indicator.menu.actions() if a.text() and a.isVisible()]
             print("menu " + ",".join(shown), flush=True)

@@ -35,23 +35,40 @@ def window_manager(xvfb) -> Iterator[None]:  # type: ignore[no-untyped-def]
     manager.wait(10)
 
 
+def new_task_button(control: LineProcess, display_env: dict[str, str]) -> tuple[int, int]:
+    """Where the New task button is on screen, asking the X server where the window manager put the window."""
+    assert control.next(10) == "kind window"
+    control.next(10)  # Qt's idea of the position, from before the window manager placed the window
+    control.send("where")
+    line = control.next(10)
+    assert line is not None and line.startswith("local "), line
+    _, local_x, local_y = line.split()
+    found = subprocess.run(
+        ["xdotool", "search", "--sync", "--onlyvisible", "--pid", str(control.process.pid)],
+        capture_output=True, text=True, timeout=10, env=display_env,
+    )  # fmt: skip
+    for window in found.stdout.split():
+        geometry = subprocess.run(
+            ["xdotool", "getwindowgeometry", "--shell", window], capture_output=True, text=True, timeout=10,
+            env=display_env,
+        ).stdout  # fmt: skip
+        values = dict(line.split("=", 1) for line in geometry.split())
+        if int(values["HEIGHT"]) < 80:  # the control bar, not another window of the probe
+            return int(values["X"]) + int(local_x), int(values["Y"]) + int(local_y)
+    raise AssertionError(f"no control window of pid {control.process.pid} on screen: {found.stdout!r}")
+
+
 def test_the_control_window_never_receives_typed_text(xvfb, window_manager) -> None:  # type: ignore[no-untyped-def]
     target = TargetWindow.start(*window_origin(xvfb.layout))
     control = LineProcess("tests.support.tray_probe", env={**os.environ, "QT_QPA_PLATFORM": "xcb"})
     capture = ScreenCapture()
     try:
-        assert control.next(10) == "kind window"
-        control.next(10)  # where it was shown; the window manager then places it (top right)
-        time.sleep(0.5)
-        control.send("where")
-        assert control.next(10) == "kind window"
-        line = control.next(10)
-        assert line is not None
-        _, x, y = line.split()
+        time.sleep(0.5)  # let the window manager place the control window
+        x, y = new_task_button(control, xvfb.env())
         executor = Executor(capture=capture)
         executor.execute(Click(target.centre("field")), CancelToken())  # the user's field has the focus
         target.sync()
-        subprocess.run(["xdotool", "mousemove", x, y, "click", "1"], check=True, timeout=10)
+        subprocess.run(["xdotool", "mousemove", str(x), str(y), "click", "1"], check=True, timeout=10)
         assert control.next(10) == "new_task"  # the user's click on New task works
         time.sleep(0.3)
 

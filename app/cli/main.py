@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
+from holodesk.app.cli.arguments import positive_whole_number
 from holodesk.app.common.settings import BACKENDS, DEVICES
 from holodesk.inference.profiles import PROFILE_NAMES
 
@@ -52,16 +53,6 @@ def _monitor(value: str) -> int | Literal["all"]:
     return index
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {number}")
-    return number
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="holodesk",
@@ -91,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("task", help="what to do, in words")
     _add_backend_options(run)
-    run.add_argument("--max-steps", type=_positive, help="stop after this many steps")
+    run.add_argument("--max-steps", type=positive_whole_number, help="stop after this many steps")
     run.add_argument("--monitor", type=_monitor, help="monitor number, or 'all'")
     run.add_argument("--sessions", type=Path, help="where trajectories go")
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from holodesk.app.cli.arguments import positive_whole_number as whole
 from holodesk.inference.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
@@ -30,16 +31,6 @@ DEFAULT_MINIWOB_TASKS = (
 BackendOptionAdder = Callable[[argparse.ArgumentParser], None]
 # The settings file plus the command's flags: the options, or the exit code after saying why not.
 PolicyOptionsFor = Callable[[argparse.Namespace], "PolicyOptions | int"]
-
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {number}")
-    return number
 
 
 def _zoom(value: str) -> float:
@@ -60,9 +51,9 @@ def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None
     miniwob = kinds.add_parser("miniwob", help="run MiniWoB++ tasks in a real Chromium window on this display")
     miniwob.add_argument("--tasks", default=DEFAULT_MINIWOB_TASKS, help="comma-separated task names")
     miniwob.add_argument("--list", action="store_true", help="list the tasks this install can run, and exit")
-    miniwob.add_argument("--episodes", type=_positive, default=10, help="episodes per task (default 10)")
+    miniwob.add_argument("--episodes", type=whole, default=10, help="episodes per task (default 10)")
     miniwob.add_argument("--seed", type=int, default=0, help="seed of the first episode; the next ones count up")
-    miniwob.add_argument("--max-steps", type=_positive, default=10, help="step limit per episode (default 10)")
+    miniwob.add_argument("--max-steps", type=whole, default=10, help="step limit per episode (default 10)")
     miniwob.add_argument("--zoom", type=_zoom, default=3.0, help="page scale: the 160x210 task times this (3)")
     miniwob.add_argument("--json", type=Path, help="write every episode and the per-task table here")
     miniwob.add_argument("--sessions", type=Path, help="where trajectories go (default: the user data folder)")
@@ -78,7 +69,7 @@ def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None
     make = kinds.add_parser("make-grounding", help="build a grounding set from MiniWoB pages and your corrections")
     make.add_argument("output", type=Path, help="the JSONL file to write (images go to a folder beside it)")
     make.add_argument("--miniwob-tasks", help="comma-separated MiniWoB tasks to take pages from (on this display)")
-    make.add_argument("--episodes", type=_positive, default=5, help="pages per task (default 5)")
+    make.add_argument("--episodes", type=whole, default=5, help="pages per task (default 5)")
     make.add_argument("--seed", type=int, default=0, help="seed of the first page")
     make.add_argument("--zoom", type=_zoom, default=3.0, help="page scale (default 3)")
     make.add_argument(
@@ -95,7 +86,7 @@ def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None
     )
     annotate.add_argument("--model", help="the served model's name (default: the one the server lists)")
     annotate.add_argument("--profile", default=DEFAULT_PROFILE, help=f"model profile (default {DEFAULT_PROFILE})")
-    annotate.add_argument("--concurrency", type=_positive, default=16, help="requests in flight (default 16)")
+    annotate.add_argument("--concurrency", type=whole, default=16, help="requests in flight (default 16)")
 
 
 def run(args: argparse.Namespace, policy_options: PolicyOptionsFor) -> int:

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from holodesk.app.cli.arguments import positive_whole_number as whole
 from holodesk.inference.profiles import DEFAULT_PROFILE
@@ -180,10 +180,23 @@ def _miniwob(
     finally:
         browser.close()
     progress.close()
+    return _print_report(report, args.json, out)
+
+
+class _Report(Protocol):
+    """What an eval command prints: a table for people and JSON for tools."""
+
+    def table(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def _print_report(report: _Report, json_path: Path | None, out: TextIO) -> int:
+    """The report's table on `out`, and its JSON at `json_path` when asked for; the command succeeded."""
     out.write(report.table() + "\n")
-    if args.json is not None:
-        args.json.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        out.write(f"results: {args.json}\n")
+    if json_path is not None:
+        json_path.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.write(f"results: {json_path}\n")
     return EXIT_OK
 
 
@@ -257,11 +270,7 @@ def _grounding(
     progress = ProgressBar(len(items), err, unit="items", every=max(1, len(items) // 20))
     report = score_set(policy, items, lambda result: progress.advance(failed=result.error is not None))
     progress.close()
-    out.write(report.table() + "\n")
-    if args.json is not None:
-        args.json.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        out.write(f"results: {args.json}\n")
-    return EXIT_OK
+    return _print_report(report, args.json, out)
 
 
 def _make_grounding(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

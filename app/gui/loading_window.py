@@ -6,7 +6,7 @@ small, stays on top, never takes the keyboard, and goes away by itself when load
 
 from __future__ import annotations
 
-from holodesk.app.gui.qt import Qt, QtGui, QtWidgets
+from holodesk.app.gui.qt import FLOATING_NO_FOCUS, Qt, QtGui, QtWidgets
 
 SCREEN_MARGIN = 24
 WIDTH = 380
@@ -26,13 +26,7 @@ class LoadingWindow(QtWidgets.QWidget):
     """Shows what the model load is doing. Use on the GUI thread."""
 
     def __init__(self) -> None:
-        flags = (
-            Qt.WindowType.Tool
-            | Qt.WindowType.FramelessWindowHint
-            | Qt.WindowType.WindowStaysOnTopHint
-            | Qt.WindowType.WindowDoesNotAcceptFocus
-        )
-        super().__init__(None, flags)
+        super().__init__(None, FLOATING_NO_FOCUS)
         self.setObjectName("loading")
         self.setWindowTitle("Holodesk: loading the model")
         self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)

@@ -18,4 +18,14 @@ Qt = QtCore.Qt
 Signal = QtCore.Signal
 Slot = QtCore.Slot
 
-__all__ = ["Qt", "QtCore", "QtGui", "QtNetwork", "QtWidgets", "Signal", "Slot"]
+# A small window that floats above the user's work and never takes the keyboard from it (the control
+# window, the thinking status, the loading window): keys the user or an action types must reach
+# the user's window. Show such windows with WA_ShowWithoutActivating too.
+FLOATING_NO_FOCUS = (
+    Qt.WindowType.Tool
+    | Qt.WindowType.FramelessWindowHint
+    | Qt.WindowType.WindowStaysOnTopHint
+    | Qt.WindowType.WindowDoesNotAcceptFocus
+)
+
+__all__ = ["FLOATING_NO_FOCUS", "Qt", "QtCore", "QtGui", "QtNetwork", "QtWidgets", "Signal", "Slot"]

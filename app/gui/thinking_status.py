@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from holodesk.app.gui.gui_thread import GuiThreadCaller
-from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
+from holodesk.app.gui.qt import FLOATING_NO_FOCUS, Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.automation.engine import FrameSource
 from holodesk.automation.screen import ScreenFrame
 
@@ -39,13 +39,7 @@ class ThinkingStatus(QtWidgets.QWidget):
     stop_requested = Signal()
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        flags = (
-            Qt.WindowType.Tool
-            | Qt.WindowType.FramelessWindowHint
-            | Qt.WindowType.WindowStaysOnTopHint
-            | Qt.WindowType.WindowDoesNotAcceptFocus
-        )
-        super().__init__(None, flags)
+        super().__init__(None, FLOATING_NO_FOCUS)
         self.setObjectName("thinking")
         self.setWindowTitle("Holodesk: thinking")
         self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)

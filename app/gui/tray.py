@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from holodesk.app.gui.app_state import AppState, StatusLine
-from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
+from holodesk.app.gui.qt import FLOATING_NO_FOCUS, Qt, QtCore, QtGui, QtWidgets, Signal
 
 IconForState = Callable[[AppState], QtGui.QIcon]
 CONTROL_TEXT_WIDTH = 380  # logical pixels of status text in the control window
@@ -116,13 +116,7 @@ class ControlWindow(Indicator):
         super().__init__()
         self.icon_for = icon_for
         # It never takes the keyboard: keys the user (or an action) types must not press its buttons.
-        flags = (
-            Qt.WindowType.Tool
-            | Qt.WindowType.WindowStaysOnTopHint
-            | Qt.WindowType.FramelessWindowHint
-            | Qt.WindowType.WindowDoesNotAcceptFocus
-        )
-        self.window = QtWidgets.QWidget(None, flags)
+        self.window = QtWidgets.QWidget(None, FLOATING_NO_FOCUS)
         self.window.setObjectName("HolodeskControl")
         self.window.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
         self.window.setStyleSheet(

@@ -10,13 +10,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import NoReturn, TextIO
+
+from tqdm import tqdm
 
 from holodesk.automation.engine import EngineEvent, EngineState
 
 REDRAW_S = 0.25
-BAR_WIDTH = 24
 LINE_WIDTH = 78
+_LOADING_BAR = "loading the model {bar:24} {percentage:3.0f}%  {desc}"
 
 # The states worth a line; the others (acting, settling...) pass too quickly to read.
 _WORDS = {
@@ -90,23 +92,25 @@ class LiveStatus:
 
 
 def progress_bar(out: TextIO, live: bool | None = None) -> Callable[[float, str], None]:
-    """A model-loading progress callback: a redrawn bar with the stage and percentage on a terminal,
+    """A model-loading progress callback: tqdm's bar with the stage and percentage on a terminal,
     one line per new stage elsewhere."""
     live = is_terminal(out) if live is None else live
     last_stage: list[str] = []
+    bars: list[tqdm[NoReturn]] = []
 
     def report(fraction: float, stage: str) -> None:
         fraction = min(max(fraction, 0.0), 1.0)
         if live:
-            filled = round(fraction * BAR_WIDTH)
-            bar = "█" * filled + "·" * (BAR_WIDTH - filled)
-            line = f"loading the model [{bar}] {fraction:4.0%}  {stage}"
-            out.write("\r" + line[:LINE_WIDTH].ljust(LINE_WIDTH))
+            if not bars:
+                bars.append(tqdm(total=100, file=out, desc=stage, bar_format=_LOADING_BAR, mininterval=0))
+            bar = bars[0]
+            bar.set_description_str(stage, refresh=False)
+            bar.update(round(fraction * 100) - bar.n)
             if fraction >= 1:
-                out.write("\n")
+                bar.close()
         elif not last_stage or last_stage[0] != stage:
             out.write(f"loading the model: {fraction:4.0%} {stage}\n")
+            out.flush()
             last_stage[:] = [stage]
-        out.flush()
 
     return report

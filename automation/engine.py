@@ -27,7 +27,7 @@ from holodesk.automation.executor import nudge_off_corners
 from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.proposal import PastStep, Policy, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
-from holodesk.automation.screen_change import fingerprint, wait_for_settle
+from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import StepLog, TrajectoryWriteError, TrajectoryWriter
 
 log = logging.getLogger(__name__)
@@ -410,7 +410,7 @@ class StepEngine:
         record["action_screen"] = screen_action.to_dict()
         record["action_text"] = screen_action.describe()
 
-        looping = guard.observe(screen_action, fingerprint(frame))
+        looping = guard.observe(screen_action, frame)
         warning = (
             f"the same action was proposed {guard.repeats} times on a screen that did not change" if looping else ""
         )
@@ -514,7 +514,7 @@ class StepEngine:
         result = f"{past.result}: {NO_VISIBLE_CHANGE}" if past.result else NO_VISIBLE_CHANGE
         self._emit(EngineState.NO_VISIBLE_CHANGE, step, result)
         if writer is not None:
-            writer.append({"type": "effect", "index": step, "visible_change": False, "result": result})
+            writer.append({"type": "effect", "index": step, "visible_change": False, "result": result}, sync=False)
         return replace(past, result=result)
 
     def _ask(self, request: QuestionRequest, record: dict[str, Any]) -> PastStep:

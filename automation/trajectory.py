@@ -1,7 +1,9 @@
 """Trajectories: one folder per session with `session.jsonl` and the screenshots.
 
-Every line is appended and flushed (and fsynced) as the step happens, so a crash loses nothing
-that was already done; a reader skips a cut-off last line with a warning. Screenshots are PNG-encoded
+Every line is appended and flushed as the step happens, so a killed process loses nothing that
+was already done; a reader skips a cut-off last line with a warning. A step's line is also fsynced
+before its action, which makes every line before it durable too (a power cut loses at most the
+result lines since the last action began: those steps read as interrupted). Screenshots are PNG-encoded
 and fsynced on a background thread: a step's line names its PNG at once and never waits for it.
 Before the next step acts (and when the session closes) the writer confirms that every earlier PNG
 is on disk, so a screenshot that could not be written stops the run before anything more is done.
@@ -138,6 +140,7 @@ class TrajectoryWriter:
         self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="holodesk-png")
         self._pending: deque[Future[str]] = deque()  # screenshots not yet confirmed on disk, oldest first
         self._failure: TrajectoryWriteError | None = None  # a screenshot that failed, not yet reported
+        self._unsynced = False  # lines were flushed since the last fsync
         self._lock = threading.Lock()
         self._closed = False
         self._write({"type": "session", "version": FORMAT_VERSION, "time": _now_iso(), "task": task, **(meta or {})})
@@ -210,9 +213,14 @@ class TrajectoryWriter:
             )
         self._failure.__cause__ = exc
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record (a step, a note, the end) and make it durable."""
-        self._write({"time": _now_iso(), **record})
+    def append(self, record: dict[str, Any], *, sync: bool = True) -> None:
+        """Append one record (a step, a note, the end) and make it durable.
+
+        With `sync=False` the line is flushed (a killed process cannot lose it) but its fsync is left
+        to the next synced line or the close: for lines written after an action, where a power cut
+        would only turn the step into an interrupted one. An fsync costs milliseconds a line.
+        """
+        self._write({"time": _now_iso(), **record}, sync=sync)
 
     def begin_step(self, record: dict[str, Any], frame: ScreenFrame | None = None) -> StepLog:
         """A step's records: `record` (filled in as the step goes), naming the screenshot of `frame`
@@ -242,16 +250,20 @@ class TrajectoryWriter:
             self._closed = True
         self._encoder.shutdown(wait=True)
         try:
+            if self._unsynced:
+                os.fsync(self._file.fileno())
             self._file.close()
         except OSError as exc:  # the final flush of a file on a failed disk
             log.error("%s", _write_failure(self.folder, exc))
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: dict[str, Any], *, sync: bool = True) -> None:
         line = json.dumps(record, ensure_ascii=False, allow_nan=False)
         try:
             self._file.write(line + "\n")
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if sync:
+                os.fsync(self._file.fileno())
+            self._unsynced = not sync
         except OSError as exc:
             raise TrajectoryWriteError(_write_failure(self.folder, exc)) from exc
 
@@ -291,10 +303,10 @@ class StepLog:
             return
         self._closed = True
         if self._ahead is None:
-            self.writer.append(self.record)
+            self.writer.append(self.record, sync=False)  # no input was sent: nothing to lose but the line
             return
         changed = {key: value for key, value in self.record.items() if self._ahead.get(key, _MISSING) != value}
-        self.writer.append({**changed, "type": "step_result", "index": self.record.get("index")})
+        self.writer.append({**changed, "type": "step_result", "index": self.record.get("index")}, sync=False)
 
 
 _MISSING = object()

@@ -91,6 +91,8 @@ def test_a_writer_killed_mid_session_leaves_every_finished_step(tmp_path):
         writer = TrajectoryWriter(Path({str(tmp_path / "killed")!r}), "task")
         for index in range(1, 6):
             writer.append({{"type": "step", "index": index}})
+        # Lines written after an action are flushed, not fsynced: a killed process still leaves them.
+        writer.append({{"type": "step", "index": 6}}, sync=False)
         print("written", flush=True)
         time.sleep(60)
         """
@@ -102,7 +104,7 @@ def test_a_writer_killed_mid_session_leaves_every_finished_step(tmp_path):
         process.kill()
         process.wait()
     session = read_session(tmp_path / "killed")
-    assert [s["index"] for s in session.steps] == [1, 2, 3, 4, 5]
+    assert [s["index"] for s in session.steps] == [1, 2, 3, 4, 5, 6]
     assert session.outcome == "unfinished"
     assert not session.warnings
 

@@ -14,7 +14,7 @@ frame source and a timed performer split every step into:
 - capture: the grabs while settling (the last one is the next step's frame);
 - settle other: the rest of settling but its deliberate wait (settle_poll_s per poll, reported
   apart): frame comparisons and the wake-up latency of the wait.
-overhead = propose + approve + record + capture + settle other: the figure with the 50 ms goal.
+overhead = propose + approve + record + capture + settle other: the figure with the 25 ms goal (issue #10 point 9).
 
 Five variants, interleaved run by run: the engine recording a trajectory (as the app does); the
 same engine as it was at bench.engine_reference.REFERENCE_COMMIT, before issue #10 point 9 (its

@@ -27,7 +27,7 @@ from holodesk.automation.executor import nudge_off_corners
 from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.proposal import PastStep, Policy, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
-from holodesk.automation.screen_change import fingerprint, wait_for_settle
+from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import StepLog, TrajectoryWriteError, TrajectoryWriter
 
 log = logging.getLogger(__name__)
@@ -230,6 +230,7 @@ class StepEngine:
         self._step_log: StepLog | None = None  # the current step's records, written ahead of its action
         self._action_began = False  # the current step reached its action (for counting steps taken)
         self._previous_result = ""
+        self._recording_failed = False  # the run ended because its record could not be written
 
     # -- control -------------------------------------------------------------------------------
 
@@ -284,6 +285,7 @@ class StepEngine:
             self.cancel = CancelToken()
         step = 0
         writer: TrajectoryWriter | None = None
+        self._recording_failed = False
         try:
             writer = self._open_trajectory(task)
             step, outcome, detail = self._loop(task, writer)
@@ -292,6 +294,8 @@ class StepEngine:
         except Exception as exc:  # an engine bug must still end the run cleanly and be recorded
             log.exception("engine crashed")
             outcome, detail = Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        if writer is not None:
+            outcome, detail = self._confirm_recording(writer, outcome, detail)
         result = RunResult(outcome, detail, step, writer.folder if writer else None)
         if writer is not None:
             writer.finish(outcome.value, detail, steps=step)
@@ -316,9 +320,9 @@ class StepEngine:
                 self.cancel.raise_if_cancelled()
                 recent.append(frame)
                 record: dict[str, Any] = {"type": "step", "index": step, "task": task, **_frame_meta(frame)}
-                screenshot = writer.save_screenshot(f"step-{step:04d}", frame) if writer else None
                 before = frame
-                self._step_log = writer.begin_step(record, screenshot) if writer else None
+                # The screenshot is encoded in the background; the step's line names it at once.
+                self._step_log = writer.begin_step(record, frame) if writer else None
                 self._action_began = False
                 try:
                     past = self._one_step(task, step, frame, list(history), list(recent), guard, record)
@@ -348,6 +352,7 @@ class StepEngine:
         except (Cancelled, KeyboardInterrupt):  # Ctrl+C in the terminal is a stop too
             return taken, Outcome.STOPPED, self.cancel.reason if self.cancel.cancelled else "stopped by the user"
         except TrajectoryWriteError as exc:
+            self._recording_failed = True
             return taken, Outcome.ERROR, f"{exc}; the run was stopped so that no step goes unrecorded"
 
     def _one_step(
@@ -405,7 +410,7 @@ class StepEngine:
         record["action_screen"] = screen_action.to_dict()
         record["action_text"] = screen_action.describe()
 
-        looping = guard.observe(screen_action, fingerprint(frame))
+        looping = guard.observe(screen_action, frame)
         warning = (
             f"the same action was proposed {guard.repeats} times on a screen that did not change" if looping else ""
         )
@@ -509,7 +514,7 @@ class StepEngine:
         result = f"{past.result}: {NO_VISIBLE_CHANGE}" if past.result else NO_VISIBLE_CHANGE
         self._emit(EngineState.NO_VISIBLE_CHANGE, step, result)
         if writer is not None:
-            writer.append({"type": "effect", "index": step, "visible_change": False, "result": result})
+            writer.append({"type": "effect", "index": step, "visible_change": False, "result": result}, sync=False)
         return replace(past, result=result)
 
     def _ask(self, request: QuestionRequest, record: dict[str, Any]) -> PastStep:
@@ -576,6 +581,18 @@ class StepEngine:
         if settings.trajectory_root is None:
             return None
         return TrajectoryWriter.create(settings.trajectory_root, task, {"settings": _settings_meta(settings)})
+
+    def _confirm_recording(self, writer: TrajectoryWriter, outcome: Outcome, detail: str) -> tuple[Outcome, str]:
+        """At the run's end, wait for the last screenshots: one that could not be written makes the
+        outcome an error, in words (unless the run already ended for a recording fault)."""
+        try:
+            writer.confirm_screenshots()
+        except TrajectoryWriteError as exc:
+            if self._recording_failed:
+                log.error("%s", exc)
+                return outcome, detail
+            return Outcome.ERROR, f"{exc}; the run had ended ({outcome.value}: {detail}) but its record is incomplete"
+        return outcome, detail
 
     def _write_step_ahead(self) -> None:
         """Put the step (proposal, mapped action, decision) on disk before its action sends any input."""

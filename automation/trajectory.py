@@ -1,9 +1,13 @@
 """Trajectories: one folder per session with `session.jsonl` and the screenshots.
 
-Every line is appended and flushed (and fsynced) as the step happens, so a crash loses nothing
-that was already done; a reader skips a cut-off last line with a warning. Screenshots are PNG-encoded
-on a background thread while the model thinks, and a step's line is written only after its
-screenshot is on disk, so every recorded step has its image.
+Every line is appended and flushed as the step happens, so a killed process loses nothing that
+was already done; a reader skips a cut-off last line with a warning. A step's line is also fsynced
+before its action, which makes every line before it durable too (a power cut loses at most the
+result lines since the last action began: those steps read as interrupted). Screenshots are PNG-encoded
+and fsynced on a background thread: a step's line names its PNG at once and never waits for it.
+Before the next step acts (and when the session closes) the writer confirms that every earlier PNG
+is on disk, so a screenshot that could not be written stops the run before anything more is done.
+A PNG still being written when the process died is reported by the reader (missing or cut off).
 
 Steps are written ahead of their action (`StepLog`): the step's record (proposal, mapped action,
 decision) goes to disk before any input is sent, marked `result_pending`; a `step_result` line
@@ -25,6 +29,7 @@ import re
 import shutil
 import threading
 import uuid
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -43,6 +48,11 @@ FORMAT_VERSION = 1
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 INTERRUPTED_DETAIL = "interrupted: the run ended (killed or crashed) before this action finished"
+# Screenshots waiting to be encoded hold their frame (8 MB at 1920x1080). A step normally leaves its
+# PNG a whole step to finish; should encoding fall further behind than this (a slow disk), taking a
+# screenshot waits for the oldest instead of letting frames pile up in memory.
+MAX_PENDING_SCREENSHOTS = 2
+PNG_TRAILER = b"IEND\xaeB`\x82"  # the last 8 bytes of every complete PNG: the IEND chunk and its CRC
 
 
 class TrajectoryWriteError(AutomationError):
@@ -128,6 +138,9 @@ class TrajectoryWriter:
             raise TrajectoryWriteError(_write_failure(folder, exc)) from exc
         self._file = os.fdopen(descriptor, "a", encoding="utf-8")
         self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="holodesk-png")
+        self._pending: deque[Future[str]] = deque()  # screenshots not yet confirmed on disk, oldest first
+        self._failure: TrajectoryWriteError | None = None  # a screenshot that failed, not yet reported
+        self._unsynced = False  # lines were flushed since the last fsync
         self._lock = threading.Lock()
         self._closed = False
         self._write({"type": "session", "version": FORMAT_VERSION, "time": _now_iso(), "task": task, **(meta or {})})
@@ -141,26 +154,82 @@ class TrajectoryWriter:
         return cls(folder, task, meta)
 
     def save_screenshot(self, name: str, frame: ScreenFrame) -> Future[str]:
-        """Encode `frame` as PNG in the background; the future gives its path relative to the folder."""
-        relative = f"{SCREENSHOT_DIR}/{name}.png"
+        """Encode `frame` as PNG in the background; the future gives its path relative to the folder.
+
+        The path is known at once (`screenshot_path`), so a step's line can name it before the PNG
+        exists; `confirm_screenshots` says whether it was written.
+        """
+        relative = self.screenshot_path(name)
         target = self.folder / relative
 
         def encode() -> str:
             # Level 1: five times faster than the default and still lossless; disk is cheap here.
+            # Written under another name, fsynced, then renamed: the PNG is whole or absent.
             tmp = target.with_suffix(".png.part")
             with os.fdopen(open_private_file(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as handle:
                 frame.to_image().save(handle, format="PNG", compress_level=1)
+                handle.flush()
+                os.fsync(handle.fileno())
             os.replace(tmp, target)
             return relative
 
-        return self._encoder.submit(encode)
+        while len(self._pending) >= MAX_PENDING_SCREENSHOTS:
+            self._settle(self._pending.popleft())  # waits for the oldest; a failure is kept for confirm
+        screenshot = self._encoder.submit(encode)
+        self._pending.append(screenshot)
+        return screenshot
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record (a step, a note, the end) and make it durable."""
-        self._write({"time": _now_iso(), **record})
+    @staticmethod
+    def screenshot_path(name: str) -> str:
+        """Where screenshot `name` is written, relative to the session folder."""
+        return f"{SCREENSHOT_DIR}/{name}.png"
 
-    def begin_step(self, record: dict[str, Any], screenshot: Future[str] | None) -> StepLog:
-        """A step's records: `record` (filled in as the step goes) and its screenshot being encoded."""
+    def confirm_screenshots(self, except_for: Future[str] | None = None) -> None:
+        """Wait until every screenshot taken so far (but `except_for`) is on disk.
+
+        Raises TrajectoryWriteError, saying why, when one could not be written (a disk fault, or a
+        frame that could not be encoded); each failure is raised once.
+        """
+        kept = deque(screenshot for screenshot in self._pending if screenshot is except_for)
+        for screenshot in self._pending:
+            if screenshot is not except_for:
+                self._settle(screenshot)
+        self._pending = kept
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    def _settle(self, screenshot: Future[str]) -> None:
+        """Wait for one screenshot; keep its failure (the first one) for confirm_screenshots."""
+        exc = screenshot.exception()
+        if exc is None or self._failure is not None:
+            return
+        if isinstance(exc, OSError):
+            self._failure = TrajectoryWriteError(_write_failure(self.folder / SCREENSHOT_DIR, exc))
+        else:
+            self._failure = TrajectoryWriteError(
+                f"cannot record the session in {self.folder}: a screenshot could not be encoded"
+                f" ({type(exc).__name__}: {exc})"
+            )
+        self._failure.__cause__ = exc
+
+    def append(self, record: dict[str, Any], *, sync: bool = True) -> None:
+        """Append one record (a step, a note, the end) and make it durable.
+
+        With `sync=False` the line is flushed (a killed process cannot lose it) but its fsync is left
+        to the next synced line or the close: for lines written after an action, where a power cut
+        would only turn the step into an interrupted one. An fsync costs milliseconds a line.
+        """
+        self._write({"time": _now_iso(), **record}, sync=sync)
+
+    def begin_step(self, record: dict[str, Any], frame: ScreenFrame | None = None) -> StepLog:
+        """A step's records: `record` (filled in as the step goes), naming the screenshot of `frame`
+        that starts encoding now."""
+        screenshot = None
+        if frame is not None:
+            name = f"step-{int(record.get('index', 0)):04d}"
+            screenshot = self.save_screenshot(name, frame)
+            record["screenshot"] = self.screenshot_path(name)
         return StepLog(self, record, screenshot)
 
     def finish(self, outcome: str, detail: str = "", **extra: Any) -> None:
@@ -181,16 +250,20 @@ class TrajectoryWriter:
             self._closed = True
         self._encoder.shutdown(wait=True)
         try:
+            if self._unsynced:
+                os.fsync(self._file.fileno())
             self._file.close()
         except OSError as exc:  # the final flush of a file on a failed disk
             log.error("%s", _write_failure(self.folder, exc))
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: dict[str, Any], *, sync: bool = True) -> None:
         line = json.dumps(record, ensure_ascii=False, allow_nan=False)
         try:
             self._file.write(line + "\n")
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if sync:
+                os.fsync(self._file.fileno())
+            self._unsynced = not sync
         except OSError as exc:
             raise TrajectoryWriteError(_write_failure(self.folder, exc)) from exc
 
@@ -201,7 +274,8 @@ class StepLog:
     The engine fills `record` as the step goes. `write_ahead()` (just before the action) appends it
     with `result_pending: true`; `close()` (whatever way the step ends) appends a `step_result` line
     with what was added since, or the whole record if the step never reached an action (a skip, a
-    stop at approval, the final answer). Both wait for the screenshot, so a step line names its image.
+    stop at approval, the final answer). Neither waits for the step's own screenshot: the line names
+    it, and `write_ahead` first confirms that the earlier steps' screenshots are on disk.
     """
 
     def __init__(self, writer: TrajectoryWriter, record: dict[str, Any], screenshot: Future[str] | None) -> None:
@@ -212,8 +286,14 @@ class StepLog:
         self._closed = False
 
     def write_ahead(self) -> None:
-        """Make the step durable before its action: TrajectoryWriteError if that fails (act on nothing then)."""
-        self._attach_screenshot()
+        """Make the step durable before its action: TrajectoryWriteError if that fails, or if an
+        earlier step's screenshot could not be written (act on nothing then)."""
+        try:
+            self.writer.confirm_screenshots(except_for=self._screenshot)
+        except TrajectoryWriteError as exc:
+            # Said in the step's own line too (close() writes it, if the session file still can be).
+            self.record["result"] = {"ok": False, "detail": f"not performed: {exc}"}
+            raise
         self._ahead = dict(self.record)
         self.writer.append({**self._ahead, "result_pending": True})
 
@@ -223,21 +303,10 @@ class StepLog:
             return
         self._closed = True
         if self._ahead is None:
-            self._attach_screenshot()
-            self.writer.append(self.record)
+            self.writer.append(self.record, sync=False)  # no input was sent: nothing to lose but the line
             return
         changed = {key: value for key, value in self.record.items() if self._ahead.get(key, _MISSING) != value}
-        self.writer.append({**changed, "type": "step_result", "index": self.record.get("index")})
-
-    def _attach_screenshot(self) -> None:
-        if self._screenshot is None or "screenshot" in self.record:
-            return
-        try:
-            self.record["screenshot"] = self._screenshot.result()
-        except OSError as exc:
-            raise TrajectoryWriteError(_write_failure(self.writer.folder / SCREENSHOT_DIR, exc)) from exc
-        except Exception as exc:  # the frame could not be encoded: say so in the record, it is not a disk fault
-            self.record["screenshot_error"] = f"{type(exc).__name__}: {exc}"
+        self.writer.append({**changed, "type": "step_result", "index": self.record.get("index")}, sync=False)
 
 
 _MISSING = object()
@@ -303,6 +372,7 @@ def read_session(folder: Path) -> Session:
         if step.pop("result_pending", False):
             step["interrupted"] = True
             step.setdefault("result", {"ok": False, "detail": INTERRUPTED_DETAIL})
+        _check_screenshot(session, step)
     if not session.header:
         session.warnings.append(f"{path}: no session header")
     return session
@@ -320,6 +390,30 @@ def _pair_result(session: Session, result: dict[str, Any], where: str) -> None:
     message = f"{where}: skipped a result for step {index!r}, which was never begun"
     log.warning(message)
     session.warnings.append(message)
+
+
+def _check_screenshot(session: Session, step: dict[str, Any]) -> None:
+    """A step's line names its PNG before the PNG is written: say so when it never was (or was cut off).
+
+    Sets `screenshot_error` on the step and adds a warning; only the PNG's last bytes are read.
+    """
+    shot = step.get("screenshot")
+    if not isinstance(shot, str) or "screenshot_error" in step:
+        return
+    path = session.folder / shot
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - len(PNG_TRAILER)))
+            complete = handle.read() == PNG_TRAILER
+        problem = None if complete else "cut off (the PNG was not written to its end)"
+    except FileNotFoundError:
+        problem = "missing (the run ended, or its disk failed, before it was written)"
+    except OSError as exc:
+        problem = f"unreadable ({exc.strerror or exc})"
+    if problem is not None:
+        step["screenshot_error"] = f"{shot} is {problem}"
+        session.warnings.append(f"{path}: step {step.get('index')!r}'s screenshot is {problem}")
 
 
 def iter_session_folders(root: Path) -> Iterator[Path]:
@@ -358,6 +452,8 @@ def corrections(session: Session) -> Iterator[dict[str, Any]]:
         point = _first_point(edited)
         if point is None or point == _first_point(proposed) or not step.get("screenshot"):
             continue
+        if step.get("screenshot_error"):
+            continue  # no usable image: a grounding example needs one
         region = step.get("region") or {}
         image_x = point[0] - int(region.get("left", 0))
         image_y = point[1] - int(region.get("top", 0))

@@ -21,6 +21,7 @@ from holodesk.automation.trajectory import (
     read_session,
 )
 from tests.automation.test_engine import ListPolicy, RecordingPerformer, ScriptedApprover, make_engine
+from tests.automation.test_trajectory import noise_frame
 
 
 class DiskPeekingPerformer(RecordingPerformer):
@@ -109,7 +110,12 @@ def test_a_screenshot_that_cannot_be_written_stops_the_run_before_the_next_actio
     assert "cannot record the session" in result.detail and "the run was stopped" in result.detail
     assert performer.executed == [Click(Point(1, 1))]  # the second click never ran unrecorded
     session = read_session(result.folder)
-    assert [s["index"] for s in session.steps] == [1]
+    # The second step's line says it was not performed, and why; the reader says the PNGs are missing.
+    assert [s["index"] for s in session.steps] == [1, 2]
+    assert session.steps[0]["result"]["ok"] is True
+    assert session.steps[1]["result"]["ok"] is False
+    assert session.steps[1]["result"]["detail"].startswith("not performed: cannot record the session")
+    assert all("is missing" in s["screenshot_error"] for s in session.steps)
     assert session.end is not None and session.end["outcome"] == "error"
     print(f"\nscreenshots folder removed mid-run: run stopped {time_to_error * 1000:.0f} ms after the fault")
 
@@ -182,3 +188,62 @@ def test_an_existing_sessions_root_keeps_its_mode_and_each_session_is_private(tm
     result = engine.run("nothing")
     assert stat.S_IMODE(root.stat().st_mode) == 0o755  # not ours to change (it could be the home folder)
     assert result.folder is not None and stat.S_IMODE(result.folder.stat().st_mode) == 0o700
+
+
+class PngWatchingPerformer(RecordingPerformer):
+    """Notes, as each action starts, whether its step is on disk and whether its PNG exists yet."""
+
+    def __init__(self, root) -> None:
+        super().__init__()
+        self.root = root
+        self.seen: list[tuple[list[dict], bool]] = []
+
+    def execute(self, action, cancel: CancelToken) -> object:
+        (folder,) = iter_session_folders(self.root)
+        steps = read_session(folder).steps
+        self.seen.append((steps, (folder / steps[-1]["screenshot"]).exists()))
+        return super().execute(action, cancel)
+
+
+def test_a_step_acts_without_waiting_for_its_png_and_the_png_follows(tmp_path):
+    policy = ListPolicy([Click(Point(100, 50)), Done()])
+    performer = PngWatchingPerformer(tmp_path)
+    engine, _, _ = make_engine(policy, ScriptedApprover(), performer, tmp_path=tmp_path)
+    # A 4000x3000 screen of noise: its PNG takes a fraction of a second, the step's line milliseconds.
+    engine.frames.frame = noise_frame(4000, 3000)
+    result = engine.run("click")
+    assert result.outcome is Outcome.DONE
+    ((steps, png_written),) = performer.seen
+    assert steps[0]["interrupted"] is True and steps[0]["screenshot"] == "screenshots/step-0001.png"
+    assert not png_written  # the action ran while its screenshot was still being encoded
+    session = read_session(result.folder)
+    assert not session.warnings  # every PNG was on disk by the end of the run
+    assert all((result.folder / s["screenshot"]).is_file() for s in session.steps)
+
+
+class LateFolderRemovingPerformer(RecordingPerformer):
+    """Removes the screenshots folder during the run's last action (no later action would notice)."""
+
+    def __init__(self, root) -> None:
+        super().__init__()
+        self.root = root
+
+    def execute(self, action, cancel: CancelToken) -> object:
+        (folder,) = iter_session_folders(self.root)
+        shutil.rmtree(folder / SCREENSHOT_DIR)
+        return super().execute(action, cancel)
+
+
+def test_a_screenshot_that_cannot_be_written_at_the_end_of_a_run_is_an_error_in_words(tmp_path):
+    policy = ListPolicy([Click(Point(1, 1)), Done("all done")])
+    performer = LateFolderRemovingPerformer(tmp_path)
+    engine, _, events = make_engine(policy, ScriptedApprover(), performer, tmp_path=tmp_path)
+    result = engine.run("click once")
+    assert performer.executed == [Click(Point(1, 1))]
+    assert result.outcome is Outcome.ERROR
+    assert "cannot record the session" in result.detail and "No such file" in result.detail
+    assert "the run had ended (done: all done) but its record is incomplete" in result.detail
+    assert events[-1].result == result
+    session = read_session(result.folder)
+    assert session.end is not None and session.end["outcome"] == "error"
+    assert "is missing" in session.steps[-1]["screenshot_error"]

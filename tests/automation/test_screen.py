@@ -14,8 +14,9 @@ import pytest
 
 from holodesk.automation.coords import Rect
 from holodesk.automation.errors import CaptureError
-from holodesk.automation.screen import ScreenCapture, ScreenFrame
+from holodesk.automation.screen import ScreenCapture, ScreenFrame, identical
 from holodesk.automation.virtual_display import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
+from tests.automation.frames import solid_frame
 from tests.support.target_client import TargetWindow
 
 
@@ -116,3 +117,20 @@ class TestTwoMonitors:
         assert_shows_the_window(frame, target_window)
         with pytest.raises(CaptureError):
             frame.pixel_rgb(3286, 0)
+
+
+def test_identical_compares_bytes_and_shape_contiguous_or_not():
+    frame = solid_frame(1920, 1080)
+    copy = frame.pixels.copy()
+    assert identical(frame.pixels, copy)
+    copy[-1, -1, 0] ^= 1  # the very last byte: past every slice but the last
+    assert not identical(frame.pixels, copy)
+    copy[-1, -1, 0] ^= 1
+    copy[0, 0, 3] ^= 1
+    assert not identical(frame.pixels, copy)
+    assert not identical(frame.pixels, frame.pixels[:-1])
+    odd = solid_frame(333, 7).pixels  # a row of 1332 bytes: not whole 64-bit words
+    assert identical(odd, odd.copy()) and identical(odd[:, ::2], odd.copy()[:, ::2])
+    changed = odd.copy()
+    changed[3, 100, 1] += 1
+    assert not identical(odd, changed) and not identical(odd[:, ::2], changed[:, ::2])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.screen_change import fingerprint, wait_for_settle
@@ -62,3 +64,24 @@ def test_loop_guard_resets_when_the_screen_or_the_action_changes():
     guard.observe(Click(Point(11, 10)), changed)
     guard.reset()
     assert not guard.observe(Click(Point(11, 10)), changed)
+
+
+def test_loop_guard_given_frames_fires_like_with_fingerprints_and_tells_changed_screens_apart():
+    guard = LoopGuard(3)
+    click = Click(Point(10, 10))
+    # New frame objects with the same pixels each time, as the engine's grabs are.
+    assert not guard.observe(click, solid_frame())
+    assert not guard.observe(click, solid_frame())
+    assert guard.observe(click, solid_frame())
+    guard.reset()
+    guard.observe(click, solid_frame())
+    guard.observe(click, solid_frame())
+    assert not guard.observe(click, with_box(solid_frame(), 10, 10, 50, (255, 255, 255)))
+
+
+def test_a_fingerprint_of_a_small_frame_has_at_most_one_cell_per_sampled_pixel():
+    tiny = solid_frame(7, 5, (10, 20, 30))
+    cells = fingerprint(tiny).cells
+    assert cells.shape == (2, 2)
+    assert np.allclose(cells, 20.0)
+    assert fingerprint(tiny).looks_like(fingerprint(solid_frame(7, 5, (10, 20, 30))))

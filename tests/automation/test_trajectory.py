@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+import numpy as np
+import pytest
 from PIL import Image
 
+from holodesk.automation.coords import Monitor, Rect
+from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import (
+    MAX_PENDING_SCREENSHOTS,
+    SCREENSHOT_DIR,
     SESSION_FILE,
+    TrajectoryWriteError,
     TrajectoryWriter,
     export_corrections,
     iter_session_folders,
@@ -82,6 +91,8 @@ def test_a_writer_killed_mid_session_leaves_every_finished_step(tmp_path):
         writer = TrajectoryWriter(Path({str(tmp_path / "killed")!r}), "task")
         for index in range(1, 6):
             writer.append({{"type": "step", "index": index}})
+        # Lines written after an action are flushed, not fsynced: a killed process still leaves them.
+        writer.append({{"type": "step", "index": 6}}, sync=False)
         print("written", flush=True)
         time.sleep(60)
         """
@@ -93,7 +104,7 @@ def test_a_writer_killed_mid_session_leaves_every_finished_step(tmp_path):
         process.kill()
         process.wait()
     session = read_session(tmp_path / "killed")
-    assert [s["index"] for s in session.steps] == [1, 2, 3, 4, 5]
+    assert [s["index"] for s in session.steps] == [1, 2, 3, 4, 5, 6]
     assert session.outcome == "unfinished"
     assert not session.warnings
 
@@ -101,6 +112,8 @@ def test_a_writer_killed_mid_session_leaves_every_finished_step(tmp_path):
 def test_corrections_export_only_moved_targets_in_image_pixels(tmp_path):
     writer = TrajectoryWriter(tmp_path / "a-session", "Rename the file")
     region = {"left": -1920, "top": 0, "width": 1920, "height": 1080}
+    for name in ("step-0001", "step-0002"):
+        writer.save_screenshot(name, solid_frame(64, 48))
     writer.append(
         _step(
             1,
@@ -137,6 +150,7 @@ def test_corrections_export_only_moved_targets_in_image_pixels(tmp_path):
 def test_a_corrections_instruction_is_the_models_description_of_the_target(tmp_path):
     writer = TrajectoryWriter(tmp_path / "a-session", "Send the mail")
     region = {"left": 0, "top": 0, "width": 800, "height": 600}
+    writer.save_screenshot("step-0001", solid_frame(64, 48))
     writer.append(
         _step(
             1,
@@ -166,3 +180,88 @@ def test_retention_removes_the_oldest_sessions_first_and_keeps_the_newest(tmp_pa
     removed = prune_sessions(tmp_path, max_bytes=0)
     assert [p.name for p in removed] == ["20260102-000000-b"]
     assert [p.name for p in iter_session_folders(tmp_path)] == ["20260103-000000-c"]
+
+
+def noise_frame(width: int, height: int, seed: int = 0) -> ScreenFrame:
+    """Random pixels: PNG cannot compress them, so encoding takes a while (a fraction of a second at 4000x3000)."""
+    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 4), dtype=np.uint8)
+    rect = Rect(0, 0, width, height)
+    monitor = Monitor(1, rect)
+    return ScreenFrame(pixels, rect, monitor, (monitor,), captured_at=0.0)
+
+
+def test_a_missing_or_cut_off_screenshot_is_reported_by_the_reader_not_a_crash(tmp_path):
+    writer = TrajectoryWriter(tmp_path / "s", "task")
+    for index in (1, 2, 3):
+        writer.begin_step(_step(index), solid_frame(64, 48)).close()
+    writer.close()
+    screenshots = tmp_path / "s" / SCREENSHOT_DIR
+    (screenshots / "step-0002.png").unlink()
+    whole = (screenshots / "step-0003.png").read_bytes()
+    (screenshots / "step-0003.png").write_bytes(whole[: len(whole) // 2])
+    session = read_session(tmp_path / "s")
+    assert [s["index"] for s in session.steps] == [1, 2, 3]
+    assert "screenshot_error" not in session.steps[0]
+    assert session.steps[1]["screenshot_error"].startswith("screenshots/step-0002.png is missing")
+    assert session.steps[2]["screenshot_error"].startswith("screenshots/step-0003.png is cut off")
+    assert len(session.warnings) == 2
+    assert "step 2's screenshot is missing" in session.warnings[0]
+
+
+def test_a_process_killed_while_a_png_is_encoded_leaves_a_readable_session(tmp_path):
+    # A real writer process writes a step ahead of its action while its (large) PNG is still being
+    # encoded, and is killed with SIGKILL right then.
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(Path.cwd())!r})
+        from pathlib import Path
+        from tests.automation.test_trajectory import noise_frame
+        from holodesk.automation.trajectory import TrajectoryWriter
+        writer = TrajectoryWriter(Path({str(tmp_path / "killed")!r}), "task")
+        step = writer.begin_step({{"type": "step", "index": 1, "decision": "approve"}}, noise_frame(4000, 3000))
+        step.write_ahead()
+        print("written", flush=True)
+        sys.stdin.read()
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "written"
+    finally:
+        process.kill()
+        process.wait()
+    session = read_session(tmp_path / "killed")
+    (step,) = session.steps
+    assert step["interrupted"] is True and step["screenshot"] == "screenshots/step-0001.png"
+    assert "is missing" in step["screenshot_error"]
+    assert any("step 1's screenshot is missing" in warning for warning in session.warnings)
+    assert not (tmp_path / "killed" / step["screenshot"]).exists()  # never a half-written PNG under its name
+
+
+def test_encoding_that_falls_behind_makes_the_next_screenshot_wait_instead_of_piling_up(tmp_path):
+    writer = TrajectoryWriter(tmp_path / "s", "task")
+    taken = [writer.save_screenshot(f"step-{n:04d}", noise_frame(2000, 1500, n)) for n in range(3)]
+    # Only MAX_PENDING_SCREENSHOTS may wait at once: taking the third waited for the first.
+    assert MAX_PENDING_SCREENSHOTS == 2
+    assert taken[0].done()
+    assert not taken[2].done()
+    writer.confirm_screenshots()
+    assert all(screenshot.done() for screenshot in taken)
+    writer.close()
+
+
+def test_a_screenshot_that_could_not_be_written_is_reported_once_in_words(tmp_path):
+    writer = TrajectoryWriter(tmp_path / "s", "task")
+    first = writer.save_screenshot("step-0001", solid_frame(64, 48))
+    writer.confirm_screenshots()
+    assert first.result() == "screenshots/step-0001.png"
+    shutil.rmtree(tmp_path / "s" / SCREENSHOT_DIR)  # the user (or a cleaner) removes the folder mid-run
+    current = writer.save_screenshot("step-0002", solid_frame(64, 48))
+    writer.confirm_screenshots(except_for=current)  # the step's own PNG is not waited for
+    while not current.done():
+        time.sleep(0.01)
+    with pytest.raises(TrajectoryWriteError, match=r"cannot record the session in .*screenshots: No such file"):
+        writer.confirm_screenshots()
+    writer.confirm_screenshots()  # reported once
+    writer.close()

@@ -94,7 +94,6 @@ class PortalHotkeys(QtCore.QObject):
     def _bind(self, requests: list[ShortcutRequest], generation: int) -> None:
         try:
             session = GlobalShortcutsSession.open(requests, self._on_activated, bus_address=self._bus_address)
-            bound = session.list_shortcuts()  # what the desktop holds now (KDE may have changed it in its dialog)
         except ConsentRefused as exc:
             self.notice.emit("Global shortcuts not bound", f"{exc}. To use the keyboard instead, {TRIGGER_ADVICE}.")
             return
@@ -102,6 +101,11 @@ class PortalHotkeys(QtCore.QObject):
             log.warning("global shortcuts through the portal failed: %s", exc)
             self.notice.emit("Global shortcuts unavailable", f"{exc}. {TRIGGER_ADVICE[0].upper()}{TRIGGER_ADVICE[1:]}.")
             return
+        try:
+            bound = session.list_shortcuts()  # what the desktop holds now (KDE's settings may have changed it)
+        except PortalError as exc:
+            log.warning("listing the bound shortcuts failed: %s", exc)
+            bound = session.bound  # what BindShortcuts answered
         with self._lock:
             current = generation == self._generation
             if current:

@@ -394,6 +394,7 @@ def check_desktop_backend() -> Iterator[CheckResult]:
         return
     if choice.name == "x11":
         yield CheckResult("backend", Status.OK, f"X11 capture (mss) and input (pyautogui): {choice.reason}")
+        yield check_hotkeys()
         return
     yield CheckResult("backend", Status.OK, f"Wayland portal capture and input: {choice.reason}")
     from holodesk.automation.wayland.portal import probe_remote_desktop
@@ -421,12 +422,30 @@ def check_desktop_backend() -> Iterator[CheckResult]:
             fix="install xdg-desktop-portal and your desktop's backend (xdg-desktop-portal-gnome / -kde)",
             blocking=True,
         )
-    yield CheckResult(
-        "hotkeys",
-        Status.INFO,
-        "global hotkeys cannot be grabbed on Wayland",
-        fix="bind a desktop keyboard shortcut to `holodesk trigger` (GNOME: Settings > Keyboard > "
-        "Custom Shortcuts; KDE: System Settings > Shortcuts > Custom Shortcuts)",
+    yield check_hotkeys()
+
+
+def check_hotkeys(probe: Callable[[], int] | None = None) -> CheckResult:
+    """Which way the prompt and stop keys reach Holodesk here, and why (asks the portal; no dialog)."""
+    from holodesk.app.common.hotkey_path import OWN_WINDOWS_STOP, TRIGGER_ADVICE, HotkeyPath, plan_hotkeys
+
+    plan = plan_hotkeys(probe)
+    if plan.path is HotkeyPath.PYNPUT:
+        try:
+            import pynput.keyboard  # noqa: F401 - raises ImportError when it cannot reach the display
+        except ImportError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return CheckResult("hotkeys", Status.WARN, f"pynput cannot listen: {reason}", fix=TRIGGER_ADVICE)
+        return CheckResult("hotkeys", Status.OK, f"global hotkeys through pynput: {plan.reason}")
+    if plan.path is HotkeyPath.PORTAL:
+        return CheckResult(
+            "hotkeys",
+            Status.OK,
+            f"the desktop binds the prompt and stop shortcuts ({plan.reason}); the tray app asks it at start "
+            f"and says which keys it got (the desktop may show a dialog); {OWN_WINDOWS_STOP}",
+        )
+    return CheckResult(
+        "hotkeys", Status.INFO, f"no global hotkeys: {plan.reason}; {OWN_WINDOWS_STOP}", fix=TRIGGER_ADVICE
     )
 
 

@@ -1,5 +1,8 @@
 """Global hotkeys through pynput: one opens the task prompt, a double Esc stops the run.
 
+`OwnWindowsStopKey` keeps the stop gesture working in Holodesk's own windows where nothing listens
+globally (Wayland: pynput hears only XWayland, and the portal cannot bind "Esc twice").
+
 pynput calls back on its own thread; `HotkeySignals` turns the callbacks into Qt signals so the
 GUI thread does the work. Keys that Holodesk itself is injecting (the executor's `InjectedInput`
 log) are ignored: on X11 pynput cannot tell XTEST input from a real keyboard, so without this a
@@ -17,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from holodesk.app.gui.key_grab import KeyGrab, hotkey_grab
-from holodesk.app.gui.qt import QtCore, Signal
+from holodesk.app.gui.qt import Qt, QtCore, QtGui, Signal
 from holodesk.automation.executor import InjectedInput
 from holodesk.automation.keys import normalize_key
 
@@ -178,3 +181,56 @@ class HotkeySignals(QtCore.QObject):
         return HotkeyListener(
             prompt_hotkey, self.prompt_requested.emit, self.stop_requested.emit, injected, **stop_gesture
         )
+
+
+# Qt keys that have no text, by Holodesk's canonical name (the rest are named by their text).
+_QT_KEY_NAMES = {
+    Qt.Key.Key_Escape: "esc", Qt.Key.Key_Pause: "pause", Qt.Key.Key_Tab: "tab", Qt.Key.Key_Backspace: "backspace",
+    Qt.Key.Key_Delete: "delete", Qt.Key.Key_Insert: "insert", Qt.Key.Key_Home: "home", Qt.Key.Key_End: "end",
+    Qt.Key.Key_Return: "enter", Qt.Key.Key_Enter: "enter", Qt.Key.Key_Space: "space",
+    **{getattr(Qt.Key, f"Key_F{n}"): f"f{n}" for n in range(1, 13)},
+}  # fmt: skip
+
+
+def qt_key_name(event: QtGui.QKeyEvent) -> str | None:
+    """A Qt key event as Holodesk's canonical key name, or None."""
+    name = _QT_KEY_NAMES.get(Qt.Key(event.key()))
+    if name:
+        return name
+    text = event.text()
+    return text.lower() if len(text) == 1 and text.isprintable() else None
+
+
+class OwnWindowsStopKey(QtCore.QObject):
+    """The stop gesture (`stop_key` pressed `presses` times) typed into any Holodesk window emits `triggered`.
+
+    Installed on the application, it sees each key press once, as its window receives it (before
+    the widget with the focus), and never consumes it: Esc still closes the prompt and answers the
+    approval panel. Presses the executor sent (`injected`) do not count, as for `HotkeyListener`.
+    """
+
+    triggered = Signal()
+
+    def __init__(
+        self,
+        stop_key: str = "<esc>",
+        presses: int = 2,
+        window_s: float = DOUBLE_PRESS_WINDOW_S,
+        injected: InjectedInput | None = None,
+        parent: QtCore.QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.stop_key = stop_key_name(stop_key)
+        self.injected = injected
+        self._detector = RepeatedPressDetector(presses, window_s)
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        if event.type() == QtCore.QEvent.Type.KeyPress and isinstance(watched, QtGui.QWindow):
+            assert isinstance(event, QtGui.QKeyEvent)
+            if event.isAutoRepeat() or qt_key_name(event) != self.stop_key:
+                return False
+            if self.injected is not None and self.injected.claim_press(self.stop_key):
+                return False
+            if self._detector.press():
+                self.triggered.emit()
+        return False

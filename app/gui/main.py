@@ -14,15 +14,17 @@ import threading
 from collections.abc import Callable
 
 from holodesk.app.common.backend_problems import gpu_missing, in_words, load_failure_in_words, preflight
+from holodesk.app.common.hotkey_path import TRIGGER_ADVICE, is_wayland_session
 from holodesk.app.common.instance_client import InstanceError
 from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, plain_http_key_warning
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
 from holodesk.app.gui.gui_approver import GuiApprover
 from holodesk.app.gui.history_window import HistoryWindow
-from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, HotkeySignals
+from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, HotkeySignals, OwnWindowsStopKey
 from holodesk.app.gui.loading_window import LoadingWindow
 from holodesk.app.gui.overlay import OverlayAwareCapture, OverlayController
+from holodesk.app.gui.portal_hotkeys import PortalHotkeys, shortcut_requests
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.recent_tasks import RecentTasks, default_path
 from holodesk.app.gui.settings_dialog import SettingsDialog
@@ -97,6 +99,9 @@ class HolodeskApp(QtCore.QObject):
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
         self.hotkeys: HotkeyListener | None = None
+        self.portal_hotkeys: PortalHotkeys | None = None
+        self.own_windows_stop: OwnWindowsStopKey | None = None
+        self.hotkey_notices_given: set[str] = set()  # each hotkey notice is given once per app run
         self.policy: ModelPolicy | None = None
         self.policy_error: str | None = None
         self.engine: StepEngine | None = None
@@ -142,10 +147,28 @@ class HolodeskApp(QtCore.QObject):
         self._load_policy()
 
     def _start_hotkeys(self) -> None:
-        if self.hotkeys is not None:
-            self.hotkeys.stop()
-            self.hotkeys = None
+        """Global keys by the path this session allows (holodesk.app.common.hotkey_path): pynput, or on
+        Wayland the desktop portal, else a desktop shortcut running `holodesk trigger` (the user is
+        told how to set it up)."""
+        self._stop_hotkeys()
         keys = self.settings.hotkeys
+        if is_wayland_session():
+            # Nothing global hears Holodesk's own windows here: the stop gesture is caught inside them.
+            self.own_windows_stop = OwnWindowsStopKey(
+                keys.stop.key, keys.stop.presses, keys.stop.within_s, self.executor.injected, self
+            )
+            self.own_windows_stop.triggered.connect(self.stop)
+            app = QtWidgets.QApplication.instance()
+            if app is not None:
+                app.installEventFilter(self.own_windows_stop)
+            # The portal is asked off the GUI thread; without GlobalShortcuts the notice says how
+            # to bind `holodesk trigger` instead.
+            self.portal_hotkeys = PortalHotkeys(parent=self)
+            self.portal_hotkeys.prompt_requested.connect(self.open_prompt)
+            self.portal_hotkeys.stop_requested.connect(self.stop)
+            self.portal_hotkeys.notice.connect(self._hotkey_notice)
+            self.portal_hotkeys.start(shortcut_requests(keys.prompt, keys.stop.key, keys.stop.presses))
+            return
         listener = self.hotkey_signals.listener(
             keys.prompt,
             self.executor.injected,
@@ -156,11 +179,30 @@ class HolodeskApp(QtCore.QObject):
         try:
             listener.start()
         except HotkeyError as exc:
-            self.indicator.notify(
-                "Global hotkeys unavailable", f"{exc}. Bind a desktop shortcut to `holodesk trigger`."
-            )
+            self._hotkey_notice("Global hotkeys unavailable", f"{exc}. To use the keyboard, {TRIGGER_ADVICE}.")
             return
         self.hotkeys = listener
+
+    def _stop_hotkeys(self) -> None:
+        if self.hotkeys is not None:
+            self.hotkeys.stop()
+            self.hotkeys = None
+        if self.portal_hotkeys is not None:
+            self.portal_hotkeys.stop()
+            self.portal_hotkeys = None
+        if self.own_windows_stop is not None:
+            app = QtWidgets.QApplication.instance()
+            if app is not None:
+                app.removeEventFilter(self.own_windows_stop)
+            self.own_windows_stop = None
+
+    def _hotkey_notice(self, title: str, text: str) -> None:
+        """Say how the keys reach Holodesk, once per app run (also on stderr, for a terminal start)."""
+        if text in self.hotkey_notices_given:
+            return
+        self.hotkey_notices_given.add(text)
+        print(f"holodesk: {title}: {text}", file=sys.stderr, flush=True)
+        self.indicator.notify(title, text)
 
     def _load_policy(self) -> None:
         """Build the policy on a worker thread (loading a 12B model takes a while)."""
@@ -336,8 +378,7 @@ class HolodeskApp(QtCore.QObject):
 
     def quit(self) -> None:
         self.stop()
-        if self.hotkeys is not None:
-            self.hotkeys.stop()
+        self._stop_hotkeys()
         if self.server is not None:
             self.server.close()
         QtWidgets.QApplication.quit()

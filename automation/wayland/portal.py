@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,13 @@ class PortalError(AutomationError):
 
 class ConsentRefused(PortalError):
     """The user closed or cancelled the desktop's permission dialog."""
+
+
+SHARING_STOPPED = "screen sharing was stopped from the desktop: start the task again to share"
+
+
+class SharingStopped(PortalError):
+    """The desktop ended the session (Session.Closed): the user stopped sharing, or the compositor did."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +114,11 @@ class PortalSession:
         self._timeout_s = timeout_s
         self._lock = threading.Lock()
         self._closed = False
+        self._stopped_by_desktop = False
+        # The portal sends Session.Closed to this connection only; jeepney files it here whenever
+        # the connection reads (any call, or `stopped_by_desktop`'s poll).
+        self._closed_signals: deque[Any] = deque(maxlen=1)
+        self._closed_filter = connection.filter(_closed_rule(session_handle), queue=self._closed_signals)
 
     @classmethod
     def open(
@@ -145,6 +158,7 @@ class PortalSession:
                 "cursor_mode": ("u", CURSOR_EMBEDDED),
             }
             requests.call(SCREEN_CAST, "SelectSources", "oa{sv}", sources, session_handle)
+            connection.send_and_get_reply(message_bus.AddMatch(_closed_rule(session_handle)), timeout=timeout_s)
             results = requests.call(
                 REMOTE_DESKTOP, "Start", "osa{sv}", {}, session_handle, "", timeout_s=consent_timeout_s
             )
@@ -158,6 +172,25 @@ class PortalSession:
             connection.close()
             raise
         return cls(connection, session_handle, started, timeout_s)
+
+    def stopped_by_desktop(self) -> bool:
+        """True once the desktop has closed the session (read without blocking; sticky)."""
+        with self._lock:
+            if not self._stopped_by_desktop and not self._closed:
+                self._read_pending()
+            return self._stopped_by_desktop
+
+    def _read_pending(self) -> None:
+        """Read what the bus has already sent, so a Closed signal is seen (lock held)."""
+        try:
+            while not self._closed_signals:
+                self._connection.recv_messages(timeout=0)
+        except TimeoutError:
+            pass  # nothing more waiting
+        except OSError:
+            self._stopped_by_desktop = True  # the bus connection itself is gone: so is the session
+        if self._closed_signals:
+            self._stopped_by_desktop = True
 
     @property
     def pointer_allowed(self) -> bool:
@@ -222,6 +255,9 @@ class PortalSession:
         with self._lock:
             if self._closed:
                 raise PortalError("the portal session is closed")
+            self._read_pending()
+            if self._stopped_by_desktop:
+                raise SharingStopped(SHARING_STOPPED)
             address = DBusAddress(PORTAL_PATH, bus_name=PORTAL_BUS_NAME, interface=interface)
             try:
                 reply = self._connection.send_and_get_reply(
@@ -235,6 +271,10 @@ class PortalSession:
                 name = reply.header.fields.get(HeaderFields.error_name, "error")
                 raise PortalError(f"{interface}.{method} failed: {name}: {reply.body[0] if reply.body else ''}")
             return tuple(reply.body)
+
+
+def _closed_rule(session_handle: str) -> MatchRule:
+    return MatchRule(type="signal", interface="org.freedesktop.portal.Session", member="Closed", path=session_handle)
 
 
 class _Requests:

@@ -86,6 +86,21 @@ def _variant(value: Any) -> Any:
     return value
 
 
+def select_devices_options(version: int, restore_token: str | None) -> dict[str, tuple[str, Any]]:
+    """RemoteDesktop.SelectDevices options for a portal of this RemoteDesktop `version`.
+
+    Persistence belongs to SelectDevices from version 2 on; a version 1 portal (1.16, Debian 12)
+    has no such option and refuses persist_mode on a remote-desktop session's SelectSources
+    ("cannot persist"), so there it is never asked for and a stored token is not sent.
+    """
+    devices: dict[str, tuple[str, Any]] = {"types": ("u", DEVICE_KEYBOARD | DEVICE_POINTER)}
+    if version >= 2:
+        devices["persist_mode"] = ("u", PERSIST_UNTIL_REVOKED)
+        if restore_token:
+            devices["restore_token"] = ("s", restore_token)
+    return devices
+
+
 def parse_streams(raw: Any) -> tuple[PortalStream, ...]:
     """Streams from Start's `streams` result, a(ua{sv}); a stream without size is refused."""
     streams: list[PortalStream] = []
@@ -144,13 +159,7 @@ class PortalSession:
             session_handle = str(_variant(created.get("session_handle", "")))
             if not session_handle:
                 raise PortalError(f"RemoteDesktop.CreateSession returned no session handle: {created!r}")
-            # Persistence belongs to SelectDevices from RemoteDesktop version 2 on; portal 1.16 (v1)
-            # refuses persist_mode on a remote-desktop session's SelectSources ("cannot persist").
-            devices: dict[str, tuple[str, Any]] = {"types": ("u", DEVICE_KEYBOARD | DEVICE_POINTER)}
-            if remote_desktop_version(connection, timeout_s) >= 2:
-                devices["persist_mode"] = ("u", PERSIST_UNTIL_REVOKED)
-                if restore_token:
-                    devices["restore_token"] = ("s", restore_token)
+            devices = select_devices_options(remote_desktop_version(connection, timeout_s), restore_token)
             requests.call(REMOTE_DESKTOP, "SelectDevices", "oa{sv}", devices, session_handle)
             sources: dict[str, tuple[str, Any]] = {
                 "types": ("u", SOURCE_MONITOR),

@@ -8,7 +8,13 @@ Both desktops are 1280x800 and show a still picture. Figures, per backend:
 - move to new frame: a pointer move, then wait until a frame showing the change exists (Wayland: the
   next frame from the stream, the pointer being embedded in it; X11: a grab after the move, which
   is synchronous - the floor). This is what the engine's settle logic waits on after an action.
-The headless GNOME stack and its consent answer come from tests/support (the test fixtures).
+- keymap check: reading the keyboard layout that text is checked against before typing (X11: the
+  core keymap over Xlib; Wayland: the compositor's wl_keyboard keymap, compiled by libxkbcommon).
+
+The headless GNOME stack and its consent answer come from tests/support (gnome_stack, mutter_remote),
+deliberately: the bench must measure on exactly the desktop the tests prove correct, the stack is
+test equipment (it answers the product's permission dialog, which product code must never do), and
+a second copy would drift. They import nothing from the tests themselves, only that support code.
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ def _x11(settings: BenchSettings) -> dict[str, Stats]:
     from holodesk.automation.executor import Executor
     from holodesk.automation.screen import ScreenCapture
     from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
+    from holodesk.automation.x11_keyboard import X11Typer
 
     with xvfb_display(DisplayLayout(*SIZE)):
         capture = ScreenCapture()
         executor = Executor(capture=capture)
+        typer = X11Typer()
         points = [Point(300, 300), Point(700, 500)]
         state = {"i": 0}
 
@@ -47,11 +55,13 @@ def _x11(settings: BenchSettings) -> dict[str, Stats]:
                     "grab": lambda: capture.grab(1),
                     "click": lambda: executor.execute(Click(Point(640, 400))),
                     "move to new frame": move_then_grab,
+                    "keymap check": typer.keymap,
                 },
                 settings.rounds(ROUNDS),
                 settings.warmup,
             )
         finally:
+            typer.close()
             capture.close()
     return stats
 
@@ -62,6 +72,7 @@ def _wayland(settings: BenchSettings) -> tuple[dict[str, Stats], float]:
 
     from holodesk.automation.wayland.capture import WaylandCapture
     from holodesk.automation.wayland.executor import WaylandExecutor
+    from holodesk.automation.wayland.keymap import compositor_keymap
     from holodesk.automation.wayland.session import WaylandSession
     from tests.support.gnome_stack import GnomeStack, answer_consent
     from tests.support.mutter_remote import MutterRemote
@@ -107,6 +118,7 @@ def _wayland(settings: BenchSettings) -> tuple[dict[str, Stats], float]:
                 "grab": lambda: capture.grab(1),
                 "click": lambda: executor.execute(Click(Point(640, 400))),
                 "move to new frame": move_until_new_frame,
+                "keymap check": compositor_keymap,
             }
             stats = interleaved(cases, settings.rounds(ROUNDS), settings.warmup)
         finally:
@@ -130,7 +142,7 @@ def run(settings: BenchSettings) -> BenchResult:
         return result
     x11 = _x11(settings)
     wayland, start_ms = _wayland(settings)
-    for case in ("grab", "click", "move to new frame"):
+    for case in ("grab", "click", "move to new frame", "keymap check"):
         baseline = f"X11 {case}"
         result.add(baseline, x11[case])
         result.add(f"Wayland {case}", wayland[case], baseline=baseline)

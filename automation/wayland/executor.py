@@ -1,18 +1,23 @@
 """The Wayland executor: Executor's interface, with input sent through the portal's Notify methods.
 
-Validation first, as on X11: every point must lie on a shared monitor, every key must have a keysym,
-every character of text must be typable; a rejected action sends nothing. Points are converted from
-screen space (physical pixels) to the stream's logical pixels of the monitor they fall on. Text is
-typed by keysym, character by character, so non-ASCII needs no clipboard. A CancelToken is checked
-between sub-steps, and buttons and keys held are released in `finally`.
+Validation first, as on X11: every point must lie on a shared monitor, every key must have a keysym
+the desktop's keyboard layout has, every character of text must be typable; a rejected action sends
+nothing. Points are converted from screen space (physical pixels) to the stream's logical pixels of
+the monitor they fall on. Text is typed by keysym when the compositor's keymap has every character
+(mutter drops keysyms its layout lacks, silently: automation.wayland.keymap); otherwise it is pasted
+through the clipboard with ctrl+v, and the step's result says so, as on X11. A CancelToken is
+checked between sub-steps, and buttons and keys held are released in `finally`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from holodesk.automation.actions import (
     Action,
@@ -30,10 +35,12 @@ from holodesk.automation.actions import (
     Wait,
 )
 from holodesk.automation.cancel import CancelToken
+from holodesk.automation.clipboard import WL_CLIPBOARD, XCLIP, Clipboard
 from holodesk.automation.coords import Monitor, monitor_at
-from holodesk.automation.errors import ActionError, AutomationError, ExecutionError, OffScreenError
+from holodesk.automation.errors import ActionError, AutomationError, ClipboardError, ExecutionError, OffScreenError
 from holodesk.automation.executor import ExecutionResult, InjectedInput, drag_path, keys_for_text
 from holodesk.automation.keys import normalize_key
+from holodesk.automation.wayland.keymap import CompositorKeymap, compositor_keymap
 from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
 from holodesk.automation.wayland.portal import PortalError, PortalSession
 from holodesk.automation.wayland.session import StreamMonitor, WaylandSession
@@ -43,6 +50,38 @@ EVDEV_BUTTONS = {MouseButton.LEFT: 0x110, MouseButton.RIGHT: 0x111, MouseButton.
 AXIS_VERTICAL = 0
 AXIS_HORIZONTAL = 1
 SHIFT_KEYSYM = 0xFFE1
+# Wayland offers no way to learn which window has the focus, so the paste key is the common one
+# (terminals want ctrl+shift+v: the step's result names the key, and the next frame shows the effect).
+PASTE_KEYS = ("ctrl", "v")
+
+
+@dataclass(frozen=True, slots=True)
+class TextPlan:
+    """How a text goes out: by these keysyms, or (keysyms None) pasted because of `missing`."""
+
+    keysyms: tuple[int, ...] | None
+    missing: tuple[str, ...]
+    layouts: tuple[str, ...]
+
+
+def wayland_clipboard(
+    env: Mapping[str, str] | None = None, which: Callable[[str], str | None] = shutil.which
+) -> Clipboard:
+    """The clipboard tool for a Wayland session, or ClipboardError saying what to install.
+
+    xclip through XWayland first: mutter bridges the X CLIPBOARD to Wayland clients, and xclip needs
+    no window. wl-copy needs the data-control protocol, which mutter lacks, and otherwise maps a
+    window to take the keyboard focus, which would take it from the field being typed into.
+    """
+    env = os.environ if env is None else env
+    if env.get("DISPLAY") and which("xclip"):
+        return XCLIP
+    if which("wl-copy") and which("wl-paste"):
+        return WL_CLIPBOARD
+    raise ClipboardError(
+        "no clipboard tool for this Wayland session: install xclip (the desktop's XWayland carries its "
+        "clipboard; Debian/Ubuntu: apt install xclip) or wl-clipboard"
+    )
 
 
 class WaylandExecutor:
@@ -59,6 +98,9 @@ class WaylandExecutor:
         drag_step_interval_s: float = 0.008,
         focus_settle_s: float = 0.05,
         device_warmup_s: float = 0.3,
+        clipboard: Clipboard | None = None,
+        paste_settle_s: float = 0.3,
+        keymap: Callable[[], CompositorKeymap] = compositor_keymap,
     ) -> None:
         if drag_step_px < 1:
             raise ValueError("drag_step_px must be at least 1")
@@ -70,6 +112,9 @@ class WaylandExecutor:
         self.drag_step_interval_s = drag_step_interval_s
         self.focus_settle_s = focus_settle_s
         self.device_warmup_s = device_warmup_s
+        self.paste_settle_s = paste_settle_s
+        self._clipboard = clipboard
+        self._keymap = keymap
         self._busy = threading.Lock()
         self._warmed_up = False
 
@@ -93,10 +138,58 @@ class WaylandExecutor:
             for point in points:
                 monitor_at(point, monitors)
         if isinstance(action, KeyCombo):
-            for key in action.keys:
-                key_keysym(key)
+            self._combo_keysyms(action.keys)
         elif isinstance(action, TypeText):
-            text_keysyms(action.text)
+            self._text_plan(action.text)
+
+    def _layout(self) -> CompositorKeymap:
+        """The desktop's keymap now; the session is started first (its keyboard makes the seat have one)."""
+        self.session.started()
+        return self._keymap()
+
+    def _combo_keysyms(self, keys: Sequence[str]) -> list[int]:
+        keysyms = [key_keysym(key) for key in keys]
+        keymap = self._layout()
+        for key, keysym in zip(keys, keysyms, strict=True):
+            missing = keymap.missing_from(keysym)
+            if missing:
+                raise ActionError(
+                    f"the key {key!r} is not on the desktop's keyboard layout ({', '.join(missing)}), "
+                    "so the desktop would ignore it"
+                )
+        return keysyms
+
+    def _text_plan(self, text: str) -> TextPlan:
+        """Type by keysym when the layout has every character; else paste (the clipboard must work)."""
+        unicode_keysyms = text_keysyms(text)  # ActionError for control characters
+        keymap = self._layout()
+        keysyms: list[int] = []
+        missing: list[str] = []
+        for character, unicode_keysym in zip(text, unicode_keysyms, strict=True):
+            keysym = keymap.keysym_for(character, unicode_keysym)
+            if keysym is None:
+                if character not in missing:
+                    missing.append(character)
+            else:
+                keysyms.append(keysym)
+        if not missing:
+            return TextPlan(tuple(keysyms), (), keymap.layout_names)
+        shown = ", ".join(repr(character) for character in missing[:8]) + (" ..." if len(missing) > 8 else "")
+        layouts = ", ".join(keymap.layout_names)
+        try:
+            self._resolve_clipboard()
+            self._combo_keysyms(PASTE_KEYS)
+        except (ClipboardError, ActionError) as exc:
+            raise ActionError(
+                f"the desktop's keyboard layout ({layouts}) has no key for {shown}, and pasting it is not "
+                f"possible either: {exc}. Add a layout that has them, or make the clipboard work"
+            ) from exc
+        return TextPlan(None, tuple(missing), keymap.layout_names)
+
+    def _resolve_clipboard(self) -> Clipboard:
+        if self._clipboard is None:
+            self._clipboard = wayland_clipboard()
+        return self._clipboard
 
     # -- execution -------------------------------------------------------------------------------
 
@@ -112,7 +205,7 @@ class WaylandExecutor:
         with self._busy:
             try:
                 self._validate(action)
-            except (ActionError, OffScreenError):
+            except (ActionError, OffScreenError, ExecutionError):
                 raise
             except AutomationError as exc:  # the session could not start: no input was sent
                 raise ExecutionError(f"cannot send input: {exc}") from exc
@@ -129,15 +222,15 @@ class WaylandExecutor:
                 )
             try:
                 self._warm_up(portal, monitors)
-                self._perform(action, portal, monitors, cancel)
+                detail = self._perform(action, portal, monitors, cancel)
             except PortalError as exc:
                 return ExecutionResult(action, False, f"{action.describe()} failed: {exc}", time.monotonic() - started)
+            except ClipboardError as exc:
+                return ExecutionResult(
+                    action, False, f"{action.describe()} failed: the clipboard: {exc}", time.monotonic() - started
+                )
             finally:
                 self.session.note_input()
-            detail = action.describe()
-            if isinstance(action, TypeText) and not action.text.isascii():
-                # Mutter 43 drops keysyms its current layout lacks, and nothing reports it back.
-                detail += " (non-ASCII characters typed by keysym: a compositor whose layout lacks one may drop it)"
             return ExecutionResult(action, True, detail, time.monotonic() - started)
 
     def _warm_up(self, portal: PortalSession, monitors: Sequence[StreamMonitor]) -> None:
@@ -163,7 +256,8 @@ class WaylandExecutor:
 
     def _perform(
         self, action: Action, portal: PortalSession, monitors: Sequence[StreamMonitor], cancel: CancelToken
-    ) -> None:
+    ) -> str:
+        """Send the action's input; returns the step's result text (which way text went)."""
         if isinstance(action, Click):
             self._move(portal, monitors, action.at)
             for index in range(action.count):
@@ -188,9 +282,10 @@ class WaylandExecutor:
                 self._click(portal, MouseButton.LEFT)
                 if cancel.sleep(self.focus_settle_s):
                     cancel.raise_if_cancelled()
-            self._type(action.text, portal, cancel)
+            return self._type(action.text, portal, cancel)
         elif isinstance(action, KeyCombo):
-            self._press_keys(action.keys, portal, cancel)
+            self._press_keys(self._combo_keysyms(action.keys), action.keys, portal, cancel)
+        return action.describe()
 
     def _click(self, portal: PortalSession, button: MouseButton) -> None:
         code = EVDEV_BUTTONS[MouseButton(button)]
@@ -211,17 +306,42 @@ class WaylandExecutor:
         finally:
             portal.pointer_button(code, False)
 
-    def _type(self, text: str, portal: PortalSession, cancel: CancelToken) -> None:
-        for character, keysym in zip(text, text_keysyms(text), strict=True):
+    def _type(self, text: str, portal: PortalSession, cancel: CancelToken) -> str:
+        described = TypeText(text).describe()
+        plan = self._text_plan(text)
+        if plan.keysyms is None:
+            self._paste(text, portal, cancel)
+            missing = ", ".join(repr(character) for character in plan.missing[:8])
+            return (
+                f"{described} (pasted through the clipboard with {'+'.join(PASTE_KEYS)}: the keyboard layout "
+                f"({', '.join(plan.layouts)}) has no key for {missing})"
+            )
+        for character, keysym in zip(text, plan.keysyms, strict=True):
             cancel.raise_if_cancelled()
             with self.injected.holding(keys_for_text(character)):
                 portal.keyboard_keysym(keysym, True)
                 portal.keyboard_keysym(keysym, False)
             if self.key_interval_s:
                 time.sleep(self.key_interval_s)
+        return f"{described} (typed by keysym)"
 
-    def _press_keys(self, keys: Sequence[str], portal: PortalSession, cancel: CancelToken) -> None:
-        keysyms = [key_keysym(key) for key in keys]
+    def _paste(self, text: str, portal: PortalSession, cancel: CancelToken) -> None:
+        clipboard = self._resolve_clipboard()
+        previous = clipboard.read_text()
+        clipboard.write_text(text)
+        try:
+            cancel.raise_if_cancelled()
+            self._press_keys(self._combo_keysyms(PASTE_KEYS), PASTE_KEYS, portal, cancel)
+            # The target fetches the clipboard after ctrl+v, asynchronously (through mutter's
+            # XWayland bridge); restoring sooner would paste the old content. Not cancellable.
+            time.sleep(self.paste_settle_s)
+        finally:
+            # Restore what the user had; with no text there (empty, an image), leave nothing behind.
+            clipboard.write_text(previous if previous is not None else "")
+
+    def _press_keys(
+        self, keysyms: Sequence[int], keys: Sequence[str], portal: PortalSession, cancel: CancelToken
+    ) -> None:
         pressed: list[int] = []
         with self.injected.holding(normalize_key(key) for key in keys):
             try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,13 @@ class ConsentRefused(PortalError):
     """The user closed or cancelled the desktop's permission dialog."""
 
 
+SHARING_STOPPED = "screen sharing was stopped from the desktop: start the task again to share"
+
+
+class SharingStopped(PortalError):
+    """The desktop ended the session (Session.Closed): the user stopped sharing, or the compositor did."""
+
+
 @dataclass(frozen=True, slots=True)
 class PortalStream:
     """One ScreenCast stream: its PipeWire node and where it sits, in logical desktop pixels."""
@@ -76,6 +84,21 @@ def _variant(value: Any) -> Any:
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
         return value[1]
     return value
+
+
+def select_devices_options(version: int, restore_token: str | None) -> dict[str, tuple[str, Any]]:
+    """RemoteDesktop.SelectDevices options for a portal of this RemoteDesktop `version`.
+
+    Persistence belongs to SelectDevices from version 2 on; a version 1 portal (1.16, Debian 12)
+    has no such option and refuses persist_mode on a remote-desktop session's SelectSources
+    ("cannot persist"), so there it is never asked for and a stored token is not sent.
+    """
+    devices: dict[str, tuple[str, Any]] = {"types": ("u", DEVICE_KEYBOARD | DEVICE_POINTER)}
+    if version >= 2:
+        devices["persist_mode"] = ("u", PERSIST_UNTIL_REVOKED)
+        if restore_token:
+            devices["restore_token"] = ("s", restore_token)
+    return devices
 
 
 def parse_streams(raw: Any) -> tuple[PortalStream, ...]:
@@ -106,6 +129,11 @@ class PortalSession:
         self._timeout_s = timeout_s
         self._lock = threading.Lock()
         self._closed = False
+        self._stopped_by_desktop = False
+        # The portal sends Session.Closed to this connection only; jeepney files it here whenever
+        # the connection reads (any call, or `stopped_by_desktop`'s poll).
+        self._closed_signals: deque[Any] = deque(maxlen=1)
+        self._closed_filter = connection.filter(_closed_rule(session_handle), queue=self._closed_signals)
 
     @classmethod
     def open(
@@ -131,13 +159,7 @@ class PortalSession:
             session_handle = str(_variant(created.get("session_handle", "")))
             if not session_handle:
                 raise PortalError(f"RemoteDesktop.CreateSession returned no session handle: {created!r}")
-            # Persistence belongs to SelectDevices from RemoteDesktop version 2 on; portal 1.16 (v1)
-            # refuses persist_mode on a remote-desktop session's SelectSources ("cannot persist").
-            devices: dict[str, tuple[str, Any]] = {"types": ("u", DEVICE_KEYBOARD | DEVICE_POINTER)}
-            if remote_desktop_version(connection, timeout_s) >= 2:
-                devices["persist_mode"] = ("u", PERSIST_UNTIL_REVOKED)
-                if restore_token:
-                    devices["restore_token"] = ("s", restore_token)
+            devices = select_devices_options(remote_desktop_version(connection, timeout_s), restore_token)
             requests.call(REMOTE_DESKTOP, "SelectDevices", "oa{sv}", devices, session_handle)
             sources: dict[str, tuple[str, Any]] = {
                 "types": ("u", SOURCE_MONITOR),
@@ -145,6 +167,7 @@ class PortalSession:
                 "cursor_mode": ("u", CURSOR_EMBEDDED),
             }
             requests.call(SCREEN_CAST, "SelectSources", "oa{sv}", sources, session_handle)
+            connection.send_and_get_reply(message_bus.AddMatch(_closed_rule(session_handle)), timeout=timeout_s)
             results = requests.call(
                 REMOTE_DESKTOP, "Start", "osa{sv}", {}, session_handle, "", timeout_s=consent_timeout_s
             )
@@ -158,6 +181,25 @@ class PortalSession:
             connection.close()
             raise
         return cls(connection, session_handle, started, timeout_s)
+
+    def stopped_by_desktop(self) -> bool:
+        """True once the desktop has closed the session (read without blocking; sticky)."""
+        with self._lock:
+            if not self._stopped_by_desktop and not self._closed:
+                self._read_pending()
+            return self._stopped_by_desktop
+
+    def _read_pending(self) -> None:
+        """Read what the bus has already sent, so a Closed signal is seen (lock held)."""
+        try:
+            while not self._closed_signals:
+                self._connection.recv_messages(timeout=0)
+        except TimeoutError:
+            pass  # nothing more waiting
+        except OSError:
+            self._stopped_by_desktop = True  # the bus connection itself is gone: so is the session
+        if self._closed_signals:
+            self._stopped_by_desktop = True
 
     @property
     def pointer_allowed(self) -> bool:
@@ -222,6 +264,9 @@ class PortalSession:
         with self._lock:
             if self._closed:
                 raise PortalError("the portal session is closed")
+            self._read_pending()
+            if self._stopped_by_desktop:
+                raise SharingStopped(SHARING_STOPPED)
             address = DBusAddress(PORTAL_PATH, bus_name=PORTAL_BUS_NAME, interface=interface)
             try:
                 reply = self._connection.send_and_get_reply(
@@ -235,6 +280,10 @@ class PortalSession:
                 name = reply.header.fields.get(HeaderFields.error_name, "error")
                 raise PortalError(f"{interface}.{method} failed: {name}: {reply.body[0] if reply.body else ''}")
             return tuple(reply.body)
+
+
+def _closed_rule(session_handle: str) -> MatchRule:
+    return MatchRule(type="signal", interface="org.freedesktop.portal.Session", member="Closed", path=session_handle)
 
 
 class _Requests:

@@ -19,7 +19,14 @@ from pathlib import Path
 
 from holodesk.automation.coords import Monitor, Rect
 from holodesk.automation.errors import CaptureError
-from holodesk.automation.wayland.portal import ConsentRefused, PortalError, PortalSession, PortalStream
+from holodesk.automation.wayland.portal import (
+    SHARING_STOPPED,
+    ConsentRefused,
+    PortalError,
+    PortalSession,
+    PortalStream,
+    probe_remote_desktop,
+)
 from holodesk.automation.wayland.stream import FrameStream
 
 CONSENT_EXPLANATION = (
@@ -27,8 +34,14 @@ CONSENT_EXPLANATION = (
     "The desktop now shows a dialog (on GNOME: 'Remote Desktop' / 'Screen Share'): choose the screen "
     "to share and turn ON 'Allow Remote Interaction' - it is off by default, and without it Holodesk "
     "can see but cannot click or type. Holodesk still asks you before every step it takes; the "
-    "permission ends when the run ends. The screen choice is remembered where the desktop allows it."
+    "permission ends when the run ends."
 )
+REMEMBERED = " The desktop remembers the choice, so later runs need not ask again."
+ASKS_EVERY_RUN = (
+    " This desktop's portal (RemoteDesktop version {version}) cannot remember the choice, so it asks at "
+    "every run; version 2 (xdg-desktop-portal 1.17 and newer) can."
+)
+SHIFT_KEYSYM = 0xFFE1
 
 CONSENT_REFUSED = (
     "You declined the desktop's screen-sharing request, so Holodesk cannot see or use this desktop. "
@@ -95,12 +108,29 @@ class WaylandSession:
         self.last_input_at = 0.0  # time.monotonic() of the last input the executor sent
 
     def started(self) -> tuple[PortalSession, tuple[StreamMonitor, ...]]:
-        """The portal session and monitors, starting them now if this is the first use."""
+        """The portal session and monitors, starting them now if this is the first use.
+
+        CaptureError once the desktop has ended the session (the user stopped sharing, or the
+        compositor did): its stream then just goes quiet, and its last frame must not be used.
+        """
         with self._lock:
             if self._portal is None:
                 self._start()
             assert self._portal is not None
+            ended = self._ended_reason()
+            if ended:
+                raise CaptureError(ended)
             return self._portal, self._monitors
+
+    def _ended_reason(self) -> str:
+        assert self._portal is not None
+        if self._portal.stopped_by_desktop():
+            return SHARING_STOPPED
+        for entry in self._monitors:
+            problem = entry.frames.ended()
+            if problem:
+                return f"the screen-sharing stream stopped ({problem}): start the task again to share"
+        return ""
 
     def note_input(self) -> None:
         """The executor sent input: the next grab waits briefly for a frame that can show its effect."""
@@ -112,8 +142,15 @@ class WaylandSession:
 
     def _start(self) -> None:
         token = self._token_store.load() if self._token_store else None
-        if token is None and self._notify:
-            self._notify(CONSENT_EXPLANATION)
+        if self._notify:
+            try:
+                version = probe_remote_desktop()
+            except PortalError:
+                version = 0  # PortalSession.open below says what is wrong
+            if version < 2:
+                self._notify(CONSENT_EXPLANATION + ASKS_EVERY_RUN.format(version=version or "unknown"))
+            elif token is None:
+                self._notify(CONSENT_EXPLANATION + REMEMBERED)
         try:
             portal = PortalSession.open(restore_token=token, consent_timeout_s=self._consent_timeout_s)
         except ConsentRefused as exc:
@@ -131,6 +168,11 @@ class WaylandSession:
                     "Screen sharing was allowed but remote interaction was not: Holodesk can see the "
                     "screen but cannot click or type. Turn on 'Allow Remote Interaction' next time."
                 )
+            if portal.keyboard_allowed:
+                # Mutter makes the virtual keyboard on its first key: until then a headless seat has
+                # no keyboard, and its keymap (which the executor checks text against) cannot be read.
+                portal.keyboard_keysym(SHIFT_KEYSYM, True)
+                portal.keyboard_keysym(SHIFT_KEYSYM, False)
             fd = portal.open_pipewire_remote()
             self._pipewire_fd = fd
             for index, stream in enumerate(portal.streams, start=1):

@@ -61,6 +61,7 @@ class FrameStream:
         self._latest: np.ndarray | None = None
         self._latest_at = 0.0
         self._frames = 0
+        self._ended = ""
         sink = self._pipeline.get_by_name("sink")
         sink.connect("new-sample", self._on_sample)
         if self._pipeline.set_state(gst.State.PLAYING) == gst.StateChangeReturn.FAILURE:
@@ -135,6 +136,20 @@ class FrameStream:
                     return False
                 self._arrived.wait(remaining)
             return True
+
+    def ended(self) -> str:
+        """Why the stream stopped (an error, or its end), or "" while it runs; sticky once set."""
+        if not self._ended:
+            bus = self._pipeline.get_bus()
+            kinds = self._gst.MessageType.ERROR | self._gst.MessageType.EOS
+            message = bus.pop_filtered(kinds) if bus is not None else None
+            if message is not None:
+                if message.type == self._gst.MessageType.EOS:
+                    self._ended = "the desktop ended it"
+                else:
+                    error, _debug = message.parse_error()
+                    self._ended = str(error.message) or "a PipeWire error"
+        return self._ended
 
     def _pipeline_error(self) -> str:
         bus = self._pipeline.get_bus()

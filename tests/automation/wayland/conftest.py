@@ -1,7 +1,8 @@
 """Fixtures for the Wayland backend tests: a headless GNOME stack and a portal session on it.
 
-`gnome_stack` (module-scoped) starts tests/support/gnome_stack.GnomeStack and points this process's
-D-Bus and Wayland variables at it; when the stack cannot come up the tests FAIL with its logs (a
+`gnome_stack` (module-scoped) starts tests/support/gnome_stack.GnomeStack with XWayland, as a GNOME
+session has it (the clipboard fallback goes through it), and points this process's D-Bus, Wayland
+and X variables at it; when the stack cannot come up the tests FAIL with its logs (a
 missing Wayland path must show in CI, never pass silently). `mutter_remote` is the test's own hand on
 that desktop (for the consent dialog only). `wayland_target` is a native Wayland Qt window.
 """
@@ -21,16 +22,15 @@ from tests.support.mutter_remote import MutterRemote
 
 @pytest.fixture(scope="module")
 def gnome_stack() -> Iterator[GnomeStack]:
-    stack = GnomeStack()
+    stack = GnomeStack(xwayland=True)
     try:
         stack.start()
     except StackError as exc:
         pytest.fail(f"the headless GNOME stack did not start: {exc}", pytrace=False)
     with pytest.MonkeyPatch.context() as patch:
         for key, value in stack.env().items():
-            if key.startswith(("DBUS_", "XDG_", "WAYLAND_")) or key == "HOME":
+            if key.startswith(("DBUS_", "XDG_", "WAYLAND_")) or key in ("HOME", "DISPLAY", "XAUTHORITY"):
                 patch.setenv(key, value)
-        patch.delenv("DISPLAY", raising=False)
         try:
             yield stack
         finally:

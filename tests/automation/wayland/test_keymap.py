@@ -1,0 +1,55 @@
+"""The keymap check that decides what the portal can type: real keymaps compiled by libxkbcommon.
+
+Mutter types a keysym only when the current layout has it on a level it can reach (plain, Shift,
+AltGr); `CompositorKeymap` must say the same for every layout, since which one is current is not
+known to a client without the keyboard focus.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from holodesk.automation.wayland.keymap import CompositorKeymap, KeymapUnavailable
+from holodesk.automation.wayland.keysyms import char_keysym
+
+
+def compiled(symbols: str) -> CompositorKeymap:
+    """A keymap as a compositor builds it from layout names (XKB data from /usr/share/X11/xkb)."""
+    text = (
+        'xkb_keymap { xkb_keycodes { include "evdev+aliases(qwerty)" }; xkb_types { include "complete" }; '
+        f'xkb_compat {{ include "complete" }}; xkb_symbols {{ include "{symbols}" }}; }};'
+    )
+    return CompositorKeymap.from_text(text.encode())
+
+
+def keysym(keymap: CompositorKeymap, character: str) -> int | None:
+    return keymap.keysym_for(character, char_keysym(character))
+
+
+def test_a_us_layout_types_ascii_and_nothing_it_lacks() -> None:
+    us = compiled("pc+us+inet(evdev)")
+    assert us.layout_names == ("English (US)",)
+    assert all(keysym(us, character) == ord(character) for character in "azAZ09~|{}<>@ ")
+    assert [keysym(us, character) for character in "üß東—"] == [None, None, None, None]
+
+
+def test_a_german_layout_types_umlauts_and_its_altgr_level_but_not_shift_altgr() -> None:
+    de = compiled("pc+de+inet(evdev)")
+    assert keysym(de, "ü") == 0xFC and keysym(de, "ß") == 0xDF
+    assert keysym(de, "@") == ord("@")  # AltGr+q: mutter adds ISO_Level3_Shift
+    assert keysym(de, "€") == 0x20AC  # the layout's legacy EuroSign, not the Unicode keysym 0x10020AC
+    # Shift+AltGr+1 is level 4: mutter would press the key bare and type '1' instead.
+    assert keysym(de, "¡") is None
+
+
+def test_with_two_layouts_only_what_both_have_counts() -> None:
+    both = compiled("pc+us+de:2+inet(evdev)")
+    assert both.layout_names == ("English (US)", "German")
+    assert keysym(both, "a") == ord("a")
+    assert keysym(both, "ü") is None
+    assert both.missing_from(0xFC) == ["English (US)"]
+
+
+def test_a_keymap_that_does_not_compile_is_an_error() -> None:
+    with pytest.raises(KeymapUnavailable, match="did not compile"):
+        CompositorKeymap.from_text(b"xkb_keymap { nonsense };")

@@ -22,7 +22,7 @@ from typing import Any, NoReturn, Protocol
 from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
-from holodesk.automation.errors import ActionError, AutomationError, Cancelled, OffScreenError
+from holodesk.automation.errors import ActionError, AutomationError, Cancelled, CaptureError, OffScreenError
 from holodesk.automation.executor import nudge_off_corners
 from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.proposal import PastStep, Policy, Proposal, UnusableProposal
@@ -354,6 +354,9 @@ class StepEngine:
         except TrajectoryWriteError as exc:
             self._recording_failed = True
             return taken, Outcome.ERROR, f"{exc}; the run was stopped so that no step goes unrecorded"
+        except CaptureError as exc:  # the screen went away (display closed, sharing stopped): not a bug
+            log.warning("the screen could not be captured: %s", exc)
+            return taken, Outcome.FAILED, f"the screen could not be captured: {exc}"
 
     def _one_step(
         self,

@@ -25,7 +25,7 @@ from holodesk.automation.engine import (
     Outcome,
     StepEngine,
 )
-from holodesk.automation.errors import ActionError, ExecutionError
+from holodesk.automation.errors import ActionError, CaptureError, ExecutionError
 from holodesk.automation.executor import ExecutionResult
 from holodesk.automation.proposal import PastStep, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
@@ -437,3 +437,23 @@ def test_a_backend_failure_ends_the_run_in_words_not_as_an_internal_error(tmp_pa
     assert result.detail == "the model could not answer: Nothing is listening at http://gpu-box:8000/v1"
     assert result.steps == 1 and len(performer.executed) == 1
     assert read_session(result.folder).steps[1]["error"].startswith("the model could not answer")
+
+
+def test_a_screen_that_can_no_longer_be_captured_fails_the_run_in_words(tmp_path):
+    # What a real capture raises when the display closes or the desktop stops the screen sharing.
+    class SharingStopped(FakeScreen):
+        def grab(self, monitor):
+            if self.grabs >= 1:
+                raise CaptureError("screen sharing was stopped from the desktop: start the task again to share")
+            return super().grab(monitor)
+
+    policy = ListPolicy([Click(Point(1, 1)), Click(Point(2, 2))])
+    engine, performer, _ = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path)
+    engine.frames = SharingStopped()
+    result = engine.run("t")
+    assert result.outcome is Outcome.FAILED
+    assert result.detail == (
+        "the screen could not be captured: screen sharing was stopped from the desktop: start the task again to share"
+    )
+    assert len(performer.executed) == 1  # the step after the lost screen never acts
+    assert read_session(result.folder).end["detail"] == result.detail

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from holodesk.automation.errors import AutomationError
-from holodesk.automation.png_encoding import encode_png
 from holodesk.automation.screen import ScreenFrame
 
 log = logging.getLogger(__name__)
@@ -164,10 +163,11 @@ class TrajectoryWriter:
         target = self.folder / relative
 
         def encode() -> str:
+            # Level 1: five times faster than the default and still lossless; disk is cheap here.
             # Written under another name, fsynced, then renamed: the PNG is whole or absent.
             tmp = target.with_suffix(".png.part")
             with os.fdopen(open_private_file(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as handle:
-                handle.write(encode_png(frame))
+                frame.to_image().save(handle, format="PNG", compress_level=1)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, target)

@@ -5,6 +5,9 @@
   its environment: HOME, XDG_RUNTIME_DIR, XDG_CURRENT_DESKTOP=GNOME, WAYLAND_DISPLAY, so no
   dbus-update-activation-environment is needed), pipewire, wireplumber, and
   `mutter --headless --wayland --no-x11 --virtual-monitor 1280x800`.
+With `xwayland=True`, mutter runs without --no-x11 and starts XWayland (as GNOME sessions do): the
+stack then knows the public X display mutter chose and its Xauthority file, and `env()` exports
+DISPLAY and XAUTHORITY (the portal services keep a Wayland-only environment, like a real session's).
 Every wait is bounded; a failure raises StackError with the tail of every component's log, so CI
 shows why instead of skipping. Components run as the current user: none of the GNOME path's refuses
 root (seen on Debian 12, as root in a container; only sway, not used here, does).
@@ -13,13 +16,14 @@ root (seen on Debian 12, as root in a container; only sway, not used here, does)
 mutter's own screen cast (tests.support.mutter_remote) and clicks its switch and buttons with
 mutter's own virtual pointer. The product never answers its own dialog.
 
-Run `python -m tests.support.gnome_stack` to start the stack and print its environment.
+Run `python -m tests.support.gnome_stack [--xwayland]` to start the stack and print its environment.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -56,7 +60,10 @@ def missing_components() -> list[str]:
 class GnomeStack:
     """The running stack. Use as a context manager or call start() / stop()."""
 
-    def __init__(self, root: Path | None = None, start_timeout_s: float = 60.0) -> None:
+    def __init__(self, root: Path | None = None, start_timeout_s: float = 60.0, *, xwayland: bool = False) -> None:
+        self.xwayland = xwayland
+        self.x_display = ""  # ":N", once XWayland answers (xwayland=True)
+        self.xauthority = ""
         self._own_root = root is None
         self.root = root or Path(tempfile.mkdtemp(prefix="holodesk-gnome-"))
         self.home = self.root / "home"
@@ -90,6 +97,9 @@ class GnomeStack:
         """The environment a client of this desktop needs (D-Bus, Wayland, runtime dir)."""
         env = self.base_env()
         env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_address
+        if self.x_display:
+            env["DISPLAY"] = self.x_display
+            env["XAUTHORITY"] = self.xauthority
         return env
 
     # -- start / stop ----------------------------------------------------------------------------
@@ -108,25 +118,55 @@ class GnomeStack:
             self._wait(lambda: (self.runtime_dir / "pipewire-0").exists(), "the PipeWire socket", deadline)
             self._spawn("wireplumber", ["wireplumber"])
             width, height = MONITOR_SIZE
+            x11 = [] if self.xwayland else ["--no-x11"]
             self._spawn(
                 "mutter",
                 [
                     "mutter",
                     "--headless",
                     "--wayland",
-                    "--no-x11",
+                    *x11,
                     f"--wayland-display={WAYLAND_SOCKET}",
                     "--virtual-monitor",
                     f"{width}x{height}",
                 ],
             )
             self._wait(lambda: (self.runtime_dir / WAYLAND_SOCKET).exists(), "mutter's Wayland socket", deadline)
+            if self.xwayland:
+                self._wait_for_xwayland(deadline)
             self._wait(lambda: self._has_name("org.gnome.Mutter.ScreenCast"), "mutter's ScreenCast API", deadline)
             self._wait(lambda: self._has_name("org.gnome.Mutter.RemoteDesktop"), "mutter's RemoteDesktop API", deadline)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _wait_for_xwayland(self, deadline: float) -> None:
+        """Learn XWayland's display and Xauthority file from mutter, then wait until it answers."""
+        if shutil.which("xdpyinfo") is None:
+            raise StackError("the XWayland stack needs xdpyinfo: apt-get install x11-utils")
+        log = self.logs / "mutter.log"
+        # mutter 43 logs "Using public X11 display :1, (using :2 for managed services)".
+        found: list[str] = []
+
+        def display_logged() -> bool:
+            match = re.search(r"Using public X11 display (:\d+)", log.read_text(errors="replace"))
+            if match:
+                found.append(match.group(1))
+            return bool(match)
+
+        self._wait(display_logged, "mutter to name its XWayland display", deadline)
+        auth = sorted(self.runtime_dir.glob(".mutter-Xwaylandauth.*"))
+        if not auth:
+            raise StackError("mutter started XWayland without an Xauthority file" + self.log_tail())
+        self.x_display, self.xauthority = found[0], str(auth[0])
+        env = self.env()
+
+        def answers() -> bool:
+            probe = subprocess.run(["xdpyinfo"], env=env, capture_output=True, check=False, timeout=10)
+            return probe.returncode == 0
+
+        self._wait(answers, f"XWayland on {self.x_display}", deadline)
 
     def _start_bus(self, deadline: float) -> None:
         address = f"unix:path={self.runtime_dir / 'bus'}"
@@ -204,7 +244,9 @@ class GnomeStack:
                 process.wait(timeout=5)
             if process.stdout is not None:
                 process.stdout.close()
+        mutter_pids = {str(process.pid) for name, process in self._processes if name == "mutter"}
         self._processes.clear()
+        _remove_x_locks_of(mutter_pids)
         # D-Bus activated services (the portals) were started by dbus-daemon in its own session
         # group and outlive it; end those that belong to this stack's runtime folder.
         _end_processes_with_env("XDG_RUNTIME_DIR", str(self.runtime_dir))
@@ -220,6 +262,20 @@ class GnomeStack:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _remove_x_locks_of(pids: set[str]) -> None:
+    """Remove the X display lock files and sockets mutter made for XWayland: it leaves them on SIGTERM."""
+    for lock in Path("/tmp").glob(".X*-lock"):
+        try:
+            owner = lock.read_text().strip()
+        except OSError:
+            continue
+        if owner in pids:
+            number = lock.name[2:-5]
+            for path in (lock, Path("/tmp/.X11-unix") / f"X{number}"):
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
 
 def _end_processes_with_env(key: str, value: str) -> None:
@@ -343,9 +399,12 @@ def answer_consent(
 
 
 if __name__ == "__main__":
-    with GnomeStack() as stack:
-        for key in ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "HOME"):
-            print(f"export {key}={stack.env()[key]}")
+    import sys
+
+    with GnomeStack(xwayland="--xwayland" in sys.argv[1:]) as stack:
+        for key in ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY", "XAUTHORITY", "HOME"):
+            if key in stack.env():
+                print(f"export {key}={stack.env()[key]}")
         print("running; Ctrl+C stops it")
         try:
             while True:

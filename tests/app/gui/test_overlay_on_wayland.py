@@ -175,13 +175,6 @@ def test_the_approval_panel_stays_above_the_native_window(
     while covered() < 0.97:
         assert time.monotonic() < deadline, f"the panel covers only {covered():.0%} of its place"
         time.sleep(0.05)
-    # The user clicks their window (it takes focus and would be raised): the panel stays on top.
-    native_window.drain()
-    elsewhere = (1200, 60) if left + width < 1150 or top > 100 else (60, 60)
-    remote.click(*elsewhere)
-    assert native_window.wait_for("press", 5.0)["widget"] == "window"
-    time.sleep(0.3)
-    assert covered() > 0.97
     probe.send({"cmd": "cancel"})
     assert probe.wait_for("decided", 5)["decision"] == "stop"
 

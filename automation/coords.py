@@ -6,6 +6,13 @@ Spaces:
 - image space: pixels of the frame as sent to the model, after any resize.
 - screen space: physical pixels of the virtual desktop, as mss and pyautogui see them on X11 and
   Windows. Monitors may sit at negative offsets and have different scale factors.
+- window-system space: where Holodesk's own windows live. On X11 and Windows it is screen space. On
+  a Wayland session, screen space is the portal's (each stream's physical pixels) while Holodesk's
+  windows, through XWayland, live on the X screen: the same monitors, possibly scaled. On GNOME at
+  scale 1 (and at integer scales, where mutter lays monitors out in physical pixels) the two
+  coincide. With fractional scaling, mutter before 47 gives XWayland logical pixels (a 2560x1600
+  monitor at 200% is 1280x800 on the X screen, its X windows upscaled); mutter 47's
+  xwayland-native-scaling gives it physical ones. `remap_point` carries a point across.
 - Qt logical space: what a widget on a given monitor draws in. Qt keeps each screen's top-left
   where it is natively and divides distances from it by the screen's device-pixel ratio.
 
@@ -216,3 +223,33 @@ def virtual_desktop(monitors: Sequence[Monitor]) -> Rect:
     right = max(m.rect.right for m in monitors)
     bottom = max(m.rect.bottom for m in monitors)
     return Rect(left, top, right - left, bottom - top)
+
+
+def _spatial_order(monitors: Sequence[Monitor]) -> list[Monitor]:
+    return sorted(monitors, key=lambda m: (m.rect.left, m.rect.top))
+
+
+def layouts_match(first: Sequence[Monitor], second: Sequence[Monitor]) -> bool:
+    """Whether two descriptions of the monitors have the same rectangles (nothing to remap)."""
+    return [m.rect for m in _spatial_order(first)] == [m.rect for m in _spatial_order(second)]
+
+
+def remap_point(point: Point, source: Sequence[Monitor], target: Sequence[Monitor]) -> Point:
+    """The pixel of `target`'s space that shows what pixel `point` of `source`'s space shows.
+
+    `source` and `target` describe the same monitors in two spaces (screen space and window-system
+    space, see the module docstring); they are paired in spatial order (left to right, then top to
+    bottom), which scaling keeps. Each monitor maps onto its counterpart linearly through pixel
+    centres. OffScreenError when the point is on no monitor, or the two do not have as many monitors.
+    """
+    if len(source) != len(target):
+        raise OffScreenError(
+            f"the screen has {len(source)} monitor(s) but Holodesk's windows see {len(target)}: "
+            "cannot tell where a point is"
+        )
+    mine = monitor_at(point, source)
+    theirs = _spatial_order(target)[_spatial_order(source).index(mine)]
+    a, b = mine.rect, theirs.rect
+    x = b.left + math.floor((point.x - a.left + 0.5) * b.width / a.width)
+    y = b.top + math.floor((point.y - a.top + 0.5) * b.height / a.height)
+    return Point(x, y)

@@ -54,29 +54,29 @@ TRANSFORMERS_RANGE = ((4, 53), (4, 54))  # > 4.53, < 4.54 as the Holotron-12B ca
 
 
 def check_display() -> CheckResult:
+    """Which display Holodesk's window and the X11 backend would use; on Wayland, whether XWayland is there."""
     if sys.platform == "darwin":
         return CheckResult("display", Status.OK, "macOS (Quartz)")
     if sys.platform == "win32":
         return CheckResult("display", Status.OK, "Windows")
-    session = os.environ.get("XDG_SESSION_TYPE", "")
     wayland = os.environ.get("WAYLAND_DISPLAY")
     x11 = os.environ.get("DISPLAY")
-    if wayland or session == "wayland":
-        if x11:
+    if wayland:
+        from holodesk.app.gui.qt_platform import choose_qt_platform
+
+        gui = choose_qt_platform()
+        if gui.blocker:
             return CheckResult(
                 "display",
                 Status.WARN,
-                f"Wayland session with XWayland ({x11}): capture and input reach X11 windows only",
-                fix="log in to an X11 session for full control; bind a desktop shortcut to `holodesk trigger`"
-                " (global hotkeys cannot be grabbed on Wayland)",
+                f"Wayland ({wayland}) without XWayland (DISPLAY {'does not answer' if x11 else 'is unset'}): "
+                "the tray app's overlay and approval panel need XWayland; `holodesk run` with the terminal "
+                "approver works through the desktop portal",
+                fix="enable XWayland (GNOME and KDE start it by default), or run tasks with `holodesk run`",
             )
-        return CheckResult(
-            "display",
-            Status.FAIL,
-            "Wayland without XWayland: screen capture and input injection are not available",
-            fix="log in to an X11 session (or enable XWayland)",
-            blocking=True,
-        )
+        if gui.warning:
+            return CheckResult("display", Status.WARN, gui.warning, fix="unset QT_QPA_PLATFORM")
+        return CheckResult("display", Status.OK, f"Wayland ({wayland}); {gui.reason}")
     if x11:
         return CheckResult("display", Status.OK, f"X11 ({x11})")
     return CheckResult(
@@ -454,7 +454,8 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
     display = check_display()
     yield display
     yield from _guarded("backend", check_desktop_backend)
-    if display.status is not Status.FAIL:
+    if display.status is not Status.FAIL and _x11_backend_chosen():
+        # mss and pyautogui: on a Wayland session they would test XWayland, not what Holodesk uses.
         yield from _guarded("monitors", check_monitors_and_capture)
         yield from _guarded("input", lambda: iter([check_input_injection()]))
         yield from _guarded("held input", lambda: iter([check_held_input()]))
@@ -465,6 +466,16 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
     elif options.backend == "remote":
         yield from _guarded("server", lambda: iter([check_server(options)]))
     # scripted: replays recorded answers; nothing to check beyond the desktop
+
+
+def _x11_backend_chosen() -> bool:
+    from holodesk.automation.backends import choose_backend
+    from holodesk.automation.errors import AutomationError
+
+    try:
+        return choose_backend().name == "x11"
+    except AutomationError:
+        return True  # the backend line says what is wrong with HOLODESK_BACKEND
 
 
 def _guarded(name: str, make: Callable[[], Iterator[CheckResult]]) -> Iterator[CheckResult]:

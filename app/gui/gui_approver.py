@@ -38,6 +38,7 @@ from holodesk.app.gui.gui_thread import GuiThreadCaller
 from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import QtCore, QtGui, Signal
+from holodesk.app.gui.qt_screens import use_engine_layout
 from holodesk.automation.actions import Action
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
@@ -183,6 +184,7 @@ class GuiApprover(QtCore.QObject):
             self._finish(self._pending, ApprovalDecision.stop(), False)
         self._pending = pending
         request = pending.request
+        use_engine_layout(request.frame.monitors)  # the marker lands on the capture's pixel (qt_screens)
         self.overlay.show_proposal(request.step, request.action)
         self.panel.present(request)
         if self._key_grab is not None:

@@ -26,6 +26,7 @@ from holodesk.app.gui.loading_window import LoadingWindow
 from holodesk.app.gui.overlay import OverlayAwareCapture, OverlayController
 from holodesk.app.gui.portal_hotkeys import PortalHotkeys, shortcut_requests
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
+from holodesk.app.gui.qt_platform import apply_qt_platform
 from holodesk.app.gui.recent_tasks import RecentTasks, default_path
 from holodesk.app.gui.settings_dialog import SettingsDialog
 from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
@@ -437,8 +438,15 @@ def tray_icon(state: AppState) -> QtGui.QIcon:
 
 def run_app(argv: list[str] | None = None) -> int:
     """`holodesk` with no command: become the running instance (or wake the one that runs) and start."""
+    platform = apply_qt_platform()  # XWayland on a Wayland session: before the QApplication exists
+    if platform.blocker:
+        print(f"holodesk: {platform.blocker}", file=sys.stderr, flush=True)
     app = QtWidgets.QApplication(argv if argv is not None else sys.argv[:1])
     app.setApplicationName("Holodesk")
+    if platform.blocker:
+        # Started from a menu, nobody reads stderr: say it in a window too (native Wayland can show one).
+        QtWidgets.QMessageBox.critical(None, "Holodesk needs XWayland", platform.blocker)
+        return 1
     app.setQuitOnLastWindowClosed(False)  # closing the history or settings window must not quit the tray
     try:
         server = acquire_instance()
@@ -450,5 +458,8 @@ def run_app(argv: list[str] | None = None) -> int:
         return 0
     holodesk = HolodeskApp(load_settings(), tray_icon, server)
     holodesk.start()
+    if platform.warning:
+        print(f"holodesk: {platform.warning}", file=sys.stderr, flush=True)
+        holodesk.indicator.notify("Holodesk on native Wayland", platform.warning)
     app.aboutToQuit.connect(lambda: server.close())
     return app.exec()

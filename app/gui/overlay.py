@@ -17,7 +17,9 @@ by the physical distance the pointer moved (both ends converted with `coords.log
 
 Keeping the overlay out of the model's screenshot: `OverlayAwareCapture` wraps a FrameSource; its
 `grab()` (on the engine thread) hides the overlay through a blocking call into the GUI thread, waits
-for the X server to have unmapped it and the compositor to repaint, grabs, and shows it again.
+for the X server to have unmapped it and the compositor to repaint, grabs, and shows it again. A
+source whose pictures trail the screen (the Wayland portal's stream, automation.fresh_frames) is
+told when and where the overlay was hidden, so it grabs only a picture painted after that.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows, tell_source_about
 from holodesk.app.gui.gui_thread import GuiCallTimeout, GuiThreadCaller
 from holodesk.app.gui.overlay_drawing import MARKER, OUTLINE, RING_RADIUS, OverlayScene, painted_region, render_scene
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
@@ -330,14 +333,9 @@ class OverlayController(QtCore.QObject):
         self._render()
         self.target_edited.emit(edited)
 
-    def hide_for_capture(self) -> list[QtWidgets.QWidget]:
+    def hide_for_capture(self) -> HiddenWindows:
         """Hide what is shown, make sure the X server has unmapped it; returns what to show again."""
-        hidden = self.windows()
-        for window in hidden:
-            window.hide()
-        if hidden:
-            QtGui.QGuiApplication.sync()  # a round trip: the unmaps have reached the window system
-        return hidden
+        return hide_windows(self.windows())
 
     def restore_after_capture(self, hidden: Sequence[QtWidgets.QWidget]) -> None:
         if self._scene is None:
@@ -349,10 +347,12 @@ class OverlayController(QtCore.QObject):
     # -- any thread --
 
     @contextmanager
-    def hidden_for_capture(self, timeout_s: float = 2.0) -> Iterator[None]:
-        """Keep the overlay off the screen for the block; call from the engine (or any) thread."""
+    def hidden_for_capture(self, timeout_s: float = 2.0) -> Iterator[HiddenWindows]:
+        """Keep the overlay off the screen for the block; call from the engine (or any) thread.
+
+        Yields what was hidden, where and when, for a source that must grab a later picture."""
         if not self._showing:
-            yield
+            yield HiddenWindows()
             return
         with self._capture_lock:
             try:
@@ -360,12 +360,12 @@ class OverlayController(QtCore.QObject):
             except GuiCallTimeout as exc:
                 raise CaptureError(f"could not hide the overlay before the screenshot: {exc}") from exc
             try:
-                if hidden:
+                if hidden.windows:
                     time.sleep(self.capture_settle_s)
-                yield
+                yield hidden
             finally:
-                if hidden:
-                    self._gui.post(lambda: self.restore_after_capture(hidden))
+                if hidden.windows:
+                    self._gui.post(lambda: self.restore_after_capture(hidden.windows))
 
 
 class OverlayAwareCapture:
@@ -379,7 +379,8 @@ class OverlayAwareCapture:
         self.focus_guard = focus_guard  # told after each grab which window the user was typing in
 
     def grab(self, monitor: int | None) -> ScreenFrame:
-        with self.controller.hidden_for_capture():
+        with self.controller.hidden_for_capture() as hidden:
+            tell_source_about(self.capture, hidden)
             frame = self.capture.grab(monitor)
         if self.focus_guard is not None:
             self.focus_guard.remember()

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets
+from holodesk.app.gui.qt_screens import engine_to_window_system
 from holodesk.automation.actions import Action, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText
 from holodesk.automation.annotate import MARKER_COLOUR
 from holodesk.automation.coords import Monitor, screen_to_logical
+from holodesk.automation.errors import OffScreenError
 
 MARKER = QtGui.QColor(*MARKER_COLOUR)  # the same colour as the annotated screenshots in the history
 OUTLINE = QtGui.QColor(16, 16, 24, 210)  # dark edge so the marker reads on light and dark screens
@@ -72,6 +74,14 @@ class OverlayScene:
         return action_in_words(action)
 
 
+def _on_qt_screens(point: Point) -> Point:
+    """A screen-space point in the space of Qt's screens (the same unless qt_screens remaps, see there)."""
+    try:
+        return engine_to_window_system(point)
+    except OffScreenError:
+        return point  # off every monitor: drawn nowhere, as before
+
+
 class _Sketch:
     """Draws a scene on one window's device pixels."""
 
@@ -84,7 +94,7 @@ class _Sketch:
 
     def device(self, point: Point) -> tuple[int, int]:
         """The device pixel of this window that shows a screen pixel (through coords, then Qt's ratio)."""
-        x, y = screen_to_logical(point, self.monitor)
+        x, y = screen_to_logical(_on_qt_screens(point), self.monitor)
         scale = self.monitor.scale
         return round((x - self.origin.x()) * scale), round((y - self.origin.y()) * scale)
 
@@ -93,7 +103,7 @@ class _Sketch:
         return QtCore.QPointF(x + 0.5, y + 0.5)
 
     def shows(self, point: Point) -> bool:
-        return self.monitor.rect.contains(point)
+        return self.monitor.rect.contains(_on_qt_screens(point))
 
     # -- primitives --
 

@@ -4,13 +4,30 @@ Qt keeps each screen's top-left where it natively is and divides distances from 
 device-pixel ratio; described as a `Monitor` with that ratio, a screen converts through
 `coords.screen_to_logical` and `coords.logical_to_screen` like any other. The ratio is Qt's own
 (QT_SCALE_FACTOR, Xft.dpi, the platform's), so positions agree with what Qt draws.
+
+The engine's screen space is the capture's. Where Qt's screens describe the monitors differently
+(a Wayland session: the portal's pixels versus the X screen Qt sees through XWayland, scaled with
+fractional scaling), `use_engine_layout` records the capture's monitors (from a frame) and every
+conversion here goes through `coords.remap_point` first, so a marker still covers the pixel the
+action names. Where they agree (X11; GNOME at scale 1) nothing is remapped.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
 from holodesk.automation.actions import Point
-from holodesk.automation.coords import Monitor, Rect, logical_to_screen, monitor_at, screen_to_logical
+from holodesk.automation.coords import (
+    Monitor,
+    Rect,
+    layouts_match,
+    logical_to_screen,
+    monitor_at,
+    remap_point,
+    screen_to_logical,
+)
 from holodesk.automation.errors import OffScreenError
 
 
@@ -27,8 +44,37 @@ def qt_monitors() -> list[tuple[QtGui.QScreen, Monitor]]:
     return [(screen, screen_monitor(screen, index)) for index, screen in enumerate(QtGui.QGuiApplication.screens(), 1)]
 
 
+_engine_layout: tuple[Monitor, ...] = ()  # the capture's monitors, when they differ from Qt's
+
+
+def use_engine_layout(monitors: Sequence[Monitor]) -> None:
+    """The engine's screen space, as its frames describe it (`ScreenFrame.monitors`); GUI thread.
+
+    Only a Wayland session's portal frames can disagree with Qt's screens: elsewhere the capture and
+    Qt read the same X screen (or the platform's own space) and nothing is remapped."""
+    global _engine_layout
+    through_xwayland = bool(os.environ.get("WAYLAND_DISPLAY")) and QtGui.QGuiApplication.platformName() == "xcb"
+    qt_layout = [m for _, m in qt_monitors()]
+    same = not through_xwayland or not monitors or layouts_match(monitors, qt_layout)
+    _engine_layout = () if same else tuple(monitors)
+
+
+def engine_to_window_system(point: Point) -> Point:
+    """A screen-space point as the pixel of Qt's screens that shows it (the same where layouts agree)."""
+    if not _engine_layout:
+        return point
+    return remap_point(point, _engine_layout, [m for _, m in qt_monitors()])
+
+
+def window_system_to_engine(point: Point) -> Point:
+    if not _engine_layout:
+        return point
+    return remap_point(point, [m for _, m in qt_monitors()], _engine_layout)
+
+
 def screen_point_to_global_logical(point: Point) -> QtCore.QPointF:
     """The Qt global logical position of a screen pixel's centre (OffScreenError off every screen)."""
+    point = engine_to_window_system(point)
     monitor = monitor_at(point, [m for _, m in qt_monitors()])
     x, y = screen_to_logical(point, monitor)
     half = 0.5 / monitor.scale
@@ -40,7 +86,7 @@ def global_logical_to_screen(position: QtCore.QPointF) -> Point:
     for screen, monitor in qt_monitors():
         geometry = QtCore.QRectF(screen.geometry())
         if geometry.contains(position):
-            return logical_to_screen(position.x(), position.y(), monitor)
+            return window_system_to_engine(logical_to_screen(position.x(), position.y(), monitor))
     raise OffScreenError(f"logical position ({position.x():g}, {position.y():g}) is on no screen")
 
 

@@ -2,7 +2,8 @@
 
 It never takes the keyboard (the user keeps working in their application) and never appears in a
 screenshot the model sees: `StatusHiddenCapture` hides it, on the GUI thread and confirmed by the
-window system, before every grab.
+window system, before every grab (and a source whose pictures trail the screen is told, see
+app/gui/capture_hiding.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows, tell_source_about
 from holodesk.app.gui.gui_thread import GuiThreadCaller
 from holodesk.app.gui.qt import FLOATING_NO_FOCUS, Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.automation.engine import FrameSource
@@ -96,12 +98,11 @@ class ThinkingStatus(QtWidgets.QWidget):
         self.raise_()
         self._timer.start()
 
-    def hide_status(self) -> None:
+    def hide_status(self) -> HiddenWindows:
+        """Hide the status; unmapped by the window system before this returns (a screenshot may follow)."""
         self._showing = False
         self._timer.stop()
-        if self.isVisible():
-            self.hide()
-            QtGui.QGuiApplication.sync()  # unmapped before a screenshot may be taken
+        return hide_windows([self])
 
     def _tick(self) -> None:
         self._ticks += 1
@@ -127,10 +128,11 @@ class ThinkingStatus(QtWidgets.QWidget):
 
     # -- any thread --
 
-    def hide_for_capture(self, timeout_s: float = 2.0) -> None:
+    def hide_for_capture(self, timeout_s: float = 2.0) -> HiddenWindows:
         """Hide the status before a screenshot; call from the engine (or any) thread."""
-        if self._showing:
-            self._gui.call(self.hide_status, timeout_s)
+        if not self._showing:
+            return HiddenWindows()
+        return self._gui.call(self.hide_status, timeout_s)
 
 
 class StatusHiddenCapture:
@@ -141,7 +143,7 @@ class StatusHiddenCapture:
         self.status = status
 
     def grab(self, monitor: int | None) -> ScreenFrame:
-        self.status.hide_for_capture()
+        tell_source_about(self.capture, self.status.hide_for_capture())
         return self.capture.grab(monitor)
 
     def __getattr__(self, name: str) -> object:

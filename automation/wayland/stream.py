@@ -151,6 +151,21 @@ class FrameStream:
                     self._ended = str(error.message) or "a PipeWire error"
         return self._ended
 
+    def wait_for_quiet(self, quiet_s: float, until: float) -> None:
+        """Wait until no frame has arrived for `quiet_s`, or until `until` (time.monotonic()).
+
+        A picture that arrives just after a change can have been painted just before it; mutter
+        limits a stream's frame rate and sends the newer picture one interval later, so the newest
+        picture once the stream falls quiet is the one that shows the change.
+        """
+        with self._arrived:
+            while True:
+                now = time.monotonic()
+                quiet_left = self._latest_at + quiet_s - now
+                if quiet_left <= 0 or now >= until:
+                    return
+                self._arrived.wait(min(quiet_left, until - now))
+
     def _pipeline_error(self) -> str:
         bus = self._pipeline.get_bus()
         message = bus.pop_filtered(self._gst.MessageType.ERROR) if bus is not None else None

@@ -186,3 +186,22 @@ def test_virtual_desktop_bounds_all_monitors():
 def test_impossible_geometry_is_rejected(make):
     with pytest.raises(ValueError):
         make()
+
+
+def test_remap_point_between_the_portal_layout_and_a_logical_xwayland_screen():
+    from holodesk.automation.coords import Monitor, Rect, layouts_match, remap_point
+
+    # Two monitors: 2560x1600 at 200% and 1920x1080 at 100%, as the portal gives them (physical
+    # pixels) and as mutter < 47 with fractional scaling gives XWayland (logical pixels).
+    portal = [Monitor(1, Rect(0, 0, 2560, 1600), 2.0), Monitor(2, Rect(2560, 0, 1920, 1080), 1.0)]
+    x_screen = [Monitor(2, Rect(1280, 0, 1920, 1080)), Monitor(1, Rect(0, 0, 1280, 800))]
+    assert not layouts_match(portal, x_screen)
+    assert remap_point(Point(1001, 601), portal, x_screen) == Point(500, 300)
+    assert remap_point(Point(2559, 1599), portal, x_screen) == Point(1279, 799)
+    assert remap_point(Point(2560 + 17, 33), portal, x_screen) == Point(1280 + 17, 33)
+    assert remap_point(Point(500, 300), x_screen, portal) == Point(1001, 601)  # the pixel's centre
+    with pytest.raises(OffScreenError, match="on no monitor"):
+        remap_point(Point(3000, 1500), portal, x_screen)
+    with pytest.raises(OffScreenError, match="2 monitor"):
+        remap_point(Point(1, 1), portal, x_screen[:1])
+    assert layouts_match(portal, list(reversed(portal)))

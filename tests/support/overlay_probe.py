@@ -8,9 +8,12 @@ Commands (JSON lines on stdin) and what the probe answers (JSON lines on stdout)
   {"cmd": "show", "step": N, "action": {...}}  -> {"event": "shown", "handles": [[x, y], ...]}
         (the targets that have a drag handle on them)
   {"cmd": "clear"}                              -> {"event": "cleared"}
-  {"cmd": "grab", "points": [[x, y], ...], "wrapped": bool}
-        a worker thread grabs the desktop (through OverlayAwareCapture when wrapped) and answers
-        {"event": "grabbed", "colours": [[r, g, b], ...], "visible_after": bool}
+  {"cmd": "grab", "points": [[x, y], ...], "wrapped": bool, "changed_in_s": float}
+        a worker thread grabs the desktop (through OverlayAwareCapture when wrapped; after telling a
+        trailing source that the whole screen changes that many seconds from now, with changed_in_s:
+        a compositor that never repaints, as far as the grab can tell) and answers
+        {"event": "grabbed", "colours": [[r, g, b], ...], "visible_after": bool, "seconds": float}
+        or {"event": "grab_failed", "error": str}
   {"cmd": "decide", "step": N, "action": {...}, "note": str, "thought": str, "loop_warning": str}
         a worker thread calls GuiApprover.decide(); once the panel is up:
         {"event": "panel", "widgets": {name: [x, y, w, h]}} (the visible ones), and when decide() returns:
@@ -19,6 +22,11 @@ Commands (JSON lines on stdin) and what the probe answers (JSON lines on stdout)
   {"cmd": "quit"}
 Unprompted: {"event": "target_edited", "action": {...}} when a marker was dragged.
 Every geometry is in screen space (physical pixels), converted through automation.coords.
+
+`OverlayProbe.start(wayland=True)` runs it as Holodesk runs on a Wayland session: Qt's platform is
+chosen by holodesk.app.gui.qt_platform (XWayland), frames come from the backend that
+holodesk.automation.backends chooses (the portal; its dialog shows on the first grab), and the
+probe reports {"event": "notice", "text": ...} for the backend's explanations.
 """
 
 from __future__ import annotations
@@ -56,11 +64,19 @@ class OverlayProbe:
 
     @classmethod
     def start(
-        cls, scale: float | None = None, screen_scales: str | None = None, timeout_s: float = 20.0
+        cls,
+        scale: float | None = None,
+        screen_scales: str | None = None,
+        timeout_s: float = 20.0,
+        *,
+        wayland: bool = False,
     ) -> OverlayProbe:
         """Start the probe; `scale` sets QT_SCALE_FACTOR, `screen_scales` QT_SCREEN_SCALE_FACTORS."""
         env = dict(os.environ)
         env.update(QT_QPA_PLATFORM="xcb", QT_NO_GLIB="1", PYTHONPATH=str(REPO_ROOT))
+        if wayland:
+            del env["QT_QPA_PLATFORM"]  # Holodesk's own choice decides
+            env["HOLODESK_PROBE_WAYLAND"] = "1"
         for name in ("QT_SCALE_FACTOR", "QT_SCREEN_SCALE_FACTORS", "QT_ENABLE_HIGHDPI_SCALING"):
             env.pop(name, None)
         if scale is not None:
@@ -155,15 +171,27 @@ def main() -> int:
     from holodesk.app.gui.qt_screens import qt_monitors, widget_screen_rect
     from holodesk.automation.actions import action_from_dict
     from holodesk.automation.cancel import CancelToken
+    from holodesk.automation.coords import virtual_desktop
     from holodesk.automation.engine import ApprovalRequest
     from holodesk.automation.proposal import Proposal
     from holodesk.automation.screen import ScreenCapture
 
-    app = QtWidgets.QApplication([sys.argv[0], "-platform", "xcb"])
+    wayland = os.environ.get("HOLODESK_PROBE_WAYLAND") == "1"
+    platform_reason = ""
+    if wayland:
+        from holodesk.app.gui.qt_platform import apply_qt_platform
+        from holodesk.automation.backends import create_backends
+
+        choice = apply_qt_platform()
+        platform_reason = choice.blocker or choice.reason
+        app = QtWidgets.QApplication([sys.argv[0]])
+        capture, _executor = create_backends(lambda text: emit({"event": "notice", "text": text}))
+    else:
+        app = QtWidgets.QApplication([sys.argv[0], "-platform", "xcb"])
+        capture = ScreenCapture()
     controller = OverlayController()
     approver = GuiApprover(controller)
     controller.target_edited.connect(lambda action: emit({"event": "target_edited", "action": action.to_dict()}))
-    capture = ScreenCapture()
     pending_cancel: list[CancelToken] = []
 
     class Commands(QtCore.QObject):
@@ -201,10 +229,19 @@ def main() -> int:
         source = OverlayAwareCapture(capture, controller) if command.get("wrapped") else capture
 
         def work() -> None:
-            frame = source.grab(None)
+            started = time.monotonic()
+            try:
+                if "changed_in_s" in command:
+                    desktop = virtual_desktop(capture.monitors())
+                    capture.require_frame_after(time.monotonic() + command["changed_in_s"], [desktop])
+                frame = source.grab(None)
+            except Exception as exc:  # reported to the test, which decides
+                emit({"event": "grab_failed", "error": f"{type(exc).__name__}: {exc}"})
+                return
+            seconds = time.monotonic() - started
             colours = [list(frame.pixel_rgb(x, y)) for x, y in command["points"]]
             # The restore is queued ahead of this; the GUI thread reports once it has run it.
-            commands.received.emit({"cmd": "_grabbed", "colours": colours})
+            commands.received.emit({"cmd": "_grabbed", "colours": colours, "seconds": seconds})
 
         threading.Thread(target=work, daemon=True).start()
 
@@ -271,7 +308,14 @@ def main() -> int:
         elif name == "decide":
             on_decide(command)
         elif name == "_grabbed":
-            emit({"event": "grabbed", "colours": command["colours"], "visible_after": bool(controller.windows())})
+            emit(
+                {
+                    "event": "grabbed",
+                    "colours": command["colours"],
+                    "seconds": command["seconds"],
+                    "visible_after": bool(controller.windows()),
+                }
+            )
         elif name == "cancel":
             for token in pending_cancel:
                 token.cancel()
@@ -284,6 +328,8 @@ def main() -> int:
         {
             "event": "ready",
             "screens": [{"name": m.name, "rect": list(_rect(m.rect)), "scale": m.scale} for _, m in qt_monitors()],
+            "platform": app.platformName(),
+            "platform_reason": platform_reason,
         }
     )
     return app.exec()

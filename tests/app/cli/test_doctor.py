@@ -115,3 +115,15 @@ def test_doctor_try_loads_the_stand_in_and_runs_one_step(xvfb, tiny_checkpoint: 
     assert checks["try"] in ("WARN", "OK"), result.stdout + result.stderr
     assert "tokens in" in try_line and try_line.isprintable()
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_wayland_without_xwayland_is_a_warning_that_names_the_terminal_way(tmp_path: Path):
+    env = base_env(None)
+    env.update(WAYLAND_DISPLAY="wayland-holodesk-none", XDG_SESSION_TYPE="wayland", XDG_RUNTIME_DIR=str(tmp_path))
+    with FakeOpenAIServer() as server:
+        result = doctor("--backend", "remote", "--base-url", server.base_url, env=env)
+    checks = lines_of(result)
+    assert checks["display"] == "WARN", result.stdout
+    assert "overlay and approval panel need XWayland" in result.stdout
+    assert "`holodesk run` with the terminal approver works" in result.stdout
+    assert "monitor 1" not in checks  # the X11 capture check is not what runs here

@@ -1,0 +1,180 @@
+"""Holodesk's overlay and approval panel on a Wayland session, on a real compositor (headless mutter).
+
+mutter runs with XWayland (tests.support.gnome_stack, xwayland=True) under a native Wayland Qt window
+that fills the screen. The overlay probe runs as Holodesk runs there: its Qt platform chosen by
+holodesk.app.gui.qt_platform, its frames from the portal backend (the test answers the permission
+dialog). The test's own eyes are mutter's screen cast (tests.support.mutter_remote), its hand
+mutter's virtual pointer. Checked: the GUI runs through XWayland; the marker covers the target pixel
+in the compositor's picture; the frame Holodesk hands the model does not show it; a click on the
+target goes through the marker to the native window; the approval panel stays above that window.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from holodesk.automation.annotate import MARKER_COLOUR
+from tests.automation.wayland.conftest import WaylandTarget
+from tests.support.gnome_stack import GnomeStack, StackError, answer_consent
+from tests.support.mutter_remote import MutterRemote
+from tests.support.overlay_probe import OverlayProbe
+from tests.support.wayland_target import BACKGROUND_COLOUR, PAD_COLOUR
+
+TARGET = (900, 300)  # on the window's plain background, away from its pad, field and the panel
+PAD_TARGET = (300, 200)  # on the pad, with the marker's label (325..485, 225..255) on the pad too
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[GnomeStack]:
+    gnome = GnomeStack(xwayland=True)
+    try:
+        gnome.start()
+    except StackError as exc:
+        pytest.fail(f"the headless GNOME stack with XWayland did not start: {exc}", pytrace=False)
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in gnome.env().items():
+            if key.startswith(("DBUS_", "XDG_", "WAYLAND_")) or key in ("HOME", "DISPLAY", "XAUTHORITY"):
+                patch.setenv(key, value)
+        patch.delenv("QT_QPA_PLATFORM", raising=False)
+        patch.delenv("HOLODESK_BACKEND", raising=False)
+        try:
+            yield gnome
+        finally:
+            gnome.stop()
+
+
+@pytest.fixture(scope="module")
+def remote(stack: GnomeStack) -> Iterator[MutterRemote]:
+    eyes = MutterRemote(stack.bus_address, str(stack.runtime_dir))
+    try:
+        yield eyes
+    finally:
+        eyes.close()
+
+
+@pytest.fixture(scope="module")
+def native_window(stack: GnomeStack) -> Iterator[WaylandTarget]:
+    window = WaylandTarget(stack)
+    assert window.ready["platform"] == "wayland" and (window.ready["width"], window.ready["height"]) == (1280, 800)
+    try:
+        yield window
+    finally:
+        window.close()
+
+
+@pytest.fixture(scope="module")
+def probe(stack: GnomeStack, remote: MutterRemote, native_window: WaylandTarget) -> Iterator[OverlayProbe]:
+    """Holodesk's GUI side, its portal session started (the test answers the dialog)."""
+    gui = OverlayProbe.start(wayland=True, timeout_s=30)
+    try:
+        gui.send({"cmd": "grab", "points": [[0, 0]], "wrapped": False})
+        answer_consent(remote)
+        gui.wait_for("grabbed", 30)
+        yield gui
+    finally:
+        gui.close()
+
+
+def newest_frame_showing(remote: MutterRemote, point: tuple[int, int], colour: tuple[int, ...], timeout_s: float = 5):
+    """The compositor's picture once `point` shows `colour` (fails with what it showed instead)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        frame = remote.screenshot()
+        seen = tuple(int(v) for v in frame[point[1], point[0], 2::-1])
+        if seen == colour:
+            return frame
+        assert time.monotonic() < deadline, f"{point} shows {seen}, not {colour}"
+        time.sleep(0.05)
+
+
+def test_the_gui_runs_through_xwayland(probe: OverlayProbe, stack: GnomeStack) -> None:
+    assert probe.ready["platform"] == "xcb"
+    assert stack.x_display in probe.ready["platform_reason"]
+    # The X screen XWayland gives Qt is the portal's layout at scale 1: nothing to remap.
+    assert [screen["rect"] for screen in probe.ready["screens"]] == [[0, 0, 1280, 800]]
+    notice = probe.wait_for("notice", 1)
+    assert "Allow Remote Interaction" in notice["text"]
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="known race, issue 15 point 3: on this loaded headless mutter a portal picture painted 23 ms "
+    "after the hide's X round trip (PipeWire PTS) still showed the marker, and the next picture came "
+    "more than 80 ms later; arrival-time freshness plus a quiet period narrows the race but does not close it",
+)
+def test_marker_covers_the_target_and_the_models_frame_does_not_show_it(
+    probe: OverlayProbe, remote: MutterRemote
+) -> None:
+    x, y = TARGET
+    probe.request({"cmd": "show", "step": 2, "action": {"kind": "click", "at": [x, y]}}, "shown")
+    frame = newest_frame_showing(remote, TARGET, MARKER_COLOUR)
+    ring = [(x + 15, y), (x - 15, y), (x, y + 15)]  # the marker ring is drawn around it
+    assert all(tuple(frame[py, px, 2::-1]) != BACKGROUND_COLOUR for px, py in ring)
+    assert tuple(frame[y, x + 60, 2::-1]) == BACKGROUND_COLOUR  # and only there
+    points = [[x, y], *[[px, py] for px, py in ring]]
+    # Unwrapped, Holodesk's own portal frame shows the marker too: the check below can fail.
+    deadline = time.monotonic() + 5
+    while tuple(probe.request({"cmd": "grab", "points": points, "wrapped": False}, "grabbed")["colours"][0]) != (
+        MARKER_COLOUR
+    ):
+        assert time.monotonic() < deadline, "Holodesk's portal stream never showed the marker"
+        time.sleep(0.05)
+    for _attempt in range(3):
+        grabbed = probe.request({"cmd": "grab", "points": points, "wrapped": True}, "grabbed")
+        assert [tuple(c) for c in grabbed["colours"]] == [BACKGROUND_COLOUR] * len(points)
+        assert grabbed["visible_after"]  # shown again after the grab
+        newest_frame_showing(remote, TARGET, MARKER_COLOUR)  # back on screen before the next grab
+    probe.request({"cmd": "clear"}, "cleared")
+
+
+def test_a_grab_without_a_new_picture_fails_in_words(probe: OverlayProbe) -> None:
+    # The screen "changes" an hour from now: no picture the stream delivers can be newer.
+    probe.send({"cmd": "grab", "points": [[0, 0]], "wrapped": False, "changed_in_s": 3600})
+    failure = probe.wait_for("grab_failed", 10)
+    assert "CaptureError: the desktop sent no new picture of monitor 1 within 2 s" in failure["error"]
+
+
+def test_a_click_on_the_marker_goes_through_to_the_native_window(
+    probe: OverlayProbe, remote: MutterRemote, native_window: WaylandTarget
+) -> None:
+    x, y = PAD_TARGET
+    probe.request({"cmd": "show", "step": 3, "action": {"kind": "click", "at": [x, y]}}, "shown")
+    label = (x + 100, y + 40)  # on the marker's label: the overlay window, which takes no input
+    deadline = time.monotonic() + 5
+    while tuple(int(v) for v in remote.screenshot()[label[1], label[0], 2::-1]) == PAD_COLOUR:
+        assert time.monotonic() < deadline, f"the marker's label never showed at {label}"
+        time.sleep(0.05)
+    native_window.drain()
+    remote.click(*label)
+    press = native_window.wait_for("press", 5.0)
+    assert (press["x"], press["y"], press["widget"]) == (*label, "pad")
+    probe.request({"cmd": "clear"}, "cleared")
+
+
+def test_the_approval_panel_stays_above_the_native_window(
+    probe: OverlayProbe, remote: MutterRemote, native_window: WaylandTarget
+) -> None:
+    probe.send({"cmd": "decide", "step": 4, "action": {"kind": "click", "at": list(TARGET)}, "note": "the button"})
+    panel = probe.wait_for("panel", 15)
+    left, top, width, height = panel["window"]
+    assert width > 100 and height > 50 and left >= 0 and left + width <= 1280 and top + height <= 800
+
+    def covered() -> float:
+        frame = remote.screenshot()
+        area = frame[top : top + height, left : left + width, 2::-1].reshape(-1, 3)
+        theirs = np.zeros(len(area), dtype=bool)
+        for colour in (BACKGROUND_COLOUR, PAD_COLOUR):
+            theirs |= (area == np.array(colour, dtype=np.uint8)).all(axis=1)
+        return 1.0 - float(theirs.mean())
+
+    deadline = time.monotonic() + 5
+    while covered() < 0.97:
+        assert time.monotonic() < deadline, f"the panel covers only {covered():.0%} of its place"
+        time.sleep(0.05)
+    probe.send({"cmd": "cancel"})
+    assert probe.wait_for("decided", 5)["decision"] == "stop"
+

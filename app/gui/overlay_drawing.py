@@ -25,6 +25,9 @@ from holodesk.automation.errors import OffScreenError
 
 MARKER = QtGui.QColor(*MARKER_COLOUR)  # the same colour as the annotated screenshots in the history
 OUTLINE = QtGui.QColor(16, 16, 24, 210)  # dark edge so the marker reads on light and dark screens
+# A light rim outside the dark edge: on a target of the marker's own colour (or a dark one) the
+# dark edge alone left a faint ring; light-dark-colour reads on any background.
+HALO = QtGui.QColor(255, 255, 255, 200)
 LABEL_BACKGROUND = QtGui.QColor(22, 22, 32, 232)
 LABEL_TEXT = QtGui.QColor(255, 255, 255)
 PREVIEW_BACKGROUND = QtGui.QColor(255, 255, 255, 240)
@@ -108,10 +111,12 @@ class _Sketch:
     # -- primitives --
 
     def _stroke(self, draw: Callable[[], None], width: float) -> None:
-        """Draw twice: a wider dark edge, then the marker colour on top."""
+        """Draw three times: a wide light rim, a dark edge, then the marker colour on top."""
         u = self.unit
         painter = self.painter
         painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.setPen(QtGui.QPen(HALO, (width + 4) * u, Qt.PenStyle.SolidLine, Qt.PenCapStyle.FlatCap))
+        draw()
         painter.setPen(QtGui.QPen(OUTLINE, (width + 2) * u, Qt.PenStyle.SolidLine, Qt.PenCapStyle.FlatCap))
         draw()
         painter.setPen(QtGui.QPen(MARKER, width * u, Qt.PenStyle.SolidLine, Qt.PenCapStyle.FlatCap))

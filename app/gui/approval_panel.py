@@ -220,6 +220,12 @@ class ApprovalPanel(QtWidgets.QWidget):
         label.setTextFormat(Qt.TextFormat.PlainText)  # model text is shown as written, never as markup
         return label
 
+    def set_key_hints(self, shown: bool) -> None:
+        """Show Enter and Esc on Approve and Stop only where those keys reach Holodesk (X11's grab):
+        on Wayland they go to the user's focused window, and a hint would invite that mistake."""
+        self._approve.setText("Approve  ⏎" if shown else "Approve")
+        self._stop.setText("Stop  Esc" if shown else "Stop")
+
     def _button(self, name: str, text: str, slot: object) -> QtWidgets.QPushButton:
         button = QtWidgets.QPushButton(text, self)
         button.setObjectName(name)

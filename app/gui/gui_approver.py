@@ -8,7 +8,8 @@ trip), before `decide()` returns: the action never lands on the panel, and keyst
 
 Keys: while a step waits, on X11, Enter and Esc are grabbed (app/gui/key_grab.py) so that they
 answer the panel and never reach the user's focused window, whichever window that is; the grab is
-released when the panel is withdrawn, before the action runs.
+released when the panel is withdrawn, before the action runs. In a Wayland session no grab can keep
+them from the user's window, so there the panel offers no keys (answer_keys_grabbed).
 
 Auto-approval is opt-in: the kinds the user chose in the settings, plus the kinds ticked "approve
 this kind for the rest of this task" (forgotten when the engine starts a new run, which it does with
@@ -30,9 +31,10 @@ Wiring, on the GUI thread at start-up (the engine thread then calls `frames.grab
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from holodesk.app.common.hotkey_path import is_wayland_session
 from holodesk.app.gui.approval_panel import ApprovalPanel
 from holodesk.app.gui.gui_thread import GuiThreadCaller
 from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
@@ -65,6 +67,13 @@ class _PendingQuestion:
     done: threading.Event = field(default_factory=threading.Event)
     reply: str | None = None
     abandoned: bool = False
+
+
+def answer_keys_grabbed(platform_name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether Enter and Esc can be grabbed for the panel while a step waits: on X11 only. In a Wayland
+    session Qt runs on XWayland ("xcb" too), but an X grab there hears only keys typed into XWayland
+    windows; the user's native window would take them, so the panel is answered with its buttons."""
+    return platform_name == "xcb" and not is_wayland_session(environ)
 
 
 class GuiApprover(QtCore.QObject):
@@ -101,8 +110,9 @@ class GuiApprover(QtCore.QObject):
         self._present.connect(self._on_present, QtCore.Qt.ConnectionType.QueuedConnection)
         self._ask.connect(self._on_ask, QtCore.Qt.ConnectionType.QueuedConnection)
         self._grabbed_key.connect(self._on_grabbed_key, QtCore.Qt.ConnectionType.QueuedConnection)
-        on_x11 = QtGui.QGuiApplication.platformName() == "xcb"
-        self._key_grab = KeyGrab(ANSWER_KEYSYMS, self._grabbed_key.emit) if on_x11 else None
+        keys_grabbed = answer_keys_grabbed(QtGui.QGuiApplication.platformName())
+        self._key_grab = KeyGrab(ANSWER_KEYSYMS, self._grabbed_key.emit) if keys_grabbed else None
+        self.panel.set_key_hints(keys_grabbed)
         self.panel.decided.connect(self._on_decided)
         self.panel.replied.connect(self._on_replied)
         self.panel.action_edited.connect(self._on_panel_edit)

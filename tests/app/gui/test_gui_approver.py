@@ -13,7 +13,7 @@ from concurrent.futures import Future
 
 import pytest
 
-from holodesk.app.gui.gui_approver import GuiApprover
+from holodesk.app.gui.gui_approver import GuiApprover, answer_keys_grabbed
 from holodesk.app.gui.overlay import HANDLE_RADIUS, MarkerHandle, OverlayController
 from holodesk.app.gui.qt import Qt, QtCore
 from holodesk.automation.actions import Action, Click, KeyCombo, Point, TypeText
@@ -203,3 +203,24 @@ def test_nothing_is_approved_without_asking_by_default(qtbot, approver: GuiAppro
         engine = ask(qtbot, approver, approval_request(action))
         click(qtbot, approver, "approve")
         assert engine.decision(qtbot) == ApprovalDecision.approve()
+
+
+@pytest.mark.parametrize(
+    ("platform", "environ", "grabbed"),
+    [
+        ("xcb", {"DISPLAY": ":1", "XDG_SESSION_TYPE": "x11"}, True),
+        # XWayland is "xcb" too, but an X grab there never hears keys typed into native windows.
+        ("xcb", {"DISPLAY": ":1", "WAYLAND_DISPLAY": "wayland-0", "XDG_SESSION_TYPE": "wayland"}, False),
+        ("offscreen", {"DISPLAY": ":1"}, False),
+    ],
+)
+def test_enter_and_esc_are_grabbed_only_where_they_reach_holodesk(platform, environ, grabbed) -> None:  # type: ignore[no-untyped-def]
+    assert answer_keys_grabbed(platform, environ) is grabbed
+
+
+def test_the_panel_offers_enter_and_esc_only_where_they_are_grabbed(approver: GuiApprover) -> None:
+    buttons = approver.panel.named_widgets()
+    # This test runs on Qt's offscreen platform: no grab, so no key hints.
+    assert [buttons[name].text() for name in ("approve", "stop")] == ["Approve", "Stop"]
+    approver.panel.set_key_hints(True)
+    assert [buttons[name].text() for name in ("approve", "stop")] == ["Approve  ⏎", "Stop  Esc"]

@@ -11,8 +11,9 @@ longer shows them.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -62,7 +63,8 @@ def window_trace(window: QtWidgets.QWidget, area: Rect) -> WindowTrace:
     rgba = rows[:, : width * 4].reshape(height, width, 4).copy()
     if not mask.isEmpty():
         shown = np.zeros((height, width), dtype=bool)
-        for part in mask:  # logical rectangles, device pixels they cover
+        # PySide6's QRegion iterates over its rectangles (logical); its stubs do not say so.
+        for part in cast("Iterable[QtCore.QRect]", mask):
             top, left = (part.y() - rect.y()) * ratio, (part.x() - rect.x()) * ratio
             bottom, right = top + part.height() * ratio, left + part.width() * ratio
             shown[int(np.ceil(top)) : int(bottom), int(np.ceil(left)) : int(right)] = True

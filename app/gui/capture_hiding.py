@@ -1,31 +1,43 @@
 """Hiding Holodesk's own windows before a screenshot, in a way every frame source can honour.
 
 `hide_windows` hides top-level windows on the GUI thread and waits for the window system to have
-unmapped them (a round trip); it returns `HiddenWindows`: what was hidden, where (screen space) and
-when. `tell_source_about` passes that on to a source whose pictures trail the screen (the Wayland
-portal's stream, automation.fresh_frames), so its next grab uses only a picture painted after.
+unmapped them (a round trip); it returns `HiddenWindows`: what was hidden, where (screen space), when,
+and a trace of each (a few of its opaque pixels, rendered just before the hide: `window_trace`).
+`tell_source_about` passes that on to a source whose pictures trail the screen (the Wayland portal's
+stream, automation.fresh_frames), so its next grab uses only a picture painted after the hide that no
+longer shows them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
-from holodesk.app.gui.qt import QtGui, QtWidgets
-from holodesk.app.gui.qt_screens import screen_monitor, widget_screen_rect
+import numpy as np
+
+from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
+from holodesk.app.gui.qt_screens import global_logical_to_screen_or_none, screen_monitor, widget_screen_rect
 from holodesk.automation.coords import Rect
 from holodesk.automation.errors import OffScreenError
-from holodesk.automation.fresh_frames import FreshFrameSource
+from holodesk.automation.fresh_frames import (
+    FreshFrameSource,
+    PixelSample,
+    WindowTrace,
+    drop_covered_samples,
+    pick_samples,
+)
 
 
 @dataclass(frozen=True)
 class HiddenWindows:
-    """Windows hidden for a grab, where they were and when the window system had them gone."""
+    """Windows hidden for a grab, where they were, when the window system had them gone, their traces."""
 
     windows: list[QtWidgets.QWidget] = field(default_factory=list)
     areas: list[Rect] = field(default_factory=list)
     moment: float = 0.0  # time.monotonic()
+    traces: list[WindowTrace] = field(default_factory=list)
 
 
 def window_area(window: QtWidgets.QWidget) -> Rect:
@@ -38,19 +50,48 @@ def window_area(window: QtWidgets.QWidget) -> Rect:
         return screen_monitor(screen, index).rect
 
 
+def window_trace(window: QtWidgets.QWidget, area: Rect) -> WindowTrace:
+    """A few of a shown window's opaque pixels in screen space, as the window draws them now (GUI thread).
+
+    Only the part its mask lets through is rendered (an overlay window is masked to what it draws)."""
+    mask = window.mask()
+    rect = mask.boundingRect() if not mask.isEmpty() else window.rect()
+    image = window.grab(rect).toImage().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+    ratio = image.devicePixelRatio()
+    height, width = image.height(), image.width()
+    rows = np.frombuffer(image.constBits(), dtype=np.uint8).reshape(height, image.bytesPerLine())
+    rgba = rows[:, : width * 4].reshape(height, width, 4).copy()
+    if not mask.isEmpty():
+        shown = np.zeros((height, width), dtype=bool)
+        # PySide6's QRegion iterates over its rectangles (logical); its stubs do not say so.
+        for part in cast("Iterable[QtCore.QRect]", mask):
+            top, left = (part.y() - rect.y()) * ratio, (part.x() - rect.x()) * ratio
+            bottom, right = top + part.height() * ratio, left + part.width() * ratio
+            shown[int(np.ceil(top)) : int(bottom), int(np.ceil(left)) : int(right)] = True
+        rgba[~shown, 3] = 0
+    samples = []
+    for picked in pick_samples(rgba):
+        centre = QtCore.QPointF(rect.x() + (picked.at.x + 0.5) / ratio, rect.y() + (picked.at.y + 0.5) / ratio)
+        point = global_logical_to_screen_or_none(window.mapToGlobal(centre))
+        if point is not None:
+            samples.append(PixelSample(point, picked.colour))
+    return WindowTrace(window.windowTitle() or type(window).__name__, area, tuple(samples))
+
+
 def hide_windows(windows: Sequence[QtWidgets.QWidget]) -> HiddenWindows:
     """Hide the shown ones among `windows` and wait until the window system has unmapped them (GUI thread)."""
     shown = [window for window in windows if window.isVisible()]
     if not shown:
         return HiddenWindows()
     areas = [window_area(window) for window in shown]
+    traces = drop_covered_samples([window_trace(window, area) for window, area in zip(shown, areas, strict=True)])
     for window in shown:
         window.hide()
     QtGui.QGuiApplication.sync()  # a round trip: the unmaps have reached the window system
-    return HiddenWindows(shown, areas, time.monotonic())
+    return HiddenWindows(shown, areas, time.monotonic(), traces)
 
 
 def tell_source_about(source: object, hidden: HiddenWindows) -> None:
     """Make a source whose pictures trail the screen grab only a picture painted after the hide."""
     if hidden.areas and isinstance(source, FreshFrameSource):
-        source.require_frame_after(hidden.moment, hidden.areas)
+        source.require_frame_after(hidden.moment, hidden.areas, hidden.traces)

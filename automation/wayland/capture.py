@@ -7,11 +7,15 @@ monitors). Starting the portal session (and its dialog) happens on the first cal
 Holodesk's own windows (overlay, approval panel, thinking status) are hidden before each grab, but the
 stream's newest picture may predate the hide: `require_frame_after` (automation.fresh_frames) makes
 the next grab wait for a picture of the affected monitors that arrived after the hide, bounded by
-`repaint_timeout_s`, and refuse to return an older one. A picture arriving within a few
-milliseconds of the hide was seen still showing the overlay (painted before mutter had the unmap,
-delivered after; mutter then sends the next one a frame interval later): so the grab also waits
-until the stream has been quiet for `repaint_quiet_s` (at most `repaint_settle_s` on a screen that
-never stops changing, where the newest picture is then well past the hide).
+`repaint_timeout_s`, and refuse to return an older one. Arrival alone is not enough: XWayland commits
+an unmap to mutter after the X round trip returns, and a picture arriving 23 ms after the hide was
+seen still showing the overlay. So the grab also looks for each hidden window's traced pixels in the
+picture and waits for the next one while a window still shows (same bound, then a CaptureError). A
+hidden window without a usable trace (nothing opaque on that monitor) falls back on timing: the grab
+waits until the stream has been quiet for `repaint_quiet_s` (at most `repaint_settle_s` after the hide).
+
+The requirements describe the screen just before the next grab, so that grab takes all of them,
+whichever monitors it reads: a requirement left for another monitor would outlive the hide.
 """
 
 from __future__ import annotations
@@ -19,13 +23,24 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from holodesk.automation.coords import Monitor, Rect, virtual_desktop
 from holodesk.automation.errors import CaptureError
+from holodesk.automation.fresh_frames import WindowTrace, is_traceable, windows_still_shown
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.wayland.session import StreamMonitor, WaylandSession
+
+
+@dataclass
+class _Requirement:
+    """What a monitor's next picture must reflect: the hides since the last grab."""
+
+    moment: float  # the latest hide (time.monotonic())
+    hidden_areas: int = 0  # how many hidden windows' areas touch the monitor
+    traces: list[WindowTrace] = field(default_factory=list)
 
 
 class WaylandCapture:
@@ -45,9 +60,9 @@ class WaylandCapture:
         self._repaint_timeout_s = repaint_timeout_s
         self._repaint_quiet_s = repaint_quiet_s
         self._repaint_settle_s = repaint_settle_s
-        # Monitor index -> the moment after which its next picture must have arrived.
-        self._fresh_after: dict[int, float] = {}
-        self._fresh_lock = threading.Lock()
+        # Monitor index -> what its next picture must reflect.
+        self._required: dict[int, _Requirement] = {}
+        self._required_lock = threading.Lock()
         # Mutter delivers the frame showing an action's effect ~100 ms later (bench.wayland), so a
         # grab right after input would return the old picture and the engine's settle check could
         # call it settled. A grab waits up to this long for a frame newer than the last input.
@@ -59,43 +74,68 @@ class WaylandCapture:
     def monitors(self) -> list[Monitor]:
         return [entry.monitor for entry in self._stream_monitors()]
 
-    def require_frame_after(self, moment: float, areas: Sequence[Rect]) -> None:
-        """Holodesk changed `areas` (screen space) at `moment`: the next grab of a monitor they touch
-        uses only a picture that arrived after it (see the module docstring)."""
+    def require_frame_after(self, moment: float, areas: Sequence[Rect], traces: Sequence[WindowTrace] = ()) -> None:
+        """Holodesk hid windows in `areas` (screen space) at `moment`: the next grab of a monitor they
+        touch uses only a picture that arrived after it and shows none of `traces` (see the module
+        docstring)."""
         if not self.session.is_started:
             return  # no picture yet: the first one comes after the session starts, after `moment`
-        touched = [
-            entry.monitor.index
-            for entry in self._stream_monitors()
-            if any(_overlaps(area, entry.monitor.rect) for area in areas)
-        ]
-        with self._fresh_lock:
-            for index in touched:
-                self._fresh_after[index] = max(moment, self._fresh_after.get(index, 0.0))
+        with self._required_lock:
+            for entry in self._stream_monitors():
+                rect = entry.monitor.rect
+                touching = sum(1 for area in areas if _overlaps(area, rect))
+                if not touching:
+                    continue
+                required = self._required.setdefault(entry.monitor.index, _Requirement(moment))
+                required.moment = max(moment, required.moment)
+                required.hidden_areas += touching
+                required.traces.extend(trace for trace in traces if _overlaps(trace.area, rect))
 
-    def _wait_until_fresh(self, entry: StreamMonitor) -> None:
-        index = entry.monitor.index
-        with self._fresh_lock:
-            moment = self._fresh_after.get(index)
-        if moment is None:
+    def _take_requirements(self) -> dict[int, _Requirement]:
+        with self._required_lock:  # for this grab, whether it succeeds or not
+            required, self._required = self._required, {}
+        return required
+
+    def _wait_until_fresh(self, entry: StreamMonitor, required: _Requirement | None) -> None:
+        if required is None:
             return
-        with self._fresh_lock:  # the requirement is for this grab, whether it succeeds or not
-            if self._fresh_after.get(index) == moment:
-                del self._fresh_after[index]
-        if not entry.frames.wait_for_frame_since(moment, self._repaint_timeout_s):
+        index = entry.monitor.index
+        deadline = time.monotonic() + self._repaint_timeout_s
+        if not entry.frames.wait_for_frame_since(required.moment, self._repaint_timeout_s):
             raise CaptureError(
                 f"the desktop sent no new picture of monitor {index} within {self._repaint_timeout_s:g} s after "
                 "Holodesk hid its windows, so the newest one may still show them; the screenshot was not "
                 "taken (a busy or stalled compositor: try again)"
             )
-        entry.frames.wait_for_quiet(self._repaint_quiet_s, until=moment + self._repaint_settle_s)
+        region = entry.monitor.rect
+        traced = [trace for trace in required.traces if is_traceable(trace, region)]
+        if len(traced) < required.hidden_areas:  # a window only timing can vouch for
+            entry.frames.wait_for_quiet(self._repaint_quiet_s, until=required.moment + self._repaint_settle_s)
+        pixels, arrived_at = entry.frames.latest(self._frame_timeout_s)
+        while traced:
+            shown = windows_still_shown(pixels, region, traced) if pixels.shape[:2] == _size(region) else []
+            if not shown:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not entry.frames.wait_for_frame_since(arrived_at, remaining):
+                names = ", ".join(sorted({trace.window for trace in shown}))
+                raise CaptureError(
+                    f"the desktop's newest picture of monitor {index} still showed Holodesk's own windows "
+                    f"({names}) {self._repaint_timeout_s:g} s after Holodesk hid them; the screenshot was not "
+                    "taken (a busy or stalled compositor: try again)"
+                )
+            pixels, arrived_at = entry.frames.latest(self._frame_timeout_s)
 
     def grab_monitor(self, index: int) -> ScreenFrame:
         entries = self._stream_monitors()
+        required = self._take_requirements()
         if not 1 <= index <= len(entries):
             raise CaptureError(f"there is no monitor {index}; the shared screens are {len(entries)}")
+        return self._grab_entry(entries, index, required.get(index))
+
+    def _grab_entry(self, entries: tuple[StreamMonitor, ...], index: int, required: _Requirement | None) -> ScreenFrame:
         entry = entries[index - 1]
-        self._wait_until_fresh(entry)
+        self._wait_until_fresh(entry, required)
         last_input = self.session.last_input_at
         if last_input:
             remaining = last_input + self._input_frame_wait_s - time.monotonic()
@@ -115,15 +155,16 @@ class WaylandCapture:
 
     def grab_desktop(self) -> ScreenFrame:
         entries = self._stream_monitors()
+        required = self._take_requirements()
         if len(entries) == 1:
-            frame = self.grab_monitor(1)
+            frame = self._grab_entry(entries, 1, required.get(1))
             return ScreenFrame(frame.pixels, frame.region, None, frame.monitors, captured_at=frame.captured_at)
         monitors = tuple(item.monitor for item in entries)
         desktop = virtual_desktop(monitors)
         canvas = np.zeros((desktop.height, desktop.width, 4), dtype=np.uint8)
         oldest = time.monotonic()
         for index in range(1, len(entries) + 1):
-            frame = self.grab_monitor(index)
+            frame = self._grab_entry(entries, index, required.get(index))
             top = frame.region.top - desktop.top
             left = frame.region.left - desktop.left
             canvas[top : top + frame.height, left : left + frame.width] = frame.pixels
@@ -136,6 +177,10 @@ class WaylandCapture:
 
     def close(self) -> None:
         self.session.close()
+
+
+def _size(region: Rect) -> tuple[int, int]:
+    return (region.height, region.width)
 
 
 def _overlaps(a: Rect, b: Rect) -> bool:

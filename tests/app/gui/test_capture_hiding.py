@@ -1,0 +1,84 @@
+"""A hidden window's trace: its own opaque pixels, rendered before the hide, at the screen pixels that show them.
+
+Qt runs offscreen here (tests/conftest.py): its windows are real widgets with real geometry and
+rendering; that the samples match a compositor's picture is checked end to end by
+tests/app/gui/test_overlay_on_wayland.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from holodesk.app.gui.capture_hiding import hide_windows, window_area, window_trace
+from holodesk.app.gui.qt import Qt, QtGui, QtWidgets
+from holodesk.automation.coords import Rect
+from holodesk.automation.fresh_frames import SAMPLES_PER_WINDOW, windows_still_shown
+
+BACKGROUND = (30, 200, 60)
+PATCH = (255, 0, 170)
+
+
+class Painted(QtWidgets.QWidget):
+    """A frameless window: a solid background with a patch of another colour at (40, 10), 30x20."""
+
+    def __init__(self) -> None:
+        super().__init__(None, Qt.WindowType.FramelessWindowHint)
+        self.setGeometry(120, 90, 100, 60)
+
+    def paintEvent(self, event: QtGui.QPaintEvent) -> None:
+        painter = QtGui.QPainter(self)
+        painter.fillRect(self.rect(), QtGui.QColor(*BACKGROUND))
+        painter.fillRect(40, 10, 30, 20, QtGui.QColor(*PATCH))
+        painter.end()
+
+
+def test_a_windows_samples_are_its_own_pixels_in_screen_space(qtbot) -> None:
+    window = Painted()
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    area = window_area(window)
+    assert area == Rect(120, 90, 100, 60)
+    trace = window_trace(window, area)
+    assert len(trace.samples) == SAMPLES_PER_WINDOW
+    assert {sample.colour for sample in trace.samples} == {BACKGROUND, PATCH}  # spread over both colours
+    for sample in trace.samples:
+        x, y = sample.at.x - area.left, sample.at.y - area.top
+        assert area.contains(sample.at)
+        inside_patch = 40 <= x < 70 and 10 <= y < 30
+        assert sample.colour == (PATCH if inside_patch else BACKGROUND), (sample, x, y)
+
+
+def test_a_masked_window_is_sampled_only_where_its_mask_shows_it(qtbot) -> None:
+    window = Painted()
+    qtbot.addWidget(window)
+    window.setMask(QtGui.QRegion(40, 10, 30, 20))  # only the patch shows
+    window.show()
+    qtbot.waitExposed(window)
+    trace = window_trace(window, window_area(window))
+    assert trace.samples and {sample.colour for sample in trace.samples} == {PATCH}
+    assert all(Rect(160, 100, 30, 20).contains(sample.at) for sample in trace.samples)
+
+
+def test_hiding_hides_and_leaves_traces_a_picture_of_the_window_matches(qtbot) -> None:
+    window = Painted()
+    window.setWindowTitle("Holodesk thinking status")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    shown = window.grab().toImage().convertToFormat(QtGui.QImage.Format.Format_RGB888)
+    hidden = hide_windows([window])
+    assert not window.isVisible() and hidden.windows == [window]
+    [trace] = hidden.traces
+    assert trace.window == "Holodesk thinking status" and trace.area == hidden.areas[0]
+    # A picture of the screen still showing it (its own rendering, at its place) is recognised...
+    region = Rect(0, 0, 400, 300)
+    picture = np.zeros((region.height, region.width, 4), dtype=np.uint8)
+    rgb = np.frombuffer(shown.constBits(), dtype=np.uint8).reshape(shown.height(), shown.bytesPerLine())
+    rgb = rgb[:, : shown.width() * 3].reshape(shown.height(), shown.width(), 3)
+    picture[90:150, 120:220, :3] = rgb[..., ::-1]
+    assert windows_still_shown(picture, region, hidden.traces) == [trace]
+    # ... and one without it is not.
+    picture[90:150, 120:220, :3] = 0
+    assert windows_still_shown(picture, region, hidden.traces) == []
+    assert hide_windows([window]).traces == []  # nothing shown: nothing hidden, nothing traced

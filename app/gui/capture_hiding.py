@@ -17,6 +17,7 @@ from typing import cast
 
 import numpy as np
 
+from holodesk.app.common.hotkey_path import is_wayland_session
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
 from holodesk.app.gui.qt_screens import global_logical_to_screen_or_none, screen_monitor, widget_screen_rect
 from holodesk.automation.coords import Rect
@@ -78,13 +79,22 @@ def window_trace(window: QtWidgets.QWidget, area: Rect) -> WindowTrace:
     return WindowTrace(window.windowTitle() or type(window).__name__, area, tuple(samples))
 
 
-def hide_windows(windows: Sequence[QtWidgets.QWidget]) -> HiddenWindows:
-    """Hide the shown ones among `windows` and wait until the window system has unmapped them (GUI thread)."""
+def hide_windows(windows: Sequence[QtWidgets.QWidget], traced: bool | None = None) -> HiddenWindows:
+    """Hide the shown ones among `windows` and wait until the window system has unmapped them (GUI thread).
+
+    `traced`: sample their pixels first, for a source whose pictures trail the screen; by default only
+    in a Wayland session (on X11 the grab after the round trip never shows them: no render spent)."""
     shown = [window for window in windows if window.isVisible()]
     if not shown:
         return HiddenWindows()
     areas = [window_area(window) for window in shown]
-    traces = drop_covered_samples([window_trace(window, area) for window, area in zip(shown, areas, strict=True)])
+    if traced is None:
+        traced = is_wayland_session()
+    traces = (
+        drop_covered_samples([window_trace(window, area) for window, area in zip(shown, areas, strict=True)])
+        if traced
+        else []
+    )
     for window in shown:
         window.hide()
     QtGui.QGuiApplication.sync()  # a round trip: the unmaps have reached the window system

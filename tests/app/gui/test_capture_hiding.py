@@ -67,7 +67,7 @@ def test_hiding_hides_and_leaves_traces_a_picture_of_the_window_matches(qtbot) -
     window.show()
     qtbot.waitExposed(window)
     shown = window.grab().toImage().convertToFormat(QtGui.QImage.Format.Format_RGB888)
-    hidden = hide_windows([window])
+    hidden = hide_windows([window], traced=True)
     assert not window.isVisible() and hidden.windows == [window]
     [trace] = hidden.traces
     assert trace.window == "Holodesk thinking status" and trace.area == hidden.areas[0]
@@ -81,4 +81,17 @@ def test_hiding_hides_and_leaves_traces_a_picture_of_the_window_matches(qtbot) -
     # ... and one without it is not.
     picture[90:150, 120:220, :3] = 0
     assert windows_still_shown(picture, region, hidden.traces) == []
-    assert hide_windows([window]).traces == []  # nothing shown: nothing hidden, nothing traced
+    assert hide_windows([window], traced=True).traces == []  # nothing shown: nothing hidden, nothing traced
+
+
+def test_outside_a_wayland_session_hiding_renders_no_trace(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # X11's grab after the round trip never shows the hidden windows: no render is spent on samples.
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("XDG_SESSION_TYPE", "x11")
+    monkeypatch.setenv("DISPLAY", ":99")
+    window = Painted()
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    hidden = hide_windows([window])
+    assert hidden.windows == [window] and hidden.traces == []

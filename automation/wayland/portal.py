@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jeepney import DBusAddress, HeaderFields, MatchRule, MessageType, Properties, message_bus, new_method_call
+from jeepney import DBusAddress, HeaderFields, MatchRule, Message, MessageType, Properties, message_bus, new_method_call
 from jeepney.io.blocking import DBusConnection, open_dbus_connection
 from jeepney.wrappers import DBusErrorResponse
 
@@ -286,16 +286,61 @@ def _closed_rule(session_handle: str) -> MatchRule:
     return MatchRule(type="signal", interface="org.freedesktop.portal.Session", member="Closed", path=session_handle)
 
 
+@dataclass(frozen=True, slots=True)
+class PortalRequest:
+    """One call to a portal method that answers through a Request object: the options that name the
+    Request (and the session, for CreateSession), and the rule that matches its Response signal."""
+
+    options: dict[str, tuple[str, Any]]
+    response_rule: MatchRule
+
+
+def sender_name(unique_name: str | None) -> str:
+    """The caller's part of a Request path: its unique bus name without ':' and with '_' for '.'."""
+    sender = (unique_name or "").lstrip(":").replace(".", "_")
+    if not sender:
+        raise PortalError("the D-Bus connection has no unique name")
+    return sender
+
+
+def new_request(sender: str, options: Mapping[str, tuple[str, Any]], session: bool = False) -> PortalRequest:
+    """Fresh tokens for one call: the Request's path is known before the call, so the caller can
+    subscribe to its Response first (the Response may arrive before the method's own reply)."""
+    token = "holodesk_" + secrets.token_hex(8)
+    handle = f"{PORTAL_PATH}/request/{sender}/{token}"
+    full_options: dict[str, tuple[str, Any]] = {"handle_token": ("s", token), **options}
+    if session:
+        full_options["session_handle_token"] = ("s", "holodesk_" + secrets.token_hex(8))
+    rule = MatchRule(type="signal", interface="org.freedesktop.portal.Request", member="Response", path=handle)
+    return PortalRequest(full_options, rule)
+
+
+def error_reply(reply: Message, what: str) -> PortalError | None:
+    """The PortalError for a D-Bus error reply to `what` (None for a normal reply)."""
+    if reply.header.message_type != MessageType.error:
+        return None
+    name = reply.header.fields.get(HeaderFields.error_name, "error")
+    detail = reply.body[0] if reply.body else ""
+    return PortalError(f"{what} failed: {name}: {detail}")
+
+
+def response_results(response: Message, method: str) -> dict[str, Any]:
+    """A Response signal's results; ConsentRefused when the user cancelled, PortalError on failure."""
+    code, results = response.body
+    if code == RESPONSE_CANCELLED:
+        raise ConsentRefused(f"the permission request ({method}) was refused or cancelled")
+    if code != RESPONSE_SUCCESS:
+        raise PortalError(f"the portal ended {method} with code {code} (the desktop refused or failed)")
+    return dict(results)
+
+
 class _Requests:
     """Calls portal methods that answer through a Request object's Response signal."""
 
     def __init__(self, connection: DBusConnection, timeout_s: float) -> None:
         self._connection = connection
         self._timeout_s = timeout_s
-        sender = (connection.unique_name or "").lstrip(":").replace(".", "_")
-        if not sender:
-            raise PortalError("the D-Bus connection has no unique name")
-        self._sender = sender
+        self._sender = sender_name(connection.unique_name)
 
     def call(
         self,
@@ -308,42 +353,29 @@ class _Requests:
         timeout_s: float | None = None,
     ) -> dict[str, Any]:
         """Call `method(*leading, options)` and return the Response's results (raises on refusal)."""
-        token = "holodesk_" + secrets.token_hex(8)
-        handle = f"{PORTAL_PATH}/request/{self._sender}/{token}"
-        full_options: dict[str, tuple[str, Any]] = {"handle_token": ("s", token), **options}
-        if session:
-            full_options["session_handle_token"] = ("s", "holodesk_" + secrets.token_hex(8))
-        rule = MatchRule(type="signal", interface="org.freedesktop.portal.Request", member="Response", path=handle)
+        request = new_request(self._sender, options, session)
         bus = self._connection
-        bus.send_and_get_reply(message_bus.AddMatch(rule), timeout=self._timeout_s)
+        bus.send_and_get_reply(message_bus.AddMatch(request.response_rule), timeout=self._timeout_s)
         address = DBusAddress(PORTAL_PATH, bus_name=PORTAL_BUS_NAME, interface=interface)
-        # Subscribe before calling: the Response may arrive before the method's own reply.
-        with bus.filter(rule) as responses:
+        with bus.filter(request.response_rule) as responses:
             try:
                 reply = bus.send_and_get_reply(
-                    new_method_call(address, method, signature, (*leading, full_options)), timeout=self._timeout_s
+                    new_method_call(address, method, signature, (*leading, request.options)), timeout=self._timeout_s
                 )
             except TimeoutError as exc:
                 raise PortalError(
                     f"the desktop portal did not answer {method} within {self._timeout_s:g} s "
                     "(is xdg-desktop-portal running with a backend for this desktop?)"
                 ) from exc
-            if reply.header.message_type == MessageType.error:
-                name = reply.header.fields.get(HeaderFields.error_name, "error")
-                detail = reply.body[0] if reply.body else ""
-                raise PortalError(f"{interface}.{method} failed: {name}: {detail}")
+            failure = error_reply(reply, f"{interface}.{method}")
+            if failure is not None:
+                raise failure
             wait = self._timeout_s if timeout_s is None else timeout_s
             try:
                 signal = bus.recv_until_filtered(responses, timeout=wait)
             except TimeoutError as exc:
                 raise PortalError(f"no answer to {method} within {wait:g} s") from exc
-        code, results = signal.body
-        results = dict(results)
-        if code == RESPONSE_CANCELLED:
-            raise ConsentRefused(f"the permission request ({method}) was refused or cancelled")
-        if code != RESPONSE_SUCCESS:
-            raise PortalError(f"the portal ended {method} with code {code} (the desktop refused or failed)")
-        return results
+        return response_results(signal, method)
 
 
 def remote_desktop_version(connection: DBusConnection, timeout_s: float) -> int:

@@ -15,7 +15,6 @@ call is bounded; refusals and faults become `PortalError`s that say what happene
 from __future__ import annotations
 
 import queue
-import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,10 +27,12 @@ from jeepney.io.threading import DBusRouter, open_dbus_connection
 from holodesk.automation.wayland.portal import (
     PORTAL_BUS_NAME,
     PORTAL_PATH,
-    RESPONSE_CANCELLED,
-    RESPONSE_SUCCESS,
     ConsentRefused,
     PortalError,
+    error_reply,
+    new_request,
+    response_results,
+    sender_name,
 )
 
 GLOBAL_SHORTCUTS = "org.freedesktop.portal.GlobalShortcuts"
@@ -288,10 +289,7 @@ class _Requests:
     def __init__(self, router: DBusRouter, timeout_s: float) -> None:
         self._router = router
         self._timeout_s = timeout_s
-        sender = (router.unique_name or "").lstrip(":").replace(".", "_")
-        if not sender:
-            raise PortalError("the D-Bus connection has no unique name")
-        self._sender = sender
+        self._sender = sender_name(router.unique_name)
 
     def call(
         self,
@@ -303,36 +301,26 @@ class _Requests:
         timeout_s: float | None = None,
     ) -> dict[str, Any]:
         """Call `method(*leading, options)` and return its Response's results (raises on refusal)."""
-        token = "holodesk_" + secrets.token_hex(8)
-        handle = f"{PORTAL_PATH}/request/{self._sender}/{token}"
-        full_options: dict[str, tuple[str, Any]] = {"handle_token": ("s", token), **options}
-        if session:
-            full_options["session_handle_token"] = ("s", "holodesk_" + secrets.token_hex(8))
-        rule = MatchRule(type="signal", interface="org.freedesktop.portal.Request", member="Response", path=handle)
-        _call(self._router, message_bus.AddMatch(rule), self._timeout_s, f"preparing {method}")
+        request = new_request(self._sender, options, session)
+        _call(self._router, message_bus.AddMatch(request.response_rule), self._timeout_s, f"preparing {method}")
         address = DBusAddress(PORTAL_PATH, bus_name=PORTAL_BUS_NAME, interface=GLOBAL_SHORTCUTS)
         # Subscribe before calling: the Response may arrive before the method's own reply.
-        with self._router.filter(rule) as responses:
+        with self._router.filter(request.response_rule) as responses:
             reply = _call(
                 self._router,
-                new_method_call(address, method, signature, (*leading, full_options)),
+                new_method_call(address, method, signature, (*leading, request.options)),
                 self._timeout_s,
                 f"GlobalShortcuts.{method}",
             )
-            if reply.header.message_type == MessageType.error:
-                name = reply.header.fields.get(HeaderFields.error_name, "error")
-                raise PortalError(f"GlobalShortcuts.{method} failed: {name}: {_first(reply.body)}")
+            failure = error_reply(reply, f"GlobalShortcuts.{method}")
+            if failure is not None:
+                raise failure
             wait = self._timeout_s if timeout_s is None else timeout_s
             try:
                 signal = responses.get(timeout=wait)
             except queue.Empty:
                 raise PortalError(f"the desktop gave no answer to GlobalShortcuts.{method} within {wait:g} s") from None
-        code, results = signal.body
-        if code == RESPONSE_CANCELLED:
-            raise ConsentRefused(f"the desktop's request ({method}) was refused or cancelled")
-        if code != RESPONSE_SUCCESS:
-            raise PortalError(f"the desktop refused GlobalShortcuts.{method} (response code {code})")
-        return dict(results)
+        return response_results(signal, f"GlobalShortcuts.{method}")
 
 
 def _shortcut_entry(shortcut: ShortcutRequest) -> tuple[str, dict[str, tuple[str, str]]]:

@@ -128,16 +128,12 @@ def test_marker_covers_the_target_and_the_models_frame_does_not_show_it(
     probe.request({"cmd": "clear"}, "cleared")
 
 
-def test_a_grab_without_a_new_picture_fails_in_words(probe: OverlayProbe) -> None:
-    # The screen "changes" an hour from now: no picture the stream delivers can be newer.
-    probe.send({"cmd": "grab", "points": [[0, 0]], "wrapped": False, "changed_in_s": 3600})
-    failure = probe.wait_for("grab_failed", 10)
-    assert "CaptureError: the desktop sent no new picture of monitor 1 within 2 s" in failure["error"]
-
-
 def test_a_click_on_the_marker_goes_through_to_the_native_window(
     probe: OverlayProbe, remote: MutterRemote, native_window: WaylandTarget
 ) -> None:
+    # Runs before the failed-grab test below: after that one, on a loaded machine, clicks from the
+    # test's own mutter pointer were seen never to reach the native window (2-3 runs in 10; cause not
+    # found: the product's input, which goes through its portal session, is not involved here).
     x, y = PAD_TARGET
     probe.request({"cmd": "show", "step": 3, "action": {"kind": "click", "at": [x, y]}}, "shown")
     label = (x + 100, y + 40)  # on the marker's label: the overlay window, which takes no input
@@ -150,6 +146,13 @@ def test_a_click_on_the_marker_goes_through_to_the_native_window(
     press = native_window.wait_for("press", 5.0)
     assert (press["x"], press["y"], press["widget"]) == (*label, "pad")
     probe.request({"cmd": "clear"}, "cleared")
+
+
+def test_a_grab_without_a_new_picture_fails_in_words(probe: OverlayProbe) -> None:
+    # The screen "changes" an hour from now: no picture the stream delivers can be newer.
+    probe.send({"cmd": "grab", "points": [[0, 0]], "wrapped": False, "changed_in_s": 3600})
+    failure = probe.wait_for("grab_failed", 10)
+    assert "CaptureError: the desktop sent no new picture of monitor 1 within 2 s" in failure["error"]
 
 
 def test_the_approval_panel_stays_above_the_native_window(

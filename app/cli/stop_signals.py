@@ -8,10 +8,17 @@ and text chunks and releases what it holds in its normal flow, and the engine en
 end record. The one place that cannot poll the token is the terminal approver's blocking read; only
 while it waits there does the handler also raise KeyboardInterrupt (which the approver turns into
 "stop").
+
+Nor does the handler take a lock: it runs in the main thread between two bytecodes, possibly while
+that thread holds the very lock the cancel token's Event needs (inside `CancelToken.sleep`, which a
+drag calls every few milliseconds), and a Python lock is not re-entrant: SIGTERM during a drag hung
+the process with the button held. The handler writes the signal's number into a pipe (no lock), and
+a watcher thread reads it and cancels the token.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -62,12 +69,24 @@ def signals_stop_the_run(cancel: CancelToken, approver: InterruptibleApprover) -
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
+    read_end, write_end = os.pipe()
+
+    def watch() -> None:
+        with os.fdopen(read_end, "rb", buffering=0) as signals:
+            while number := signals.read(1):
+                cancel.cancel(STOP_SIGNALS.get(signal.Signals(number[0]), "stopped by a signal"))
+
+    watcher = threading.Thread(target=watch, name="holodesk-stop-signals", daemon=True)
+    watcher.start()
 
     def handle(signum: int, frame: FrameType | None) -> None:
         received.append(signal.Signals(signum).name)
-        cancel.cancel(STOP_SIGNALS.get(signal.Signals(signum), "stopped by a signal"))
         if approver.waiting:
-            raise KeyboardInterrupt  # only the approver's blocking read is here; it answers "stop"
+            # Only the approver's blocking read is here, which holds none of the token's locks: cancel
+            # at once, so the run's end names the signal, and interrupt the read (it answers "stop").
+            cancel.cancel(STOP_SIGNALS.get(signal.Signals(signum), "stopped by a signal"))
+            raise KeyboardInterrupt
+        os.write(write_end, bytes([signum]))  # no lock taken here: the watcher cancels the token
 
     previous = {number: signal.signal(number, handle) for number in STOP_SIGNALS}
     try:
@@ -75,3 +94,5 @@ def signals_stop_the_run(cancel: CancelToken, approver: InterruptibleApprover) -
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+        os.close(write_end)  # the watcher reads the end of the pipe and stops, after what is in it
+        watcher.join(timeout=1.0)

@@ -24,8 +24,9 @@ from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, CaptureError, OffScreenError
 from holodesk.automation.executor import nudge_off_corners
+from holodesk.automation.lookahead import FramePreparer
 from holodesk.automation.loop_guard import LoopGuard
-from holodesk.automation.proposal import PastStep, Policy, Proposal, UnusableProposal
+from holodesk.automation.proposal import PastStep, Policy, PreparesAhead, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import StepLog, TrajectoryWriteError, TrajectoryWriter
@@ -231,6 +232,7 @@ class StepEngine:
         self._action_began = False  # the current step reached its action (for counting steps taken)
         self._previous_result = ""
         self._recording_failed = False  # the run ended because its record could not be written
+        self._preparer = FramePreparer(None)  # the run's: prepares the next screenshot while it settles
 
     # -- control -------------------------------------------------------------------------------
 
@@ -308,6 +310,8 @@ class StepEngine:
         history: deque[PastStep] = deque(maxlen=settings.history_steps)
         recent: deque[ScreenFrame] = deque(maxlen=settings.keep_screenshots)
         guard = LoopGuard(settings.loop_repeats)
+        preparer = FramePreparer(self.policy.prepare_ahead if isinstance(self.policy, PreparesAhead) else None)
+        self._preparer = preparer
         step = 0
         taken = 0  # steps that went through: the answer that ends the run is not one
         try:
@@ -338,6 +342,7 @@ class StepEngine:
                     settings.settle_timeout_s,
                     settings.settle_poll_s,
                     sleep=self._sleep_or_stop,
+                    on_candidate=preparer.offer,
                 )
                 self.cancel.raise_if_cancelled()
                 if not settled:
@@ -357,6 +362,8 @@ class StepEngine:
         except CaptureError as exc:  # the screen went away (display closed, sharing stopped): not a bug
             log.warning("the screen could not be captured: %s", exc)
             return taken, Outcome.FAILED, f"the screen could not be captured: {exc}"
+        finally:
+            preparer.close()
 
     def _one_step(
         self,
@@ -560,6 +567,7 @@ class StepEngine:
 
     def _propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
         """Run the policy on a worker thread so a stop is honoured while the model computes."""
+        self._preparer.wait_for(frames[-1])
         future: Future[Proposal] = Future()
 
         def work() -> None:

@@ -110,3 +110,11 @@ class Policy(Protocol):
     """
 
     def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal: ...
+
+
+@runtime_checkable
+class PreparesAhead(Protocol):
+    """A policy that can prepare a screenshot before it is asked about it (ModelPolicy), so that the
+    engine can have it done while the screen settles. Any thread; the result is kept for propose."""
+
+    def prepare_ahead(self, frame: ScreenFrame) -> None: ...

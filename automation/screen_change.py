@@ -58,18 +58,24 @@ def wait_for_settle(
     timeout_s: float,
     poll_s: float,
     sleep: Callable[[float], object] = time.sleep,
+    on_candidate: Callable[[ScreenFrame], object] | None = None,
 ) -> tuple[ScreenFrame, bool]:
     """Grab until two consecutive frames are identical or `timeout_s` passes.
 
-    Returns the last frame and whether the screen settled. `sleep` may raise to abort (the engine
-    passes its cancel token's sleep), so a stop is honoured while waiting.
+    Returns a frame of the settled screen and whether it settled. `sleep` may raise to abort (the
+    engine passes its cancel token's sleep), so a stop is honoured while waiting. Each frame that
+    may turn out to be the answer is given to `on_candidate` before the wait that decides it (the
+    engine starts preparing it for the model meanwhile); when two frames agree, the earlier one, the
+    candidate, is returned: its pixels are the later one's, and the work on it is already done.
     """
     deadline = time.monotonic() + timeout_s
     previous = grab()
     while time.monotonic() < deadline:
+        if on_candidate is not None:
+            on_candidate(previous)
         sleep(poll_s)
         current = grab()
         if current.same_pixels(previous):
-            return current, True
+            return previous, True
         previous = current
     return previous, False

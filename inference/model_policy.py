@@ -6,6 +6,7 @@ An answer the profile cannot parse is sent back once, with the parser's error, a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import fields
 
@@ -26,12 +27,29 @@ class ModelPolicy:
         # The engine passes the same frames again on later steps (the last K screenshots); each is
         # prepared once. Keyed by identity, with the frame kept so the id cannot be reused.
         self._prepared: dict[int, tuple[ScreenFrame, PreparedImage]] = {}
+        self._ahead: tuple[ScreenFrame, PreparedImage] | None = None  # from prepare_ahead (another thread)
+        self._ahead_lock = threading.Lock()
+
+    def prepare_ahead(self, frame: ScreenFrame) -> None:
+        """Prepare `frame` now, on any thread, for a coming propose() that shows it (the engine calls
+        this while the screen settles). Only the newest such frame is kept."""
+        image = self.profile.prepare_image(frame)
+        with self._ahead_lock:
+            self._ahead = (frame, image)
 
     def _prepare(self, frames: Sequence[ScreenFrame]) -> list[PreparedImage]:
+        with self._ahead_lock:
+            ahead, self._ahead = self._ahead, None
+        known_images = dict(self._prepared)
+        if ahead is not None:
+            known_images[id(ahead[0])] = ahead
         prepared: dict[int, tuple[ScreenFrame, PreparedImage]] = {}
         for frame in frames:
-            known = self._prepared.get(id(frame))
-            prepared[id(frame)] = known if known is not None else (frame, self.profile.prepare_image(frame))
+            known = known_images.get(id(frame))
+            if known is not None and known[0] is frame:
+                prepared[id(frame)] = known
+            else:
+                prepared[id(frame)] = (frame, self.profile.prepare_image(frame))
         self._prepared = prepared  # frames that left the window are forgotten
         return [image for _, image in prepared.values()]
 

@@ -34,6 +34,25 @@ def test_settle_returns_once_two_grabs_agree():
     assert len(sleeps) == 3  # grabs 1->2 differ, 2->3 differ, 3->3 agree
 
 
+def test_each_candidate_is_offered_before_its_wait_and_the_settled_one_is_returned():
+    grabbed = [solid_frame(colour=(1, 1, 1)), solid_frame(colour=(2, 2, 2)), solid_frame(colour=(2, 2, 2))]
+    grabs = iter(grabbed)
+    timeline: list[str] = []
+    offered: list[object] = []
+
+    def offer(frame):  # type: ignore[no-untyped-def]
+        timeline.append("offer")
+        offered.append(frame)
+
+    frame, settled = wait_for_settle(
+        lambda: next(grabs), timeout_s=5, poll_s=0.01, sleep=lambda _s: timeline.append("wait"), on_candidate=offer
+    )
+    assert settled
+    assert timeline == ["offer", "wait", "offer", "wait"]
+    # The frame returned is the candidate already offered (same pixels as the grab that confirmed it).
+    assert frame is grabbed[1] and offered == [grabbed[0], grabbed[1]]
+
+
 def test_settle_gives_up_after_the_timeout_on_a_changing_screen():
     counter = itertools.count()
     frame, settled = wait_for_settle(

@@ -81,6 +81,45 @@ def test_each_frame_is_prepared_once_while_it_stays_in_the_window():
     assert backend.requests[3].images[0] is backend.requests[2].images[1]
 
 
+def test_a_frame_prepared_ahead_is_not_prepared_again():
+    profile = CountingProfile()
+    backend = ScriptedBackend([CLICK] * 2)
+    policy = ModelPolicy(profile, backend)
+    first, settled, other = (solid_frame(64, 48, (i * 40, 0, 0)) for i in range(3))
+    policy.propose("t", [], [first])
+    policy.prepare_ahead(other)  # a candidate that did not turn out to be the settled screen
+    policy.prepare_ahead(settled)
+    assert profile.prepared == 3
+    policy.propose("t", [PastStep(Wait())], [first, settled])
+    assert profile.prepared == 3  # both frames were ready: nothing prepared in propose
+    assert backend.requests[1].images[0] is backend.requests[0].images[0]
+
+
+def test_an_engine_run_prepares_each_settled_screen_while_it_settles_not_in_propose(tmp_path):
+    profile = CountingProfile()
+    policy = ModelPolicy(
+        profile,
+        ScriptedBackend(
+            [CLICK, CLICK, json.dumps({"note": "", "thought": "t", "action": {"name": "answer", "content": "ok"}})]
+        ),
+    )
+    engine, _, _ = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path)
+    seen: list[int] = []
+    real_propose = policy.propose
+
+    def propose(task, history, frames):  # type: ignore[no-untyped-def]
+        seen.append(profile.prepared)
+        return real_propose(task, history, frames)
+
+    policy.propose = propose  # type: ignore[method-assign]
+    result = engine.run("t")
+    assert result.outcome is Outcome.DONE, result.detail
+    # Before steps 2 and 3 the settled screen had already been prepared (while the screen settled):
+    # the counts seen on entering propose grow with the steps, not only inside propose.
+    assert seen[1] >= 2 and seen[2] >= 3
+    assert profile.prepared == seen[2]  # the last propose prepared nothing itself
+
+
 def test_an_answer_unusable_twice_keeps_its_text_and_timings():
     backend = ScriptedBackend(["no idea", "still no idea"])
     policy = ModelPolicy(get_profile("holotron"), backend)

@@ -21,7 +21,8 @@ import pytest
 
 from holodesk.automation.annotate import MARKER_COLOUR
 from tests.automation.wayland.conftest import WaylandTarget
-from tests.support.gnome_stack import GnomeStack, StackError, answer_consent
+from tests.support.gnome_session import inside_gnome_session
+from tests.support.gnome_stack import GnomeStack, answer_consent
 from tests.support.mutter_remote import MutterRemote
 from tests.support.overlay_probe import OverlayProbe
 from tests.support.wayland_target import BACKGROUND_COLOUR, PAD_COLOUR
@@ -32,21 +33,9 @@ PAD_TARGET = (300, 200)  # on the pad, with the marker's label (325..485, 225..2
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[GnomeStack]:
-    gnome = GnomeStack(xwayland=True)
-    try:
-        gnome.start()
-    except StackError as exc:
-        pytest.fail(f"the headless GNOME stack with XWayland did not start: {exc}", pytrace=False)
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in gnome.env().items():
-            if key.startswith(("DBUS_", "XDG_", "WAYLAND_")) or key in ("HOME", "DISPLAY", "XAUTHORITY"):
-                patch.setenv(key, value)
-        patch.delenv("QT_QPA_PLATFORM", raising=False)
-        patch.delenv("HOLODESK_BACKEND", raising=False)
-        try:
-            yield gnome
-        finally:
-            gnome.stop()
+    # Holodesk must choose Qt's platform and the backend itself, as it does in a user's session.
+    with inside_gnome_session(unset=("QT_QPA_PLATFORM", "HOLODESK_BACKEND")) as gnome:
+        yield gnome
 
 
 @pytest.fixture(scope="module")
@@ -177,4 +166,3 @@ def test_the_approval_panel_stays_above_the_native_window(
         time.sleep(0.05)
     probe.send({"cmd": "cancel"})
     assert probe.wait_for("decided", 5)["decision"] == "stop"
-

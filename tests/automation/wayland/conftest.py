@@ -15,26 +15,16 @@ from typing import Any
 
 import pytest
 
-from tests.support.gnome_stack import GnomeStack, StackError
+from tests.support.gnome_session import inside_gnome_session
+from tests.support.gnome_stack import GnomeStack
 from tests.support.line_process import LineProcess
 from tests.support.mutter_remote import MutterRemote
 
 
 @pytest.fixture(scope="module")
 def gnome_stack() -> Iterator[GnomeStack]:
-    stack = GnomeStack(xwayland=True)
-    try:
-        stack.start()
-    except StackError as exc:
-        pytest.fail(f"the headless GNOME stack did not start: {exc}", pytrace=False)
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in stack.env().items():
-            if key.startswith(("DBUS_", "XDG_", "WAYLAND_")) or key in ("HOME", "DISPLAY", "XAUTHORITY"):
-                patch.setenv(key, value)
-        try:
-            yield stack
-        finally:
-            stack.stop()
+    with inside_gnome_session() as stack:
+        yield stack
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +62,10 @@ class WaylandTarget:
             self.seen.append(record)
             if record.get("event") == event and all(record.get(k) == v for k, v in fields.items()):
                 return record
-        pytest.fail(f"the Wayland target window logged no {event!r} {fields or ''} within {timeout:g} s; "
-                    f"last events: {self.seen[-5:]}")
+        pytest.fail(
+            f"the Wayland target window logged no {event!r} {fields or ''} within {timeout:g} s; "
+            f"last events: {self.seen[-5:]}"
+        )
 
     def drain(self) -> list[dict[str, Any]]:
         records = []

@@ -15,7 +15,7 @@ debs=(xvfb xfonts-base xdotool xclip x11-xserver-utils x11-utils xauth
       chromium chromium-driver  # holodesk eval miniwob
       # The headless GNOME Wayland stack (tests/support/gnome_stack.py) and the portal backend's
       # GStreamer reader (PyGObject from Debian: pip cannot build it without a compiler toolchain).
-      dbus-daemon mutter pipewire pipewire-bin wireplumber xdg-desktop-portal xdg-desktop-portal-gnome
+      dbus-daemon mutter xwayland pipewire pipewire-bin wireplumber xdg-desktop-portal xdg-desktop-portal-gnome
       python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gstreamer1.0-pipewire
       gstreamer1.0-plugins-base)
 missing=()

@@ -4,7 +4,8 @@ It shows the step number, the action in words, the model's description of its ta
 thought (and the loop warning, when there is one), and offers Approve (Enter), Edit, Skip and Stop
 (Esc), plus "approve this kind of action for the rest of this task". Edit reveals what the action
 lets one change: the target as typed screen pixels (the overlay's marker can be dragged too), the
-text to type, the keys to press.
+text to type and whether select-all comes before it and Enter after it, the keys to press. The
+headline names every key a typing step presses, select-all and Enter included.
 
 Focus: the panel must never be where the action's keystrokes land. It is a Tool window shown with
 WA_ShowWithoutActivating, so appearing does not take the keyboard from the user's application. The
@@ -27,6 +28,7 @@ from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_screens import screen_point_to_global_logical
 from holodesk.app.gui.x11_focus import FocusReturn
 from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
+from holodesk.automation.annotate import typing_in_words
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.display_text import safe_lines, safe_text, text_summary
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, QuestionRequest
@@ -182,12 +184,17 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._text.setFixedHeight(62)
         self._text.installEventFilter(self)
         self._text.textChanged.connect(self._on_text_typed)
+        # What a typing step presses besides the text: shown in the headline, and the user may turn it off.
+        self._overwrite = self._option("overwrite", "First select all (ctrl+a) and type over it")
+        self._enter = self._option("press_enter", "Then press Enter")
         self._keys = QtWidgets.QLineEdit(self._editor)
         self._keys.setObjectName("keys")
         self._keys.setPlaceholderText("e.g. ctrl+shift+t")
         self._keys.textChanged.connect(self._on_text_typed)
         self._error = self._label("error", wrap=True, parent=self._editor)
-        fields: list[QtWidgets.QWidget] = [self._hint, *self._points, self._text, self._keys, self._error]
+        fields: list[QtWidgets.QWidget] = [
+            self._hint, *self._points, self._text, self._overwrite, self._enter, self._keys, self._error
+        ]
         for field_widget in fields:
             editor_layout.addWidget(field_widget)
         layout.addWidget(self._editor)
@@ -220,6 +227,13 @@ class ApprovalPanel(QtWidgets.QWidget):
         label.setTextFormat(Qt.TextFormat.PlainText)  # model text is shown as written, never as markup
         return label
 
+    def _option(self, name: str, text: str) -> QtWidgets.QCheckBox:
+        box = QtWidgets.QCheckBox(text, self._editor)
+        box.setObjectName(name)
+        box.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Enter keeps meaning Approve
+        box.toggled.connect(lambda _checked: self._on_text_typed())
+        return box
+
     def set_key_hints(self, shown: bool) -> None:
         """Show Enter and Esc on Approve and Stop only where those keys reach Holodesk (X11's grab):
         on Wayland they go to the user's focused window, and a hint would invite that mistake."""
@@ -251,6 +265,8 @@ class ApprovalPanel(QtWidgets.QWidget):
             "error": self._error,
             "text": self._text,
             "keys": self._keys,
+            "overwrite": self._overwrite,
+            "press_enter": self._enter,
             "reply": self._reply,
             "send": self._send,
             "target_x": self._points[0].x_box,
@@ -392,15 +408,23 @@ class ApprovalPanel(QtWidgets.QWidget):
                 label = editor.findChild(QtWidgets.QLabel)
                 if label is not None:
                     label.setText(captions[index])
-        self._text.setVisible(isinstance(action, TypeText))
+        typing = isinstance(action, TypeText)
+        for widget in (self._text, self._overwrite, self._enter):
+            widget.setVisible(typing)
         self._keys.setVisible(isinstance(action, KeyCombo))
         if isinstance(action, TypeText):
             self._text.setPlainText(action.text)
+            for box, value in ((self._overwrite, action.overwrite), (self._enter, action.press_enter)):
+                box.blockSignals(True)
+                box.setChecked(value)
+                box.blockSignals(False)
         if isinstance(action, KeyCombo):
             self._keys.setText("+".join(action.keys))
         if points:
             hint = "Drag the marker on the screen, or type the screen pixel."
-        elif isinstance(action, TypeText | KeyCombo):
+        elif isinstance(action, TypeText):
+            hint = "Change the text or what is pressed with it, then press Approve."
+        elif isinstance(action, KeyCombo):
             hint = "Change it, then press Approve (Enter)."
         else:
             hint = "This action has nothing to edit."
@@ -517,7 +541,12 @@ class ApprovalPanel(QtWidgets.QWidget):
         assert self._action is not None
         action = self._action
         if isinstance(action, TypeText):
-            action = dataclasses.replace(action, text=self._text.toPlainText())
+            action = dataclasses.replace(
+                action,
+                text=self._text.toPlainText(),
+                overwrite=self._overwrite.isChecked(),
+                press_enter=self._enter.isChecked(),
+            )
         elif isinstance(action, KeyCombo):
             action = KeyCombo(parse_combination(self._keys.text()))
         return action
@@ -634,8 +663,7 @@ def screen_point_to_global_logical_or_none(point: Point) -> QtCore.QPointF | Non
 def _action_words(action: Action) -> str:
     """The action in words; text to type with its length and whitespace visible, long text as start and end."""
     if isinstance(action, TypeText):
-        where = f" at {action.at}" if action.at is not None else " into the focused field"
-        return f"type {len(action.text)} characters{where}: {_breakable(text_summary(action.text))}"
+        return f"{typing_in_words(action, focused_field=True)}: {_breakable(text_summary(action.text))}"
     return action_in_words(action)
 
 

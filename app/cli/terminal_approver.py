@@ -119,7 +119,7 @@ class TerminalApprover:
             self._say_wrapped(f"  step {request.step - 1} result: ", bounded_prose(request.previous_result, 300))
         if request.adjustment:
             self._say_wrapped("  NOTE: ", bounded_prose(request.adjustment, 300))
-        self._say_wrapped("  picture: ", str(picture))
+        self._say(f"  picture: {picture}")  # ours, not the model's: left whole, to be copied
 
     def _say_proposal(self, request: ApprovalRequest) -> None:
         """The step itself, whole: every key it presses, and text to type with its whitespace visible."""
@@ -129,8 +129,9 @@ class TerminalApprover:
             self._say_wrapped("  ", typing_in_words(action, focused_field=True))
             self._say_wrapped("  text:  ", f"spaces as · : {text_summary(action.text)}")
         else:
-            for line in action.describe().split("\n")[: MAX_PROPOSAL_LINES]:
-                self._say("  " + _shorten(safe_text(line), self._width() - 2))
+            for index, line in enumerate(action.describe().split("\n")[:MAX_PROPOSAL_LINES]):
+                indent = "  " if index == 0 else "    "  # a plan's goals under its first line
+                self._say(indent + _shorten(safe_text(line), self._width() - len(indent)))
         if request.loop_warning:
             self._say_wrapped("  WARNING: ", f"{safe_text(request.loop_warning)}. Approve only if you are sure.")
 

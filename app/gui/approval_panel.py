@@ -413,11 +413,12 @@ class ApprovalPanel(QtWidgets.QWidget):
             widget.setVisible(typing)
         self._keys.setVisible(isinstance(action, KeyCombo))
         if isinstance(action, TypeText):
-            self._text.setPlainText(action.text)
+            # The boxes first: setting the text redraws the headline from the editor.
             for box, value in ((self._overwrite, action.overwrite), (self._enter, action.press_enter)):
                 box.blockSignals(True)
                 box.setChecked(value)
                 box.blockSignals(False)
+            self._text.setPlainText(action.text)
         if isinstance(action, KeyCombo):
             self._keys.setText("+".join(action.keys))
         if points:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -313,5 +314,51 @@ def test_the_keyboard_stays_with_the_users_window(xvfb, target_window: TargetWin
             assert field_text(events) == "abcd", f"keys after approving with {answer_with} went astray: {events}"
             assert not [e for e in events if e["event"].startswith("key") and e["key"] == "Return"]
             target_window.reset()
+    finally:
+        probe.close()
+
+
+def panel_now(probe: OverlayProbe, until: Callable[[dict], bool], timeout_s: float = 10.0) -> dict:
+    """The panel's widgets once `until` holds for them (the probe handles a click when it gets to it)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = probe.request({"cmd": "texts"}, "texts")
+        if until(state) or time.monotonic() > deadline:
+            return state
+        time.sleep(0.05)
+
+
+def click_on(rect: list[int], dx: int = 8) -> None:
+    xdotool("mousemove", str(rect[0] + dx), str(rect[1] + rect[3] // 2), "click", "1")
+
+
+@pytest.mark.display
+def test_a_typing_step_names_select_all_and_enter_and_edit_turns_them_off(xvfb) -> None:  # type: ignore[no-untyped-def]
+    """The panel a user sees for `write_desktop(..., press_enter, overwrite)`: the headline says both;
+    Edit offers them as ticked boxes, and unticking them is what gets approved."""
+    probe = OverlayProbe.start()
+    try:
+        action = {"kind": "type", "text": "rm -rf ~/Documents", "press_enter": True, "overwrite": True}
+        probe.send({"cmd": "decide", "step": 2, "action": action})
+        panel = probe.wait_for("panel")
+        headline = panel["texts"]["action"].replace("\u200b", "")
+        assert headline.startswith("Select all in the focused field and type 18 characters over it, then press Enter")
+        assert headline.endswith(": rm·-rf·~/Documents")
+
+        click_on(panel["widgets"]["edit"])
+        state = panel_now(probe, lambda s: "press_enter" in s["texts"])
+        assert state["texts"]["press_enter"] == {"text": "Then press Enter", "checked": True}
+        assert state["texts"]["overwrite"]["checked"] is True
+        click_on(state["widgets"]["press_enter"])
+        click_on(state["widgets"]["overwrite"])
+        state = panel_now(probe, lambda s: not s["texts"]["overwrite"]["checked"])
+        assert state["texts"]["press_enter"]["checked"] is False
+        headline = state["texts"]["action"].replace("\u200b", "")
+        assert headline == "Type 18 characters into the focused field: rm·-rf·~/Documents"
+
+        click_on(state["widgets"]["approve"])
+        decided = probe.wait_for("decided")
+        assert decided["decision"] == "edit"
+        assert decided["action"] == {**action, "press_enter": False, "overwrite": False, "at": None}
     finally:
         probe.close()

@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _sessions_root(value: Path | None) -> Path:
-    """--sessions, else the settings file's session folder (its default when the file is broken)."""
+    """--sessions, else the settings file's session folder (its default when that value is bad)."""
     from holodesk.app.common.settings import load_settings
 
     return value if value is not None else load_settings().settings.sessions.folder
@@ -129,8 +129,10 @@ def command_settings(args: argparse.Namespace, err: TextIO) -> Settings | None:
 
     loaded = load_settings()
     if loaded.problem is not None:
-        err.write(f"holodesk: the settings file is not used: {loaded.problem}\n")
-        err.write("holodesk: this command runs on the defaults and the options given; fix or remove the file.\n")
+        err.write(f"holodesk: problems in the settings file {loaded.problem.path}:\n")
+        for line in loaded.problem.problems:
+            err.write(f"holodesk:   {line}\n")
+        err.write("holodesk: each of these uses its default; every other value of the file is used.\n")
     flags = CommandFlags(
         backend=args.backend,
         profile=getattr(args, "profile", None),

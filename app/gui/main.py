@@ -139,8 +139,10 @@ class HolodeskApp(QtCore.QObject):
     def start(self) -> None:
         if self.settings_problem is not None:
             # Said on stderr too, and kept in the menu until the user opens the settings and saves.
-            print(f"holodesk: settings problem: {self.settings_problem}", file=sys.stderr, flush=True)
-            self.indicator.show_settings_problem(str(self.settings_problem))
+            problem = self.settings_problem
+            words = "\n".join(problem.problems) + "\nEach of these uses its default; the file's other values are used."
+            print(f"holodesk: settings problems in {problem.path}:\n{words}", file=sys.stderr, flush=True)
+            self.indicator.show_settings_problem(words)
         leftover = release_leftover_input()  # a button or key a killed run left pressed
         if leftover.markers:
             self.indicator.notify("Released stuck input", leftover.describe())

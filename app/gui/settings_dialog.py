@@ -3,7 +3,8 @@
 Saving builds a new `Settings` (each value is checked by its dataclass, the error names the key),
 writes the TOML atomically, and stores a typed API key in the OS keyring, never in the file. A
 broken settings file is only replaced when the user says so (a copy of it is kept); the form starts
-from the file's valid values, so fixing one bad value keeps the others. Only the chosen backend's
+from the settings the app runs on, which keep the file's valid values (app.common.settings), so fixing
+one bad value keeps the others, the server URL included. Only the chosen backend's
 fields are shown. A server URL is normalised as everywhere else ("gpu-box:8000" is accepted).
 """
 
@@ -19,7 +20,6 @@ from holodesk.app.common.settings import (
     Settings,
     SettingsError,
     SettingValueError,
-    salvage_settings,
     save_settings,
     store_api_key,
 )
@@ -38,8 +38,6 @@ class SettingsDialog(QtWidgets.QDialog):
     def __init__(self, settings: Settings, path: Path, problem: SettingsError | None = None) -> None:
         super().__init__()
         self.setWindowTitle("Holodesk settings")
-        if problem is not None:
-            settings = salvage_settings(path)  # the file's valid values, not the defaults
         self.settings = settings
         self.path = path
         form = QtWidgets.QFormLayout()
@@ -114,9 +112,10 @@ class SettingsDialog(QtWidgets.QDialog):
         layout = QtWidgets.QVBoxLayout(self)
         if problem is not None:
             warning = QtWidgets.QLabel(
-                f"The settings file {problem.path} could not be used, so Holodesk runs on defaults:\n"
+                f"Problems in the settings file {problem.path}:\n"
                 + "\n".join(f"• {line}" for line in problem.problems)
-                + "\nThe form shows the file's valid values; the file is left as it is until you save here."
+                + "\nHolodesk uses the default for each of these and the file's other values, as this form"
+                " shows them. The file is left as it is until you save here."
             )
             warning.setWordWrap(True)
             warning.setObjectName("settings_problem")

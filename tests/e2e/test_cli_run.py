@@ -208,7 +208,8 @@ def test_a_broken_settings_file_is_reported_and_the_flags_still_work(tmp_path):
         env={**os.environ, "XDG_CONFIG_HOME": str(config)},
     )
     assert result.returncode == 2
-    assert "settings file is not used" in result.stderr and "run.max_steps" in result.stderr
+    assert "problems in the settings file" in result.stderr and "run.max_steps" in result.stderr
+    assert "each of these uses its default" in result.stderr
     assert "pass --script" in result.stderr
 
 

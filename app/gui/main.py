@@ -121,6 +121,8 @@ class HolodeskApp(QtCore.QObject):
         self.indicator.show_settings.connect(self.show_settings)
         self.indicator.quit.connect(self.quit)
         self.prompt.submitted.connect(self.start_task)
+        # Enter typed into the prompt is the prompt's, even while a step waits for its approval.
+        self.prompt.shown_changed.connect(self.approver.set_keys_suspended)
         self.approver.auto_approved.connect(self._on_auto_approved)
         self.hotkey_signals.prompt_requested.connect(self.open_prompt)
         self.hotkey_signals.stop_requested.connect(self.stop)
@@ -130,7 +132,7 @@ class HolodeskApp(QtCore.QObject):
         self.bridge.load_progress.connect(self._on_load_progress)
         self.bridge.no_gpu.connect(self._on_no_gpu)
         self.no_gpu_here = False
-        self.bridge.backend_notice.connect(lambda text: self.indicator.notify("Holodesk", text))
+        self.bridge.backend_notice.connect(lambda text: self._notify("Holodesk", text))
         if server is not None:
             server.message_received.connect(self.on_instance_message)
 
@@ -145,7 +147,7 @@ class HolodeskApp(QtCore.QObject):
             self.indicator.show_settings_problem(words)
         leftover = release_leftover_input()  # a button or key a killed run left pressed
         if leftover.markers:
-            self.indicator.notify("Released stuck input", leftover.describe())
+            self._notify("Released stuck input", leftover.describe())
         self._start_hotkeys()
         self._load_policy()
 
@@ -204,8 +206,7 @@ class HolodeskApp(QtCore.QObject):
         if text in self.hotkey_notices_given:
             return
         self.hotkey_notices_given.add(text)
-        print(f"holodesk: {title}: {text}", file=sys.stderr, flush=True)
-        self.indicator.notify(title, text)
+        self._notify(title, text)
 
     def _load_policy(self) -> None:
         """Build the policy on a worker thread (loading a 12B model takes a while)."""
@@ -217,7 +218,7 @@ class HolodeskApp(QtCore.QObject):
         self.loading.show_progress(0.0, where)
         warning = plain_http_key_warning(options)
         if warning:
-            self.indicator.notify("API key sent unencrypted", warning)
+            self._notify("API key sent unencrypted", warning)
 
         def work() -> None:
             try:
@@ -266,9 +267,9 @@ class HolodeskApp(QtCore.QObject):
         self._show(StatusLine(AppState.ERROR, f"the model is not available: {reason}"))
         if self.pending_task:
             self.pending_task = None
-            self.indicator.notify("Task not started", self._load_failure_words(reason))
+            self._notify("Task not started", self._load_failure_words(reason))
             return
-        self.indicator.notify("Model not available", self._load_failure_words(reason))
+        self._notify("Model not available", self._load_failure_words(reason))
 
     def _load_failure_words(self, reason: str) -> str:
         return load_failure_in_words(reason, self.settings.model.backend, no_gpu=self.no_gpu_here)
@@ -281,14 +282,17 @@ class HolodeskApp(QtCore.QObject):
         elif message == "stop":
             self.stop()
         elif message == "show":
-            self.indicator.notify("Holodesk is running", "Open a task from the tray, or press the hotkey.")
+            self._notify("Holodesk is running", "Open a task from the tray, or press the hotkey.")
 
     def open_prompt(self) -> None:
         self.prompt.open_near()
 
     def start_task(self, task: str) -> None:
         if self.engine is not None:
-            self.indicator.notify("A task is running", "Stop it first (Esc twice, or Stop in the menu).")
+            self._notify(
+                "A task is running",
+                f"“{_shortened(task)}” was not started: stop the running task first (Esc twice, or Stop in the menu).",
+            )
             return
         if self.policy is None:
             self.pending_task = task
@@ -296,13 +300,13 @@ class HolodeskApp(QtCore.QObject):
                 # Maybe fixed meanwhile (server started, weights downloaded): try again for this task.
                 self._load_policy()
                 return
-            self.indicator.notify("Loading the model", "The task starts as soon as the model is ready.")
+            self._notify("Loading the model", "The task starts as soon as the model is ready.")
             return
         try:
             check_writable(self.settings.sessions.folder)
         except TrajectoryWriteError as exc:
             self._show(StatusLine(AppState.ERROR, str(exc)))
-            self.indicator.notify("Cannot record the task", f"{exc}. Choose another sessions folder in the settings.")
+            self._notify("Cannot record the task", f"{exc}. Choose another sessions folder in the settings.")
             return
         run = self.settings.run
         engine = StepEngine(
@@ -377,7 +381,7 @@ class HolodeskApp(QtCore.QObject):
             self._load_policy()
         elif model_changed:
             self.reload_after_run = True
-            self.indicator.notify("Model settings saved", "The running task keeps its model; the new one loads next.")
+            self._notify("Model settings saved", "The running task keeps its model; the new one loads next.")
 
     def quit(self) -> None:
         self.stop()
@@ -408,7 +412,7 @@ class HolodeskApp(QtCore.QObject):
 
     def _on_auto_approved(self, step: int, action: str) -> None:
         # The user chose this kind for auto-approval; still, every such step is announced.
-        self.indicator.notify(f"Step {step} approved automatically", action)
+        self._notify(f"Step {step} approved automatically", action)
 
     def _finished(self, result: RunResult) -> None:
         self.engine = None
@@ -420,7 +424,7 @@ class HolodeskApp(QtCore.QObject):
             self._load_policy()
         state = AppState.ERROR if result.outcome in (Outcome.ERROR, Outcome.FAILED) else AppState.IDLE
         self._show(StatusLine(state, f"{result.outcome.value}: {result.detail}"))
-        self.indicator.notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({steps_in_words(result.steps)})")
+        self._notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({steps_in_words(result.steps)})")
         sessions = self.settings.sessions
         threading.Thread(
             target=prune_sessions, args=(sessions.folder, sessions.retention_bytes), daemon=True, name="holodesk-prune"
@@ -428,6 +432,15 @@ class HolodeskApp(QtCore.QObject):
 
     def _show(self, status: StatusLine) -> None:
         self.indicator.show_status(status)
+
+    def _notify(self, title: str, text: str) -> None:
+        """A balloon, and the same words on stderr for a user who started Holodesk from a terminal."""
+        print(f"holodesk: {title}: {text}", file=sys.stderr, flush=True)
+        self.indicator.notify(title, text)
+
+
+def _shortened(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def tray_icon(state: AppState) -> QtGui.QIcon:

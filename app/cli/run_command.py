@@ -4,7 +4,8 @@ Exit codes (stable, for scripts): 0 the task finished, 1 it failed (unusable ans
 error, an action that could not run or was refused), 2 bad arguments or configuration, 3 stopped by
 the user, 4 the model asks the user a question, 5 the step limit was reached.
 
-Ctrl+C and SIGTERM stop the run like a "quit" (exit 3, with an end record; app.cli.stop_signals).
+Ctrl+C, SIGTERM and SIGHUP (the terminal closed) stop the run like a "quit" (exit 3, with an end
+record; app.cli.stop_signals).
 Before anything else, input left held by a run that was killed outright is released
 (automation.held_input). The annotated pictures shown at approval live in a private temporary
 folder that is removed when the run ends.

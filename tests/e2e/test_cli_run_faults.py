@@ -53,7 +53,7 @@ def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
     # Killed outright: its pictures folder stays until the next run, which removes it.
     killed = _run(script, tmp_path / "sessions", env)
     assert killed.stdout is not None
-    while "Step 1:" not in killed.stdout.readline():
+    while "Step 1 proposes:" not in killed.stdout.readline():
         pass
     assert [p.name.startswith("holodesk-approval-") for p in temp.iterdir()] == [True]
     killed.send_signal(signal.SIGKILL)
@@ -62,7 +62,7 @@ def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
     # SIGTERM at the approval prompt: a stop with an end record; its pictures go with it.
     stopped = _run(script, tmp_path / "sessions", env)
     assert stopped.stdout is not None
-    while "Step 1:" not in stopped.stdout.readline():
+    while "Step 1 proposes:" not in stopped.stdout.readline():
         pass
     assert len(list(temp.iterdir())) == 1  # the killed run's folder is already gone
     stopped.send_signal(signal.SIGTERM)

@@ -104,7 +104,7 @@ class _Run:
             self.seen.append(self.lines.get_nowait())
 
     def prompts(self) -> list[int]:
-        return [int(line.split()[1].rstrip(":")) for line in self.seen if line.startswith("Step ")]
+        return [int(line.split()[1]) for line in self.seen if line.startswith("Step ") and "proposes:" in line]
 
 
 def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_path):

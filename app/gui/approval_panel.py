@@ -30,7 +30,7 @@ from holodesk.app.gui.x11_focus import FocusReturn
 from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
 from holodesk.automation.annotate import typing_in_words
 from holodesk.automation.coords import Monitor, monitor_at
-from holodesk.automation.display_text import safe_lines, safe_text, text_summary
+from holodesk.automation.display_text import bounded_prose, safe_lines, safe_text, text_summary
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, QuestionRequest
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
@@ -38,6 +38,9 @@ from holodesk.automation.keys import parse_combination
 PANEL_WIDTH = 440
 SCREEN_MARGIN = 24
 MAX_THOUGHT_CHARS = 420
+MAX_NOTE_CHARS = 600
+MAX_CONTEXT_CHARS = 300
+MAX_QUESTION_CHARS = 800
 POINT_NAMES = {Drag.kind: ("From", "To")}
 ANSWER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape)
 
@@ -289,10 +292,10 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._badge.setText(f"Step {request.step}")
         self._action_label.setText(_sentence(_action_words(action)))
         context = []
-        if request.previous_result:
-            context.append(f"Step {request.step - 1}: {safe_text(request.previous_result)}")
+        if request.previous_result:  # line breaks kept (a plan's goals), bounded
+            context.append(f"Step {request.step - 1}: {bounded_prose(request.previous_result, MAX_CONTEXT_CHARS)}")
         if request.adjustment:
-            context.append(safe_text(request.adjustment))
+            context.append(bounded_prose(request.adjustment, MAX_CONTEXT_CHARS))
         self._context.setText("\n".join(context))
         self._context.setVisible(bool(context))
         self._warning.setText(f"⚠ {_sentence(request.loop_warning)}. Approve only if you are sure.")
@@ -301,13 +304,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         element = safe_text(" ".join(request.proposal.element.split()))
         self._element.setText(f"Target: {_shorten(element, MAX_THOUGHT_CHARS)}" if element else "")
         self._element.setVisible(bool(element))
-        note = safe_lines(request.proposal.note.strip())
-        self._note.setText(note)
-        self._note.setVisible(bool(note))
-        thought = safe_lines(request.proposal.thought.strip())
-        self._thought.setText(_shorten(thought, MAX_THOUGHT_CHARS))
-        self._thought.setToolTip(thought if len(thought) > MAX_THOUGHT_CHARS else "")
-        self._thought.setVisible(bool(thought))
+        self._show_model_words(request.proposal.note, request.proposal.thought)
         self._remember.setText(f"Approve every “{action.kind}” action for the rest of this task")
         self._remember.setChecked(False)
         # A looping step is asked about one at a time; no blanket approval from here.
@@ -333,14 +330,13 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._badge.setText(f"Step {request.step}")
         self._header.setText("Holodesk asks you")
         self._action_label.setObjectName("question")
-        self._action_label.setText(request.question.strip())
+        self._action_label.setText(bounded_prose(request.question, MAX_QUESTION_CHARS, max_lines=8))
         self._restyle(self._action_label)
-        note = request.proposal.note.strip()
-        self._note.setText(note)
-        self._note.setVisible(bool(note))
-        thought = request.proposal.thought.strip()
-        self._thought.setText(_shorten(thought, MAX_THOUGHT_CHARS))
-        self._thought.setVisible(bool(thought))
+        # Nothing of the last step stays on the panel: no result line, no target.
+        for label in (self._context, self._element):
+            label.clear()
+            label.setVisible(False)
+        self._show_model_words(request.proposal.note, request.proposal.thought)
         self._reply.clear()
         self._send.setEnabled(False)
         self._fit_height()
@@ -351,6 +347,17 @@ class ApprovalPanel(QtWidgets.QWidget):
         self.raise_()
         self.activateWindow()
         self._reply.setFocus()
+
+    def _show_model_words(self, note: str, thought: str) -> None:
+        """The model's note and thought: escaped, bounded, runs of spaces visible (the full thought as a tooltip)."""
+        shown_note = bounded_prose(note, MAX_NOTE_CHARS, max_lines=6)
+        self._note.setText(shown_note)
+        self._note.setVisible(bool(shown_note))
+        shown_thought = bounded_prose(thought, MAX_THOUGHT_CHARS, max_lines=6)
+        self._thought.setText(shown_thought)
+        full = safe_lines(thought.strip())
+        self._thought.setToolTip(_shorten(full, 4000) if shown_thought != full else "")
+        self._thought.setVisible(bool(shown_thought))
 
     def _place_in_corner(self) -> None:
         """Bottom right of the screen under the pointer: where the thinking status just was."""
@@ -664,7 +671,8 @@ def screen_point_to_global_logical_or_none(point: Point) -> QtCore.QPointF | Non
 def _action_words(action: Action) -> str:
     """The action in words; text to type with its length and whitespace visible, long text as start and end."""
     if isinstance(action, TypeText):
-        return f"{typing_in_words(action, focused_field=True)}: {_breakable(text_summary(action.text))}"
+        # The text on a line of its own: never broken between "Enter" and the text's first word.
+        return f"{typing_in_words(action, focused_field=True)}:\n{_breakable(text_summary(action.text))}"
     return action_in_words(action)
 
 

@@ -27,7 +27,7 @@ from holodesk.app.gui.overlay_drawing import MARKER, action_in_words
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_screens import screen_point_to_global_logical
 from holodesk.app.gui.x11_focus import FocusReturn
-from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
+from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText, UpdatePlan
 from holodesk.automation.annotate import typing_in_words
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.display_text import bounded_prose, safe_lines, safe_text, text_summary
@@ -142,6 +142,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._drag_from: QtCore.QPointF | None = None
         self._answer_key: int | None = None
         self._watching_window = False
+        self._key_hints = True
         self._focus = FocusReturn(QtGui.QGuiApplication.platformName() == "xcb")
         self._build()
 
@@ -188,7 +189,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._text.installEventFilter(self)
         self._text.textChanged.connect(self._on_text_typed)
         # What a typing step presses besides the text: shown in the headline, and the user may turn it off.
-        self._overwrite = self._option("overwrite", "First select all (ctrl+a) and type over it")
+        self._overwrite = self._option("overwrite", "First select all, and type over it")
         self._enter = self._option("press_enter", "Then press Enter")
         self._keys = QtWidgets.QLineEdit(self._editor)
         self._keys.setObjectName("keys")
@@ -240,8 +241,14 @@ class ApprovalPanel(QtWidgets.QWidget):
     def set_key_hints(self, shown: bool) -> None:
         """Show Enter and Esc on Approve and Stop only where those keys reach Holodesk (X11's grab):
         on Wayland they go to the user's focused window, and a hint would invite that mistake."""
-        self._approve.setText("Approve  ⏎" if shown else "Approve")
+        self._key_hints = shown
+        self._approve.setText(self._approve_words())
         self._stop.setText("Stop  Esc" if shown else "Stop")
+
+    def _approve_words(self) -> str:
+        # A plan changes nothing on screen: going on is not approving an action.
+        words = "Continue" if isinstance(self._original, UpdatePlan) else "Approve"
+        return f"{words}  ⏎" if self._key_hints else words
 
     def _button(self, name: str, text: str, slot: object) -> QtWidgets.QPushButton:
         button = QtWidgets.QPushButton(text, self)
@@ -290,6 +297,9 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._original = self._action = action
         self._monitors = request.frame.monitors
         self._badge.setText(f"Step {request.step}")
+        plan = isinstance(action, UpdatePlan)
+        self._header.setText("The model's plan (nothing happens on screen)" if plan else "Holodesk wants to")
+        self._approve.setText(self._approve_words())
         self._action_label.setText(_sentence(_action_words(action)))
         context = []
         if request.previous_result:  # line breaks kept (a plan's goals), bounded

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from holodesk.app.gui.approval_panel import ApprovalPanel
-from holodesk.app.gui.qt import Qt, QtCore
+from holodesk.app.gui.qt import Qt, QtCore, QtWidgets
 from holodesk.automation.actions import Action, Click, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText
 from holodesk.automation.engine import ApprovalDecision, Decision
 from tests.app.gui.approval_requests import approval_request
@@ -362,3 +362,17 @@ def test_a_typing_step_names_select_all_and_enter_and_edit_turns_them_off(xvfb) 
         assert decided["action"] == {**action, "press_enter": False, "overwrite": False, "at": None}
     finally:
         probe.close()
+
+
+def test_a_plan_is_continued_not_approved(qtbot, panel: ApprovalPanel) -> None:  # type: ignore[no-untyped-def]
+    from holodesk.automation.actions import PlanGoal, UpdatePlan
+
+    panel.present(approval_request(UpdatePlan((PlanGoal("Open the mail"),)), step=1))
+    widgets = panel.named_widgets()
+    assert widgets["approve"].text() == "Continue  ⏎"
+    assert "nothing happens on screen" in panel.windowTitle() + panel.findChild(QtWidgets.QLabel, "header").text()
+    decision, _ = answer_of(qtbot, panel, lambda: click(qtbot, panel, "approve"))
+    assert decision.decision is Decision.APPROVE
+    panel.present(approval_request(Click(Point(5, 5)), step=2))
+    assert widgets["approve"].text() == "Approve  ⏎"
+    assert panel.findChild(QtWidgets.QLabel, "header").text() == "Holodesk wants to"

@@ -7,6 +7,7 @@ and `history` start fast and work from a plain terminal.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from holodesk.app.common.settings import BACKENDS, DEVICES
 from holodesk.inference.profiles import PROFILE_NAMES
 
 if TYPE_CHECKING:
+    from holodesk.app.common.overrides import CommandFlags
     from holodesk.app.common.policy_factory import PolicyOptions
     from holodesk.app.common.settings import Settings
 
@@ -60,6 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"holodesk {_version()}")
+    app_options = parser.add_argument_group(
+        "the tray application (no command)", "these replace the settings file's values for this start of the app"
+    )
+    app_options.add_argument("--backend", dest="app_backend", choices=("local", "remote"), help="where the model runs")
+    app_options.add_argument(
+        "--model", dest="app_model", metavar="MODEL", help="local: checkpoint or repo id; remote: served name"
+    )
+    app_options.add_argument(
+        "--base-url", dest="app_base_url", metavar="URL", help="OpenAI-compatible server URL (remote)"
+    )
+    app_options.add_argument("--device", dest="app_device", choices=DEVICES, help="local backend device")
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", description="without a command, holodesk starts the tray application"
     )
@@ -113,6 +127,25 @@ def build_parser() -> argparse.ArgumentParser:
         "what", nargs="?", choices=("prompt", "show", "stop"), default="prompt", help="what to ask (default: prompt)"
     )
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("holodesk")
+    except PackageNotFoundError:  # run from a source tree without an install
+        return "(not installed)"
+
+
+def _app_flags(args: argparse.Namespace) -> CommandFlags | None:
+    """The tray app's flags, None when none was given."""
+    from holodesk.app.common.overrides import CommandFlags
+
+    flags = CommandFlags(
+        backend=args.app_backend, model=args.app_model, base_url=args.app_base_url, device=args.app_device
+    )
+    return None if flags == CommandFlags() else flags
 
 
 def _sessions_root(value: Path | None) -> Path:
@@ -193,8 +226,23 @@ def _model_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`holodesk history | head -2`): not an error. Python would print a
+        # traceback while flushing stdout at exit; point it at /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    app_flags = _app_flags(args)
+    if app_flags is not None and args.command is not None:
+        parser.error(f"put --backend, --model, --base-url and --device after the command: holodesk {args.command} ...")
     if args.command in ("doctor", "run", "locate"):
         return _model_command(args)
     if args.command == "history":
@@ -219,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # No command: the tray application (or wake the one already running).
     from holodesk.app.gui.main import run_app
 
-    return run_app()
+    return run_app(flags=app_flags)
 
 
 if __name__ == "__main__":  # pragma: no cover

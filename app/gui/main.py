@@ -8,6 +8,7 @@ capture, which switch threads on their own.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import threading
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from holodesk.app.common.backend_problems import gpu_missing, in_words, load_failure_in_words, preflight
 from holodesk.app.common.hotkey_path import TRIGGER_ADVICE, is_wayland_session
 from holodesk.app.common.instance_client import InstanceError
+from holodesk.app.common.overrides import CommandFlags, FlagError, apply_flags
 from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, plain_http_key_warning
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
@@ -451,8 +453,18 @@ def tray_icon(state: AppState) -> QtGui.QIcon:
     return QtGui.QIcon(str(icon_path(f"tray-{name}")))
 
 
-def run_app(argv: list[str] | None = None) -> int:
-    """`holodesk` with no command: become the running instance (or wake the one that runs) and start."""
+def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) -> int:
+    """`holodesk` with no command: become the running instance (or wake the one that runs) and start.
+
+    `flags` (holodesk --backend remote ...) replace the settings file's values for this start.
+    """
+    loaded = load_settings()
+    if flags is not None:
+        try:
+            loaded = dataclasses.replace(loaded, settings=apply_flags(loaded.settings, flags))
+        except FlagError as exc:
+            print(f"holodesk: {exc}", file=sys.stderr)
+            return 2
     platform = apply_qt_platform()  # XWayland on a Wayland session: before the QApplication exists
     if platform.blocker:
         print(f"holodesk: {platform.blocker}", file=sys.stderr, flush=True)
@@ -471,7 +483,7 @@ def run_app(argv: list[str] | None = None) -> int:
     if server is None:
         print("Holodesk is already running: told it to show itself.")
         return 0
-    holodesk = HolodeskApp(load_settings(), tray_icon, server)
+    holodesk = HolodeskApp(loaded, tray_icon, server)
     holodesk.start()
     if platform.warning:
         print(f"holodesk: {platform.warning}", file=sys.stderr, flush=True)

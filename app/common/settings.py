@@ -32,6 +32,7 @@ import shutil
 import stat
 import tempfile
 import tomllib
+import unicodedata
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -43,6 +44,7 @@ from urllib.parse import urlsplit
 import tomli_w
 
 from holodesk.automation.actions import ACTION_TYPES
+from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine import DEFAULT_MAX_STEPS
 from holodesk.automation.trajectory import default_root
 from holodesk.inference import secrets
@@ -63,6 +65,8 @@ DEFAULT_RETENTION_MB = 2048
 STOP_PRESSES_RANGE = (1, 5)
 STOP_WINDOW_RANGE_S = (0.1, 3.0)
 MAX_SETTINGS_BYTES = 1024 * 1024  # a settings file is a few hundred bytes; more is not one
+MAX_URL_CHARS = 2000
+MAX_HOST_CHARS = 253  # DNS: 253 characters, 63 a label
 MAX_BAD_LINES = 20  # TOML lines skipped before giving up on the whole file
 _ERROR_LINE = re.compile(r"at line (\d+)")
 
@@ -176,16 +180,42 @@ def normalize_server_url(text: str) -> str:
     cannot be a server URL (another scheme, no host, spaces).
     """
     url = text.strip()
+    shown = _url_in_words(url)
+    if len(url) > MAX_URL_CHARS:
+        raise ValueError(f"a server URL is at most {MAX_URL_CHARS} characters; this one has {len(url)}: {shown}")
+    if any(unicodedata.category(c) in ("Cc", "Cf") or c.isspace() for c in url):
+        raise ValueError(f"a server URL has no spaces or control characters: {shown}")
     if "://" not in url:
         url = "http://" + url
     url = url.rstrip("/")
-    parts = urlsplit(url)  # ValueError for "http://[::1" and the like
-    _ = parts.port  # a port that is not a number raises here, not later when connecting
-    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
-        raise ValueError(f"expected a server URL such as http://gpu-box:8000/v1 or gpu-box:8000, got {text!r}")
+    try:
+        parts = urlsplit(url)  # ValueError for "http://[::1" and the like
+        _ = parts.port  # a port that is not a number raises here, not later when connecting
+    except ValueError:
+        raise ValueError(f"not a server URL: {shown}") from None
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            f"the server URL carries a user name or password ({shown}): give it without them; an API key goes "
+            "in the settings window's API key field (the OS keyring) or HOLODESK_API_KEY"
+        )
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"expected a server URL such as http://gpu-box:8000/v1 or gpu-box:8000, got {shown}")
+    if len(parts.hostname) > MAX_HOST_CHARS or any(len(label) > 63 for label in parts.hostname.split(".")):
+        raise ValueError(f"the host name is longer than a host name can be: {shown}")
     if parts.path in ("", "/"):
         url += "/v1"
     return url
+
+
+def _url_in_words(url: str) -> str:
+    """A URL to quote in a message: credentials hidden, controls escaped, at most 80 characters."""
+    scheme, found, rest = url.partition("://")
+    head = rest if found else scheme
+    authority, slash, path = head.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rsplit("@", 1)[1]
+    hidden = f"{scheme}://" if found else ""
+    return _show(safe_text(hidden + authority + slash + path))
 
 
 def _base_url(value: object) -> str | None:
@@ -194,11 +224,8 @@ def _base_url(value: object) -> str | None:
     url = _text(value)
     try:
         return normalize_server_url(url)
-    except ValueError:
-        raise _Invalid(
-            "not a valid URL: expected an http:// or https:// URL with a host, e.g. http://gpu-box:8000/v1 or "
-            f"gpu-box:8000, got {_show(url)}"
-        ) from None
+    except ValueError as exc:
+        raise _Invalid(f"not a valid URL: {exc}") from None
 
 
 def _absolute_folder(value: object) -> Path:

@@ -115,3 +115,26 @@ def test_a_huge_file_is_refused_unread(tmp_path: Path) -> None:
     path.write_bytes(b"# " + b"x" * (2 * 1024 * 1024) + b"\n")
     loaded = load_settings(path)
     assert loaded.problem is not None and "larger than 1024 KiB" in str(loaded.problem)
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("http://gpu-box\x1b[2J:8000/v1", "no spaces or control characters"),
+        ("http://gpu\u202ebox:8000/v1", "no spaces or control characters"),
+        ("http://" + "a" * 100_000 + ":8000/v1", "at most 2000 characters"),
+        ("http://" + "a" * 70 + ".example:8000/v1", "longer than a host name can be"),
+        ("https://alice:hunter2@gpu-box:8000/v1", "carries a user name or password"),
+    ],
+    ids=["escape", "bidi", "100k host", "long label", "credentials"],
+)
+def test_a_server_url_that_cannot_work_is_refused_in_words_without_its_secrets(
+    tmp_path: Path, url: str, words: str
+) -> None:
+    path = tmp_path / "settings.toml"
+    path.write_text(f'[model.remote]\nbase_url = "{url.replace(chr(0x1b), chr(92) + "u001b")}"\n', encoding="utf-8")
+    problem = load_settings(path).problem
+    assert problem is not None and words in str(problem), str(problem)
+    assert "hunter2" not in str(problem) and "alice" not in str(problem)
+    assert "\x1b" not in str(problem) and "\u202e" not in str(problem)
+    assert len(str(problem)) < 600

@@ -160,6 +160,17 @@ def test_export_corrections_writes_the_moved_targets(tmp_path):
     assert result.returncode == 0 and "wrote 1 correction" in result.stdout
     (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert row["point"] == [40, 30] and row["instruction"] == "the Save button"
+    assert os.stat(out).st_mode & 0o777 == 0o600  # private, as the sessions it comes from
+
+
+def test_export_corrections_is_private_even_over_a_leftover_part_file(tmp_path):
+    record(tmp_path / "sessions", "Rename the file", edited=True)
+    out = tmp_path / "corrections.jsonl"
+    leftover = tmp_path / "corrections.jsonl.part"
+    leftover.write_text("half", encoding="utf-8")
+    leftover.chmod(0o644)
+    assert holodesk("export-corrections", str(out), "--sessions", str(tmp_path / "sessions")).returncode == 0
+    assert os.stat(out).st_mode & 0o777 == 0o600
 
 
 def test_doctor_and_history_follow_the_settings_file(tmp_path):

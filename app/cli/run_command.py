@@ -83,7 +83,11 @@ def run_task(
     warning = plain_http_key_warning(options)
     if warning:
         err.write(f"warning: {warning}\n")
-    policy = _policy_or_exit_code(options, err)
+    try:
+        policy = _policy_or_exit_code(options, err)
+    except KeyboardInterrupt:  # Ctrl+C while the model loads or the server is asked: a stop, in words
+        err.write("stopped before the run started (Ctrl+C); nothing was done and no session was recorded\n")
+        return EXIT_CODES[Outcome.STOPPED]
     if isinstance(policy, int):
         return policy
     try:

@@ -74,3 +74,24 @@ def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
     session = read_session(newest)
     assert session.outcome == "stopped" and session.end is not None
     assert session.end["detail"] == "stopped by SIGTERM"
+
+
+def test_ctrl_c_while_the_server_is_asked_before_the_run_is_a_stop_in_words(tmp_path):
+    from tests.support.fake_openai_server import FakeOpenAIServer, SlowReply
+
+    with FakeOpenAIServer(models_reply=SlowReply(60.0)) as server:
+        process = subprocess.Popen(
+            [*HOLODESK_COMMAND, "run", "x", "--backend", "remote", "--base-url", server.base_url,
+             "--sessions", str(tmp_path / "sessions")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not server.requests:  # the pre-run check is waiting for the server
+            assert time.monotonic() < deadline and process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert "Traceback" not in err, err
+    assert "stopped before the run started (Ctrl+C)" in err
+    assert process.returncode == 3
+    assert not (tmp_path / "sessions").exists() or not list(iter_session_folders(tmp_path / "sessions"))

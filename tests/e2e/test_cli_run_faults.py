@@ -90,7 +90,7 @@ def test_ctrl_c_while_the_server_is_asked_before_the_run_is_a_stop_in_words(tmp_
             assert time.monotonic() < deadline and process.poll() is None, process.communicate()
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=30)
     assert "Traceback" not in err, err
     assert "stopped before the run started (Ctrl+C)" in err
     assert process.returncode == 3

@@ -304,6 +304,16 @@ class HolodeskApp(QtCore.QObject):
                 return
             self._notify("Loading the model", "The task starts as soon as the model is ready.")
             return
+        monitor = self.settings.run.capture_monitor
+        screens = len(QtGui.QGuiApplication.screens())
+        if monitor is not None and monitor > screens:
+            self._show(StatusLine(AppState.ERROR, f"there is no monitor {monitor}"))
+            self._notify(
+                "Task not started",
+                f"The settings name monitor {monitor}, but this display has {screens}. "
+                "Choose a monitor in the settings (Monitor), then start the task again.",
+            )
+            return
         try:
             check_writable(self.settings.sessions.folder)
         except TrajectoryWriteError as exc:

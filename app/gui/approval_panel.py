@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from holodesk.app.common.session_words import kind_in_words
 from holodesk.app.gui.overlay_drawing import MARKER, action_in_words
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_screens import screen_point_to_global_logical
@@ -315,7 +316,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._element.setText(f"Target: {_shorten(element, MAX_THOUGHT_CHARS)}" if element else "")
         self._element.setVisible(bool(element))
         self._show_model_words(request.proposal.note, request.proposal.thought)
-        self._remember.setText(f"Approve every “{action.kind}” action for the rest of this task")
+        self._remember.setText(f"Approve every {kind_in_words(action.kind)} for the rest of this task")
         self._remember.setChecked(False)
         # A looping step is asked about one at a time; no blanket approval from here.
         self._remember.setEnabled(not request.loop_warning)

@@ -19,6 +19,7 @@ from holodesk.app.common.hotkey_path import TRIGGER_ADVICE, is_wayland_session
 from holodesk.app.common.instance_client import InstanceError
 from holodesk.app.common.overrides import CommandFlags, FlagError, apply_flags
 from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, plain_http_key_warning
+from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
 from holodesk.app.gui.gui_approver import GuiApprover
@@ -284,7 +285,8 @@ class HolodeskApp(QtCore.QObject):
         elif message == "stop":
             self.stop()
         elif message == "show":
-            self._notify("Holodesk is running", "Open a task from the tray, or press the hotkey.")
+            hotkey = hotkey_in_words(self.settings.hotkeys.prompt)
+            self._notify("Holodesk is running", f"Open a task from the tray, or press {hotkey}.")
 
     def open_prompt(self) -> None:
         self.prompt.open_near()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from holodesk.app.common.session_words import kind_in_words
 from holodesk.app.common.settings import (
     BACKENDS,
     DEVICES,
@@ -70,7 +71,7 @@ class SettingsDialog(QtWidgets.QDialog):
         self.retention_mb = QtWidgets.QSpinBox()
         self.retention_mb.setRange(1, 10_000_000)
         self.retention_mb.setSuffix(" MB")
-        self.auto_approve = {kind: QtWidgets.QCheckBox(kind) for kind in AUTO_APPROVABLE}
+        self.auto_approve = {kind: QtWidgets.QCheckBox(kind_in_words(kind)) for kind in AUTO_APPROVABLE}
         kinds = QtWidgets.QHBoxLayout()
         for box in self.auto_approve.values():
             kinds.addWidget(box)

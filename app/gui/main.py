@@ -99,7 +99,9 @@ class HolodeskApp(QtCore.QObject):
         # thinking status may be in a screenshot the model sees.
         focus_guard = FocusGuard()
         screen, self.executor = create_backends(self.bridge.backend_notice.emit, focus_guard=focus_guard)
-        self.frames = StatusHiddenCapture(OverlayAwareCapture(screen, self.overlay, focus_guard), self.thinking)
+        self.frames = StatusHiddenCapture(
+            OverlayAwareCapture(screen, self.overlay, focus_guard), self.thinking, self.indicator.screen_windows
+        )
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
         self.hotkeys: HotkeyListener | None = None
@@ -417,6 +419,8 @@ class HolodeskApp(QtCore.QObject):
             self.thinking.show_state(event.step, "paused (Resume from the menu)")
         else:
             self.thinking.hide_status()
+        if event.state in (EngineState.WAITING_APPROVAL, EngineState.WAITING_ANSWER, EngineState.PAUSED):
+            self.indicator.show_again()  # no grab until the user answers: the control window may be seen
         state = from_engine(event.state)
         if self.engine is not None and self.engine.paused and state is not AppState.PAUSED:
             # Paused mid-step: the step finishes, but the user must keep seeing that a pause is coming.
@@ -432,6 +436,7 @@ class HolodeskApp(QtCore.QObject):
         self.engine = None
         self.overlay.clear()
         self.thinking.hide_status()
+        self.indicator.show_again()
         self.indicator.set_running(False)
         if self.reload_after_run:
             self.reload_after_run = False

@@ -106,5 +106,33 @@ def test_enter_in_the_task_prompt_does_not_approve_the_waiting_step(xvfb, target
     finally:
         stop_holodesk(process)
     assert session.outcome == "stopped", session.end
-    assert session.steps[0]["decision"] != "approve"
+    assert session.steps[0].get("decision") != "approve" and not session.steps[0].get("result")
     assert not [e for e in target_window.sync() if e["event"] == "clicked"]
+
+
+def test_without_a_tray_the_control_window_is_not_in_the_models_screenshot(xvfb, target_window, tmp_path):
+    from PIL import Image
+
+    ok = model_point(target_window.centre("ok"), Rect(0, 0, xvfb.width, xvfb.height))
+    answers = [holotron("click_desktop", x=ok.x, y=ok.y, thought="Confirm.")]
+    process, sessions, _ = start_holodesk(tmp_path, scripted_settings(tmp_path, answers))
+    try:
+        control = wait_for_window("Holodesk control")  # no tray on this display: its stand-in
+        shell = xdotool("getwindowgeometry", "--shell", control).stdout
+        geometry = {key: int(value) for key, value in (line.split("=") for line in shell.split())}
+        time.sleep(1.0)  # the hotkey listener starts after the instance listens
+        type_task("Press OK")
+        wait_for_window("Holodesk: approve")
+        # While the step waits for the user, no grab comes: the control window is back.
+        wait_for_window("Holodesk control", timeout_s=10)
+        xdotool("key", "--delay", "60", "Escape", "Escape")
+        session = wait_for_session_end(sessions, process)
+    finally:
+        stop_holodesk(process)
+    shot = session.folder / session.steps[0]["screenshot"]
+    with Image.open(shot) as image:
+        x, y, w, h = geometry["X"], geometry["Y"], geometry["WIDTH"], geometry["HEIGHT"]
+        inside = image.convert("RGB").crop((x + 4, y + 4, x + w - 4, y + h - 4))
+        colours = {colour for _, colour in inside.getcolors(maxcolors=1 << 20) or []}
+    # Only the bare desktop where the control window stands: its dark blue never reaches the model.
+    assert colours == {(0, 0, 0)}, f"the model saw something at the control window's place: {sorted(colours)[:5]}"

@@ -367,9 +367,12 @@ class HolodeskApp(QtCore.QObject):
         if self.engine.paused:
             self.engine.resume()
             self._show(StatusLine(AppState.THINKING, "resumed"))
+            self._notify("Resumed", "The task goes on.")
         else:
             self.engine.pause()
             self._show(StatusLine(AppState.PAUSED, "pauses before the next step"))
+            # Said where it is seen: the step under way finishes first, so nothing else changes yet.
+            self._notify("Pausing", "The task pauses before its next step; Resume from the menu.")
 
     def show_history(self) -> None:
         if self.history is None:

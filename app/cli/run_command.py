@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TextIO
 from holodesk.app.cli.live_status import LiveStatus, progress_bar
 from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
 from holodesk.app.cli.terminal_approver import terminal_event_printer
-from holodesk.app.common.backend_problems import in_words, preflight
+from holodesk.app.common.backend_problems import in_words, preflight, run_end_hint
 from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, plain_http_key_warning
 from holodesk.automation.coords import FrameMapping
 from holodesk.automation.display_text import safe_text
@@ -199,6 +199,9 @@ def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | i
 
 def _report(result: RunResult, out: TextIO) -> None:
     out.write(f"\n{result.outcome.value}: {safe_text(result.detail)}\n")
+    hint = run_end_hint(result.detail)
+    if hint:
+        out.write(f"{hint}\n")
     out.write(f"steps taken: {result.steps}\n")
     if result.folder is not None:
         out.write(f"trajectory: {result.folder}\n")

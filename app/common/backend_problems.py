@@ -154,3 +154,15 @@ def load_failure_in_words(reason: str, backend: str, no_gpu: bool = False) -> st
     if any(word in reason.lower() for word in NO_GPU_WORDS):
         return f"{text}\n{REMOTE_OFFER}"
     return f"{text}\nRun `holodesk doctor` to see what is missing, or use a model server (Settings, remote)."
+
+
+UNUSABLE_ANSWER = "the model's answer was unusable"
+UNUSABLE_HINT = (
+    "The model did not answer in the form its profile reads. If this repeats, check that Settings → Model "
+    "profile (--profile) matches the model the server runs; otherwise run the task again."
+)
+
+
+def run_end_hint(detail: str) -> str:
+    """What to do after a run ended as `detail` says, or "" when the detail says it already."""
+    return UNUSABLE_HINT if detail.startswith(UNUSABLE_ANSWER) else ""

@@ -14,7 +14,13 @@ import sys
 import threading
 from collections.abc import Callable
 
-from holodesk.app.common.backend_problems import gpu_missing, in_words, load_failure_in_words, preflight
+from holodesk.app.common.backend_problems import (
+    gpu_missing,
+    in_words,
+    load_failure_in_words,
+    preflight,
+    run_end_hint,
+)
 from holodesk.app.common.hotkey_path import TRIGGER_ADVICE, is_wayland_session
 from holodesk.app.common.instance_client import InstanceError
 from holodesk.app.common.overrides import CommandFlags, FlagError, apply_flags
@@ -234,7 +240,8 @@ class HolodeskApp(QtCore.QObject):
             except PolicyConfigError as exc:
                 self.bridge.policy_failed.emit(f"configuration: {exc}")
             except InferenceError as exc:  # no weights, no GPU memory, server down: expected, said plainly
-                log.warning("the model is not available: %s", exc)
+                # Not on stderr as it is: the balloon's words (also on stderr) may advise otherwise (no GPU).
+                log.info("the model is not available: %s", exc)
                 if options.backend == "local" and gpu_missing():
                     self.bridge.no_gpu.emit()
                 self.bridge.policy_failed.emit(in_words(exc))
@@ -446,7 +453,9 @@ class HolodeskApp(QtCore.QObject):
             self._load_policy()
         state = AppState.ERROR if result.outcome in (Outcome.ERROR, Outcome.FAILED) else AppState.IDLE
         self._show(StatusLine(state, f"{result.outcome.value}: {result.detail}"))
-        self._notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({steps_in_words(result.steps)})")
+        hint = run_end_hint(result.detail)
+        words = f"{result.detail} ({steps_in_words(result.steps)})" + (f"\n{hint}" if hint else "")
+        self._notify(OUTCOME_TITLES[result.outcome], words)
         sessions = self.settings.sessions
         threading.Thread(
             target=prune_sessions, args=(sessions.folder, sessions.retention_bytes), daemon=True, name="holodesk-prune"

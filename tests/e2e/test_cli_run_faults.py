@@ -95,3 +95,13 @@ def test_ctrl_c_while_the_server_is_asked_before_the_run_is_a_stop_in_words(tmp_
     assert "stopped before the run started (Ctrl+C)" in err
     assert process.returncode == 3
     assert not (tmp_path / "sessions").exists() or not list(iter_session_folders(tmp_path / "sessions"))
+
+
+def test_an_unusable_answer_ends_the_run_with_what_to_do(xvfb, tmp_path):
+    script = tmp_path / "answers.jsonl"
+    script.write_text((json.dumps("I would click the OK button, I think.") + "\n") * 5, encoding="utf-8")
+    process = _run(script, tmp_path / "sessions", dict(os.environ))
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1, out + err
+    assert "error: the model's answer was unusable" in out
+    assert "check that Settings → Model profile (--profile) matches the model the server runs" in out

@@ -41,7 +41,6 @@ from holodesk.app.gui.qt_screens import (
     screen_monitor,
     screen_point_to_global_logical,
 )
-from holodesk.app.gui.x11_input_shape import InputShape
 from holodesk.automation.actions import Action, Point
 from holodesk.automation.engine import FrameSource
 from holodesk.automation.errors import CaptureError, OffScreenError
@@ -123,8 +122,7 @@ class OverlayWindow(QtWidgets.QWidget):
 class MarkerHandle(QtWidgets.QWidget):
     """A small disc window over one target that accepts the mouse: drag it to move the target.
 
-    Its only hole is the size of the centre dot, centred on the target, so the target pixel shows; on
-    X11 the hole still takes the mouse (app.gui.x11_input_shape), so a press on the dot drags the marker.
+    Its only hole is the size of the centre dot, centred on the target, so the target pixel shows.
     Near a screen's edge the window is kept inside the screen (a window straddling two screens is
     scaled by the wrong one) and the ring drawn off its centre, still around the target.
     """
@@ -145,7 +143,6 @@ class MarkerHandle(QtWidgets.QWidget):
         self._centre = QtCore.QPointF(HANDLE_RADIUS, HANDLE_RADIUS)  # the target, in this window
         self._press: QtCore.QPointF | None = None
         self._start_position = QtCore.QPoint()
-        self._input_shape = InputShape()
 
     def place(self, point: Point) -> None:
         """Put the ring around a screen pixel."""
@@ -159,7 +156,6 @@ class MarkerHandle(QtWidgets.QWidget):
         self.setScreen(screen)
         self.move(left, top)
         self.setMask(self._ring())
-        self._input_shape.take_input_over(self, self._ring(hole=False))  # the dot grabs too (X11)
         self.update()
 
     def _ring(self, hole: bool = True) -> QtGui.QRegion:

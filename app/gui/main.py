@@ -28,9 +28,10 @@ from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, 
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
-from holodesk.app.gui.gui_approver import GuiApprover
+from holodesk.app.gui.gui_approver import GuiApprover, answer_keys_grabbed
 from holodesk.app.gui.history_window import HistoryWindow
 from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, HotkeySignals, OwnWindowsStopKey
+from holodesk.app.gui.key_grab import KeyGrab, stop_keysym
 from holodesk.app.gui.loading_window import LoadingWindow
 from holodesk.app.gui.overlay import OverlayAwareCapture, OverlayController
 from holodesk.app.gui.portal_hotkeys import PortalHotkeys, shortcut_requests
@@ -114,6 +115,7 @@ class HolodeskApp(QtCore.QObject):
         self.portal_hotkeys: PortalHotkeys | None = None
         self.own_windows_stop: OwnWindowsStopKey | None = None
         self.hotkey_notices_given: set[str] = set()  # each hotkey notice is given once per app run
+        self._stop_key_grab: KeyGrab | None = None  # the stop key, held while the model thinks
         self.policy: ModelPolicy | None = None
         self.policy_error: str | None = None
         self.engine: StepEngine | None = None
@@ -423,6 +425,7 @@ class HolodeskApp(QtCore.QObject):
             self._finished(event.result)
             return
         detail = f"step {event.step}: {event.detail}" if event.detail else f"step {event.step}"
+        self._hold_stop_key(event.state is EngineState.THINKING)
         if event.state is EngineState.THINKING:
             self.thinking.show_state(event.step)
         elif event.state is EngineState.PAUSED:
@@ -442,7 +445,20 @@ class HolodeskApp(QtCore.QObject):
         # The user chose this kind for auto-approval; still, every such step is announced.
         self._notify(f"Step {step} approved automatically", action)
 
+    def _hold_stop_key(self, held: bool) -> None:
+        """While the model thinks, the stop key is grabbed (X11): Esc Esc stops the run without also
+        reaching the user's window (the stop gesture listens through RECORD, which sees grabbed keys).
+        Released before anything else may need the key: the approval panel grabs it for itself."""
+        if held and self._stop_key_grab is None and answer_keys_grabbed(QtGui.QGuiApplication.platformName()):
+            grab = KeyGrab({"stop": (stop_keysym(self.settings.hotkeys.stop.key),)}, lambda _key: None)
+            if grab.start():
+                self._stop_key_grab = grab
+        elif not held and self._stop_key_grab is not None:
+            self._stop_key_grab.stop()
+            self._stop_key_grab = None
+
     def _finished(self, result: RunResult) -> None:
+        self._hold_stop_key(False)
         self.engine = None
         self.overlay.clear()
         self.thinking.hide_status()

@@ -62,13 +62,21 @@ def test_a_stop_while_the_model_thinks_is_a_stop(xvfb, target_window, tmp_path):
             deadline = time.monotonic() + 10
             while not server.chat_requests and time.monotonic() < deadline:
                 time.sleep(0.05)  # the request is out: the model is thinking
+            # The user's window has the keyboard; the stop gesture must not reach it as two Escapes.
+            xdotool("windowfocus", "--sync", str(target_window.ready["window_id"]))
+            target_window.reset()
             xdotool("key", "--delay", "60", "Escape", "Escape")  # the stop gesture
             session = wait_for_session_end(sessions, process)
             balloon = output.wait_for("holodesk: Stopped:")
+            xdotool("key", "x")  # the keyboard is the user's again once the run ended
+            events = target_window.sync()
         finally:
             stop_holodesk(process)
     assert session.outcome == "stopped", session.end
     assert "could not answer" not in str(session.end) and "failed" not in balloon.lower()
+    keys = [e.get("key") for e in events if e["event"] == "key_press"]
+    assert "Escape" not in keys, f"the stop gesture reached the user's window: {keys}"
+    assert "X" in keys or "x" in keys, f"the user's window never had the keyboard: {events}"
 
 
 def test_enter_in_the_task_prompt_does_not_approve_the_waiting_step(xvfb, target_window, tmp_path):

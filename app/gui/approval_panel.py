@@ -316,7 +316,8 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._element.setText(f"Target: {_shorten(element, MAX_THOUGHT_CHARS)}" if element else "")
         self._element.setVisible(bool(element))
         self._show_model_words(request.proposal.note, request.proposal.thought)
-        self._remember.setText(f"Approve every {kind_in_words(action.kind)} for the rest of this task")
+        kind = kind_in_words(action.kind)
+        self._remember.setText(f"Approve every step of this kind ({kind}) for the rest of this task")
         self._remember.setChecked(False)
         # A looping step is asked about one at a time; no blanket approval from here.
         self._remember.setEnabled(not request.loop_warning)

@@ -53,7 +53,7 @@ def test_shows_the_step_the_action_the_note_and_the_thought(panel: ApprovalPanel
     assert widgets["thought"].text() == "The menu is top left."
     assert not widgets["element"].isVisible()  # the model gave no description of the target
     assert not widgets["warning"].isVisible()
-    assert widgets["remember"].text() == "Approve every click for the rest of this task"
+    assert widgets["remember"].text() == "Approve every step of this kind (click) for the rest of this task"
     assert widgets["remember"].isEnabled()
     assert not widgets["remember"].isChecked()
 

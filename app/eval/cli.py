@@ -205,7 +205,7 @@ def _print_report(report: _Report, json_path: Path | None, out: TextIO) -> int:
 
 
 def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from holodesk.app.common.settings import load_settings
+    from holodesk.app.common.settings import load_settings, normalize_server_url
     from holodesk.app.eval.annotate import (
         MAX_CONCURRENCY,
         AnnotateInputError,
@@ -230,6 +230,11 @@ def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     urls = list(args.base_url or ([settings.remote.base_url] if settings.remote.base_url else []))
     if not urls:
         err.write("error: give the server with --base-url, or set the server URL in Holodesk's settings\n")
+        return EXIT_CONFIG
+    try:  # checked as the settings check them: no credentials, controls or absurd hosts in a URL
+        urls = [normalize_server_url(url) for url in urls]
+    except ValueError as exc:
+        err.write(f"error: --base-url: {exc}\n")
         return EXIT_CONFIG
     served = args.model or (settings.remote.model if args.base_url is None else None)
     try:

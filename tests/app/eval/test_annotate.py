@@ -146,3 +146,11 @@ def test_without_a_server_anywhere_annotate_says_where_to_give_one(tmp_path, cap
     batch = make_batch(tmp_path / "in", 1)
     assert main(["annotate", str(batch), str(tmp_path / "out.jsonl")]) == 2
     assert "--base-url" in capsys.readouterr().err
+
+
+def test_a_server_url_with_credentials_is_refused_without_repeating_them(tmp_path, capsys):
+    batch = make_batch(tmp_path / "in", 1)
+    url = "http://alice:hunter2@127.0.0.1:9/v1"
+    assert main(["annotate", str(batch), str(tmp_path / "out.jsonl"), "--base-url", url]) == 2
+    said = capsys.readouterr().err
+    assert "user name or password" in said and "hunter2" not in said and "alice" not in said

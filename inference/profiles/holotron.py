@@ -57,6 +57,8 @@ from holodesk.inference.profiles.vocabulary import (
     OPTIONAL_X,
     OPTIONAL_Y,
     POINTER,
+    SCHEMA_NOTE_CHARS,
+    SCHEMA_THOUGHT_CHARS,
     SECONDS,
     Args,
     CoordinateRange,
@@ -379,7 +381,7 @@ def tool_output(step: PastStep) -> str:
 NAVIGATION_PROMPT = "holotron_navigation"
 LOCALIZATION_PROMPT = "holotron_localization"
 # A step is a short JSON object; with reasoning on, the <think> block comes first and is long.
-NAVIGATION_TOKENS = 512
+NAVIGATION_TOKENS = 1024
 NAVIGATION_TOKENS_THINKING = 4096
 LOCALIZATION_TOKENS = 64
 # Nemotron-Nano-v2's chat template reasons unless the system turn says /no_think; sent either way.
@@ -392,12 +394,15 @@ MAX_REFUSED_ANSWER_CHARS = 4_000
 
 
 def navigation_schema() -> dict[str, Any]:
-    """JSON schema of one step, for structured output: note, thought and one tool call of the taught tools."""
+    """JSON schema of one step, for structured output: note, thought and one tool call of the taught tools.
+
+    Every free value is bounded so the longest answer fits NAVIGATION_TOKENS (see schema_bounds).
+    """
     return {
         "type": "object",
         "properties": {
-            "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-            "thought": {"type": "string"},
+            "note": {"anyOf": [{"type": "string", "maxLength": SCHEMA_NOTE_CHARS}, {"type": "null"}]},
+            "thought": {"type": "string", "maxLength": SCHEMA_THOUGHT_CHARS},
             "tool_call": {"anyOf": HOLOTRON_TOOLS.variant_schemas("tool_name")},
         },
         "required": ["note", "thought", "tool_call"],

@@ -51,6 +51,7 @@ from holodesk.inference.errors import BackendError
 from holodesk.inference.generation import Generation
 from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles.base import ChatRequest, Message
+from holodesk.inference.profiles.schema_bounds import UnboundedSchemaError, longest_answer_bytes
 from holodesk.inference.secrets import find_api_key, where_keys_come_from
 
 logger = logging.getLogger(__name__)
@@ -279,6 +280,22 @@ def messages_with_images(messages: list[Message], image_urls: list[str]) -> list
     return converted
 
 
+def max_tokens_for(request: ChatRequest, with_schema: bool) -> int:
+    """The request's token budget, raised to what the longest answer its schema allows can take.
+
+    A server that constrains decoding to the schema ends a string only at its closing quote: cut at
+    max_tokens first, the answer never parses. The schema's bounds make that length finite (the
+    profiles' schemas all have them); an unbounded schema keeps the request's own budget.
+    """
+    if not with_schema or request.response_schema is None:
+        return request.max_new_tokens
+    try:
+        longest = longest_answer_bytes(request.response_schema)
+    except UnboundedSchemaError:
+        return request.max_new_tokens
+    return max(request.max_new_tokens, longest)
+
+
 def _excerpt(body: bytes | str) -> str:
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     text = " ".join(text.split())
@@ -485,11 +502,13 @@ class RemoteBackend:
                 self.base_url,
                 exc.server_message,
             )
+            with_schema = False
             answer = self._with_retries(
                 lambda: self._chat_once(self._payload(model, messages, request, False)), "chat request"
             )
         if answer.finish_reason == "length":
-            logger.warning("The answer was cut at max_tokens=%d; it may not parse.", request.max_new_tokens)
+            cut_at = max_tokens_for(request, with_schema)
+            logger.warning("The answer was cut at max_tokens=%d; it may not parse.", cut_at)
         timings = StepTimings(
             preprocess_s=preprocess_s,
             prefill_s=answer.prefill_s,
@@ -538,7 +557,7 @@ class RemoteBackend:
         payload: dict[str, Any] = {
             "model": model,
             "messages": messages,
-            "max_tokens": request.max_new_tokens,
+            "max_tokens": max_tokens_for(request, with_schema),
             "temperature": self.temperature,
         }
         if request.chat_template_kwargs:

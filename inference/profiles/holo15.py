@@ -46,7 +46,7 @@ from holodesk.inference.profiles.vocabulary import (
 
 NAVIGATION_PROMPT = "holo1_5_navigation"
 LOCALIZATION_PROMPT = "holo1_5_localization"
-NAVIGATION_TOKENS = 1024
+NAVIGATION_TOKENS = 512
 LOCALIZATION_TOKENS = 64
 CLICK_ABSOLUTE = "click_absolute"
 
@@ -113,7 +113,7 @@ def describe_step(step: PastStep) -> str:
         return step.action.describe()
 
 
-# Bounded, as every free value of the schema, so the longest answer fits NAVIGATION_TOKENS (see schema_bounds).
+# Bounded, as every free value of the schema, so a constrained answer always ends (see schema_bounds).
 _NOTE = {"type": "string", "maxLength": SCHEMA_NOTE_CHARS}
 _THOUGHT = {"type": "string", "maxLength": SCHEMA_THOUGHT_CHARS}
 

@@ -381,7 +381,7 @@ def tool_output(step: PastStep) -> str:
 NAVIGATION_PROMPT = "holotron_navigation"
 LOCALIZATION_PROMPT = "holotron_localization"
 # A step is a short JSON object; with reasoning on, the <think> block comes first and is long.
-NAVIGATION_TOKENS = 1024
+NAVIGATION_TOKENS = 512
 NAVIGATION_TOKENS_THINKING = 4096
 LOCALIZATION_TOKENS = 64
 # Nemotron-Nano-v2's chat template reasons unless the system turn says /no_think; sent either way.
@@ -396,7 +396,8 @@ MAX_REFUSED_ANSWER_CHARS = 4_000
 def navigation_schema() -> dict[str, Any]:
     """JSON schema of one step, for structured output: note, thought and one tool call of the taught tools.
 
-    Every free value is bounded so the longest answer fits NAVIGATION_TOKENS (see schema_bounds).
+    Every free value is bounded, so a server that constrains decoding to it can always finish the
+    answer (see schema_bounds; the remote backend asks for that many tokens).
     """
     return {
         "type": "object",

@@ -3,11 +3,13 @@
 A server that constrains decoding to a JSON schema (vLLM's `response_format`) ends a string only at
 its closing quote: a model that rambles, or random weights, writes until `max_tokens` and the cut
 answer never parses. So every free value in a profile's schema carries a bound (a string's
-`maxLength` or `enum`, a number's `maximum`, an array's `maxItems`, objects closed), and the longest
-answer the schema allows, written compactly, fits the request's token budget: a token is at least
-one character, so an answer of at most `max_new_tokens` characters always ends in time.
-(Escaped characters, `\\n` or `\\u00e9`, take more characters than they stand for; an answer made of
-them could still be cut. Screens and tasks rarely need them.)
+`maxLength` or `enum`, a number's `maximum` and `multipleOf`, an array's `maxItems`, objects closed),
+and the remote backend asks for as many tokens as the longest answer the schema allows, written
+compactly, has UTF-8 bytes: a token of a byte-level BPE (Nemotron's, Qwen's) is at least one byte,
+and a character at most four, so a constrained answer always ends before max_tokens. (A control character is
+escaped as `\\u001f`, six bytes for one character: an answer made of them could still be cut.)
+Against a real vLLM, random weights write exactly such worst cases (strings full of multi-byte
+characters to their maxLength), which is how the four was found to matter.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# The widest integers and unescaped strings: everything else is measured from the schema.
 _LITERALS = {"boolean": len("false"), "null": len("null")}
+UTF8_MAX_BYTES = 4  # the most bytes one character takes
 
 
 class UnboundedSchemaError(ValueError):
@@ -55,8 +57,8 @@ def unbounded_parts(schema: dict[str, Any], where: str = "$") -> list[str]:
     return found
 
 
-def longest_answer_chars(schema: dict[str, Any]) -> int:
-    """Characters of the longest compact JSON text `schema` allows (unescaped strings).
+def longest_answer_bytes(schema: dict[str, Any]) -> int:
+    """UTF-8 bytes of the longest compact JSON text `schema` allows (strings unescaped, 4 bytes a character).
 
     Raises UnboundedSchemaError, naming the places, when some part has no bound.
     """
@@ -70,10 +72,10 @@ def _longest(schema: dict[str, Any]) -> int:
     if "anyOf" in schema:
         return max(_longest(variant) for variant in schema["anyOf"])
     if "enum" in schema:
-        return max(len(json.dumps(value, ensure_ascii=False)) for value in schema["enum"])
+        return max(len(json.dumps(value, ensure_ascii=False).encode("utf-8")) for value in schema["enum"])
     kind = schema["type"]
     if kind == "string":
-        return int(schema["maxLength"]) + 2
+        return UTF8_MAX_BYTES * int(schema["maxLength"]) + 2
     if kind in ("integer", "number"):
         low = schema.get("minimum", schema.get("exclusiveMinimum"))
         whole = max(len(str(int(low))), len(str(int(schema["maximum"]))))

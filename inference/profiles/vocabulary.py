@@ -67,12 +67,12 @@ MAX_LABEL_CHARS = 2_000
 # closing quote and a number only where its grammar allows: unbounded, a rambling model (or random
 # weights) writes until max_tokens and the answer never parses. Bounded, the longest answer a schema
 # allows fits the profile's token budget (inference/profiles/schema_bounds.py measures it).
-SCHEMA_NOTE_CHARS = 150  # what the model notes for later steps
-SCHEMA_THOUGHT_CHARS = 300  # its reasoning about this step
-SCHEMA_TEXT_CHARS = 300  # typed text, answers, questions: longer text takes more than one step
-SCHEMA_LABEL_CHARS = 100  # the target's description
-SCHEMA_KEYS_CHARS = 40  # one key name, or a combination such as "ctrl+shift+escape"
-SCHEMA_GOAL_TITLE_CHARS = 80
+SCHEMA_NOTE_CHARS = 120  # what the model notes for later steps
+SCHEMA_THOUGHT_CHARS = 240  # its reasoning about this step
+SCHEMA_TEXT_CHARS = 240  # typed text, answers, questions: longer text takes more than one step
+SCHEMA_LABEL_CHARS = 80  # the target's description
+SCHEMA_KEYS_CHARS = 24  # one key name, or a combination such as "ctrl+shift+escape"
+SCHEMA_GOAL_TITLE_CHARS = 60
 SCHEMA_PLAN_GOALS = 4
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -653,7 +653,7 @@ def test_schema_lists_the_taught_tools() -> None:
     assert by_name["write_desktop"]["properties"]["press_enter"] == {"type": "boolean"}
     assert by_name["hotkey_desktop"]["properties"]["keys"] == {
         "type": "array",
-        "items": {"type": "string", "maxLength": 40},
+        "items": {"type": "string", "maxLength": 24},
         "minItems": 1,
         "maxItems": 5,
     }

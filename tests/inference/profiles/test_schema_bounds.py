@@ -11,7 +11,7 @@ import pytest
 
 from holodesk.inference.profiles import PROFILE_NAMES, get_profile
 from holodesk.inference.profiles.base import ChatRequest
-from holodesk.inference.profiles.schema_bounds import UnboundedSchemaError, longest_answer_chars, unbounded_parts
+from holodesk.inference.profiles.schema_bounds import UnboundedSchemaError, longest_answer_bytes, unbounded_parts
 from tests.inference.profiles.test_registry import frame
 
 
@@ -22,17 +22,23 @@ def requests(name: str) -> list[ChatRequest]:
 
 
 @pytest.mark.parametrize("name", PROFILE_NAMES)
-def test_the_longest_answer_fits_the_token_budget(name: str) -> None:
+def test_every_schema_is_bounded_and_its_longest_answer_fits_a_context(name: str) -> None:
+    from holodesk.inference.remote import max_tokens_for
+
     for request in requests(name):
         if request.response_schema is None:
             continue  # this profile's answers are free text: nothing constrains them
         assert unbounded_parts(request.response_schema) == []
-        # A token is at least one character, so an answer this long always ends within max_new_tokens.
-        assert longest_answer_chars(request.response_schema) <= request.max_new_tokens
+        # What the remote backend asks for: at least the profile's budget, and the longest answer.
+        sent = max_tokens_for(request, with_schema=True)
+        assert sent == max(request.max_new_tokens, longest_answer_bytes(request.response_schema))
+        # It counts against the server's context with the screenshots (doctor checks the sum): a few thousand.
+        assert sent <= 3072
 
 
 def test_the_holotron_schema_is_measured_not_guessed() -> None:
-    """The measure follows the schema: write_at_desktop's longest answer, written out, has exactly that length."""
+    """The measure follows the schema: write_at_desktop's longest answer, written out in 4-byte characters,
+    has exactly that many bytes."""
     import json
 
     from holodesk.inference.profiles.holotron import navigation_schema
@@ -44,21 +50,23 @@ def test_the_holotron_schema_is_measured_not_guessed() -> None:
     props = variant["properties"]
     longest = {
         "tool_name": "write_at_desktop",
-        "content": "c" * props["content"]["maxLength"],
-        "element": "e" * props["element"]["maxLength"],
+        "content": "\N{GRINNING FACE}" * props["content"]["maxLength"],
+        "element": "\N{GRINNING FACE}" * props["element"]["maxLength"],
         "x": 1000,
         "y": 1000,
         "press_enter": False,
         "overwrite": False,
     }
     assert list(longest) == list(props)
-    assert longest_answer_chars(variant) == len(json.dumps(longest, separators=(",", ":")))
+    written = json.dumps(longest, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert longest_answer_bytes(variant) == len(written)
 
 
 def test_a_number_counts_its_sign_whole_digits_and_fraction() -> None:
-    assert longest_answer_chars({"type": "number", "minimum": 0.1, "maximum": 60, "multipleOf": 0.1}) == len("59.9")
-    assert longest_answer_chars({"type": "number", "minimum": -5, "maximum": 3, "multipleOf": 0.25}) == len("-4.75")
-    assert longest_answer_chars({"type": "integer", "minimum": -100, "maximum": 7}) == len("-100")
+    assert longest_answer_bytes({"type": "number", "minimum": 0.1, "maximum": 60, "multipleOf": 0.1}) == len("59.9")
+    assert longest_answer_bytes({"type": "number", "minimum": -5, "maximum": 3, "multipleOf": 0.25}) == len("-4.75")
+    assert longest_answer_bytes({"type": "integer", "minimum": -100, "maximum": 7}) == len("-100")
+    assert longest_answer_bytes({"type": "string", "maxLength": 3}) == len('"') * 2 + 3 * 4
 
 
 @pytest.mark.parametrize(
@@ -78,4 +86,4 @@ def test_a_number_counts_its_sign_whole_digits_and_fraction() -> None:
 )  # fmt: skip
 def test_each_unbounded_part_is_named(schema: dict, where: str) -> None:
     with pytest.raises(UnboundedSchemaError, match=where.replace("[", r"\[").replace("]", r"\]").replace("$", r"\$")):
-        longest_answer_chars(schema)
+        longest_answer_bytes(schema)

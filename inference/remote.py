@@ -551,6 +551,50 @@ class RemoteBackend:
             return ServerCheck(reachable=True, authenticated=True, models=models, problem=str(exc), **common)
         return ServerCheck(reachable=True, authenticated=True, models=models, model=chosen, model_listed=True, **common)
 
+    def model_context_length(self) -> int | None:
+        """The served model's context length (`max_model_len` in vLLM's GET /models); None where not said."""
+        model = self.model
+        with self._open("GET", "/models", None) as (exchange, response):
+            body = self._read_body(response, exchange)
+            if response.status_code != 200:
+                self._raise_for_status(response, body, path="/models")
+        parsed = self._parse_json(body, "the model list")
+        entries = parsed.get("data") if isinstance(parsed, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and entry.get("id") == model:
+                length = entry.get("max_model_len")
+                return length if isinstance(length, int) and not isinstance(length, bool) and length > 0 else None
+        return None
+
+    def count_prompt_tokens(self, request: ChatRequest) -> int | None:
+        """How many tokens the server makes of this request's prompt, images included (vLLM's POST /tokenize).
+
+        None when the server has no such endpoint (not vLLM, or a URL whose API root is not .../v1).
+        A refusal (too many images, say) raises RequestRejectedError with the server's words.
+        """
+        if self._server_root() is None:
+            return None
+        messages = messages_with_images(request.messages, [self._data_url(image) for image in request.images])
+        payload: dict[str, Any] = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+        if request.chat_template_kwargs:
+            payload["chat_template_kwargs"] = dict(request.chat_template_kwargs)
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        with self._open("POST", "/tokenize", body, root=True) as (exchange, response):
+            raw = self._read_body(response, exchange)
+            if response.status_code == 404:
+                return None
+            if response.status_code != 200:
+                self._raise_for_status(response, raw, path="/tokenize")
+        parsed = self._parse_json(raw, "a token count")
+        count = parsed.get("count") if isinstance(parsed, dict) else None
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise self._malformed("a token 'count'", raw)
+        return count
+
+    def _server_root(self) -> str | None:
+        """The server's root when the API root is the usual <root>/v1 (vLLM's /tokenize lives there)."""
+        return self.base_url.removesuffix("/v1") if self.base_url.endswith("/v1") else None
+
     # -- requests --
 
     def _payload(self, model: str, messages: list[Message], request: ChatRequest, with_schema: bool) -> dict[str, Any]:
@@ -602,7 +646,9 @@ class RemoteBackend:
             return self._parse_completion(raw)
 
     @contextmanager
-    def _open(self, method: str, path: str, body: bytes | None) -> Iterator[tuple[_Exchange, httpx.Response]]:
+    def _open(
+        self, method: str, path: str, body: bytes | None, *, root: bool = False
+    ) -> Iterator[tuple[_Exchange, httpx.Response]]:
         """Send the request and yield the response with its headers read; every failure in words.
 
         The exchange is registered for `interrupt()` and watched by a deadline timer for as long as
@@ -621,7 +667,11 @@ class RemoteBackend:
         deadline.start()
         try:
             request = self._client.build_request(
-                method, self.base_url + path, content=body, headers=headers, extensions={"trace": exchange.trace}
+                method,
+                (self._server_root() or self.base_url if root else self.base_url) + path,
+                content=body,
+                headers=headers,
+                extensions={"trace": exchange.trace},
             )
             try:
                 response = self._client.send(request, stream=True)

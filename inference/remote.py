@@ -119,6 +119,18 @@ class ServerError(RemoteBackendError):
     """429 or 5xx (or dropped connections) that did not clear within the allowed attempts."""
 
 
+class ContextLengthError(RequestRejectedError):
+    """HTTP 400: the prompt plus max_tokens is longer than the server's context (`--max-model-len`)."""
+
+
+class TooManyImagesError(RequestRejectedError):
+    """HTTP 400: the request carries more images than the server allows (`--limit-mm-per-prompt`)."""
+
+
+class ServerCrashedError(ServerError):
+    """The server failed while answering (an error event, a dropped stream) and then refused connections."""
+
+
 class ServerTimeoutError(RemoteBackendError):
     """The server accepted the request but did not answer within the read timeout."""
 
@@ -931,6 +943,8 @@ class RemoteBackend:
                 f"and does the URL end in /v1?",
                 **details,
             )
+        if status in (400, 413, 422):
+            self._raise_if_too_big(message, details)
         if _is_retryable_status(status):
             raise _Retryable(
                 reason=said,
@@ -941,12 +955,38 @@ class RemoteBackend:
             )
         raise RequestRejectedError(f"The server at {self.base_url} refused the request ({said}).", **details)
 
+    def _raise_if_too_big(self, message: str, details: dict[str, Any]) -> None:
+        """A 400 that says the request does not fit the server's limits, with the server flag that sets each."""
+        lowered = message.lower()
+        if "context length" in lowered or "max_model_len" in lowered or "maximum model length" in lowered:
+            raise ContextLengthError(
+                f"The request is longer than the context of the model at {self.base_url} (HTTP 400: {message}). "
+                "Restart the server with a larger --max-model-len (`holodesk doctor` measures what a task needs), "
+                "or lower the step limit or the screenshots kept.",
+                **details,
+            )
+        if "image" in lowered and ("at most" in lowered or "limit" in lowered or "too many" in lowered):
+            raise TooManyImagesError(
+                f"The server at {self.base_url} allows fewer images a request than this step sends "
+                f"(HTTP 400: {message}). Restart it with --limit-mm-per-prompt '{{\"image\":4,\"video\":0}}', "
+                "or keep fewer screenshots.",
+                **details,
+            )
+
     def _with_retries(self, attempt: Callable[[], T], what: str) -> T:
         policy = self.retry
+        # The last failure that came from the server itself: if the next attempt finds nothing
+        # listening, the server died answering, and that failure says how.
+        answered: _Retryable | None = None
         for number in range(1, policy.max_attempts + 1):
             try:
                 return attempt()
+            except ServerUnreachableError as exc:
+                if answered is None:
+                    raise
+                raise self._crashed(answered, exc) from None
             except _Retryable as failure:
+                answered = failure
                 if number >= policy.max_attempts:
                     raise self._gave_up(failure, number) from None
                 if failure.retry_after_s is not None and failure.retry_after_s > policy.max_retry_after_s:
@@ -970,10 +1010,21 @@ class RemoteBackend:
                 self._sleep(delay)
         raise AssertionError("unreachable: the last attempt either returns or raises")
 
+    def _crashed(self, failure: _Retryable, refused: ServerUnreachableError) -> ServerCrashedError:
+        said = f": {failure.server_message}" if failure.server_message else ""
+        return ServerCrashedError(
+            f"The server at {self.base_url} failed while answering ({failure.reason}{said}) and then stopped "
+            f"accepting connections: it crashed or is restarting. The end of its log says why; start it again.",
+            status=failure.status,
+            server_message=failure.server_message or str(refused),
+            body_excerpt=failure.body_excerpt,
+        )
+
     def _gave_up(self, failure: _Retryable, attempts: int) -> ServerError:
         busy = " The server is busy (rate limited); try again later." if failure.status == 429 else ""
+        said = f": {failure.server_message}" if failure.server_message else ""
         return ServerError(
-            f"The server at {self.base_url} kept failing ({failure.reason}); gave up after "
+            f"The server at {self.base_url} kept failing ({failure.reason}{said}); gave up after "
             f"{attempts} attempt{'s' if attempts != 1 else ''}.{busy}",
             status=failure.status,
             server_message=failure.server_message,

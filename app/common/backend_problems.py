@@ -32,6 +32,10 @@ BUSY_ADVICE = "The server is up but failing or overloaded: look at its log, or t
 # Class name -> what to do. The first name found along the class hierarchy wins.
 _ADVICE_BY_KIND = {
     "AuthenticationError": KEY_ADVICE,
+    # These three say what to change in their own message (the server flag).
+    "ServerCrashedError": "",
+    "ContextLengthError": "",
+    "TooManyImagesError": "",
     "ModelNotFoundError": "Choose a model the server serves (the settings' Model field, or --model).",
     "AmbiguousModelError": "Name the model to use (the settings' Model field, or --model).",
     "ServerError": BUSY_ADVICE,

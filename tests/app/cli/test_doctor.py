@@ -59,6 +59,9 @@ def test_remote_backend_without_a_gpu_is_ready(xvfb):
     assert checks["cuda"] == "INFO"  # no GPU is fine for a remote backend
     assert checks["server"] == "OK"
     assert "serves Hcompany/Holotron-12B" in result.stdout
+    # The fake cannot count a prompt's tokens (no /tokenize), so whether a task fits is not known.
+    assert checks["context"] == "INFO" and "context 32768 tokens" in result.stdout
+    assert checks["server flags"] == "INFO" and '"backend":"guidance"' in result.stdout
     assert result.stdout.rstrip().endswith("ready (backend remote)")
 
 

@@ -48,6 +48,7 @@ import httpx
 from PIL import Image
 
 from holodesk.inference.errors import BackendError
+from holodesk.inference.fast_png import encode_png
 from holodesk.inference.generation import Generation
 from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles.base import ChatRequest, Message
@@ -253,17 +254,18 @@ def image_data_url(image: Image.Image, image_format: ImageFormat = "png") -> str
     """`image` as a data URL. RGB only: servers convert to RGB anyway and alpha would only cost bytes."""
     if image.mode != "RGB":
         image = image.convert("RGB")
-    buffer = io.BytesIO()
     if image_format == "png":
-        # Level 1: about the size of level 6 on screenshots (flat colours) at a fraction of the time.
-        image.save(buffer, format="PNG", compress_level=1)
+        # Lossless, without Pillow's per-row filter search: 2.5x cheaper on screenshots (see fast_png).
+        data = encode_png(image)
         mime = "image/png"
     elif image_format == "jpeg":
+        buffer = io.BytesIO()
         image.save(buffer, format="JPEG", quality=90)
+        data = buffer.getvalue()
         mime = "image/jpeg"
     else:
         raise ValueError(f"image_format must be 'png' or 'jpeg', got {image_format!r}")
-    return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def messages_with_images(messages: list[Message], image_urls: list[str]) -> list[Message]:

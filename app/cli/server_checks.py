@@ -5,6 +5,8 @@
   and the sum is compared with the model's `max_model_len`; too small is a FAIL naming the
   `--max-model-len` to restart with. Too many screenshots for `--limit-mm-per-prompt` is a FAIL too.
 - server flags: the vLLM command line that keeps structured answers parseable (INFO).
+- model: which H Company model the server's model name looks like, and whether the chosen profile
+  speaks its format (what is known of the newer models, and what is not verified, is in the README).
 - try (`--try`): one real step on a canned screenshot through the profile, parsed or refused in words.
 """
 
@@ -28,6 +30,39 @@ if TYPE_CHECKING:
 # whitespace to max_tokens. Both are server flags: the request field is accepted and ignored.
 STRUCTURED_OUTPUTS_FLAG = '--structured-outputs-config \'{"backend":"guidance","disable_any_whitespace":true}\''
 DEFAULT_SCREEN = (1920, 1080)
+
+
+# Served-model names of H Company's newer models (their hub ids, or the names their own CLI serves
+# them under) -> what Holodesk knows of their format. Holo4 and Holo3.1 answer through OpenAI tool
+# calls in H Company's agent-runtime format (vLLM --tool-call-parser qwen3_coder); Holodesk's
+# profiles ask for one JSON step in the message text, so they do not speak it.
+_NEWER_MODELS = (
+    (
+        ("holo4", "holo3-1", "holo3.1", "holo3"),
+        "H Company's Holo3/Holo4 answer through tool calls in their agent runtime's format, which no "
+        "Holodesk profile speaks yet: steps will not parse",
+    ),
+    (
+        ("holotron-3", "holotron3"),
+        "Holotron-3-Nano is served with a tool-call parser in NVIDIA's cookbook; whether it keeps "
+        "Holotron-12B's JSON step (the holotron profile) is not verified",
+    ),
+)
+
+
+def model_family_check(model: str, profile: str) -> CheckResult | None:
+    """A WARN when the served model is one of H Company's newer models (see _NEWER_MODELS); else None."""
+    lowered = model.lower()
+    for markers, note in _NEWER_MODELS:
+        if any(marker in lowered for marker in markers):
+            return CheckResult(
+                "model",
+                Status.WARN,
+                f"{model} with the {profile} profile: {note}",
+                fix="Holotron-12B (Hcompany/Holotron-12B) is the model Holodesk is built and tested for; "
+                "`holodesk doctor --try` shows whether a step parses",
+            )
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +92,9 @@ def check_server_fit(options: DoctorOptions, shape: TaskShape) -> Iterator[Check
         return
     backend = RemoteBackend(options.base_url, model=options.model)
     profile = get_profile(shape.profile)
+    family = model_family_check(backend.model, shape.profile)
+    if family is not None:
+        yield family
     try:
         length = backend.model_context_length()
         need = measure_context_need(backend, profile, shape.screen, shape.max_steps)

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from holodesk.inference.errors import ModelLoadError
 
 START_SERVER = (
-    "Start the model server (for example `vllm serve Hcompany/Holotron-12B --trust-remote-code`), "
+    "Start the model server (for example `vllm serve Hcompany/Holotron-12B --trust-remote-code`; the README "
+    "gives the full command), "
     "or correct the server URL in the settings (or --base-url)."
 )
 TLS_ADVICE = (

@@ -77,7 +77,7 @@ def _longest(schema: dict[str, Any]) -> int:
     if kind == "string":
         return UTF8_MAX_BYTES * int(schema["maxLength"]) + 2
     if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum"))
+        low = schema["minimum"] if "minimum" in schema else schema["exclusiveMinimum"]  # one is there (checked)
         whole = max(len(str(int(low))), len(str(int(schema["maximum"]))))
         if kind == "integer":
             return whole

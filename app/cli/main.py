@@ -83,7 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_backend_options(doctor, scripted=False)
     doctor.add_argument(
-        "--try", dest="try_step", action="store_true", help="also load the model and run one step (never acts)"
+        "--try",
+        dest="try_step",
+        action="store_true",
+        help="also run one step on a canned screenshot: loads the model, or asks the server (never acts)",
     )
     doctor.add_argument(
         "--calibrate",
@@ -208,7 +211,15 @@ def _model_command(args: argparse.Namespace) -> int:
         from holodesk.app.cli.doctor import DoctorOptions, run_doctor
 
         return run_doctor(
-            DoctorOptions(options.backend, options.model, options.base_url, options.device, try_step=args.try_step)
+            DoctorOptions(
+                options.backend,
+                options.model,
+                options.base_url,
+                options.device,
+                try_step=args.try_step,
+                profile=options.profile,
+                max_steps=settings.run.max_steps,
+            )
         )
     if args.command == "run":
         from holodesk.app.cli.run_command import run_task

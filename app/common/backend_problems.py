@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from holodesk.inference.errors import ModelLoadError
 
 START_SERVER = (
-    "Start the model server (for example `vllm serve Hcompany/Holotron-12B --trust-remote-code`), "
+    "Start the model server (for example `vllm serve Hcompany/Holotron-12B --trust-remote-code`; the README "
+    "gives the full command), "
     "or correct the server URL in the settings (or --base-url)."
 )
 TLS_ADVICE = (
@@ -32,6 +33,10 @@ BUSY_ADVICE = "The server is up but failing or overloaded: look at its log, or t
 # Class name -> what to do. The first name found along the class hierarchy wins.
 _ADVICE_BY_KIND = {
     "AuthenticationError": KEY_ADVICE,
+    # These three say what to change in their own message (the server flag).
+    "ServerCrashedError": "",
+    "ContextLengthError": "",
+    "TooManyImagesError": "",
     "ModelNotFoundError": "Choose a model the server serves (the settings' Model field, or --model).",
     "AmbiguousModelError": "Name the model to use (the settings' Model field, or --model).",
     "ServerError": BUSY_ADVICE,

@@ -663,9 +663,15 @@ def test_schema_lists_the_taught_tools() -> None:
     assert by_name["write_desktop"]["properties"]["press_enter"] == {"type": "boolean"}
     assert by_name["hotkey_desktop"]["properties"]["keys"] == {
         "type": "array",
-        "items": {"type": "string"},
+        "items": {"type": "string", "maxLength": 24},
         "minItems": 1,
         "maxItems": 5,
+    }
+    assert by_name["wait_desktop"]["properties"]["seconds"] == {
+        "type": "number",
+        "minimum": 0.1,
+        "maximum": 60,
+        "multipleOf": 0.1,
     }
     goal = by_name["update_plan"]["properties"]["goals"]["items"]
     assert goal["properties"]["status"]["enum"] == ["todo", "running", "done", "failed"]

@@ -125,6 +125,12 @@ def test_the_tiny_model_taught_the_right_click_wins_the_episode(browser, tmp_pat
     assert (episode.success, episode.outcome, episode.steps) == (True, "episode_ended", 1), report.table()
     step = read_session(Path(episode.trajectory)).steps[0]
     assert step["raw_text"] == answer
+    # The click landed where the answer's thousandths of the screenshot are on the screen (within the
+    # 1000-step grid's rounding), however large the button.
+    taught = json.loads(answer)["action"]
+    clicked = step["action_screen"]["at"]
+    expected = (region.left + taught["x"] * region.width / 1000, region.top + taught["y"] * region.height / 1000)
+    assert abs(clicked[0] - expected[0]) <= 1.5 and abs(clicked[1] - expected[1]) <= 1.5, (clicked, expected)
 
 
 def test_the_command_prints_the_table_and_writes_json(xvfb, tmp_path, capsys):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows, tell_source_about
+from holodesk.app.gui.capture_hiding import HiddenWindows, grab_without, hide_windows
 from holodesk.app.gui.gui_thread import GuiThreadCaller
 from holodesk.app.gui.qt import FLOATING_NO_FOCUS, Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.automation.engine import FrameSource
@@ -143,8 +143,7 @@ class StatusHiddenCapture:
         self.status = status
 
     def grab(self, monitor: int | None) -> ScreenFrame:
-        tell_source_about(self.capture, self.status.hide_for_capture())
-        return self.capture.grab(monitor)
+        return grab_without(self.capture, monitor, self.status.hide_for_capture())
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.capture, name)

@@ -38,7 +38,7 @@ from holodesk.automation.screen import ScreenFrame
 
 # How long hidden windows may still show in grabs before the grab gives up: a compositor repaints in
 # a frame or two; one that takes seconds has stalled, and a screenshot showing them must not be used.
-GONE_TIMEOUT_S = 3.0
+GONE_TIMEOUT_S = 5.0
 GONE_POLL_S = 0.01
 
 

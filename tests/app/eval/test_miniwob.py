@@ -117,7 +117,10 @@ def test_the_tiny_model_taught_the_right_click_wins_the_episode(browser, tmp_pat
     backend = LocalBackend(build_tiny_checkpoint(tmp_path, answer=answer), device="cpu")
     backend.load_async().result()
     try:
-        report = evaluation(browser, backend, ["click-button"], tmp_path, episodes=1, max_steps=1, seed=seed).run()
+        # The page's own timer must not decide: a prefill of ten thousand tokens on a loaded CPU takes minutes.
+        report = evaluation(
+            browser, backend, ["click-button"], tmp_path, episodes=1, max_steps=1, seed=seed, time_limit_s=1800
+        ).run()
     finally:
         backend.unload()
 

@@ -17,9 +17,10 @@ by the physical distance the pointer moved (both ends converted with `coords.log
 
 Keeping the overlay out of the model's screenshot: `OverlayAwareCapture` wraps a FrameSource; its
 `grab()` (on the engine thread) hides the overlay through a blocking call into the GUI thread, waits
-for the X server to have unmapped it and the compositor to repaint, grabs, and shows it again. A
-source whose pictures trail the screen (the Wayland portal's stream, automation.fresh_frames) is
-told when and where the overlay was hidden, so it grabs only a picture painted after that.
+for the X server to have unmapped it, grabs until the picture no longer shows it (a compositor
+repaints late; capture_hiding.grab_without), and shows it again. A source whose pictures trail the
+screen (the Wayland portal's stream, automation.fresh_frames) is told when and where the overlay was
+hidden, so it grabs only a picture painted after that.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows, tell_source_about
+from holodesk.app.gui.capture_hiding import HiddenWindows, grab_without, hide_windows
 from holodesk.app.gui.gui_thread import GuiCallTimeout, GuiThreadCaller
 from holodesk.app.gui.overlay_drawing import MARKER, OUTLINE, RING_RADIUS, OverlayScene, painted_region, render_scene
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
@@ -51,7 +52,9 @@ HANDLE_RADIUS = 21  # the handle window is a ring between HANDLE_HOLE and HANDLE
 # The hole is just the centre dot: the target pixel stays visible without a compositor, and a press
 # anywhere else on the marker, its centre included, grabs it (a wider hole let presses go through).
 HANDLE_HOLE = 4
-CAPTURE_SETTLE_S = 0.06  # after the unmap: time for the compositor (or the apps below) to repaint
+# After the unmap, without a compositor: time for the apps below to repaint what the overlay covered.
+# (What still shows the overlay itself is checked, not guessed: capture_hiding.grab_without.)
+CAPTURE_SETTLE_S = 0.06
 
 OVERLAY_FLAGS = (
     Qt.WindowType.FramelessWindowHint
@@ -380,8 +383,7 @@ class OverlayAwareCapture:
 
     def grab(self, monitor: int | None) -> ScreenFrame:
         with self.controller.hidden_for_capture() as hidden:
-            tell_source_about(self.capture, hidden)
-            frame = self.capture.grab(monitor)
+            frame = grab_without(self.capture, monitor, hidden)
         if self.focus_guard is not None:
             self.focus_guard.remember()
         return frame

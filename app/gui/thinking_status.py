@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows, tell_source_about
+from holodesk.app.gui.capture_hiding import HiddenWindows, grab_without, hide_windows
 from holodesk.app.gui.gui_thread import GuiThreadCaller
 from holodesk.app.gui.qt import FLOATING_NO_FOCUS, Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.automation.engine import FrameSource
@@ -155,9 +155,9 @@ class StatusHiddenCapture:
         self._gui = GuiThreadCaller(status)
 
     def grab(self, monitor: int | None) -> ScreenFrame:
-        tell_source_about(self.capture, self.status.hide_for_capture())
-        tell_source_about(self.capture, self._gui.call(lambda: hide_windows(self.also_hidden())))
-        return self.capture.grab(monitor)
+        hidden = self.status.hide_for_capture()
+        others = self._gui.call(lambda: hide_windows(self.also_hidden()))
+        return grab_without(self.capture, monitor, hidden.joined(others))
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.capture, name)

@@ -6,6 +6,10 @@ beside it under the real checkpoint's file names, bf16 safetensors weights, a ge
 end tokens include `<SPECIAL_12>`, a fast tokenizer with Nemotron-Nano-v2's chat template, and
 processor/image-processor configs with their own auto_map. It fails where the real one fails (see
 the remote files' docstrings) and loads through the same `trust_remote_code=True` path.
+
+Its random weights answer noise. Built with `answer="..."`, the whole answer text is one more token of
+its vocabulary and the weights are set (chosen_answer.teach_answer) so that greedy decoding after the
+chat template's generation prompt writes exactly that answer, then the end-of-turn token.
 """
 
 from __future__ import annotations
@@ -184,8 +188,24 @@ def _import_remote(path: Path) -> tuple[Any, Any]:
     return config_class, model_class
 
 
-def build_tiny_checkpoint(directory: Path, *, seed: int = 0) -> Path:
+def generation_prompt_ends(tokenizer: Any) -> list[int]:
+    """The last token of the chat template's generation prompt, with reasoning off and on."""
+    ends = []
+    for flag in ("/no_think", "/think"):
+        ids = tokenizer.apply_chat_template(
+            [{"role": "system", "content": flag}, {"role": "user", "content": "?"}],
+            add_generation_prompt=True,
+            tokenize=True,
+        )
+        ends.append(int(ids[-1]))
+    return sorted(set(ends))
+
+
+def build_tiny_checkpoint(directory: Path, *, seed: int = 0, answer: str | None = None) -> Path:
     """Write a new tiny checkpoint in a uniquely named folder under `directory`; return that folder.
+
+    With `answer`, greedy decoding writes that text as the whole answer to any prompt (see the module
+    docstring); it must not be empty or contain the tokenizer's special tokens.
 
     The folder name is unique because transformers imports remote code as a module named after the
     checkpoint folder: two builds with the same name in one process would share stale classes.
@@ -195,12 +215,18 @@ def build_tiny_checkpoint(directory: Path, *, seed: int = 0) -> Path:
     import torch
     from transformers import GenerationConfig
 
+    from holodesk.inference.standin.chosen_answer import teach_answer
+
     path = Path(directory) / f"tiny_vlm_{uuid.uuid4().hex[:12]}"
     path.mkdir(parents=True)
     for name in REMOTE_FILES:
         shutil.copyfile(REMOTE_CODE / name, path / name)
 
     tokenizer = _train_tokenizer()
+    if answer is not None:
+        if not answer.strip() or any(special in answer for special in SPECIAL_TOKENS):
+            raise ValueError(f"the chosen answer must be plain, non-empty text, got {answer!r}")
+        tokenizer.add_tokens([answer])
     config_class, model_class = _import_remote(path)
     # attn_implementation is left at the file's default (flash_attention_2), as in the real config.json;
     # the weights are built with sdpa since flash-attn is not needed to write them.
@@ -223,6 +249,13 @@ def build_tiny_checkpoint(directory: Path, *, seed: int = 0) -> Path:
         model = model_class(build_config)
     _reinit_mamba_decay(model, generator)
     model = model.to(torch.bfloat16)
+    if answer is not None:
+        teach_answer(
+            model.language_model,
+            after=generation_prompt_ends(tokenizer),
+            answer=tokenizer.convert_tokens_to_ids(answer),
+            end=tokenizer.convert_tokens_to_ids(END_OF_TURN),
+        )
     model.config = config
     model.save_pretrained(path, safe_serialization=True)
 

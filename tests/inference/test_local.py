@@ -16,6 +16,7 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
+from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference import tiling
@@ -28,7 +29,7 @@ from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles import get_profile
 from holodesk.inference.profiles.base import ChatRequest
-from holodesk.inference.standin import IMAGE_TOKENS_PER_TILE
+from holodesk.inference.standin import IMAGE_TOKENS_PER_TILE, build_tiny_checkpoint
 
 # A 1920x1080 screenshot with 12 tiles allowed: a 4x2 grid (closest aspect ratio) plus the thumbnail.
 FULL_HD_TILES = 9
@@ -47,6 +48,19 @@ def screenshot() -> Image.Image:
     draw.rounded_rectangle((1200, 820, 1460, 870), radius=8, fill=(30, 120, 220))
     draw.text((1290, 838), "Archive", fill=(255, 255, 255))
     return image
+
+
+def desktop_frame(image: Image.Image) -> ScreenFrame:
+    """`image` as a capture of a desktop of its size (BGRA, as mss gives it)."""
+    rgb = np.asarray(image)
+    bgra = np.concatenate([rgb[:, :, ::-1], np.full((*rgb.shape[:2], 1), 255, np.uint8)], axis=2)
+    return ScreenFrame(
+        pixels=np.ascontiguousarray(bgra),
+        region=Rect(0, 0, image.width, image.height),
+        monitor=None,
+        monitors=(),
+        captured_at=time.monotonic(),
+    )
 
 
 def navigation_request(image: Image.Image, max_new_tokens: int = 24) -> ChatRequest:
@@ -374,23 +388,38 @@ def test_a_holotron_step_on_the_tiny_model_is_a_parse_error_with_the_raw_text(
     tiny_backend: LocalBackend, screenshot: Image.Image
 ) -> None:
     """The whole navigation path: profile prompt -> local backend -> parser. Random weights answer noise."""
-    rgb = np.asarray(screenshot)
-    bgra = np.concatenate([rgb[:, :, ::-1], np.full((*rgb.shape[:2], 1), 255, np.uint8)], axis=2)
-    frame = ScreenFrame(
-        pixels=np.ascontiguousarray(bgra),
-        region=Rect(0, 0, screenshot.width, screenshot.height),
-        monitor=None,
-        monitors=(),
-        captured_at=time.monotonic(),
-    )
     policy = ModelPolicy(get_profile("holotron"), tiny_backend)
     with pytest.raises(ParseError) as caught:
-        policy.propose("Archive every unread newsletter.", [], [frame])
+        policy.propose("Archive every unread newsletter.", [], [desktop_frame(screenshot)])
     error = caught.value
     assert isinstance(error.raw_text, str) and error.raw_text
     assert isinstance(error.timings, StepTimings)
     assert error.timings.tokens_in > FULL_HD_TILES * IMAGE_TOKENS_PER_TILE
     assert 1 <= error.timings.tokens_out <= 2 * 512  # the answer and the one retry
+
+
+def test_a_holotron_step_from_a_checkpoint_taught_an_answer_is_parsed_into_that_action(
+    tmp_path: Path, screenshot: Image.Image
+) -> None:
+    """The same path with weights set so greedy decoding writes a chosen step: it comes out parsed."""
+    answer = (
+        '{"note": "", "thought": "The search field is on the left.", '
+        '"action": {"name": "click_desktop", "x": 263, "y": 741}}'
+    )
+    backend = LocalBackend(build_tiny_checkpoint(tmp_path, answer=answer), device="cpu")
+    backend.load()
+    try:
+        proposal = ModelPolicy(get_profile("holotron"), backend).propose(
+            "Archive every unread newsletter.", [], [desktop_frame(screenshot)]
+        )
+    finally:
+        backend.unload()
+    assert proposal.raw_text == answer
+    assert proposal.rejected == ()  # right the first time: no retry
+    assert proposal.action == Click(Point(263, 741))
+    assert proposal.thought == "The search field is on the left."
+    assert proposal.timings.tokens_in > FULL_HD_TILES * IMAGE_TOKENS_PER_TILE  # the screenshot went through
+    assert proposal.timings.tokens_out <= 2  # the answer's one token, then the end of turn
 
 
 # -- fast tiling: inference.tiling in place of the processor's PIL tiling ---------------------------

@@ -2,11 +2,17 @@
 
 It is a TextGenerator backend: asked for the next step, it reads the instruction and the page's
 DOM through the harness (MiniWoBBrowser), decides what a careful person would do next, and writes
-the answer as the holotron profile's JSON step text, with x and y in [0, 1000] of the captured
-frame (converted by holodesk.automation.coords). The profile parses that text exactly as it parses
-a model's, the engine maps it to the screen, and the executor clicks and types through XTEST, so a
-wrong coordinate convention, mapping or executor shows as a lost episode. The oracle itself never
-touches the page except to read it.
+the answer as the holotron profile's JSON step text, with x and y integers in [0, 1000] relative to
+the image the model is shown. The profile parses that text exactly as it parses a model's, the engine
+maps it to the screen, and the executor clicks and types through XTEST, so a wrong coordinate
+convention, mapping or executor shows as a lost episode. The oracle itself never touches the page
+except to read it.
+
+Its coordinates share no code with the product: it reads each element's bounding box and the
+window's metrics with its own script, places the box on the screen with its own arithmetic, and
+expresses the centre as a fraction of the image's width and height. An error in the product's
+mapping (either direction) therefore moves the click and loses the episode, instead of cancelling
+out against the same error in the oracle.
 
 Decisions are made from the page as it is now, so a step that did not land is simply tried again.
 """
@@ -20,15 +26,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from holodesk.app.eval.miniwob_browser import MiniWoBBrowser, ScreenBox
-from holodesk.automation.actions import Point
-from holodesk.automation.coords import NORMALIZED_MAX, FrameMapping, NormalizedSpace, Rect
+from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
+from holodesk.automation.coords import Rect
 from holodesk.inference.errors import BackendError
 from holodesk.inference.generation import Generation
 from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles.base import ChatRequest
 
-SPACE = NormalizedSpace(NORMALIZED_MAX)
+# The holotron profile's convention, restated here on purpose (not imported): integers in [0, 1000]
+# relative to the width and the height of the image the model is shown.
+MODEL_SCALE = 1000
+
+# Each element's bounding box (CSS pixels of the viewport) and the window metrics needed to place it
+# on the screen. Runs in the page; `arguments[0]` is a list of elements.
+_RECTS_JS = """
+var rects = arguments[0].map(function (e) {
+  var r = e.getBoundingClientRect();
+  return {left: r.left, top: r.top, width: r.width, height: r.height,
+          text: (e.innerText || e.value || '').replace(/\\s+/g, ' ').trim(), tag: e.tagName.toLowerCase()};
+});
+return {rects: rects, screenX: window.screenX, screenY: window.screenY, outerWidth: window.outerWidth,
+        outerHeight: window.outerHeight, innerWidth: window.innerWidth, innerHeight: window.innerHeight,
+        dpr: window.devicePixelRatio};
+"""
 
 # The tasks the oracle can solve, one per kind of interaction the eval must get right.
 ORACLE_TASKS = (
@@ -49,16 +69,63 @@ ORACLE_TASKS = (
 
 
 @dataclass(frozen=True, slots=True)
+class _Target:
+    """A page element as the oracle sees it: the centre of its box on the screen (physical pixels,
+    continuous: pixel i covers [i, i+1)), its size there, its visible text and tag name."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    text: str
+    tag: str
+
+    @property
+    def visible(self) -> bool:
+        return self.width > 0 and self.height > 0
+
+
+@dataclass(frozen=True, slots=True)
 class _Step:
-    """The oracle's decision before it becomes text: a tool name and its arguments (x, y as screen points)."""
+    """The oracle's decision before it becomes text: a tool name and its arguments."""
 
     name: str
-    at: ScreenBox | None = None
+    at: _Target | None = None
     arguments: dict[str, Any] | None = None
 
 
 def _elements(selector: str) -> str:
     return f"return Array.from(document.querySelectorAll({json.dumps(selector)}));"
+
+
+def _on_screen(rect: dict[str, Any], window: dict[str, Any]) -> _Target:
+    """Where a DOM box's centre is on the screen: the page sits at the bottom of the window's frame,
+    centred horizontally, and CSS pixels times the device-pixel ratio are physical pixels."""
+    dpr = float(window["dpr"])
+    border = (float(window["outerWidth"]) - float(window["innerWidth"])) / 2
+    title = float(window["outerHeight"]) - float(window["innerHeight"])
+    cx = float(rect["left"]) + float(rect["width"]) / 2
+    cy = float(rect["top"]) + float(rect["height"]) / 2
+    return _Target(
+        x=(float(window["screenX"]) + border + cx) * dpr,
+        y=(float(window["screenY"]) + title + cy) * dpr,
+        width=float(rect["width"]) * dpr,
+        height=float(rect["height"]) * dpr,
+        text=str(rect["text"]),
+        tag=str(rect["tag"]),
+    )
+
+
+def model_point(x: float, y: float, region: Rect, image_width: int, image_height: int) -> tuple[int, int]:
+    """A screen point (continuous physical pixels) as the model names it on the image it is shown.
+
+    The captured `region` is scaled to `image_width` x `image_height`; the model answers with the
+    point's position in that image as thousandths of its width and of its height."""
+    image_x = (x - region.left) * image_width / region.width
+    image_y = (y - region.top) * image_height / region.height
+    if not (0 <= image_x < image_width and 0 <= image_y < image_height):
+        raise BackendError(f"the screen point ({x:g}, {y:g}) is outside the captured region {region}")
+    return round(image_x * MODEL_SCALE / image_width), round(image_y * MODEL_SCALE / image_height)
 
 
 class MiniWoBOracle:
@@ -93,6 +160,12 @@ class MiniWoBOracle:
         if not request.images:
             raise BackendError("the oracle needs the screenshot's size")
         image = request.images[-1]
+        text = self.answer(image.width, image.height)
+        elapsed = time.perf_counter() - started
+        return Generation(text, StepTimings(total_s=elapsed, decode_s=elapsed, tokens_out=len(text.split())))
+
+    def answer(self, image_width: int, image_height: int) -> str:
+        """The next step for the page as it is now, as holotron's text about an image of that size."""
         task = self.browser.task
         solver = self._solvers.get(task or "")
         if solver is None:
@@ -100,16 +173,13 @@ class MiniWoBOracle:
         instruction = str(self.browser.run_js("return core.getUtterance();"))
         step = solver(instruction)
         self._last = (instruction, step.name)
-        text = self._as_holotron_text(step, image.width, image.height, instruction)
-        elapsed = time.perf_counter() - started
-        return Generation(text, StepTimings(total_s=elapsed, decode_s=elapsed, tokens_out=len(text.split())))
+        return self._as_holotron_text(step, image_width, image_height, instruction)
 
     def _as_holotron_text(self, step: _Step, width: int, height: int, instruction: str) -> str:
         action: dict[str, Any] = {"name": step.name, **(step.arguments or {})}
         if step.at is not None:
-            x, y = step.at.center
-            model = FrameMapping(self.region, width, height).screen_to_model(Point(x, y), SPACE)
-            action.update(x=model.x, y=model.y)
+            x, y = model_point(step.at.x, step.at.y, self.region, width, height)
+            action.update(x=x, y=y)
         target = f" on {step.at.tag} {step.at.text[:30]!r}" if step.at is not None else ""
         return json.dumps(
             {"note": "", "thought": f"To do {instruction[:60]!r}: {step.name}{target}.", "action": action},
@@ -118,8 +188,14 @@ class MiniWoBOracle:
 
     # -- page reading --
 
-    def _box(self, selector: str, text: str | None = None) -> ScreenBox:
-        boxes = [b for b in self.browser.boxes(_elements(selector)) if b.visible]
+    def _targets(self, selector: str) -> list[_Target]:
+        """Every element `selector` matches, placed on the screen by the oracle's own arithmetic."""
+        elements = self.browser.run_js(_elements(selector)) or []
+        found = self.browser.run_js(_RECTS_JS, list(elements))
+        return [_on_screen(rect, found) for rect in found["rects"]]
+
+    def _box(self, selector: str, text: str | None = None) -> _Target:
+        boxes = [b for b in self._targets(selector) if b.visible]
         if text is not None:
             boxes = [b for b in boxes if b.text == text]
         if not boxes:
@@ -169,7 +245,7 @@ class MiniWoBOracle:
         )
         for index, (name, checked) in enumerate(labels):
             if (name in wanted) != bool(checked):
-                return _Step("click_desktop", self.browser.boxes(_elements("#boxes input"))[index])
+                return _Step("click_desktop", self._targets("#boxes input")[index])
         return self._click("#subbtn")
 
     def _click_option(self, instruction: str) -> _Step:
@@ -180,7 +256,7 @@ class MiniWoBOracle:
         )
         for index, (name, checked) in enumerate(labels):
             if name == wanted and not checked:
-                return _Step("click_desktop", self.browser.boxes(_elements("#boxes input"))[index])
+                return _Step("click_desktop", self._targets("#boxes input")[index])
         return self._click("#subbtn")
 
     def _click_tab(self, instruction: str) -> _Step:

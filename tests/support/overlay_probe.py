@@ -131,20 +131,23 @@ class OverlayProbe:
         self.process.stdin.write(json.dumps(command) + "\n")
         self.process.stdin.flush()
 
-    def wait_for(self, name: str, timeout_s: float = 10.0, where: Callable[[Event], bool] | None = None) -> Event:
-        """The first not yet taken event called `name` (and matching `where`); it is taken."""
+    def wait_for(
+        self, name: str | tuple[str, ...], timeout_s: float = 10.0, where: Callable[[Event], bool] | None = None
+    ) -> Event:
+        """The first not yet taken event called `name` (or one of the names; matching `where`); it is taken."""
+        names = (name,) if isinstance(name, str) else name
         deadline = time.monotonic() + timeout_s
         with self._condition:
             while True:
                 for index, event in enumerate(self._events):
-                    if event.get("event") == name and (where is None or where(event)):
+                    if event.get("event") in names and (where is None or where(event)):
                         return self._events.pop(index)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self.process.poll() is not None:
                     raise ProbeError(f"no {name!r} event within {timeout_s:g} s; {self.diagnostics()}")
                 self._condition.wait(remaining)
 
-    def request(self, command: dict[str, Any], answer: str, timeout_s: float = 10.0) -> Event:
+    def request(self, command: dict[str, Any], answer: str | tuple[str, ...], timeout_s: float = 10.0) -> Event:
         self.send(command)
         return self.wait_for(answer, timeout_s)
 

@@ -7,12 +7,17 @@ tests/app/gui/test_overlay_on_wayland.py.
 
 from __future__ import annotations
 
-import numpy as np
+import time
 
-from holodesk.app.gui.capture_hiding import hide_windows, window_area, window_trace
+import numpy as np
+import pytest
+
+from holodesk.app.gui.capture_hiding import grab_without, hide_windows, window_area, window_trace
 from holodesk.app.gui.qt import Qt, QtGui, QtWidgets
 from holodesk.automation.coords import Rect
+from holodesk.automation.errors import CaptureError
 from holodesk.automation.fresh_frames import SAMPLES_PER_WINDOW, windows_still_shown
+from holodesk.automation.screen import ScreenFrame
 
 BACKGROUND = (30, 200, 60)
 PATCH = (255, 0, 170)
@@ -84,8 +89,8 @@ def test_hiding_hides_and_leaves_traces_a_picture_of_the_window_matches(qtbot) -
     assert hide_windows([window], traced=True).traces == []  # nothing shown: nothing hidden, nothing traced
 
 
-def test_outside_a_wayland_session_hiding_renders_no_trace(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # X11's grab after the round trip never shows the hidden windows: no render is spent on samples.
+def test_outside_a_wayland_session_hiding_traces_the_window_too(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # An X11 compositor repaints after the unmap, as a Wayland one does: the grab needs the trace to wait.
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     monkeypatch.setenv("XDG_SESSION_TYPE", "x11")
     monkeypatch.setenv("DISPLAY", ":99")
@@ -94,4 +99,54 @@ def test_outside_a_wayland_session_hiding_renders_no_trace(qtbot, monkeypatch) -
     window.show()
     qtbot.waitExposed(window)
     hidden = hide_windows([window])
-    assert hidden.windows == [window] and hidden.traces == []
+    assert hidden.windows == [window] and len(hidden.traces) == 1 and hidden.traces[0].samples
+
+
+class LateScreen:
+    """A FrameSource whose first `stale` pictures still show a window (as a compositor that has not
+    repainted yet would give them), then pictures without it."""
+
+    def __init__(self, with_window: np.ndarray, stale: int) -> None:
+        self.with_window = with_window
+        self.stale = stale
+        self.grabs = 0
+
+    def grab(self, monitor: int | None) -> ScreenFrame:
+        self.grabs += 1
+        pixels = self.with_window.copy() if self.grabs <= self.stale else np.zeros_like(self.with_window)
+        region = Rect(0, 0, pixels.shape[1], pixels.shape[0])
+        return ScreenFrame(pixels, region, None, (), time.monotonic())
+
+
+def screen_showing(window: QtWidgets.QWidget) -> np.ndarray:
+    """A 400x300 BGRA picture of the screen with `window`'s own rendering at its place."""
+    shown = window.grab().toImage().convertToFormat(QtGui.QImage.Format.Format_RGB888)
+    rgb = np.frombuffer(shown.constBits(), dtype=np.uint8).reshape(shown.height(), shown.bytesPerLine())
+    rgb = rgb[:, : shown.width() * 3].reshape(shown.height(), shown.width(), 3)
+    picture = np.zeros((300, 400, 4), dtype=np.uint8)
+    picture[90:150, 120:220, :3] = rgb[..., ::-1]
+    return picture
+
+
+def test_a_grab_after_hiding_waits_for_a_picture_without_the_window(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = Painted()
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    source = LateScreen(screen_showing(window), stale=3)
+    frame = grab_without(source, None, hide_windows([window]))
+    assert source.grabs == 4  # three pictures still showed it
+    assert not frame.pixels.any()
+
+
+def test_a_window_that_stays_on_the_screen_fails_the_grab_in_words(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = Painted()
+    window.setWindowTitle("Holodesk overlay")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    source = LateScreen(screen_showing(window), stale=10**9)
+    hidden = hide_windows([window])
+    with pytest.raises(CaptureError, match=r"Holodesk overlay still showed on the screen 0\.3 s after"):
+        grab_without(source, None, hidden, timeout_s=0.3)
+    assert time.monotonic() - hidden.moment >= 0.3 and source.grabs > 1

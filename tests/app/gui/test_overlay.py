@@ -9,9 +9,11 @@ screenshots are taken, and clicks and drags with xdotool, as a user would.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -37,7 +39,7 @@ def xdotool(*args: object) -> None:
 
 
 @pytest.fixture(scope="module")
-def compositor(xvfb: XvfbServer) -> Iterator[None]:
+def compositor(xvfb: XvfbServer) -> Iterator[subprocess.Popen[bytes]]:
     """xcompmgr on the module's display, once it owns the compositing-manager selection."""
     process = subprocess.Popen(["xcompmgr"], env=xvfb.env(), stderr=subprocess.DEVNULL)
     connection = xdisplay.Display(xvfb.display)
@@ -48,15 +50,16 @@ def compositor(xvfb: XvfbServer) -> Iterator[None]:
             assert process.poll() is None, "xcompmgr exited"
             assert time.monotonic() < deadline, "xcompmgr did not start compositing within 5 s"
             time.sleep(0.02)
-        yield
+        yield process
     finally:
         connection.close()
+        process.send_signal(signal.SIGCONT)  # in case a test left it paused
         process.terminate()
         process.wait(timeout=5)
 
 
 @pytest.fixture(scope="module")
-def probes(xvfb: XvfbServer, compositor: None) -> Iterator[Callable[..., OverlayProbe]]:
+def probes(xvfb: XvfbServer, compositor: subprocess.Popen[bytes]) -> Iterator[Callable[..., OverlayProbe]]:
     """Overlay processes by scale factor, started on first use and kept for the module."""
     started: dict[tuple[float | None, str | None], OverlayProbe] = {}
 
@@ -199,6 +202,75 @@ def test_the_overlay_is_kept_out_of_the_screenshot(
         assert wrapped["visible_after"] is True
     frame = screen_when(lambda f: f.pixel_rgb(point.x, point.y) == MARKER)
     assert_marker_centred_on(frame, point)
+
+
+@contextmanager
+def paused(process: subprocess.Popen[bytes]) -> Iterator[None]:
+    """The compositor stopped for the block: the screen keeps its last picture until it resumes."""
+    process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        process.send_signal(signal.SIGCONT)
+
+
+def shown_windows_of(pid: int) -> list[int]:
+    """The X windows of process `pid` that are mapped now (Qt sets _NET_WM_PID on each)."""
+    connection = xdisplay.Display()
+    try:
+        pid_atom = connection.intern_atom("_NET_WM_PID")
+        shown = []
+        for window in connection.screen().root.query_tree().children:
+            owner = window.get_full_property(pid_atom, X.AnyPropertyType)
+            if owner is not None and list(owner.value) == [pid] and window.get_attributes().map_state != X.IsUnmapped:
+                shown.append(window.id)
+        return shown
+    finally:
+        connection.close()
+
+
+def wait_until_hidden(probe: OverlayProbe, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while shown_windows_of(probe.process.pid):
+        assert time.monotonic() < deadline, "the overlay was not hidden for the grab"
+        time.sleep(0.005)
+
+
+def wait_until_shown(probe: OverlayProbe, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not shown_windows_of(probe.process.pid):
+        assert time.monotonic() < deadline, "the overlay was not shown again after the grab"
+        time.sleep(0.005)
+
+
+def test_a_late_compositor_never_lets_the_overlay_into_the_screenshot(
+    overlay: Callable[..., OverlayProbe], target_window: TargetWindow, compositor: subprocess.Popen[bytes]
+) -> None:
+    """The X server unmaps at once, but a compositor repaints when it gets to it: the grab must wait
+    for the picture to change, not for a guessed time. Paused, the compositor never repaints: the grab
+    fails, saying so, rather than return a screenshot with the overlay in it. Resumed only after
+    the overlay is unmapped, the grab gets the picture without it."""
+    probe = overlay(2)
+    pad = target_window.widget_rect("pad")
+    point = Point(pad.left + 131, pad.top + 97)
+    label = Point(point.x + 110, point.y + 66)  # on the label, at scale 2
+    points = [[point.x, point.y], [label.x, label.y]]
+    show_click(probe, point)
+    screen_when(lambda f: f.pixel_rgb(point.x, point.y) == MARKER)
+    assert probe.process.pid is not None and shown_windows_of(probe.process.pid)
+
+    with paused(compositor):
+        answer = probe.request({"cmd": "grab", "points": points, "wrapped": True}, ("grabbed", "grab_failed"), 20)
+    assert answer["event"] == "grab_failed", f"a screenshot was taken with the overlay still painted: {answer}"
+    assert "still showed on the screen" in answer["error"]
+    wait_until_shown(probe)  # restored after the failed grab
+
+    with paused(compositor):
+        probe.send({"cmd": "grab", "points": points, "wrapped": True})
+        wait_until_hidden(probe)
+    grabbed = probe.wait_for("grabbed", 20)
+    assert grabbed["colours"] == [list(PAD), list(PAD)], "the overlay was in the model's screenshot"
+    assert grabbed["visible_after"] is True
 
 
 @pytest.mark.parametrize("scale", [1.25, 2])

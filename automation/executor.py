@@ -2,7 +2,7 @@
 
 Every action is validated in full before any input is sent: each point must lie on a monitor (and
 not on a fail-safe corner), each key must have a pyautogui name on this platform, text must be
-typable. A rejected action sends nothing. On X11 text is typed with layout-independent key events
+typable. A rejected action sends nothing. On X11 keys and text go out by keysym in the active layout group
 (automation.x11_keyboard); the clipboard is only a fallback there, pasted with the key the focused
 window expects (terminals: ctrl+shift+v). The result's detail says which way the text went. While it runs, a CancelToken
 is checked between sub-steps (drag steps, text chunks, scroll notches), and whatever is held down

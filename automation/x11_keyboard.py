@@ -429,8 +429,10 @@ class X11Typer:
                 if keysym in bound:
                     strokes.append((character, KeyStroke(bound[keysym], False, True)))
                 else:
-                    keycode, shift = keymap.direct(keysym) or (0, False)
-                    strokes.append((character, KeyStroke(keycode, shift, False)))
+                    entry = keymap.direct(keysym)
+                    if entry is None:  # cannot happen after _needs_binding; never send keycode 0 (X hangs)
+                        raise TypingUnavailable(f"no key types {character!r} on layout group {keymap.group + 1}")
+                    strokes.append((character, KeyStroke(entry[0], entry[1], False)))
             shift_entry = keymap.direct(XK_SHIFT_L)
             assert shift_entry is not None  # check() said so
             try:

@@ -13,6 +13,7 @@ field with Russian active, "/" is "/" on German, "@" is "@" on French.
 from __future__ import annotations
 
 import os
+import sys
 import shutil
 import subprocess
 import time
@@ -22,11 +23,13 @@ from pathlib import Path
 import pytest
 
 from holodesk.automation import xkb
-from holodesk.automation.actions import KeyCombo, Point, TypeText
+from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import ActionError
 from holodesk.automation.executor import Executor
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
+from holodesk.automation.x11_keyboard import X11Typer
 from tests.support.target_client import TargetWindow
 
 pytestmark = pytest.mark.display
@@ -263,3 +266,39 @@ def test_a_windows_line_end_is_one_line_break_and_the_approval_says_it_is_enter(
     assert action.text == "one\ntwo\nthree"
     assert "2 line breaks pressed as Enter" in action.describe()
     assert "line break" not in TypeText("one line").describe()
+
+
+@pytest.fixture
+def two_cpu_hogs() -> Iterator[None]:
+    """Two busy processes, so the programs read their keys late (the machine the race shows on)."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait(timeout=10)
+
+
+def test_replaced_bindings_never_change_keys_a_loaded_program_has_not_read(
+    executor: Executor, qt_field: TargetWindow, two_cpu_hogs: None
+) -> None:
+    """Each text needs 15 keys no layout has; 19 spare keycodes force replacing bindings from the second on."""
+    use_layout("us,ru@ru")
+    focus(qt_field.ready["window_id"])
+    typer = X11Typer()
+    texts = ["".join(chr(0x4E00 + 15 * round_ + i) for i in range(15)) for round_ in range(6)]
+    wrong: list[str] = []
+    try:
+        qt_field.reset()
+        executor.execute(Click(qt_field.centre("field")))
+        typed = ""
+        for text in texts:
+            typer.type_text(text, CancelToken())
+            typed += text
+        got = _field_text(qt_field)
+        if got != typed:
+            wrong.append(f"got {got!r}, typed {typed!r}")
+    finally:
+        typer.close()
+    assert not wrong

@@ -49,6 +49,7 @@ from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
 from holodesk.automation.held_input import BUTTON_NUMBERS, HeldInputMarker
 from holodesk.automation.keys import normalize_key
+from holodesk.automation.pyautogui_import import import_pyautogui
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.x11_focus_guard import FocusGuard
 from holodesk.automation.x11_keyboard import (
@@ -311,7 +312,7 @@ class ExecutionResult:
 def _load_pyautogui() -> Any:
     """Import pyautogui (which opens the display on X11) and set it up for the executor."""
     try:
-        import pyautogui
+        pyautogui = import_pyautogui()
     except KeyError as exc:  # the X11 backend reads os.environ["DISPLAY"] at import time
         raise ExecutionError(f"cannot send input: no X display (${exc.args[0]} is not set)") from exc
     except Exception as exc:  # python-xlib raises several kinds when the display cannot be opened

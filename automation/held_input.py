@@ -295,8 +295,9 @@ def _keycodes(connection: Any, xk: Any, key: str) -> list[int]:
 
 def _release_blindly(buttons: list[int], keys: list[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Windows and macOS: no cheap way to ask what is held, so release every named one (harmless if up)."""
-    import pyautogui
+    from holodesk.automation.pyautogui_import import import_pyautogui
 
+    pyautogui = import_pyautogui()
     names = {1: "left", 2: "middle", 3: "right"}
     for button in buttons:
         if button in names:

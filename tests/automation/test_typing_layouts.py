@@ -13,9 +13,9 @@ field with Russian active, "/" is "/" on German, "@" is "@" on French.
 from __future__ import annotations
 
 import os
-import sys
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path

@@ -10,14 +10,14 @@ before pyautogui is imported. Any other SystemExit during the import becomes an 
 from __future__ import annotations
 
 import sys
-from types import ModuleType
+from typing import Any
 
 
 class PyautoguiUnavailable(ImportError):
     """pyautogui could not be imported; the message says why."""
 
 
-def import_pyautogui() -> ModuleType:
+def import_pyautogui() -> Any:  # pyautogui has no type information
     """The pyautogui module, imported with MouseInfo blocked (see the module docstring)."""
     if "pyautogui" in sys.modules:
         return sys.modules["pyautogui"]

@@ -29,7 +29,7 @@ class XkbUnavailable(RuntimeError):
     """The X server has no XKB extension, or refused to let this connection use it."""
 
 
-class _UseExtension(rq.ReplyRequest):
+class _UseExtension(rq.ReplyRequest):  # type: ignore[misc]  # python-xlib is untyped
     _request = rq.Struct(
         rq.Card8("opcode"),
         rq.Opcode(0),
@@ -48,7 +48,7 @@ class _UseExtension(rq.ReplyRequest):
     )
 
 
-class _GetState(rq.ReplyRequest):
+class _GetState(rq.ReplyRequest):  # type: ignore[misc]
     _request = rq.Struct(
         rq.Card8("opcode"),
         rq.Opcode(4),
@@ -80,7 +80,7 @@ class _GetState(rq.ReplyRequest):
     )
 
 
-class _LatchLockState(rq.Request):
+class _LatchLockState(rq.Request):  # type: ignore[misc]
     _request = rq.Struct(
         rq.Card8("opcode"),
         rq.Opcode(5),

@@ -9,7 +9,9 @@ app or `holodesk doctor` calls `release_leftover_input()`: for every marker of a
 this display it asks the X server what is really held, releases those of the marker's buttons and
 keys that are, and removes the marker.
 
-Key names are pyautogui's (what the executor passes to keyDown/write); buttons are X button numbers.
+Key names are pyautogui's (what the executor passes to keyDown/write); keycodes are X keycodes (what
+the X11 typer presses); buttons are X button numbers. A second marker names the spare keycodes the
+X11 typer bound to keysyms, for as long as they stay bound; the same call clears them.
 """
 
 from __future__ import annotations

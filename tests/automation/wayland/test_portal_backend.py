@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
+from holodesk.automation.actions import Click, HoldAndTap, KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.clipboard import XCLIP
 from holodesk.automation.errors import ActionError, Cancelled, CaptureError, ExecutionError
@@ -201,6 +201,85 @@ def test_a_stop_stops_typing(session: tuple[WaylandSession, list[str]], wayland_
     final = typed[-1]
     assert final.startswith("start:x") and set(final[6:]) == {"x"}, final
     assert len(final) - 6 < 200, f"typing did not stop: {len(final) - 6} characters"
+
+
+def _field_with(executor: WaylandExecutor, target: WaylandTarget, text: str) -> None:
+    type_into_field(executor, target, text)
+    target.wait_for("text", 10.0, text=text)
+
+
+def test_overwrite_replaces_the_fields_text(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "old text")
+    result = executor.execute(TypeText("new", overwrite=True))
+    assert result.ok, result.detail
+    wayland_target.wait_for("text", 10.0, text="new")
+    assert "pressed ctrl+a to select the field's text" in result.detail
+
+
+def test_press_enter_presses_enter_after_the_text_and_alone_for_an_empty_text(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "")
+    result = executor.execute(TypeText("sent", press_enter=True))
+    assert result.ok, result.detail
+    wayland_target.wait_for("enter", 10.0, text="sent")
+    assert result.detail.endswith("; pressed enter"), result.detail
+    alone = executor.execute(TypeText("", press_enter=True))
+    assert alone.ok and alone.detail.startswith("press Enter"), alone.detail
+    wayland_target.wait_for("enter", 10.0, text="sent")
+
+
+def test_a_repeated_key_is_pressed_that_many_times(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "abcdef")
+    result = executor.execute(KeyCombo(("backspace",), repeat=3))
+    assert result.ok, result.detail
+    wayland_target.wait_for("text", 10.0, text="abc")
+    assert "3 times" in result.detail
+    executor.execute(TypeText("!"))
+    wayland_target.wait_for("text", 10.0, text="abc!")  # not "ab!" or "a!": exactly three
+
+
+def test_hold_and_tap_holds_shift_while_the_taps_select(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "abcdef")
+    result = executor.execute(HoldAndTap(("shift",), ("left", "left")))
+    assert result.ok, result.detail
+    executor.execute(TypeText("X"))  # replaces the selection: the two taps were made with shift held
+    wayland_target.wait_for("text", 10.0, text="abcdX")
+
+
+def test_overwrite_with_enter_is_refused_before_anything_is_sent(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "pending")
+    with pytest.raises(ActionError, match="overwrite with press_enter is refused on Wayland"):
+        executor.validate(TypeText("replaced", overwrite=True, press_enter=True))
+    with pytest.raises(ActionError, match="terminal"):
+        executor.execute(TypeText("replaced", overwrite=True, press_enter=True))
+    executor.execute(TypeText("!"))
+    records = [r for r in wayland_target.drain() if r["event"] in ("text", "enter")]
+    deadline = time.monotonic() + 10
+    while not any(r.get("text") == "pending!" for r in records) and time.monotonic() < deadline:
+        records += [r for r in wayland_target.drain() if r["event"] in ("text", "enter")]
+        time.sleep(0.05)
+    # Only the "!" typed afterwards arrived: no select-all, no text, no Enter from the refused step.
+    assert [r for r in records if r["event"] == "text"] == [{"event": "text", "text": "pending!"}]
+    assert not [r for r in records if r["event"] == "enter"]
 
 
 def test_doctor_names_the_portal_backend_without_a_dialog(gnome_stack: GnomeStack) -> None:

@@ -29,7 +29,7 @@ from holodesk.automation.errors import ActionError
 from holodesk.automation.executor import Executor
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
-from holodesk.automation.x11_keyboard import X11Typer
+from holodesk.automation.x11_keyboard import LayoutChanged, X11Typer
 from tests.support.target_client import TargetWindow
 
 pytestmark = pytest.mark.display
@@ -315,3 +315,44 @@ def test_replaced_bindings_never_change_keys_a_loaded_program_has_not_read(
     finally:
         typer.close()
     assert not wrong
+
+
+def test_a_locked_caps_lock_changes_nothing_and_stays_locked(executor: Executor, qt_field: TargetWindow) -> None:
+    use_layout("us")
+    from Xlib import display as xdisplay
+
+    connection = xdisplay.Display()
+    try:
+        xkb.lock(connection, lock_mods=xkb.LOCK_MASK)
+        assert _qt_cell(executor, qt_field, "Hello ü World") is None
+        assert xkb.read_state(connection).caps_locked
+    finally:
+        xkb.lock(connection, unlock_mods=xkb.LOCK_MASK)
+        connection.close()
+
+
+def test_a_group_switch_while_typing_is_reported_not_hidden(executor: Executor, qt_field: TargetWindow) -> None:
+    """The user switches to Russian after the first key (done here from the typer's own key log)."""
+    use_layout("us,ru@ru")
+    from Xlib import display as xdisplay
+
+    connection = xdisplay.Display()
+    xkb.lock(connection, group=0)  # English active when the text starts
+    switched: list[bool] = []
+
+    def switch_once(keys: list[str]) -> None:
+        if not switched:
+            xkb.lock(connection, group=1)
+            switched.append(True)
+
+    focus(qt_field.ready["window_id"])
+    qt_field.reset()
+    executor.execute(Click(qt_field.centre("field")))
+    typer = X11Typer(on_keys=switch_once)
+    try:
+        with pytest.raises(LayoutChanged, match="layout group changed from 1 to 2 while keys were sent"):
+            typer.type_text("hello", CancelToken())
+    finally:
+        typer.close()
+        xkb.lock(connection, group=0)
+        connection.close()

@@ -30,6 +30,7 @@ from holodesk.automation.executor import Executor
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from holodesk.automation.x11_keyboard import LayoutChanged, X11Typer
+from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
 from tests.support.target_client import TargetWindow
 
 pytestmark = pytest.mark.display
@@ -356,3 +357,32 @@ def test_a_group_switch_while_typing_is_reported_not_hidden(executor: Executor, 
         typer.close()
         xkb.lock(connection, group=0)
         connection.close()
+
+
+# -- the input conformance cases (tests/support/input_conformance.py), as the Wayland backend runs them
+
+
+def _x11_field(executor: Executor, window: TargetWindow) -> Field:
+    def prepare(start: str) -> None:
+        focus(window.ready["window_id"])
+        window.reset()
+        executor.execute(TypeText(start, at=window.centre("field")) if start else Click(window.centre("field")))
+        window.sync()
+
+    def read_until_fence() -> tuple[str, bool]:
+        events = window.sync()  # the fence was sent last: every earlier event is in
+        texts = [event["text"] for event in events if event["event"] == "text"]
+        text = texts[-1] if texts else ""
+        enter = any(event["event"] == "key_press" and event["key"] == "Return" for event in events)
+        return (text[: -len(FENCE)] if text.endswith(FENCE) else text + " (no fence)"), enter
+
+    return Field(prepare, read_until_fence)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_the_input_conformance_cases_with_russian_active(
+    case: Case, executor: Executor, qt_field: TargetWindow
+) -> None:
+    use_layout("us,ru@ru")
+    problem = run_case(executor, _x11_field(executor, qt_field), case)
+    assert problem is None, problem

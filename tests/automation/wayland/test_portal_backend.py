@@ -9,6 +9,7 @@ a cancelled action stops. Refusing the dialog gives the clear refusal message.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +33,7 @@ from holodesk.automation.wayland.session import (
 )
 from tests.automation.wayland.conftest import WaylandTarget
 from tests.support.gnome_stack import MONITOR_SIZE, GnomeStack, answer_consent
+from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
 from tests.support.mutter_remote import MutterRemote
 from tests.support.wayland_target import PAD_COLOUR
 
@@ -384,3 +386,41 @@ def test_sharing_without_remote_interaction_sees_but_refuses_to_act(
         assert [r for r in wayland_target.drain() if r["event"] == "press"] == []
     finally:
         view_only.close()
+
+
+# -- the input conformance cases (tests/support/input_conformance.py), as the X11 backend runs them
+
+
+def _wayland_field(executor: WaylandExecutor, target: WaylandTarget) -> Field:
+    def prepare(start: str) -> None:
+        type_into_field(executor, target, start)
+        # A fence, then its removal: every record of the preparation has been read after these.
+        assert executor.execute(TypeText(FENCE)).ok
+        target.wait_for("text", 10.0, text=start + FENCE)
+        assert executor.execute(KeyCombo(("backspace",))).ok
+        target.wait_for("text", 10.0, text=start)
+
+    def read_until_fence() -> tuple[str, bool]:
+        enter = False
+        deadline = time.monotonic() + 10.0
+        while (remaining := deadline - time.monotonic()) > 0:
+            line = target.process.next(remaining)
+            if line is None:
+                break
+            record = json.loads(line)
+            enter = enter or record["event"] == "enter"
+            if record["event"] == "text" and record["text"].endswith(FENCE):
+                return record["text"][: -len(FENCE)], enter
+        return "(no fence within 10 s)", enter
+
+    return Field(prepare, read_until_fence)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_the_input_conformance_cases(
+    case: Case, session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    problem = run_case(executor, _wayland_field(executor, wayland_target), case)
+    assert problem is None, problem

@@ -12,12 +12,10 @@ Bindings race the programs that read them: a program fetches the keymap when tol
 a slow one may fetch it after a later change and read earlier keys with later symbols. So a
 binding is only ever added while a text is typed, never replaced: the text's characters are all
 bound before its first key, and a text needing more spare keycodes than there are goes through
-the clipboard instead. Bindings stay for the next action. A text replaces earlier bindings (the
-least recently used) only once the focused program answered a _NET_WM_PING, which it can only do
-after reading every key sent before it; a program that does not answer (xterm; Qt did not in our
-tests, GTK does) gets the text through the clipboard. A key combination, a few keys with nothing to
-fall back on, replaces bindings after the answer or a bounded settle time, and so does clearing
-them all at the end. A marker on disk names what is bound (automation.held_input), so a killed run's
+the clipboard instead. Bindings stay for the next action; replacing one (the least recently used)
+or clearing them all waits until the focused program answered a _NET_WM_PING, which it can only do
+after reading every key sent before it (or, for a program that does not answer pings, a bounded
+settle time). A marker on disk names what is bound (automation.held_input), so a killed run's
 bindings are cleared by the next start. Caps Lock is unlocked while text is typed and locked again
 after. Events go through XTEST, so they look like a real keyboard's to every program, terminals
 included.
@@ -349,14 +347,8 @@ class X11Typer:
 
     # -- bindings ----------------------------------------------------------------------------
 
-    def _bind(self, keysyms: Sequence[int], keymap: Keymap, *, confirmed_only: bool) -> dict[int, int]:
-        """Spare keycodes carrying each of `keysyms`, binding the missing ones (never replacing one in use now).
-
-        Replacing an earlier binding needs the focused program's word that it read every key sent
-        with it (a ping answer). With `confirmed_only`, a program that does not answer makes this
-        raise TypingUnavailable (text then goes through the clipboard); otherwise a bounded settle
-        time stands in for the answer (key combinations: a few keys, no clipboard to fall back on).
-        """
+    def _bind(self, keysyms: Sequence[int], keymap: Keymap) -> dict[int, int]:
+        """Spare keycodes carrying each of `keysyms`, binding the missing ones (never replacing one in use now)."""
         display = self._open()
         wanted = list(dict.fromkeys(keysyms))
         # Bindings someone else changed since are not ours any more.
@@ -371,11 +363,7 @@ class X11Typer:
             raise TypingUnavailable(f"{len(new)} keys need a spare keycode and only {available} are free")
         if len(new) > len(free):
             # Replacing a binding: the focused program must have read every key sent with it first.
-            if not self._wait_for_focused_program(settle=not confirmed_only):
-                raise TypingUnavailable(
-                    f"{len(new)} keys need a spare keycode, {len(free)} are free, and the focused program did not "
-                    "confirm (by answering a ping) that it read the keys the others were bound for"
-                )
+            self._wait_for_focused_program()
             for keysym in evictable[: len(new) - len(free)]:
                 free.append(self._bound.pop(keysym))
         for keysym, code in zip(new, free, strict=False):
@@ -415,12 +403,11 @@ class X11Typer:
             self._bound.clear()
             self.remapped_marker.record({})
 
-    def _wait_for_focused_program(self, *, settle: bool = True) -> bool:
-        """True once the focused top-level window answered a ping; else False, after a settle time if `settle`."""
+    def _wait_for_focused_program(self) -> None:
+        """Return once the focused top-level window answered a ping, or after a bounded settle time."""
         answered = ping_focused_window(self.display_name, self.ping_timeout_s)
-        if not answered and settle:
+        if not answered:
             time.sleep(self.unanswered_settle_s)
-        return answered
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -436,7 +423,7 @@ class X11Typer:
             keymap = self.keymap()
             forced = self._reserved_keysyms()
             keysyms = [keysym_for(c) for c in text]
-            bound = self._bind(self._needs_binding(keysyms, keymap, forced), keymap, confirmed_only=True)
+            bound = self._bind(self._needs_binding(keysyms, keymap, forced), keymap)
             strokes: list[tuple[str, KeyStroke]] = []
             for character, keysym in zip(text, keysyms, strict=True):
                 if keysym in bound:
@@ -540,7 +527,7 @@ class X11Typer:
                 codes[keysym] = keycode
             else:
                 missing.append(keysym)
-        codes.update(self._bind(missing, keymap, confirmed_only=False) if missing else {})
+        codes.update(self._bind(missing, keymap) if missing else {})
         return codes
 
     def _finish(self, display: Any, release: Sequence[int], relock_caps: bool) -> None:

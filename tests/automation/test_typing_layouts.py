@@ -2,7 +2,8 @@
 
 Two programs, started once each: bash in an xterm, where `cat > file` receives the text and the
 file on disk is compared, and a Qt QLineEdit (tests/support/target_window.py), whose text is read
-back from its own log. Each layout (us, de, fr, ru, and `us,ru` / `us,fr` with the second group
+back from its own log; and a GTK entry (zenity, which prints what it held when Enter closes it,
+so one start per text, on the layouts with a second group and German). Each layout (us, de, fr, ru, and `us,ru` / `us,fr` with the second group
 active, as Russian and French users have them) gets every text: ASCII with shell specials, accents,
 Cyrillic, CJK, an emoji, a 600-character line and (in the terminal) a newline. A cell passes when
 the program received exactly the text, or when the executor refused the action in words before
@@ -379,3 +380,42 @@ def test_the_input_conformance_cases_with_russian_active(
     use_layout("us,ru@ru")
     problem = run_case(executor, _x11_field(executor, qt_field), case)
     assert problem is None, problem
+
+
+def _gtk_cell(executor: Executor, text: str) -> str | None:
+    """Type `text` into a GTK entry (zenity), press Enter; zenity prints what the entry held. None when exact."""
+    entry = subprocess.Popen(
+        ["zenity", "--entry", "--text", "type here"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+    )
+    try:
+        found = subprocess.run(
+            ["xdotool", "search", "--sync", "--onlyvisible", "--pid", str(entry.pid)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        focus(int(found.stdout.split()[-1]))
+        try:
+            typed = executor.execute(TypeText(text, press_enter=True))
+        except ActionError as exc:
+            return None if str(exc) else "refused without words"
+        out, _ = entry.communicate(timeout=15)
+        return None if out == text + "\n" else f"got {out!r} ({typed.detail})"
+    finally:
+        if entry.poll() is None:
+            entry.kill()
+            entry.wait(timeout=10)
+
+
+@pytest.mark.parametrize("layout", ["de", "us,ru@ru", "us,fr@fr"])
+def test_every_text_arrives_exactly_in_a_gtk_entry(layout: str, executor: Executor, xvfb: XvfbServer) -> None:
+    if shutil.which("zenity") is None:
+        pytest.fail("zenity is not installed (Debian: apt install zenity)", pytrace=False)
+    use_layout(layout)
+    wrong = {name: cell for name, text in TEXTS.items() if (cell := _gtk_cell(executor, text))}
+    assert not wrong, "\n".join(f"{layout}: GTK entry / {name}: {what}" for name, what in wrong.items())

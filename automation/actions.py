@@ -240,18 +240,28 @@ class TypeText(Action):
     overwrite: bool = False
 
     def __post_init__(self) -> None:
-        _require_text(self.text, "text to type")
-        if self.at is not None:
-            _require_point(self.at, "typing position")
         _require_bool(self.press_enter, "press_enter")
         _require_bool(self.overwrite, "overwrite")
+        # An empty text with press_enter presses Enter alone (models ask for that).
+        _require_text(self.text, "text to type", allow_empty=self.press_enter)
+        if self.press_enter and self.text and not self.text.strip():
+            _require_text(self.text, "text to type")  # only whitespace is no text: say so
+        # Windows line ends and lone CRs are one line break each, typed as Enter like "\n".
+        object.__setattr__(self, "text", self.text.replace("\r\n", "\n").replace("\r", "\n"))
+        if self.at is not None:
+            _require_point(self.at, "typing position")
 
     def describe(self) -> str:
         shown = self.text if len(self.text) <= 60 else self.text[:57] + "..."
         where = f" at {self.at}" if self.at is not None else ""
         verb = "replace the field's text with" if self.overwrite else "type"
+        breaks = self.text.count("\n")
+        # A line break reaches the program as Enter: in a terminal it runs the line, so it is said.
+        lines = f" (its {breaks} line break{'s' if breaks > 1 else ''} pressed as Enter)" if breaks else ""
         enter = ", then press Enter" if self.press_enter else ""
-        return f"{verb} {shown!r}{where}{enter}"
+        if not self.text:
+            return f"press Enter{where}" if not self.overwrite else f"select the field's text{where}, then press Enter"
+        return f"{verb} {shown!r}{where}{lines}{enter}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Every action is validated in full before any input is sent: each point must lie on a monitor (and
 not on a fail-safe corner), each key must have a pyautogui name on this platform, text must be
-typable. A rejected action sends nothing. On X11 text is typed with layout-independent key events
+typable. A rejected action sends nothing. On X11 keys and text go out by keysym in the active layout group
 (automation.x11_keyboard); the clipboard is only a fallback there, pasted with the key the focused
 window expects (terminals: ctrl+shift+v). The result's detail says which way the text went. While it runs, a CancelToken
 is checked between sub-steps (drag steps, text chunks, scroll notches), and whatever is held down
@@ -49,9 +49,16 @@ from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
 from holodesk.automation.held_input import BUTTON_NUMBERS, HeldInputMarker
 from holodesk.automation.keys import normalize_key
+from holodesk.automation.pyautogui_import import import_pyautogui
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.x11_focus_guard import FocusGuard
-from holodesk.automation.x11_keyboard import TypingUnavailable, X11Typer, focused_window_class
+from holodesk.automation.x11_keyboard import (
+    KeysSent,
+    TypingUnavailable,
+    X11Typer,
+    focused_window_class,
+    window_class_at,
+)
 
 # pyautogui sleeps PAUSE seconds after every call (0.1 s by default): a 60-step drag would take 6 s
 # and every text chunk would stall. Our own waits (drag steps, paste settle) are explicit, so a short
@@ -147,6 +154,12 @@ _TERMINAL_CLASSES = frozenset(
 )  # fmt: skip
 # Terminals whose only default paste is the primary selection (shift+insert).
 _PRIMARY_SELECTION_TERMINALS = frozenset({"xterm", "uxterm", "urxvt", "rxvt", "urxvt-unicode"})
+
+
+def is_terminal(window_class: str) -> bool:
+    """True for a terminal emulator's WM_CLASS class: its shell reads ctrl+a and Enter as commands."""
+    lowered = window_class.lower()
+    return lowered in _TERMINAL_CLASSES or lowered in _PRIMARY_SELECTION_TERMINALS or "terminal" in lowered
 
 
 def select_all_keys(platform: str = sys.platform) -> tuple[str, ...]:
@@ -299,7 +312,7 @@ class ExecutionResult:
 def _load_pyautogui() -> Any:
     """Import pyautogui (which opens the display on X11) and set it up for the executor."""
     try:
-        import pyautogui
+        pyautogui = import_pyautogui()
     except KeyError as exc:  # the X11 backend reads os.environ["DISPLAY"] at import time
         raise ExecutionError(f"cannot send input: no X display (${exc.args[0]} is not set)") from exc
     except Exception as exc:  # python-xlib raises several kinds when the display cannot be opened
@@ -408,10 +421,16 @@ class Executor:
                 on_keys=self.injected.note,
                 key_interval_s=type_interval_s,
                 reserved=lambda: self.injected.reserved,
+                held_marker=self.held_marker,
             )
             if x11_typing
             else None
         )
+
+    def close(self) -> None:
+        """Give back what the executor set up on the display (the X11 typer's spare keycode bindings)."""
+        if self._typer is not None:
+            self._typer.close()
 
     # -- validation: nothing here sends input ----------------------------------------------------
 
@@ -447,12 +466,41 @@ class Executor:
                         f"screen point {point} is a corner of {monitor}: pyautogui's fail-safe would stop the run there"
                     )
         if isinstance(action, KeyCombo):
-            self._key_names(action.keys)
+            self._check_keys(action.keys)
         elif isinstance(action, HoldAndTap):
-            self._key_names((*action.hold, *action.taps))
+            self._check_keys((*action.hold, *action.taps))
         elif isinstance(action, TypeText):
-            self._validate_text(action.text)
+            self._validate_typing(action)
         return monitors
+
+    def _check_keys(self, keys: Sequence[str]) -> None:
+        """Every key can be pressed here: on X11 by keysym in the active layout group, else by pyautogui name."""
+        if self._typer is not None:
+            try:
+                self._typer.check_keys(keys)
+                return
+            except TypingUnavailable:
+                pass  # no X connection after all: pyautogui's names are what is left
+        self._key_names(keys)
+
+    def _validate_typing(self, action: TypeText) -> None:
+        """The text can be typed and each option honoured in the window that will receive it."""
+        if action.overwrite and self.platform.startswith("linux"):
+            window_class = (
+                window_class_at(action.at.x, action.at.y) if action.at is not None else focused_window_class()
+            )
+            if is_terminal(window_class):
+                raise ActionError(
+                    f"overwrite cannot be honoured in a terminal ({window_class}): select-all there is ctrl+a, "
+                    "which moves to the start of the shell's line and would run what is already on it; "
+                    "clear the line with a key combination (ctrl+e, then ctrl+u) and type without overwrite"
+                )
+        if action.overwrite:
+            self._check_keys(select_all_keys(self.platform))
+        if action.press_enter:
+            self._check_keys(("enter",))
+        if action.text:
+            self._validate_text(action.text)
 
     def _validate_text(self, text: str) -> None:
         """Typing is possible with key events here, or else through the clipboard."""
@@ -464,7 +512,7 @@ class Executor:
                 pass  # the clipboard is the fallback; it must work then
         elif self._typable(text):
             return
-        self._key_names(paste_keys(self.platform))
+        self._check_keys(paste_keys(self.platform))
         self._resolve_clipboard()
 
     def _key_names(self, keys: Sequence[str]) -> list[str]:
@@ -547,6 +595,9 @@ class Executor:
             return [BUTTON_NUMBERS[action.button.value]], []
         if isinstance(action, Scroll):
             return [4, 5, 6, 7], []  # pyautogui scrolls by clicking the wheel "buttons"
+        if self._typer is not None and isinstance(action, KeyCombo | HoldAndTap | TypeText):
+            # The X11 typer names the keycodes it presses itself, once it knows them.
+            return ([BUTTON_NUMBERS["left"]] if isinstance(action, TypeText) and action.at is not None else []), []
         if isinstance(action, KeyCombo):
             return [], self._key_names(action.keys)
         if isinstance(action, HoldAndTap):
@@ -573,28 +624,48 @@ class Executor:
         elif isinstance(action, TypeText):
             return self._type_with_options(action, pyautogui, cancel)
         elif isinstance(action, KeyCombo):
+            if self._typer is not None:
+                sent = self._typer_keys(action.keys[:-1], action.keys[-1:] * action.repeat, cancel)
+                return f"{action.describe()} ({sent.describe()})"
             for _ in range(action.repeat):
                 self._press_keys(action.keys, pyautogui, cancel)
         elif isinstance(action, HoldAndTap):
+            if self._typer is not None:
+                sent = self._typer_keys(action.hold, action.taps, cancel)
+                return f"{action.describe()} ({sent.describe()})"
             self._hold_and_tap(action, pyautogui, cancel)
         return action.describe()
 
+    def _typer_keys(self, hold: Sequence[str], taps: Sequence[str], cancel: CancelToken) -> KeysSent:
+        """Hold and tap keys by keysym through the X11 typer, noted in the injected-key log."""
+        assert self._typer is not None
+        with self.injected.holding((*hold, *taps)):
+            return self._typer.hold_and_tap(hold, taps, cancel)
+
     def _type_with_options(self, action: TypeText, pyautogui: Any, cancel: CancelToken) -> str:
-        """Typing with `overwrite` (select all first, so the text replaces the field's) and `press_enter`."""
+        """Typing with `overwrite` (select all first, so the text replaces the field's) and `press_enter`.
+
+        The result lists what was sent, in order.
+        """
         if not (action.overwrite or action.press_enter):
             return self._type(action, pyautogui, cancel)
         if action.at is not None:
             pyautogui.click(action.at.x, action.at.y)
             if cancel.sleep(self.focus_settle_s):
                 cancel.raise_if_cancelled()
+        sent: list[str] = []
         if action.overwrite:
             # Typing over a selection replaces it; an empty field stays as it was.
-            self._press_keys(select_all_keys(self.platform), pyautogui, cancel)
-        detail = self._type(TypeText(action.text), pyautogui, cancel)
+            keys = select_all_keys(self.platform)
+            self._press_keys(keys, pyautogui, cancel)
+            sent.append(f"pressed {'+'.join(keys)} to select the field's text")
+        if action.text:
+            sent.append(self._type(TypeText(action.text), pyautogui, cancel))
         if action.press_enter:
             cancel.raise_if_cancelled()
             self._press_keys(("enter",), pyautogui, cancel)
-        return action.describe() + detail.removeprefix(TypeText(action.text).describe())
+            sent.append("pressed enter")
+        return f"{action.describe()}: {'; '.join(sent)}"
 
     def _hold_and_tap(self, action: HoldAndTap, pyautogui: Any, cancel: CancelToken) -> None:
         held = self._key_names(action.hold)
@@ -650,12 +721,11 @@ class Executor:
         if self._typer is not None:
             self._typer.key_interval_s = self.type_interval_s
             try:
-                remapped = self._typer.type_text(action.text, cancel)
+                sent = self._typer.type_text(action.text, cancel)
             except TypingUnavailable as exc:
                 typed_by_keys = f"; key events unavailable: {exc}"
             else:
-                how = f", {remapped} through temporarily bound keys" if remapped else ""
-                return f"{action.describe()} (typed with layout-independent key events{how})"
+                return f"{action.describe()} (typed as {sent.describe()})"
         elif self._typable(action.text):
             text = action.text
             for begin in range(0, len(text), self.type_chunk_chars):
@@ -688,6 +758,9 @@ class Executor:
         return keys
 
     def _press_keys(self, keys: Sequence[str], pyautogui: Any, cancel: CancelToken) -> None:
+        if self._typer is not None:
+            self._typer_keys(keys[:-1], keys[-1:], cancel)
+            return
         names = self._key_names(keys)
         pressed: list[str] = []
         with self.injected.holding(normalize_key(key) for key in keys):

@@ -9,7 +9,9 @@ app or `holodesk doctor` calls `release_leftover_input()`: for every marker of a
 this display it asks the X server what is really held, releases those of the marker's buttons and
 keys that are, and removes the marker.
 
-Key names are pyautogui's (what the executor passes to keyDown/write); buttons are X button numbers.
+Key names are pyautogui's (what the executor passes to keyDown/write); keycodes are X keycodes (what
+the X11 typer presses); buttons are X button numbers. A second marker names the spare keycodes the
+X11 typer bound to keysyms, for as long as they stay bound; the same call clears them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -31,6 +34,7 @@ from holodesk.automation.private_dir import user_runtime_dir
 log = logging.getLogger(__name__)
 
 MARKER_PREFIX = "held-input-"
+REMAPPED_PREFIX = "remapped-keys-"
 BUTTON_NUMBERS = {"left": 1, "middle": 2, "right": 3}
 # X's state mask bits for buttons 1-5 (Button1Mask is 1 << 8); 6 and 7 are never reported held.
 _BUTTON_MASK_SHIFT = 7
@@ -48,11 +52,14 @@ class LeftoverRelease:
     buttons: tuple[int, ...] = ()  # buttons that were still held and were released
     keys: tuple[str, ...] = ()  # keys that were still held and were released
     problems: tuple[str, ...] = field(default_factory=tuple)
+    cleared_keycodes: tuple[int, ...] = ()  # spare keycodes a killed run had bound, cleared again
 
     def describe(self) -> str:
         if not self.markers:
             return "no input was left held by an earlier run"
         released = [f"mouse button {b}" for b in self.buttons] + [f"key {k!r}" for k in self.keys]
+        if self.cleared_keycodes:
+            released.append(f"the temporary binding of {len(self.cleared_keycodes)} spare keycodes")
         text = (
             f"released what a killed run left held: {', '.join(released)}"
             if released
@@ -62,7 +69,72 @@ class LeftoverRelease:
 
 
 class HeldInputMarker:
-    """Writes and removes this process's marker. `folder` defaults to the private runtime folder."""
+    """Writes and removes this process's marker. `folder` defaults to the private runtime folder.
+
+    Blocks nest (an action holding a button around typing that holds keys): the marker names the
+    union of every open block and goes when the last one closes.
+    """
+
+    def __init__(self, folder: Path | None = None, display: str | None = None) -> None:
+        self._folder = folder
+        self.display = display if display is not None else os.environ.get("DISPLAY")
+        self._open: list[tuple[list[int], list[str], list[int]]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        folder = self._folder if self._folder is not None else user_runtime_dir()
+        return folder / f"{MARKER_PREFIX}{_display_tag(self.display)}-{os.getpid()}.json"
+
+    @contextmanager
+    def holding(
+        self, buttons: Iterable[int] = (), keys: Iterable[str] = (), keycodes: Iterable[int] = ()
+    ) -> Iterator[None]:
+        """Mark `buttons`, `keys` (names) and `keycodes` as possibly held for the duration of the block."""
+        entry = (sorted(set(buttons)), sorted(set(keys)), sorted(set(keycodes)))
+        if not any(entry):
+            yield
+            return
+        with self._lock:
+            self._open.append(entry)
+            self._write()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open.remove(entry)
+                self._write()
+
+    def _write(self) -> None:
+        """Write the union of the open blocks, or remove the marker when none is open."""
+        try:
+            path = self.path
+            if not self._open:
+                with suppress(FileNotFoundError):
+                    path.unlink()
+                return
+            record = {
+                "pid": os.getpid(),
+                "display": self.display,
+                "buttons": sorted({b for entry in self._open for b in entry[0]}),
+                "keys": sorted({k for entry in self._open for k in entry[1]}),
+                "keycodes": sorted({c for entry in self._open for c in entry[2]}),
+                "time": time.time(),
+            }
+            # No fsync: the marker guards against the process dying, and the page cache outlives the process.
+            temp = path.with_name(path.name + ".part")
+            temp.write_text(json.dumps(record), encoding="utf-8")
+            os.replace(temp, path)
+        except OSError as exc:  # the action still runs: without a marker only a kill -9 could not be repaired
+            log.warning("cannot write the held-input marker: %s", exc)
+
+
+class RemappedKeysMarker:
+    """Names the spare keycodes this process bound to keysyms, for as long as they stay bound.
+
+    The X11 typer keeps bindings between actions (see automation.x11_keyboard); a process killed
+    meanwhile leaves them, and `release_leftover_input` clears those still holding their keysym.
+    """
 
     def __init__(self, folder: Path | None = None, display: str | None = None) -> None:
         self._folder = folder
@@ -71,32 +143,22 @@ class HeldInputMarker:
     @property
     def path(self) -> Path:
         folder = self._folder if self._folder is not None else user_runtime_dir()
-        return folder / f"{MARKER_PREFIX}{_display_tag(self.display)}-{os.getpid()}.json"
+        return folder / f"{REMAPPED_PREFIX}{_display_tag(self.display)}-{os.getpid()}.json"
 
-    @contextmanager
-    def holding(self, buttons: Iterable[int] = (), keys: Iterable[str] = ()) -> Iterator[None]:
-        """Mark `buttons` and `keys` as possibly held for the duration of the block."""
-        buttons, keys = sorted(set(buttons)), sorted(set(keys))
-        if not buttons and not keys:
-            yield
-            return
-        record = {"pid": os.getpid(), "display": self.display, "buttons": buttons, "keys": keys, "time": time.time()}
+    def record(self, bound: dict[int, int]) -> None:
+        """Name `bound` (keycode -> keysym) as bound now; an empty mapping removes the marker."""
         try:
-            path: Path | None = self.path
-            assert path is not None
-            # No fsync: the marker guards against the process dying, and the page cache outlives the process.
+            path = self.path
+            if not bound:
+                with suppress(FileNotFoundError):
+                    path.unlink()
+                return
+            record = {"pid": os.getpid(), "display": self.display, "bound": {str(k): v for k, v in bound.items()}}
             temp = path.with_name(path.name + ".part")
             temp.write_text(json.dumps(record), encoding="utf-8")
             os.replace(temp, path)
-        except OSError as exc:  # the action still runs: without a marker only a kill -9 could not be repaired
-            log.warning("cannot write the held-input marker: %s", exc)
-            path = None
-        try:
-            yield
-        finally:
-            if path is not None:
-                with suppress(FileNotFoundError):
-                    path.unlink()
+        except OSError as exc:
+            log.warning("cannot write the remapped-keys marker: %s", exc)
 
 
 def _alive(pid: int) -> bool:
@@ -111,12 +173,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def leftover_markers(folder: Path | None = None, display: str | None = None) -> list[tuple[Path, dict[str, Any]]]:
+def leftover_markers(
+    folder: Path | None = None, display: str | None = None, prefix: str = MARKER_PREFIX
+) -> list[tuple[Path, dict[str, Any]]]:
     """Markers for `display` whose process is gone, with their content (an unreadable marker counts as empty)."""
     folder = folder if folder is not None else user_runtime_dir()
     display = display if display is not None else os.environ.get("DISPLAY")
     found: list[tuple[Path, dict[str, Any]]] = []
-    for path in sorted(folder.glob(f"{MARKER_PREFIX}{_display_tag(display)}-*.json")):
+    for path in sorted(folder.glob(f"{prefix}{_display_tag(display)}-*.json")):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
             pid = int(record["pid"])
@@ -129,39 +193,44 @@ def leftover_markers(folder: Path | None = None, display: str | None = None) -> 
 
 
 def release_leftover_input(folder: Path | None = None, display: str | None = None) -> LeftoverRelease:
-    """Release what killed runs left held on this display and remove their markers. Never raises."""
+    """Release what killed runs left held or bound on this display and remove their markers. Never raises."""
     display = display if display is not None else os.environ.get("DISPLAY")
     try:
-        markers = leftover_markers(folder, display)
+        markers = leftover_markers(folder, display) + leftover_markers(folder, display, REMAPPED_PREFIX)
     except OSError as exc:
         return LeftoverRelease(problems=(f"cannot look for held-input markers: {exc}",))
     if not markers:
         return LeftoverRelease()
     buttons = sorted({int(b) for _, record in markers for b in record.get("buttons", []) if str(b).isdigit()})
     keys = sorted({str(k) for _, record in markers for k in record.get("keys", [])})
+    keycodes = sorted({int(c) for _, record in markers for c in record.get("keycodes", []) if str(c).isdigit()})
+    bound: dict[int, int] = {}
+    for _, record in markers:
+        entries = record.get("bound", {})
+        if isinstance(entries, dict):
+            bound.update({int(k): int(v) for k, v in entries.items() if str(k).isdigit() and isinstance(v, int)})
     problems: list[str] = []
-    released_buttons: tuple[int, ...] = ()
-    released_keys: tuple[str, ...] = ()
     try:
         if sys.platform.startswith("linux"):
-            released_buttons, released_keys = _release_on_x11(display, buttons, keys)
+            released = _release_on_x11(display, buttons, keys, keycodes, bound)
         else:
-            released_buttons, released_keys = _release_blindly(buttons, keys)
+            released = (*_release_blindly(buttons, keys), ())
     except Exception as exc:  # no display, a refused connection: keep the markers for the next try
         problems.append(f"could not release held input: {type(exc).__name__}: {exc}")
         return LeftoverRelease(len(markers), problems=tuple(problems))
     for path, _ in markers:
         with suppress(FileNotFoundError):
             path.unlink()
-    result = LeftoverRelease(len(markers), released_buttons, released_keys, tuple(problems))
+    result = LeftoverRelease(len(markers), released[0], released[1], tuple(problems), released[2])
     log.warning("%s", result.describe())
     return result
 
 
 def _release_on_x11(
-    display: str | None, buttons: list[int], keys: list[str]
-) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """Release the buttons and keys the X server reports held, among those named. Returns what was released."""
+    display: str | None, buttons: list[int], keys: list[str], keycodes: list[int], bound: dict[int, int]
+) -> tuple[tuple[int, ...], tuple[str, ...], tuple[int, ...]]:
+    """Release the buttons and keys the X server reports held, among those named, and clear the
+    spare keycodes still bound to the keysym named for them. Returns what was released and cleared."""
     from Xlib import XK, X
     from Xlib import display as xdisplay
     from Xlib.ext import xtest
@@ -174,15 +243,24 @@ def _release_on_x11(
             xtest.fake_input(connection, X.ButtonRelease, button)
         keymap = connection.query_keymap()
         released_keys: list[str] = []
-        for key in keys:
-            for keycode in _keycodes(connection, XK, key):
+        named = [(key, _keycodes(connection, XK, key)) for key in keys]
+        named += [(f"keycode {code}", [code]) for code in keycodes if 8 <= code <= 255]
+        for key, codes in named:
+            for keycode in codes:
                 if keymap[keycode // 8] & (1 << (keycode % 8)):
                     xtest.fake_input(connection, X.KeyRelease, keycode)
                     released_keys.append(key)
+        first = connection.display.info.min_keycode
+        rows = connection.get_keyboard_mapping(first, connection.display.info.max_keycode - first + 1)
+        cleared: list[int] = []
+        for code, keysym in sorted(bound.items()):
+            if 0 <= code - first < len(rows) and rows[code - first] and rows[code - first][0] == keysym:
+                connection.change_keyboard_mapping(code, [(0, 0)])  # still what the dead run bound: clear it
+                cleared.append(code)
         connection.sync()
     finally:
         connection.close()
-    return released_buttons, tuple(dict.fromkeys(released_keys))
+    return released_buttons, tuple(dict.fromkeys(released_keys)), tuple(cleared)
 
 
 # pyautogui names whose X keysym is spelled differently (its X11 backend's table, for the keys we press).
@@ -219,8 +297,9 @@ def _keycodes(connection: Any, xk: Any, key: str) -> list[int]:
 
 def _release_blindly(buttons: list[int], keys: list[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Windows and macOS: no cheap way to ask what is held, so release every named one (harmless if up)."""
-    import pyautogui
+    from holodesk.automation.pyautogui_import import import_pyautogui
 
+    pyautogui = import_pyautogui()
     names = {1: "left", 2: "middle", 3: "right"}
     for button in buttons:
         if button in names:

@@ -1,42 +1,82 @@
-"""Types any Unicode text on X11 with key events that do not depend on the keyboard layout.
+"""Key presses and typing on X11 that mean the same on every keyboard layout, or are refused in words.
 
-pyautogui presses one keycode per character chosen by a US-keyboard table, so on a German layout
-every `/` comes out as `&`, and it cannot type non-ASCII at all. Here each character becomes its X
-keysym (Latin-1 code points are keysyms; other characters are 0x01000000 + code point). A keysym
-the current keymap already has on some key without a modifier, or with Shift, is typed with that
-key; any other is bound to a spare keycode (one with no symbols) for the moment it is typed, the
-technique xdotool uses, and the spare keycodes are cleared again afterwards. Events go through
-XTEST, so they look like a real keyboard's to every application, terminals included.
+Every key is chosen by its X keysym, never by a US-keyboard table: a character's keysym (Latin-1
+code points are keysyms; other characters are 0x01000000 + code point), a named key's keysym
+(Return, Control_L, F5). The keysym is looked up in the layout group XKB says is active at the
+moment of pressing (a `us,ru` user who switched to Russian has Cyrillic on the letter keys), at
+level 1, or level 2 with Shift. A keysym the active group lacks is bound to a spare keycode (one
+with no symbols), the technique xdotool uses; a modifier the layout lacks is refused, since a
+spare keycode carries no modifier.
 
-Also here: the WM_CLASS of the window with the keyboard focus, which picks the paste key when text
-has to go through the clipboard after all.
+Bindings race the programs that read them: a program fetches the keymap when told it changed, and
+a slow one may fetch it after a later change and read earlier keys with later symbols. So a
+binding is only ever added while a text is typed, never replaced: the text's characters are all
+bound before its first key, and a text needing more spare keycodes than there are goes through
+the clipboard instead. Bindings stay for the next action; replacing one (the least recently used)
+or clearing them all waits until the focused program answered a _NET_WM_PING, which it can only do
+after reading every key sent before it. A program that does not answer pings (xterm; the Qt of our
+tests did not either, GTK does) gets a bounded settle time instead: that is a wait, not a proof,
+and the clipboard is no better (the program fetches the paste as late as it reads keys). A marker
+on disk names what is bound (automation.held_input), so a killed run's
+bindings are cleared by the next start. Caps Lock is unlocked while text is typed and locked again
+after. Events go through XTEST, so they look like a real keyboard's to every program, terminals
+included.
+
+Also here: the WM_CLASS of the window with the keyboard focus (or under a point), which decides
+the paste key and whether select-all can be honoured.
 
 python-xlib (a pyautogui dependency on Linux) is imported lazily: this module imports everywhere.
 """
 
 from __future__ import annotations
 
+import atexit
+import select
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.errors import ActionError, ExecutionError
+from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError
+from holodesk.automation.held_input import HeldInputMarker, RemappedKeysMarker
 
 XK_RETURN = 0xFF0D
 XK_TAB = 0xFF09
 XK_SHIFT_L = 0xFFE1
+XK_CAPS_LOCK = 0xFFE5
 UNICODE_KEYSYM_OFFSET = 0x01000000
 
-# Clients re-read the keymap when told it changed; toolkits using xkbcommon fetch it with a round
-# trip, so a remap needs a moment before the keys that use it, and before it is undone.
-DEFAULT_REMAP_SETTLE_S = 0.05
+# How long to wait for a program's answer to a ping before replacing or clearing a binding, and
+# how long to let a program that never answers pings read its keys.
+PING_TIMEOUT_S = 2.0
+UNANSWERED_SETTLE_S = 1.0
+
+# Canonical key names (automation.keys) and their keysyms. None: no X key (fn never reaches the OS).
+KEY_KEYSYMS: dict[str, int | None] = {
+    "ctrl": 0xFFE3, "alt": 0xFFE9, "shift": 0xFFE1, "super": 0xFFEB, "altgr": 0xFE03, "fn": None,
+    "enter": 0xFF0D, "esc": 0xFF1B, "tab": 0xFF09, "space": 0x20, "backspace": 0xFF08, "delete": 0xFFFF,
+    "insert": 0xFF63, "up": 0xFF52, "down": 0xFF54, "left": 0xFF51, "right": 0xFF53, "home": 0xFF50,
+    "end": 0xFF57, "pageup": 0xFF55, "pagedown": 0xFF56, "capslock": 0xFFE5, "numlock": 0xFF7F,
+    "scrolllock": 0xFF14, "printscreen": 0xFF61, "pause": 0xFF13, "menu": 0xFF67,
+    "volumeup": 0x1008FF13, "volumedown": 0x1008FF11, "volumemute": 0x1008FF12,
+    "playpause": 0x1008FF14, "nexttrack": 0x1008FF17, "prevtrack": 0x1008FF16,
+    **{f"f{n}": 0xFFBE + n - 1 for n in range(1, 25)},
+}  # fmt: skip
+# Modifiers act through the server's modifier map, which a spare keycode is not in.
+_MODIFIER_KEYS = frozenset({"ctrl", "alt", "shift", "super", "altgr"})
+# Second choices for a modifier, when the layout has no left-hand key for it.
+_MODIFIER_ALTERNATIVES = {0xFFE3: (0xFFE4,), 0xFFE9: (0xFFEA, 0xFFE7), 0xFFE1: (0xFFE2,), 0xFFEB: (0xFFEC,)}
 
 
 class TypingUnavailable(ExecutionError):
-    """This display cannot take layout-independent typing (no XTEST, or no spare keycode)."""
+    """This display cannot take these key events (no XTEST, or too few spare keycodes)."""
+
+
+class LayoutChanged(AutomationError):
+    """The layout group changed while keys were sent: what arrived may be wrong."""
 
 
 def keysym_for(character: str) -> int:
@@ -55,6 +95,18 @@ def keysym_for(character: str) -> int:
     return UNICODE_KEYSYM_OFFSET + code
 
 
+def key_keysym(key: str) -> int:
+    """The keysym of a canonical key name (a named key, or one character); ActionError when X has none."""
+    if key in KEY_KEYSYMS:
+        keysym = KEY_KEYSYMS[key]
+        if keysym is None:
+            raise ActionError(f"the key {key!r} is handled by the keyboard itself and cannot be pressed")
+        return keysym
+    if len(key) == 1:
+        return keysym_for(key)
+    raise ActionError(f"unknown key name {key!r}")
+
+
 def untypable_characters(text: str) -> list[str]:
     """The characters of `text` that no key event can type (control characters), in order, once each."""
     bad: list[str] = []
@@ -69,18 +121,25 @@ def untypable_characters(text: str) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class KeyStroke:
-    """One press: a keycode, with Shift or not. `remapped` when the keycode was bound for this text."""
+    """One press: a keycode, with Shift or not. `bound` when the keycode is a spare one bound by us."""
 
     keycode: int
     shift: bool
-    remapped: bool
+    bound: bool
 
 
 class Keymap:
-    """A snapshot of the display's core keymap: keysym -> (keycode, level), and the spare keycodes."""
+    """A snapshot of the core keymap read for one layout group: keysym -> (keycode, Shift), spare keycodes.
 
-    def __init__(self, first_keycode: int, rows: list[list[int]]) -> None:
+    The core keymap lists group 1 levels 1-2, then group 2 levels 1-2; a key with one group repeats
+    it (XKB wraps the group). Groups 3 and 4 are not in that prefix: with one of them active, only
+    keys that have a single group count as present, everything else goes on a spare keycode.
+    """
+
+    def __init__(self, first_keycode: int, rows: list[list[int]], group: int = 0) -> None:
         self.first_keycode = first_keycode
+        self.group = group
+        self._rows = rows
         self._direct: dict[int, tuple[int, bool]] = {}
         self.spare: list[int] = []
         for offset, syms in enumerate(rows):
@@ -88,45 +147,88 @@ class Keymap:
             if not any(syms):
                 self.spare.append(keycode)
                 continue
-            # Levels 0 (plain) and 1 (Shift) of the first group only: others need AltGr or a group switch.
-            for level in (0, 1):
-                if level < len(syms) and syms[level] and syms[level] not in self._direct:
-                    self._direct[syms[level]] = (keycode, level == 1)
+            pair = _group_pair(syms, group)
+            for level, keysym in enumerate(pair):
+                if keysym and keysym not in self._direct:
+                    self._direct[keysym] = (keycode, level == 1)
             # A one-symbol letter key types its capital with Shift (the core protocol's rule).
-            if len(syms) > 1 and syms[0] and not syms[1] and ord("a") <= syms[0] <= ord("z"):
-                self._direct.setdefault(syms[0] - 0x20, (keycode, True))
+            if pair[0] and not pair[1] and ord("a") <= pair[0] <= ord("z"):
+                self._direct.setdefault(pair[0] - 0x20, (keycode, True))
         # xdotool's habit: spare keycodes from the top, far from the keys people press.
         self.spare.reverse()
 
     def direct(self, keysym: int) -> tuple[int, bool] | None:
         return self._direct.get(keysym)
 
+    def first_keysym(self, keycode: int) -> int:
+        offset = keycode - self.first_keycode
+        if 0 <= offset < len(self._rows) and self._rows[offset]:
+            return self._rows[offset][0]
+        return 0
+
+
+def _group_pair(syms: list[int], group: int) -> tuple[int, int]:
+    """Levels 1 and 2 of `group` in a core keymap row (group 1's when the key has fewer groups)."""
+    first = (syms[0] if syms else 0, syms[1] if len(syms) > 1 else 0)
+    if group == 0:
+        return first
+    second = (syms[2] if len(syms) > 2 else 0, syms[3] if len(syms) > 3 else 0)
+    if group == 1:
+        return second if any(second) else first
+    # Group 3 or 4: trust only keys whose first two groups agree (a one-group key, wrapped).
+    return first if first == second else (0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class KeysSent:
+    """What went out: `presses` key presses in layout group `group` (from 0), `bound` of them on spare keycodes."""
+
+    presses: int
+    bound: int
+    group: int
+
+    def describe(self) -> str:
+        spare = f", {self.bound} on temporarily bound keys" if self.bound else ""
+        return f"{self.presses} key presses in layout group {self.group + 1}{spare}"
+
 
 class X11Typer:
-    """Types text into the focused window through XTEST on one X display connection.
+    """Sends key presses and text to the focused window through XTEST on one X display connection.
 
     `on_keys` is told the canonical names of keys about to be pressed (the executor's injected-key
-    log, so the kill switch does not mistake them for the user's). Not thread-safe: one text at a time.
+    log, so the kill switch does not mistake them for the user's). One action at a time.
     """
 
     def __init__(
         self,
         display_name: str | None = None,
         *,
-        remap_settle_s: float = DEFAULT_REMAP_SETTLE_S,
         key_interval_s: float = 0.0,
         on_keys: Callable[[list[str]], None] | None = None,
         reserved: Callable[[], frozenset[str]] | None = None,
+        held_marker: HeldInputMarker | None = None,
+        remapped_marker: RemappedKeysMarker | None = None,
+        ping_timeout_s: float = PING_TIMEOUT_S,
+        unanswered_settle_s: float = UNANSWERED_SETTLE_S,
     ) -> None:
         self.display_name = display_name
         # Characters always typed on a spare keycode, never on the key the user presses for them
         # (the kill switch's stop key): the user's press then cannot merge with ours on one key.
         self.reserved = reserved
-        self.remap_settle_s = remap_settle_s
         self.key_interval_s = key_interval_s
         self.on_keys = on_keys
+        self.held_marker = held_marker if held_marker is not None else HeldInputMarker(display=display_name)
+        self.remapped_marker = (
+            remapped_marker if remapped_marker is not None else RemappedKeysMarker(display=display_name)
+        )
+        self.ping_timeout_s = ping_timeout_s
+        self.unanswered_settle_s = unanswered_settle_s
         self._display: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._bound: OrderedDict[int, int] = OrderedDict()  # keysym -> spare keycode, least recently used first
+        self._atexit_registered = False
+
+    # -- connection and keymap -----------------------------------------------------------------
 
     def _open(self) -> Any:
         if self._display is not None:
@@ -147,130 +249,400 @@ class X11Typer:
         return display
 
     def close(self) -> None:
-        if self._display is not None:
-            self._display.close()
-            self._display = None
+        """Clear every binding (after the focused program has read its keys) and disconnect."""
+        with self._lock:
+            if self._display is None:
+                return
+            try:
+                self.release_bindings()
+            finally:
+                if self._display is not None:
+                    self._display.close()
+                    self._display = None
+
+    def group(self) -> int:
+        """The active layout group, counted from 0."""
+        from holodesk.automation import xkb
+
+        try:
+            return xkb.read_state(self._open()).group
+        except xkb.XkbUnavailable:
+            return 0  # without XKB there is only the core keymap's first group
 
     def keymap(self) -> Keymap:
-        """The keymap as the server has it now (read afresh: the user may have switched layout)."""
+        """The keymap as the server has it now, for the active group (read afresh each time)."""
         display = self._open()
         first = display.display.info.min_keycode
         count = display.display.info.max_keycode - first + 1
-        return Keymap(first, [list(row) for row in display.get_keyboard_mapping(first, count)])
+        rows = [list(row) for row in display.get_keyboard_mapping(first, count)]
+        return Keymap(first, rows, self.group())
+
+    def _spare_capacity(self, keymap: Keymap) -> int:
+        return len(keymap.spare) + sum(1 for keysym, code in self._bound.items() if keymap.first_keysym(code) == keysym)
+
+    # -- planning: nothing here sends a key ----------------------------------------------------
+
+    def _reserved_keysyms(self) -> frozenset[int]:
+        names = self.reserved() if self.reserved else frozenset()
+        return frozenset(keysym_for(c) for c in names if len(c) == 1)
+
+    def _needs_binding(self, keysyms: Sequence[int], keymap: Keymap, forced: frozenset[int]) -> list[int]:
+        """The keysyms (in order, once each) that must be on a bound spare keycode."""
+        needed: list[int] = []
+        for keysym in keysyms:
+            if keysym in needed:
+                continue
+            if keysym in forced or keymap.direct(keysym) is None or keysym in self._bound:
+                needed.append(keysym)
+        return needed
 
     def check(self, text: str) -> None:
-        """Raise ActionError for text no key can type, TypingUnavailable when this display cannot type."""
+        """Raise ActionError for text no key can type, TypingUnavailable when it cannot be typed here."""
         bad = untypable_characters(text)
         if bad:
             shown = ", ".join(f"U+{ord(c):04X}" for c in bad)
             raise ActionError(f"the text holds control characters that cannot be typed: {shown}")
-        keymap = self.keymap()
-        needs_spare = any(keymap.direct(keysym_for(c)) is None for c in set(text))
-        if needs_spare and not keymap.spare:
-            raise TypingUnavailable("the keymap has no spare keycode to bind the text's characters to")
-        if keymap.direct(XK_SHIFT_L) is None:
-            raise TypingUnavailable("the keymap has no Shift_L key")
+        with self._lock:
+            keymap = self.keymap()
+            self._check_capacity([keysym_for(c) for c in text], keymap, self._reserved_keysyms(), "the text")
+            if keymap.direct(XK_SHIFT_L) is None:
+                raise TypingUnavailable("the keymap has no Shift_L key")
 
-    def type_text(self, text: str, cancel: CancelToken) -> int:
-        """Type `text`; returns how many characters needed a temporarily bound keycode.
+    def _check_capacity(self, keysyms: Sequence[int], keymap: Keymap, forced: frozenset[int], what: str) -> None:
+        needed = self._needs_binding(keysyms, keymap, forced)
+        capacity = self._spare_capacity(keymap)
+        if len(needed) > capacity:
+            raise TypingUnavailable(
+                f"{what} needs {len(needed)} keys that layout group {keymap.group + 1} lacks, "
+                f"more than the {capacity} spare keycodes"
+            )
+
+    def check_keys(self, keys: Sequence[str]) -> None:
+        """Raise ActionError for a key that cannot be pressed here (named in words), before any is pressed."""
+        with self._lock:
+            self._resolve_keys(keys, self.keymap())
+
+    def _resolve_keys(self, keys: Sequence[str], keymap: Keymap) -> list[int]:
+        """The keysyms of `keys`, each a modifier present on the layout or a key that can be pressed."""
+        keysyms: list[int] = []
+        for key in keys:
+            keysym = key_keysym(key)
+            if key in _MODIFIER_KEYS:
+                found = next(
+                    (k for k in (keysym, *_MODIFIER_ALTERNATIVES.get(keysym, ())) if keymap.direct(k) is not None),
+                    None,
+                )
+                if found is None:
+                    raise ActionError(
+                        f"the keyboard layout in use (group {keymap.group + 1}) has no {key!r} key, "
+                        "so it cannot be pressed"
+                    )
+                keysym = found
+            keysyms.append(keysym)
+        # A key at level 2 would need Shift, which changes the combination: it goes on a spare keycode.
+        missing = [k for k in keysyms if _level_one(keymap, k) is None]
+        if len(self._needs_binding(missing, keymap, frozenset(missing))) > self._spare_capacity(keymap):
+            raise ActionError(
+                f"the keys {'+'.join(keys)} are not on layout group {keymap.group + 1} and no spare keycode is free"
+            )
+        return keysyms
+
+    # -- bindings ----------------------------------------------------------------------------
+
+    def _bind(self, keysyms: Sequence[int], keymap: Keymap) -> dict[int, int]:
+        """Spare keycodes carrying each of `keysyms`, binding the missing ones (never replacing one in use now)."""
+        display = self._open()
+        wanted = list(dict.fromkeys(keysyms))
+        # Bindings someone else changed since are not ours any more.
+        for keysym, code in list(self._bound.items()):
+            if keymap.first_keysym(code) != keysym:
+                del self._bound[keysym]
+        new = [k for k in wanted if k not in self._bound]
+        free = [code for code in keymap.spare if code not in self._bound.values()]
+        evictable = [k for k in self._bound if k not in wanted]
+        if len(new) > len(free) + len(evictable):
+            available = len(free) + len(evictable)
+            raise TypingUnavailable(f"{len(new)} keys need a spare keycode and only {available} are free")
+        if len(new) > len(free):
+            # Replacing a binding: the focused program must have read every key sent with it first.
+            self._wait_for_focused_program()
+            for keysym in evictable[: len(new) - len(free)]:
+                free.append(self._bound.pop(keysym))
+        for keysym, code in zip(new, free, strict=False):
+            display.change_keyboard_mapping(code, [(keysym, keysym)])
+            self._bound[keysym] = code
+        for keysym in wanted:
+            self._bound.move_to_end(keysym)
+        if new:
+            display.sync()
+            self.remapped_marker.record(dict((code, keysym) for keysym, code in self._bound.items()))
+            if not self._atexit_registered:
+                atexit.register(self.close)
+                self._atexit_registered = True
+        return {keysym: self._bound[keysym] for keysym in wanted}
+
+    def release_bindings(self) -> None:
+        """Clear every spare keycode bound here, once the focused program has read what was sent."""
+        with self._lock:
+            if not self._bound or self._display is None:
+                self.remapped_marker.record({})
+                self._bound.clear()
+                return
+            display = self._display
+            try:
+                self._wait_for_focused_program()
+                first = display.display.info.min_keycode
+                count = display.display.info.max_keycode - first + 1
+                rows = display.get_keyboard_mapping(first, count)
+                for keysym, code in self._bound.items():
+                    if rows[code - first] and rows[code - first][0] == keysym:  # still ours
+                        display.change_keyboard_mapping(code, [(0, 0)])
+                display.sync()
+            except Exception:  # the connection is gone: the marker stays for the next start to repair
+                self._display = None
+                self._bound.clear()
+                return
+            self._bound.clear()
+            self.remapped_marker.record({})
+
+    def _wait_for_focused_program(self) -> None:
+        """Return once the focused top-level window answered a ping, or after a bounded settle time."""
+        answered = ping_focused_window(self.display_name, self.ping_timeout_s)
+        if not answered:
+            time.sleep(self.unanswered_settle_s)
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def type_text(self, text: str, cancel: CancelToken) -> KeysSent:
+        """Type `text` exactly, or raise before the first key (ActionError, TypingUnavailable).
 
         Stops between characters when `cancel` is set (raising Cancelled); Shift is released and
-        every bound keycode cleared in any case.
+        Caps Lock restored in any case. LayoutChanged when the user switched the layout group
+        while the keys went out.
         """
         self.check(text)
         with self._lock:
-            return self._type(text, cancel)
+            keymap = self.keymap()
+            forced = self._reserved_keysyms()
+            keysyms = [keysym_for(c) for c in text]
+            bound = self._bind(self._needs_binding(keysyms, keymap, forced), keymap)
+            strokes: list[tuple[str, KeyStroke]] = []
+            for character, keysym in zip(text, keysyms, strict=True):
+                if keysym in bound:
+                    strokes.append((character, KeyStroke(bound[keysym], False, True)))
+                else:
+                    entry = keymap.direct(keysym)
+                    if entry is None:  # cannot happen after _needs_binding; never send keycode 0 (X hangs)
+                        raise TypingUnavailable(f"no key types {character!r} on layout group {keymap.group + 1}")
+                    strokes.append((character, KeyStroke(entry[0], entry[1], False)))
+            shift_entry = keymap.direct(XK_SHIFT_L)
+            assert shift_entry is not None  # check() said so
+            try:
+                return self._send_strokes(strokes, shift_entry[0], keymap.group, forced, cancel)
+            except Cancelled:
+                self.release_bindings()  # the run stops: leave the keymap as it was
+                raise
 
-    def _type(self, text: str, cancel: CancelToken) -> int:
+    def _send_strokes(
+        self,
+        strokes: list[tuple[str, KeyStroke]],
+        shift_keycode: int,
+        group: int,
+        forced: frozenset[int],
+        cancel: CancelToken,
+    ) -> KeysSent:
         from Xlib import X
         from Xlib.ext import xtest
 
+        from holodesk.automation import xkb
+
         display = self._open()
-        keymap = self.keymap()
-        shift_entry = keymap.direct(XK_SHIFT_L)
-        assert shift_entry is not None  # check() said so
-        shift_keycode = shift_entry[0]
-        reserved = frozenset(keysym_for(c) for c in (self.reserved() if self.reserved else ()) if len(c) == 1)
-        bound: dict[int, int] = {}  # keysym -> spare keycode, for the current batch
-        used_spare: set[int] = set()
-        remapped_count = 0
+        state = xkb.read_state(display)
         shift_down = False
-
-        def bind(batch: dict[int, int]) -> None:
-            for keysym, keycode in batch.items():
-                display.change_keyboard_mapping(keycode, [(keysym, keysym)])
-            display.sync()
-            if self.remap_settle_s:
-                time.sleep(self.remap_settle_s)
-
-        def set_shift(down: bool) -> None:
-            nonlocal shift_down
-            if down != shift_down:
-                if down and self.on_keys is not None:
-                    self.on_keys(["shift"])
-                xtest.fake_input(display, X.KeyPress if down else X.KeyRelease, shift_keycode)
-                shift_down = down
-
-        try:
-            plan = self._plan(text, keymap, reserved)
-            for batch, strokes in plan:
-                if batch:
-                    bind(batch)
-                    used_spare.update(batch.values())
-                    bound.update(batch)
+        keycodes = {shift_keycode, *(stroke.keycode for _, stroke in strokes)}
+        with self.held_marker.holding(keycodes=keycodes):
+            if state.caps_locked:
+                xkb.lock(display, unlock_mods=xkb.LOCK_MASK)  # a locked Caps Lock would change letters' case
+            try:
                 for character, stroke in strokes:
                     cancel.raise_if_cancelled()
-                    set_shift(stroke.shift)
+                    if stroke.shift != shift_down:
+                        if stroke.shift and self.on_keys is not None:
+                            self.on_keys(["shift"])
+                        xtest.fake_input(display, X.KeyPress if stroke.shift else X.KeyRelease, shift_keycode)
+                        shift_down = stroke.shift
                     # A reserved character goes out on a spare keycode, which listeners do not read
                     # as that character (pynput reports an unknown key): no press to note for it.
-                    if self.on_keys is not None and keysym_for(character) not in reserved:
+                    if self.on_keys is not None and keysym_for(character) not in forced:
                         self.on_keys([_key_name(character)])
                     xtest.fake_input(display, X.KeyPress, stroke.keycode)
                     xtest.fake_input(display, X.KeyRelease, stroke.keycode)
                     display.sync()
-                    remapped_count += stroke.remapped
                     if self.key_interval_s:
                         time.sleep(self.key_interval_s)
-                if batch and self.remap_settle_s:
-                    # Let the application read these keys before their keycodes mean something else.
-                    time.sleep(self.remap_settle_s)
-        finally:
-            try:
-                set_shift(False)
-                for keycode in used_spare:
-                    display.change_keyboard_mapping(keycode, [(0, 0)])
-                display.sync()
-            except Exception:  # the connection may be gone; nothing more can be released then
-                self.close()
-        return remapped_count
+            finally:
+                self._finish(display, [shift_keycode] if shift_down else [], state.caps_locked)
+        return self._report(len(strokes), sum(stroke.bound for _, stroke in strokes), group)
 
-    @staticmethod
-    def _plan(
-        text: str, keymap: Keymap, reserved: frozenset[int] = frozenset()
-    ) -> list[tuple[dict[int, int], list[tuple[str, KeyStroke]]]]:
-        """Split the text into batches, each with the spare keycodes to bind before typing it."""
-        plan: list[tuple[dict[int, int], list[tuple[str, KeyStroke]]]] = []
-        batch: dict[int, int] = {}
-        strokes: list[tuple[str, KeyStroke]] = []
-        for character in text:
-            keysym = keysym_for(character)
-            direct = keymap.direct(keysym) if keysym not in reserved else None
-            if direct is not None:
-                strokes.append((character, KeyStroke(direct[0], direct[1], False)))
-                continue
-            if keysym not in batch:
-                if len(batch) == len(keymap.spare):  # every spare keycode is taken: start a new batch
-                    plan.append((batch, strokes))
-                    batch, strokes = {}, []
-                batch[keysym] = keymap.spare[len(batch)]
-            strokes.append((character, KeyStroke(batch[keysym], False, True)))
-        plan.append((batch, strokes))
-        return plan
+    def press(self, keys: Sequence[str], cancel: CancelToken, *, repeat: int = 1) -> KeysSent:
+        """Press `keys` together (in order, released in reverse); with `repeat`, the last key is tapped that often."""
+        return self.hold_and_tap(keys[:-1], [keys[-1]] * repeat, cancel)
+
+    def hold_and_tap(self, hold: Sequence[str], taps: Sequence[str], cancel: CancelToken) -> KeysSent:
+        """Hold `hold` down, press and release each of `taps` in order, release `hold` in reverse.
+
+        The caller notes these keys in the injected-key log (it knows how it groups them).
+        """
+        from Xlib import X
+        from Xlib.ext import xtest
+
+        with self._lock:
+            keymap = self.keymap()
+            hold_syms = self._resolve_keys(hold, keymap)
+            tap_syms = self._resolve_keys(taps, keymap)
+            codes = self._keycodes_for_keys([*hold_syms, *tap_syms], keymap)
+            display = self._open()
+            pressed: list[int] = []
+            with self.held_marker.holding(keycodes=set(codes.values())):
+                try:
+                    for keysym in hold_syms:
+                        cancel.raise_if_cancelled()
+                        xtest.fake_input(display, X.KeyPress, codes[keysym])
+                        pressed.append(codes[keysym])
+                    for keysym in tap_syms:
+                        cancel.raise_if_cancelled()
+                        xtest.fake_input(display, X.KeyPress, codes[keysym])
+                        xtest.fake_input(display, X.KeyRelease, codes[keysym])
+                        display.sync()
+                finally:
+                    self._finish(display, pressed, False)
+            bound = sum(1 for k in [*hold_syms, *tap_syms] if codes[k] in self._bound.values())
+            return self._report(len(hold) + len(taps), bound, keymap.group)
+
+    def _keycodes_for_keys(self, keysyms: Sequence[int], keymap: Keymap) -> dict[int, int]:
+        """keysym -> keycode, level-1 keys as they are, the rest bound to spare keycodes."""
+        codes: dict[int, int] = {}
+        missing: list[int] = []
+        for keysym in keysyms:
+            keycode = _level_one(keymap, keysym)
+            if keycode is not None and keysym not in self._bound:
+                codes[keysym] = keycode
+            else:
+                missing.append(keysym)
+        codes.update(self._bind(missing, keymap) if missing else {})
+        return codes
+
+    def _finish(self, display: Any, release: Sequence[int], relock_caps: bool) -> None:
+        """Release `release` (reverse order) and lock Caps Lock again if it was; never raises."""
+        from Xlib import X
+        from Xlib.ext import xtest
+
+        from holodesk.automation import xkb
+
+        try:
+            for keycode in reversed(release):
+                xtest.fake_input(display, X.KeyRelease, keycode)
+            if relock_caps:
+                xkb.lock(display, lock_mods=xkb.LOCK_MASK)
+            display.sync()
+        except Exception:  # the connection may be gone; the held-input marker is the last resort then
+            self._display = None
+
+    def _report(self, presses: int, bound: int, group: int) -> KeysSent:
+        now = self.group()
+        if now != group:
+            raise LayoutChanged(
+                f"the keyboard layout group changed from {group + 1} to {now + 1} while keys were sent: "
+                "what arrived may be wrong"
+            )
+        return KeysSent(presses, bound, group)
+
+
+def _level_one(keymap: Keymap, keysym: int) -> int | None:
+    """The keycode that gives `keysym` without Shift in the active group, or None."""
+    entry = keymap.direct(keysym)
+    return entry[0] if entry is not None and not entry[1] else None
 
 
 def _key_name(character: str) -> str:
     """The canonical key name for the injected-key log (a character as itself, lower-cased)."""
     return {"\n": "enter", "\t": "tab", " ": "space"}.get(character, character.lower())
+
+
+# -- which program has the focus ------------------------------------------------------------------
+
+
+def ping_focused_window(display_name: str | None, timeout_s: float) -> bool:
+    """Send _NET_WM_PING to the focused top-level window; True once it answered within `timeout_s`.
+
+    A program answers events in order, so its answer means it has read every key sent before the
+    ping. False when no focused window announces _NET_WM_PING in WM_PROTOCOLS, or none answered.
+    """
+    try:
+        from Xlib import X
+        from Xlib import display as xdisplay
+        from Xlib import error as xerror
+        from Xlib.protocol import event
+    except ImportError:
+        return False
+    try:
+        display = xdisplay.Display(display_name)
+    except (xerror.DisplayError, OSError, KeyError):
+        return False
+    try:
+        root = display.screen().root
+        window = _top_level_with_protocols(display, root)
+        if window is None:
+            return False
+        ping = display.intern_atom("_NET_WM_PING")
+        protocols = display.intern_atom("WM_PROTOCOLS")
+        if ping not in (window.get_wm_protocols() or ()):
+            return False
+        root.change_attributes(event_mask=X.SubstructureNotifyMask)
+        stamp = int(time.monotonic() * 1000) & 0x7FFFFFFF
+        message = event.ClientMessage(window=window, client_type=protocols, data=(32, [ping, stamp, window.id, 0, 0]))
+        window.send_event(message, event_mask=0)
+        display.flush()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            while display.pending_events():
+                received = display.next_event()
+                if (
+                    received.type == X.ClientMessage
+                    and received.client_type == protocols
+                    and received.data[1][0] == ping
+                    and received.data[1][1] == stamp
+                ):
+                    return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            select.select([display.fileno()], [], [], left)
+    except xerror.XError:
+        return False
+    finally:
+        display.close()
+
+
+def _top_level_with_protocols(display: Any, root: Any) -> Any:
+    """The focused window or its nearest ancestor with WM_PROTOCOLS (the top level), or None."""
+    from Xlib import X
+
+    window = display.get_input_focus().focus
+    if window == X.PointerRoot or not hasattr(window, "id") or window.id == root.id:
+        under = root.query_pointer().child
+        window = under if hasattr(under, "id") and under.id else None
+        if window is None:
+            return None
+        return _first_below(window, lambda w: bool(w.get_wm_protocols()))
+    for _ in range(32):
+        if window.get_wm_protocols():
+            return window
+        parent = window.query_tree().parent
+        if not hasattr(parent, "id") or not parent.id or parent.id == root.id:
+            return None
+        window = parent
+    return None
 
 
 def focused_window_class(display_name: str | None = None) -> str:
@@ -314,15 +686,41 @@ def focused_window_class(display_name: str | None = None) -> str:
         display.close()
 
 
-def _class_below(window: Any, depth: int = 3) -> str:
-    """The WM_CLASS class of `window` or of its first descendant (breadth first, `depth` levels) with one."""
+def window_class_at(x: int, y: int, display_name: str | None = None) -> str:
+    """The WM_CLASS class of the top-level window at root position (x, y), or "" when none names one."""
+    try:
+        from Xlib import display as xdisplay
+        from Xlib import error as xerror
+    except ImportError:
+        return ""
+    try:
+        display = xdisplay.Display(display_name)
+    except (xerror.DisplayError, OSError, KeyError):
+        return ""
+    try:
+        root = display.screen().root
+        child = root.translate_coords(root, x, y).child
+        return _class_below(child) if hasattr(child, "id") and child.id else ""
+    except xerror.XError:
+        return ""
+    finally:
+        display.close()
+
+
+def _first_below(window: Any, wanted: Callable[[Any], bool], depth: int = 3) -> Any:
+    """`window` or its first descendant (breadth first, `depth` levels) for which `wanted` is true, or None."""
     level = [window]
     for _ in range(depth + 1):
         following = []
         for candidate in level:
-            wm_class = candidate.get_wm_class()
-            if wm_class:
-                return str(wm_class[1])
+            if wanted(candidate):
+                return candidate
             following.extend(candidate.query_tree().children)
         level = following
-    return ""
+    return None
+
+
+def _class_below(window: Any, depth: int = 3) -> str:
+    """The WM_CLASS class of `window` or of its first descendant (breadth first, `depth` levels) with one."""
+    found = _first_below(window, lambda w: bool(w.get_wm_class()), depth)
+    return str(found.get_wm_class()[1]) if found is not None else ""

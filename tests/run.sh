@@ -11,7 +11,7 @@ debs=(xvfb xfonts-base xdotool xclip x11-xserver-utils x11-utils xauth
       libxcb-render-util0 libxcb-shape0 libxcb-randr0 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1
       libdbus-1-3 fonts-dejavu-core trayer xcompmgr desktop-file-utils
       xterm x11-xkb-utils openbox  # a real terminal, setxkbmap for other layouts, a window manager
-      libtk8.6  # pyautogui imports mouseinfo, which needs tkinter (pyenv and python.org builds link libtk)
+      zenity  # a GTK text entry that prints what it received (tests/automation/test_typing_layouts.py)
       chromium chromium-driver  # holodesk eval miniwob
       # The headless GNOME Wayland stack (tests/support/gnome_stack.py) and the portal backend's
       # GStreamer reader (PyGObject from Debian: pip cannot build it without a compiler toolchain).

@@ -149,8 +149,9 @@ def check_input_injection() -> CheckResult:
                 blocking=True,
             )
     try:
-        import pyautogui
+        from holodesk.automation.pyautogui_import import import_pyautogui
 
+        pyautogui = import_pyautogui()
         x, y = pyautogui.position()
         pyautogui.moveTo(x, y, _pause=False)
     except Exception as exc:  # pyautogui wraps platform errors in many types

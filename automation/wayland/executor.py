@@ -7,6 +7,12 @@ the monitor they fall on. Text is typed by keysym when the compositor's keymap h
 (mutter drops keysyms its layout lacks, silently: automation.wayland.keymap); otherwise it is pasted
 through the clipboard with ctrl+v, and the step's result says so, as on X11. A CancelToken is
 checked between sub-steps, and buttons and keys held are released in `finally`.
+
+Every option is honoured or refused before anything is sent: overwrite selects all with ctrl+a,
+press_enter presses Enter after the text (or alone, for an empty text), a key combination is
+pressed `repeat` times, hold-and-tap holds its keys around the taps. Overwrite together with Enter
+is refused: Wayland does not say which window has the focus, and in a terminal ctrl+a is not
+select-all, so Enter would run the line.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from holodesk.automation.actions import (
     Click,
     Done,
     Drag,
+    HoldAndTap,
     KeyCombo,
     MouseButton,
     Move,
@@ -32,6 +39,7 @@ from holodesk.automation.actions import (
     Scroll,
     ScrollDirection,
     TypeText,
+    UpdatePlan,
     Wait,
 )
 from holodesk.automation.cancel import CancelToken
@@ -53,6 +61,8 @@ SHIFT_KEYSYM = 0xFFE1
 # Wayland offers no way to learn which window has the focus, so the paste key is the common one
 # (terminals want ctrl+shift+v: the step's result names the key, and the next frame shows the effect).
 PASTE_KEYS = ("ctrl", "v")
+SELECT_ALL_KEYS = ("ctrl", "a")
+ENTER_KEYS = ("enter",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +140,7 @@ class WaylandExecutor:
     def _validate(self, action: Action) -> None:
         if isinstance(action, Done | AskUser):
             raise ActionError(f"{action.kind!r} is not executable: it ends the run or asks the user, it sends no input")
-        if not isinstance(action, Click | Move | Drag | Scroll | TypeText | KeyCombo | Wait):
+        if not isinstance(action, Click | Move | Drag | Scroll | TypeText | KeyCombo | HoldAndTap | Wait | UpdatePlan):
             raise ActionError(f"the executor does not know how to perform {type(action).__name__}")
         points = action.points()
         if points:
@@ -139,7 +149,25 @@ class WaylandExecutor:
                 monitor_at(point, monitors)
         if isinstance(action, KeyCombo):
             self._combo_keysyms(action.keys)
+        elif isinstance(action, HoldAndTap):
+            self._combo_keysyms((*action.hold, *action.taps))
         elif isinstance(action, TypeText):
+            self._validate_typing(action)
+
+    def _validate_typing(self, action: TypeText) -> None:
+        """The text can go out and each option can be honoured, or ActionError says which cannot."""
+        if action.overwrite and action.press_enter:
+            # Wayland tells no client which window has the focus: a terminal cannot be ruled out.
+            raise ActionError(
+                "overwrite with press_enter is refused on Wayland: Holodesk cannot see which program has the "
+                "focus there, and in a terminal select-all (ctrl+a) moves to the start of the shell's line, so "
+                "Enter would run what was already on it; type with overwrite, then press Enter as its own step"
+            )
+        if action.overwrite:
+            self._combo_keysyms(SELECT_ALL_KEYS)
+        if action.press_enter:
+            self._combo_keysyms(ENTER_KEYS)
+        if action.text:
             self._text_plan(action.text)
 
     def _layout(self) -> CompositorKeymap:
@@ -210,6 +238,8 @@ class WaylandExecutor:
             except AutomationError as exc:  # the session could not start: no input was sent
                 raise ExecutionError(f"cannot send input: {exc}") from exc
             cancel.raise_if_cancelled()
+            if isinstance(action, UpdatePlan):  # a plan changes nothing on screen
+                return ExecutionResult(action, True, action.listing(), time.monotonic() - started)
             if isinstance(action, Wait):
                 if cancel.sleep(action.seconds):
                     cancel.raise_if_cancelled()
@@ -277,15 +307,63 @@ class WaylandExecutor:
                 cancel.raise_if_cancelled()
                 portal.pointer_axis_discrete(AXIS_VERTICAL if vertical else AXIS_HORIZONTAL, step)
         elif isinstance(action, TypeText):
-            if action.at is not None:
-                self._move(portal, monitors, action.at)
-                self._click(portal, MouseButton.LEFT)
-                if cancel.sleep(self.focus_settle_s):
-                    cancel.raise_if_cancelled()
-            return self._type(action.text, portal, cancel)
+            return self._type_with_options(action, portal, monitors, cancel)
         elif isinstance(action, KeyCombo):
-            self._press_keys(self._combo_keysyms(action.keys), action.keys, portal, cancel)
+            keysyms = self._combo_keysyms(action.keys)
+            for index in range(action.repeat):
+                if index and cancel.sleep(self.key_interval_s):
+                    cancel.raise_if_cancelled()
+                self._press_keys(keysyms, action.keys, portal, cancel)
+            times = f", {action.repeat} times" if action.repeat > 1 else ""
+            return f"{action.describe()} (sent {'+'.join(action.keys)} by keysym{times})"
+        elif isinstance(action, HoldAndTap):
+            self._hold_and_tap(action, portal, cancel)
         return action.describe()
+
+    def _type_with_options(
+        self, action: TypeText, portal: PortalSession, monitors: Sequence[StreamMonitor], cancel: CancelToken
+    ) -> str:
+        """Click `at`, select all (`overwrite`), type, press Enter (`press_enter`); the result lists what was sent."""
+        if action.at is not None:
+            self._move(portal, monitors, action.at)
+            self._click(portal, MouseButton.LEFT)
+            if cancel.sleep(self.focus_settle_s):
+                cancel.raise_if_cancelled()
+        sent: list[str] = []
+        if action.overwrite:
+            self._press_keys(self._combo_keysyms(SELECT_ALL_KEYS), SELECT_ALL_KEYS, portal, cancel)
+            sent.append(f"pressed {'+'.join(SELECT_ALL_KEYS)} to select the field's text")
+        if action.text:
+            sent.append(self._type(action.text, portal, cancel))
+        if action.press_enter:
+            cancel.raise_if_cancelled()
+            self._press_keys(self._combo_keysyms(ENTER_KEYS), ENTER_KEYS, portal, cancel)
+            sent.append("pressed enter")
+        if not (action.overwrite or action.press_enter):
+            return sent[0]
+        return f"{action.describe()}: {'; '.join(sent)}"
+
+    def _hold_and_tap(self, action: HoldAndTap, portal: PortalSession, cancel: CancelToken) -> None:
+        """Hold `hold` down, press and release each tap in order, release `hold` in reverse (also on a stop)."""
+        held = self._combo_keysyms(action.hold)
+        taps = self._combo_keysyms(action.taps)
+        pressed: list[int] = []
+        with self.injected.holding(normalize_key(key) for key in (*action.hold, *action.taps)):
+            try:
+                for keysym in held:
+                    cancel.raise_if_cancelled()
+                    portal.keyboard_keysym(keysym, True)
+                    pressed.append(keysym)
+                for keysym in taps:
+                    cancel.raise_if_cancelled()
+                    portal.keyboard_keysym(keysym, True)
+                    portal.keyboard_keysym(keysym, False)
+                    if self.key_interval_s:
+                        time.sleep(self.key_interval_s)
+            finally:
+                for keysym in reversed(pressed):
+                    with contextlib.suppress(PortalError):
+                        portal.keyboard_keysym(keysym, False)
 
     def _click(self, portal: PortalSession, button: MouseButton) -> None:
         code = EVDEV_BUTTONS[MouseButton(button)]

@@ -81,7 +81,7 @@ def test_the_marker_exists_only_while_the_action_runs(tmp_path):
     with marker.holding([1], ["shift"]):
         (path,) = tmp_path.iterdir()
         assert json.loads(path.read_text()) | {"time": 0} == {
-            "pid": os.getpid(), "display": ":99", "buttons": [1], "keys": ["shift"], "time": 0,
+            "pid": os.getpid(), "display": ":99", "buttons": [1], "keys": ["shift"], "keycodes": [], "time": 0,
         }  # fmt: skip
     assert list(tmp_path.iterdir()) == []
     with marker.holding():  # nothing held: no file at all

@@ -49,25 +49,18 @@ def test_keysyms_follow_latin1_then_unicode() -> None:
     assert untypable_characters("ok\x1b[2J\x07\x1b") == ["\x1b", "\x07"]
 
 
-def test_keymap_types_known_keysyms_directly_and_binds_others_in_batches() -> None:
-    # keycode 10: a/A, 11: 1/!, 12..14: empty (spare)
-    keymap = Keymap(10, [[ord("a"), ord("A")], [ord("1"), ord("!")], [0, 0], [0, 0], [0]])
-    assert keymap.direct(ord("A")) == (10, True)
-    assert keymap.direct(ord("!")) == (11, True)
-    assert keymap.spare == [14, 13, 12]
-    plan = X11Typer._plan("aü東!éßa", keymap)
-    # three spare keycodes: ü, 東, é in the first batch, ß in a second
-    assert [sorted(batch.values()) for batch, _ in plan] == [[12, 13, 14], [14]]
-    strokes = [stroke for _, batch_strokes in plan for _, stroke in batch_strokes]
-    assert [(s.keycode, s.shift, s.remapped) for s in strokes] == [
-        (10, False, False),
-        (14, False, True),
-        (13, False, True),
-        (11, True, False),
-        (12, False, True),
-        (14, False, True),
-        (10, False, False),
-    ]
+def test_keymap_reads_the_active_group_and_finds_the_spare_keycodes() -> None:
+    # keycode 10: a/A in group 1, Cyrillic ef in group 2; 11: 1/! in both; 12..14: empty (spare)
+    ef, ef_capital = 0x6C6, 0x6E6
+    rows = [[ord("a"), ord("A"), ef, ef_capital], [ord("1"), ord("!"), ord("1"), ord("!")], [0, 0], [0, 0], [0]]
+    first = Keymap(10, rows, group=0)
+    assert first.direct(ord("A")) == (10, True)
+    assert first.direct(ef) is None
+    assert first.spare == [14, 13, 12]
+    second = Keymap(10, rows, group=1)
+    assert second.direct(ef_capital) == (10, True)
+    assert second.direct(ord("a")) is None  # not on the active group: it goes on a spare keycode
+    assert second.direct(ord("!")) == (11, True)
 
 
 def test_terminals_paste_with_their_own_keys() -> None:
@@ -138,7 +131,7 @@ def test_a_command_typed_into_xterm_runs_exactly_on_any_layout(xterm: Path, layo
     finally:
         capture.close()
     assert result.ok, result.detail
-    assert "layout-independent key events" in result.detail
+    assert "key presses in layout group 1" in result.detail
     assert "clipboard" not in result.detail
     assert _wait_for_file(out) == PAYLOAD + "\n"
     assert focused_window_class() == "XTerm"
@@ -164,7 +157,7 @@ def test_without_a_spare_keycode_xterm_gets_the_text_pasted_with_shift_insert(xt
             capture.close()
         assert pasted.ok and typed.ok, (pasted.detail, typed.detail)
         assert "pasted through the clipboard with shift+insert" in pasted.detail
-        assert "no spare keycode" in pasted.detail
+        assert "more than the 0 spare keycodes" in pasted.detail
         assert _wait_for_file(out) == "東京 a/b\n"
     finally:
         subprocess.run(["xmodmap", "-"], input="".join(f"keycode {k} =\n" for k in spare), text=True, check=True)

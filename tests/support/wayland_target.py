@@ -6,6 +6,7 @@ on the only monitor: window coordinates are then screen coordinates. It writes J
   ready   once the window has been shown full screen: size, and each widget's rectangle
   press   button, x, y (window = screen coordinates), widget
   text    the text field's full content after each change
+  enter   Enter pressed in the text field, with its content then
 Commands on stdin: "quit".
 """
 
@@ -83,6 +84,7 @@ def main() -> int:
     field.setObjectName("field")
     field.setGeometry(*LAYOUT["field"])
     field.textChanged.connect(lambda text: emit({"event": "text", "text": text}))
+    field.returnPressed.connect(lambda: emit({"event": "enter", "text": field.text()}))
     logger = PressLogger(window)
     for widget in (window, pad, field):
         widget.installEventFilter(logger)

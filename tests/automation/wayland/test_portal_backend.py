@@ -9,6 +9,7 @@ a cancelled action stops. Refusing the dialog gives the clear refusal message.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
+from holodesk.automation.actions import Click, HoldAndTap, KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.clipboard import XCLIP
 from holodesk.automation.errors import ActionError, Cancelled, CaptureError, ExecutionError
@@ -32,6 +33,7 @@ from holodesk.automation.wayland.session import (
 )
 from tests.automation.wayland.conftest import WaylandTarget
 from tests.support.gnome_stack import MONITOR_SIZE, GnomeStack, answer_consent
+from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
 from tests.support.mutter_remote import MutterRemote
 from tests.support.wayland_target import PAD_COLOUR
 
@@ -203,6 +205,85 @@ def test_a_stop_stops_typing(session: tuple[WaylandSession, list[str]], wayland_
     assert len(final) - 6 < 200, f"typing did not stop: {len(final) - 6} characters"
 
 
+def _field_with(executor: WaylandExecutor, target: WaylandTarget, text: str) -> None:
+    type_into_field(executor, target, text)
+    target.wait_for("text", 10.0, text=text)
+
+
+def test_overwrite_replaces_the_fields_text(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "old text")
+    result = executor.execute(TypeText("new", overwrite=True))
+    assert result.ok, result.detail
+    wayland_target.wait_for("text", 10.0, text="new")
+    assert "pressed ctrl+a to select the field's text" in result.detail
+
+
+def test_press_enter_presses_enter_after_the_text_and_alone_for_an_empty_text(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "")
+    result = executor.execute(TypeText("sent", press_enter=True))
+    assert result.ok, result.detail
+    wayland_target.wait_for("enter", 10.0, text="sent")
+    assert result.detail.endswith("; pressed enter"), result.detail
+    alone = executor.execute(TypeText("", press_enter=True))
+    assert alone.ok and alone.detail.startswith("press Enter"), alone.detail
+    wayland_target.wait_for("enter", 10.0, text="sent")
+
+
+def test_a_repeated_key_is_pressed_that_many_times(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "abcdef")
+    result = executor.execute(KeyCombo(("backspace",), repeat=3))
+    assert result.ok, result.detail
+    wayland_target.wait_for("text", 10.0, text="abc")
+    assert "3 times" in result.detail
+    executor.execute(TypeText("!"))
+    wayland_target.wait_for("text", 10.0, text="abc!")  # not "ab!" or "a!": exactly three
+
+
+def test_hold_and_tap_holds_shift_while_the_taps_select(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "abcdef")
+    result = executor.execute(HoldAndTap(("shift",), ("left", "left")))
+    assert result.ok, result.detail
+    executor.execute(TypeText("X"))  # replaces the selection: the two taps were made with shift held
+    wayland_target.wait_for("text", 10.0, text="abcdX")
+
+
+def test_overwrite_with_enter_is_refused_before_anything_is_sent(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    _field_with(executor, wayland_target, "pending")
+    with pytest.raises(ActionError, match="overwrite with press_enter is refused on Wayland"):
+        executor.validate(TypeText("replaced", overwrite=True, press_enter=True))
+    with pytest.raises(ActionError, match="terminal"):
+        executor.execute(TypeText("replaced", overwrite=True, press_enter=True))
+    executor.execute(TypeText("!"))
+    records = [r for r in wayland_target.drain() if r["event"] in ("text", "enter")]
+    deadline = time.monotonic() + 10
+    while not any(r.get("text") == "pending!" for r in records) and time.monotonic() < deadline:
+        records += [r for r in wayland_target.drain() if r["event"] in ("text", "enter")]
+        time.sleep(0.05)
+    # Only the "!" typed afterwards arrived: no select-all, no text, no Enter from the refused step.
+    assert [r for r in records if r["event"] == "text"] == [{"event": "text", "text": "pending!"}]
+    assert not [r for r in records if r["event"] == "enter"]
+
+
 def test_doctor_names_the_portal_backend_without_a_dialog(gnome_stack: GnomeStack) -> None:
     from holodesk.app.cli.doctor import Status, check_desktop_backend
 
@@ -305,3 +386,41 @@ def test_sharing_without_remote_interaction_sees_but_refuses_to_act(
         assert [r for r in wayland_target.drain() if r["event"] == "press"] == []
     finally:
         view_only.close()
+
+
+# -- the input conformance cases (tests/support/input_conformance.py), as the X11 backend runs them
+
+
+def _wayland_field(executor: WaylandExecutor, target: WaylandTarget) -> Field:
+    def prepare(start: str) -> None:
+        type_into_field(executor, target, start)
+        # A fence, then its removal: every record of the preparation has been read after these.
+        assert executor.execute(TypeText(FENCE)).ok
+        target.wait_for("text", 10.0, text=start + FENCE)
+        assert executor.execute(KeyCombo(("backspace",))).ok
+        target.wait_for("text", 10.0, text=start)
+
+    def read_until_fence() -> tuple[str, bool]:
+        enter = False
+        deadline = time.monotonic() + 10.0
+        while (remaining := deadline - time.monotonic()) > 0:
+            line = target.process.next(remaining)
+            if line is None:
+                break
+            record = json.loads(line)
+            enter = enter or record["event"] == "enter"
+            if record["event"] == "text" and record["text"].endswith(FENCE):
+                return record["text"][: -len(FENCE)], enter
+        return "(no fence within 10 s)", enter
+
+    return Field(prepare, read_until_fence)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_the_input_conformance_cases(
+    case: Case, session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = WaylandExecutor(wayland)
+    problem = run_case(executor, _wayland_field(executor, wayland_target), case)
+    assert problem is None, problem

@@ -22,7 +22,15 @@ from holodesk.automation.trajectory import (
     iter_session_folders,
     read_session,
 )
-from tests.automation.test_engine import FakeScreen, ListPolicy, RecordingPerformer, ScriptedApprover, make_engine
+from tests.automation.test_engine import (
+    WAIT_S,
+    FakeScreen,
+    ListPolicy,
+    RecordingPerformer,
+    ScriptedApprover,
+    make_engine,
+    wait_for_event,
+)
 
 
 class DiskPeekingPerformer(RecordingPerformer):
@@ -85,17 +93,13 @@ def test_a_session_folder_that_cannot_be_created_is_reported_before_anything_run
         raise AssertionError("check_writable accepted a path under a file")
 
 
-# Generous bounds for waiting on the engine's thread: only a broken engine comes near them.
-EVENT_WAIT_S = 60.0
-
-
 class GatedFrame(ScreenFrame):
     """A frame whose PNG encoding blocks until `gate` is set: a disk exactly as slow as the test wants."""
 
     gate: threading.Event
 
     def to_image(self):
-        assert self.gate.wait(EVENT_WAIT_S), "the test never opened the PNG gate"
+        assert self.gate.wait(WAIT_S), "the test never opened the PNG gate"
         return super().to_image()
 
 
@@ -118,18 +122,10 @@ class GatedScreen(FakeScreen):
         return gated(frame, self.gate) if self.gating else frame
 
 
-def wait_for_event(events: list[EngineEvent], state: EngineState, step: int) -> None:
-    """Wait (bounded) until the engine, on its own thread, has told the listener `state` at `step`."""
-    deadline = time.monotonic() + EVENT_WAIT_S
-    while not any(e.state is state and e.step == step for e in list(events)):
-        assert time.monotonic() < deadline, f"no {state} event at step {step} within {EVENT_WAIT_S} s: {events}"
-        time.sleep(0.01)
-
-
 def finished(engine, events: list[EngineEvent]):
     """The run's result, once its thread has ended (bounded)."""
     thread = engine._thread
-    thread.join(EVENT_WAIT_S)
+    thread.join(WAIT_S)
     assert not thread.is_alive(), "the run did not end"
     assert events[-1].state is EngineState.FINISHED
     return events[-1].result

@@ -1,9 +1,9 @@
 """`python -m bench.annotate_throughput`: items per second of `holodesk annotate` by concurrency.
 
-A loopback OpenAI-compatible server (tests/support/fake_openai_server.py, in its own process so
-its threads do not count as client CPU) answers every localization after a fixed latency, like a
-busy vLLM would. The batch runs through the real BatchAnnotator and RemoteBackend at concurrency
-1 (sequential), 2, 4 ... 64, each run repeated; the table gives the median items per second, the
+A loopback OpenAI-compatible server (bench.slow_server, in its own process so its threads do not
+count as client CPU) answers every localization after a fixed latency, like a busy vLLM would. The
+batch runs through the real BatchAnnotator and RemoteBackend at concurrency 1 (sequential), 2, 4
+... 64, each run repeated; the table gives the median items per second, the
 speed-up over sequential, the client's CPU seconds per item and its resident memory.
 
     python -m bench.annotate_throughput --latency 0.2 --items 128 --repeats 3
@@ -27,19 +27,10 @@ from typing import Any
 from PIL import Image
 
 from bench.harness import machine_description
+from bench.slow_server import MODEL
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "annotate_results.json"
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
-
-_SERVER = """
-import sys
-from tests.support.fake_openai_server import Completion, FakeOpenAIServer, SlowReply
-server = FakeOpenAIServer().start()
-server.default_reply = SlowReply(float(sys.argv[1]), Completion(text='{"x": 500, "y": 250}'))
-print(server.base_url, flush=True)
-sys.stdin.read()
-server.stop()
-"""
 
 
 def rss_mib() -> float:
@@ -55,12 +46,9 @@ def run_batch(base_url: str, concurrency: int, items: int, folder: Path) -> dict
     from holodesk.inference.model_policy import ModelPolicy
     from holodesk.inference.profiles import get_profile
     from holodesk.inference.remote import RemoteBackend
-    from tests.support.fake_openai_server import DEFAULT_MODEL
 
     profile = get_profile("holotron")
-    backends = [
-        RemoteBackend(base_url, model=DEFAULT_MODEL, api_key="", encoded_images_kept=0) for _ in range(concurrency)
-    ]
+    backends = [RemoteBackend(base_url, model=MODEL, api_key="", encoded_images_kept=0) for _ in range(concurrency)]
     policies = [ModelPolicy(profile, backend) for backend in backends]
     batch = [AnnotateItem(f"item-{i}", folder / "shot.png", f"the button number {i}") for i in range(items)]
     output = folder / f"out-{concurrency}-{time.monotonic_ns()}.jsonl"
@@ -85,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     repo = Path(__file__).resolve().parent.parent
     server = subprocess.Popen(
-        [sys.executable, "-c", _SERVER, str(args.latency)],
+        [sys.executable, "-m", "bench.slow_server", str(args.latency)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

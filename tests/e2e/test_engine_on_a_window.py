@@ -32,7 +32,10 @@ from holodesk.inference.scripted import ScriptedBackend
 from tests.e2e.scripting import holotron, model_point
 from tests.support import x11_probe
 
-pytestmark = pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP], indirect=True, ids=str, scope="module")
+pytestmark = [
+    pytest.mark.display,
+    pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP], indirect=True, ids=str, scope="module"),
+]
 
 
 class Approve:

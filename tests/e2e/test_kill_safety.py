@@ -29,12 +29,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from holodesk.automation.actions import Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.e2e.scripting import holotron, model_point
 from tests.support import x11_probe
 from tests.support.holodesk_command import HOLODESK_COMMAND
+
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 
 KILLS_PER_SIGNAL = int(os.environ.get("HOLODESK_KILLS_PER_SIGNAL", "20"))
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)

@@ -120,6 +120,7 @@ def holodesk_app(xvfb, target_window, tmp_path):
     stop_holodesk(process)
 
 
+@pytest.mark.display
 def test_hotkey_task_and_approvals_drive_a_real_window(holodesk_app, target_window):
     process, sessions = holodesk_app
     time.sleep(1.0)  # the model (scripted) and the hotkey listener start after the instance listens

@@ -25,6 +25,8 @@ from tests.support.target_client import TargetWindow, window_origin
 from tests.support.waiting import wait_until
 from tests.support.x11_probe import selection_owned
 
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
+
 
 @pytest.fixture
 def window_manager(xvfb) -> Iterator[None]:  # type: ignore[no-untyped-def]

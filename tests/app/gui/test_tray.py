@@ -13,6 +13,8 @@ from tests.support.line_process import LineProcess
 from tests.support.waiting import wait_until
 from tests.support.x11_probe import selection_owned
 
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
+
 
 class TrayProcess(LineProcess):
     """The tray probe on the module's display; a silent probe fails the test."""

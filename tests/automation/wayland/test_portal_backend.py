@@ -35,6 +35,8 @@ from tests.support.gnome_stack import MONITOR_SIZE, GnomeStack, answer_consent
 from tests.support.mutter_remote import MutterRemote
 from tests.support.wayland_target import PAD_COLOUR
 
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
+
 # Debian 12's portal (1.16) has RemoteDesktop version 1: it cannot remember the choice.
 EXPLANATION = CONSENT_EXPLANATION + ASKS_EVERY_RUN.format(version=1)
 

@@ -8,7 +8,6 @@ clipboard instead, with the paste key xterm expects.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
@@ -32,6 +31,7 @@ from holodesk.automation.x11_keyboard import (
     untypable_characters,
 )
 from tests.support.waiting import wait_until
+from tests.support.xterm_shell import shell_env, wait_for_prompt
 
 XTERM_ORIGIN = (200, 150)
 # How long to wait for xterm and bash to do something: generous, because a loaded machine can be slow
@@ -93,15 +93,7 @@ def xterm(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     if shutil.which("xterm") is None:
         pytest.fail("xterm is not installed (Debian: apt install xterm)", pytrace=False)
     folder = tmp_path_factory.mktemp("xterm")
-    prompted = folder / ".prompted"  # bash runs PROMPT_COMMAND just before it prints each prompt
-    env = {
-        **os.environ,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "HOME": str(folder),
-        "PS1": "$ ",
-        "PROMPT_COMMAND": f"touch {prompted}",
-    }
+    env = shell_env(folder)
     geometry = f"100x20+{XTERM_ORIGIN[0]}+{XTERM_ORIGIN[1]}"
     process = subprocess.Popen(
         ["xterm", "-u8", "-geometry", geometry, "-e", "bash", "--norc", "--noprofile"],
@@ -112,7 +104,7 @@ def xterm(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     )
     try:
         _xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid))
-        wait_until(prompted.exists, WAIT_S, "bash in xterm printing its prompt")
+        wait_for_prompt(folder)
         yield folder
     finally:
         process.terminate()

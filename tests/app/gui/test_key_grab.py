@@ -7,7 +7,6 @@ command typed but not run. `xdotool key Return` must approve the step, and the c
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -19,6 +18,7 @@ import pytest
 from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
 from tests.support.line_process import LineProcess
 from tests.support.overlay_probe import OverlayProbe
+from tests.support.xterm_shell import shell_env, wait_for_prompt
 
 XTERM_ORIGIN = (600, 400)  # away from where the panel appears (top left, for a target bottom right)
 
@@ -32,7 +32,7 @@ def xterm(xvfb, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if shutil.which("xterm") is None:
         pytest.fail("xterm is not installed (Debian: apt install xterm)", pytrace=False)
     folder = tmp_path_factory.mktemp("grab")
-    env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(folder), "PS1": "$ "}
+    env = shell_env(folder)
     process = subprocess.Popen(
         ["xterm", "-geometry", f"80x10+{XTERM_ORIGIN[0]}+{XTERM_ORIGIN[1]}", "-e", "bash", "--norc", "--noprofile"],
         cwd=folder,
@@ -42,7 +42,7 @@ def xterm(xvfb, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     )
     try:
         xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid))
-        time.sleep(0.5)
+        wait_for_prompt(folder)
         yield folder
     finally:
         process.terminate()

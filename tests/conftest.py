@@ -108,7 +108,9 @@ def qapp_args() -> list[str]:
 
 # Fixtures that start a display or a desktop stack; a fixture built on one of them (xterm, tray_host,
 # the overlay's GNOME session...) is caught through pytest's fixture closure.
-DISPLAY_FIXTURES = frozenset({"xvfb", "target_window", "gnome_stack", "mutter_remote", "wayland_target", "stack"})
+DISPLAY_FIXTURES = frozenset(
+    {"xvfb", "target_window", "gnome_stack", "mutter_remote", "wayland_target", "stack", "desktop"}
+)
 _running: list[pytest.Item] = []  # the test being set up or run, for the start guard
 
 

@@ -22,7 +22,7 @@ class TrayProcess(LineProcess):
     def __init__(self) -> None:
         super().__init__("tests.support.tray_probe", env={**os.environ, "QT_QPA_PLATFORM": "xcb"})
 
-    def next(self, timeout: float = 10) -> str:
+    def next(self, timeout: float = 60) -> str:  # generous: Qt starts slowly on a loaded machine
         line = super().next(timeout)
         if line is None:
             raise AssertionError("the tray process said nothing")

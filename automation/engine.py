@@ -29,7 +29,7 @@ from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.proposal import PastStep, Policy, PreparesAhead, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
-from holodesk.automation.trajectory import StepLog, TrajectoryWriteError, TrajectoryWriter
+from holodesk.automation.trajectory import SCREENSHOT_WAIT_S, StepLog, TrajectoryWriteError, TrajectoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,7 @@ class EngineState(StrEnum):
     THINKING = "thinking"
     WAITING_APPROVAL = "waiting_approval"
     WAITING_ANSWER = "waiting_answer"  # the model asked the user a question
+    SAVING = "saving"  # approved; the step's screenshot is still being written (the action waits for it)
     ACTING = "acting"
     SETTLING = "settling"
     PAUSED = "paused"
@@ -184,6 +185,7 @@ class EngineSettings:
     keep_screenshots: int = 3  # frames passed to the policy (the profile may use fewer)
     loop_repeats: int = 3
     trajectory_root: Path | None = None  # None: do not record
+    screenshot_wait_s: float = SCREENSHOT_WAIT_S  # an action waits this long for its screenshot on disk
     session_meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -191,6 +193,8 @@ class EngineSettings:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
         if self.keep_screenshots < 1:
             raise ValueError(f"keep_screenshots must be at least 1, got {self.keep_screenshots}")
+        if self.screenshot_wait_s <= 0:
+            raise ValueError(f"screenshot_wait_s must be positive, got {self.screenshot_wait_s}")
 
 
 NO_VISIBLE_CHANGE = "no visible change"
@@ -458,7 +462,7 @@ class StepEngine:
             except OffScreenError:
                 past = replace(past, outcome=corrected)  # moved off the captured monitor
 
-        self._write_step_ahead()
+        self._write_step_ahead(step)
         self._emit(EngineState.ACTING, step, screen_action.describe())
         started = time.perf_counter()
         try:
@@ -599,7 +603,7 @@ class StepEngine:
         """At the run's end, wait for the last screenshots: one that could not be written makes the
         outcome an error, in words (unless the run already ended for a recording fault)."""
         try:
-            writer.confirm_screenshots()
+            writer.confirm_screenshots(self.settings.screenshot_wait_s)
         except TrajectoryWriteError as exc:
             if self._recording_failed:
                 log.error("%s", exc)
@@ -607,11 +611,15 @@ class StepEngine:
             return Outcome.ERROR, f"{exc}; the run had ended ({outcome.value}: {detail}) but its record is incomplete"
         return outcome, detail
 
-    def _write_step_ahead(self) -> None:
-        """Put the step (proposal, mapped action, decision) on disk before its action sends any input."""
+    def _write_step_ahead(self, step: int) -> None:
+        """Put the step (proposal, mapped action, decision, screenshot) on disk before its action sends
+        any input. Waits (bounded, stoppable) for a screenshot still being written, saying so."""
+        step_log = self._step_log
+        if step_log is not None:
+            if step_log.screenshots_pending():
+                self._emit(EngineState.SAVING, step, "saving the step's screenshot before acting")
+            step_log.write_ahead(self.settings.screenshot_wait_s, self.cancel)
         self._action_began = True
-        if self._step_log is not None:
-            self._step_log.write_ahead()
 
     def _end_step_log(self) -> None:
         """Write how the step ended: its result, or the whole step if it never reached an action."""

@@ -4,10 +4,13 @@ Every line is appended and flushed as the step happens, so a killed process lose
 was already done; a reader skips a cut-off last line with a warning. A step's line is also fsynced
 before its action, which makes every line before it durable too (a power cut loses at most the
 result lines since the last action began: those steps read as interrupted). Screenshots are PNG-encoded
-and fsynced on a background thread: a step's line names its PNG at once and never waits for it.
-Before the next step acts (and when the session closes) the writer confirms that every earlier PNG
-is on disk, so a screenshot that could not be written stops the run before anything more is done.
-A PNG still being written when the process died is reported by the reader (missing or cut off).
+and fsynced on a background thread while the model thinks, so a step's line can name its PNG at once.
+Before a step acts (and when the session closes) the writer confirms, within a bound, that the step's
+own PNG and every earlier one is on disk: no action runs unrecorded, whatever the timing, and a
+screenshot that could not be written (or a disk that stalls) stops the run before the action. The
+wait is normally over already: the model's proposal takes longer than the encoding. A PNG still being
+written when the process died (a step that never acted, such as the final answer) is reported by the
+reader (missing or cut off).
 
 Steps are written ahead of their action (`StepLog`): the step's record (proposal, mapped action,
 decision) goes to disk before any input is sent, marked `result_pending`; a `step_result` line
@@ -28,16 +31,19 @@ import os
 import re
 import shutil
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from holodesk.automation.errors import AutomationError
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.errors import AutomationError, Cancelled
 from holodesk.automation.screen import ScreenFrame
 
 log = logging.getLogger(__name__)
@@ -52,6 +58,10 @@ INTERRUPTED_DETAIL = "interrupted: the run ended (killed or crashed) before this
 # PNG a whole step to finish; should encoding fall further behind than this (a slow disk), taking a
 # screenshot waits for the oldest instead of letting frames pile up in memory.
 MAX_PENDING_SCREENSHOTS = 2
+# How long an action waits for its screenshots to be on disk before the run stops (a stalled disk). A
+# 4000x3000 screen encodes in well under a second; the bound only has to end a wait that would not end.
+SCREENSHOT_WAIT_S = 30.0
+SCREENSHOT_POLL_S = 0.02  # how often that wait looks at the stop flag
 PNG_TRAILER = b"IEND\xaeB`\x82"  # the last 8 bytes of every complete PNG: the IEND chunk and its CRC
 
 
@@ -138,8 +148,10 @@ class TrajectoryWriter:
             raise TrajectoryWriteError(_write_failure(folder, exc)) from exc
         self._file = os.fdopen(descriptor, "a", encoding="utf-8")
         self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="holodesk-png")
-        self._pending: deque[Future[str]] = deque()  # screenshots not yet confirmed on disk, oldest first
+        # Screenshots not yet confirmed on disk, oldest first, with their paths (for messages).
+        self._pending: deque[tuple[str, Future[str]]] = deque()
         self._failure: TrajectoryWriteError | None = None  # a screenshot that failed, not yet reported
+        self._stalled = False  # a screenshot outlived its wait: the encoder may never return
         self._unsynced = False  # lines were flushed since the last fsync
         self._lock = threading.Lock()
         self._closed = False
@@ -176,9 +188,11 @@ class TrajectoryWriter:
             return relative
 
         while len(self._pending) >= MAX_PENDING_SCREENSHOTS:
-            self._settle(self._pending.popleft())  # waits for the oldest; a failure is kept for confirm
+            # Waits for the oldest (bounded); a failure is kept for confirm_screenshots.
+            if not self._settle_oldest(time.monotonic() + SCREENSHOT_WAIT_S, None):
+                raise self._stall_error(SCREENSHOT_WAIT_S)
         screenshot = self._encoder.submit(encode)
-        self._pending.append(screenshot)
+        self._pending.append((relative, screenshot))
         return screenshot
 
     @staticmethod
@@ -186,23 +200,53 @@ class TrajectoryWriter:
         """Where screenshot `name` is written, relative to the session folder."""
         return f"{SCREENSHOT_DIR}/{name}.png"
 
-    def confirm_screenshots(self, except_for: Future[str] | None = None) -> None:
-        """Wait until every screenshot taken so far (but `except_for`) is on disk.
+    def screenshots_pending(self) -> bool:
+        """True while a screenshot taken so far is not yet written (confirm_screenshots would wait)."""
+        return any(not screenshot.done() for _, screenshot in self._pending)
 
-        Raises TrajectoryWriteError, saying why, when one could not be written (a disk fault, or a
-        frame that could not be encoded); each failure is raised once.
+    def confirm_screenshots(self, within_s: float = SCREENSHOT_WAIT_S, cancel: CancelToken | None = None) -> None:
+        """Wait, at most `within_s`, until every screenshot taken so far is on disk.
+
+        Raises TrajectoryWriteError, saying why, when one could not be written (a disk fault, a frame
+        that could not be encoded) or was not written in time (a stalled disk); each failure is raised
+        once. Raises Cancelled as soon as `cancel` is cancelled while waiting.
         """
-        kept = deque(screenshot for screenshot in self._pending if screenshot is except_for)
-        for screenshot in self._pending:
-            if screenshot is not except_for:
-                self._settle(screenshot)
-        self._pending = kept
+        if self._stalled:
+            within_s = 0.0  # the encoder is stuck: say what is missing, do not wait for it again
+        deadline = time.monotonic() + within_s
+        while self._pending:
+            if not self._settle_oldest(deadline, cancel):
+                raise self._stall_error(within_s)
+        if cancel is not None:
+            cancel.raise_if_cancelled()  # a stop asked for while waiting wins over a PNG that came after it
         failure, self._failure = self._failure, None
         if failure is not None:
             raise failure
 
+    def _settle_oldest(self, deadline: float, cancel: CancelToken | None) -> bool:
+        """Wait until `deadline` for the oldest pending screenshot and settle it; False if it is not done."""
+        _, screenshot = self._pending[0]
+        while not screenshot.done():
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._stalled = True
+                return False
+            wait_for_futures([screenshot], timeout=min(remaining, SCREENSHOT_POLL_S))
+        self._pending.popleft()
+        self._settle(screenshot)
+        return True
+
+    def _stall_error(self, within_s: float) -> TrajectoryWriteError:
+        relative, _ = self._pending[0]
+        return TrajectoryWriteError(
+            f"cannot record the session in {self.folder}: {relative} was not written within {within_s:g} s"
+            " (the disk may be stalled)"
+        )
+
     def _settle(self, screenshot: Future[str]) -> None:
-        """Wait for one screenshot; keep its failure (the first one) for confirm_screenshots."""
+        """Keep a done screenshot's failure (the first one) for confirm_screenshots."""
         exc = screenshot.exception()
         if exc is None or self._failure is not None:
             return
@@ -227,12 +271,11 @@ class TrajectoryWriter:
     def begin_step(self, record: dict[str, Any], frame: ScreenFrame | None = None) -> StepLog:
         """A step's records: `record` (filled in as the step goes), naming the screenshot of `frame`
         that starts encoding now."""
-        screenshot = None
         if frame is not None:
             name = f"step-{int(record.get('index', 0)):04d}"
-            screenshot = self.save_screenshot(name, frame)
+            self.save_screenshot(name, frame)
             record["screenshot"] = self.screenshot_path(name)
-        return StepLog(self, record, screenshot)
+        return StepLog(self, record)
 
     def finish(self, outcome: str, detail: str = "", **extra: Any) -> None:
         """Write the closing record and release the file. Never raises: a run that could not be
@@ -250,7 +293,8 @@ class TrajectoryWriter:
             if self._closed:
                 return
             self._closed = True
-        self._encoder.shutdown(wait=True)
+        # A stalled encoder would hold the close forever: its screenshot is reported missing instead.
+        self._encoder.shutdown(wait=not self._stalled, cancel_futures=self._stalled)
         try:
             if self._unsynced:
                 os.fsync(self._file.fileno())
@@ -273,27 +317,33 @@ class TrajectoryWriter:
 class StepLog:
     """One step on disk: written ahead of its action, completed when the step ends.
 
-    The engine fills `record` as the step goes. `write_ahead()` (just before the action) appends it
-    with `result_pending: true`; `close()` (whatever way the step ends) appends a `step_result` line
-    with what was added since, or the whole record if the step never reached an action (a skip, a
-    stop at approval, the final answer). Neither waits for the step's own screenshot: the line names
-    it, and `write_ahead` first confirms that the earlier steps' screenshots are on disk.
+    The engine fills `record` as the step goes. `write_ahead()` (just before the action) waits for the
+    step's screenshot and every earlier one, then appends the record with `result_pending: true`;
+    `close()` (whatever way the step ends) appends a `step_result` line with what was added since,
+    or the whole record if the step never reached an action (a skip, a stop at approval, the final
+    answer), naming a screenshot that may still be encoding: no input depends on it.
     """
 
-    def __init__(self, writer: TrajectoryWriter, record: dict[str, Any], screenshot: Future[str] | None) -> None:
+    def __init__(self, writer: TrajectoryWriter, record: dict[str, Any]) -> None:
         self.writer = writer
         self.record = record
-        self._screenshot = screenshot
         self._ahead: dict[str, Any] | None = None
         self._closed = False
 
-    def write_ahead(self) -> None:
-        """Make the step durable before its action: TrajectoryWriteError if that fails, or if an
-        earlier step's screenshot could not be written (act on nothing then)."""
+    def screenshots_pending(self) -> bool:
+        """True when write_ahead would wait for a screenshot (this step's or an earlier one)."""
+        return self.writer.screenshots_pending()
+
+    def write_ahead(self, within_s: float = SCREENSHOT_WAIT_S, cancel: CancelToken | None = None) -> None:
+        """Make the step durable before its action, its screenshot included (waiting at most `within_s`).
+
+        TrajectoryWriteError if that fails, or if a screenshot could not be written (act on nothing
+        then); Cancelled if `cancel` is cancelled while waiting. Either way the step's line says why
+        it was not performed (close() writes it, if the session file still can be written).
+        """
         try:
-            self.writer.confirm_screenshots(except_for=self._screenshot)
-        except TrajectoryWriteError as exc:
-            # Said in the step's own line too (close() writes it, if the session file still can be).
+            self.writer.confirm_screenshots(within_s, cancel)
+        except (TrajectoryWriteError, Cancelled) as exc:
             self.record["result"] = {"ok": False, "detail": f"not performed: {exc}"}
             raise
         self._ahead = dict(self.record)

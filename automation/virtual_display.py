@@ -65,8 +65,8 @@ class DisplayLayout:
 
 FULL_HD = DisplayLayout(1920, 1080)
 LAPTOP = DisplayLayout(1366, 768)
-# The layout DESIGN.md describes: a 1920x1080 monitor with a 1366x768 one to its right, tops aligned,
-# so the X screen has a region (x >= 1920, y >= 768) that is on no monitor.
+# Two monitors of different sizes: a 1920x1080 one with a 1366x768 one to its right, tops aligned, so
+# the X screen has a region (x >= 1920, y >= 768) that is on no monitor, where no action may land.
 TWO_MONITORS = DisplayLayout(
     3286,
     1080,

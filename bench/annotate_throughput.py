@@ -1,6 +1,6 @@
 """`python -m bench.annotate_throughput`: items per second of `holodesk annotate` by concurrency.
 
-`--server fake` (the default): a loopback OpenAI-compatible server (tests/support/fake_openai_server.py,
+`--server fake` (the default): a loopback OpenAI-compatible server (bench.slow_server,
 in its own process so its threads do not count as client CPU) answers every localization after a
 fixed latency, like a busy vLLM would. `--server vllm`: a real vLLM (the CPU build the vLLM tier
 installs, .venv-vllm) serving the tiny random-weight Holotron-architecture checkpoint; its answers
@@ -32,20 +32,11 @@ from typing import Any
 from PIL import Image
 
 from bench.harness import machine_description
+from bench.slow_server import MODEL
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "annotate_results.json"
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
 SCREEN = (1920, 1080)
-
-_SERVER = """
-import sys
-from tests.support.fake_openai_server import Completion, FakeOpenAIServer, SlowReply
-server = FakeOpenAIServer().start()
-server.default_reply = SlowReply(float(sys.argv[1]), Completion(text='{"x": 500, "y": 250}'))
-print(server.base_url, flush=True)
-sys.stdin.read()
-server.stop()
-"""
 
 
 def rss_mib() -> float:
@@ -75,12 +66,10 @@ def run_batch(base_url: str, concurrency: int, items: int, folder: Path, model: 
     from holodesk.inference.model_policy import ModelPolicy
     from holodesk.inference.profiles import get_profile
     from holodesk.inference.remote import RemoteBackend
-    from tests.support.fake_openai_server import DEFAULT_MODEL
 
     profile = get_profile("holotron")
     backends = [
-        RemoteBackend(base_url, model=model or DEFAULT_MODEL, api_key="", encoded_images_kept=0)
-        for _ in range(concurrency)
+        RemoteBackend(base_url, model=model or MODEL, api_key="", encoded_images_kept=0) for _ in range(concurrency)
     ]
     policies = [ModelPolicy(profile, backend) for backend in backends]
     batch = [AnnotateItem(f"item-{i}", folder / "shot.png", f"the button number {i}") for i in range(items)]
@@ -169,6 +158,8 @@ def _server(kind: str, latency: float, scratch: Path) -> Iterator[tuple[str, str
     """The server's API root and model name, for the run; stopped after it."""
     repo = Path(__file__).resolve().parent.parent
     if kind == "vllm":
+        # The vLLM tier's own set-up (test-only: the checkpoint builder and the server launcher are not
+        # shipped); the bench runs from a checkout, where both are present.
         from tests.support.nemotron_tiny import build_nemotron_tiny
         from tests.support.vllm_server import serve
 
@@ -176,7 +167,7 @@ def _server(kind: str, latency: float, scratch: Path) -> Iterator[tuple[str, str
             yield running.base_url, running.model
         return
     server = subprocess.Popen(
-        [sys.executable, "-c", _SERVER, str(latency)],
+        [sys.executable, "-m", "bench.slow_server", str(latency)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

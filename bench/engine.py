@@ -7,8 +7,10 @@ frame source and a timed performer split every step into:
 - model: the backend's generate (scripted: microseconds) - subtracted;
 - propose: the rest of THINKING (prepare the image, build the prompt, parse, map to the screen,
   the loop guard, the worker thread hand-off);
-- approve: WAITING_APPROVAL (an instant approver: the engine's own bookkeeping and the step's
-  fsynced write-ahead line; before #10 point 9 that line waited for the step's PNG);
+- approve: WAITING_APPROVAL to ACTING (an instant approver: the engine's own bookkeeping, the
+  step's fsynced write-ahead line, and whatever is left of its PNG's encoding: the action waits for
+  it, so with the scripted model's microseconds the encoding shows here, while a model slower than
+  the encoding, as in the 200 ms variant, hides it);
 - act: the Executor's move (pyautogui's 10 ms pause included) - reported, not overhead;
 - record: ACTING to SETTLING minus act (the step's result line; the write-ahead line is in approve);
 - capture: the grabs while settling (the last one is the next step's frame);

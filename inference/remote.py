@@ -970,7 +970,7 @@ class RemoteBackend:
         if "image" in lowered and ("at most" in lowered or "limit" in lowered or "too many" in lowered):
             raise TooManyImagesError(
                 f"The server at {self.base_url} allows fewer images a request than this step sends "
-                f"(HTTP 400: {message}). Restart it with --limit-mm-per-prompt '{{\"image\":4,\"video\":0}}', "
+                f'(HTTP 400: {message}). Restart it with --limit-mm-per-prompt \'{{"image":4,"video":0}}\', '
                 "or keep fewer screenshots.",
                 **details,
             )

@@ -18,6 +18,12 @@ logs every input event it receives; see tests/support/target_client.py.
 checkpoint in Holotron-12B's real layout on 127.0.0.1 (tests/support/vllm_server.py and
 tests/support/nemotron_tiny); one server for the whole session, started on first use.
 
+Every test that starts a display or a desktop stack (Xvfb, mutter, Chromium on either) is marked
+`@pytest.mark.display`, so `pytest -m "not display"` is a fast tier that starts none. Two guards keep
+it so: collection fails naming any unmarked test that uses a display fixture (`DISPLAY_FIXTURES`,
+directly or through another fixture), and starting Xvfb or the GNOME stack from an unmarked test
+fails that test.
+
 `tiny_checkpoint` (session-scoped) is a tiny random-weight VLM that loads like Holotron-12B. The
 Hugging Face environment is isolated here, before any test imports transformers: offline mode and
 a private cache for remote code, so no test can reach a hub or the user's caches. Its modeling code
@@ -39,8 +45,10 @@ from pathlib import Path
 
 import pytest
 
+from holodesk.automation import virtual_display
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
 from holodesk.inference.standin import isolate_hf_environment
+from tests.support.gnome_stack import GnomeStack
 from tests.support.target_client import TargetWindow, window_origin
 from tests.support.vllm_server import ServerStartError, VllmServer, serve
 
@@ -119,3 +127,64 @@ def qapp_args() -> list[str]:
     Tests that need real windows on an X server run Qt in a child process (see tests/support/*_probe.py).
     """
     return ["holodesk-tests", "-platform", "offscreen"]
+
+
+# -- the display marker's guards (see the module docstring) ----------------------------------------
+
+# Fixtures that start a display or a desktop stack; a fixture built on one of them (xterm, tray_host,
+# the overlay's GNOME session...) is caught through pytest's fixture closure.
+DISPLAY_FIXTURES = frozenset(
+    {"xvfb", "target_window", "gnome_stack", "mutter_remote", "wayland_target", "stack", "desktop"}
+)
+_running: list[pytest.Item] = []  # the test being set up or run, for the start guard
+
+
+def _marked(item: pytest.Item) -> bool:
+    return item.get_closest_marker("display") is not None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Before `-m` deselects anything: every test using a display fixture must carry the marker."""
+    unmarked = [
+        f"{item.nodeid} (uses {', '.join(sorted(DISPLAY_FIXTURES & set(item.fixturenames)))})"
+        for item in items
+        if DISPLAY_FIXTURES & set(item.fixturenames) and not _marked(item)
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests start a display but are not marked @pytest.mark.display:\n  " + "\n  ".join(unmarked)
+        )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _running[:] = [item]
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    _running[:] = [item]  # module fixtures stop here; none may start
+
+
+def _refuse_unmarked(what: str) -> None:
+    if _running and not _marked(_running[0]):
+        pytest.fail(f"{_running[0].nodeid} starts {what} but is not marked @pytest.mark.display", pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _displays_only_for_marked_tests() -> Iterator[None]:
+    """Starting Xvfb or the GNOME stack fails an unmarked test, however the test reached it."""
+    start_xvfb, start_stack = virtual_display.start_xvfb, GnomeStack.start
+
+    def guarded_xvfb(*args: object, **kwargs: object) -> XvfbServer:
+        _refuse_unmarked("Xvfb")
+        return start_xvfb(*args, **kwargs)  # type: ignore[arg-type]
+
+    def guarded_stack(self: GnomeStack) -> GnomeStack:
+        _refuse_unmarked("the headless GNOME stack")
+        return start_stack(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(virtual_display, "start_xvfb", guarded_xvfb)
+        patch.setattr(GnomeStack, "start", guarded_stack)
+        yield

@@ -57,6 +57,7 @@ fi
 bash tests/vllm/install.sh
 
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .  # one layout for everyone: `ruff format .` fixes what this reports
 bash tests/typecheck.sh  # mypy: strict on automation/, default elsewhere
 # Nothing in the tests may reach a model hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

@@ -24,6 +24,7 @@ _LOADING_BAR = "loading the model {bar:24} {percentage:3.0f}%  {desc}"
 _WORDS = {
     EngineState.THINKING: "the model is thinking",
     EngineState.PAUSED: "paused",
+    EngineState.SAVING: "saving the step's screenshot before acting",  # only when the disk is slow
 }
 
 

@@ -55,9 +55,7 @@ def apply_flags(settings: Settings, flags: CommandFlags) -> Settings:
     backend = flags.backend if flags.backend is not None else model.backend
     try:
         local = _replaced(model.local, checkpoint=flags.model if backend == "local" else None, device=flags.device)
-        remote = _replaced(
-            model.remote, base_url=flags.base_url, model=flags.model if backend == "remote" else None
-        )
+        remote = _replaced(model.remote, base_url=flags.base_url, model=flags.model if backend == "remote" else None)
         model = _replaced(
             model, backend=flags.backend, profile=flags.profile, script=flags.script, local=local, remote=remote
         )

@@ -15,6 +15,7 @@ from holodesk.inference.model_policy import ModelPolicy
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True, slots=True)
 class PolicyOptions:
     """Where the model runs, as the settings (with any command-line flags) say: `Settings.to_policy_options()`.

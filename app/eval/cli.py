@@ -106,9 +106,7 @@ def run(args: argparse.Namespace, policy_options: PolicyOptionsFor) -> int:
     raise AssertionError(f"unhandled command {args.command} {getattr(args, 'eval_command', '')}")
 
 
-def _miniwob(
-    args: argparse.Namespace, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO
-) -> int:
+def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO) -> int:
     from holodesk.app.eval.miniwob_browser import BrowserError, MiniWoBBrowser, task_names
     from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions, parse_task_list
     from holodesk.app.eval.progress import ProgressBar
@@ -262,9 +260,7 @@ def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK if failed == 0 else EXIT_FAILED
 
 
-def _grounding(
-    args: argparse.Namespace, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO
-) -> int:
+def _grounding(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO) -> int:
     from holodesk.app.cli.run_command import _policy_or_exit_code
     from holodesk.app.eval.grounding import GroundingSetError, read_grounding_set, score_set
     from holodesk.app.eval.progress import ProgressBar

@@ -4,7 +4,7 @@ Chromium is driven through chromedriver (selenium) for the bookkeeping only: ope
 starting an episode with a seed, reading its instruction, its reward and the DOM. Every action on
 the page goes through the desktop (the step engine's executor), as it would for the user.
 
-Choices, from what was seen to work (DESIGN.md, "MiniWoB++ in a real Chromium under Xvfb"):
+Choices, from what was seen to work with Debian 12's Chromium under Xvfb, as root, on 2 cores:
 - Debian's `chromium` and `chromium-driver`; `--no-sandbox` (root in CI), no first-run UI, and no
   `--enable-automation` switch (its info bar would shift the page).
 - The 160x210 task is enlarged with `--force-device-scale-factor`, not CSS zoom (which breaks

@@ -24,6 +24,7 @@ _FROM_ENGINE = {
     EngineState.THINKING: AppState.THINKING,
     EngineState.WAITING_APPROVAL: AppState.WAITING,
     EngineState.WAITING_ANSWER: AppState.ASKING,
+    EngineState.SAVING: AppState.ACTING,  # approved; about to act once its screenshot is on disk
     EngineState.ACTING: AppState.ACTING,
     EngineState.SETTLING: AppState.ACTING,
     EngineState.PAUSED: AppState.PAUSED,

@@ -198,7 +198,13 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._keys.textChanged.connect(self._on_text_typed)
         self._error = self._label("error", wrap=True, parent=self._editor)
         fields: list[QtWidgets.QWidget] = [
-            self._hint, *self._points, self._text, self._overwrite, self._enter, self._keys, self._error
+            self._hint,
+            *self._points,
+            self._text,
+            self._overwrite,
+            self._enter,
+            self._keys,
+            self._error,
         ]
         for field_widget in fields:
             editor_layout.addWidget(field_widget)

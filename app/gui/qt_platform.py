@@ -2,8 +2,9 @@
 
 Holodesk's overlay must stay above the user's windows, sit exactly where it asks and let clicks
 through; its approval panel must stay on top. On GNOME's native Wayland, Qt gets only the
-click-through (a Wayland client can neither place itself nor keep itself above others); the same
-windows through XWayland get all three (DESIGN.md, "Wayland"). So when WAYLAND_DISPLAY is set and
+click-through (a Wayland client can neither place itself nor keep itself above others: mutter
+ignores its move() and stay-on-top); the same windows through XWayland (`QT_QPA_PLATFORM=xcb`), seen
+on a headless mutter, are click-through, on top and where they asked. So when WAYLAND_DISPLAY is set and
 the X display in DISPLAY answers, Qt runs on xcb. The user's own QT_QPA_PLATFORM always wins.
 Without XWayland the GUI cannot show its marker where the action lands, so it does not start and
 says why (`NO_XWAYLAND`); `holodesk run` with the terminal approver still works through the portal.

@@ -31,7 +31,10 @@ from holodesk.automation.proposal import PastStep, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import read_session
 from tests.automation.frames import solid_frame, with_box
+from tests.support.waiting import wait_until
 
+# How long to wait for the engine's thread to reach a state: only a broken engine comes near it.
+WAIT_S = 60.0
 LEFT = Monitor(1, Rect(-640, 0, 640, 480))
 RIGHT = Monitor(2, Rect(0, 0, 800, 600))
 
@@ -209,26 +212,53 @@ def test_the_same_action_on_an_unchanged_screen_warns_the_approver(tmp_path):
     assert "loop_warning" in read_session(result.folder).steps[2]
 
 
-def test_stop_during_model_compute_returns_within_100_ms():
-    engine, performer, _ = make_engine(ListPolicy([Click(Point(1, 1))], delay_s=5), ScriptedApprover())
+class BlockingPolicy(ListPolicy):
+    """A model that computes until the test releases it (never, unless it does): says when it started."""
+
+    def __init__(self, answers: Sequence[object]) -> None:
+        super().__init__(answers)
+        self.computing = threading.Event()
+        self.release = threading.Event()
+
+    def propose(self, task, history, frames) -> Proposal:
+        self.computing.set()
+        self.release.wait(WAIT_S)
+        return super().propose(task, history, frames)
+
+
+def wait_for_event(events: list[EngineEvent], state: EngineState, step: int | None = None) -> None:
+    """Wait (bounded) until the engine, on its own thread, has told the listener `state` (at `step`)."""
+    wait_until(
+        lambda: any(e.state is state and step in (None, e.step) for e in list(events)),
+        WAIT_S,
+        f"the engine telling {state} at step {step}",
+    )
+
+
+def test_stop_during_model_compute_ends_the_run_without_waiting_for_the_model():
+    policy = BlockingPolicy([Click(Point(1, 1))])
+    engine, performer, _ = make_engine(policy, ScriptedApprover())
     finished = threading.Event()
     results = []
     engine.start("t", lambda r: (results.append(r), finished.set()))
-    time.sleep(0.2)  # the policy is now "computing"
-    stopped_at = time.monotonic()
-    engine.stop()
-    assert finished.wait(2)
-    assert time.monotonic() - stopped_at < 0.1 + 0.05  # small slack for a loaded 2-core machine
+    try:
+        assert policy.computing.wait(WAIT_S)
+        engine.stop()
+        # The model is still computing (it never returns unless released): the run ended without it.
+        assert finished.wait(WAIT_S)
+        assert not policy.release.is_set()
+    finally:
+        policy.release.set()
     assert results[0].outcome is Outcome.STOPPED and performer.executed == []
 
 
 def test_stop_during_a_long_action_stops_it_part_way(tmp_path):
-    performer = RecordingPerformer(delay_s=5)
-    engine, _, _ = make_engine(ListPolicy([Click(Point(1, 1))]), ScriptedApprover(), performer, tmp_path=tmp_path)
+    performer = RecordingPerformer(delay_s=10 * WAIT_S)  # ends early only when cancelled
+    engine, _, events = make_engine(ListPolicy([Click(Point(1, 1))]), ScriptedApprover(), performer, tmp_path=tmp_path)
     thread = engine.start("t")
-    time.sleep(0.3)
+    wait_for_event(events, EngineState.ACTING, 1)
     engine.stop()
-    thread.join(1)
+    thread.join(WAIT_S)
     assert not thread.is_alive()
     assert performer.executed == []  # it raised Cancelled before completing
     session = read_session(next(tmp_path.iterdir()))
@@ -336,11 +366,10 @@ def test_pause_holds_before_the_next_step_and_resume_continues():
     engine, performer, events = make_engine(policy, ScriptedApprover())
     engine.pause()
     thread = engine.start("t")
-    time.sleep(0.3)
+    wait_for_event(events, EngineState.PAUSED)
     assert policy.calls == []  # nothing proposed while paused
-    assert any(e.state is EngineState.PAUSED for e in events)
     engine.resume()
-    thread.join(2)
+    thread.join(WAIT_S)
     assert events[-1].result.outcome is Outcome.DONE and len(performer.executed) == 1
 
 
@@ -348,9 +377,9 @@ def test_stop_while_paused_ends_the_run():
     engine, _, events = make_engine(ListPolicy([Done()]), ScriptedApprover())
     engine.pause()
     thread = engine.start("t")
-    time.sleep(0.1)
+    wait_for_event(events, EngineState.PAUSED)
     engine.stop()
-    thread.join(1)
+    thread.join(WAIT_S)
     assert events[-1].result.outcome is Outcome.STOPPED
 
 
@@ -371,18 +400,21 @@ def test_an_engine_can_run_again_after_a_stopped_run():
 
 
 def test_stop_interrupts_a_policy_that_can_be_interrupted():
-    class Interruptible(ListPolicy):
+    class Interruptible(BlockingPolicy):
         interrupted = threading.Event()
 
         def interrupt(self) -> None:
             self.interrupted.set()
 
-    policy = Interruptible([Click(Point(1, 1))], delay_s=2)
+    policy = Interruptible([Click(Point(1, 1))])
     engine, _, _ = make_engine(policy, ScriptedApprover())
     thread = engine.start("t")
-    time.sleep(0.1)
-    engine.stop()
-    thread.join(1)
+    try:
+        assert policy.computing.wait(WAIT_S)
+        engine.stop()
+        thread.join(WAIT_S)
+    finally:
+        policy.release.set()
     assert policy.interrupted.is_set()
 
 

@@ -7,11 +7,13 @@ import resource
 import shutil
 import signal
 import stat
+import threading
 import time
 
 from holodesk.automation.actions import Click, Done, Point, TypeText
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import EngineState, Outcome
+from holodesk.automation.engine import EngineEvent, EngineState, Outcome
+from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import (
     SCREENSHOT_DIR,
     SESSION_FILE,
@@ -20,8 +22,15 @@ from holodesk.automation.trajectory import (
     iter_session_folders,
     read_session,
 )
-from tests.automation.test_engine import ListPolicy, RecordingPerformer, ScriptedApprover, make_engine
-from tests.automation.test_trajectory import noise_frame
+from tests.automation.test_engine import (
+    WAIT_S,
+    FakeScreen,
+    ListPolicy,
+    RecordingPerformer,
+    ScriptedApprover,
+    make_engine,
+    wait_for_event,
+)
 
 
 class DiskPeekingPerformer(RecordingPerformer):
@@ -84,28 +93,74 @@ def test_a_session_folder_that_cannot_be_created_is_reported_before_anything_run
         raise AssertionError("check_writable accepted a path under a file")
 
 
-class FolderRemovingPerformer(RecordingPerformer):
-    """The user (or a cleaner) deletes the session's screenshots folder during the first action."""
+class GatedFrame(ScreenFrame):
+    """A frame whose PNG encoding blocks until `gate` is set: a disk exactly as slow as the test wants."""
 
-    def __init__(self, root) -> None:
+    gate: threading.Event
+
+    def to_image(self):
+        assert self.gate.wait(WAIT_S), "the test never opened the PNG gate"
+        return super().to_image()
+
+
+def gated(frame: ScreenFrame, gate: threading.Event) -> GatedFrame:
+    copy = GatedFrame(frame.pixels, frame.region, frame.monitor, frame.monitors, frame.captured_at)
+    object.__setattr__(copy, "gate", gate)  # ScreenFrame is frozen
+    return copy
+
+
+class GatedScreen(FakeScreen):
+    """A FakeScreen whose frames (from the moment `gating` is set) encode only once `gate` opens."""
+
+    def __init__(self) -> None:
         super().__init__()
-        self.root = root
-        self.fault_at = 0.0
+        self.gate = threading.Event()
+        self.gating = True
+
+    def grab(self, monitor: int | None) -> ScreenFrame:
+        frame = super().grab(monitor)
+        return gated(frame, self.gate) if self.gating else frame
+
+
+def finished(engine, events: list[EngineEvent]):
+    """The run's result, once its thread has ended (bounded)."""
+    thread = engine._thread
+    thread.join(WAIT_S)
+    assert not thread.is_alive(), "the run did not end"
+    assert events[-1].state is EngineState.FINISHED
+    return events[-1].result
+
+
+def with_gated_screen(engine) -> GatedScreen:
+    screen = GatedScreen()
+    engine.frames = screen
+    engine.performer.screen = screen
+    return screen
+
+
+class SlowingPerformer(RecordingPerformer):
+    """From the first action on, the screenshots taken are slow to write (gated by the test)."""
 
     def execute(self, action, cancel: CancelToken) -> object:
-        if not self.executed:
-            (folder,) = iter_session_folders(self.root)
-            shutil.rmtree(folder / SCREENSHOT_DIR)
-            self.fault_at = time.perf_counter()
+        self.screen.gating = True
         return super().execute(action, cancel)
 
 
 def test_a_screenshot_that_cannot_be_written_stops_the_run_before_the_next_action(tmp_path):
     policy = ListPolicy([Click(Point(1, 1)), Click(Point(2, 2)), Click(Point(3, 3)), Done()])
-    performer = FolderRemovingPerformer(tmp_path)
-    engine, _, _ = make_engine(policy, ScriptedApprover(), performer, tmp_path=tmp_path)
-    result = engine.run("click thrice")
-    time_to_error = time.perf_counter() - performer.fault_at
+    performer = SlowingPerformer()
+    engine, _, events = make_engine(policy, ScriptedApprover(), performer, tmp_path=tmp_path)
+    screen = with_gated_screen(engine)
+    screen.gating = False  # step 1's screenshot is written as fast as it can be
+    engine.start("click thrice")
+    # Step 2 is approved and waits for its screenshot, still being encoded on a slow disk: however
+    # long that takes, its click waits for the verdict.
+    wait_for_event(events, EngineState.SAVING, 2)
+    assert performer.executed == [Click(Point(1, 1))]
+    # Then the user (or a cleaner) removes the screenshots folder, and the PNG cannot be written.
+    shutil.rmtree(result_folder(tmp_path) / SCREENSHOT_DIR)
+    screen.gate.set()
+    result = finished(engine, events)
     assert result.outcome is Outcome.ERROR
     assert "cannot record the session" in result.detail and "the run was stopped" in result.detail
     assert performer.executed == [Click(Point(1, 1))]  # the second click never ran unrecorded
@@ -117,7 +172,49 @@ def test_a_screenshot_that_cannot_be_written_stops_the_run_before_the_next_actio
     assert session.steps[1]["result"]["detail"].startswith("not performed: cannot record the session")
     assert all("is missing" in s["screenshot_error"] for s in session.steps)
     assert session.end is not None and session.end["outcome"] == "error"
-    print(f"\nscreenshots folder removed mid-run: run stopped {time_to_error * 1000:.0f} ms after the fault")
+
+
+def result_folder(root):
+    (folder,) = iter_session_folders(root)
+    return folder
+
+
+def test_a_screenshot_that_is_never_written_stops_the_run_at_the_bound_without_acting(tmp_path):
+    policy = ListPolicy([Click(Point(1, 1)), Done()])
+    engine, performer, events = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path, screenshot_wait_s=0.5)
+    screen = with_gated_screen(engine)  # a disk that never finishes the step's PNG
+    try:
+        engine.start("click")
+        result = finished(engine, events)
+    finally:
+        screen.gate.set()  # let the encoder thread end
+    assert performer.executed == []
+    assert result.outcome is Outcome.ERROR
+    assert "screenshots/step-0001.png was not written within 0.5 s" in result.detail
+    assert "the run was stopped so that no step goes unrecorded" in result.detail
+    assert [e.state for e in events if e.step == 1][-2:] == [EngineState.WAITING_APPROVAL, EngineState.SAVING]
+    session = read_session(result.folder)
+    (step,) = session.steps
+    assert step["decision"] == "approve" and "interrupted" not in step
+    assert step["result"]["detail"].startswith("not performed: cannot record the session")
+
+
+def test_a_stop_while_the_screenshot_is_saved_ends_the_run_without_acting(tmp_path):
+    policy = ListPolicy([Click(Point(1, 1)), Done()])
+    engine, performer, events = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path)
+    screen = with_gated_screen(engine)
+    try:
+        engine.start("click")
+        wait_for_event(events, EngineState.SAVING, 1)
+        engine.stop()
+        screen.gate.set()  # the PNG arrives after the stop: the action must still not run
+        result = finished(engine, events)
+    finally:
+        screen.gate.set()
+    assert performer.executed == []
+    assert (result.outcome, result.detail) == (Outcome.STOPPED, "stopped by the user")
+    session = read_session(result.folder)
+    assert session.steps[0]["result"] == {"ok": False, "detail": "not performed: stopped by the user"}
 
 
 class FileSizeLimitingPerformer(RecordingPerformer):
@@ -191,7 +288,7 @@ def test_an_existing_sessions_root_keeps_its_mode_and_each_session_is_private(tm
 
 
 class PngWatchingPerformer(RecordingPerformer):
-    """Notes, as each action starts, whether its step is on disk and whether its PNG exists yet."""
+    """Notes, as each action starts, whether its step is on disk and whether its PNG is there yet."""
 
     def __init__(self, root) -> None:
         super().__init__()
@@ -201,23 +298,26 @@ class PngWatchingPerformer(RecordingPerformer):
     def execute(self, action, cancel: CancelToken) -> object:
         (folder,) = iter_session_folders(self.root)
         steps = read_session(folder).steps
-        self.seen.append((steps, (folder / steps[-1]["screenshot"]).exists()))
+        self.seen.append((steps, (folder / steps[-1]["screenshot"]).is_file()))
         return super().execute(action, cancel)
 
 
-def test_a_step_acts_without_waiting_for_its_png_and_the_png_follows(tmp_path):
+def test_a_step_acts_only_once_its_png_is_on_disk_and_says_so_while_it_waits(tmp_path):
     policy = ListPolicy([Click(Point(100, 50)), Done()])
     performer = PngWatchingPerformer(tmp_path)
-    engine, _, _ = make_engine(policy, ScriptedApprover(), performer, tmp_path=tmp_path)
-    # A 4000x3000 screen of noise: its PNG takes a fraction of a second, the step's line milliseconds.
-    engine.frames.frame = noise_frame(4000, 3000)
-    result = engine.run("click")
+    engine, _, events = make_engine(policy, ScriptedApprover(), performer, tmp_path=tmp_path)
+    screen = with_gated_screen(engine)
+    engine.start("click")
+    wait_for_event(events, EngineState.SAVING, 1)  # approved, the PNG still held back
+    assert performer.executed == []
+    screen.gate.set()
+    result = finished(engine, events)
     assert result.outcome is Outcome.DONE
     ((steps, png_written),) = performer.seen
     assert steps[0]["interrupted"] is True and steps[0]["screenshot"] == "screenshots/step-0001.png"
-    assert not png_written  # the action ran while its screenshot was still being encoded
+    assert png_written  # the action ran with its screenshot already on disk
     session = read_session(result.folder)
-    assert not session.warnings  # every PNG was on disk by the end of the run
+    assert not session.warnings
     assert all((result.folder / s["screenshot"]).is_file() for s in session.steps)
 
 

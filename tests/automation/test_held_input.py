@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from Xlib import XK, X
 from Xlib import display as xdisplay
 from Xlib.ext import xtest
@@ -43,6 +44,7 @@ def _marker(folder: Path, pid: int, buttons: list[int], keys: list[str]) -> Path
     return path
 
 
+@pytest.mark.display
 def test_a_dead_runs_marker_releases_what_it_names_and_nothing_else(xvfb, tmp_path):
     _press(button=1, keys=("Shift_L", "a", "b"))
     assert x11_probe.pointer()[2] == ["left"]
@@ -62,6 +64,7 @@ def test_a_dead_runs_marker_releases_what_it_names_and_nothing_else(xvfb, tmp_pa
     assert x11_probe.pressed_keycodes() == []
 
 
+@pytest.mark.display
 def test_a_live_runs_marker_is_left_alone(xvfb, tmp_path):
     _press(button=1)
     try:
@@ -88,6 +91,7 @@ def test_the_marker_exists_only_while_the_action_runs(tmp_path):
         assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.display
 def test_holodesk_doctor_releases_a_button_a_killed_run_left_held(xvfb, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     _press(button=1)

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -209,8 +208,8 @@ def test_a_missing_or_cut_off_screenshot_is_reported_by_the_reader_not_a_crash(t
 
 
 def test_a_process_killed_while_a_png_is_encoded_leaves_a_readable_session(tmp_path):
-    # A real writer process writes a step ahead of its action while its (large) PNG is still being
-    # encoded, and is killed with SIGKILL right then.
+    # A real writer process writes a step that never acts (the final answer: its line does not wait
+    # for the PNG) while its (large) PNG is still being encoded, and is killed with SIGKILL right then.
     script = textwrap.dedent(
         f"""
         import sys
@@ -219,8 +218,8 @@ def test_a_process_killed_while_a_png_is_encoded_leaves_a_readable_session(tmp_p
         from tests.automation.test_trajectory import noise_frame
         from holodesk.automation.trajectory import TrajectoryWriter
         writer = TrajectoryWriter(Path({str(tmp_path / "killed")!r}), "task")
-        step = writer.begin_step({{"type": "step", "index": 1, "decision": "approve"}}, noise_frame(4000, 3000))
-        step.write_ahead()
+        step = writer.begin_step({{"type": "step", "index": 1, "decision": "final"}}, noise_frame(4000, 3000))
+        step.close()
         print("written", flush=True)
         sys.stdin.read()
         """
@@ -233,7 +232,7 @@ def test_a_process_killed_while_a_png_is_encoded_leaves_a_readable_session(tmp_p
         process.wait()
     session = read_session(tmp_path / "killed")
     (step,) = session.steps
-    assert step["interrupted"] is True and step["screenshot"] == "screenshots/step-0001.png"
+    assert step["decision"] == "final" and step["screenshot"] == "screenshots/step-0001.png"
     assert "is missing" in step["screenshot_error"]
     assert any("step 1's screenshot is missing" in warning for warning in session.warnings)
     assert not (tmp_path / "killed" / step["screenshot"]).exists()  # never a half-written PNG under its name
@@ -257,10 +256,7 @@ def test_a_screenshot_that_could_not_be_written_is_reported_once_in_words(tmp_pa
     writer.confirm_screenshots()
     assert first.result() == "screenshots/step-0001.png"
     shutil.rmtree(tmp_path / "s" / SCREENSHOT_DIR)  # the user (or a cleaner) removes the folder mid-run
-    current = writer.save_screenshot("step-0002", solid_frame(64, 48))
-    writer.confirm_screenshots(except_for=current)  # the step's own PNG is not waited for
-    while not current.done():
-        time.sleep(0.01)
+    writer.save_screenshot("step-0002", solid_frame(64, 48))
     with pytest.raises(TrajectoryWriteError, match=r"cannot record the session in .*screenshots: No such file"):
         writer.confirm_screenshots()
     writer.confirm_screenshots()  # reported once

@@ -23,6 +23,7 @@ from holodesk.automation.executor import Executor
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from holodesk.automation.x11_focus_guard import FocusGuard
+from tests.support.xterm_shell import shell_env, wait_for_prompt
 
 
 def xdotool(*args: str) -> str:
@@ -34,7 +35,7 @@ def xterm(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     if shutil.which("xterm") is None:
         pytest.fail("xterm is not installed (Debian: apt install xterm)", pytrace=False)
     folder = tmp_path_factory.mktemp("focus")
-    env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(folder), "PS1": "$ "}
+    env = shell_env(folder)
     process = subprocess.Popen(
         ["xterm", "-geometry", "80x10+100+100", "-e", "bash", "--norc", "--noprofile"],
         cwd=folder,
@@ -44,7 +45,7 @@ def xterm(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     )
     try:
         window = xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid)).split()[0]
-        time.sleep(0.5)
+        wait_for_prompt(folder)
         yield folder, window
     finally:
         process.terminate()

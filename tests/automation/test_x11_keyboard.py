@@ -8,11 +8,9 @@ clipboard instead, with the paste key xterm expects.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,8 +30,13 @@ from holodesk.automation.x11_keyboard import (
     keysym_for,
     untypable_characters,
 )
+from tests.support.waiting import wait_until
+from tests.support.xterm_shell import shell_env, wait_for_prompt
 
 XTERM_ORIGIN = (200, 150)
+# How long to wait for xterm and bash to do something: generous, because a loaded machine can be slow
+# and only a failure ever waits this long.
+WAIT_S = 60.0
 # Every character class that went wrong before: '/' and '>' (mistyped on a German layout by a
 # US table), '|' (AltGr on German), quotes, and text no layout has (German, a dash, Japanese).
 PAYLOAD = "a/b > c | Grüße — 東京 'x'"
@@ -83,7 +86,7 @@ def xterm(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     if shutil.which("xterm") is None:
         pytest.fail("xterm is not installed (Debian: apt install xterm)", pytrace=False)
     folder = tmp_path_factory.mktemp("xterm")
-    env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(folder), "PS1": "$ "}
+    env = shell_env(folder)
     geometry = f"100x20+{XTERM_ORIGIN[0]}+{XTERM_ORIGIN[1]}"
     process = subprocess.Popen(
         ["xterm", "-u8", "-geometry", geometry, "-e", "bash", "--norc", "--noprofile"],
@@ -94,7 +97,7 @@ def xterm(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     )
     try:
         _xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid))
-        time.sleep(0.5)  # bash prints its prompt
+        wait_for_prompt(folder)
         yield folder
     finally:
         process.terminate()
@@ -106,13 +109,10 @@ def _inside_xterm() -> Point:
     return Point(XTERM_ORIGIN[0] + 60, XTERM_ORIGIN[1] + 40)
 
 
-def _wait_for_file(path: Path, timeout_s: float = 10.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_bytes().endswith(b"\n"):
-            return path.read_text(encoding="utf-8")
-        time.sleep(0.05)
-    raise AssertionError(f"{path} was not written within {timeout_s} s")
+def _wait_for_file(path: Path) -> str:
+    """The file's text once a whole line is in it (the shell command that writes it has run)."""
+    wait_until(lambda: path.exists() and path.read_bytes().endswith(b"\n"), WAIT_S, f"{path} written")
+    return path.read_text(encoding="utf-8")
 
 
 @pytest.mark.display

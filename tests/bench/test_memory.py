@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.memory import _read_status_mib, run_app, write_app_settings
 from holodesk.app.common.settings import read_settings
 from holodesk.automation.virtual_display import XvfbServer
@@ -25,6 +27,7 @@ def test_status_figures_are_read_in_mib(tmp_path: Path) -> None:
     assert _read_status_mib(status) == {"VmHWM": 200.0, "VmRSS": 100.0}
 
 
+@pytest.mark.display
 def test_the_real_tray_app_is_measured_then_terminated(xvfb: XvfbServer, tmp_path: Path) -> None:
     report = run_app(xvfb, tmp_path / "app")
     # A Qt app without torch: tens of MiB, far from the hundreds a loaded model takes.

@@ -10,6 +10,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
+
 from holodesk.automation.coords import Rect
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.e2e.scripting import holotron, model_point
@@ -44,6 +46,7 @@ def form_answers(window, screen: Rect) -> list[str]:
     ]
 
 
+@pytest.mark.display
 def test_run_completes_a_multi_step_task_with_terminal_approval(xvfb, target_window, tmp_path):
     target_window.reset()
     screen = Rect(0, 0, xvfb.width, xvfb.height)
@@ -68,6 +71,7 @@ def test_run_completes_a_multi_step_task_with_terminal_approval(xvfb, target_win
     assert f"trajectory: {folder}" in out
 
 
+@pytest.mark.display
 def test_quit_at_the_prompt_executes_nothing_and_exits_3(xvfb, target_window, tmp_path):
     target_window.reset()
     screen = Rect(0, 0, xvfb.width, xvfb.height)
@@ -79,6 +83,7 @@ def test_quit_at_the_prompt_executes_nothing_and_exits_3(xvfb, target_window, tm
     assert target_window.sync() == []
 
 
+@pytest.mark.display
 def test_a_run_killed_mid_task_leaves_a_readable_trajectory(xvfb, target_window, tmp_path):
     target_window.reset()
     screen = Rect(0, 0, xvfb.width, xvfb.height)
@@ -121,6 +126,7 @@ def test_bad_options_exit_2_with_a_message(tmp_path):
     assert "pass --script" in result.stderr
 
 
+@pytest.mark.display
 def test_run_against_a_vllm_like_server_completes_the_task(xvfb, target_window, tmp_path):
     from tests.support.fake_openai_server import Completion, FakeOpenAIServer
 
@@ -151,6 +157,7 @@ def test_run_against_a_vllm_like_server_completes_the_task(xvfb, target_window, 
     assert all(s["timings"]["tokens_in"] > 0 for s in session.steps)  # usage reported by the server
 
 
+@pytest.mark.display
 def test_run_takes_backend_script_steps_and_sessions_from_the_settings_file(xvfb, target_window, tmp_path):
     """No flags: `holodesk run` uses the settings file the tray app writes (backend, script, step limit, folder)."""
     from holodesk.app.common.settings import (
@@ -213,6 +220,7 @@ def test_a_broken_settings_file_is_reported_and_the_flags_still_work(tmp_path):
     assert "pass --script" in result.stderr
 
 
+@pytest.mark.display
 def test_a_question_is_answered_in_the_terminal_and_the_run_goes_on(xvfb, target_window, tmp_path):
     target_window.reset()
     screen = Rect(0, 0, xvfb.width, xvfb.height)
@@ -238,6 +246,7 @@ def test_a_question_is_answered_in_the_terminal_and_the_run_goes_on(xvfb, target
     assert (first["decision"], first["reply"]) == ("answered", "Ada Lovelace")
 
 
+@pytest.mark.display
 def test_quit_at_the_reply_prompt_stops_the_run(xvfb, target_window, tmp_path):
     target_window.reset()
     answers = [holotron("ask_user", question="Which file?"), holotron("answer", content="never reached")]

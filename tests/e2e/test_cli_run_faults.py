@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from holodesk.automation.actions import Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.trajectory import iter_session_folders, read_session
@@ -40,6 +42,7 @@ def test_an_unwritable_sessions_folder_is_reported_before_the_run_starts(tmp_pat
     print(f"\nunwritable sessions folder: `holodesk run` exited 2 after {elapsed * 1000:.0f} ms (start included)")
 
 
+@pytest.mark.display
 def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
     temp = tmp_path / "tmp"
     temp.mkdir()

@@ -29,12 +29,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from holodesk.automation.actions import Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.e2e.scripting import holotron, model_point
 from tests.support import x11_probe
 from tests.support.holodesk_command import HOLODESK_COMMAND
+
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 
 KILLS_PER_SIGNAL = int(os.environ.get("HOLODESK_KILLS_PER_SIGNAL", "20"))
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
@@ -181,8 +185,18 @@ def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_p
             if step.get("decision") in ("approve", "edit") and not step.get("result"):
                 problems.append(f"run {attempt}: approved step {index} has no result and is not marked interrupted")
         if sig is signal.SIGKILL:
-            if any(not step.get("interrupted") for step in session.interrupted_steps):
-                problems.append(f"run {attempt}: inconsistent interrupted steps")
+            interrupted = sorted(step["index"] for step in session.interrupted_steps)
+            # Only the step that was acting when the process died may read as interrupted (every other
+            # step's result was written): the last one whose pointer moved, or the next one, written
+            # ahead but killed before its pointer moved. One whose action was visibly under way (a
+            # button or a key still held at the kill) must: it never wrote its result.
+            if len(interrupted) > 1 or not set(interrupted) <= {begun, begun + 1}:
+                problems.append(f"run {attempt}: steps {interrupted} read as interrupted; step {begun} was acting")
+            if (buttons or keys) and interrupted != [begun]:
+                problems.append(
+                    f"run {attempt}: killed during step {begun}'s action (held: {buttons} {keys}), "
+                    f"but the session says interrupted: {interrupted}"
+                )
         else:
             if returncode != 3 or session.outcome != "stopped" or session.interrupted_steps:
                 problems.append(

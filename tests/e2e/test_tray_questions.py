@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from holodesk.automation.coords import Rect
 from tests.e2e.scripting import holotron, model_point
 from tests.e2e.test_tray_app import (
@@ -17,6 +19,8 @@ from tests.e2e.test_tray_app import (
     xdotool,
 )
 from tests.support.fake_openai_server import Completion, FakeOpenAIServer, SlowReply
+
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 
 
 def test_a_question_is_answered_on_the_panel_and_the_run_goes_on(xvfb, target_window, tmp_path):
@@ -33,8 +37,7 @@ def test_a_question_is_answered_on_the_panel_and_the_run_goes_on(xvfb, target_wi
             tmp_path, f'backend = "remote"\n\n[model.remote]\nbase_url = "{server.base_url}"'
         )
         try:
-            time.sleep(1.0)  # the server check and the hotkey listener start after the instance listens
-            type_task("Enter the name")
+            type_task("Enter the name")  # (a task typed before the server check waits for it)
 
             # While the server takes its time: the thinking status, which never takes the keyboard.
             status = wait_for_window("Holodesk: thinking", timeout_s=10)

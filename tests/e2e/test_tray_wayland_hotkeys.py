@@ -23,6 +23,8 @@ from tests.support.gnome_stack import StackError
 from tests.support.holodesk_command import HOLODESK_COMMAND
 from tests.support.shortcuts_portal import ShortcutsStack
 
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
+
 STACK_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE", "XDG_CURRENT_DESKTOP")
 
 

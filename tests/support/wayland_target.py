@@ -46,8 +46,15 @@ class PressLogger(QObject):
             local = widget.mapTo(self._window, event.position().toPoint()) if point is None else point.toPoint()
             if watched is self._window and self._window.childAt(local) is not None:
                 return False  # a child's press that bubbled up: the child already logged it
-            emit({"event": "press", "button": event.button().name, "x": local.x(), "y": local.y(),
-                  "widget": widget.objectName() or "window"})
+            emit(
+                {
+                    "event": "press",
+                    "button": event.button().name,
+                    "x": local.x(),
+                    "y": local.y(),
+                    "widget": widget.objectName() or "window",
+                }
+            )
         return False
 
 
@@ -99,8 +106,15 @@ def main() -> int:
         if not window.isFullScreen() or handle is None or not handle.isExposed():
             QTimer.singleShot(50, report_when_shown)
             return
-        emit({"event": "ready", "platform": app.platformName(), "width": window.width(),
-              "height": window.height(), "layout": LAYOUT})
+        emit(
+            {
+                "event": "ready",
+                "platform": app.platformName(),
+                "width": window.width(),
+                "height": window.height(),
+                "layout": LAYOUT,
+            }
+        )
 
     QTimer.singleShot(0, report_when_shown)
     return app.exec()

@@ -60,3 +60,10 @@ def drop_clipboard_owner() -> None:
             time=X.CurrentTime,
         )
         connection.sync()
+
+
+def selection_owned(name: str) -> bool:
+    """True when some client owns the selection `name` (WM_S0: a window manager; _NET_SYSTEM_TRAY_S0: a tray)."""
+    with _connection() as connection:
+        owner = connection.get_selection_owner(connection.intern_atom(name))
+    return bool(owner != X.NONE)

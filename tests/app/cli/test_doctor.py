@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.holodesk_command import HOLODESK_COMMAND
 
@@ -36,6 +38,7 @@ def lines_of(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
     return found
 
 
+@pytest.mark.display
 def test_without_a_gpu_the_local_backend_is_blocked_and_says_why(xvfb):
     result = doctor("--model", "/nonexistent/checkpoint", env=base_env(os.environ["DISPLAY"]))
     assert result.returncode == 1, result.stdout + result.stderr
@@ -51,6 +54,7 @@ def test_without_a_gpu_the_local_backend_is_blocked_and_says_why(xvfb):
     assert result.stdout.rstrip().endswith("blocked: fix the FAIL lines above (backend local)")
 
 
+@pytest.mark.display
 def test_remote_backend_without_a_gpu_is_ready(xvfb):
     with FakeOpenAIServer() as server:
         result = doctor("--backend", "remote", "--base-url", server.base_url, env=base_env(os.environ["DISPLAY"]))
@@ -65,6 +69,7 @@ def test_remote_backend_without_a_gpu_is_ready(xvfb):
     assert result.stdout.rstrip().endswith("ready (backend remote)")
 
 
+@pytest.mark.display
 def test_an_unreachable_server_blocks_the_remote_backend(xvfb):
     with FakeOpenAIServer() as server:
         url = server.base_url
@@ -89,6 +94,7 @@ def without_test_kernels(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": os.pathsep.join(paths)}
 
 
+@pytest.mark.display
 def test_the_real_architecture_is_refused_before_loading_without_mamba_ssm(xvfb, tmp_path: Path):
     """A checkpoint of Holotron's architecture (no weights needed): doctor says what it needs, then why it cannot."""
     (tmp_path / "config.json").write_text('{"architectures": ["NemotronH_Nano_VL_V2"], "torch_dtype": "bfloat16"}')
@@ -107,6 +113,7 @@ def test_the_real_architecture_is_refused_before_loading_without_mamba_ssm(xvfb,
     assert lines_of(cpu)["load plan"] == "FAIL" and "cannot run on the CPU" in cpu.stdout
 
 
+@pytest.mark.display
 def test_doctor_try_loads_the_stand_in_and_runs_one_step(xvfb, tiny_checkpoint: Path):
     result = doctor("--model", str(tiny_checkpoint), "--device", "cpu", "--try", env=base_env(os.environ["DISPLAY"]))
     checks = lines_of(result)

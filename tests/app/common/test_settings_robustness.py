@@ -132,7 +132,7 @@ def test_a_server_url_that_cannot_work_is_refused_in_words_without_its_secrets(
     tmp_path: Path, url: str, words: str
 ) -> None:
     path = tmp_path / "settings.toml"
-    path.write_text(f'[model.remote]\nbase_url = "{url.replace(chr(0x1b), chr(92) + "u001b")}"\n', encoding="utf-8")
+    path.write_text(f'[model.remote]\nbase_url = "{url.replace(chr(0x1B), chr(92) + "u001b")}"\n', encoding="utf-8")
     problem = load_settings(path).problem
     assert problem is not None and words in str(problem), str(problem)
     assert "hunter2" not in str(problem) and "alice" not in str(problem)

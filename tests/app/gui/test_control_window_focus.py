@@ -22,6 +22,10 @@ from holodesk.automation.executor import Executor
 from holodesk.automation.screen import ScreenCapture
 from tests.support.line_process import LineProcess
 from tests.support.target_client import TargetWindow, window_origin
+from tests.support.waiting import wait_until
+from tests.support.x11_probe import selection_owned
+
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 
 
 @pytest.fixture
@@ -29,7 +33,8 @@ def window_manager(xvfb) -> Iterator[None]:  # type: ignore[no-untyped-def]
     if shutil.which("openbox") is None:
         pytest.fail("Debian's openbox is missing: install it (tests/run.sh does)", pytrace=False)
     manager = subprocess.Popen(["openbox"], env=xvfb.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)  # openbox must manage the screen before the windows map
+    # openbox must manage the screen before the windows map: it owns WM_S0 once it does.
+    wait_until(lambda: selection_owned("WM_S0"), 60, "openbox managing the screen")
     yield
     manager.terminate()
     manager.wait(10)
@@ -63,7 +68,6 @@ def test_the_control_window_never_receives_typed_text(xvfb, window_manager) -> N
     control = LineProcess("tests.support.tray_probe", env={**os.environ, "QT_QPA_PLATFORM": "xcb"})
     capture = ScreenCapture()
     try:
-        time.sleep(0.5)  # let the window manager place the control window
         x, y = new_task_button(control, xvfb.env())
         executor = Executor(capture=capture)
         executor.execute(Click(target.centre("field")), CancelToken())  # the user's field has the focus

@@ -24,17 +24,20 @@ def xdotool(*args: str) -> None:
     subprocess.run(["xdotool", *args], check=True, timeout=10)
 
 
+@pytest.mark.display
 def test_the_prompt_hotkey_fires_once(probe):
     xdotool("key", "ctrl+alt+h")
     assert probe.next(2) == "prompt"
     assert probe.next(0.3) is None
 
 
+@pytest.mark.display
 def test_a_plain_h_does_not_fire(probe):
     xdotool("key", "h", "alt+h", "ctrl+h")
     assert probe.next(0.5) is None
 
 
+@pytest.mark.display
 def test_escape_twice_stops_and_once_does_not(probe):
     xdotool("key", "Escape")
     assert probe.next(0.7) is None  # the pair window has passed: this press was alone
@@ -43,6 +46,7 @@ def test_escape_twice_stops_and_once_does_not(probe):
     assert probe.next(0.3) is None
 
 
+@pytest.mark.display
 def test_escapes_that_holodesk_injects_are_ignored(probe):
     # The executor notes its keys just before sending them; xdotool stands in for pyautogui.
     probe.send("inject esc")
@@ -54,6 +58,7 @@ def test_escapes_that_holodesk_injects_are_ignored(probe):
     assert probe.next(2) == "stop"
 
 
+@pytest.mark.display
 def test_a_double_esc_right_after_the_models_esc_still_stops(probe):
     probe.send("press esc")  # the model's Esc, pressed by the real executor
     assert probe.next(5) == "pressed"
@@ -70,12 +75,14 @@ def q_probe(xvfb) -> Iterator[LineProcess]:
     probe.close()
 
 
+@pytest.mark.display
 def test_a_printable_stop_key_typed_by_the_model_does_not_stop(q_probe):
     q_probe.send("type quiet quarry, qq")
     assert q_probe.next(10) == "typed"
     assert q_probe.next(0.7) is None
 
 
+@pytest.mark.display
 def test_a_printable_stop_key_pressed_by_the_user_while_the_model_types_it_stops(q_probe):
     q_probe.send("type " + "q" * 60)  # 60 keys at 20 ms: over a second of the model typing q
     time.sleep(0.3)
@@ -113,6 +120,7 @@ def test_stop_keys_in_pynput_syntax_become_canonical_names():
     assert stop_key_name("Q") == "q"
 
 
+@pytest.mark.display
 def test_a_malformed_hotkey_is_reported(xvfb):
     with pytest.raises(HotkeyError, match="not valid"):
         HotkeyListener("<ctrl>+<bogus>", lambda: None, lambda: None).start()

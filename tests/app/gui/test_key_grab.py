@@ -7,7 +7,6 @@ command typed but not run. `xdotool key Return` must approve the step, and the c
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -19,6 +18,8 @@ import pytest
 from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
 from tests.support.line_process import LineProcess
 from tests.support.overlay_probe import OverlayProbe
+from tests.support.waiting import wait_until
+from tests.support.xterm_shell import shell_env, wait_for_prompt
 
 XTERM_ORIGIN = (600, 400)  # away from where the panel appears (top left, for a target bottom right)
 
@@ -32,7 +33,7 @@ def xterm(xvfb, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if shutil.which("xterm") is None:
         pytest.fail("xterm is not installed (Debian: apt install xterm)", pytrace=False)
     folder = tmp_path_factory.mktemp("grab")
-    env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(folder), "PS1": "$ "}
+    env = shell_env(folder)
     process = subprocess.Popen(
         ["xterm", "-geometry", f"80x10+{XTERM_ORIGIN[0]}+{XTERM_ORIGIN[1]}", "-e", "bash", "--norc", "--noprofile"],
         cwd=folder,
@@ -42,7 +43,7 @@ def xterm(xvfb, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     )
     try:
         xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid))
-        time.sleep(0.5)
+        wait_for_prompt(folder)
         yield folder
     finally:
         process.terminate()
@@ -103,16 +104,15 @@ def test_the_grab_calls_back_on_release_and_gives_the_keys_back(xterm: Path) -> 
 def test_the_prompt_hotkey_fires_and_leaves_nothing_in_the_focused_xterm(xterm: Path) -> None:
     probe = LineProcess("tests.support.hotkey_probe", "<ctrl>+<alt>+h")
     try:
-        assert probe.next(10) == "ready"
+        # Generous bounds: a loaded machine is slow, and only a failure waits this long.
+        assert probe.next(60) == "ready"
         focus_xterm()
         xdotool("type", "echo one two > hotkey.txt")
         xdotool("key", "ctrl+alt+h")  # in xterm this would insert a character (or delete a word)
-        assert probe.next(3) == "prompt"
+        assert probe.next(30) == "prompt"
         xdotool("key", "Return")
     finally:
         probe.close()
     out = xterm / "hotkey.txt"
-    deadline = time.monotonic() + 5
-    while not (out.exists() and out.read_bytes().endswith(b"\n")) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: out.exists() and out.read_bytes().endswith(b"\n"), 30, f"{out} written")
     assert out.read_text() == "one two\n"

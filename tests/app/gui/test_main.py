@@ -34,7 +34,10 @@ def scripted_settings(tmp_path: Path, profile: str, *answers: str) -> Settings:
 
 
 # The offscreen platform's screen (see the module docstring).
-pytestmark = pytest.mark.parametrize("xvfb", [DisplayLayout(800, 800)], indirect=True, ids=str, scope="module")
+pytestmark = [
+    pytest.mark.display,
+    pytest.mark.parametrize("xvfb", [DisplayLayout(800, 800)], indirect=True, ids=str, scope="module"),
+]
 
 CLICK = '{"note": null, "thought": "t", "tool_call": {"tool_name": "click_desktop", "x": 500, "y": 500}}'
 

@@ -27,6 +27,8 @@ from tests.support.mutter_remote import MutterRemote
 from tests.support.overlay_probe import OverlayProbe
 from tests.support.wayland_target import BACKGROUND_COLOUR, PAD_COLOUR
 
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
+
 TARGET = (900, 300)  # on the window's plain background, away from its pad, field and the panel
 PAD_TARGET = (300, 200)  # on the pad, with the marker's label (325..485, 225..255) on the pad too
 

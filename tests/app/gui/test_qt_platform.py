@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from holodesk.app.gui.qt_platform import NO_XWAYLAND, apply_qt_platform, choose_qt_platform
 
 
+@pytest.mark.display
 def test_a_wayland_session_with_a_live_x_display_runs_qt_on_xcb(xvfb):
     env = {"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": os.environ["DISPLAY"]}
     choice = apply_qt_platform(env)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from tests.support.line_process import LineProcess
+from tests.support.waiting import wait_until
+from tests.support.x11_probe import selection_owned
+
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 
 
 class TrayProcess(LineProcess):
@@ -19,7 +22,7 @@ class TrayProcess(LineProcess):
     def __init__(self) -> None:
         super().__init__("tests.support.tray_probe", env={**os.environ, "QT_QPA_PLATFORM": "xcb"})
 
-    def next(self, timeout: float = 10) -> str:
+    def next(self, timeout: float = 60) -> str:  # generous: Qt starts slowly on a loaded machine
         line = super().next(timeout)
         if line is None:
             raise AssertionError("the tray process said nothing")
@@ -31,7 +34,7 @@ def tray_host(xvfb) -> Iterator[subprocess.Popen]:
     if shutil.which("trayer") is None:
         pytest.fail("Debian's trayer is missing: install it (tests/run.sh does)", pytrace=False)
     host = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--width", "10"])
-    time.sleep(0.5)  # trayer must own the tray selection before the app looks for it
+    wait_until(lambda: selection_owned("_NET_SYSTEM_TRAY_S0"), 60, "trayer owning the tray selection")
     yield host
     host.kill()
     host.wait()

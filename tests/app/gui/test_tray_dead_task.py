@@ -16,6 +16,8 @@ from holodesk.app.gui.qt import QtGui
 from holodesk.automation.engine import StepEngine
 from tests.e2e.scripting import holotron
 
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
+
 
 @pytest.fixture
 def make_app(xvfb, qapp, tmp_path, monkeypatch):

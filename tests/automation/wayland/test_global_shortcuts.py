@@ -27,6 +27,8 @@ from holodesk.automation.wayland.shortcuts import (
 from tests.support.gnome_stack import StackError
 from tests.support.shortcuts_portal import ShortcutsStack
 
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
+
 PROMPT = ShortcutRequest("prompt", "Open the task prompt", "CTRL+ALT+h")
 STOP = ShortcutRequest("stop", "Stop the running task")
 

@@ -37,6 +37,8 @@ from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
 from tests.support.mutter_remote import MutterRemote
 from tests.support.wayland_target import PAD_COLOUR
 
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
+
 # Debian 12's portal (1.16) has RemoteDesktop version 1: it cannot remember the choice.
 EXPLANATION = CONSENT_EXPLANATION + ASKS_EVERY_RUN.format(version=1)
 

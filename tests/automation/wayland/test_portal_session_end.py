@@ -29,6 +29,8 @@ from tests.support.gnome_stack import GnomeStack, answer_consent
 from tests.support.mutter_remote import MutterRemote
 from tests.support.wayland_target import PAD_COLOUR
 
+pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
+
 DISPLAY_CONFIG = "org.gnome.Mutter.DisplayConfig"
 ROTATED_90 = 1
 

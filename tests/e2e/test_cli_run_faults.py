@@ -100,6 +100,7 @@ def test_ctrl_c_while_the_server_is_asked_before_the_run_is_a_stop_in_words(tmp_
     assert not (tmp_path / "sessions").exists() or not list(iter_session_folders(tmp_path / "sessions"))
 
 
+@pytest.mark.display
 def test_an_unusable_answer_ends_the_run_with_what_to_do(xvfb, tmp_path):
     script = tmp_path / "answers.jsonl"
     script.write_text((json.dumps("I would click the OK button, I think.") + "\n") * 5, encoding="utf-8")

@@ -149,6 +149,7 @@ def test_the_newer_h_company_models_are_named_with_what_is_not_verified():
     assert model_family_check("Hcompany/Holotron-12B", "holotron") is None
 
 
+@pytest.mark.display
 def test_a_server_serving_holo4_gets_the_warning_in_the_report(xvfb):
     with FakeOpenAIServer(models=("holo4-35b-a3b",)) as server:
         result = doctor("--backend", "remote", "--base-url", server.base_url, env=base_env(os.environ["DISPLAY"]))

@@ -509,6 +509,33 @@ class TestOnDesktop:
             ("release", end.x),
         ]
 
+    def test_a_stop_between_the_clicks_of_a_triple_click_ends_it_at_once(self, window: TargetWindow) -> None:
+        # A pause between clicks far longer than any bound below: only the stop can end the action early.
+        slow = Executor(capture=ScreenCapture(), multi_click_interval_s=60.0)
+        point = pad_point(window, 23, 31)
+        window.sync()
+        token = CancelToken()
+        outcome: list[BaseException | None] = []
+
+        def triple_click() -> None:
+            try:
+                slow.execute(Click(point, count=3), token)
+                outcome.append(None)
+            except BaseException as error:  # handed to the test thread
+                outcome.append(error)
+
+        clicking = threading.Thread(target=triple_click)
+        clicking.start()
+        window.wait_for(lambda event: event["event"] == "release", timeout_s=30)
+        token.cancel()
+        clicking.join(timeout=20)
+        assert not clicking.is_alive(), "the triple click went on after the stop"
+        assert len(outcome) == 1 and isinstance(outcome[0], Cancelled), outcome
+        assert presses_and_releases(window.sync()) == [
+            pointer_event("press", point, "pad"),
+            pointer_event("release", point, "pad"),
+        ]
+
     def test_cancelled_typing_stops_between_chunks(self, window: TargetWindow) -> None:
         slow = Executor(capture=ScreenCapture(), type_chunk_chars=5, type_interval_s=0.01, x11_typing=False)
         text = "abcde" * 40  # 200 keys at 10 ms: about 2 s

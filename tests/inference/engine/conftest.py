@@ -1,4 +1,8 @@
-"""The tiny real-layout checkpoint (float32) built once and loaded once by the in-process engine."""
+"""The tiny real-layout checkpoint (float32) built once and loaded once by the in-process engine.
+
+The engine runs on transformers' native Nemotron-H (>= 5.3). Where the environment still holds the
+stand-in's transformers 4.53, every test here is skipped with that reason, in words, never silently.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,18 @@ from pathlib import Path
 import pytest
 
 from holodesk.inference.engine.runner import Engine
+from holodesk.inference.engine.spec import transformers_problem
+
+ENGINE_PROBLEM = transformers_problem()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if ENGINE_PROBLEM is None:
+        return
+    here = str(Path(__file__).parent)
+    for item in items:
+        if str(item.path).startswith(here):
+            item.add_marker(pytest.mark.skip(reason=f"in-process engine not runnable here: {ENGINE_PROBLEM}"))
 
 
 @pytest.fixture(scope="session")

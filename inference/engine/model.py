@@ -50,7 +50,7 @@ class HolotronModel(nn.Module):
 
     def embed_images(self, tiles: torch.Tensor) -> torch.Tensor:
         """Tiles [n, 3, s, s] -> image-token embeddings [n * tokens_per_tile, hidden], tile by tile."""
-        features = self.vision(tiles.to(self.mlp1[1].weight.dtype))
+        features = self.vision(tiles.to(next(self.vision.parameters()).dtype))
         # The checkpoint's code and vLLM hand the projector bfloat16 features whatever the model's dtype.
         features = features.to(torch.bfloat16).to(features.dtype)
         tokens = self.mlp1(pixel_shuffle(features, self.spec.shuffle_factor))

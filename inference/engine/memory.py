@@ -3,7 +3,7 @@
 - Weights: every tensor in the safetensors files (their headers give the shapes), in the run dtype.
 - Cache for `context` tokens: per attention layer a key and a value of kv_heads x head_dim a token;
   per Mamba-2 layer a convolution window (conv_kernel x conv_dim) and an SSM state (heads x head_dim x
-  state), whatever the length. With state kept between steps there are two caches (the live one and
+  state, kept in float32), whatever the length. With state kept between steps there are two caches (the live one and
   the conversation's snapshot).
 - Prefill peak of one chunk: the widest per-token activation (Mamba's input projection or the MLP)
   a few times over, attention scores chunk x context x heads in float32 where no fused kernel avoids
@@ -67,16 +67,16 @@ def _layer_counts(llm: dict[str, Any]) -> tuple[int, int]:
 
 
 def cache_bytes(spec: ModelSpec, tokens: int, dtype_bytes: int) -> int:
-    """The hybrid cache after `tokens` tokens."""
+    """The hybrid cache after `tokens` tokens; the SSM state is float32 whatever the weights' dtype."""
     llm = spec.llm_config
     attention, mamba = _layer_counts(llm)
     head_dim = int(llm.get("head_dim") or int(llm["hidden_size"]) // int(llm["num_attention_heads"]))
-    kv = attention * 2 * int(llm["num_key_value_heads"]) * head_dim * tokens
+    kv = attention * 2 * int(llm["num_key_value_heads"]) * head_dim * tokens * dtype_bytes
     heads, head_width = int(llm["mamba_num_heads"]), int(llm["mamba_head_dim"])
     state, groups = int(llm["ssm_state_size"]), int(llm["n_groups"])
     conv_dim = heads * head_width + 2 * groups * state
-    per_mamba = conv_dim * int(llm.get("conv_kernel", 4)) + heads * head_width * state
-    return (kv + mamba * per_mamba) * dtype_bytes
+    conv = conv_dim * int(llm.get("conv_kernel", 4)) * dtype_bytes
+    return kv + mamba * (conv + heads * head_width * state * _FLOAT32)
 
 
 def plan_memory(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from holodesk.inference.engine.memory import cache_bytes, plan_memory, weight_elements
@@ -33,15 +34,17 @@ def _held_bytes(cache: object) -> int:
     return total
 
 
-def test_the_cache_estimate_is_what_a_prefill_leaves_behind(engine: Engine) -> None:
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_cache_estimate_is_what_a_prefill_leaves_behind(engine: Engine, dtype: str) -> None:
     from transformers import DynamicCache
 
+    model = engine.model if dtype == "float32" else Engine(engine.spec.path, dtype=dtype).model
     tokens = 300
-    cache = DynamicCache(config=engine.model.language_model.config)
+    cache = DynamicCache(config=model.language_model.config)
     ids = torch.full((1, tokens), engine.tokenizer.convert_tokens_to_ids("<s>"))
     with torch.inference_mode():
-        engine.model.language_model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
-    assert cache_bytes(engine.spec, tokens, 4) == _held_bytes(cache)
+        model.language_model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+    assert cache_bytes(engine.spec, tokens, torch.finfo(getattr(torch, dtype)).bits // 8) == _held_bytes(cache)
 
 
 def test_weights_are_counted_from_the_files(engine: Engine) -> None:

@@ -237,6 +237,7 @@ class Engine:
         if (
             saved is not None
             and len(saved.ids) <= cut
+            and len(saved.ids) < len(prompt.ids)  # at least one token must go through the model for logits
             and prompt.ids[: len(saved.ids)] == saved.ids
             and prefix_images[: len(saved.images)] == saved.images
             and all(start + count <= len(saved.ids) or start >= len(saved.ids) for start, _, _, count in images)

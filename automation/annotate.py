@@ -21,11 +21,28 @@ CAPTION_LINE_CHARS = 100
 CAPTION_MAX_LINES = 40  # about 4,000 characters: more than that is summarised with its length
 
 
+def typing_in_words(action: TypeText, *, focused_field: bool = False) -> str:
+    """Every key a typing step presses, in order, without the text: select-all and Enter are never hidden.
+
+    `focused_field` names where pointer-less typing goes ("into the focused field").
+    """
+    count = f"{len(action.text)} character{'s' if len(action.text) != 1 else ''}"
+    if action.overwrite:
+        place = f" at {action.at}" if action.at is not None else " in the focused field" if focused_field else ""
+        words = f"select all{place} and type {count} over it"
+    else:
+        place = f" at {action.at}" if action.at is not None else " into the focused field" if focused_field else ""
+        words = f"type {count}{place}"
+    return f"{words}, then press Enter" if action.press_enter else words
+
+
 def caption_for(action: Action) -> str:
-    """The action in words with model text escaped; text to type in full, whitespace visible."""
+    """The action in words with model text escaped; text to type in full, whitespace visible.
+
+    A typing step names select-all and Enter when it presses them.
+    """
     if isinstance(action, TypeText):
-        where = f" at {action.at}" if action.at is not None else ""
-        return f"type {len(action.text)} characters{where}: {visible_text(action.text)}"
+        return f"{typing_in_words(action)}: {visible_text(action.text)}"
     return safe_text(action.describe())
 
 

@@ -10,6 +10,8 @@ front end (terminal, annotated picture, panel) shows model text through these fu
   (`·`, `\\t`, `\\n`), so what is shown is exactly what will be typed, character for character.
 - `text_summary`: a bounded view of long text to type: its start and end (callers show its length).
 - `safe_lines`: `safe_text` that keeps line breaks, for prose in a window that wraps lines.
+- `bounded_prose`: prose for a small space (the terminal's approval): bounded in characters and
+  lines, runs of spaces visible.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import unicodedata
 
 VISIBLE_SPACE = "·"
 DEFAULT_SUMMARY_CHARS = 120
+MAX_PROSE_LINES = 4
 
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b", "\x00": "\\x00"}
 
@@ -35,8 +38,12 @@ def _escape(character: str) -> str | None:
 
 
 def safe_text(text: str) -> str:
-    """`text` with every control or invisible format character replaced by a visible escape."""
-    return "".join(escaped if (escaped := _escape(c)) is not None else c for c in text)
+    """`text` with every control or invisible format character replaced by a visible escape.
+
+    Backslashes are doubled: a backslash-u-2-0-2-e the model wrote shows as two backslashes and
+    u202e, never like the escape of the real character.
+    """
+    return "".join("\\\\" if c == "\\" else escaped if (escaped := _escape(c)) is not None else c for c in text)
 
 
 def visible_text(text: str) -> str:
@@ -74,3 +81,33 @@ def text_summary(text: str, limit: int = DEFAULT_SUMMARY_CHARS) -> str:
     tail = max(1, limit - head)
     hidden = len(shown) - head - tail
     return f"{shown[:head]} …[{hidden} more]… {shown[-tail:]}"
+
+
+def bounded_prose(text: str, limit: int, max_lines: int = MAX_PROSE_LINES) -> str:
+    """Model prose (a note, a thought) for a small space: escaped, its whitespace visible, bounded.
+
+    Runs of spaces show as `·` (padding cannot push text into a place of its own choosing), other
+    Unicode spaces are escaped, blank lines go, at most `max_lines` lines keep their breaks (later
+    ones show as `\\n`), and text beyond `limit` characters is cut, saying how much was left out.
+    """
+    lines = [_visible_runs(safe_text(line.strip())) for line in text.strip().split("\n") if line.strip()]
+    shown = "\n".join(lines[:max_lines])
+    if len(lines) > max_lines:
+        shown += " \\n " + " \\n ".join(lines[max_lines:])
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[: max(1, limit - 1)].rstrip()}… [{len(shown) - limit + 1} more characters]"
+
+
+def _visible_runs(line: str) -> str:
+    """A line with every space that is not a single ordinary space between words made visible."""
+    out: list[str] = []
+    for index, character in enumerate(line):
+        if character == " ":
+            alone = line[index - 1 : index] != " " and line[index + 1 : index + 2] != " "
+            out.append(" " if alone else VISIBLE_SPACE)
+        elif character.isspace():
+            out.append(f"\\u{ord(character):04x}")
+        else:
+            out.append(character)
+    return "".join(out)

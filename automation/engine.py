@@ -385,6 +385,8 @@ class StepEngine:
         except Cancelled:
             raise
         except Exception as exc:  # the backend failed (server gone, timeout): its message is written for people
+            # A stop while the model thinks interrupts its request: the error that follows is the stop's.
+            self.cancel.raise_if_cancelled()
             log.warning("the model could not answer: %s", exc)
             record["error"] = f"the model could not answer: {exc}"
             raise _RunEnded(Outcome.ERROR, f"the model could not answer: {exc}") from exc

@@ -487,7 +487,10 @@ def export_corrections(root: Path, out: Path) -> int:
     """Write every correction under `root` as a grounding data set (JSONL); returns the count."""
     count = 0
     tmp = out.with_suffix(out.suffix + ".part")
-    with open(tmp, "w", encoding="utf-8") as handle:
+    # Private like the sessions it comes from (screens, typed text): 0600, a leftover .part included.
+    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(descriptor, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         for folder in iter_session_folders(root):
             for record in corrections(read_session(folder)):
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -1,12 +1,16 @@
 """`python -m bench.annotate_throughput`: items per second of `holodesk annotate` by concurrency.
 
-A loopback OpenAI-compatible server (tests/support/fake_openai_server.py, in its own process so
-its threads do not count as client CPU) answers every localization after a fixed latency, like a
-busy vLLM would. The batch runs through the real BatchAnnotator and RemoteBackend at concurrency
-1 (sequential), 2, 4 ... 64, each run repeated; the table gives the median items per second, the
-speed-up over sequential, the client's CPU seconds per item and its resident memory.
+`--server fake` (the default): a loopback OpenAI-compatible server (tests/support/fake_openai_server.py,
+in its own process so its threads do not count as client CPU) answers every localization after a
+fixed latency, like a busy vLLM would. `--server vllm`: a real vLLM (the CPU build the vLLM tier
+installs, .venv-vllm) serving the tiny random-weight Holotron-architecture checkpoint; its answers
+are real constrained decodes. The batch runs through the real BatchAnnotator and RemoteBackend at
+each concurrency, each run repeated; the table gives the median items per second, the speed-up over
+sequential, the client's CPU milliseconds per item and its resident memory. The screenshot is
+1920x1080, so the client's image encoding shows at its real cost.
 
     python -m bench.annotate_throughput --latency 0.2 --items 128 --repeats 3
+    python -m bench.annotate_throughput --server vllm --concurrency 1,4,16 --items 32 --repeats 2
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,7 @@ from bench.harness import machine_description
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "annotate_results.json"
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
+SCREEN = (1920, 1080)
 
 _SERVER = """
 import sys
@@ -50,7 +56,21 @@ def rss_mib() -> float:
     return float("nan")
 
 
-def run_batch(base_url: str, concurrency: int, items: int, folder: Path) -> dict[str, float]:
+def screenshot(path: Path) -> Path:
+    """A desktop-like 1920x1080 frame: flat colours, buttons with labels (what screenshots compress like)."""
+    from PIL import ImageDraw
+
+    image = Image.new("RGB", SCREEN, (235, 235, 240))
+    draw = ImageDraw.Draw(image)
+    for i in range(60):
+        x, y = 20 + i * 30 % 1800, 40 + i * 17 % 1000
+        draw.rectangle((x, y, x + 180, y + 40), fill=(30 + i * 3 % 200, 120, 220), outline=(0, 0, 0))
+        draw.text((x + 10, y + 10), f"Button {i} label text", fill=(0, 0, 0))
+    image.save(path)
+    return path
+
+
+def run_batch(base_url: str, concurrency: int, items: int, folder: Path, model: str | None = None) -> dict[str, float]:
     from holodesk.app.eval.annotate import AnnotateItem, BatchAnnotator
     from holodesk.inference.model_policy import ModelPolicy
     from holodesk.inference.profiles import get_profile
@@ -59,7 +79,8 @@ def run_batch(base_url: str, concurrency: int, items: int, folder: Path) -> dict
 
     profile = get_profile("holotron")
     backends = [
-        RemoteBackend(base_url, model=DEFAULT_MODEL, api_key="", encoded_images_kept=0) for _ in range(concurrency)
+        RemoteBackend(base_url, model=model or DEFAULT_MODEL, api_key="", encoded_images_kept=0)
+        for _ in range(concurrency)
     ]
     policies = [ModelPolicy(profile, backend) for backend in backends]
     batch = [AnnotateItem(f"item-{i}", folder / "shot.png", f"the button number {i}") for i in range(items)]
@@ -75,58 +96,49 @@ def run_batch(base_url: str, concurrency: int, items: int, folder: Path) -> dict
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.annotate_throughput", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency", type=float, default=0.2, help="seconds the server takes per request (0.2)")
+    parser.add_argument("--server", choices=("fake", "vllm"), default="fake", help="which server answers (fake)")
+    parser.add_argument("--latency", type=float, default=0.2, help="fake: seconds per request (0.2)")
     parser.add_argument("--items", type=int, default=128, help="items per run (default 128)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per concurrency; the median is shown")
+    parser.add_argument("--concurrency", default=",".join(map(str, CONCURRENCY)), help="comma-separated levels")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
-    if args.latency < 0 or args.items < 1 or args.repeats < 1:
-        parser.error("--latency must be >= 0, --items and --repeats >= 1")
-
-    repo = Path(__file__).resolve().parent.parent
-    server = subprocess.Popen(
-        [sys.executable, "-c", _SERVER, str(args.latency)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=repo,
-        env={**os.environ, "PYTHONPATH": str(repo)},
-    )
-    rows: list[dict[str, Any]] = []
     try:
-        assert server.stdout is not None
-        base_url = server.stdout.readline().strip()
-        with tempfile.TemporaryDirectory() as scratch:
-            folder = Path(scratch)
-            Image.new("RGB", (1280, 800), (120, 130, 140)).save(folder / "shot.png")
-            run_batch(base_url, 4, 8, folder)  # warm-up: imports, first connections
-            # Interleaved: each repeat goes through every concurrency, so drift hits them alike.
-            runs: dict[int, list[dict[str, float]]] = {c: [] for c in CONCURRENCY}
-            for _ in range(args.repeats):
-                for concurrency in CONCURRENCY:
-                    runs[concurrency].append(run_batch(base_url, concurrency, args.items, folder))
-        sequential = statistics.median(r["items_per_s"] for r in runs[1])
-        for concurrency in CONCURRENCY:
-            measured = runs[concurrency]
-            rate = statistics.median(r["items_per_s"] for r in measured)
-            rows.append(
-                {
-                    "concurrency": concurrency,
-                    "items_per_s": rate,
-                    "items_per_s_min": min(r["items_per_s"] for r in measured),
-                    "items_per_s_max": max(r["items_per_s"] for r in measured),
-                    "speedup_vs_sequential": rate / sequential,
-                    "ideal_items_per_s": concurrency / args.latency if args.latency else None,
-                    "cpu_ms_per_item": 1000 * statistics.median(r["cpu_s_per_item"] for r in measured),
-                    "rss_mib": max(r["rss_mib"] for r in measured),
-                }
-            )
-    finally:
-        if server.stdin is not None:
-            server.stdin.close()
-        server.wait(timeout=10)
+        levels = tuple(int(c) for c in args.concurrency.split(","))
+    except ValueError:
+        parser.error(f"--concurrency must be whole numbers separated by commas, got {args.concurrency!r}")
+    if args.latency < 0 or args.items < 1 or args.repeats < 1 or min(levels) < 1:
+        parser.error("--latency must be >= 0, --items, --repeats and every concurrency >= 1")
 
-    print(f"annotate throughput: {args.items} items a run, server latency {args.latency:g} s, "
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as scratch, _server(args.server, args.latency, Path(scratch)) as (url, model):
+        folder = Path(scratch)
+        screenshot(folder / "shot.png")
+        run_batch(url, 4, 8, folder, model)  # warm-up: imports, first connections
+        # Interleaved: each repeat goes through every concurrency, so drift hits them alike.
+        runs: dict[int, list[dict[str, float]]] = {c: [] for c in levels}
+        for _ in range(args.repeats):
+            for concurrency in levels:
+                runs[concurrency].append(run_batch(url, concurrency, args.items, folder, model))
+    sequential = statistics.median(r["items_per_s"] for r in runs[levels[0]])
+    for concurrency in levels:
+        measured = runs[concurrency]
+        rate = statistics.median(r["items_per_s"] for r in measured)
+        rows.append(
+            {
+                "concurrency": concurrency,
+                "items_per_s": rate,
+                "items_per_s_min": min(r["items_per_s"] for r in measured),
+                "items_per_s_max": max(r["items_per_s"] for r in measured),
+                "speedup_vs_sequential": rate / sequential,
+                "ideal_items_per_s": concurrency / args.latency if args.latency and args.server == "fake" else None,
+                "cpu_ms_per_item": 1000 * statistics.median(r["cpu_s_per_item"] for r in measured),
+                "rss_mib": max(r["rss_mib"] for r in measured),
+            }
+        )
+
+    against = f"fake server, latency {args.latency:g} s" if args.server == "fake" else "vLLM (CPU), tiny model"
+    print(f"annotate throughput, {against}: {args.items} items of {SCREEN[0]}x{SCREEN[1]} a run, "
           f"median of {args.repeats} runs")  # fmt: skip
     header = f"{'in flight':>9} {'items/s':>9} {'(min-max)':>15} {'vs seq':>7} {'ideal':>7}"
     print(f"{header} {'CPU ms/item':>11} {'RSS MiB':>8}")
@@ -140,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     document = {
         "machine": machine_description(),
-        "latency_s": args.latency,
+        "server": args.server,
+        "latency_s": args.latency if args.server == "fake" else None,
         "items": args.items,
         "repeats": args.repeats,
         "peak_rss_mib": peak,
@@ -149,6 +162,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     print(f"results: {args.output}")
     return 0
+
+
+@contextmanager
+def _server(kind: str, latency: float, scratch: Path) -> Iterator[tuple[str, str | None]]:
+    """The server's API root and model name, for the run; stopped after it."""
+    repo = Path(__file__).resolve().parent.parent
+    if kind == "vllm":
+        from tests.support.nemotron_tiny import build_nemotron_tiny
+        from tests.support.vllm_server import serve
+
+        with serve(build_nemotron_tiny(scratch / "ckpt"), scratch / "vllm") as running:
+            yield running.base_url, running.model
+        return
+    server = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    try:
+        assert server.stdout is not None
+        yield server.stdout.readline().strip(), None
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

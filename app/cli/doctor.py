@@ -48,6 +48,8 @@ class DoctorOptions:
     base_url: str | None  # server URL (remote backend)
     device: str  # "cuda" or "cpu" (local backend)
     try_step: bool = False  # --try: load the model and run one step on a canned screenshot
+    profile: str = "holotron"  # the model profile (prompt and answer format) the tasks use
+    max_steps: int = 30  # the step limit of a task: the context must hold its last step
 
 
 TRANSFORMERS_RANGE = ((4, 53), (4, 54))  # > 4.53, < 4.54 as the Holotron-12B card pins
@@ -464,8 +466,37 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
     if options.backend == "local":
         yield from _guarded("weights", lambda: check_model(options))
     elif options.backend == "remote":
-        yield from _guarded("server", lambda: iter([check_server(options)]))
+        yield from _guarded("server", lambda: _remote_checks(options))
     # scripted: replays recorded answers; nothing to check beyond the desktop
+
+
+def _remote_checks(options: DoctorOptions) -> Iterator[CheckResult]:
+    """The server answers; then whether a task fits it, and with --try one step through it."""
+    server = check_server(options)
+    yield server
+    if server.status is Status.OK:
+        from holodesk.app.cli.server_checks import TaskShape, check_server_fit
+
+        shape = TaskShape(options.profile, options.max_steps, _screen_size())
+        yield from _guarded("context", lambda: check_server_fit(options, shape))
+
+
+def _screen_size() -> tuple[int, int]:
+    """The first monitor's size in pixels (what a task's screenshots have), 1920x1080 when unknown."""
+    from holodesk.app.cli.server_checks import DEFAULT_SCREEN
+    from holodesk.automation.errors import CaptureError
+    from holodesk.automation.screen import ScreenCapture
+
+    if not (os.environ.get("DISPLAY") and _x11_backend_chosen()):
+        return DEFAULT_SCREEN
+    capture = ScreenCapture()
+    try:
+        rect = capture.monitors()[0].rect
+        return (rect.width, rect.height)
+    except (CaptureError, IndexError):
+        return DEFAULT_SCREEN
+    finally:
+        capture.close()
 
 
 def _x11_backend_chosen() -> bool:

@@ -16,6 +16,7 @@ from holodesk.app.common.session_words import session_words, step_words
 from holodesk.automation.trajectory import export_corrections, iter_session_folders, read_session
 
 TASK_WIDTH = 48
+MAX_LISTED_MATCHES = 10
 
 
 def _shown(text: str) -> str:
@@ -57,8 +58,15 @@ def show_session(root: Path, name: str, out: TextIO, as_json: bool = False) -> i
     folder = Path(name) if Path(name).is_dir() else root / name
     if not (folder / "session.jsonl").is_file():
         matches = [f for f in iter_session_folders(root) if f.name.startswith(name)]
-        if len(matches) != 1:
-            out.write(f"no single session matches {name!r} under {root}\n")
+        if not matches:
+            out.write(f"no session matches {_shown(name)!r} under {root}\n")
+            return 1
+        if len(matches) > 1:
+            out.write(f"{len(matches)} sessions start with {_shown(name)!r}; give more of the name:\n")
+            for match in matches[-MAX_LISTED_MATCHES:]:
+                out.write(f"  {match.name}\n")
+            if len(matches) > MAX_LISTED_MATCHES:
+                out.write(f"  (and {len(matches) - MAX_LISTED_MATCHES} older)\n")
             return 1
         folder = matches[0]
     session = read_session(folder)

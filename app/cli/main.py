@@ -7,6 +7,7 @@ and `history` start fast and work from a plain terminal.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from holodesk.app.common.settings import BACKENDS, DEVICES
 from holodesk.inference.profiles import PROFILE_NAMES
 
 if TYPE_CHECKING:
+    from holodesk.app.common.overrides import CommandFlags
     from holodesk.app.common.policy_factory import PolicyOptions
     from holodesk.app.common.settings import Settings
 
@@ -60,6 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"holodesk {_version()}")
+    app_options = parser.add_argument_group(
+        "the tray application (no command)", "these replace the settings file's values for this start of the app"
+    )
+    app_options.add_argument("--backend", dest="app_backend", choices=("local", "remote"), help="where the model runs")
+    app_options.add_argument(
+        "--model", dest="app_model", metavar="MODEL", help="local: checkpoint or repo id; remote: served name"
+    )
+    app_options.add_argument(
+        "--base-url", dest="app_base_url", metavar="URL", help="OpenAI-compatible server URL (remote)"
+    )
+    app_options.add_argument("--device", dest="app_device", choices=DEVICES, help="local backend device")
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", description="without a command, holodesk starts the tray application"
     )
@@ -69,7 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_backend_options(doctor, scripted=False)
     doctor.add_argument(
-        "--try", dest="try_step", action="store_true", help="also load the model and run one step (never acts)"
+        "--try",
+        dest="try_step",
+        action="store_true",
+        help="also run one step on a canned screenshot: loads the model, or asks the server (never acts)",
     )
     doctor.add_argument(
         "--calibrate",
@@ -115,8 +132,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("holodesk")
+    except PackageNotFoundError:  # run from a source tree without an install
+        return "(not installed)"
+
+
+def _app_flags(args: argparse.Namespace) -> CommandFlags | None:
+    """The tray app's flags, None when none was given."""
+    from holodesk.app.common.overrides import CommandFlags
+
+    flags = CommandFlags(
+        backend=args.app_backend, model=args.app_model, base_url=args.app_base_url, device=args.app_device
+    )
+    return None if flags == CommandFlags() else flags
+
+
 def _sessions_root(value: Path | None) -> Path:
-    """--sessions, else the settings file's session folder (its default when the file is broken)."""
+    """--sessions, else the settings file's session folder (its default when that value is bad)."""
     from holodesk.app.common.settings import load_settings
 
     return value if value is not None else load_settings().settings.sessions.folder
@@ -129,8 +165,10 @@ def command_settings(args: argparse.Namespace, err: TextIO) -> Settings | None:
 
     loaded = load_settings()
     if loaded.problem is not None:
-        err.write(f"holodesk: the settings file is not used: {loaded.problem}\n")
-        err.write("holodesk: this command runs on the defaults and the options given; fix or remove the file.\n")
+        err.write(f"holodesk: problems in the settings file {loaded.problem.path}:\n")
+        for line in loaded.problem.problems:
+            err.write(f"holodesk:   {line}\n")
+        err.write("holodesk: each of these uses its default; every other value of the file is used.\n")
     flags = CommandFlags(
         backend=args.backend,
         profile=getattr(args, "profile", None),
@@ -173,7 +211,15 @@ def _model_command(args: argparse.Namespace) -> int:
         from holodesk.app.cli.doctor import DoctorOptions, run_doctor
 
         return run_doctor(
-            DoctorOptions(options.backend, options.model, options.base_url, options.device, try_step=args.try_step)
+            DoctorOptions(
+                options.backend,
+                options.model,
+                options.base_url,
+                options.device,
+                try_step=args.try_step,
+                profile=options.profile,
+                max_steps=settings.run.max_steps,
+            )
         )
     if args.command == "run":
         from holodesk.app.cli.run_command import run_task
@@ -191,8 +237,23 @@ def _model_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`holodesk history | head -2`): not an error. Python would print a
+        # traceback while flushing stdout at exit; point it at /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    app_flags = _app_flags(args)
+    if app_flags is not None and args.command is not None:
+        parser.error(f"put --backend, --model, --base-url and --device after the command: holodesk {args.command} ...")
     if args.command in ("doctor", "run", "locate"):
         return _model_command(args)
     if args.command == "history":
@@ -217,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # No command: the tray application (or wake the one already running).
     from holodesk.app.gui.main import run_app
 
-    return run_app()
+    return run_app(flags=app_flags)
 
 
 if __name__ == "__main__":  # pragma: no cover

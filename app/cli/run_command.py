@@ -4,7 +4,8 @@ Exit codes (stable, for scripts): 0 the task finished, 1 it failed (unusable ans
 error, an action that could not run or was refused), 2 bad arguments or configuration, 3 stopped by
 the user, 4 the model asks the user a question, 5 the step limit was reached.
 
-Ctrl+C and SIGTERM stop the run like a "quit" (exit 3, with an end record; app.cli.stop_signals).
+Ctrl+C, SIGTERM and SIGHUP (the terminal closed) stop the run like a "quit" (exit 3, with an end
+record; app.cli.stop_signals).
 Before anything else, input left held by a run that was killed outright is released
 (automation.held_input). The annotated pictures shown at approval live in a private temporary
 folder that is removed when the run ends.
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, TextIO
 from holodesk.app.cli.live_status import LiveStatus, progress_bar
 from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
 from holodesk.app.cli.terminal_approver import terminal_event_printer
-from holodesk.app.common.backend_problems import in_words, preflight
+from holodesk.app.common.backend_problems import in_words, preflight, run_end_hint
 from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, plain_http_key_warning
 from holodesk.automation.coords import FrameMapping
 from holodesk.automation.display_text import safe_text
@@ -82,7 +83,11 @@ def run_task(
     warning = plain_http_key_warning(options)
     if warning:
         err.write(f"warning: {warning}\n")
-    policy = _policy_or_exit_code(options, err)
+    try:
+        policy = _policy_or_exit_code(options, err)
+    except KeyboardInterrupt:  # Ctrl+C while the model loads or the server is asked: a stop, in words
+        err.write("stopped before the run started (Ctrl+C); nothing was done and no session was recorded\n")
+        return EXIT_CODES[Outcome.STOPPED]
     if isinstance(policy, int):
         return policy
     try:
@@ -194,6 +199,9 @@ def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | i
 
 def _report(result: RunResult, out: TextIO) -> None:
     out.write(f"\n{result.outcome.value}: {safe_text(result.detail)}\n")
+    hint = run_end_hint(result.detail)
+    if hint:
+        out.write(f"{hint}\n")
     out.write(f"steps taken: {result.steps}\n")
     if result.folder is not None:
         out.write(f"trajectory: {result.folder}\n")

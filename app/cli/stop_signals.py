@@ -1,4 +1,8 @@
-"""Ctrl+C and SIGTERM stop `holodesk run` the way the Stop button does, without ever leaving input held.
+"""Ctrl+C, SIGTERM and SIGHUP stop `holodesk run` the way the Stop button does, never leaving input held.
+
+SIGHUP is what closing the terminal window sends: the run stops as for Ctrl+C (buttons and keys
+released, the session's end record "stopped"), with its output sent to /dev/null, since the
+terminal that would show it is gone.
 
 The handler never unwinds the code it interrupts while that code may be talking to the X server: an
 exception raised inside python-xlib's request machinery leaves its connection locked, and the clean-up
@@ -28,7 +32,24 @@ from types import FrameType
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Approver, QuestionRequest
 
-STOP_SIGNALS = {signal.SIGINT: "stopped by the user (Ctrl+C)", signal.SIGTERM: "stopped by SIGTERM"}
+STOP_SIGNALS = {
+    signal.SIGINT: "stopped by the user (Ctrl+C)",
+    signal.SIGTERM: "stopped by SIGTERM",
+    signal.SIGHUP: "stopped: the terminal was closed (SIGHUP)",
+}
+
+
+def _leave_the_closed_terminal() -> None:
+    """Point stdin, stdout and stderr at /dev/null: the terminal is gone, and writing to it would fail.
+
+    Called from the SIGHUP handler: plain system calls on descriptors, no Python lock. The run then
+    ends as a stop, its last words written nowhere, instead of dying on the first write (EIO) with
+    the mouse button still held and no end record.
+    """
+    null = os.open(os.devnull, os.O_RDWR)
+    for descriptor in (0, 1, 2):
+        os.dup2(null, descriptor)
+    os.close(null)
 
 
 class InterruptibleApprover:
@@ -60,7 +81,7 @@ class InterruptibleApprover:
 
 @contextmanager
 def signals_stop_the_run(cancel: CancelToken, approver: InterruptibleApprover) -> Iterator[list[str]]:
-    """While the block runs, SIGINT and SIGTERM cancel `cancel`; yields the names of the signals received.
+    """While the block runs, SIGINT, SIGTERM and SIGHUP cancel `cancel`; yields the names of the signals received.
 
     Only the main thread may set signal handlers; elsewhere (tests calling run_task on a thread) the
     block runs without them.
@@ -81,6 +102,8 @@ def signals_stop_the_run(cancel: CancelToken, approver: InterruptibleApprover) -
 
     def handle(signum: int, frame: FrameType | None) -> None:
         received.append(signal.Signals(signum).name)
+        if signum == signal.SIGHUP:
+            _leave_the_closed_terminal()
         if approver.waiting:
             # Only the approver's blocking read is here, which holds none of the token's locks: cancel
             # at once, so the run's end names the signal, and interrupt the read (it answers "stop").

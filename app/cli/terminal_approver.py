@@ -4,25 +4,34 @@ Everything that comes from the model (note, thought, the action's text) is print
 automation.display_text: control characters escaped, never raw, and text to type in full with its
 whitespace visible; long text as its length, start and end, with the full text on request (t).
 
+Layout: the model's words come first, bounded, with runs of spaces visible, wrapped here and
+indented (so none of it starts at the left edge like Holodesk's own lines); the proposal comes last,
+whole (every key a typing step presses, select-all and Enter included), right above the prompt, and
+is repeated there after anything else is printed. A note cannot push it off a 24-line terminal, nor
+draw a fake proposal in its place.
+
 Reads one line per decision: a(pprove), e(dit), s(kip) or q(uit). An edit asks for what the action
-needs (a new target as "x,y" in screen pixels, new text, new keys) and is validated before it is
-accepted; a bad edit is explained and asked again, never executed. When the model asks the user a
-question, the question is shown and one line is read as the reply (an empty line asks again; q on
-its own, end of input or Ctrl+C stops the run).
+needs (a new target as "x,y" in screen pixels, new text and whether select-all and Enter go with it,
+new keys) and is validated before it is accepted; a bad edit is explained and asked again, never
+executed. When the model asks the user a question, the question is shown and one line is read as
+the reply (an empty line asks again; q on its own, end of input or Ctrl+C stops the run).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
+import os
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from holodesk.automation.actions import Action, KeyCombo, Point, TypeText
-from holodesk.automation.annotate import annotate, caption_for
+from holodesk.automation.annotate import annotate, caption_for, typing_in_words
 from holodesk.automation.coords import Monitor, monitor_at
-from holodesk.automation.display_text import safe_text, text_summary, visible_text
+from holodesk.automation.display_text import bounded_prose, safe_text, text_summary, visible_text
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineEvent, EngineState, QuestionRequest
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
@@ -30,6 +39,17 @@ from holodesk.automation.keys import parse_combination
 PROMPT = "[a]pprove  [e]dit  [s]kip  [q]uit > "
 PROMPT_WITH_TEXT = "[a]pprove  [e]dit  [s]kip  [q]uit  [t]ext in full > "
 REPLY_PROMPT = "your reply (q alone stops) > "
+# Model text is bounded so that, with the step's own lines below it, it fits a 24-line terminal.
+MAX_PROSE_CHARS = 300
+MAX_ELEMENT_CHARS = 160
+MAX_QUESTION_CHARS = 600
+MAX_PROPOSAL_LINES = 12  # a plan's goals; every other proposal is one to four lines
+DEFAULT_WIDTH = 80
+MIN_WIDTH = 40
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _point(text: str) -> Point:
@@ -55,29 +75,10 @@ class TerminalApprover:
     def decide(self, request: ApprovalRequest) -> ApprovalDecision:
         picture = self.out_dir / f"step-{request.step:04d}-proposal.png"
         annotate(request.frame, request.action, f"{request.step}: {caption_for(request.action)}").save(picture)
-        proposal = request.proposal
         action = request.action
         long_text = isinstance(action, TypeText) and text_summary(action.text) != visible_text(action.text)
-        if isinstance(action, TypeText):
-            # The text goes on its own line, in full when short; long text as its start and end (t: all).
-            where = f" at {action.at}" if action.at is not None else ""
-            self._say(f"\nStep {request.step}: type{where}")
-            self._say(f"  text:    {len(action.text)} characters, spaces as · : {text_summary(action.text)}")
-        else:
-            self._say_lines(f"\nStep {request.step}: ", action.describe())  # every line escaped
-        if proposal.element:
-            self._say_lines("  target:  ", proposal.element)
-        if proposal.note:
-            self._say_lines("  note:    ", proposal.note)
-        if proposal.thought:
-            self._say_lines("  thought: ", proposal.thought)
-        if request.previous_result:
-            self._say(f"  step {request.step - 1} result: {safe_text(request.previous_result)}")
-        if request.adjustment:
-            self._say(f"  NOTE: {safe_text(request.adjustment)}")
-        self._say(f"  picture: {picture}")
-        if request.loop_warning:
-            self._say(f"  WARNING: {request.loop_warning}. Approve only if you are sure.")
+        self._say_context(request, picture)
+        self._say_proposal(request)
         while True:
             try:
                 answer = self._ask(PROMPT_WITH_TEXT if long_text else PROMPT)
@@ -90,23 +91,58 @@ class TerminalApprover:
             if answer in ("s", "skip"):
                 return ApprovalDecision.skip()
             if answer in ("t", "text") and isinstance(action, TypeText):
-                self._say(f"  full text ({len(action.text)} characters, spaces as ·):\n{visible_text(action.text)}")
-                continue
-            if answer in ("e", "edit"):
+                self._say(f"  full text ({len(action.text)} characters, spaces as ·):")
+                self._say_wrapped("    ", visible_text(action.text))
+            elif answer in ("e", "edit"):
                 try:
                     edited = self._edit(request.action, request.frame.monitors)
                 except KeyboardInterrupt:
                     return ApprovalDecision.stop()
                 if edited is not None:
                     return ApprovalDecision.edit(edited)
-                continue
-            self._say(f"  please answer a, e, s or q (got {safe_text(answer)!r})")
+            else:
+                self._say(f"  please answer a, e, s or q (got {_shorten(safe_text(answer), 40)!r})")
+            self._say_proposal(request)  # the proposal stays the last thing above the prompt
+
+    def _say_context(self, request: ApprovalRequest, picture: Path) -> None:
+        """What comes with a proposal: the model's own words (bounded, indented, escaped), the last step."""
+        proposal = request.proposal
+        self._say(f"\nStep {request.step}, the model says:")
+        for label, text, limit in (
+            ("  target:  ", proposal.element, MAX_ELEMENT_CHARS),
+            ("  note:    ", proposal.note, MAX_PROSE_CHARS),
+            ("  thought: ", proposal.thought, MAX_PROSE_CHARS),
+        ):
+            if text.strip():
+                self._say_wrapped(label, bounded_prose(text, limit))
+        if request.previous_result:
+            self._say_wrapped(f"  step {request.step - 1} result: ", bounded_prose(request.previous_result, 300))
+        if request.adjustment:
+            self._say_wrapped("  NOTE: ", bounded_prose(request.adjustment, 300))
+        self._say(f"  picture: {picture}")  # ours, not the model's: left whole, to be copied
+
+    def _say_proposal(self, request: ApprovalRequest) -> None:
+        """The step itself, whole: every key it presses, and text to type with its whitespace visible."""
+        action = request.action
+        self._say(f"Step {request.step} proposes:")
+        if isinstance(action, TypeText):
+            self._say_wrapped("  ", typing_in_words(action, focused_field=True))
+            self._say_wrapped("  text:  ", f"spaces as · : {text_summary(action.text)}")
+        else:
+            for index, line in enumerate(action.describe().split("\n")[:MAX_PROPOSAL_LINES]):
+                indent = "  " if index == 0 else "    "  # a plan's goals under its first line
+                self._say(indent + _shorten(safe_text(line), self._width() - len(indent)))
+        if request.loop_warning:
+            self._say_wrapped("  WARNING: ", f"{safe_text(request.loop_warning)}. Approve only if you are sure.")
 
     def answer_question(self, request: QuestionRequest) -> str | None:
         """Show the model's question and read the reply; None (stop) on q, end of input or Ctrl+C."""
+        note = request.proposal.note
+        if note.strip():
+            self._say(f"\nStep {request.step}, the model says:")
+            self._say_wrapped("  note:    ", bounded_prose(note, MAX_PROSE_CHARS))
         self._say(f"\nStep {request.step}: the model asks you:")
-        for line in request.question.split("\n"):
-            self._say(f"  {safe_text(line)}")
+        self._say_wrapped("  ", bounded_prose(request.question, MAX_QUESTION_CHARS))
         while True:
             try:
                 reply = self._ask(REPLY_PROMPT, lower=False)
@@ -122,8 +158,14 @@ class TerminalApprover:
         """The edited action, or None after saying why the edit cannot be used (the caller asks again)."""
         try:
             if isinstance(action, TypeText):
-                text = self._ask("  new text > ", lower=False)
-                return None if text is None else dataclasses.replace(action, text=text)
+                text = self._ask("  new text (empty: keep it) > ", lower=False)
+                if text is None:
+                    return None
+                overwrite = self._yes_no("  first select all and type over the field's text?", action.overwrite)
+                enter = self._yes_no("  then press Enter?", action.press_enter)
+                if overwrite is None or enter is None:
+                    return None
+                return dataclasses.replace(action, text=text or action.text, overwrite=overwrite, press_enter=enter)
             if isinstance(action, KeyCombo):
                 keys = self._ask("  new keys (e.g. ctrl+shift+t) > ")
                 return None if keys is None else KeyCombo(parse_combination(keys))
@@ -143,6 +185,16 @@ class TerminalApprover:
         first = points[0]
         return action.map_points(lambda p: target if p == first else p)
 
+    def _yes_no(self, question: str, now: bool) -> bool | None:
+        """y or n (empty keeps `now`); None at the end of input. Asks again until it can tell."""
+        while True:
+            answer = self._ask(f"{question} [{'Y/n' if now else 'y/N'}] > ")
+            if answer is None:
+                return None
+            if answer in ("", "y", "yes", "n", "no"):
+                return now if not answer else answer.startswith("y")
+            self._say("  please answer y or n")
+
     def _ask(self, prompt: str, lower: bool = True) -> str | None:
         self.stdout.write(prompt)
         self.stdout.flush()
@@ -152,12 +204,26 @@ class TerminalApprover:
         line = line.rstrip("\n")
         return line.strip().lower() if lower else line
 
-    def _say_lines(self, label: str, text: str) -> None:
-        """`text` after `label`, its lines indented under the first, every line escaped."""
-        first, *more = text.split("\n")  # only \n breaks a line: \r and the like are shown escaped
-        self._say(label + safe_text(first))
-        for line in more:
-            self._say(" " * len(label.lstrip("\n")) + safe_text(line))
+    def _width(self) -> int:
+        """The terminal's width (80 when the output is not a terminal)."""
+        try:
+            return max(MIN_WIDTH, os.get_terminal_size(self.stdout.fileno()).columns)
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return DEFAULT_WIDTH
+
+    def _say_wrapped(self, label: str, text: str) -> None:
+        """`text` after `label`, wrapped here so that no line of it starts at the terminal's left edge.
+
+        The terminal never wraps a line itself (each is narrower than it), so model text cannot draw
+        a line that looks like one of Holodesk's own.
+        """
+        indent = " " * max(len(label), 4)
+        width = max(self._width() - len(indent), 20)
+        first = True
+        for paragraph in text.split("\n"):
+            for line in textwrap.wrap(paragraph, width, break_on_hyphens=False, drop_whitespace=True) or [""]:
+                self._say((label if first else indent) + line)
+                first = False
 
     def _say(self, text: str) -> None:
         self.stdout.write(text + "\n")

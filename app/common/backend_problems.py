@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from holodesk.inference.errors import ModelLoadError
 
 START_SERVER = (
-    "Start the model server (for example `vllm serve Hcompany/Holotron-12B --trust-remote-code`), "
+    "Start the model server (for example `vllm serve Hcompany/Holotron-12B --trust-remote-code`; the README "
+    "gives the full command), "
     "or correct the server URL in the settings (or --base-url)."
 )
 TLS_ADVICE = (
@@ -32,6 +33,10 @@ BUSY_ADVICE = "The server is up but failing or overloaded: look at its log, or t
 # Class name -> what to do. The first name found along the class hierarchy wins.
 _ADVICE_BY_KIND = {
     "AuthenticationError": KEY_ADVICE,
+    # These three say what to change in their own message (the server flag).
+    "ServerCrashedError": "",
+    "ContextLengthError": "",
+    "TooManyImagesError": "",
     "ModelNotFoundError": "Choose a model the server serves (the settings' Model field, or --model).",
     "AmbiguousModelError": "Name the model to use (the settings' Model field, or --model).",
     "ServerError": BUSY_ADVICE,
@@ -154,3 +159,15 @@ def load_failure_in_words(reason: str, backend: str, no_gpu: bool = False) -> st
     if any(word in reason.lower() for word in NO_GPU_WORDS):
         return f"{text}\n{REMOTE_OFFER}"
     return f"{text}\nRun `holodesk doctor` to see what is missing, or use a model server (Settings, remote)."
+
+
+UNUSABLE_ANSWER = "the model's answer was unusable"
+UNUSABLE_HINT = (
+    "The model did not answer in the form its profile reads. If this repeats, check that Settings → Model "
+    "profile (--profile) matches the model the server runs; otherwise run the task again."
+)
+
+
+def run_end_hint(detail: str) -> str:
+    """What to do after a run ended as `detail` says, or "" when the detail says it already."""
+    return UNUSABLE_HINT if detail.startswith(UNUSABLE_ANSWER) else ""

@@ -16,6 +16,37 @@ from holodesk.automation.actions import Action, action_from_dict
 from holodesk.automation.errors import ActionError
 from holodesk.automation.trajectory import Session
 
+# Action kinds as a person reads them (the kinds themselves are names for files and prompts).
+KIND_WORDS = {
+    "click": "click",
+    "move": "pointer move",
+    "drag": "drag",
+    "scroll": "scroll",
+    "type": "typing",
+    "key": "key press",
+    "hold_and_tap": "hold-and-tap keys",
+    "wait": "wait",
+    "done": "finish",
+    "ask_user": "question",
+    "plan": "plan update",
+}
+
+
+def kind_in_words(kind: str) -> str:
+    return KIND_WORDS.get(kind, kind.replace("_", " "))
+
+
+def hotkey_in_words(hotkey: str) -> str:
+    """A hotkey in pynput syntax as a keyboard shows it: "<ctrl>+<alt>+h" is "Ctrl+Alt+H"."""
+    parts = []
+    for part in hotkey.split("+") if hotkey != "+" else ["+"]:
+        name = part.strip().removeprefix("<").removesuffix(">")
+        parts.append(_KEY_WORDS.get(name.lower(), name.upper() if len(name) == 1 else name.title()))
+    return "+".join(parts)
+
+
+_KEY_WORDS = {"ctrl": "Ctrl", "alt": "Alt", "shift": "Shift", "cmd": "Super", "esc": "Esc", "enter": "Enter"}
+
 DECISIONS = {
     "approve": "approved",
     "edit": "edited",

@@ -7,8 +7,12 @@ Linux). Its tables mirror the dataclasses: [model] (+ [model.local], [model.remo
 - Every value is checked when read, and every problem is reported at once, each naming its key and
   the bad value; unknown keys are problems too. A `Settings` cannot hold an invalid value: the
   dataclasses check themselves on construction (so `dataclasses.replace` is checked as well).
-- `load_settings()` never raises for a bad file: it returns the defaults together with a
-  `SettingsError` (path + problems) so the app can run and show what is wrong.
+- `load_settings()` never raises for a bad file: it returns the file's valid values, the default
+  for each bad one (a line that is not valid TOML costs only that line), together with a
+  `SettingsError` (path + a problem per key) so the app can run and show what is wrong. One bad
+  value never drops the others: a remote server's URL survives a typo in the step limit.
+- Only a regular file is read, and at most 1 MiB of it: a FIFO, a link to a device or to nothing
+  is a problem said in words, never a hang or a crash.
 - A broken file is never overwritten behind the user's back: `save_settings()` refuses with
   `BrokenSettingsFileError` while the file on disk is broken. Replacing it is an explicit choice,
   `replace_broken=True`, and even then a copy is kept first (settings.toml.broken-<time>).
@@ -23,9 +27,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
+import stat
 import tempfile
 import tomllib
+import unicodedata
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -37,6 +44,7 @@ from urllib.parse import urlsplit
 import tomli_w
 
 from holodesk.automation.actions import ACTION_TYPES
+from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine import DEFAULT_MAX_STEPS
 from holodesk.automation.trajectory import default_root
 from holodesk.inference import secrets
@@ -56,6 +64,11 @@ MAX_STEPS_LIMIT = 1000
 DEFAULT_RETENTION_MB = 2048
 STOP_PRESSES_RANGE = (1, 5)
 STOP_WINDOW_RANGE_S = (0.1, 3.0)
+MAX_SETTINGS_BYTES = 1024 * 1024  # a settings file is a few hundred bytes; more is not one
+MAX_URL_CHARS = 2000
+MAX_HOST_CHARS = 253  # DNS: 253 characters, 63 a label
+MAX_BAD_LINES = 20  # TOML lines skipped before giving up on the whole file
+_ERROR_LINE = re.compile(r"at line (\d+)")
 
 # Special key names pynput knows (pynput.keyboard.Key); pynput itself is not imported here because
 # it needs a display at import time.
@@ -167,16 +180,42 @@ def normalize_server_url(text: str) -> str:
     cannot be a server URL (another scheme, no host, spaces).
     """
     url = text.strip()
+    shown = _url_in_words(url)
+    if len(url) > MAX_URL_CHARS:
+        raise ValueError(f"a server URL is at most {MAX_URL_CHARS} characters; this one has {len(url)}: {shown}")
+    if any(unicodedata.category(c) in ("Cc", "Cf") or c.isspace() for c in url):
+        raise ValueError(f"a server URL has no spaces or control characters: {shown}")
     if "://" not in url:
         url = "http://" + url
     url = url.rstrip("/")
-    parts = urlsplit(url)  # ValueError for "http://[::1" and the like
-    _ = parts.port  # a port that is not a number raises here, not later when connecting
-    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
-        raise ValueError(f"expected a server URL such as http://gpu-box:8000/v1 or gpu-box:8000, got {text!r}")
+    try:
+        parts = urlsplit(url)  # ValueError for "http://[::1" and the like
+        _ = parts.port  # a port that is not a number raises here, not later when connecting
+    except ValueError:
+        raise ValueError(f"not a server URL: {shown}") from None
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            f"the server URL carries a user name or password ({shown}): give it without them; an API key goes "
+            "in the settings window's API key field (the OS keyring) or HOLODESK_API_KEY"
+        )
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"expected a server URL such as http://gpu-box:8000/v1 or gpu-box:8000, got {shown}")
+    if len(parts.hostname) > MAX_HOST_CHARS or any(len(label) > 63 for label in parts.hostname.split(".")):
+        raise ValueError(f"the host name is longer than a host name can be: {shown}")
     if parts.path in ("", "/"):
         url += "/v1"
     return url
+
+
+def _url_in_words(url: str) -> str:
+    """A URL to quote in a message: credentials hidden, controls escaped, at most 80 characters."""
+    scheme, found, rest = url.partition("://")
+    head = rest if found else scheme
+    authority, slash, path = head.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rsplit("@", 1)[1]
+    hidden = f"{scheme}://" if found else ""
+    return _show(safe_text(hidden + authority + slash + path))
 
 
 def _base_url(value: object) -> str | None:
@@ -185,11 +224,8 @@ def _base_url(value: object) -> str | None:
     url = _text(value)
     try:
         return normalize_server_url(url)
-    except ValueError:
-        raise _Invalid(
-            "not a valid URL: expected an http:// or https:// URL with a host, e.g. http://gpu-box:8000/v1 or "
-            f"gpu-box:8000, got {_show(url)}"
-        ) from None
+    except ValueError as exc:
+        raise _Invalid(f"not a valid URL: {exc}") from None
 
 
 def _absolute_folder(value: object) -> Path:
@@ -542,6 +578,10 @@ def _build(cls: type[_Section], data: Mapping[str, Any], problems: list[str]) ->
         return None
 
 
+# The fields a rule across fields looks at: the one to default when the rule fails.
+_RULE_FIELDS = frozenset({"backend"})
+
+
 def _salvage(cls: type[_Section], data: object) -> Any:
     """A `cls` from the valid values of a table and defaults for the rest (never raises)."""
     sections = _sections(cls)
@@ -554,42 +594,79 @@ def _salvage(cls: type[_Section], data: object) -> Any:
                 values[name] = cls.CHECKS[name](raw)
     try:
         return cls(**values)
-    except SettingValueError:  # a rule across fields: keep the tables, default the rest
-        return cls(**{name: value for name, value in values.items() if name in sections})
+    except SettingValueError:  # a rule across fields (the remote backend without a URL): default its fields
+        kept = {name: value for name, value in values.items() if name in sections or name not in _RULE_FIELDS}
+        try:
+            return cls(**kept)
+        except SettingValueError:
+            return cls(**{name: value for name, value in values.items() if name in sections})
 
 
 def salvage_settings(path: Path) -> Settings:
-    """What can be kept of a broken settings file: its valid values, defaults for the others.
+    """What can be kept of a settings file: its valid values, the default for each bad one (never raises).
 
-    The settings window starts from these, so fixing one bad value does not lose the good ones.
+    A TOML syntax error costs only the lines that cannot be read (`_parse_leniently`).
     """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return Settings()
-    result: Settings = _salvage(Settings, data)
-    return result
+    return load_settings(path).settings
 
 
-def settings_from_toml(text: str, path: Path) -> Settings:
-    """Parse and check a settings file's text; SettingsError lists every problem with `path`."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(path, [f"not valid TOML: {exc}"]) from None
-    except RecursionError:  # arrays or tables nested hundreds deep exhaust tomllib's recursion
-        raise SettingsError(path, ["nested too deeply to read (arrays or tables inside one another)"]) from None
+def _parse_leniently(text: str) -> tuple[dict[str, Any], list[str]]:
+    """The file's tables, reading past lines that are not valid TOML; and a problem for each such line.
+
+    A syntax error drops only its own line, so a typo in one value keeps every other value (the
+    remote server's URL above all). After MAX_BAD_LINES bad lines nothing is kept.
+    """
+    lines = text.split("\n")
     problems: list[str] = []
+    for _ in range(MAX_BAD_LINES):
+        try:
+            return tomllib.loads("\n".join(lines)), problems
+        except tomllib.TOMLDecodeError as exc:
+            found = _ERROR_LINE.search(str(exc))
+            number = int(found.group(1)) if found else 0
+            if not 1 <= number <= len(lines) or not lines[number - 1].strip():
+                break  # not one line's fault (an unclosed string or array): nothing can be kept
+            problems.append(f"line {number}: not valid TOML ({exc}); the line is ignored: {_show(lines[number - 1])}")
+            lines[number - 1] = ""
+    first = problems[0] if problems else ""
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        first = f"not valid TOML: {exc}; no value of the file is used"
+    return {}, [first]
+
+
+def _checked(data: Mapping[str, Any], problems: list[str]) -> Settings:
+    """Settings from parsed tables: every valid value kept, the default for each bad one (named in `problems`)."""
     version = data.get("version", SETTINGS_FORMAT)
     if version != SETTINGS_FORMAT:
         problems.append(
             f"version: this Holodesk reads settings format {SETTINGS_FORMAT}, the file says {_show(version)}"
             " (written by another Holodesk version?)"
         )
+    found = len(problems)
     settings = _build(Settings, data, problems)
+    if settings is None or len(problems) > found:
+        salvaged: Settings = _salvage(Settings, data)
+        return salvaged
+    return settings
+
+
+def settings_from_toml(text: str, path: Path) -> Settings:
+    """Parse and check a settings file's text; SettingsError lists every problem with `path`."""
+    settings, problems = _settings_and_problems(text)
     if problems:
         raise SettingsError(path, problems)
     return settings
+
+
+def _settings_and_problems(text: str) -> tuple[Settings, list[str]]:
+    """The settings a file's text gives, keeping every valid value, and every problem (empty: none)."""
+    try:
+        data, problems = _parse_leniently(text)
+    except RecursionError:  # arrays or tables nested hundreds deep exhaust tomllib's recursion
+        return Settings(), ["nested too deeply to read (arrays or tables inside one another)"]
+    return _checked(data, problems), problems
 
 
 def _to_toml_value(value: Any) -> Any:
@@ -631,24 +708,49 @@ def read_settings(path: Path | None = None) -> Settings:
     SettingsError (path + every problem) when the file cannot be read, is not TOML or has bad values.
     """
     path = path if path is not None else settings_path()
+    text = _read_text(path)
+    return Settings() if text is None else settings_from_toml(text, path)
+
+
+def _read_text(path: Path) -> str | None:
+    """The file's text; None when there is none. SettingsError for what cannot be a settings file.
+
+    Never blocks and never reads without bound: a FIFO, a device (a link to /dev/zero) or a huge
+    file is refused, and a link to nothing is said to be one (not taken for "no file yet").
+    """
+    if path.is_symlink() and not path.exists():
+        raise SettingsError(path, [f"is a link to {os.readlink(path)}, which does not exist"])
     try:
-        raw = path.read_bytes()
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        return Settings()
+        return None
     except OSError as exc:
         raise SettingsError(path, [f"cannot be read: {exc.strerror or exc}"]) from None
     try:
-        text = raw.decode("utf-8")
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise SettingsError(path, ["cannot be read: it is a folder"])
+        if not stat.S_ISREG(mode):
+            raise SettingsError(path, ["is not a regular file (a pipe or a device): it is not read"])
+        raw = os.read(descriptor, MAX_SETTINGS_BYTES + 1)
+    except OSError as exc:
+        raise SettingsError(path, [f"cannot be read: {exc.strerror or exc}"]) from None
+    finally:
+        os.close(descriptor)
+    if len(raw) > MAX_SETTINGS_BYTES:
+        raise SettingsError(path, [f"is larger than {MAX_SETTINGS_BYTES // 1024} KiB: not a settings file"])
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SettingsError(path, [f"is not UTF-8 text (byte {exc.start})"]) from None
-    return settings_from_toml(text, path)
 
 
 @dataclass(frozen=True, slots=True)
 class LoadedSettings:
-    """What the app starts with: the settings to use, where they came from, and the file's problem if any.
+    """What the app starts with: the settings to use, where they came from, and the file's problems if any.
 
-    With a problem, `settings` are the defaults and the file was left untouched.
+    With problems, `settings` keep every valid value of the file and the default for each key that a
+    problem names (all defaults only when the file cannot be read at all); the file is left untouched.
     """
 
     settings: Settings
@@ -657,14 +759,19 @@ class LoadedSettings:
 
 
 def load_settings(path: Path | None = None) -> LoadedSettings:
-    """Read the settings without ever raising for a bad file: defaults + the problem instead."""
+    """Read the settings without ever raising for a bad file: what can be kept + the problems instead."""
     path = path if path is not None else settings_path()
     try:
-        return LoadedSettings(read_settings(path), path)
+        text = _read_text(path)
     except SettingsError as problem:
         return LoadedSettings(Settings(), path, problem)
+    if text is None:
+        return LoadedSettings(Settings(), path)
+    try:
+        settings, problems = _settings_and_problems(text)
     except (RecursionError, ValueError, RuntimeError) as exc:  # a case the checks above missed: still start
         return LoadedSettings(Settings(), path, SettingsError(path, [f"cannot be used ({type(exc).__name__}: {exc})"]))
+    return LoadedSettings(settings, path, SettingsError(path, problems) if problems else None)
 
 
 def save_settings(settings: Settings, path: Path | None = None, *, replace_broken: bool = False) -> Path | None:

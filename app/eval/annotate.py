@@ -25,6 +25,7 @@ from PIL import Image, UnidentifiedImageError
 
 from holodesk.automation.coords import FrameMapping
 from holodesk.automation.errors import AutomationError
+from holodesk.automation.proposal import UnusableProposal
 from holodesk.automation.screen import frame_from_image
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
@@ -123,6 +124,8 @@ def localize(policy: ModelPolicy, item: AnnotateItem) -> dict[str, Any]:
         record.update(point=[point.x, point.y], model_point=[model_point.x, model_point.y], raw_text=proposal.raw_text)
     except (OSError, UnidentifiedImageError) as exc:
         record["error"] = f"cannot read the image: {exc}"
+    except UnusableProposal as exc:  # the answer itself is kept: it is what needs looking at
+        record.update(error=str(exc), raw_text=exc.raw_text)
     except (InferenceError, AutomationError, ValueError) as exc:
         record["error"] = str(exc)
     record["seconds"] = round(time.perf_counter() - started, 4)

@@ -82,10 +82,14 @@ def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None
     annotate.add_argument("input", type=Path, help="a JSONL file of {image, instruction} or a folder of image+.txt")
     annotate.add_argument("output", type=Path, help="the JSONL file results are appended to (resumable)")
     annotate.add_argument(
-        "--base-url", action="append", required=True, help="a server URL; repeat it to share the load"
+        "--base-url",
+        action="append",
+        help="a server URL; repeat it to share the load (default: the settings file's server)",
     )
-    annotate.add_argument("--model", help="the served model's name (default: the one the server lists)")
-    annotate.add_argument("--profile", default=DEFAULT_PROFILE, help=f"model profile (default {DEFAULT_PROFILE})")
+    annotate.add_argument(
+        "--model", help="the served model's name (default: the settings file's, else the one the server lists)"
+    )
+    annotate.add_argument("--profile", help=f"model profile (default: the settings file's, else {DEFAULT_PROFILE})")
     annotate.add_argument("--concurrency", type=whole, default=16, help="requests in flight (default 16)")
 
 
@@ -201,6 +205,7 @@ def _print_report(report: _Report, json_path: Path | None, out: TextIO) -> int:
 
 
 def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from holodesk.app.common.settings import load_settings, normalize_server_url
     from holodesk.app.eval.annotate import (
         MAX_CONCURRENCY,
         AnnotateInputError,
@@ -220,12 +225,23 @@ def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not args.output.parent.is_dir():
         err.write(f"error: the folder of {args.output} does not exist\n")
         return EXIT_CONFIG
+    # What is not given comes from the settings file, as for `holodesk run`.
+    settings = load_settings().settings.model
+    urls = list(args.base_url or ([settings.remote.base_url] if settings.remote.base_url else []))
+    if not urls:
+        err.write("error: give the server with --base-url, or set the server URL in Holodesk's settings\n")
+        return EXIT_CONFIG
+    try:  # checked as the settings check them: no credentials, controls or absurd hosts in a URL
+        urls = [normalize_server_url(url) for url in urls]
+    except ValueError as exc:
+        err.write(f"error: --base-url: {exc}\n")
+        return EXIT_CONFIG
+    served = args.model or (settings.remote.model if args.base_url is None else None)
     try:
         items = read_items(args.input)
-        profile = get_profile(args.profile)
-        urls = list(args.base_url)
+        profile = get_profile(args.profile or settings.profile)
         # Ask each server for its model once, here, so a wrong URL stops the batch before it starts.
-        models = {url: RemoteBackend(url, model=args.model).model for url in urls}
+        models = {url: RemoteBackend(url, model=served).model for url in urls}
         # One backend per in-flight slot, the slots dealt to the servers in turn.
         slot_urls = [urls[slot % len(urls)] for slot in range(args.concurrency)]
         backends = [RemoteBackend(url, model=models[url], encoded_images_kept=0) for url in slot_urls]

@@ -35,7 +35,10 @@ MISSING_BROWSER = (
     "MiniWoB++ needs Chromium and its driver: install Debian's `chromium` and `chromium-driver` "
     "(apt-get install chromium chromium-driver), or name them with --chromium and --chromedriver."
 )
-MISSING_MINIWOB = "MiniWoB++ is not installed: pip install 'miniwob==1.1.0' selenium"
+MISSING_MINIWOB = (
+    "MiniWoB++ is not installed: install Holodesk's eval extra, pip install 'holodesk[eval]' (from a source"
+    " tree: pip install -e '.[eval]')"
+)
 PAGE_LOAD_TIMEOUT_S = 15.0
 READY_TIMEOUT_S = 2.0
 

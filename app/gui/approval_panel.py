@@ -4,7 +4,8 @@ It shows the step number, the action in words, the model's description of its ta
 thought (and the loop warning, when there is one), and offers Approve (Enter), Edit, Skip and Stop
 (Esc), plus "approve this kind of action for the rest of this task". Edit reveals what the action
 lets one change: the target as typed screen pixels (the overlay's marker can be dragged too), the
-text to type, the keys to press.
+text to type and whether select-all comes before it and Enter after it, the keys to press. The
+headline names every key a typing step presses, select-all and Enter included.
 
 Focus: the panel must never be where the action's keystrokes land. It is a Tool window shown with
 WA_ShowWithoutActivating, so appearing does not take the keyboard from the user's application. The
@@ -22,13 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from holodesk.app.common.session_words import kind_in_words
 from holodesk.app.gui.overlay_drawing import MARKER, action_in_words
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_screens import screen_point_to_global_logical
 from holodesk.app.gui.x11_focus import FocusReturn
-from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText
+from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText, UpdatePlan
+from holodesk.automation.annotate import typing_in_words
 from holodesk.automation.coords import Monitor, monitor_at
-from holodesk.automation.display_text import safe_lines, safe_text, text_summary
+from holodesk.automation.display_text import bounded_prose, safe_lines, safe_text, text_summary
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, QuestionRequest
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
@@ -36,6 +39,9 @@ from holodesk.automation.keys import parse_combination
 PANEL_WIDTH = 440
 SCREEN_MARGIN = 24
 MAX_THOUGHT_CHARS = 420
+MAX_NOTE_CHARS = 600
+MAX_CONTEXT_CHARS = 300
+MAX_QUESTION_CHARS = 800
 POINT_NAMES = {Drag.kind: ("From", "To")}
 ANSWER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape)
 
@@ -137,6 +143,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._drag_from: QtCore.QPointF | None = None
         self._answer_key: int | None = None
         self._watching_window = False
+        self._key_hints = True
         self._focus = FocusReturn(QtGui.QGuiApplication.platformName() == "xcb")
         self._build()
 
@@ -182,12 +189,17 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._text.setFixedHeight(62)
         self._text.installEventFilter(self)
         self._text.textChanged.connect(self._on_text_typed)
+        # What a typing step presses besides the text: shown in the headline, and the user may turn it off.
+        self._overwrite = self._option("overwrite", "First select all, and type over it")
+        self._enter = self._option("press_enter", "Then press Enter")
         self._keys = QtWidgets.QLineEdit(self._editor)
         self._keys.setObjectName("keys")
         self._keys.setPlaceholderText("e.g. ctrl+shift+t")
         self._keys.textChanged.connect(self._on_text_typed)
         self._error = self._label("error", wrap=True, parent=self._editor)
-        fields: list[QtWidgets.QWidget] = [self._hint, *self._points, self._text, self._keys, self._error]
+        fields: list[QtWidgets.QWidget] = [
+            self._hint, *self._points, self._text, self._overwrite, self._enter, self._keys, self._error
+        ]
         for field_widget in fields:
             editor_layout.addWidget(field_widget)
         layout.addWidget(self._editor)
@@ -220,11 +232,24 @@ class ApprovalPanel(QtWidgets.QWidget):
         label.setTextFormat(Qt.TextFormat.PlainText)  # model text is shown as written, never as markup
         return label
 
+    def _option(self, name: str, text: str) -> QtWidgets.QCheckBox:
+        box = QtWidgets.QCheckBox(text, self._editor)
+        box.setObjectName(name)
+        box.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Enter keeps meaning Approve
+        box.toggled.connect(lambda _checked: self._on_text_typed())
+        return box
+
     def set_key_hints(self, shown: bool) -> None:
         """Show Enter and Esc on Approve and Stop only where those keys reach Holodesk (X11's grab):
         on Wayland they go to the user's focused window, and a hint would invite that mistake."""
-        self._approve.setText("Approve  ⏎" if shown else "Approve")
+        self._key_hints = shown
+        self._approve.setText(self._approve_words())
         self._stop.setText("Stop  Esc" if shown else "Stop")
+
+    def _approve_words(self) -> str:
+        # A plan changes nothing on screen: going on is not approving an action.
+        words = "Continue" if isinstance(self._original, UpdatePlan) else "Approve"
+        return f"{words}  ⏎" if self._key_hints else words
 
     def _button(self, name: str, text: str, slot: object) -> QtWidgets.QPushButton:
         button = QtWidgets.QPushButton(text, self)
@@ -251,6 +276,8 @@ class ApprovalPanel(QtWidgets.QWidget):
             "error": self._error,
             "text": self._text,
             "keys": self._keys,
+            "overwrite": self._overwrite,
+            "press_enter": self._enter,
             "reply": self._reply,
             "send": self._send,
             "target_x": self._points[0].x_box,
@@ -271,12 +298,15 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._original = self._action = action
         self._monitors = request.frame.monitors
         self._badge.setText(f"Step {request.step}")
+        plan = isinstance(action, UpdatePlan)
+        self._header.setText("The model's plan (nothing happens on screen)" if plan else "Holodesk wants to")
+        self._approve.setText(self._approve_words())
         self._action_label.setText(_sentence(_action_words(action)))
         context = []
-        if request.previous_result:
-            context.append(f"Step {request.step - 1}: {safe_text(request.previous_result)}")
+        if request.previous_result:  # line breaks kept (a plan's goals), bounded
+            context.append(f"Step {request.step - 1}: {bounded_prose(request.previous_result, MAX_CONTEXT_CHARS)}")
         if request.adjustment:
-            context.append(safe_text(request.adjustment))
+            context.append(bounded_prose(request.adjustment, MAX_CONTEXT_CHARS))
         self._context.setText("\n".join(context))
         self._context.setVisible(bool(context))
         self._warning.setText(f"⚠ {_sentence(request.loop_warning)}. Approve only if you are sure.")
@@ -285,14 +315,9 @@ class ApprovalPanel(QtWidgets.QWidget):
         element = safe_text(" ".join(request.proposal.element.split()))
         self._element.setText(f"Target: {_shorten(element, MAX_THOUGHT_CHARS)}" if element else "")
         self._element.setVisible(bool(element))
-        note = safe_lines(request.proposal.note.strip())
-        self._note.setText(note)
-        self._note.setVisible(bool(note))
-        thought = safe_lines(request.proposal.thought.strip())
-        self._thought.setText(_shorten(thought, MAX_THOUGHT_CHARS))
-        self._thought.setToolTip(thought if len(thought) > MAX_THOUGHT_CHARS else "")
-        self._thought.setVisible(bool(thought))
-        self._remember.setText(f"Approve every “{action.kind}” action for the rest of this task")
+        self._show_model_words(request.proposal.note, request.proposal.thought)
+        kind = kind_in_words(action.kind)
+        self._remember.setText(f"Approve every step of this kind ({kind}) for the rest of this task")
         self._remember.setChecked(False)
         # A looping step is asked about one at a time; no blanket approval from here.
         self._remember.setEnabled(not request.loop_warning)
@@ -317,14 +342,13 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._badge.setText(f"Step {request.step}")
         self._header.setText("Holodesk asks you")
         self._action_label.setObjectName("question")
-        self._action_label.setText(request.question.strip())
+        self._action_label.setText(bounded_prose(request.question, MAX_QUESTION_CHARS, max_lines=8))
         self._restyle(self._action_label)
-        note = request.proposal.note.strip()
-        self._note.setText(note)
-        self._note.setVisible(bool(note))
-        thought = request.proposal.thought.strip()
-        self._thought.setText(_shorten(thought, MAX_THOUGHT_CHARS))
-        self._thought.setVisible(bool(thought))
+        # Nothing of the last step stays on the panel: no result line, no target.
+        for label in (self._context, self._element):
+            label.clear()
+            label.setVisible(False)
+        self._show_model_words(request.proposal.note, request.proposal.thought)
         self._reply.clear()
         self._send.setEnabled(False)
         self._fit_height()
@@ -335,6 +359,17 @@ class ApprovalPanel(QtWidgets.QWidget):
         self.raise_()
         self.activateWindow()
         self._reply.setFocus()
+
+    def _show_model_words(self, note: str, thought: str) -> None:
+        """The model's note and thought: escaped, bounded, runs of spaces visible (the full thought as a tooltip)."""
+        shown_note = bounded_prose(note, MAX_NOTE_CHARS, max_lines=6)
+        self._note.setText(shown_note)
+        self._note.setVisible(bool(shown_note))
+        shown_thought = bounded_prose(thought, MAX_THOUGHT_CHARS, max_lines=6)
+        self._thought.setText(shown_thought)
+        full = safe_lines(thought.strip())
+        self._thought.setToolTip(_shorten(full, 4000) if shown_thought != full else "")
+        self._thought.setVisible(bool(shown_thought))
 
     def _place_in_corner(self) -> None:
         """Bottom right of the screen under the pointer: where the thinking status just was."""
@@ -392,15 +427,24 @@ class ApprovalPanel(QtWidgets.QWidget):
                 label = editor.findChild(QtWidgets.QLabel)
                 if label is not None:
                     label.setText(captions[index])
-        self._text.setVisible(isinstance(action, TypeText))
+        typing = isinstance(action, TypeText)
+        for widget in (self._text, self._overwrite, self._enter):
+            widget.setVisible(typing)
         self._keys.setVisible(isinstance(action, KeyCombo))
         if isinstance(action, TypeText):
+            # The boxes first: setting the text redraws the headline from the editor.
+            for box, value in ((self._overwrite, action.overwrite), (self._enter, action.press_enter)):
+                box.blockSignals(True)
+                box.setChecked(value)
+                box.blockSignals(False)
             self._text.setPlainText(action.text)
         if isinstance(action, KeyCombo):
             self._keys.setText("+".join(action.keys))
         if points:
             hint = "Drag the marker on the screen, or type the screen pixel."
-        elif isinstance(action, TypeText | KeyCombo):
+        elif isinstance(action, TypeText):
+            hint = "Change the text or what is pressed with it, then press Approve."
+        elif isinstance(action, KeyCombo):
             hint = "Change it, then press Approve (Enter)."
         else:
             hint = "This action has nothing to edit."
@@ -517,7 +561,12 @@ class ApprovalPanel(QtWidgets.QWidget):
         assert self._action is not None
         action = self._action
         if isinstance(action, TypeText):
-            action = dataclasses.replace(action, text=self._text.toPlainText())
+            action = dataclasses.replace(
+                action,
+                text=self._text.toPlainText(),
+                overwrite=self._overwrite.isChecked(),
+                press_enter=self._enter.isChecked(),
+            )
         elif isinstance(action, KeyCombo):
             action = KeyCombo(parse_combination(self._keys.text()))
         return action
@@ -634,8 +683,8 @@ def screen_point_to_global_logical_or_none(point: Point) -> QtCore.QPointF | Non
 def _action_words(action: Action) -> str:
     """The action in words; text to type with its length and whitespace visible, long text as start and end."""
     if isinstance(action, TypeText):
-        where = f" at {action.at}" if action.at is not None else " into the focused field"
-        return f"type {len(action.text)} characters{where}: {_breakable(text_summary(action.text))}"
+        # The text on a line of its own: never broken between "Enter" and the text's first word.
+        return f"{typing_in_words(action, focused_field=True)}:\n{_breakable(text_summary(action.text))}"
     return action_in_words(action)
 
 

@@ -8,8 +8,10 @@ trip), before `decide()` returns: the action never lands on the panel, and keyst
 
 Keys: while a step waits, on X11, Enter and Esc are grabbed (app/gui/key_grab.py) so that they
 answer the panel and never reach the user's focused window, whichever window that is; the grab is
-released when the panel is withdrawn, before the action runs. In a Wayland session no grab can keep
-them from the user's window, so there the panel offers no keys (answer_keys_grabbed).
+released when the panel is withdrawn, before the action runs, and while the task prompt is open
+(`set_keys_suspended`): Enter there submits the prompt, never approves the waiting step. In a
+Wayland session no grab can keep them from the user's window, so there the panel offers no keys
+(answer_keys_grabbed).
 
 Auto-approval is opt-in: the kinds the user chose in the settings, plus the kinds ticked "approve
 this kind for the rest of this task" (forgotten when the engine starts a new run, which it does with
@@ -107,6 +109,7 @@ class GuiApprover(QtCore.QObject):
         self._task_token: CancelToken | None = None
         self._pending: _Pending | None = None  # GUI thread only
         self._question: _PendingQuestion | None = None  # GUI thread only
+        self._keys_suspended = False  # GUI thread only: another Holodesk window has Enter and Esc
         self._present.connect(self._on_present, QtCore.Qt.ConnectionType.QueuedConnection)
         self._ask.connect(self._on_ask, QtCore.Qt.ConnectionType.QueuedConnection)
         self._grabbed_key.connect(self._on_grabbed_key, QtCore.Qt.ConnectionType.QueuedConnection)
@@ -197,7 +200,20 @@ class GuiApprover(QtCore.QObject):
         use_engine_layout(request.frame.monitors)  # the marker lands on the capture's pixel (qt_screens)
         self.overlay.show_proposal(request.step, request.action)
         self.panel.present(request)
-        if self._key_grab is not None:
+        if self._key_grab is not None and not self._keys_suspended:
+            self._key_grab.start()
+
+    def set_keys_suspended(self, suspended: bool) -> None:
+        """Give Enter and Esc back while another Holodesk window needs them (the task prompt is open).
+
+        A step that waits keeps waiting; its keys are grabbed again once the window is gone.
+        """
+        self._keys_suspended = suspended
+        if self._key_grab is None:
+            return
+        if suspended:
+            self._key_grab.stop()
+        elif self._pending is not None:
             self._key_grab.start()
 
     def _on_grabbed_key(self, key: str) -> None:

@@ -13,7 +13,14 @@ from typing import Any
 
 from PIL import Image
 
-from holodesk.app.common.session_words import SessionWords, StepWords, session_words, step_words, steps_in_words
+from holodesk.app.common.session_words import (
+    DECISIONS,
+    SessionWords,
+    StepWords,
+    session_words,
+    step_words,
+    steps_in_words,
+)
 from holodesk.app.gui.approval_panel import STYLE as PANEL_STYLE
 from holodesk.app.gui.overlay_drawing import MARKER
 from holodesk.app.gui.qt import Qt, QtGui, QtWidgets
@@ -22,6 +29,9 @@ from holodesk.automation.annotate import annotate
 from holodesk.automation.errors import ActionError
 from holodesk.automation.screen import frame_from_image
 from holodesk.automation.trajectory import Session, iter_session_folders, read_session
+
+WINDOW_SIZE = (1280, 760)  # on a screen with room for it; smaller screens get what fits
+SCREEN_MARGIN = 16
 
 OUTCOME_COLOURS = {
     "done": "#2fa862",
@@ -88,9 +98,12 @@ def session_item_text(words: SessionWords) -> str:
 
 
 def step_item_text(words: StepWords) -> str:
-    if words.decision == "answered":  # "asked: ...": the question says it
-        return f"{words.index}. {words.ran}"
-    return f"{words.index}. {words.decision}: {words.ran}"
+    if words.decision == DECISIONS["final"]:  # the answer that ends the run is not a step: no number
+        return f"Finished: {words.ran.removeprefix('finish: ')}"
+    ran = "nothing recorded (the run ended inside this step)" if words.ran == "-" else words.ran
+    if words.decision in ("answered", "-"):  # "asked: ...": the question says it; no decision was made
+        return f"{words.index}. {ran}"
+    return f"{words.index}. {words.decision}: {ran}"
 
 
 class HistoryWindow(QtWidgets.QWidget):
@@ -103,7 +116,8 @@ class HistoryWindow(QtWidgets.QWidget):
         self.setWindowTitle("Holodesk history")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground)
         self.setStyleSheet(STYLE)
-        self.resize(1280, 760)
+        self.resize(*WINDOW_SIZE)
+        self._placed = False
         self.sessions = self._list()
         self.steps = self._list()
         self.picture = QtWidgets.QLabel("Select a step to see its screenshot")
@@ -246,6 +260,24 @@ class HistoryWindow(QtWidgets.QWidget):
             _pixmap(self._image).scaled(
                 self.picture.size(), Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
             )
+        )
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:
+        if not self._placed:  # the first time only: later the user's own size and place stay
+            self._placed = True
+            self.fit_on(QtGui.QGuiApplication.screenAt(QtGui.QCursor.pos()) or self.screen())
+        super().showEvent(event)
+
+    def fit_on(self, screen: QtGui.QScreen) -> None:
+        """At most its natural size, never larger than the screen's free area, centred on it."""
+        area = screen.availableGeometry()
+        frame = self.frameGeometry().size() - self.size()  # the window manager's decoration
+        width = min(WINDOW_SIZE[0], area.width() - frame.width() - 2 * SCREEN_MARGIN)
+        height = min(WINDOW_SIZE[1], area.height() - frame.height() - 2 * SCREEN_MARGIN)
+        self.resize(max(width, 320), max(height, 240))
+        self.move(
+            area.left() + (area.width() - self.width() - frame.width()) // 2,
+            area.top() + (area.height() - self.height() - frame.height()) // 2,
         )
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:

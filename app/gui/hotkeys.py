@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.gui.key_grab import KeyGrab, hotkey_grab
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, Signal
 from holodesk.automation.executor import InjectedInput
@@ -111,7 +112,7 @@ class HotkeyListener:
         try:
             self._hotkey = keyboard.HotKey(keyboard.HotKey.parse(self.prompt_hotkey), self._fire_prompt)
         except ValueError as exc:
-            raise HotkeyError(f"the prompt hotkey {self.prompt_hotkey!r} is not valid: {exc}") from None
+            raise HotkeyError(f"the prompt hotkey {hotkey_in_words(self.prompt_hotkey)} is not valid: {exc}") from None
         listener = keyboard.Listener(on_press=self._on_press, on_release=self._on_release)
         listener.start()
         listener.wait()  # ready: events from now on are seen

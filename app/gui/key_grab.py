@@ -34,6 +34,12 @@ _MODIFIER_MASKS = {"ctrl": 1 << 2, "shift": 1 << 0, "alt": 1 << 3, "cmd": 1 << 6
 _PYNPUT_KEYSYMS = {"esc": "Escape", "enter": "Return", "space": "space", "tab": "Tab", "backspace": "BackSpace"}
 
 
+def stop_keysym(key: str) -> str:
+    """The X keysym name of one key in pynput syntax ("<esc>" is Escape, "<f12>" F12, "q" q)."""
+    name = key.strip().removeprefix("<").removesuffix(">").lower()
+    return _PYNPUT_KEYSYMS.get(name, name.upper() if len(name) > 1 and name[0] == "f" else name)
+
+
 def hotkey_grab(hotkey: str, display_name: str | None = None) -> KeyGrab:
     """A KeyGrab for a hotkey in pynput syntax ("<ctrl>+<alt>+h"); ValueError for one it cannot read."""
     modifiers = 0

@@ -8,20 +8,30 @@ capture, which switch threads on their own.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import threading
 from collections.abc import Callable
 
-from holodesk.app.common.backend_problems import gpu_missing, in_words, load_failure_in_words, preflight
+from holodesk.app.common.backend_problems import (
+    gpu_missing,
+    in_words,
+    load_failure_in_words,
+    preflight,
+    run_end_hint,
+)
 from holodesk.app.common.hotkey_path import TRIGGER_ADVICE, is_wayland_session
 from holodesk.app.common.instance_client import InstanceError
+from holodesk.app.common.overrides import CommandFlags, FlagError, apply_flags
 from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, plain_http_key_warning
+from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
-from holodesk.app.gui.gui_approver import GuiApprover
+from holodesk.app.gui.gui_approver import GuiApprover, answer_keys_grabbed
 from holodesk.app.gui.history_window import HistoryWindow
 from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, HotkeySignals, OwnWindowsStopKey
+from holodesk.app.gui.key_grab import KeyGrab, stop_keysym
 from holodesk.app.gui.loading_window import LoadingWindow
 from holodesk.app.gui.overlay import OverlayAwareCapture, OverlayController
 from holodesk.app.gui.portal_hotkeys import PortalHotkeys, shortcut_requests
@@ -96,13 +106,16 @@ class HolodeskApp(QtCore.QObject):
         # thinking status may be in a screenshot the model sees.
         focus_guard = FocusGuard()
         screen, self.executor = create_backends(self.bridge.backend_notice.emit, focus_guard=focus_guard)
-        self.frames = StatusHiddenCapture(OverlayAwareCapture(screen, self.overlay, focus_guard), self.thinking)
+        self.frames = StatusHiddenCapture(
+            OverlayAwareCapture(screen, self.overlay, focus_guard), self.thinking, self.indicator.screen_windows
+        )
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
         self.hotkeys: HotkeyListener | None = None
         self.portal_hotkeys: PortalHotkeys | None = None
         self.own_windows_stop: OwnWindowsStopKey | None = None
         self.hotkey_notices_given: set[str] = set()  # each hotkey notice is given once per app run
+        self._stop_key_grab: KeyGrab | None = None  # the stop key, held while the model thinks
         self.policy: ModelPolicy | None = None
         self.policy_error: str | None = None
         self.engine: StepEngine | None = None
@@ -121,6 +134,8 @@ class HolodeskApp(QtCore.QObject):
         self.indicator.show_settings.connect(self.show_settings)
         self.indicator.quit.connect(self.quit)
         self.prompt.submitted.connect(self.start_task)
+        # Enter typed into the prompt is the prompt's, even while a step waits for its approval.
+        self.prompt.shown_changed.connect(self.approver.set_keys_suspended)
         self.approver.auto_approved.connect(self._on_auto_approved)
         self.hotkey_signals.prompt_requested.connect(self.open_prompt)
         self.hotkey_signals.stop_requested.connect(self.stop)
@@ -130,7 +145,7 @@ class HolodeskApp(QtCore.QObject):
         self.bridge.load_progress.connect(self._on_load_progress)
         self.bridge.no_gpu.connect(self._on_no_gpu)
         self.no_gpu_here = False
-        self.bridge.backend_notice.connect(lambda text: self.indicator.notify("Holodesk", text))
+        self.bridge.backend_notice.connect(lambda text: self._notify("Holodesk", text))
         if server is not None:
             server.message_received.connect(self.on_instance_message)
 
@@ -139,11 +154,13 @@ class HolodeskApp(QtCore.QObject):
     def start(self) -> None:
         if self.settings_problem is not None:
             # Said on stderr too, and kept in the menu until the user opens the settings and saves.
-            print(f"holodesk: settings problem: {self.settings_problem}", file=sys.stderr, flush=True)
-            self.indicator.show_settings_problem(str(self.settings_problem))
+            problem = self.settings_problem
+            words = "\n".join(problem.problems) + "\nEach of these uses its default; the file's other values are used."
+            print(f"holodesk: settings problems in {problem.path}:\n{words}", file=sys.stderr, flush=True)
+            self.indicator.show_settings_problem(words)
         leftover = release_leftover_input()  # a button or key a killed run left pressed
         if leftover.markers:
-            self.indicator.notify("Released stuck input", leftover.describe())
+            self._notify("Released stuck input", leftover.describe())
         self._start_hotkeys()
         self._load_policy()
 
@@ -202,8 +219,7 @@ class HolodeskApp(QtCore.QObject):
         if text in self.hotkey_notices_given:
             return
         self.hotkey_notices_given.add(text)
-        print(f"holodesk: {title}: {text}", file=sys.stderr, flush=True)
-        self.indicator.notify(title, text)
+        self._notify(title, text)
 
     def _load_policy(self) -> None:
         """Build the policy on a worker thread (loading a 12B model takes a while)."""
@@ -215,7 +231,7 @@ class HolodeskApp(QtCore.QObject):
         self.loading.show_progress(0.0, where)
         warning = plain_http_key_warning(options)
         if warning:
-            self.indicator.notify("API key sent unencrypted", warning)
+            self._notify("API key sent unencrypted", warning)
 
         def work() -> None:
             try:
@@ -226,7 +242,8 @@ class HolodeskApp(QtCore.QObject):
             except PolicyConfigError as exc:
                 self.bridge.policy_failed.emit(f"configuration: {exc}")
             except InferenceError as exc:  # no weights, no GPU memory, server down: expected, said plainly
-                log.warning("the model is not available: %s", exc)
+                # Not on stderr as it is: the balloon's words (also on stderr) may advise otherwise (no GPU).
+                log.info("the model is not available: %s", exc)
                 if options.backend == "local" and gpu_missing():
                     self.bridge.no_gpu.emit()
                 self.bridge.policy_failed.emit(in_words(exc))
@@ -264,9 +281,9 @@ class HolodeskApp(QtCore.QObject):
         self._show(StatusLine(AppState.ERROR, f"the model is not available: {reason}"))
         if self.pending_task:
             self.pending_task = None
-            self.indicator.notify("Task not started", self._load_failure_words(reason))
+            self._notify("Task not started", self._load_failure_words(reason))
             return
-        self.indicator.notify("Model not available", self._load_failure_words(reason))
+        self._notify("Model not available", self._load_failure_words(reason))
 
     def _load_failure_words(self, reason: str) -> str:
         return load_failure_in_words(reason, self.settings.model.backend, no_gpu=self.no_gpu_here)
@@ -279,14 +296,18 @@ class HolodeskApp(QtCore.QObject):
         elif message == "stop":
             self.stop()
         elif message == "show":
-            self.indicator.notify("Holodesk is running", "Open a task from the tray, or press the hotkey.")
+            hotkey = hotkey_in_words(self.settings.hotkeys.prompt)
+            self._notify("Holodesk is running", f"Open a task from the tray, or press {hotkey}.")
 
     def open_prompt(self) -> None:
         self.prompt.open_near()
 
     def start_task(self, task: str) -> None:
         if self.engine is not None:
-            self.indicator.notify("A task is running", "Stop it first (Esc twice, or Stop in the menu).")
+            self._notify(
+                "A task is running",
+                f"“{_shortened(task)}” was not started: stop the running task first (Esc twice, or Stop in the menu).",
+            )
             return
         if self.policy is None:
             self.pending_task = task
@@ -294,13 +315,23 @@ class HolodeskApp(QtCore.QObject):
                 # Maybe fixed meanwhile (server started, weights downloaded): try again for this task.
                 self._load_policy()
                 return
-            self.indicator.notify("Loading the model", "The task starts as soon as the model is ready.")
+            self._notify("Loading the model", "The task starts as soon as the model is ready.")
+            return
+        monitor = self.settings.run.capture_monitor
+        screens = len(QtGui.QGuiApplication.screens())
+        if monitor is not None and monitor > screens:
+            self._show(StatusLine(AppState.ERROR, f"there is no monitor {monitor}"))
+            self._notify(
+                "Task not started",
+                f"The settings name monitor {monitor}, but this display has {screens}. "
+                "Choose a monitor in the settings (Monitor), then start the task again.",
+            )
             return
         try:
             check_writable(self.settings.sessions.folder)
         except TrajectoryWriteError as exc:
             self._show(StatusLine(AppState.ERROR, str(exc)))
-            self.indicator.notify("Cannot record the task", f"{exc}. Choose another sessions folder in the settings.")
+            self._notify("Cannot record the task", f"{exc}. Choose another sessions folder in the settings.")
             return
         run = self.settings.run
         engine = StepEngine(
@@ -345,9 +376,12 @@ class HolodeskApp(QtCore.QObject):
         if self.engine.paused:
             self.engine.resume()
             self._show(StatusLine(AppState.THINKING, "resumed"))
+            self._notify("Resumed", "The task goes on.")
         else:
             self.engine.pause()
             self._show(StatusLine(AppState.PAUSED, "pauses before the next step"))
+            # Said where it is seen: the step under way finishes first, so nothing else changes yet.
+            self._notify("Pausing", "The task pauses before its next step; Resume from the menu.")
 
     def show_history(self) -> None:
         if self.history is None:
@@ -375,7 +409,7 @@ class HolodeskApp(QtCore.QObject):
             self._load_policy()
         elif model_changed:
             self.reload_after_run = True
-            self.indicator.notify("Model settings saved", "The running task keeps its model; the new one loads next.")
+            self._notify("Model settings saved", "The running task keeps its model; the new one loads next.")
 
     def quit(self) -> None:
         self.stop()
@@ -391,12 +425,15 @@ class HolodeskApp(QtCore.QObject):
             self._finished(event.result)
             return
         detail = f"step {event.step}: {event.detail}" if event.detail else f"step {event.step}"
+        self._hold_stop_key(event.state is EngineState.THINKING)
         if event.state is EngineState.THINKING:
             self.thinking.show_state(event.step)
         elif event.state is EngineState.PAUSED:
             self.thinking.show_state(event.step, "paused (Resume from the menu)")
         else:
             self.thinking.hide_status()
+        if event.state in (EngineState.WAITING_APPROVAL, EngineState.WAITING_ANSWER, EngineState.PAUSED):
+            self.indicator.show_again()  # no grab until the user answers: the control window may be seen
         state = from_engine(event.state)
         if self.engine is not None and self.engine.paused and state is not AppState.PAUSED:
             # Paused mid-step: the step finishes, but the user must keep seeing that a pause is coming.
@@ -406,19 +443,35 @@ class HolodeskApp(QtCore.QObject):
 
     def _on_auto_approved(self, step: int, action: str) -> None:
         # The user chose this kind for auto-approval; still, every such step is announced.
-        self.indicator.notify(f"Step {step} approved automatically", action)
+        self._notify(f"Step {step} approved automatically", action)
+
+    def _hold_stop_key(self, held: bool) -> None:
+        """While the model thinks, the stop key is grabbed (X11): Esc Esc stops the run without also
+        reaching the user's window (the stop gesture listens through RECORD, which sees grabbed keys).
+        Released before anything else may need the key: the approval panel grabs it for itself."""
+        if held and self._stop_key_grab is None and answer_keys_grabbed(QtGui.QGuiApplication.platformName()):
+            grab = KeyGrab({"stop": (stop_keysym(self.settings.hotkeys.stop.key),)}, lambda _key: None)
+            if grab.start():
+                self._stop_key_grab = grab
+        elif not held and self._stop_key_grab is not None:
+            self._stop_key_grab.stop()
+            self._stop_key_grab = None
 
     def _finished(self, result: RunResult) -> None:
+        self._hold_stop_key(False)
         self.engine = None
         self.overlay.clear()
         self.thinking.hide_status()
+        self.indicator.show_again()
         self.indicator.set_running(False)
         if self.reload_after_run:
             self.reload_after_run = False
             self._load_policy()
         state = AppState.ERROR if result.outcome in (Outcome.ERROR, Outcome.FAILED) else AppState.IDLE
         self._show(StatusLine(state, f"{result.outcome.value}: {result.detail}"))
-        self.indicator.notify(OUTCOME_TITLES[result.outcome], f"{result.detail} ({steps_in_words(result.steps)})")
+        hint = run_end_hint(result.detail)
+        words = f"{result.detail} ({steps_in_words(result.steps)})" + (f"\n{hint}" if hint else "")
+        self._notify(OUTCOME_TITLES[result.outcome], words)
         sessions = self.settings.sessions
         threading.Thread(
             target=prune_sessions, args=(sessions.folder, sessions.retention_bytes), daemon=True, name="holodesk-prune"
@@ -426,6 +479,15 @@ class HolodeskApp(QtCore.QObject):
 
     def _show(self, status: StatusLine) -> None:
         self.indicator.show_status(status)
+
+    def _notify(self, title: str, text: str) -> None:
+        """A balloon, and the same words on stderr for a user who started Holodesk from a terminal."""
+        print(f"holodesk: {title}: {text}", file=sys.stderr, flush=True)
+        self.indicator.notify(title, text)
+
+
+def _shortened(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def tray_icon(state: AppState) -> QtGui.QIcon:
@@ -436,8 +498,18 @@ def tray_icon(state: AppState) -> QtGui.QIcon:
     return QtGui.QIcon(str(icon_path(f"tray-{name}")))
 
 
-def run_app(argv: list[str] | None = None) -> int:
-    """`holodesk` with no command: become the running instance (or wake the one that runs) and start."""
+def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) -> int:
+    """`holodesk` with no command: become the running instance (or wake the one that runs) and start.
+
+    `flags` (holodesk --backend remote ...) replace the settings file's values for this start.
+    """
+    loaded = load_settings()
+    if flags is not None:
+        try:
+            loaded = dataclasses.replace(loaded, settings=apply_flags(loaded.settings, flags))
+        except FlagError as exc:
+            print(f"holodesk: {exc}", file=sys.stderr)
+            return 2
     platform = apply_qt_platform()  # XWayland on a Wayland session: before the QApplication exists
     if platform.blocker:
         print(f"holodesk: {platform.blocker}", file=sys.stderr, flush=True)
@@ -456,7 +528,7 @@ def run_app(argv: list[str] | None = None) -> int:
     if server is None:
         print("Holodesk is already running: told it to show itself.")
         return 0
-    holodesk = HolodeskApp(load_settings(), tray_icon, server)
+    holodesk = HolodeskApp(loaded, tray_icon, server)
     holodesk.start()
     if platform.warning:
         print(f"holodesk: {platform.warning}", file=sys.stderr, flush=True)

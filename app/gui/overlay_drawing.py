@@ -18,8 +18,8 @@ import numpy as np
 
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets
 from holodesk.app.gui.qt_screens import engine_to_window_system
-from holodesk.automation.actions import Action, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText
-from holodesk.automation.annotate import MARKER_COLOUR
+from holodesk.automation.actions import Action, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText, UpdatePlan
+from holodesk.automation.annotate import MARKER_COLOUR, typing_in_words
 from holodesk.automation.coords import Monitor, screen_to_logical
 from holodesk.automation.errors import OffScreenError
 
@@ -73,7 +73,9 @@ class OverlayScene:
     def label(self) -> str:
         action = self.action
         if isinstance(action, TypeText):  # the text itself goes in the preview box under the label
-            return f"type at {action.at}" if action.at is not None else "type into the focused field"
+            return typing_in_words(action, focused_field=True)
+        if isinstance(action, UpdatePlan):  # one line here; the panel lists the goals
+            return f"update the plan ({len(action.goals)} goal{'s' if len(action.goals) != 1 else ''})"
         return action_in_words(action)
 
 

@@ -3,7 +3,8 @@
 Saving builds a new `Settings` (each value is checked by its dataclass, the error names the key),
 writes the TOML atomically, and stores a typed API key in the OS keyring, never in the file. A
 broken settings file is only replaced when the user says so (a copy of it is kept); the form starts
-from the file's valid values, so fixing one bad value keeps the others. Only the chosen backend's
+from the settings the app runs on, which keep the file's valid values (app.common.settings), so fixing
+one bad value keeps the others, the server URL included. Only the chosen backend's
 fields are shown. A server URL is normalised as everywhere else ("gpu-box:8000" is accepted).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from holodesk.app.common.session_words import kind_in_words
 from holodesk.app.common.settings import (
     BACKENDS,
     DEVICES,
@@ -19,7 +21,6 @@ from holodesk.app.common.settings import (
     Settings,
     SettingsError,
     SettingValueError,
-    salvage_settings,
     save_settings,
     store_api_key,
 )
@@ -38,8 +39,6 @@ class SettingsDialog(QtWidgets.QDialog):
     def __init__(self, settings: Settings, path: Path, problem: SettingsError | None = None) -> None:
         super().__init__()
         self.setWindowTitle("Holodesk settings")
-        if problem is not None:
-            settings = salvage_settings(path)  # the file's valid values, not the defaults
         self.settings = settings
         self.path = path
         form = QtWidgets.QFormLayout()
@@ -72,7 +71,7 @@ class SettingsDialog(QtWidgets.QDialog):
         self.retention_mb = QtWidgets.QSpinBox()
         self.retention_mb.setRange(1, 10_000_000)
         self.retention_mb.setSuffix(" MB")
-        self.auto_approve = {kind: QtWidgets.QCheckBox(kind) for kind in AUTO_APPROVABLE}
+        self.auto_approve = {kind: QtWidgets.QCheckBox(kind_in_words(kind)) for kind in AUTO_APPROVABLE}
         kinds = QtWidgets.QHBoxLayout()
         for box in self.auto_approve.values():
             kinds.addWidget(box)
@@ -114,9 +113,10 @@ class SettingsDialog(QtWidgets.QDialog):
         layout = QtWidgets.QVBoxLayout(self)
         if problem is not None:
             warning = QtWidgets.QLabel(
-                f"The settings file {problem.path} could not be used, so Holodesk runs on defaults:\n"
+                f"Problems in the settings file {problem.path}:\n"
                 + "\n".join(f"• {line}" for line in problem.problems)
-                + "\nThe form shows the file's valid values; the file is left as it is until you save here."
+                + "\nHolodesk uses the default for each of these and the file's other values, as this form"
+                " shows them. The file is left as it is until you save here."
             )
             warning.setWordWrap(True)
             warning.setObjectName("settings_problem")

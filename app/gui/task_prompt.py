@@ -15,7 +15,10 @@ GAP = 16  # between the point the prompt opens near and the prompt
 
 
 class TaskPrompt(QtWidgets.QWidget):
+    """Signals: submitted(str), the task; shown_changed(bool), whether the prompt is on screen."""
+
     submitted = Signal(str)
+    shown_changed = Signal(bool)
 
     def __init__(self, recent: RecentTasks) -> None:
         super().__init__(
@@ -76,6 +79,14 @@ class TaskPrompt(QtWidgets.QWidget):
         self.raise_()
         self.activateWindow()
         self.field.setFocus()
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:
+        super().showEvent(event)
+        self.shown_changed.emit(True)
+
+    def hideEvent(self, event: QtGui.QHideEvent) -> None:
+        super().hideEvent(event)
+        self.shown_changed.emit(False)
 
     def _refresh(self, text: str) -> None:
         self.suggestions.clear()

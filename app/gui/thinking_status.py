@@ -9,7 +9,7 @@ app/gui/capture_hiding.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows, tell_source_about
 from holodesk.app.gui.gui_thread import GuiThreadCaller
@@ -136,14 +136,27 @@ class ThinkingStatus(QtWidgets.QWidget):
 
 
 class StatusHiddenCapture:
-    """A FrameSource whose grabs never contain the thinking status."""
+    """A FrameSource whose grabs never contain the thinking status, nor the windows `also_hidden` names.
 
-    def __init__(self, capture: FrameSource, status: ThinkingStatus) -> None:
+    `also_hidden` (GUI thread) gives Holodesk's other status windows: without a tray, the control
+    window. They stay hidden after the grab; whoever showed them shows them again when the run
+    stops grabbing (it waits for the user, or ends).
+    """
+
+    def __init__(
+        self,
+        capture: FrameSource,
+        status: ThinkingStatus,
+        also_hidden: Callable[[], Sequence[QtWidgets.QWidget]] = tuple,
+    ) -> None:
         self.capture = capture
         self.status = status
+        self.also_hidden = also_hidden
+        self._gui = GuiThreadCaller(status)
 
     def grab(self, monitor: int | None) -> ScreenFrame:
         tell_source_about(self.capture, self.status.hide_for_capture())
+        tell_source_about(self.capture, self._gui.call(lambda: hide_windows(self.also_hidden())))
         return self.capture.grab(monitor)
 
     def __getattr__(self, name: str) -> object:

@@ -30,6 +30,13 @@ class Indicator(QtCore.QObject):
     def show_status(self, status: StatusLine) -> None:  # overridden by both indicators
         self.status = status
 
+    def screen_windows(self) -> list[QtWidgets.QWidget]:
+        """Its windows on the screen itself, which a screenshot for the model must not show (GUI thread)."""
+        return []
+
+    def show_again(self) -> None:
+        """Show what a screenshot hid, once the run no longer grabs the screen (GUI thread)."""
+
     def notify(self, title: str, text: str) -> None:  # overridden by both indicators
         self.last_notification = (title, text)
 
@@ -118,6 +125,7 @@ class ControlWindow(Indicator):
         # It never takes the keyboard: keys the user (or an action) types must not press its buttons.
         self.window = QtWidgets.QWidget(None, FLOATING_NO_FOCUS)
         self.window.setObjectName("HolodeskControl")
+        self.window.setWindowTitle("Holodesk control")  # for window lists and screen readers
         self.window.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
         self.window.setStyleSheet(
             "#HolodeskControl { background: #1f2430; border: 1px solid #4c566a; border-radius: 6px; }"
@@ -169,6 +177,13 @@ class ControlWindow(Indicator):
     def set_running(self, running: bool) -> None:
         super().set_running(running)
         self.buttons["stop"].setEnabled(running)
+
+    def screen_windows(self) -> list[QtWidgets.QWidget]:
+        return [self.window]  # "thinking — step 0" must not be in what the model reads
+
+    def show_again(self) -> None:
+        if not self.window.isVisible():
+            self.window.show()  # without taking the keyboard (WA_ShowWithoutActivating)
 
     def show_settings_problem(self, problem: str | None) -> None:
         super().show_settings_problem(problem)

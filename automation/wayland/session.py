@@ -67,7 +67,8 @@ class RestoreTokenStore:
     def save(self, token: str) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         temporary = self.path.with_name(self.path.name + ".tmp")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        os.fchmod(descriptor, 0o600)  # a leftover .tmp keeps its own mode through O_CREAT: the token is private
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(token)
         os.replace(temporary, self.path)

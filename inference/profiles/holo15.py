@@ -25,6 +25,8 @@ from holodesk.inference.profiles.vocabulary import (
     DIRECTION,
     OPTIONAL_X,
     OPTIONAL_Y,
+    SCHEMA_NOTE_CHARS,
+    SCHEMA_THOUGHT_CHARS,
     SCROLL_AMOUNT,
     WAIT,
     CoordinateRange,
@@ -111,13 +113,15 @@ def describe_step(step: PastStep) -> str:
         return step.action.describe()
 
 
-_TEXT = {"type": "string"}
+# Bounded, as every free value of the schema, so a constrained answer always ends (see schema_bounds).
+_NOTE = {"type": "string", "maxLength": SCHEMA_NOTE_CHARS}
+_THOUGHT = {"type": "string", "maxLength": SCHEMA_THOUGHT_CHARS}
 
 
 def navigation_schema(image_width: int, image_height: int) -> dict[str, Any]:
     """One flat step object per action, x and y bounded by the current image."""
     variants = HOLO15_TOOLS.variant_schemas(
-        "action", extra={"note": _TEXT, "thought": _TEXT}, image_size=(image_width, image_height)
+        "action", extra={"note": _NOTE, "thought": _THOUGHT}, image_size=(image_width, image_height)
     )
     return {"type": "object", "anyOf": variants}
 

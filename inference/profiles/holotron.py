@@ -58,6 +58,8 @@ from holodesk.inference.profiles.vocabulary import (
     OPTIONAL_X,
     OPTIONAL_Y,
     POINTER,
+    SCHEMA_NOTE_CHARS,
+    SCHEMA_THOUGHT_CHARS,
     SECONDS,
     Args,
     CoordinateRange,
@@ -393,12 +395,16 @@ MAX_REFUSED_ANSWER_CHARS = 4_000
 
 
 def navigation_schema() -> dict[str, Any]:
-    """JSON schema of one step, for structured output: note, thought and one tool call of the taught tools."""
+    """JSON schema of one step, for structured output: note, thought and one tool call of the taught tools.
+
+    Every free value is bounded, so a server that constrains decoding to it can always finish the
+    answer (see schema_bounds; the remote backend asks for that many tokens).
+    """
     return {
         "type": "object",
         "properties": {
-            "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-            "thought": {"type": "string"},
+            "note": {"anyOf": [{"type": "string", "maxLength": SCHEMA_NOTE_CHARS}, {"type": "null"}]},
+            "thought": {"type": "string", "maxLength": SCHEMA_THOUGHT_CHARS},
             "tool_call": {"anyOf": HOLOTRON_TOOLS.variant_schemas("tool_name")},
         },
         "required": ["note", "thought", "tool_call"],

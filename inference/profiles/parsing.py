@@ -241,6 +241,32 @@ def find_json_objects(text: str) -> list[FoundObject]:
     return found
 
 
+_JSON_LIKE = re.compile(r"\{\s*[\"']")  # an object with a quoted key: meant as JSON, not prose in braces
+
+
+def broken_json_objects(text: str) -> list[str]:
+    """What is wrong with each span of `text` that was meant as a JSON object but is not one.
+
+    A span counts when it opens like an object with a key (`{"`); prose in braces (`{curly}`) does
+    not. A step next to a broken or cut-off one must not be taken for the answer: the model's
+    answer was not what it meant, whichever part the parser could read.
+    """
+    check_size(text)
+    problems: list[str] = []
+    position = text.find("{")
+    while position != -1:
+        extent = _object_extent(text, position)
+        json_like = _JSON_LIKE.match(text, position) is not None
+        if extent == -1:
+            if json_like:
+                problems.append(f"a JSON object at character {position} is cut off (it never closes)")
+            break
+        if json_like and _decode_object_at(text, position, extent) is None:
+            problems.append(f"the JSON object at character {position} is not valid JSON")
+        position = text.find("{", extent)
+    return problems
+
+
 def one_json_object(text: str, what: str = "the answer") -> FoundObject:
     """The one JSON object in `text`; none, or more than one, is a MalformedAnswer."""
     found = find_json_objects(text)
@@ -524,6 +550,9 @@ def read_json_step(text: str, tools: ToolSet, context: Mapping[str, Any] | None 
         calls, note, thought = _read_tool_call_blocks(answer, tools)
     else:
         found = find_json_objects(answer)
+        broken = broken_json_objects(answer)
+        if found and broken:
+            raise MalformedAnswer(f"{broken[0]}, next to a complete one: exactly one complete step is expected")
         if not found:
             raise MalformedAnswer("the answer contains no JSON object")
         if len(found) > 1:

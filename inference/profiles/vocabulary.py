@@ -61,6 +61,19 @@ class Kind(StrEnum):
 
 # A description of the target longer than this is no description.
 MAX_LABEL_CHARS = 2_000
+
+# Bounds on free values in the structured-output schemas only (the parser still reads longer values
+# from servers that do not constrain). A grammar-constrained decoder can end a string only with its
+# closing quote and a number only where its grammar allows: unbounded, a rambling model (or random
+# weights) writes until max_tokens and the answer never parses. Bounded, the longest answer a schema
+# allows fits the profile's token budget (inference/profiles/schema_bounds.py measures it).
+SCHEMA_NOTE_CHARS = 120  # what the model notes for later steps
+SCHEMA_THOUGHT_CHARS = 240  # its reasoning about this step
+SCHEMA_TEXT_CHARS = 240  # typed text, answers, questions: longer text takes more than one step
+SCHEMA_LABEL_CHARS = 80  # the target's description
+SCHEMA_KEYS_CHARS = 24  # one key name, or a combination such as "ctrl+shift+escape"
+SCHEMA_GOAL_TITLE_CHARS = 60
+SCHEMA_PLAN_GOALS = 4
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -295,21 +308,27 @@ class ToolSet:
         if kind is Kind.FLAG:
             return {"type": "boolean"}
         if kind is Kind.KEY_LIST:
-            return {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": param.maximum or 1}
+            key = {"type": "string", "maxLength": SCHEMA_KEYS_CHARS}
+            return {"type": "array", "items": key, "minItems": 1, "maxItems": param.maximum or 1}
         if kind is Kind.GOALS:
             goal = {
                 "type": "object",
                 "properties": {
-                    "title": {"type": "string"},
+                    "title": {"type": "string", "maxLength": SCHEMA_GOAL_TITLE_CHARS},
                     "status": {"type": "string", "enum": [status.value for status in GoalStatus]},
                 },
                 "required": ["title", "status"],
                 "additionalProperties": False,
             }
-            return {"type": "array", "items": goal, "minItems": 1, "maxItems": MAX_PLAN_GOALS}
+            return {"type": "array", "items": goal, "minItems": 1, "maxItems": min(SCHEMA_PLAN_GOALS, MAX_PLAN_GOALS)}
         if kind is Kind.SECONDS:
-            return {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_WAIT_SECONDS}
-        return {"type": "string"}
+            # Tenths of a second: without multipleOf, a number's fraction has no length bound.
+            return {"type": "number", "minimum": 0.1, "maximum": MAX_WAIT_SECONDS, "multipleOf": 0.1}
+        if kind is Kind.LABEL:
+            return {"type": "string", "maxLength": SCHEMA_LABEL_CHARS}
+        if kind is Kind.KEYS:
+            return {"type": "string", "maxLength": SCHEMA_KEYS_CHARS}
+        return {"type": "string", "maxLength": SCHEMA_TEXT_CHARS}
 
 
 def keys_from(value: object, what: str) -> tuple[str, ...]:

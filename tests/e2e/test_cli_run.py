@@ -91,13 +91,13 @@ def test_a_run_killed_mid_task_leaves_a_readable_trajectory(xvfb, target_window,
         while text not in lines.get(timeout=60):
             pass
 
-    wait_for("Step 1:")
+    wait_for("Step 1 proposes:")
     process.stdin.write("a\n")
     process.stdin.flush()
-    wait_for("Step 2:")
+    wait_for("Step 2 proposes:")
     process.stdin.write("a\n")
     process.stdin.flush()
-    wait_for("Step 3:")  # steps 1 and 2 are done and recorded; step 3 awaits approval
+    wait_for("Step 3 proposes:")  # steps 1 and 2 are done and recorded; step 3 awaits approval
     os.kill(process.pid, signal.SIGKILL)
     process.wait(10)
 
@@ -208,7 +208,8 @@ def test_a_broken_settings_file_is_reported_and_the_flags_still_work(tmp_path):
         env={**os.environ, "XDG_CONFIG_HOME": str(config)},
     )
     assert result.returncode == 2
-    assert "settings file is not used" in result.stderr and "run.max_steps" in result.stderr
+    assert "problems in the settings file" in result.stderr and "run.max_steps" in result.stderr
+    assert "each of these uses its default" in result.stderr
     assert "pass --script" in result.stderr
 
 

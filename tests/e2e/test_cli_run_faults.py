@@ -53,7 +53,7 @@ def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
     # Killed outright: its pictures folder stays until the next run, which removes it.
     killed = _run(script, tmp_path / "sessions", env)
     assert killed.stdout is not None
-    while "Step 1:" not in killed.stdout.readline():
+    while "Step 1 proposes:" not in killed.stdout.readline():
         pass
     assert [p.name.startswith("holodesk-approval-") for p in temp.iterdir()] == [True]
     killed.send_signal(signal.SIGKILL)
@@ -62,7 +62,7 @@ def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
     # SIGTERM at the approval prompt: a stop with an end record; its pictures go with it.
     stopped = _run(script, tmp_path / "sessions", env)
     assert stopped.stdout is not None
-    while "Step 1:" not in stopped.stdout.readline():
+    while "Step 1 proposes:" not in stopped.stdout.readline():
         pass
     assert len(list(temp.iterdir())) == 1  # the killed run's folder is already gone
     stopped.send_signal(signal.SIGTERM)
@@ -74,3 +74,34 @@ def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
     session = read_session(newest)
     assert session.outcome == "stopped" and session.end is not None
     assert session.end["detail"] == "stopped by SIGTERM"
+
+
+def test_ctrl_c_while_the_server_is_asked_before_the_run_is_a_stop_in_words(tmp_path):
+    from tests.support.fake_openai_server import FakeOpenAIServer, SlowReply
+
+    with FakeOpenAIServer(models_reply=SlowReply(60.0)) as server:
+        process = subprocess.Popen(
+            [*HOLODESK_COMMAND, "run", "x", "--backend", "remote", "--base-url", server.base_url,
+             "--sessions", str(tmp_path / "sessions")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not server.requests:  # the pre-run check is waiting for the server
+            assert time.monotonic() < deadline and process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    assert "Traceback" not in err, err
+    assert "stopped before the run started (Ctrl+C)" in err
+    assert process.returncode == 3
+    assert not (tmp_path / "sessions").exists() or not list(iter_session_folders(tmp_path / "sessions"))
+
+
+def test_an_unusable_answer_ends_the_run_with_what_to_do(xvfb, tmp_path):
+    script = tmp_path / "answers.jsonl"
+    script.write_text((json.dumps("I would click the OK button, I think.") + "\n") * 5, encoding="utf-8")
+    process = _run(script, tmp_path / "sessions", dict(os.environ))
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1, out + err
+    assert "error: the model's answer was unusable" in out
+    assert "check that Settings → Model profile (--profile) matches the model the server runs" in out

@@ -104,7 +104,7 @@ class _Run:
             self.seen.append(self.lines.get_nowait())
 
     def prompts(self) -> list[int]:
-        return [int(line.split()[1].rstrip(":")) for line in self.seen if line.startswith("Step ")]
+        return [int(line.split()[1]) for line in self.seen if line.startswith("Step ") and "proposes:" in line]
 
 
 def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_path):
@@ -132,7 +132,7 @@ def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_p
         before = set(iter_session_folders(sessions))
         run = _Run(scripts[rng.random() < 0.5], sessions, env)
         try:
-            run.wait_for("Step 1:", 60)
+            run.wait_for("Step 1 proposes:", 60)
             # The start released whatever an earlier SIGKILL left held, before asking anything.
             buttons, keys = _held()
             if buttons or keys:
@@ -193,7 +193,7 @@ def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_p
     # One more start releases what the last kill may have left held; then quit at the first prompt.
     last = _Run(scripts[True], sessions, env)
     try:
-        last.wait_for("Step 1:", 60)
+        last.wait_for("Step 1 proposes:", 60)
         buttons, keys = _held()
         if buttons or keys:
             problems.append(f"held at the start of the final run: {buttons} {keys}")

@@ -277,6 +277,31 @@ def test_a_server_that_ignores_stream_is_understood(server: FakeOpenAIServer) ->
     assert (generation.text, generation.timings.tokens_in, generation.timings.tokens_out) == ("ok", 3, 1)
 
 
+BOUNDED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "thought": {"type": "string", "maxLength": 100},
+        "x": {"type": "integer", "minimum": 0, "maximum": 1000},
+    },
+    "required": ["thought", "x"],
+    "additionalProperties": False,
+}
+
+
+def test_a_bounded_schema_gets_the_tokens_its_longest_answer_needs(server: FakeOpenAIServer) -> None:
+    """Constrained decoding can end the answer only where the schema allows: max_tokens must reach there."""
+    from holodesk.inference.profiles.schema_bounds import longest_answer_bytes
+
+    request = two_image_request(response_schema=BOUNDED_SCHEMA, max_new_tokens=32)
+    server.queue(Completion(), Completion(), Completion())
+    make_backend(server).generate(request)
+    make_backend(server, structured_output=False).generate(request)
+    make_backend(server).generate(two_image_request(max_new_tokens=32))  # STEP_SCHEMA has no bounds
+    longest = len('{"thought":"",') + 4 * 100 + len('"x":1000}')
+    assert longest_answer_bytes(BOUNDED_SCHEMA) == longest
+    assert [r.body["max_tokens"] for r in server.chat_requests] == [longest, 32, 32]
+
+
 def test_a_cut_answer_is_logged(server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture) -> None:
     server.queue(Completion(text='{"action": {"na', finish_reason="length"))
     with caplog.at_level(logging.WARNING, logger="holodesk.inference.remote"):

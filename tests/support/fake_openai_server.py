@@ -4,9 +4,13 @@ A real HTTP server (ThreadingHTTPServer on an ephemeral port, in a daemon thread
 whole HTTP path runs in tests. It validates what vLLM validates (path, method, bearer key, JSON
 shape, model name, image data URLs that decode to images, the structured-output field, stream
 options), answers with vLLM's bodies (completions, SSE chunks with a usage chunk, error objects),
-and records every request. Each chat request takes the next scripted reply (`queue`), or
-`default_reply` when the script is empty. Anything it finds wrong is answered with vLLM's 400 and
-also appended to `problems`, so a test can assert that nothing was wrong.
+and records every request. Where it differs from vLLM 0.32 (tests/vllm shows the real one): it has
+no POST /tokenize (it cannot count image tokens as the model's processor does), so `holodesk doctor`'s
+context check says it cannot measure; it never crashes its engine (StreamError and a stop imitate
+that); structured output is checked for shape, not decoded under the schema. Each chat request
+takes the next scripted reply (`queue`), or `default_reply` when the script is empty. Anything it
+finds wrong is answered with vLLM's 400 and also appended to `problems`, so a test can assert that
+nothing was wrong.
 """
 
 from __future__ import annotations
@@ -210,6 +214,7 @@ class FakeOpenAIServer:
         self.reject_structured_output = reject_structured_output
         self.structured_output_refusal = structured_output_refusal
         self.models_reply = models_reply
+        self.max_model_len = 32768  # what GET /models reports for each model, as vLLM does
         self.default_reply: Reply = Completion()
         self.requests: list[RecordedRequest] = []
         self.problems: list[str] = []
@@ -498,6 +503,7 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                         "owned_by": "vllm",
                         "root": name,
                         "parent": None,
+                        "max_model_len": server.max_model_len,
                     }
                     for name in server.models
                 ],

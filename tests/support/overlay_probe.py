@@ -16,9 +16,11 @@ Commands (JSON lines on stdin) and what the probe answers (JSON lines on stdout)
         or {"event": "grab_failed", "error": str}
   {"cmd": "decide", "step": N, "action": {...}, "note": str, "thought": str, "loop_warning": str}
         a worker thread calls GuiApprover.decide(); once the panel is up:
-        {"event": "panel", "widgets": {name: [x, y, w, h]}} (the visible ones), and when decide() returns:
+        {"event": "panel", "widgets": {name: [x, y, w, h]}, "texts": {name: text}} (the visible ones; a
+        check box's text is {"text", "checked"}), and when decide() returns:
         {"event": "decided", "decision": str, "action": {...} | null, "panel_visible": bool}
   {"cmd": "cancel"}   cancels the pending decide() through its CancelToken
+  {"cmd": "texts"}    -> {"event": "texts", "texts": {...}, "widgets": {...}} the panel's visible widgets now
   {"cmd": "quit"}
 Unprompted: {"event": "target_edited", "action": {...}} when a marker was dragged.
 Every geometry is in screen space (physical pixels), converted through automation.coords.
@@ -289,6 +291,7 @@ def main() -> int:
                             if w.isVisible()
                         },
                         "window": list(_rect(widget_screen_rect(panel))),
+                        "texts": _texts(panel.named_widgets()),
                     }
                 ),
             )
@@ -297,6 +300,13 @@ def main() -> int:
 
     def on_command(command: Event) -> None:
         name = command["cmd"]
+        if name == "texts":
+            app.sync()  # what the X server has delivered so far (a test's clicks) has been handled
+            app.processEvents()
+            named = approver.panel.named_widgets()
+            rects = {n: list(_rect(widget_screen_rect(w))) for n, w in named.items() if w.isVisible()}
+            emit({"event": "texts", "texts": _texts(named), "widgets": rects})
+            return
         if name == "show":
             on_show(command)
         elif name == "clear":
@@ -333,6 +343,21 @@ def main() -> int:
         }
     )
     return app.exec()
+
+
+def _texts(widgets: dict[str, Any]) -> dict[str, Any]:
+    """What the visible labels say, and whether the visible check boxes are ticked."""
+    from holodesk.app.gui.qt import QtWidgets
+
+    texts: dict[str, Any] = {}
+    for name, widget in widgets.items():
+        if not widget.isVisible():
+            continue
+        if isinstance(widget, QtWidgets.QCheckBox):
+            texts[name] = {"text": widget.text(), "checked": widget.isChecked()}
+        elif isinstance(widget, QtWidgets.QLabel | QtWidgets.QPushButton):
+            texts[name] = widget.text()
+    return texts
 
 
 def _rect(rect: Any) -> tuple[int, int, int, int]:

@@ -12,6 +12,7 @@ kernels, temporary files) stays under `workdir`; it runs offline and reports no 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -33,6 +34,7 @@ SERVED_MODEL = "holotron-tiny"
 # A cold start on a loaded 2-core machine took 24-84 s; the deadline leaves room for a slower CI.
 START_DEADLINE_S = float(os.environ.get("HOLODESK_VLLM_START_S", "420"))
 STOP_GRACE_S = 20.0
+PR_SET_PDEATHSIG = 1
 LOG_TAIL_LINES = 40
 # What the structured-output tests need: guidance honours maxLength on strings (xgrammar let raw
 # control characters through); without disable_any_whitespace greedy decoding of random weights
@@ -141,7 +143,7 @@ def serve(
     checkpoint: Path,
     workdir: Path,
     *,
-    max_model_len: int = 16384,
+    max_model_len: int = 32768,
     max_images: int = 4,
     dtype: str = "bfloat16",
     extra_args: tuple[str, ...] = (),
@@ -166,6 +168,7 @@ def serve(
             env=server_env(workdir),
             cwd=workdir,
             start_new_session=True,  # its own process group: the engine core is a child process
+            preexec_fn=_die_with_parent,
         )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -181,6 +184,19 @@ def serve(
         )
     finally:
         stop_group(proc)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the test process dies, even by SIGKILL (Linux's PDEATHSIG).
+
+    The fixture stops the server on a normal end or Ctrl+C; this covers a killed test run, which
+    would otherwise leave a 3 GB server behind (it then stops its own engine process).
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: the fixture's own stop is all there is
 
 
 def _wait_healthy(proc: subprocess.Popen[bytes], base: str, log: Path, deadline_s: float) -> None:

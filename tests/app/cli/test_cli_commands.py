@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 from PIL import Image
@@ -159,6 +160,17 @@ def test_export_corrections_writes_the_moved_targets(tmp_path):
     assert result.returncode == 0 and "wrote 1 correction" in result.stdout
     (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert row["point"] == [40, 30] and row["instruction"] == "the Save button"
+    assert os.stat(out).st_mode & 0o777 == 0o600  # private, as the sessions it comes from
+
+
+def test_export_corrections_is_private_even_over_a_leftover_part_file(tmp_path):
+    record(tmp_path / "sessions", "Rename the file", edited=True)
+    out = tmp_path / "corrections.jsonl"
+    leftover = tmp_path / "corrections.jsonl.part"
+    leftover.write_text("half", encoding="utf-8")
+    leftover.chmod(0o644)
+    assert holodesk("export-corrections", str(out), "--sessions", str(tmp_path / "sessions")).returncode == 0
+    assert os.stat(out).st_mode & 0o777 == 0o600
 
 
 def test_doctor_and_history_follow_the_settings_file(tmp_path):
@@ -182,3 +194,39 @@ def test_doctor_and_history_follow_the_settings_file(tmp_path):
     writer.finish("done")
     history = subprocess.run([*HOLODESK_COMMAND, "history"], capture_output=True, text=True, timeout=60, env=env)
     assert history.returncode == 0 and "from the settings' folder" in history.stdout, history.stdout + history.stderr
+
+
+def test_an_ambiguous_session_prefix_lists_the_matches(tmp_path):
+    names = [record(tmp_path, f"Task {n}", edited=False) for n in range(3)]
+    prefix = names[0][:4]  # the year: every session starts with it
+    result = holodesk("history", prefix, "--sessions", str(tmp_path))
+    assert result.returncode == 1
+    assert f"3 sessions start with {prefix!r}; give more of the name:" in result.stdout
+    assert all(f"  {name}\n" in result.stdout for name in names)
+
+
+def test_history_into_a_pipe_whose_reader_is_gone_is_not_an_error(tmp_path):
+    """`holodesk history | head -2`: the reader stops early. Here it is gone before the first write."""
+    record(tmp_path, "Save the file", edited=False)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [*HOLODESK_COMMAND, "history", "--sessions", str(tmp_path)],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert result.returncode == 0
+    assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr, result.stderr
+
+
+def test_version_and_the_tray_apps_own_flags():
+    version = holodesk("--version")
+    assert version.returncode == 0 and version.stdout.startswith("holodesk ")
+    # The tray app takes the model flags too; a remote backend without a URL is refused in words.
+    no_url = holodesk("--backend", "remote")
+    assert no_url.returncode == 2
+    assert "model.remote.base_url" in no_url.stderr and "pass --base-url" in no_url.stderr
+    misplaced = holodesk("--backend", "remote", "history")
+    assert misplaced.returncode == 2 and "after the command" in misplaced.stderr

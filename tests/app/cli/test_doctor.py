@@ -59,6 +59,9 @@ def test_remote_backend_without_a_gpu_is_ready(xvfb):
     assert checks["cuda"] == "INFO"  # no GPU is fine for a remote backend
     assert checks["server"] == "OK"
     assert "serves Hcompany/Holotron-12B" in result.stdout
+    # The fake cannot count a prompt's tokens (no /tokenize), so whether a task fits is not known.
+    assert checks["context"] == "INFO" and "context 32768 tokens" in result.stdout
+    assert checks["server flags"] == "INFO" and '"backend":"guidance"' in result.stdout
     assert result.stdout.rstrip().endswith("ready (backend remote)")
 
 
@@ -127,3 +130,21 @@ def test_wayland_without_xwayland_is_a_warning_that_names_the_terminal_way(tmp_p
     assert "overlay and approval panel need XWayland" in result.stdout
     assert "`holodesk run` with the terminal approver works" in result.stdout
     assert "monitor 1" not in checks  # the X11 capture check is not what runs here
+
+
+def test_the_newer_h_company_models_are_named_with_what_is_not_verified():
+    from holodesk.app.cli.server_checks import model_family_check
+
+    holo4 = model_family_check("holo4-35b-a3b", "holotron")
+    assert holo4 is not None and holo4.status.value == "WARN" and "tool calls" in holo4.detail
+    nano = model_family_check("Hcompany/Holotron-3-Nano", "holotron")
+    assert nano is not None and "not verified" in nano.detail
+    assert model_family_check("Hcompany/Holotron-12B", "holotron") is None
+
+
+def test_a_server_serving_holo4_gets_the_warning_in_the_report(xvfb):
+    with FakeOpenAIServer(models=("holo4-35b-a3b",)) as server:
+        result = doctor("--backend", "remote", "--base-url", server.base_url, env=base_env(os.environ["DISPLAY"]))
+    assert lines_of(result)["model"] == "WARN", result.stdout
+    assert "holo4-35b-a3b with the holotron profile" in result.stdout
+    assert result.returncode == 0  # a warning, not a block: the user may know better

@@ -119,3 +119,38 @@ def test_an_unreachable_server_stops_the_batch_before_it_starts(tmp_path, capsys
     code = main(["annotate", str(batch), str(tmp_path / "out.jsonl"), "--base-url", "http://127.0.0.1:9/v1"])
     assert code == 1
     assert "connection refused" in capsys.readouterr().err
+
+
+def test_the_server_and_profile_come_from_the_settings_file_and_an_unusable_answer_is_kept(
+    tmp_path, monkeypatch, capsys
+):
+    batch = make_batch(tmp_path / "in", 2)
+    output = tmp_path / "out.jsonl"
+    with FakeOpenAIServer() as server:
+        config = tmp_path / "config"
+        (config / "holodesk").mkdir(parents=True)
+        (config / "holodesk" / "settings.toml").write_text(
+            f'[model]\nbackend = "remote"\n\n[model.remote]\nbase_url = "{server.base_url}"\n', encoding="utf-8"
+        )
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+        server.default_reply = POINT_ANSWER
+        server.queue(Completion(text="It is the blue one, I believe."))
+        assert main(["annotate", str(batch), str(output), "--concurrency", "1"]) == 1  # no --base-url
+    found = results(output)
+    failed = [record for record in found.values() if "error" in record]
+    assert len(failed) == 1 and failed[0]["raw_text"] == "It is the blue one, I believe."
+    assert sum("point" in record for record in found.values()) == 1
+
+
+def test_without_a_server_anywhere_annotate_says_where_to_give_one(tmp_path, capsys):
+    batch = make_batch(tmp_path / "in", 1)
+    assert main(["annotate", str(batch), str(tmp_path / "out.jsonl")]) == 2
+    assert "--base-url" in capsys.readouterr().err
+
+
+def test_a_server_url_with_credentials_is_refused_without_repeating_them(tmp_path, capsys):
+    batch = make_batch(tmp_path / "in", 1)
+    url = "http://alice:hunter2@127.0.0.1:9/v1"
+    assert main(["annotate", str(batch), str(tmp_path / "out.jsonl"), "--base-url", url]) == 2
+    said = capsys.readouterr().err
+    assert "user name or password" in said and "hunter2" not in said and "alice" not in said

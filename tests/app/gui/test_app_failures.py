@@ -68,6 +68,7 @@ def test_a_pause_asked_while_the_model_thinks_stays_visible(qtbot, tmp_path):
     app._on_engine_event(EngineEvent(EngineState.THINKING, 2))
     assert app.thinking.isVisible() and app.thinking.text.startswith("Step 2 · the model is thinking")
     app.toggle_pause()
+    assert app.indicator.last_notification[0] == "Pausing"  # seen at once, not only in a tooltip
     # The model answers after the pause was asked: the status must not flip back to "waiting".
     app._on_engine_event(EngineEvent(EngineState.WAITING_APPROVAL, 2, "click at (5, 5)"))
     assert app.indicator.status.state is AppState.PAUSED

@@ -89,7 +89,8 @@ def test_window_shows_what_ran_the_decision_the_result_and_the_outcome(qtbot, tm
     assert "· done · 2 steps" in session_text
     window.sessions.setCurrentRow(0)
     items = [window.steps.item(i).text() for i in range(window.steps.count())]
-    assert items == ["1. edited: type 'echo bye' at (50, 50)", "2. asked: Which one?", "3. finished: Greeted."]
+    # Two steps taken, and the answer that ended the run (not a step: no number).
+    assert items == ["1. edited: type 'echo bye' at (50, 50)", "2. asked: Which one?", "Finished: Greeted."]
     window.steps.setCurrentRow(0)
     assert window.ran.text() == "Type 'echo bye' at (50, 50)"  # what ran, not the proposal
     assert window.proposed.text() == "The model proposed: type 'echo hello from holodesk' at (50, 50)"
@@ -98,3 +99,16 @@ def test_window_shows_what_ran_the_decision_the_result_and_the_outcome(qtbot, tm
     assert window.picture.pixmap() is not None and not window.picture.pixmap().isNull()
     window.steps.setCurrentRow(1)
     assert window.result.text() == "You replied: the first"
+
+
+def test_the_window_fits_a_small_screen_and_a_step_without_a_decision_reads_in_words(qtbot, tmp_path):
+    writer = TrajectoryWriter.create(tmp_path, "Cut short")
+    writer.append({"type": "step", "index": 1})  # the run ended before the model answered
+    writer.finish("error", "the model could not answer")
+    window = HistoryWindow(tmp_path)
+    qtbot.addWidget(window)
+    window.show()
+    area = window.screen().availableGeometry()  # the offscreen platform's 800x600 screen
+    assert area.contains(window.frameGeometry()), (area, window.frameGeometry())
+    window.sessions.setCurrentRow(0)
+    assert window.steps.item(0).text() == "1. nothing recorded (the run ended inside this step)"

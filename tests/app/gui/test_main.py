@@ -106,3 +106,15 @@ def test_an_auto_approved_step_is_announced(qtbot, holodesk_app, tmp_path) -> No
     qtbot.waitUntil(lambda: bool(finished), timeout=30_000)
     announced = [n for n in notified if n[0].startswith("Step 1 approved automatically")]
     assert announced and "click" in announced[0][1].lower()
+
+
+def test_a_monitor_the_display_lacks_is_said_before_the_task_starts(qtbot, holodesk_app, tmp_path) -> None:
+    from holodesk.app.common.settings import RunSettings
+
+    app = holodesk_app
+    app.apply_settings(dataclasses.replace(app.settings, run=RunSettings(monitor=7)))
+    app.start_task("click the middle")
+    title, text = app.indicator.last_notification
+    assert title == "Task not started" and "monitor 7" in text and "this display has 1" in text
+    assert app.engine is None
+    assert not (tmp_path / "sessions").exists() or not list((tmp_path / "sessions").iterdir())

@@ -6,6 +6,7 @@ and the GUI thread; the whole round trip in the tray app is in tests/e2e/test_tr
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -125,10 +126,27 @@ def test_the_headline_follows_the_text_being_edited(qtbot, approver):
     widgets = panel.named_widgets()
     widgets["text"].setPlainText("echo bye")
     # Text to type is shown as everywhere on the panel: its length, whitespace made visible.
-    assert widgets["action"].text().replace("\u200b", "") == "Type 8 characters into the focused field: echo·bye"
+    assert widgets["action"].text().replace("\u200b", "") == "Type 8 characters into the focused field:\necho·bye"
     panel.present(approval_request(KeyCombo(("ctrl", "s"))))
     widgets["keys"].setText("ctrl+shift+")  # half-typed: the headline keeps the last valid keys
     assert widgets["action"].text() == "Press ctrl+s"
     widgets["keys"].setText("ctrl+shift+s")
     assert widgets["action"].text() == "Press ctrl+shift+s"
+    panel.retract()
+
+
+def test_a_question_after_a_step_shows_nothing_of_that_step(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from holodesk.app.gui.approval_panel import ApprovalPanel
+    from holodesk.automation.actions import Click, Point
+    from tests.app.gui.approval_requests import approval_request
+
+    panel = ApprovalPanel()
+    qtbot.addWidget(panel)
+    step = approval_request(Click(Point(5, 5)), step=2, element="The blue OK button")
+    panel.present(dataclasses.replace(step, previous_result="1. Open the mail [done]\n2. Reply [todo]"))
+    widgets = panel.named_widgets()
+    assert widgets["context"].text() == "Step 1: 1. Open the mail [done]\n2. Reply [todo]"  # lines, not "\n"
+    panel.present_question(question())
+    assert not widgets["context"].isVisible() and not widgets["element"].isVisible()
+    assert widgets["context"].text() == "" and widgets["element"].text() == ""
     panel.retract()

@@ -9,6 +9,7 @@ import keyring.backend
 import pytest
 
 from holodesk.app.common.settings import Settings, load_settings
+from holodesk.app.gui.qt import QtWidgets
 from holodesk.app.gui.settings_dialog import SettingsDialog
 
 
@@ -103,9 +104,9 @@ def test_a_broken_file_keeps_its_valid_values_in_the_form(qtbot, tmp_path):
         encoding="utf-8",
     )
     loaded = load_settings(path)
-    assert loaded.problem is not None and loaded.settings == Settings()  # the app runs on defaults...
+    assert loaded.problem is not None and loaded.settings.model.backend == "remote"  # the app runs on them too
     dialog = make_dialog(qtbot, path, loaded.settings, loaded.problem)
-    # ...but the form shows what the file got right; only the bad value is at its default.
+    # The form shows what the file got right; only the bad value is at its default.
     assert dialog.backend.currentText() == "remote"
     assert dialog.base_url.text() == "http://gpu-box:8000/v1"
     assert dialog.prompt_hotkey.text() == "<ctrl>+<alt>+j"
@@ -129,3 +130,23 @@ def test_a_url_without_a_scheme_is_accepted_as_the_command_line_accepts_it(qtbot
     dialog.base_url.setText("127.0.0.1:8765")
     assert dialog.save(), dialog.problem.text()
     assert load_settings(path).settings.model.remote.base_url == "http://127.0.0.1:8765/v1"
+
+
+def test_a_toml_syntax_error_keeps_the_other_lines_and_saving_keeps_the_server_url(qtbot, tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_text(
+        '[model]\nbackend = "remote"\n\n[model.remote]\nbase_url = "http://gpu-box:8000/v1"\n'
+        "[run]\nmax_steps = 12 steps\n",
+        encoding="utf-8",
+    )
+    loaded = load_settings(path)
+    dialog = make_dialog(qtbot, path, loaded.settings, loaded.problem)
+    warning = dialog.findChild(QtWidgets.QLabel, "settings_problem")
+    assert "line 7: not valid TOML" in warning.text() and "uses the default for each" in warning.text()
+    assert dialog.base_url.text() == "http://gpu-box:8000/v1"
+    dialog.confirm_replace_broken = lambda problem: True
+    assert dialog.save()
+    saved = load_settings(path)
+    assert saved.problem is None
+    assert saved.settings.model.backend == "remote"
+    assert saved.settings.model.remote.base_url == "http://gpu-box:8000/v1"

@@ -36,3 +36,19 @@ def test_a_version_2_portal_persists_and_gets_the_kept_token() -> None:
 def test_the_explanation_for_an_old_portal_says_it_asks_every_run() -> None:
     text = ASKS_EVERY_RUN.format(version=1)
     assert "version 1" in text and "asks at every run" in text
+
+
+def test_the_restore_token_is_private_even_over_a_leftover_temporary_file(tmp_path):
+    import os
+
+    from holodesk.automation.wayland.session import RestoreTokenStore
+
+    path = tmp_path / "holodesk" / "restore-token"
+    path.parent.mkdir()
+    leftover = path.with_name(path.name + ".tmp")
+    leftover.write_text("old", encoding="utf-8")
+    leftover.chmod(0o644)
+    store = RestoreTokenStore(path)
+    store.save("a-secret-token")
+    assert store.load() == "a-secret-token"
+    assert os.stat(path).st_mode & 0o777 == 0o600

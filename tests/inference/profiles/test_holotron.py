@@ -314,6 +314,16 @@ HOSTILE: list[tuple[str, str, str]] = [
     ),
     ("second object before", '{"action": "refresh"} then ' + step({"name": "go_back"}), "2 JSON objects"),
     (
+        "broken object before a valid one",
+        '{"action": {"name": "click_desktop", "x": 1 "y": 2}}\n' + step({"name": "go_back"}),
+        "is not valid JSON, next to a complete one",
+    ),
+    (
+        "a full step then a cut-off one",
+        step({"name": "go_back"}) + '\n{"action": {"name": "write_desktop", "content": "rm -rf ',
+        "is cut off (it never closes), next to a complete one",
+    ),
+    (
         "call smuggled after",
         step({"name": "go_back"}) + '\nclick_element(element="Delete", x=1, y=2)',
         "calls click_element",
@@ -653,9 +663,15 @@ def test_schema_lists_the_taught_tools() -> None:
     assert by_name["write_desktop"]["properties"]["press_enter"] == {"type": "boolean"}
     assert by_name["hotkey_desktop"]["properties"]["keys"] == {
         "type": "array",
-        "items": {"type": "string"},
+        "items": {"type": "string", "maxLength": 24},
         "minItems": 1,
         "maxItems": 5,
+    }
+    assert by_name["wait_desktop"]["properties"]["seconds"] == {
+        "type": "number",
+        "minimum": 0.1,
+        "maximum": 60,
+        "multipleOf": 0.1,
     }
     goal = by_name["update_plan"]["properties"]["goals"]["items"]
     assert goal["properties"]["status"]["enum"] == ["todo", "running", "done", "failed"]

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +251,10 @@ SCHEMA_KEYWORDS = {
     "minimum",
     "maximum",
     "exclusiveMinimum",
+    # The bounds that keep a constrained answer within its token budget (see schema_bounds); the
+    # vLLM tier shows the guidance backend honours them.
+    "maxLength",
+    "multipleOf",
 }
 
 
@@ -296,6 +301,10 @@ def conforms(value: Any, schema: dict[str, Any]) -> bool:
             return False
     if "enum" in schema and value not in schema["enum"]:
         return False
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        return False
+    if "multipleOf" in schema and Decimal(str(value)) % Decimal(str(schema["multipleOf"])) != 0:
+        return False
     if "minimum" in schema and value < schema["minimum"]:
         return False
     if "maximum" in schema and value > schema["maximum"]:
@@ -337,6 +346,9 @@ BAD: dict[str, list[Any]] = {
             "tool_call": {"tool_name": "scroll_desktop", "element": "e", "direction": "sideways"},
         },
         {"note": "", "thought": "", "tool_call": {"tool_name": "wait_desktop", "seconds": 0}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "wait_desktop", "seconds": 2.55}},
+        {"note": "", "thought": "t" * 301, "tool_call": {"tool_name": "wait_desktop"}},
+        {"note": "", "thought": "", "tool_call": {"tool_name": "answer", "content": "c" * 301}},
         {"note": "", "thought": "", "tool_call": {"tool_name": "write_desktop", "content": "x", "press_enter": "yes"}},
         {"note": "", "thought": "", "tool_call": {"tool_name": "hotkey_desktop", "keys": "ctrl+c"}},
         {"note": "", "thought": "", "tool_call": {"tool_name": "hotkey_desktop", "keys": ["a"] * 6}},

@@ -1,0 +1,184 @@
+"""`holodesk doctor`'s checks of an OpenAI-compatible server (the remote backend) beyond reaching it.
+
+- context: the server counts the prompt of a task's last step (POST /tokenize: `max_steps - 1` earlier
+  steps, every screenshot the profile keeps, at this screen's size), the answer's tokens are added,
+  and the sum is compared with the model's `max_model_len`; too small is a FAIL naming the
+  `--max-model-len` to restart with. Too many screenshots for `--limit-mm-per-prompt` is a FAIL too.
+- server flags: the vLLM command line that keeps structured answers parseable (INFO).
+- model: which H Company model the server's model name looks like, and whether the chosen profile
+  speaks its format (what is known of the newer models, and what is not verified, is in the README).
+- try (`--try`): one real step on a canned screenshot through the profile, parsed or refused in words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from holodesk.app.cli.doctor import CheckResult, DoctorOptions, Status, canned_screenshot, printable
+from holodesk.inference.errors import BackendError, InferenceError, ParseError
+
+if TYPE_CHECKING:
+    from holodesk.inference.context_fit import ContextNeed
+    from holodesk.inference.profiles.base import Profile
+    from holodesk.inference.remote import RemoteBackend
+
+# What a user should run (README: "Serving the model"); the structured-output part is what makes
+# answers parse: guidance honours the schemas' maxLength (xgrammar let raw control characters through
+# in vLLM 0.32), and without disable_any_whitespace a constrained model may write "{" then
+# whitespace to max_tokens. Both are server flags: the request field is accepted and ignored.
+STRUCTURED_OUTPUTS_FLAG = '--structured-outputs-config \'{"backend":"guidance","disable_any_whitespace":true}\''
+DEFAULT_SCREEN = (1920, 1080)
+
+
+# Served-model names of H Company's newer models (their hub ids, or the names their own CLI serves
+# them under) -> what Holodesk knows of their format. Holo4 and Holo3.1 answer through OpenAI tool
+# calls in H Company's agent-runtime format (vLLM --tool-call-parser qwen3_coder); Holodesk's
+# profiles ask for one JSON step in the message text, so they do not speak it.
+_NEWER_MODELS = (
+    (
+        ("holo4", "holo3-1", "holo3.1", "holo3"),
+        "H Company's Holo3/Holo4 answer through tool calls in their agent runtime's format, which no "
+        "Holodesk profile speaks yet: steps will not parse",
+    ),
+    (
+        ("holotron-3", "holotron3"),
+        "Holotron-3-Nano is served with a tool-call parser in NVIDIA's cookbook; whether it keeps "
+        "Holotron-12B's JSON step (the holotron profile) is not verified",
+    ),
+)
+
+
+def model_family_check(model: str, profile: str) -> CheckResult | None:
+    """A WARN when the served model is one of H Company's newer models (see _NEWER_MODELS); else None."""
+    lowered = model.lower()
+    for markers, note in _NEWER_MODELS:
+        if any(marker in lowered for marker in markers):
+            return CheckResult(
+                "model",
+                Status.WARN,
+                f"{model} with the {profile} profile: {note}",
+                fix="Holotron-12B (Hcompany/Holotron-12B) is the model Holodesk is built and tested for; "
+                "`holodesk doctor --try` shows whether a step parses",
+            )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskShape:
+    """What the user's tasks look like, for the context check."""
+
+    profile: str
+    max_steps: int
+    screen: tuple[int, int]
+
+
+def recommended_server_command(model: str = "Hcompany/Holotron-12B", max_model_len: int = 32768) -> str:
+    """The vLLM command line the README gives, with a context that holds a long task."""
+    return (
+        f"vllm serve {model} --trust-remote-code --max-model-len {max_model_len}"
+        f' --limit-mm-per-prompt \'{{"image":4,"video":0}}\' {STRUCTURED_OUTPUTS_FLAG}'
+    )
+
+
+def check_server_fit(options: DoctorOptions, shape: TaskShape) -> Iterator[CheckResult]:
+    """The context and image-limit check, the server flags, and with --try one step."""
+    from holodesk.inference.context_fit import measure_context_need
+    from holodesk.inference.profiles import get_profile
+    from holodesk.inference.remote import RemoteBackend, RequestRejectedError
+
+    if not options.base_url:
+        return
+    backend = RemoteBackend(options.base_url, model=options.model)
+    profile = get_profile(shape.profile)
+    family = model_family_check(backend.model, shape.profile)
+    if family is not None:
+        yield family
+    try:
+        length = backend.model_context_length()
+        need = measure_context_need(backend, profile, shape.screen, shape.max_steps)
+    except RequestRejectedError as exc:
+        keep = profile.budget.keep_screenshots
+        if "image" in exc.server_message.lower():
+            yield CheckResult(
+                "images",
+                Status.FAIL,
+                f"the server refused a request with {keep} screenshots: {printable(exc.server_message, 300)}",
+                fix=f'restart vLLM with --limit-mm-per-prompt \'{{"image":{keep + 1},"video":0}}\'',
+                blocking=True,
+            )
+        else:
+            yield CheckResult("context", Status.WARN, f"could not measure the prompt: {printable(str(exc), 300)}")
+        need = None
+        length = None
+    except BackendError as exc:
+        yield CheckResult("context", Status.WARN, f"could not ask the server: {printable(str(exc), 300)}")
+        need = None
+        length = None
+    else:
+        yield from _context_lines(length, need, shape)
+    yield CheckResult(
+        "server flags",
+        Status.INFO,
+        f"structured answers parse with {STRUCTURED_OUTPUTS_FLAG} on the vLLM command line"
+        " (a server setting; without it a constrained answer can run to max_tokens)",
+    )
+    if options.try_step:
+        yield try_remote_step(backend, profile)
+
+
+def _context_lines(length: int | None, need: ContextNeed | None, shape: TaskShape) -> Iterator[CheckResult]:
+    task = f"a {shape.max_steps}-step task on a {shape.screen[0]}x{shape.screen[1]} screen"
+    if need is None:
+        detail = f"context {length} tokens" if length else "the server does not say its context length"
+        yield CheckResult(
+            "context",
+            Status.INFO,
+            f"{detail}; it cannot count a prompt (no /tokenize: not vLLM?), so whether {task} fits is not known",
+        )
+        return
+    yield CheckResult(
+        "images", Status.OK, f"a request with {need.images} screenshots is accepted (the most a step sends)"
+    )
+    measured = (
+        f"{task} needs {need.total:,} tokens at its last step "
+        f"({need.prompt_tokens:,} prompt with {need.images} screenshots + {need.answer_tokens:,} for the answer)"
+    )
+    if length is None:
+        yield CheckResult("context", Status.INFO, f"{measured}; the server does not say its context length")
+    elif need.total > length:
+        yield CheckResult(
+            "context",
+            Status.FAIL,
+            f"the model's context is {length:,} tokens, but {measured}: the server would refuse it mid-task",
+            fix=f"restart vLLM with --max-model-len {need.suggested_max_model_len()} "
+            "(or lower the step limit, or the screenshots kept)",
+            blocking=True,
+        )
+    else:
+        yield CheckResult("context", Status.OK, f"{length:,} tokens; {measured}")
+
+
+def try_remote_step(backend: RemoteBackend, profile: Profile) -> CheckResult:
+    """One step on the canned screenshot through the server; never acts."""
+    from holodesk.inference.model_policy import ModelPolicy
+
+    policy = ModelPolicy(profile, backend)
+    try:
+        proposal = policy.propose("Archive the first unread email.", [], [canned_screenshot()])  # type: ignore[list-item]
+    except ParseError as exc:
+        timings = exc.timings
+        spent = f"{timings.tokens_in} tokens in, {timings.tokens_out} out" if timings else "no timings"
+        return CheckResult(
+            "try",
+            Status.WARN,
+            f"the server answered ({spent}), but the answer did not parse: {printable(str(exc))}",
+            fix=f"start vLLM with {STRUCTURED_OUTPUTS_FLAG}, and check that it serves an H Company model "
+            "matching the profile (--profile)",
+        )
+    except InferenceError as exc:
+        return CheckResult("try", Status.FAIL, printable(str(exc), limit=400), blocking=True)
+    timings = proposal.timings
+    spent = f" in {timings.total_s:.1f} s ({timings.tokens_in} tokens in, {timings.tokens_out} out)" if timings else ""
+    return CheckResult("try", Status.OK, f"one step{spent} proposed: {printable(proposal.action.describe())}")

@@ -38,7 +38,9 @@ class HolotronModel(nn.Module):
 
     def __init__(self, spec: ModelSpec, attention: str = "sdpa") -> None:
         super().__init__()
-        from transformers import NemotronHConfig, NemotronHForCausalLM
+        # From the submodule: mypy runs in .venv, whose transformers (4.53) has none, and takes a
+        # missing module as untyped where a missing name in `transformers` would be an error.
+        from transformers.models.nemotron_h import NemotronHConfig, NemotronHForCausalLM
 
         self.spec = spec
         config = NemotronHConfig(**spec.llm_config)

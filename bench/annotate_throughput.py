@@ -169,7 +169,7 @@ def _server(kind: str, latency: float, scratch: Path) -> Iterator[tuple[str, str
     """The server's API root and model name, for the run; stopped after it."""
     repo = Path(__file__).resolve().parent.parent
     if kind == "vllm":
-        from tests.support.nemotron_tiny import build_nemotron_tiny
+        from bench.nemotron_tiny import build_nemotron_tiny
         from tests.support.vllm_server import serve
 
         with serve(build_nemotron_tiny(scratch / "ckpt"), scratch / "vllm") as running:

@@ -1,6 +1,6 @@
 """The in-process engine over a 30-step task, with and without the state kept between steps.
 
-A tiny random-weight checkpoint in Holotron-12B's real layout (tests/support/nemotron_tiny) runs in
+A tiny random-weight checkpoint in Holotron-12B's real layout (bench/nemotron_tiny) runs in
 the engine on the CPU, float32. Each step is the Holotron profile's navigation request for that point
 of the task: the history so far (one assistant turn and one tool output per earlier step) and a new
 1280x800 screenshot (4 tiles: 1024 image tokens). The screenshot window keeps 4 and drops 3 at once
@@ -35,10 +35,10 @@ WINDOW = ImageBudget(keep_screenshots=4, drop_block=3)
 
 
 def run(settings: BenchSettings) -> BenchResult:
+    from bench.nemotron_tiny import build_nemotron_tiny
     from holodesk.inference.engine.runner import Engine, EngineResult
     from holodesk.inference.engine.spec import transformers_problem
     from holodesk.inference.profiles.holotron import HolotronProfile
-    from tests.support.nemotron_tiny import build_nemotron_tiny
 
     result = BenchResult(NAME)
     problem = transformers_problem()

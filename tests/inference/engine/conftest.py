@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def real_layout_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.support.nemotron_tiny import build_nemotron_tiny
+    from bench.nemotron_tiny import build_nemotron_tiny
 
     return build_nemotron_tiny(tmp_path_factory.mktemp("engine") / "nemotron_tiny", dtype="float32")
 

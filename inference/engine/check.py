@@ -6,10 +6,14 @@ milliseconds per token next to the floor the memory bandwidth allows (every toke
 once), prefill tokens per second, peak memory (CUDA's allocator peak, or the process's peak RSS on a
 CPU), and which fast paths are in use: mamba-ssm's and causal-conv1d's kernels (transformers picks
 them when they import; they run on CUDA only) and flash-attention.
+
+`contact_request` is the one request both `holodesk doctor --try` and `bench.gpu_step` send to a
+checkpoint in the real layout (`spec.real_layout`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import itertools
 import resource
@@ -17,12 +21,15 @@ from dataclasses import dataclass
 
 import torch
 
+from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.engine.memory import weight_elements
 from holodesk.inference.engine.runner import Engine
 from holodesk.inference.profiles.base import ChatRequest
+from holodesk.inference.profiles.holotron import HolotronProfile
 
 # A run of this many identical tokens ends a degenerate answer.
 REPEAT_RUN = 8
+CONTACT_TASK = "Archive the first unread email."
 # Where transformers looks for each kernel (package, module path, function).
 KERNELS = {
     "mamba-ssm chunk scan": ("mamba_ssm.ops.triton.ssd_combined", "mamba_chunk_scan_combined"),
@@ -109,3 +116,10 @@ def first_contact(engine: Engine, request: ChatRequest, *, bandwidth_tb_s: float
         kernels=kernels_available(engine.device),
         attention=engine.model.language_model.config._attn_implementation,
     )
+
+
+def contact_request(frame: ScreenFrame, max_new_tokens: int = 64) -> ChatRequest:
+    """The first-contact request: one navigation step on `frame` through the Holotron profile."""
+    profile = HolotronProfile()
+    request = profile.navigation_request(CONTACT_TASK, [], [profile.prepare_image(frame)])
+    return dataclasses.replace(request, max_new_tokens=max_new_tokens)

@@ -13,15 +13,11 @@
 
 from __future__ import annotations
 
-import json
-import struct
 from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from holodesk.inference.engine.model import weight_files
-from holodesk.inference.engine.spec import ModelSpec
-from holodesk.inference.errors import ModelLoadError
+from holodesk.inference.engine.spec import ModelSpec, tensor_shapes
 
 _FLOAT32 = 4
 # Activations alive at once in a layer (input, normed input, projection, output), a rough multiple.
@@ -49,16 +45,7 @@ class MemoryPlan:
 
 def weight_elements(spec: ModelSpec) -> int:
     """Elements of every tensor in the checkpoint, read from the safetensors headers (no weights loaded)."""
-    total = 0
-    for file in weight_files(spec.path):
-        try:
-            with file.open("rb") as handle:
-                (length,) = struct.unpack("<Q", handle.read(8))
-                header = json.loads(handle.read(length))
-        except (OSError, ValueError, struct.error) as exc:
-            raise ModelLoadError(f"cannot read the header of {file}: {exc}") from exc
-        total += sum(prod(entry["shape"]) for name, entry in header.items() if name != "__metadata__")
-    return total
+    return sum(prod(shape) for shape in tensor_shapes(spec.path).values())
 
 
 def _layer_counts(llm: dict[str, Any]) -> tuple[int, int]:

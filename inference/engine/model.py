@@ -16,7 +16,6 @@ the tiler normalizes with the config's mean and std, which must agree with it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import torch
 from torch import nn
 
 from holodesk.inference.engine.projector import Projector, pixel_shuffle
-from holodesk.inference.engine.spec import ModelSpec
+from holodesk.inference.engine.spec import ModelSpec, weight_files
 from holodesk.inference.engine.vision import RadioVision
 from holodesk.inference.errors import ModelLoadError
 
@@ -75,23 +74,6 @@ def _rename(name: str) -> str | None:
     if name.startswith(_CONDITIONER) or name in _IGNORED:
         return None
     raise ModelLoadError(f"the checkpoint holds a tensor this engine does not know: {name}")
-
-
-def weight_files(path: Path) -> list[Path]:
-    """The safetensors files, from the index when there is one."""
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, ValueError, KeyError) as exc:
-            raise ModelLoadError(f"cannot read {index}: {exc}") from exc
-        files = [path / name for name in names]
-    else:
-        files = sorted(path.glob("*.safetensors"))
-    missing = [f.name for f in files if not f.is_file()]
-    if not files or missing:
-        raise ModelLoadError(f"{path} lacks its weights ({', '.join(missing) or 'no *.safetensors file'})")
-    return files
 
 
 def _tensors(path: Path) -> Iterator[tuple[str, torch.Tensor]]:

@@ -6,11 +6,15 @@ model's config is `llm_config` or `text_config`, the image token id `img_context
 `vision_config.args.model` and may be overridden by explicit sizes in the same `args`. Whatever this
 engine cannot run (dynamic-resolution tiling, a vision layer norm before the projector, another
 pixel-shuffle order) is refused here, by name, before any weight is read.
+
+The weight files and their safetensors headers (names and shapes, no weights) are read here too:
+`real_layout` tells a checkpoint under the real tensor names, which this engine loads, from the stand-in.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,8 @@ from typing import Any
 from holodesk.inference.errors import ModelLoadError
 
 ARCHITECTURE = "NemotronH_Nano_VL_V2"
+# The real checkpoint's language model; the stand-in (holodesk.inference.standin) names it `language_model.model.`.
+REAL_LANGUAGE_MODEL = "language_model.backbone."
 # transformers' native Nemotron-H (with a hybrid DynamicCache that continues Mamba state over chunks).
 TRANSFORMERS_MIN = (5, 3)
 
@@ -213,3 +219,51 @@ def read_spec(path: str | Path) -> ModelSpec:
         image_token_id=image_token,
         dtype=str(config.get("torch_dtype") or llm.get("torch_dtype") or "bfloat16"),
     )
+
+
+def weight_files(path: Path) -> list[Path]:
+    """The safetensors files, from the index when there is one."""
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelLoadError(f"cannot read {index}: {exc}") from exc
+        files = [path / name for name in names]
+    else:
+        files = sorted(path.glob("*.safetensors"))
+    missing = [f.name for f in files if not f.is_file()]
+    if not files or missing:
+        raise ModelLoadError(f"{path} lacks its weights ({', '.join(missing) or 'no *.safetensors file'})")
+    return files
+
+
+def tensor_shapes(path: Path) -> dict[str, list[int]]:
+    """Every tensor's name and shape in the checkpoint at `path`, read from the safetensors headers (no weights)."""
+    shapes: dict[str, list[int]] = {}
+    for file in weight_files(path):
+        try:
+            with file.open("rb") as handle:
+                (length,) = struct.unpack("<Q", handle.read(8))
+                header = json.loads(handle.read(length))
+            shapes.update((name, entry["shape"]) for name, entry in header.items() if name != "__metadata__")
+        except (OSError, ValueError, struct.error, KeyError, TypeError, AttributeError) as exc:
+            raise ModelLoadError(f"cannot read the header of {file}: {exc}") from exc
+    return shapes
+
+
+def real_layout(path: str | Path) -> bool:
+    """Whether `path` holds a Nemotron-Nano-VL-v2 checkpoint under the real tensor names, which this engine loads.
+
+    Reads config.json and the safetensors headers only. False for anything else (the stand-in, another
+    model, a folder without weights): those go the way they went before.
+    """
+    root = Path(path)
+    try:
+        config = json.loads((root / "config.json").read_text(encoding="utf-8"))
+        names = tensor_shapes(root)
+    except (OSError, ValueError, ModelLoadError):
+        return False
+    if not isinstance(config, dict) or ARCHITECTURE not in (config.get("architectures") or []):
+        return False
+    return any(name.startswith(REAL_LANGUAGE_MODEL) for name in names)

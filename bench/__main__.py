@@ -28,7 +28,7 @@ from bench.harness import BenchResult, BenchSettings, format_table, machine_desc
 from holodesk.inference.standin import isolate_hf_environment
 
 # In run order; the overlay last (its Qt child process is the slowest to start).
-BENCHMARKS = ("capture", "parsing", "engine", "model_step", "memory", "overlay", "wayland", "gpu_step")
+BENCHMARKS = ("capture", "parsing", "engine", "model_step", "engine_reuse", "memory", "overlay", "wayland", "gpu_step")
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results.json"
 
 

@@ -158,9 +158,8 @@ def _server(kind: str, latency: float, scratch: Path) -> Iterator[tuple[str, str
     """The server's API root and model name, for the run; stopped after it."""
     repo = Path(__file__).resolve().parent.parent
     if kind == "vllm":
-        # The vLLM tier's own set-up (test-only: the checkpoint builder and the server launcher are not
-        # shipped); the bench runs from a checkout, where both are present.
-        from tests.support.nemotron_tiny import build_nemotron_tiny
+        # The server launcher is the vLLM tier's (tests/support): the bench runs from a checkout.
+        from bench.nemotron_tiny import build_nemotron_tiny
         from tests.support.vllm_server import serve
 
         with serve(build_nemotron_tiny(scratch / "ckpt"), scratch / "vllm") as running:

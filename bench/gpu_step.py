@@ -17,6 +17,11 @@ proposed (never executed), next to prefill and decode tokens per second, step la
   2 x parameters x prompt tokens / peak bf16 FLOP/s.
 Bandwidth and FLOP/s come from GPU_TABLE by the device's name, or from --bandwidth / --tflops.
 The JSON report goes to stdout's last line and to --output if given.
+
+A checkpoint in the real layout (Holotron-12B's own files, or bench/nemotron_tiny's; see
+holodesk.inference.engine.spec.real_layout) runs in the in-process engine instead: its first contact
+(holodesk.inference.engine.check) on the first screenshot says whether the answer is degenerate, and
+gives prefill tokens/s, decode ms/token against the bandwidth floor, peak VRAM and the kernels in use.
 """
 
 from __future__ import annotations
@@ -329,7 +334,36 @@ def format_summary(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def first_contact_report(arguments: argparse.Namespace, device_name: str, spec: GpuSpec) -> dict[str, Any]:
+    """The in-process engine's first contact with a real-layout checkpoint, as a JSON-ready report."""
+    from PIL import Image
+
+    from holodesk.automation.screen import frame_from_image
+    from holodesk.inference.engine.check import contact_request, first_contact
+    from holodesk.inference.engine.runner import Engine
+
+    image = (
+        Image.open(find_screenshots(arguments.screenshots)[0]).convert("RGB")
+        if arguments.screenshots
+        else canned_screenshots()[0]
+    )
+    engine = Engine(arguments.checkpoint, device=arguments.device, max_tiles=arguments.max_tiles)
+    report = first_contact(
+        engine, contact_request(frame_from_image(image), arguments.max_new_tokens), bandwidth_tb_s=spec.bandwidth_tb_s
+    )
+    return {
+        "device": arguments.device,
+        "gpu": dataclasses.asdict(spec),
+        "checkpoint": str(arguments.checkpoint),
+        "engine": "in-process",
+        "first_contact": dataclasses.asdict(report),
+        "lines": report.lines(),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from holodesk.inference.engine.spec import real_layout
+
     arguments = parse_arguments(argv)
     try:
         device_name = require_cuda(arguments.device)
@@ -339,8 +373,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (GpuUnavailable, ValueError) as exc:
         print(f"bench.gpu_step: {exc}", file=sys.stderr)
         return 2
-    report = run_steps(arguments, device_name)
-    print(format_summary(report), file=sys.stderr)
+    if real_layout(arguments.checkpoint):
+        from holodesk.inference.errors import InferenceError
+
+        try:
+            spec = gpu_spec(device_name, arguments.bandwidth, arguments.tflops)
+            report = first_contact_report(arguments, device_name, spec)
+        except InferenceError as exc:
+            print(f"bench.gpu_step: {exc}", file=sys.stderr)
+            return 2
+        print("\n".join([f"{device_name}, in-process engine:", *report["lines"]]), file=sys.stderr)
+    else:
+        report = run_steps(arguments, device_name)
+        print(format_summary(report), file=sys.stderr)
     text = json.dumps(report)
     if arguments.output is not None:
         arguments.output.write_text(text + "\n", encoding="utf-8")

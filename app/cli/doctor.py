@@ -323,8 +323,41 @@ def canned_screenshot() -> object:
     )
 
 
+def try_first_contact(model: str, device: str) -> CheckResult:
+    """A checkpoint in the real layout: the in-process engine's first contact (answer, speed, memory, kernels)."""
+    from holodesk.inference.engine.check import contact_request, first_contact
+    from holodesk.inference.engine.runner import Engine
+    from holodesk.inference.errors import InferenceError
+
+    try:
+        started = time.perf_counter()
+        engine = Engine(model, device=device)
+        loaded_in = time.perf_counter() - started
+        report = first_contact(engine, contact_request(canned_screenshot()))  # type: ignore[arg-type]
+    except InferenceError as exc:
+        return CheckResult("try", Status.FAIL, printable(str(exc), limit=400), blocking=True)
+    detail = f"loaded in {loaded_in:.1f} s (in-process engine); " + "; ".join(report.lines())
+    if report.problem:
+        return CheckResult(
+            "try",
+            Status.FAIL,
+            printable(detail, limit=800),
+            fix="a degenerate answer on the real weights means the engine is broken here: report it",
+            blocking=True,
+        )
+    return CheckResult("try", Status.OK, printable(detail, limit=800))
+
+
 def try_one_step(model: str, device: str) -> CheckResult:
-    """Load the model and propose one step on a canned screenshot through the holotron profile; never act."""
+    """Load the model and propose one step on a canned screenshot through the holotron profile; never act.
+
+    A checkpoint in the real layout (Holotron-12B's own files) goes to the in-process engine's first
+    contact instead; the stand-in keeps its way through LocalBackend.
+    """
+    from holodesk.inference.engine.spec import real_layout
+
+    if real_layout(model):
+        return try_first_contact(model, device)
     from holodesk.inference.errors import InferenceError, ParseError
     from holodesk.inference.local import LocalBackend
     from holodesk.inference.model_policy import ModelPolicy

@@ -30,13 +30,18 @@ class ImageBudget:
     `max_tiles` is the processor's tile limit (512x512 tiles plus a thumbnail for Nemotron-VL);
     `images_per_request` bounds the images in one request; `keep_screenshots` is how many of the
     most recent screenshots the navigation prompt shows; `max_long_side` bounds the image sent
-    (None: send the frame at full size).
+    (None: send the frame at full size). `drop_block` is how many of the oldest screenshots leave the
+    prompt at once: 1 slides the window every step (each prompt differs from the last one early on,
+    where the oldest screenshot turns into a placeholder); with more, the prompt shows between
+    keep_screenshots - drop_block + 1 and keep_screenshots screenshots and only grows at its end for
+    drop_block - 1 steps in a row, so an engine that keeps its state prefills only the new turn.
     """
 
     max_tiles: int = 12
     images_per_request: int = 4
     keep_screenshots: int = 3
     max_long_side: int | None = None
+    drop_block: int = 1
 
     def __post_init__(self) -> None:
         if self.max_tiles < 1:
@@ -45,6 +50,10 @@ class ImageBudget:
             raise ValueError(
                 f"keep_screenshots must be between 1 and images_per_request ({self.images_per_request}),"
                 f" got {self.keep_screenshots}"
+            )
+        if not 1 <= self.drop_block <= self.keep_screenshots:
+            raise ValueError(
+                f"drop_block must be between 1 and keep_screenshots ({self.keep_screenshots}), got {self.drop_block}"
             )
         if self.max_long_side is not None and self.max_long_side < 28:
             raise ValueError(f"max_long_side must be at least 28 pixels, got {self.max_long_side}")

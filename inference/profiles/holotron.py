@@ -48,6 +48,7 @@ from holodesk.inference.profiles.prompting import (
     localization_messages,
     prepare_at_size,
     recent_images,
+    screenshots_shown,
     text_part,
 )
 from holodesk.inference.profiles.vocabulary import (
@@ -472,7 +473,7 @@ class HolotronProfile(Profile):
             raise ValueError("the task is empty")
         shown = recent_images(images, self.budget)
         # Every earlier step is followed by an observation; there are never more images than those.
-        shown = shown[-(len(history) + 1) :]
+        shown = shown[-screenshots_shown(len(history) + 1, self.budget) :]
         return ChatRequest(
             messages=conversation(self._system, task, history, len(shown)),
             images=[prepared.image for prepared in shown],

@@ -181,6 +181,20 @@ def text_part(text: str) -> dict[str, str]:
     return {"type": "text", "text": text}
 
 
+def screenshots_shown(observations: int, budget: ImageBudget) -> int:
+    """How many of the last `observations` screenshots a navigation prompt shows.
+
+    The window's first screenshot is the earliest multiple of `drop_block` that leaves at most
+    `keep_screenshots`: with drop_block 1 that is the last keep_screenshots, with more the window
+    stays put while it fills up, then drops drop_block screenshots at once.
+    """
+    if observations < 1:
+        raise ValueError("a navigation request needs at least the current screenshot")
+    overflow = observations - budget.keep_screenshots
+    first = max(0, -(-overflow // budget.drop_block) * budget.drop_block)
+    return observations - first
+
+
 def recent_images(images: Sequence[PreparedImage], budget: ImageBudget) -> list[PreparedImage]:
     """The last `keep_screenshots` images, oldest first; there must be at least the current one."""
     if not images:

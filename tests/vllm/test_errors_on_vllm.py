@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from bench.nemotron_tiny import build_nemotron_tiny
 from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.remote import (
     ContextLengthError,
@@ -25,7 +26,6 @@ from holodesk.inference.remote import (
     ServerError,
     TooManyImagesError,
 )
-from tests.support.nemotron_tiny import build_nemotron_tiny
 from tests.support.vllm_server import VllmServer, serve
 
 pytestmark = pytest.mark.vllm

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from safetensors import safe_open
 
-from tests.support.nemotron_tiny import (
+from bench.nemotron_tiny import (
     IMAGE_TOKENS_PER_TILE,
     build_nemotron_tiny,
     checkpoint_digest,

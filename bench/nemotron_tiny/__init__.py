@@ -1,4 +1,8 @@
-"""A tiny random-weight checkpoint in Holotron-12B's real layout (`NemotronH_Nano_VL_V2`), for tests only.
+"""A tiny random-weight checkpoint in Holotron-12B's real layout (`NemotronH_Nano_VL_V2`), never a real model.
+
+The benchmarks run it (the in-process engine's reuse, vLLM's throughput, a first GPU contact) and the
+tests build their vLLM and engine checkpoints with it; it lives here because benchmarks import
+nothing from tests/, and like all of bench/ it is not in the wheel.
 
 Unlike the stand-in (holodesk.inference.standin, which imitates the checkpoint's own remote code),
 this one is written for engines that implement the architecture themselves: vLLM's

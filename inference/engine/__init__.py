@@ -1,0 +1,7 @@
+"""The in-process engine for Nemotron-Nano-VL-v2 checkpoints (Holotron-12B), built from parts.
+
+transformers' own Nemotron-H language model, a C-RADIO vision tower and the projector written here,
+all loaded from the checkpoint's real tensor names (`model`), fed by tiles (`tiles`) and prompts
+(`prompt`) made here, and driven by Holodesk's own generation loop with an explicit hybrid cache
+(`runner`). No code from the checkpoint runs. `spec` reads and checks config.json first.
+"""

@@ -1,0 +1,311 @@
+"""Holodesk's own generation loop over the assembled model: prefill, decode, stop, stream, cancel, reuse.
+
+- Prefill runs the prompt through the model in chunks (bounded activations) into an explicit hybrid
+  cache (transformers' `DynamicCache` for Nemotron-H: key/value tensors for the attention layers,
+  convolution and SSM state for the Mamba-2 layers); logits are computed for the last position only.
+- Decode feeds one token at a time, greedy, until one of the checkpoint's stop tokens (read from
+  generation_config.json and the tokenizer, e.g. `<SPECIAL_12>`) or the token limit. Each token can
+  be streamed to a callback; a cancel check is read before every token.
+- Between requests the engine keeps the cache as it stood at the end of the conversation, before the
+  generation prompt (`<SPECIAL_11>Assistant\\n...`). When the next request's prompt begins with that
+  same conversation (same ids, same screenshots), only what was appended is prefilled: the Mamba
+  layers continue from their saved state, which transformers' Nemotron-H accepts for chunks of any
+  length. Each screenshot's image embeddings are computed once and kept while it is in use.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from PIL import Image
+
+from holodesk.inference.engine.model import HolotronModel, load_model
+from holodesk.inference.engine.prompt import PromptTokens, tokenize_request
+from holodesk.inference.engine.spec import ModelSpec, read_spec
+from holodesk.inference.engine.tiles import image_tiles
+from holodesk.inference.errors import BackendError, ModelLoadError
+from holodesk.inference.policy import StepTimings
+from holodesk.inference.profiles.base import ChatRequest
+from holodesk.inference.tiling import TilingSpec, choose_grid
+
+
+class GenerationCancelled(BackendError):
+    """The cancel check said stop part-way; there is no answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResult:
+    """One answer with what it cost: ids, per-step top log-probs (when asked), prefill work done."""
+
+    text: str
+    prompt_ids: tuple[int, ...]
+    new_ids: tuple[int, ...]
+    timings: StepTimings
+    prefilled_tokens: int
+    reused_tokens: int
+    top_logprobs: list[dict[int, float]] = field(default_factory=list)
+    stopped_on: int | None = None
+
+
+@dataclass(slots=True)
+class _Saved:
+    """The cache after `ids` (the conversation before the generation prompt) with these images in it."""
+
+    ids: list[int]
+    images: list[tuple[int, str]]
+    cache: Any
+
+
+def stop_token_ids(path: Path, tokenizer: Any) -> list[int]:
+    """generation_config.json's eos_token_id(s), then the tokenizer's end-of-sequence token."""
+    ids: list[int] = []
+    saved = path / "generation_config.json"
+    if saved.is_file():
+        try:
+            value = json.loads(saved.read_text(encoding="utf-8")).get("eos_token_id")
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"cannot read {saved}: {exc}") from exc
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, int) and item not in ids:
+                ids.append(item)
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if isinstance(eos, int) and eos not in ids:
+        ids.append(eos)
+    return ids
+
+
+def image_fingerprint(image: Image.Image) -> str:
+    digest = hashlib.blake2b(image.tobytes(), digest_size=16)
+    digest.update(f"{image.mode}{image.size}".encode())
+    return digest.hexdigest()
+
+
+class Engine:
+    """A loaded Nemotron-Nano-VL-v2 checkpoint (Holotron-12B) and its generation loop; one request at a time."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        device: str = "cpu",
+        dtype: str | None = None,
+        max_tiles: int = 12,
+        reuse: bool = True,
+        prefill_chunk: int = 2048,
+        attention: str = "sdpa",
+    ) -> None:
+        from transformers import PreTrainedTokenizerFast
+
+        self.spec: ModelSpec = read_spec(path)
+        self.device = torch.device(device)
+        self.dtype: torch.dtype = getattr(torch, dtype or self.spec.dtype)
+        self.reuse = reuse
+        self.prefill_chunk = prefill_chunk
+        self.tiling = TilingSpec(
+            tile_size=self.spec.tile_size,
+            max_tiles=max_tiles,
+            use_thumbnail=self.spec.use_thumbnail,
+            mean=self.spec.norm_mean,
+            std=self.spec.norm_std,
+        )
+        try:
+            # The fast tokenizer class directly: AutoTokenizer would read config.json and run its remote code.
+            self.tokenizer = PreTrainedTokenizerFast.from_pretrained(str(self.spec.path), local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"cannot load the tokenizer of {self.spec.path}: {exc}") from exc
+        self.stop_ids = stop_token_ids(self.spec.path, self.tokenizer)
+        if not self.stop_ids:
+            raise ModelLoadError(f"{self.spec.path} names no end-of-turn token: generation would never stop")
+        self.model: HolotronModel = load_model(self.spec, self.device, self.dtype, attention)
+        self._saved: _Saved | None = None
+        # Image embeddings by screenshot fingerprint, most recently used last.
+        self._image_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self.image_cache_size = 8
+        self.vision_runs = 0
+
+    # -- inputs ----------------------------------------------------------------------------------
+
+    def image_token_count(self, image: Image.Image) -> int:
+        return choose_grid(image.width, image.height, self.tiling).count * self.spec.tokens_per_tile
+
+    def _image_embeddings(self, image: Image.Image, key: str) -> torch.Tensor:
+        cached = self._image_cache.get(key)
+        if cached is not None:
+            self._image_cache.move_to_end(key)
+            return cached
+        tiles = image_tiles(image, self.tiling).to(self.device)
+        embeddings = self.model.embed_images(tiles)
+        self.vision_runs += 1
+        self._image_cache[key] = embeddings
+        while len(self._image_cache) > self.image_cache_size:
+            self._image_cache.popitem(last=False)
+        return embeddings
+
+    def tokenize(self, request: ChatRequest) -> PromptTokens:
+        return tokenize_request(self.tokenizer, request, [self.image_token_count(i) for i in request.images])
+
+    def _generation_prompt_length(self, request: ChatRequest) -> int:
+        """Tokens of the generation prompt at the end (`<SPECIAL_11>Assistant\\n<think></think>`)."""
+        with_prompt = self.tokenizer.apply_chat_template(
+            request.messages, tokenize=False, add_generation_prompt=True, **request.chat_template_kwargs
+        )
+        without = self.tokenizer.apply_chat_template(
+            request.messages, tokenize=False, add_generation_prompt=False, **request.chat_template_kwargs
+        )
+        if not with_prompt.startswith(without) or with_prompt == without:
+            return 0
+        suffix = with_prompt[len(without) :]
+        return len(self.tokenizer(suffix, add_special_tokens=False)["input_ids"])
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def _embed(self, ids: list[int], offset: int, images: list[tuple[int, str, Image.Image, int]]) -> torch.Tensor:
+        """Embeddings of ids (which begin at prompt position `offset`), image tokens replaced by the image's."""
+        tensor = torch.tensor(ids, device=self.device).unsqueeze(0)
+        embeds = self.model.embed_tokens(tensor)
+        end = offset + len(ids)
+        for start, key, image, count in images:
+            lo, hi = max(start, offset), min(start + count, end)
+            if lo >= hi:
+                continue
+            features = self._image_embeddings(image, key)
+            embeds[0, lo - offset : hi - offset] = features[lo - start : hi - start].to(embeds.dtype)
+        return embeds
+
+    def _forward(self, embeds: torch.Tensor, cache: Any) -> torch.Tensor:
+        logits: torch.Tensor | None = None
+        for at in range(0, embeds.shape[1], self.prefill_chunk):
+            chunk = embeds[:, at : at + self.prefill_chunk]
+            out = self.model.language_model(
+                inputs_embeds=chunk, past_key_values=cache, use_cache=True, logits_to_keep=1
+            )
+            logits = out.logits[:, -1]
+        if logits is None:
+            raise BackendError("nothing to prefill")
+        return logits
+
+    def forget(self) -> None:
+        """Drop the kept conversation state (the next request prefills everything)."""
+        self._saved = None
+
+    @torch.inference_mode()
+    def generate(
+        self,
+        request: ChatRequest,
+        *,
+        max_new_tokens: int | None = None,
+        on_token: Callable[[int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        top_logprobs: int = 0,
+        ignore_stop: bool = False,
+    ) -> EngineResult:
+        """Answer `request` greedily: up to `max_new_tokens` (default: the request's), stopping on a stop token.
+
+        `on_token` gets each token id as it is chosen; `cancelled` is asked before each token and ends the
+        generation with GenerationCancelled. `top_logprobs` > 0 records that many log-probabilities per
+        step; `ignore_stop` decodes past stop tokens (to compare whole sequences with another engine).
+        """
+        from transformers import DynamicCache
+
+        started = time.perf_counter()
+        limit = request.max_new_tokens if max_new_tokens is None else max_new_tokens
+        if limit < 1:
+            raise BackendError(f"max_new_tokens must be at least 1, got {limit}")
+        prompt = self.tokenize(request)
+        keys = [image_fingerprint(image) for image in request.images]
+        images = [
+            (start, key, image, count)
+            for start, key, image, count in zip(
+                prompt.image_starts, keys, request.images, prompt.image_token_counts, strict=True
+            )
+        ]
+        cut = len(prompt.ids) - self._generation_prompt_length(request)
+        prefix_images = [(start, key) for start, key, _, count in images if start + count <= cut]
+
+        saved = self._saved if self.reuse else None
+        self._saved = None  # the cache is consumed below; a failure leaves no half-updated state behind
+        reused = 0
+        if (
+            saved is not None
+            and len(saved.ids) <= cut
+            and len(saved.ids) < len(prompt.ids)  # at least one token must go through the model for logits
+            and prompt.ids[: len(saved.ids)] == saved.ids
+            and prefix_images[: len(saved.images)] == saved.images
+            and all(start + count <= len(saved.ids) or start >= len(saved.ids) for start, _, _, count in images)
+        ):
+            cache, reused = saved.cache, len(saved.ids)
+        else:
+            cache = DynamicCache(config=self.model.language_model.config)
+        prepared = time.perf_counter()
+
+        # Conversation up to the generation prompt, then a snapshot, then the generation prompt.
+        logits: torch.Tensor | None = None
+        if cut > reused:
+            logits = self._forward(self._embed(prompt.ids[reused:cut], reused, images), cache)
+        if self.reuse:
+            snapshot = _Saved(ids=prompt.ids[:cut], images=prefix_images, cache=copy.deepcopy(cache))
+        if cut < len(prompt.ids):
+            logits = self._forward(self._embed(prompt.ids[cut:], cut, images), cache)
+        assert logits is not None
+        self._sync()
+        first_at = time.perf_counter()
+
+        new_ids: list[int] = []
+        tops: list[dict[int, float]] = []
+        stopped_on: int | None = None
+        while True:
+            if cancelled is not None and cancelled():
+                raise GenerationCancelled("generation was cancelled")
+            if top_logprobs:
+                values, indices = torch.log_softmax(logits[0].float(), dim=-1).topk(top_logprobs)
+                tops.append(dict(zip(indices.tolist(), values.tolist(), strict=True)))
+            token = int(logits[0].argmax())
+            new_ids.append(token)
+            if on_token is not None:
+                on_token(token)
+            if token in self.stop_ids and not ignore_stop:
+                stopped_on = token
+                break
+            if len(new_ids) >= limit:
+                break
+            ids = torch.tensor([[token]], device=self.device)
+            logits = self.model.language_model(
+                input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1
+            ).logits[:, -1]
+        self._sync()
+        ended = time.perf_counter()
+        if self.reuse:
+            self._saved = snapshot
+        answer = new_ids[:-1] if stopped_on is not None else new_ids
+        text = self.tokenizer.decode(answer, skip_special_tokens=True)
+        timings = StepTimings(
+            preprocess_s=prepared - started,
+            prefill_s=first_at - prepared,
+            decode_s=ended - first_at,
+            total_s=ended - started,
+            tokens_in=len(prompt.ids),
+            tokens_out=len(new_ids),
+        )
+        return EngineResult(
+            text=text,
+            prompt_ids=tuple(prompt.ids),
+            new_ids=tuple(new_ids),
+            timings=timings,
+            prefilled_tokens=len(prompt.ids) - reused,
+            reused_tokens=reused,
+            top_logprobs=tops,
+            stopped_on=stopped_on,
+        )
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)

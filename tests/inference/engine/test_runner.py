@@ -1,0 +1,106 @@
+"""The engine's own loop: kept state gives the same logits as a fresh prefill, stop tokens, streaming, cancel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from holodesk.inference.engine.runner import Engine, GenerationCancelled
+from holodesk.inference.profiles.base import ChatRequest
+
+
+def _screenshot(width: int, height: int, seed: int) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+
+
+def _conversation(turns: int) -> ChatRequest:
+    """A task over `turns` screenshots, each answered but the last (the shape of an agent's history)."""
+    messages: list[dict[str, object]] = [{"role": "system", "content": "You are a computer-use agent. /no_think"}]
+    images = []
+    for turn in range(turns):
+        messages.append({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": f"step {turn}"}]})
+        images.append(_screenshot(600 + 100 * turn, 400, turn))
+        if turn < turns - 1:
+            messages.append({"role": "assistant", "content": f'{{"thought": "turn {turn}"}}'})
+    return ChatRequest(messages=messages, images=images, max_new_tokens=8)
+
+
+def test_kept_state_prefills_only_what_was_appended_and_matches_a_fresh_prefill(engine: Engine) -> None:
+    engine.forget()
+    first = engine.generate(_conversation(1), top_logprobs=5)
+    runs_after_first = engine.vision_runs
+    second = engine.generate(_conversation(2), top_logprobs=5)
+    # Only the new turn (the answer, the new screenshot, the generation prompt) was prefilled.
+    assert second.reused_tokens > 0
+    assert second.prefilled_tokens == len(second.prompt_ids) - second.reused_tokens
+    assert second.reused_tokens >= len(first.prompt_ids) - 16
+    # The first screenshot's features were computed once.
+    assert engine.vision_runs == runs_after_first + 1
+    engine.forget()
+    fresh = engine.generate(_conversation(2), top_logprobs=5)
+    assert fresh.reused_tokens == 0
+    assert fresh.prompt_ids == second.prompt_ids
+    assert fresh.new_ids == second.new_ids
+    for kept, full in zip(second.top_logprobs, fresh.top_logprobs, strict=True):
+        assert kept.keys() == full.keys()
+        assert max(abs(kept[k] - full[k]) for k in kept) < 1e-4
+
+
+def test_a_changed_screenshot_is_not_mistaken_for_the_kept_one(engine: Engine) -> None:
+    engine.forget()
+    engine.generate(_conversation(2))
+    request = _conversation(2)
+    request.images[0] = _screenshot(600, 400, 99)  # same size, so the same ids: only the pixels differ
+    changed = engine.generate(request)
+    assert changed.reused_tokens < changed.prompt_ids.index(engine.spec.image_token_id)
+
+
+def test_chunked_prefill_matches_one_pass(real_layout_checkpoint, engine: Engine) -> None:
+    chunked = Engine(real_layout_checkpoint, dtype="float32", reuse=False, prefill_chunk=100)
+    request = _conversation(1)
+    engine.forget()
+    whole = engine.generate(request, top_logprobs=5)
+    parts = chunked.generate(request, top_logprobs=5)
+    assert parts.new_ids == whole.new_ids
+    for a, b in zip(parts.top_logprobs, whole.top_logprobs, strict=True):
+        assert max(abs(a[k] - b[k]) for k in a) < 1e-4
+
+
+def test_stops_on_the_checkpoints_end_of_turn_token(engine: Engine) -> None:
+    engine.forget()
+    request = _conversation(1)
+    free = engine.generate(request)
+    # Make the engine's first greedy token an end-of-turn token: it must stop there, with no text.
+    stop = free.new_ids[0]
+    saved = list(engine.stop_ids)
+    engine.stop_ids = [stop]
+    try:
+        stopped = engine.generate(request)
+    finally:
+        engine.stop_ids = saved
+    assert stopped.new_ids == (stop,)
+    assert stopped.stopped_on == stop
+    assert stopped.text == ""
+
+
+def test_streams_each_token_and_cancels_between_tokens(engine: Engine) -> None:
+    engine.forget()
+    seen: list[int] = []
+    result = engine.generate(_conversation(1), on_token=seen.append)
+    assert seen == list(result.new_ids)
+    with pytest.raises(GenerationCancelled):
+        engine.generate(_conversation(1), on_token=seen.append, cancelled=lambda: len(seen) >= len(result.new_ids) + 3)
+    assert len(seen) == len(result.new_ids) + 3
+
+
+def test_the_stop_tokens_are_the_checkpoints(engine: Engine) -> None:
+    assert engine.tokenizer.convert_tokens_to_ids("<SPECIAL_12>") in engine.stop_ids
+
+
+def test_logits_come_from_the_last_position_only(engine: Engine) -> None:
+    ids = torch.tensor([[engine.tokenizer.convert_tokens_to_ids("<s>")] * 40])
+    out = engine.model.language_model(input_ids=ids, use_cache=False, logits_to_keep=1)
+    assert out.logits.shape[1] == 1

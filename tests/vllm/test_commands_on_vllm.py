@@ -103,7 +103,7 @@ def test_run_reaches_parsed_proposals_step_after_step(xvfb, vllm_server: VllmSer
     )  # fmt: skip
     out = result.stdout + result.stderr
     # Two proposals were parsed and put to the user, who approved them; then the step limit.
-    assert "Step 1:" in out and "Step 2:" in out, out
+    assert "Step 1 proposes:" in out and "Step 2 proposes:" in out, out
     assert "unusable" not in out and "cut at max_tokens" not in out, out
     assert result.returncode == 5 and "step_limit" in out, out
     (folder,) = iter_session_folders(sessions)

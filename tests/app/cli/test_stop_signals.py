@@ -59,10 +59,14 @@ def test_a_stop_signal_while_the_token_lock_is_held_stops_the_run_in_words(sig: 
         assert process.stdout is not None
         ready = _line_within(process, READY_WITHIN_S)
         assert ready == "ready", ready
-        try:
-            out, err = process.communicate(timeout=STOPPED_WITHIN_S)
-        except subprocess.TimeoutExpired:
+        # The rest through the same reader: the first readline may already hold later lines in its
+        # buffer, which communicate() (reading the pipe itself) would never see.
+        out = _rest_within(process, STOPPED_WITHIN_S)
+        if out is None:
             pytest.fail(f"{sig.name} with the {lock} lock held: no stop within {STOPPED_WITHIN_S:g} s (deadlock)")
+        assert process.stderr is not None
+        process.wait(timeout=STOPPED_WITHIN_S)
+        err = process.stderr.read()
     finally:
         if process.poll() is None:
             process.kill()
@@ -85,3 +89,14 @@ def _line_within(process: subprocess.Popen[str], timeout_s: float) -> str:
         process.kill()
         pytest.fail(f"the process printed nothing within {time.monotonic() - started:.0f} s")
     return lines[0].strip()
+
+
+def _rest_within(process: subprocess.Popen[str], timeout_s: float) -> str | None:
+    """Everything the process still prints on stdout until it closes it; None if not within `timeout_s`."""
+    rest: list[str] = []
+    assert process.stdout is not None
+    stdout = process.stdout
+    reader = threading.Thread(target=lambda: rest.append(stdout.read()), daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    return rest[0] if rest else None

@@ -387,7 +387,10 @@ class Executor:
         drag_step_px: int = 12,
         drag_step_interval_s: float = 0.008,
         focus_settle_s: float = 0.05,
-        paste_settle_s: float = 0.3,
+        # How long the pasted text stays on the clipboard before the user's is put back. A guess, and
+        # the target may be later still: 0.3 s lost pastes into xterm on a loaded machine (1 in 6
+        # layouts). Waiting for the target's own request is the real fix, not built yet.
+        paste_settle_s: float = 1.0,
         held_marker: HeldInputMarker | None = None,
         x11_typing: bool | None = None,
         focus_guard: FocusGuard | None = None,

@@ -46,7 +46,14 @@ from holodesk.automation.actions import (
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.clipboard import XCLIP_PRIMARY, Clipboard, CommandClipboard, system_clipboard
 from holodesk.automation.coords import Monitor, monitor_at
-from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError, OffScreenError
+from holodesk.automation.errors import (
+    ActionError,
+    AutomationError,
+    Cancelled,
+    ClipboardError,
+    ExecutionError,
+    OffScreenError,
+)
 from holodesk.automation.held_input import BUTTON_NUMBERS, HeldInputMarker
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.pyautogui_import import import_pyautogui
@@ -411,6 +418,7 @@ class Executor:
         self.drag_step_interval_s = drag_step_interval_s
         self.focus_settle_s = focus_settle_s
         self.paste_settle_s = paste_settle_s
+        self.paste_offer_timeout_s = 5.0
         self._busy = threading.Lock()
         self._pyautogui: Any | None = None
         self.held_marker = held_marker if held_marker is not None else HeldInputMarker()
@@ -751,6 +759,7 @@ class Executor:
         previous = clipboard.read_text()
         clipboard.write_text(text)
         try:
+            self._wait_until_offered(clipboard, text)
             cancel.raise_if_cancelled()
             self._press_keys(keys, pyautogui, cancel)
             # The target fetches the clipboard asynchronously after ctrl+v; restoring too soon would
@@ -761,6 +770,20 @@ class Executor:
             # clear it rather than leave the typed text (perhaps a password) behind.
             clipboard.write_text(previous if previous is not None else "")
         return keys
+
+    def _wait_until_offered(self, clipboard: Clipboard, text: str) -> None:
+        """Return once the clipboard hands out `text` (bounded), before any paste key is pressed.
+
+        xclip claims the selection in a child it forks, after `write_text` has returned: a paste key
+        sent before the claim reached the old owner (xterm, owning its own selection, pasted that)."""
+        deadline = time.monotonic() + self.paste_offer_timeout_s
+        while clipboard.read_text() != text:
+            if time.monotonic() >= deadline:
+                raise ClipboardError(
+                    f"{clipboard.name} did not take over the clipboard within {self.paste_offer_timeout_s:g} s:"
+                    " nothing was pasted"
+                )
+            time.sleep(0.02)
 
     def _press_keys(self, keys: Sequence[str], pyautogui: Any, cancel: CancelToken) -> None:
         if self._typer is not None:

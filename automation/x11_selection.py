@@ -423,8 +423,8 @@ class SelectionOffer:
         return " and ".join(parts)
 
     def _not_taken(self, target_window: int | None, timeout_s: float) -> str:
-        who = "no program" if target_window is None else f"the focused window ({target_window:#x})"
-        message = f"{who} asked for the text within {timeout_s:g} s of the paste key: the paste was not taken"
+        who = "no program asked" if target_window is None else f"the focused window ({target_window:#x}) did not ask"
+        message = f"{who} for the text within {timeout_s:g} s of the paste key: the paste was not taken"
         others = sorted(
             {
                 f"{request.requestor:#x} ({request.target})"

@@ -159,7 +159,7 @@ class SelectionOffer:
             )
             self.window_id = int(self._window.id)
             self._window.set_wm_name("Holodesk paste")
-            for name in (*self.selections, *TEXT_TARGETS, "TARGETS", "TIMESTAMP", "MULTIPLE", "ATOM", "INTEGER"):
+            for name in (*self.selections, *TEXT_TARGETS, "TARGETS", "TIMESTAMP", "INTEGER"):
                 self._atom(name)
             self._atom(_PROPERTY)
             now = self._server_time()

@@ -439,7 +439,7 @@ class SelectionOffer:
         return message
 
     def close(self) -> None:
-        """Stop serving and close the connection (the X server then drops whatever we still own)."""
+        """Stop serving: the thread gives up the selections nobody took from us and closes its connection."""
         if self._thread is None:
             return
         with self._changed:

@@ -16,6 +16,7 @@ import on machines (CI, a server) without one.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -44,7 +45,7 @@ from holodesk.automation.actions import (
     Wait,
 )
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.clipboard import XCLIP_PRIMARY, Clipboard, CommandClipboard, system_clipboard
+from holodesk.automation.clipboard import XCLIP, Clipboard, system_clipboard
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.errors import (
     ActionError,
@@ -66,6 +67,7 @@ from holodesk.automation.x11_keyboard import (
     focused_window_class,
     window_class_at,
 )
+from holodesk.automation.x11_selection import paste_with_own_selection
 
 # pyautogui sleeps PAUSE seconds after every call (0.1 s by default): a 60-step drag would take 6 s
 # and every text chunk would stall. Our own waits (drag steps, paste settle) are explicit, so a short
@@ -394,9 +396,9 @@ class Executor:
         drag_step_px: int = 12,
         drag_step_interval_s: float = 0.008,
         focus_settle_s: float = 0.05,
-        # How long the pasted text stays on the clipboard before the user's is put back. A guess, and
-        # the target may be later still: 0.3 s lost pastes into xterm on a loaded machine (1 in 6
-        # layouts). Waiting for the target's own request is the real fix, not built yet.
+        # Outside X11: how long the pasted text stays on the clipboard before the user's is put back,
+        # a guess (0.3 s lost pastes into xterm on a loaded machine). On X11 Holodesk owns the
+        # selections itself and waits for the target's request instead (automation.x11_selection).
         paste_settle_s: float = 1.0,
         held_marker: HeldInputMarker | None = None,
         x11_typing: bool | None = None,
@@ -747,15 +749,16 @@ class Executor:
                 with self.injected.holding(keys_for_text(chunk)):
                     pyautogui.write(chunk, interval=self.type_interval_s)
             return action.describe()
-        keys = self._paste(action.text, pyautogui, cancel)
-        return f"{action.describe()} (pasted through the clipboard with {'+'.join(keys)}{typed_by_keys})"
+        keys, taken = self._paste(action.text, pyautogui, cancel)
+        return f"{action.describe()} (pasted through the clipboard with {'+'.join(keys)}{taken}{typed_by_keys})"
 
-    def _paste(self, text: str, pyautogui: Any, cancel: CancelToken) -> tuple[str, ...]:
+    def _paste(self, text: str, pyautogui: Any, cancel: CancelToken) -> tuple[tuple[str, ...], str]:
         window_class = focused_window_class() if self.platform.startswith("linux") else ""
         keys = paste_keys(self.platform, window_class)
         clipboard = self._resolve_clipboard()
-        if keys == ("shift", "insert") and isinstance(clipboard, CommandClipboard) and clipboard.name == "xclip":
-            clipboard = XCLIP_PRIMARY  # xterm-style terminals paste the primary selection
+        if clipboard is XCLIP:  # X11: Holodesk owns the selections and restores once the target took the text
+            press = functools.partial(self._press_keys, keys, pyautogui, cancel)
+            return keys, "; " + paste_with_own_selection(text, press, timeout_s=self.paste_offer_timeout_s)
         previous = clipboard.read_text()
         clipboard.write_text(text)
         try:
@@ -769,7 +772,7 @@ class Executor:
             # Restore what the user had; if it held no text (empty, or an image we cannot carry),
             # clear it rather than leave the typed text (perhaps a password) behind.
             clipboard.write_text(previous if previous is not None else "")
-        return keys
+        return keys, ""
 
     def _wait_until_offered(self, clipboard: Clipboard, text: str) -> None:
         """Return once the clipboard hands out `text` (bounded), before any paste key is pressed.

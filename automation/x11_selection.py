@@ -1,0 +1,600 @@
+"""Holodesk's own owner of the X selections, so that a paste pastes the offered text and nothing else.
+
+A paste on X11 is a conversation (ICCCM section 2): the owner of a selection (CLIPBOARD for ctrl+v,
+PRIMARY for xterm's shift+insert) is asked for its content by the pasting program, which sends a
+SelectionRequest naming one of its own windows (the requestor). Owning the selection ourselves lets
+us know what a clipboard tool cannot tell: that we really own it (GetSelectionOwner names our
+window), and which program asked for the text and when. `SelectionOffer` claims the selections from
+a hidden window on its own display connection with a real server timestamp, confirms ownership,
+and serves every request on a thread; `paste_with_own_selection` offers a text, presses the paste
+key, waits (bounded) until the focused window's program asked for the text, and only then puts
+the user's previous text back. A window's program is known by its resource ID: the X server gives
+every client the same resource-ID mask, and the bits outside it name the client, so the requestor
+window and the focused window belong to the same program exactly when those bits agree.
+
+Served targets: TARGETS, TIMESTAMP, UTF8_STRING, text/plain;charset=utf-8, TEXT, and STRING (ISO
+Latin-1, so only for a text that has no other character). MULTIPLE and INCR are not offered: a
+text larger than one X request can carry is refused before anything is claimed.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from holodesk.automation.clipboard import XCLIP, XCLIP_PRIMARY, CommandClipboard
+from holodesk.automation.errors import ClipboardError
+
+# Bounds for the X round trips of setting up and reading the previous content.
+REPLY_TIMEOUT_S = 3.0
+# How long the thread may take to end once asked to.
+STOP_TIMEOUT_S = 2.0
+
+SELECTIONS = ("CLIPBOARD", "PRIMARY")
+# Targets that carry the text itself, in the order the previous content is read.
+TEXT_TARGETS = ("UTF8_STRING", "text/plain;charset=utf-8", "TEXT", "STRING")
+_PROPERTY = "HOLODESK_SELECTION"
+# Header bytes of a ChangeProperty request, before its data.
+_CHANGE_PROPERTY_HEADER = 24
+# The X protocol's CurrentTime, which ICCCM forbids owners to claim with.
+_CURRENT_TIME = 0
+
+
+class SelectionError(ClipboardError):
+    """Holodesk's own selection could not do what a paste needs; the message says what did not happen."""
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionRequest:
+    """One request a program sent to our window, and whether it got the text."""
+
+    selection: str
+    target: str
+    requestor: int  # the asking program's window
+    got_text: bool  # it was answered with the text (not a list of targets, not a refusal)
+    after_paste_key: bool  # it came after `paste_key_pressed()`
+
+
+@dataclass(frozen=True, slots=True)
+class PreviousContent:
+    """What a selection held before the offer: text, no owner, or an owner offering no text we can keep."""
+
+    selection: str
+    owned: bool
+    text: str | None
+
+    def describe(self) -> str:
+        if not self.owned:
+            return f"{self.selection} had no owner"
+        if self.text is None:
+            return f"{self.selection} held no text Holodesk can keep (an image or files?)"
+        return f"{self.selection} held a text of {len(self.text)} characters"
+
+
+@dataclass(slots=True)
+class _State:
+    """What the serving thread shares with callers, under `SelectionOffer._changed`."""
+
+    requests: list[SelectionRequest] = field(default_factory=list)
+    lost_to: dict[str, int] = field(default_factory=dict)  # selection -> the new owner's window (0: none)
+    paste_key_pressed: bool = False
+    failure: str | None = None
+    stopped: bool = False
+
+
+def client_of(window: int, resource_mask: int) -> int:
+    """The client part of a resource ID: equal for all windows of one X client."""
+    return window & ~resource_mask
+
+
+class SelectionOffer:
+    """`text` offered on `selections` by a hidden window of our own, served on a thread until `close()`.
+
+    `start()` reads what the selections held, claims them and confirms the claim; `claim_time` is
+    the X time of the event that led to the claim (ICCCM), by default a fresh server time.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        selections: Sequence[str] = SELECTIONS,
+        *,
+        display_name: str | None = None,
+        claim_time: int | None = None,
+    ) -> None:
+        if not selections:
+            raise ValueError("offer at least one selection")
+        self.text = text
+        self.selections = tuple(selections)
+        self.display_name = display_name
+        self._claim_time = claim_time
+        self._encoded = text.encode("utf-8")
+        try:
+            self._latin1: bytes | None = text.encode("latin-1")
+        except UnicodeEncodeError:
+            self._latin1 = None
+        self.previous: dict[str, PreviousContent] = {}
+        self.window_id = 0
+        self.resource_mask = 0
+        self._display: Any = None
+        self._window: Any = None
+        self._atoms: dict[str, int] = {}
+        self._names: dict[int, str] = {}
+        self._acquired = 0
+        self._changed = threading.Condition()
+        self._state = _State()
+        self._thread: threading.Thread | None = None
+        self._wake_read, self._wake_write = -1, -1
+
+    # -- set-up, in the caller's thread: nothing is served yet ------------------------------------
+
+    def start(self) -> None:
+        """Read the previous content, claim every selection, confirm the claim, start serving."""
+        from Xlib import X
+        from Xlib import display as xdisplay
+        from Xlib import error as xerror
+
+        try:
+            self._display = xdisplay.Display(self.display_name)
+        except (xerror.DisplayError, OSError, KeyError) as exc:
+            raise SelectionError(f"cannot open the X display to offer the text: {exc}; nothing was pasted") from exc
+        try:
+            info = self._display.display.info
+            limit = info.max_request_length * 4 - _CHANGE_PROPERTY_HEADER
+            if len(self._encoded) > limit:
+                raise SelectionError(
+                    f"the text is {len(self._encoded)} bytes in UTF-8, more than one X request carries here "
+                    f"({limit} bytes); Holodesk does not paste it in parts: nothing was pasted"
+                )
+            self.resource_mask = int(info.resource_id_mask)
+            root = self._display.screen().root
+            self._window = root.create_window(
+                -10, -10, 1, 1, 0, X.CopyFromParent, X.InputOnly, X.CopyFromParent, event_mask=X.PropertyChangeMask
+            )
+            self.window_id = int(self._window.id)
+            self._window.set_wm_name("Holodesk paste")
+            for name in (*self.selections, *TEXT_TARGETS, "TARGETS", "TIMESTAMP", "INTEGER"):
+                self._atom(name)
+            self._atom(_PROPERTY)
+            now = self._server_time()
+            for selection in self.selections:
+                self.previous[selection] = self._read_previous(selection, now)
+            self._acquired = self._claim_time if self._claim_time is not None else self._server_time()
+            for selection in self.selections:
+                self._window.set_selection_owner(self._atoms[selection], self._acquired)
+            self._confirm_ownership()
+        except SelectionError:
+            self._display.close()
+            raise
+        except (xerror.XError, OSError) as exc:
+            self._display.close()
+            raise SelectionError(f"offering the text on the X selections failed: {exc}; nothing was pasted") from exc
+        self._wake_read, self._wake_write = os.pipe()
+        self._thread = threading.Thread(target=self._serve, name="holodesk-selection", daemon=True)
+        self._thread.start()
+
+    def _atom(self, name: str) -> int:
+        atom = self._atoms.get(name)
+        if atom is None:
+            atom = int(self._display.intern_atom(name))
+            self._atoms[name] = atom
+            self._names[atom] = name
+        return atom
+
+    def _name(self, atom: int) -> str:
+        name = self._names.get(atom)
+        if name is None:
+            name = str(self._display.get_atom_name(atom))
+            self._names[atom] = name
+        return name
+
+    def _next_event(self, deadline: float) -> Any:
+        """The next event, or None once `deadline` passed."""
+        while not self._display.pending_events():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            select.select([self._display.fileno()], [], [], left)
+        return self._display.next_event()
+
+    def _server_time(self) -> int:
+        """A real X server time: that of the PropertyNotify an empty append to our window causes."""
+        from Xlib import X, Xatom
+
+        self._window.change_property(self._atoms[_PROPERTY], Xatom.STRING, 8, b"", mode=X.PropModeAppend)
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        while (event := self._next_event(deadline)) is not None:
+            if event.type == X.PropertyNotify and event.window.id == self.window_id:
+                return int(event.time)
+        raise SelectionError(
+            f"the X server did not report a time within {REPLY_TIMEOUT_S:g} s, so no selection could be "
+            "claimed: nothing was pasted"
+        )
+
+    def _read_previous(self, selection: str, now: int) -> PreviousContent:
+        """The selection's text before the offer, converted to our own window (bounded)."""
+        from Xlib import X
+
+        owner = self._display.get_selection_owner(self._atoms[selection])
+        if owner == X.NONE:
+            return PreviousContent(selection, owned=False, text=None)
+        for target in ("UTF8_STRING", "STRING"):
+            text = self._convert(selection, target, now)
+            if text is not None:
+                return PreviousContent(selection, owned=True, text=text)
+        return PreviousContent(selection, owned=True, text=None)
+
+    def _convert(self, selection: str, target: str, now: int) -> str | None:
+        from Xlib import X
+
+        self._window.convert_selection(self._atoms[selection], self._atoms[target], self._atoms[_PROPERTY], now)
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        while (event := self._next_event(deadline)) is not None:
+            if event.type == X.SelectionNotify and event.selection == self._atoms[selection]:
+                break
+        else:
+            raise SelectionError(
+                f"the program owning {selection} did not answer within {REPLY_TIMEOUT_S:g} s, so its content "
+                "could not be kept for afterwards: nothing was pasted"
+            )
+        if event.property == X.NONE:
+            return None
+        value = self._window.get_full_property(self._atoms[_PROPERTY], X.AnyPropertyType)
+        self._window.delete_property(self._atoms[_PROPERTY])
+        if value is None or value.format != 8 or self._name(value.property_type) == "INCR":
+            return None  # INCR: larger than one request; Holodesk does not keep it
+        data = bytes(value.value) if not isinstance(value.value, str) else value.value.encode("latin-1")
+        return data.decode("latin-1" if target == "STRING" else "utf-8", "replace")
+
+    def _confirm_ownership(self) -> None:
+        for selection in self.selections:
+            owner = self._display.get_selection_owner(self._atoms[selection])
+            owner_id = int(getattr(owner, "id", owner))
+            if owner_id != self.window_id:
+                held_by = f"window {owner_id:#x} still owns it" if owner_id else "it has no owner"
+                raise SelectionError(
+                    f"Holodesk could not take over the {selection} selection ({held_by}): nothing was pasted"
+                )
+
+    # -- serving, on the thread -------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        from Xlib import X
+        from Xlib import error as xerror
+
+        try:
+            while True:
+                with self._changed:
+                    if self._state.stopped:
+                        return
+                while self._display.pending_events():
+                    event = self._display.next_event()
+                    if event.type == X.SelectionRequest:
+                        self._answer(event)
+                    elif event.type == X.SelectionClear:
+                        self._lost(event)
+                readable, _, _ = select.select([self._display.fileno(), self._wake_read], [], [])
+                if self._wake_read in readable:
+                    os.read(self._wake_read, 64)
+        except (xerror.XError, OSError, xerror.ConnectionClosedError) as exc:
+            with self._changed:
+                self._state.failure = f"the connection serving the text failed: {exc}"
+                self._changed.notify_all()
+        finally:
+            self._give_up()
+            self._display.close()
+
+    def _give_up(self) -> None:
+        """Give up the selections nobody took from us, with our claim's time (ICCCM 2.1).
+
+        That time, not CurrentTime: a program that claimed one meanwhile (xclip restoring the
+        previous text) did so later, and the server then ignores this request.
+        """
+        from Xlib import X
+        from Xlib import error as xerror
+        from Xlib.protocol import request
+
+        with self._changed:
+            kept = [selection for selection in self.selections if selection not in self._state.lost_to]
+        try:
+            for selection in kept:
+                request.SetSelectionOwner(
+                    display=self._display.display, window=X.NONE, selection=self._atoms[selection], time=self._acquired
+                )
+            self._display.sync()
+        except (xerror.XError, OSError, xerror.ConnectionClosedError):
+            pass  # the connection is gone: the server dropped our ownership with it
+
+    def _answer(self, event: Any) -> None:
+        """Convert the text to the requested target on the requestor's property, then notify it (ICCCM 2.2)."""
+        from Xlib import X, Xatom
+        from Xlib import error as xerror
+        from Xlib.protocol import event as xevent
+
+        selection = self._name(event.selection)
+        target = self._name(event.target)
+        # Obsolete clients name no property; ICCCM says to use the target atom then.
+        prop = event.property if event.property != X.NONE else event.target
+        with self._changed:
+            ours = selection in self.selections and selection not in self._state.lost_to
+            after_key = self._state.paste_key_pressed
+        # A request from before our claim is for the previous owner (ICCCM 2.2).
+        early = event.time != _CURRENT_TIME and event.time < self._acquired
+        payload = None if not ours or early else self._payload(target)
+        catcher = xerror.CatchError()
+        if payload is not None:
+            type_name, fmt, data = payload
+            type_atom = Xatom.ATOM if type_name == "ATOM" else self._atom(type_name)
+            event.requestor.change_property(prop, type_atom, fmt, data, onerror=catcher)
+        notify = xevent.SelectionNotify(
+            time=event.time,
+            requestor=event.requestor,
+            selection=event.selection,
+            target=event.target,
+            property=prop if payload is not None else X.NONE,
+        )
+        event.requestor.send_event(notify, onerror=catcher)
+        self._display.sync()
+        got_text = payload is not None and catcher.get_error() is None and target not in ("TARGETS", "TIMESTAMP")
+        request = SelectionRequest(selection, target, int(event.requestor.id), got_text, after_key)
+        with self._changed:
+            self._state.requests.append(request)
+            self._changed.notify_all()
+
+    def _payload(self, target: str) -> tuple[str, int, bytes | list[int]] | None:
+        """(property type, format, data) for `target`, or None to refuse it."""
+        if target == "TARGETS":
+            names = ["TARGETS", "TIMESTAMP", "UTF8_STRING", "text/plain;charset=utf-8", "TEXT"]
+            if self._latin1 is not None:
+                names.append("STRING")
+            return "ATOM", 32, [self._atom(name) for name in names]
+        if target == "TIMESTAMP":
+            return "INTEGER", 32, [self._acquired]
+        if target in ("UTF8_STRING", "text/plain;charset=utf-8"):
+            return target, 8, self._encoded
+        if target == "TEXT":  # the owner picks the encoding; the type says which
+            return ("STRING", 8, self._latin1) if self._latin1 is not None else ("UTF8_STRING", 8, self._encoded)
+        if target == "STRING" and self._latin1 is not None:
+            return "STRING", 8, self._latin1
+        return None  # not Latin-1, MULTIPLE, images, ...: refused, the requestor may ask for another target
+
+    def _lost(self, event: Any) -> None:
+        from Xlib import X
+
+        selection = self._name(event.atom)
+        owner = self._display.get_selection_owner(event.atom)
+        with self._changed:
+            self._state.lost_to[selection] = 0 if owner == X.NONE else int(owner.id)
+            self._changed.notify_all()
+
+    # -- for the caller -----------------------------------------------------------------------------
+
+    def paste_key_pressed(self) -> None:
+        """Mark that the paste key goes out now: only requests after this count as the paste."""
+        with self._changed:
+            self._state.paste_key_pressed = True
+
+    def requests(self) -> list[SelectionRequest]:
+        with self._changed:
+            return list(self._state.requests)
+
+    def lost(self) -> dict[str, int]:
+        """Selections another program took over, with its window (0: the selection has no owner now)."""
+        with self._changed:
+            return dict(self._state.lost_to)
+
+    def wait_until_taken(self, target_window: int | None, timeout_s: float) -> SelectionRequest:
+        """The first request for the text, after the paste key, from `target_window`'s program.
+
+        With `target_window` None any program but ours counts. Raises SelectionError, in words, when
+        none came within `timeout_s`, or once another program took over every offered selection.
+        """
+        wanted = None if target_window is None else client_of(target_window, self.resource_mask)
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while True:
+                for request in self._state.requests:
+                    client = client_of(request.requestor, self.resource_mask)
+                    if request.got_text and request.after_paste_key and (wanted is None or client == wanted):
+                        return request
+                if self._state.failure is not None:
+                    raise SelectionError(f"{self._state.failure}: the paste may not have been taken")
+                if all(selection in self._state.lost_to for selection in self.selections):
+                    raise SelectionError(
+                        f"{self._describe_lost(self._state.lost_to)} before the focused window asked for the "
+                        "text: it may have pasted that program's content, not Holodesk's"
+                    )
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SelectionError(self._not_taken(target_window, timeout_s))
+                self._changed.wait(left)
+
+    def _describe_lost(self, lost_to: dict[str, int]) -> str:
+        parts = [
+            f"another program (window {owner:#x}) took over {selection}" if owner else f"{selection} was cleared"
+            for selection, owner in lost_to.items()
+        ]
+        return " and ".join(parts)
+
+    def _not_taken(self, target_window: int | None, timeout_s: float) -> str:
+        who = "no program asked" if target_window is None else f"the focused window ({target_window:#x}) did not ask"
+        message = f"{who} for the text within {timeout_s:g} s of the paste key: the paste was not taken"
+        others = sorted(
+            {
+                f"{request.requestor:#x} ({request.target})"
+                for request in self._state.requests
+                if request.after_paste_key
+            }
+        )
+        if others:
+            message += f"; only other programs asked: windows {', '.join(others)}"
+        if self._state.lost_to:
+            message += f"; {self._describe_lost(self._state.lost_to)}"
+        return message
+
+    def close(self) -> None:
+        """Stop serving: the thread gives up the selections nobody took from us and closes its connection."""
+        if self._thread is None:
+            return
+        with self._changed:
+            self._state.stopped = True
+        os.write(self._wake_write, b"x")
+        self._thread.join(STOP_TIMEOUT_S)
+        alive = self._thread.is_alive()
+        self._thread = None
+        os.close(self._wake_read)
+        os.close(self._wake_write)
+        if alive:
+            raise SelectionError(f"the thread serving the pasted text did not end within {STOP_TIMEOUT_S:g} s")
+
+
+def focused_window(display_name: str | None = None) -> int | None:
+    """The window that receives typed keys: the focus, or (when it follows the pointer) the deepest
+    window under the pointer; None when keys go nowhere or no display is reachable."""
+    from Xlib import X
+    from Xlib import display as xdisplay
+    from Xlib import error as xerror
+
+    try:
+        display = xdisplay.Display(display_name)
+    except (xerror.DisplayError, OSError, KeyError):
+        return None
+    try:
+        root = display.screen().root
+        focus = display.get_input_focus().focus
+        if focus == X.NONE:
+            return None
+        if focus != X.PointerRoot and int(focus.id) != int(root.id):
+            return int(focus.id)
+        window = root
+        for _ in range(16):  # the deepest window under the pointer, bounded
+            child = window.query_pointer().child
+            if child == X.NONE or not int(getattr(child, "id", 0)):
+                break
+            window = child
+        return None if window is root else int(window.id)
+    except xerror.XError:
+        return None
+    finally:
+        display.close()
+
+
+def _owner(selection: str, display_name: str | None) -> int:
+    """The window owning `selection` now, 0 when none does."""
+    from Xlib import X
+    from Xlib import display as xdisplay
+    from Xlib import error as xerror
+
+    try:
+        display = xdisplay.Display(display_name)
+    except (xerror.DisplayError, OSError, KeyError) as exc:
+        raise SelectionError(f"cannot open the X display: {exc}") from exc
+    try:
+        owner = display.get_selection_owner(display.intern_atom(selection))
+        return 0 if owner == X.NONE else int(owner.id)
+    finally:
+        display.close()
+
+
+def _tool_for(selection: str) -> CommandClipboard:
+    return XCLIP_PRIMARY if selection == "PRIMARY" else XCLIP
+
+
+def restore_previous(offer: SelectionOffer, timeout_s: float) -> list[str]:
+    """Put back what the selections held before `offer`, confirmed; returns what could not be, in words.
+
+    A selection another program took over meanwhile is left to it. A previous text is handed to
+    xclip, whose child keeps serving it after Holodesk exits, as the user's own program would have;
+    it counts once our window no longer owns the selection and the text reads back. A selection that
+    had no owner, or held no text, is given up with our connection.
+    """
+    problems: list[str] = []
+    lost = offer.lost()
+    for selection, previous in offer.previous.items():
+        if selection in lost or previous.text is None:
+            continue
+        tool = _tool_for(selection)
+        try:
+            tool.write_text(previous.text)
+            deadline = time.monotonic() + timeout_s
+            # Bounded: xclip claims the selection in the child it forks, some time after write_text.
+            while _owner(selection, offer.display_name) == offer.window_id or tool.read_text() != previous.text:
+                if time.monotonic() >= deadline:
+                    raise SelectionError(f"xclip did not take over {selection} within {timeout_s:g} s")
+                time.sleep(0.02)
+        except ClipboardError as exc:
+            problems.append(f"the previous {selection} text could not be put back: {exc}")
+    try:
+        offer.close()
+    except SelectionError as exc:
+        problems.append(str(exc))
+    for selection, previous in offer.previous.items():
+        if selection in lost:
+            problems.append(f"{selection} was left to the program that took it over during the paste")
+            continue
+        if previous.owned and previous.text is None:
+            problems.append(f"{previous.describe()}; it is empty now")
+        try:
+            if _owner(selection, offer.display_name) == offer.window_id:
+                problems.append(f"Holodesk's window still owns {selection}")
+        except SelectionError as exc:
+            problems.append(f"whether Holodesk gave up {selection} could not be checked: {exc}")
+    return problems
+
+
+@contextmanager
+def offer(
+    text: str,
+    selections: Sequence[str] = SELECTIONS,
+    *,
+    display_name: str | None = None,
+    restore_timeout_s: float = 5.0,
+    restored: Callable[[list[str]], None] | None = None,
+) -> Iterator[SelectionOffer]:
+    """Offer `text` on `selections` (ownership confirmed) for the block, then put the previous content back.
+
+    `restored` receives what could not be put back, in words (an empty list: everything was).
+    """
+    current = SelectionOffer(text, selections, display_name=display_name)
+    current.start()
+    try:
+        yield current
+    finally:
+        problems = restore_previous(current, restore_timeout_s)
+        if restored is not None:
+            restored(problems)
+
+
+def paste_with_own_selection(
+    text: str,
+    press_paste_key: Callable[[], None],
+    *,
+    display_name: str | None = None,
+    timeout_s: float = 5.0,
+) -> str:
+    """Offer `text`, press the paste key, wait until the focused window's program took the text, restore.
+
+    Returns a note for the step's result (who took it, what could not be put back). Raises
+    SelectionError when the text was not taken: then the previous content is back all the same.
+    """
+    problems: list[str] = []
+    try:
+        with offer(text, display_name=display_name, restore_timeout_s=timeout_s, restored=problems.extend) as current:
+            target = focused_window(display_name)
+            current.paste_key_pressed()
+            press_paste_key()
+            taken = current.wait_until_taken(target, timeout_s)
+    except SelectionError as exc:
+        if problems:
+            raise SelectionError(f"{exc}; {'; '.join(problems)}") from exc
+        raise
+    note = f"taken from {taken.selection} by window {taken.requestor:#x}"
+    if problems:
+        note += "; " + "; ".join(problems)
+    return note

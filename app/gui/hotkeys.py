@@ -22,7 +22,7 @@ from typing import Any
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.gui.key_grab import KeyGrab, hotkey_grab
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, Signal
-from holodesk.automation.executor import InjectedInput
+from holodesk.automation.input.injected import InjectedInput
 from holodesk.automation.keys import normalize_key
 
 log = logging.getLogger(__name__)

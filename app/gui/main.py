@@ -105,9 +105,12 @@ class HolodeskApp(QtCore.QObject):
         # the window the user had at the screenshot, never to ours. Neither the overlay nor the
         # thinking status may be in a screenshot the model sees.
         focus_guard = FocusGuard()
-        screen, self.executor = create_backends(self.bridge.backend_notice.emit, focus_guard=focus_guard)
+        self.backends = create_backends(self.bridge.backend_notice.emit, focus_guard=focus_guard)
+        self.executor = self.backends.performer
         self.frames = StatusHiddenCapture(
-            OverlayAwareCapture(screen, self.overlay, focus_guard), self.thinking, self.indicator.screen_windows
+            OverlayAwareCapture(self.backends.capture, self.overlay, focus_guard),
+            self.thinking,
+            self.indicator.screen_windows,
         )
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
@@ -347,6 +350,7 @@ class HolodeskApp(QtCore.QObject):
                 session_meta={"backend": self.settings.model.backend, "profile": self.settings.model.profile},
             ),
             listener=self.bridge.engine_event.emit,
+            questions=self.approver,
         )
         self.engine = engine
         self.indicator.set_running(True)
@@ -363,6 +367,12 @@ class HolodeskApp(QtCore.QObject):
                 log.exception("the engine thread died")
                 result = RunResult(Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}", 0, None)
                 self.bridge.engine_event.emit(EngineEvent(EngineState.FINISHED, 0, result.detail, result))
+            finally:
+                # The run's spare keycode bindings go now, not at exit (the next run binds afresh).
+                try:
+                    self.executor.close()
+                except Exception:  # a display gone away must not keep the app from hearing the end
+                    log.exception("closing the input backend failed")
 
         threading.Thread(target=target, name="holodesk-engine", daemon=True).start()
 
@@ -414,6 +424,7 @@ class HolodeskApp(QtCore.QObject):
     def quit(self) -> None:
         self.stop()
         self._stop_hotkeys()
+        self.backends.close()
         if self.server is not None:
             self.server.close()
         QtWidgets.QApplication.quit()

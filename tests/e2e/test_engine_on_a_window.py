@@ -20,7 +20,8 @@ from holodesk.automation.engine import (
     Outcome,
     StepEngine,
 )
-from holodesk.automation.executor import Executor
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import read_session
@@ -65,7 +66,7 @@ def engine_for(answers: list[str], approver, tmp_path, **settings) -> tuple[Step
     engine = StepEngine(
         policy,
         approver,
-        Executor(capture=capture),
+        InputPerformer(X11Input(capture=capture)),
         capture,
         EngineSettings(trajectory_root=tmp_path, settle_timeout_s=1.0, settle_poll_s=0.05, **settings),
     )
@@ -131,7 +132,7 @@ def test_the_tiny_local_model_runs_a_step_and_its_random_answer_executes_nothing
     engine = StepEngine(
         ModelPolicy(get_profile("holotron"), backend),
         approver,
-        Executor(capture=capture),
+        InputPerformer(X11Input(capture=capture)),
         capture,
         EngineSettings(trajectory_root=tmp_path),
     )
@@ -208,12 +209,15 @@ class HistoryRecorder:
         self.histories.append(list(history))
         return self.policy.propose(task, history, frames)
 
+    def interrupt(self) -> None:
+        self.policy.interrupt()
+
 
 def test_a_click_that_changes_nothing_is_reported_to_the_user_and_the_model(window, screen, tmp_path):
     pad = model_point(window.centre("pad"), screen)  # the pad logs clicks but draws nothing
     capture = ScreenCapture()
     # A blinking caret in the text field would change the screen by itself: give the focus to a button.
-    Executor().execute(Click(window.centre("ok")))
+    InputPerformer(X11Input()).execute(Click(window.centre("ok")))
     window.sync()
     wait_for_settle(lambda: capture.grab(1), timeout_s=3.0, poll_s=0.05)
     answers = [holotron("click_desktop", x=pad.x, y=pad.y), holotron("click_desktop", x=pad.x, y=pad.y)]
@@ -224,7 +228,7 @@ def test_a_click_that_changes_nothing_is_reported_to_the_user_and_the_model(wind
     engine = StepEngine(
         policy,
         approver,
-        Executor(capture=capture),
+        InputPerformer(X11Input(capture=capture)),
         capture,
         EngineSettings(trajectory_root=tmp_path, settle_timeout_s=1.0, settle_poll_s=0.05),
         listener=events.append,

@@ -33,7 +33,8 @@ from holodesk.app.gui.history_window import HistoryWindow
 from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, HotkeySignals, OwnWindowsStopKey
 from holodesk.app.gui.key_grab import KeyGrab, stop_keysym
 from holodesk.app.gui.loading_window import LoadingWindow
-from holodesk.app.gui.overlay import OverlayAwareCapture, OverlayController
+from holodesk.app.gui.overlay import OverlayController
+from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
 from holodesk.app.gui.portal_hotkeys import PortalHotkeys, shortcut_requests
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_platform import apply_qt_platform
@@ -41,7 +42,7 @@ from holodesk.app.gui.recent_tasks import RecentTasks, default_path
 from holodesk.app.gui.settings_dialog import SettingsDialog
 from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
-from holodesk.app.gui.thinking_status import StatusHiddenCapture, ThinkingStatus
+from holodesk.app.gui.thinking_status import ThinkingStatus
 from holodesk.app.gui.tray import Indicator, make_indicator
 from holodesk.automation.backends import create_backends
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
@@ -107,10 +108,12 @@ class HolodeskApp(QtCore.QObject):
         focus_guard = FocusGuard()
         self.backends = create_backends(self.bridge.backend_notice.emit, focus_guard=focus_guard)
         self.executor = self.backends.performer
-        self.frames = StatusHiddenCapture(
-            OverlayAwareCapture(self.backends.capture, self.overlay, focus_guard),
-            self.thinking,
-            self.indicator.screen_windows,
+        self.frames = OwnWindowsHiddenCapture(
+            self.backends.capture,
+            overlay=self.overlay,
+            status=self.thinking,
+            also_hidden=self.indicator.screen_windows,
+            focus_guard=focus_guard,
         )
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()

@@ -131,6 +131,11 @@ class ActionPerformer(Protocol):
 
     def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult: ...
 
+    def close(self) -> None:
+        """Give back what the run set up on the desktop (keycodes bound for its text); the engine calls
+        it when a run ends, and the performer sets up afresh if it is used again."""
+        ...
+
 
 class FrameSource(Protocol):
     """Captures frames (automation.screen.ScreenCapture is the real one)."""
@@ -312,6 +317,7 @@ class StepEngine:
         except Exception as exc:  # an engine bug must still end the run cleanly and be recorded
             log.exception("engine crashed")
             outcome, detail = Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        self._release_input()
         if writer is not None:
             outcome, detail = self._confirm_recording(writer, outcome, detail)
         result = RunResult(outcome, detail, step, writer.folder if writer else None)
@@ -320,6 +326,13 @@ class StepEngine:
         self._runs_finished += 1
         self._emit(EngineState.FINISHED, step, detail, result)
         return result
+
+    def _release_input(self) -> None:
+        """The run's bindings go when it ends, not when the app exits (the tray app lives on)."""
+        try:
+            self.performer.close()
+        except Exception:  # the run has ended either way; what could not be given back is logged
+            log.exception("the input backend could not give back what the run set up")
 
     def _loop(self, task: str, writer: TrajectoryWriter | None) -> tuple[int, Outcome, str]:
         settings = self.settings

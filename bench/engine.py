@@ -132,6 +132,9 @@ class TimedPerformer:
         # The engine's check before asking (counted in `propose`, as in the app).
         self.executor.validate(action)
 
+    def close(self) -> None:
+        self.executor.close()
+
     def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult:
         started = time.perf_counter()
         result = self.executor.execute(action, cancel)

@@ -370,12 +370,6 @@ class HolodeskApp(QtCore.QObject):
                 log.exception("the engine thread died")
                 result = RunResult(Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}", 0, None)
                 self.bridge.engine_event.emit(EngineEvent(EngineState.FINISHED, 0, result.detail, result))
-            finally:
-                # The run's spare keycode bindings go now, not at exit (the next run binds afresh).
-                try:
-                    self.executor.close()
-                except Exception:  # a display gone away must not keep the app from hearing the end
-                    log.exception("closing the input backend failed")
 
         threading.Thread(target=target, name="holodesk-engine", daemon=True).start()
 

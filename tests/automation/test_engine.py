@@ -57,9 +57,13 @@ class RecordingPerformer:
     executed: list[Action] = field(default_factory=list)
     change_screen: bool = True
     delay_s: float = 0.0
+    closed: int = 0  # runs that ended (the engine gives back the run's input set-up)
 
     def validate(self, action: Action) -> None:
         pass  # every action can run
+
+    def close(self) -> None:
+        self.closed += 1
 
     def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult:
         if self.delay_s:
@@ -135,6 +139,7 @@ def test_approved_steps_execute_in_screen_space_until_done(tmp_path):
     assert [len(h) for h, _ in policy.calls] == [0, 1, 2]
     assert policy.calls[2][0][0].action == Click(Point(100, 50))
     assert events[-1].state is EngineState.FINISHED and events[-1].result == result
+    assert performer.closed == 1  # the run's input set-up was given back when it ended
     session = read_session(result.folder)
     assert session.outcome == "done"
     assert [s["decision"] for s in session.steps] == ["approve", "approve", "final"]

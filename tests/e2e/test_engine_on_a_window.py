@@ -26,6 +26,7 @@ from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import read_session
 from holodesk.automation.virtual_display import FULL_HD, LAPTOP
+from holodesk.automation.x11_keyboard import X11Typer
 from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.profiles import get_profile
 from holodesk.inference.scripted import ScriptedBackend
@@ -73,6 +74,14 @@ def engine_for(answers: list[str], approver, tmp_path, **settings) -> tuple[Step
     return engine, capture
 
 
+def spare_keycodes() -> list[int]:
+    probe = X11Typer()
+    try:
+        return probe.keymap().spare
+    finally:
+        probe.close()
+
+
 def test_a_scripted_multi_step_task_lands_exactly_on_the_widgets(window, screen, tmp_path):
     field = model_point(window.centre("field"), screen)
     ok = model_point(window.centre("ok"), screen)
@@ -84,8 +93,11 @@ def test_a_scripted_multi_step_task_lands_exactly_on_the_widgets(window, screen,
     ]
     approver = Approve()
     engine, _ = engine_for(answers, approver, tmp_path)
+    spare_before = spare_keycodes()
     result = engine.run("Enter a greeting and press OK")
     assert (result.outcome, result.steps) == (Outcome.DONE, 3), result.detail  # the answer is not a step taken
+    # 'ü' and 'ß' went on spare keycodes; the run gave them back when it ended (this process lives on).
+    assert spare_keycodes() == spare_before, "the run left keycodes bound after it ended"
     assert result.detail == "Greeting entered and confirmed."
 
     events = window.sync()

@@ -42,6 +42,7 @@ from holodesk.automation.input.x11.backend import X11Input, pyautogui_key_name
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
 from tests.support import x11_probe
+from tests.support.pointer_conformance import POINTER_CASES, PointerCase, PointerWindow, run_pointer_case
 from tests.support.target_client import Event, TargetWindow
 
 ONE_MONITOR = (Monitor(1, Rect(0, 0, 1920, 1080)),)
@@ -235,6 +236,14 @@ def pad_point(window: TargetWindow, dx: int, dy: int) -> Point:
 @pytest.mark.display
 @pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP, TWO_MONITORS], indirect=True, ids=str, scope="module")
 class TestOnDesktop:
+    @pytest.mark.parametrize("case", POINTER_CASES, ids=[case.name for case in POINTER_CASES])
+    def test_the_pointer_conformance_cases(
+        self, case: PointerCase, window: TargetWindow, executor: InputPerformer
+    ) -> None:
+        pad = window.widget_rect("pad")
+        problem = run_pointer_case(executor, PointerWindow(Point(pad.left, pad.top), window.sync), case)
+        assert problem is None, problem
+
     def test_click_lands_on_the_exact_pixel(self, window: TargetWindow, executor: InputPerformer) -> None:
         point = pad_point(window, 37, -23)
         result = executor.execute(Click(point))

@@ -36,6 +36,13 @@ from tests.automation.wayland.conftest import WaylandTarget
 from tests.support.gnome_stack import MONITOR_SIZE, GnomeStack, answer_consent
 from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
 from tests.support.mutter_remote import MutterRemote
+from tests.support.pointer_conformance import (
+    FENCE_OFFSET,
+    POINTER_CASES,
+    PointerCase,
+    PointerWindow,
+    run_pointer_case,
+)
 from tests.support.wayland_target import PAD_COLOUR
 
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
@@ -430,4 +437,24 @@ def test_the_input_conformance_cases(
     wayland, _ = session
     executor = InputPerformer(PortalInput(wayland))
     problem = run_case(executor, _wayland_field(executor, wayland_target), case)
+    assert problem is None, problem
+
+
+# -- the pointer conformance cases (tests/support/pointer_conformance.py), as the X11 backend runs them
+
+
+@pytest.mark.parametrize("case", POINTER_CASES, ids=[case.name for case in POINTER_CASES])
+def test_the_pointer_conformance_cases(
+    case: PointerCase, session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    wayland, _ = session
+    executor = InputPerformer(PortalInput(wayland))
+    left, top, _, _ = wayland_target.ready["layout"]["pad"]
+    fence = {"button": "MiddleButton", "x": left + FENCE_OFFSET[0], "y": top + FENCE_OFFSET[1]}
+    wayland_target.drain()
+
+    def read_until_fence() -> list[dict[str, object]]:
+        return wayland_target.records_until("release", 10.0, **fence)  # the whole fence click
+
+    problem = run_pointer_case(executor, PointerWindow(Point(left, top), read_until_fence), case)
     assert problem is None, problem

@@ -99,7 +99,7 @@ def _wait(condition: Callable[[], bool], timeout_s: float) -> bool:
     return condition()
 
 
-def calibrate_monitor(monitor: Monitor, capture: ScreenCapture, executor: InputPerformer) -> MonitorReport:
+def calibrate_monitor(monitor: Monitor, capture: ScreenCapture, performer: InputPerformer) -> MonitorReport:
     rect = monitor.rect
     width, height = min(WINDOW_SIZE[0], rect.width // 2), min(WINDOW_SIZE[1], rect.height // 2)
     region = Rect(rect.left + (rect.width - width) // 2, rect.top + (rect.height - height) // 2, width, height)
@@ -121,7 +121,7 @@ def calibrate_monitor(monitor: Monitor, capture: ScreenCapture, executor: InputP
             model = mapping.screen_to_model(known, ImagePixelSpace())
             action = action_to_screen(Click(model), ImagePixelSpace(), mapping, frame.monitors)
             before = len(window.presses)
-            executor.execute(action)
+            performer.execute(action)
 
             def pressed(count: int = before) -> bool:
                 return len(window.presses) > count
@@ -143,13 +143,13 @@ def run_calibration(out: TextIO = sys.stdout, colour: bool | None = None) -> int
     colour = out.isatty() if colour is None else colour
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     capture = ScreenCapture()
-    executor = InputPerformer(X11Input(capture=capture))
+    performer = InputPerformer(X11Input(capture=capture))
     reports = []
     try:
         monitors = capture.monitors()
         out.write(f"holodesk doctor --calibrate: {len(monitors)} monitor(s)\n")
         for monitor in monitors:
-            report = calibrate_monitor(monitor, capture, executor)
+            report = calibrate_monitor(monitor, capture, performer)
             reports.append(report)
             out.write(report.line(colour) + "\n")
             out.flush()

@@ -107,7 +107,7 @@ class HolodeskApp(QtCore.QObject):
         # thinking status may be in a screenshot the model sees.
         focus_guard = FocusGuard()
         self.backends = create_backends(self.bridge.backend_notice.emit, focus_guard=focus_guard)
-        self.executor = self.backends.performer
+        self.performer = self.backends.performer
         self.frames = OwnWindowsHiddenCapture(
             self.backends.capture,
             overlay=self.overlay,
@@ -179,7 +179,7 @@ class HolodeskApp(QtCore.QObject):
         if is_wayland_session():
             # Nothing global hears Holodesk's own windows here: the stop gesture is caught inside them.
             self.own_windows_stop = OwnWindowsStopKey(
-                keys.stop.key, keys.stop.presses, keys.stop.within_s, self.executor.injected, self
+                keys.stop.key, keys.stop.presses, keys.stop.within_s, self.performer.injected, self
             )
             self.own_windows_stop.triggered.connect(self.stop)
             app = QtWidgets.QApplication.instance()
@@ -195,7 +195,7 @@ class HolodeskApp(QtCore.QObject):
             return
         listener = self.hotkey_signals.listener(
             keys.prompt,
-            self.executor.injected,
+            self.performer.injected,
             stop_key=keys.stop.key,
             stop_presses=keys.stop.presses,
             stop_window_s=keys.stop.within_s,
@@ -343,7 +343,7 @@ class HolodeskApp(QtCore.QObject):
         engine = StepEngine(
             self.policy,
             self.approver,
-            self.executor,
+            self.performer,
             self.frames,
             EngineSettings(
                 max_steps=run.max_steps,

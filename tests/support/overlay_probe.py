@@ -191,7 +191,7 @@ def main() -> int:
         choice = apply_qt_platform()
         platform_reason = choice.blocker or choice.reason
         app = QtWidgets.QApplication([sys.argv[0]])
-        capture, _executor = create_backends(lambda text: emit({"event": "notice", "text": text}))
+        capture = create_backends(lambda text: emit({"event": "notice", "text": text})).capture
     else:
         app = QtWidgets.QApplication([sys.argv[0], "-platform", "xcb"])
         capture = ScreenCapture()

@@ -4,8 +4,8 @@ A Wayland session is one with WAYLAND_DISPLAY set (and XDG_SESSION_TYPE not x11)
 XDG_SESSION_TYPE=wayland and no X display; with XDG_SESSION_TYPE=wayland, DISPLAY set and no
 WAYLAND_DISPLAY (Xvfb started from a Wayland terminal) the X server is the target.
 `HOLODESK_BACKEND=x11|wayland` overrides all of it (e.g. to drive only XWayland windows).
-`choose_backend` says which and why (doctor prints it); `create_backends` builds the pair, sharing
-one capture (X11) or one portal session (Wayland) between frame source and executor.
+`choose_backend` says which and why (doctor prints it); `create_backends` builds the capture and the
+input performer, sharing one display (X11) or one portal session (Wayland) between them.
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from holodesk.automation.errors import AutomationError
 
 if TYPE_CHECKING:
+    from holodesk.automation.coords import Monitor
+    from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.screen import ScreenFrame
     from holodesk.automation.x11_focus_guard import FocusGuard
 
 BackendName = Literal["x11", "wayland"]
@@ -72,30 +75,59 @@ def restore_token_path() -> Path:
     return user_state_path("holodesk", appauthor=False) / RESTORE_TOKEN_FILE
 
 
+class DesktopCapture(Protocol):
+    """Captures the desktop (automation.screen.ScreenCapture on X11, WaylandCapture on Wayland)."""
+
+    def grab(self, monitor: int | None) -> ScreenFrame: ...
+
+    def monitors(self) -> list[Monitor]: ...
+
+    def close(self) -> None:
+        """Release the capture (on Wayland this ends the portal session: the desktop stops sharing)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Backends:
+    """The capture and the input performer of one session, sharing one display or portal session."""
+
+    capture: DesktopCapture
+    performer: InputPerformer
+
+    def close(self) -> None:
+        """Give back the input backend's bindings, then the capture (and with it a portal session)."""
+        try:
+            self.performer.close()
+        finally:
+            self.capture.close()
+
+
 def create_backends(
     notify: Callable[[str], None] | None = None,
     *,
     choice: BackendChoice | None = None,
     token_path: Path | None = None,
     focus_guard: FocusGuard | None = None,
-) -> tuple[Any, Any]:
-    """(frame source, executor) for this session; `notify` receives the consent explanations.
+) -> Backends:
+    """The capture and input performer for this session; `notify` receives the consent explanations.
 
     `focus_guard` (X11) gives the keyboard focus back to the user's window before keys are sent.
 
     Nothing is opened yet: the X11 path opens the display on first use, the Wayland path starts the
     portal session (and its permission dialog) on the first grab or action.
     """
+    from holodesk.automation.input.performer import InputPerformer
+
     chosen = choice if choice is not None else choose_backend()
     if chosen.name == "wayland":
+        from holodesk.automation.input.portal.backend import PortalInput
         from holodesk.automation.wayland.capture import WaylandCapture
-        from holodesk.automation.wayland.executor import WaylandExecutor
         from holodesk.automation.wayland.session import RestoreTokenStore, WaylandSession
 
         session = WaylandSession(RestoreTokenStore(token_path or restore_token_path()), notify)
-        return WaylandCapture(session), WaylandExecutor(session)
-    from holodesk.automation.executor import Executor
+        return Backends(WaylandCapture(session), InputPerformer(PortalInput(session)))
+    from holodesk.automation.input.x11.backend import X11Input
     from holodesk.automation.screen import ScreenCapture
 
     capture = ScreenCapture()
-    return capture, Executor(capture=capture, focus_guard=focus_guard)
+    return Backends(capture, InputPerformer(X11Input(capture=capture, focus_guard=focus_guard)))

@@ -23,7 +23,8 @@ from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, CaptureError, OffScreenError
-from holodesk.automation.executor import nudge_off_corners
+from holodesk.automation.input.corners import nudge_off_corners
+from holodesk.automation.input.performer import ExecutionResult
 from holodesk.automation.lookahead import FramePreparer
 from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.proposal import PastStep, Policy, PreparesAhead, Proposal, UnusableProposal
@@ -106,20 +107,34 @@ class Approver(Protocol):
 
 
 class QuestionAnswerer(Protocol):
-    """An approver that can also put the model's question to the user (optional: see `answer_question`).
+    """Puts the model's question to the user (the engine's `questions`; without one, a question ends the run).
 
     Returns the user's reply, or None when the user stops the run instead of answering. Must return
-    promptly once `request.cancel` is cancelled. An approver without this method ends the run with
-    the question as its outcome (ASK_USER), as scripts and older front ends expect.
+    promptly once `request.cancel` is cancelled.
     """
 
     def answer_question(self, request: QuestionRequest) -> str | None: ...
 
 
-class ActionPerformer(Protocol):
-    """Performs a screen-space action (automation.executor.Executor is the real one)."""
+class ApproverAndAnswerer(Approver, QuestionAnswerer, Protocol):
+    """A front end that both decides steps and answers questions (the tray's panel, the terminal)."""
 
-    def execute(self, action: Action, cancel: CancelToken) -> Any: ...
+
+class ActionPerformer(Protocol):
+    """Checks and performs screen-space actions (automation.input.performer.InputPerformer is the real one).
+
+    `validate` raises ActionError, OffScreenError or ClipboardError, in words, for an action that
+    cannot be performed as asked, and sends nothing: the engine calls it before the user is asked.
+    """
+
+    def validate(self, action: Action) -> None: ...
+
+    def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult: ...
+
+    def close(self) -> None:
+        """Give back what the run set up on the desktop (keycodes bound for its text); the engine calls
+        it when a run ends, and the performer sets up afresh if it is used again."""
+        ...
 
 
 class FrameSource(Protocol):
@@ -220,9 +235,14 @@ class StepEngine:
         frames: FrameSource,
         settings: EngineSettings | None = None,
         listener: Callable[[EngineEvent], None] | None = None,
+        *,
+        questions: QuestionAnswerer | None = None,
     ) -> None:
         self.policy = policy
         self.approver = approver
+        # Who answers the model's questions; None ends the run with the question (ASK_USER), as
+        # scripts and the eval's auto-approval want.
+        self.questions = questions
         self.performer = performer
         self.frames = frames
         self.settings = settings or EngineSettings()
@@ -243,17 +263,14 @@ class StepEngine:
     def stop(self) -> None:
         """Ask the run to stop; honoured at the next check (every few ms while waiting).
 
-        A policy that can abandon its computation (an `interrupt()` method, as ModelPolicy with the
-        local backend has) is told too, so the GPU stops at its next token instead of finishing an
-        answer nobody will read.
+        The policy is told too (`Policy.interrupt`), so a backend that can abandon its computation
+        (the local one) stops at its next token instead of finishing an answer nobody will read.
         """
         self.cancel.cancel()
-        interrupt = getattr(self.policy, "interrupt", None)
-        if callable(interrupt):
-            try:
-                interrupt()
-            except Exception:  # stopping must never fail because a backend could not be interrupted
-                log.exception("policy interrupt failed")
+        try:
+            self.policy.interrupt()
+        except Exception:  # stopping must never fail because a backend could not be interrupted
+            log.exception("policy interrupt failed")
 
     def pause(self) -> None:
         """Hold the run before its next step (an action in progress finishes first)."""
@@ -300,6 +317,7 @@ class StepEngine:
         except Exception as exc:  # an engine bug must still end the run cleanly and be recorded
             log.exception("engine crashed")
             outcome, detail = Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        self._release_input()
         if writer is not None:
             outcome, detail = self._confirm_recording(writer, outcome, detail)
         result = RunResult(outcome, detail, step, writer.folder if writer else None)
@@ -308,6 +326,13 @@ class StepEngine:
         self._runs_finished += 1
         self._emit(EngineState.FINISHED, step, detail, result)
         return result
+
+    def _release_input(self) -> None:
+        """The run's bindings go when it ends, not when the app exits (the tray app lives on)."""
+        try:
+            self.performer.close()
+        except Exception:  # the run has ended either way; what could not be given back is logged
+            log.exception("the input backend could not give back what the run set up")
 
     def _loop(self, task: str, writer: TrajectoryWriter | None) -> tuple[int, Outcome, str]:
         settings = self.settings
@@ -473,8 +498,7 @@ class StepEngine:
         except Exception as exc:
             record["result"] = {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}
             self._fail_step(step, f"could not {screen_action.describe()}: {exc}", exc)
-        ok = bool(getattr(result, "ok", True))
-        detail = str(getattr(result, "detail", ""))
+        ok, detail = result.ok, result.detail
         record["result"] = {"ok": ok, "detail": detail, "duration_s": round(time.perf_counter() - started, 4)}
         if not ok:
             self._fail_step(step, f"the desktop refused the action: {detail}")
@@ -493,22 +517,21 @@ class StepEngine:
         """What would refuse the action at execution, checked before the user is asked.
 
         A target on a fail-safe corner pixel is moved one pixel inwards (said in the returned text);
-        anything else the performer's `validate` refuses (off screen, unknown keys, untypable text)
-        fails the step now, so the user never approves an action that cannot run.
+        anything else the performer's `validate` refuses (off screen, unknown keys, untypable text, an
+        option the focused program cannot honour) fails the step now, so the user never approves an
+        action that cannot run.
         """
         action, notes = nudge_off_corners(action, frame.monitors)
         adjustment = "; ".join(notes)
         if adjustment:
             record["adjustment"] = adjustment
-        validate = getattr(self.performer, "validate", None)
-        if callable(validate):
-            try:
-                validate(action)
-            except Cancelled:
-                raise
-            except (AutomationError, ValueError) as exc:
-                record["error"] = f"{what} cannot run: {exc}"
-                self._fail_step(step, f"the {what} cannot run: {exc}", exc)
+        try:
+            self.performer.validate(action)
+        except Cancelled:
+            raise
+        except (AutomationError, ValueError) as exc:
+            record["error"] = f"{what} cannot run: {exc}"
+            self._fail_step(step, f"the {what} cannot run: {exc}", exc)
         return action, adjustment
 
     def _judge_effect(
@@ -535,12 +558,11 @@ class StepEngine:
 
     def _ask(self, request: QuestionRequest, record: dict[str, Any]) -> PastStep:
         """Put the model's question to the user; the reply becomes the step's result for the model."""
-        answer_question = getattr(self.approver, "answer_question", None)
-        if not callable(answer_question):
+        if self.questions is None:
             record["decision"] = "final"
             raise _RunEnded(Outcome.ASK_USER, request.question)
         self._emit(EngineState.WAITING_ANSWER, request.step, request.question)
-        reply = answer_question(request)
+        reply = self.questions.answer_question(request)
         self.cancel.raise_if_cancelled()
         if reply is None:
             record["decision"] = "stop"

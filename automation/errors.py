@@ -29,3 +29,10 @@ class Cancelled(AutomationError):
 
 class ClipboardError(AutomationError):
     """The clipboard could not be read or written (no clipboard tool installed, the tool failed)."""
+
+
+class DesktopRefused(AutomationError):
+    """A valid action was refused by the desktop part-way (an X error, the portal, the clipboard).
+
+    Input backends raise it while performing; the step's result then says ok=False with its words.
+    """

@@ -111,6 +111,10 @@ class Policy(Protocol):
 
     def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal: ...
 
+    def interrupt(self) -> None:
+        """Abandon a `propose` in flight (any thread); a policy that cannot stop early does nothing."""
+        ...
+
 
 @runtime_checkable
 class PreparesAhead(Protocol):

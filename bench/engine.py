@@ -1,7 +1,7 @@
 """Figure 4a: the step engine's own cost per step, on a real Xvfb screen, with the model's time taken out.
 
 StepEngine runs the holotron profile over a ScriptedBackend (real answers, parsed for real), an
-approver that approves at once, and the real Executor moving the pointer (pyautogui over XTEST) on a
+approver that approves at once, and the real InputPerformer moving the pointer (pyautogui over XTEST) on a
 1920x1080 Xvfb showing `bench.screens.desktop_picture`. Listener events, a timed backend, a timed
 frame source and a timed performer split every step into:
 - model: the backend's generate (scripted: microseconds) - subtracted;
@@ -11,7 +11,7 @@ frame source and a timed performer split every step into:
   step's fsynced write-ahead line, and whatever is left of its PNG's encoding: the action waits for
   it, so with the scripted model's microseconds the encoding shows here, while a model slower than
   the encoding, as in the 200 ms variant, hides it);
-- act: the Executor's move (pyautogui's 10 ms pause included) - reported, not overhead;
+- act: the InputPerformer's move (pyautogui's 10 ms pause included) - reported, not overhead;
 - record: ACTING to SETTLING minus act (the step's result line; the write-ahead line is in approve);
 - capture: the grabs while settling (the last one is the next step's frame);
 - settle other: the rest of settling but its deliberate wait (settle_poll_s per poll, reported
@@ -38,7 +38,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bench.harness import BenchResult, BenchSettings, interleaved, stats_of
 from bench.screens import desktop_display
@@ -53,7 +52,8 @@ from holodesk.automation.engine import (
     EngineState,
     StepEngine,
 )
-from holodesk.automation.executor import Executor
+from holodesk.automation.input.performer import ExecutionResult, InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import PastStep
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
 from holodesk.automation.screen_change import fingerprint
@@ -122,9 +122,9 @@ class TimedFrames:
 
 
 class TimedPerformer:
-    """The real Executor, timed."""
+    """The real InputPerformer, timed."""
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: InputPerformer) -> None:
         self.executor = executor
         self.seconds: list[float] = []
 
@@ -132,7 +132,10 @@ class TimedPerformer:
         # The engine's check before asking (counted in `propose`, as in the app).
         self.executor.validate(action)
 
-    def execute(self, action: Action, cancel: CancelToken) -> Any:
+    def close(self) -> None:
+        self.executor.close()
+
+    def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult:
         started = time.perf_counter()
         result = self.executor.execute(action, cancel)
         self.seconds.append(time.perf_counter() - started)
@@ -162,7 +165,7 @@ def _grab_time_between(grabs: Sequence[tuple[float, float]], start: float, end: 
 
 def run_engine(
     capture: ScreenCapture,
-    executor: Executor,
+    executor: InputPerformer,
     record_to: Path | None,
     into: StepParts,
     model_delay_s: float = 0.0,
@@ -212,7 +215,7 @@ def run_engine(
         )
 
 
-def run_bare_loop(capture: ScreenCapture, executor: Executor, into: StepParts) -> None:
+def run_bare_loop(capture: ScreenCapture, executor: InputPerformer, into: StepParts) -> None:
     """The floor: grab, propose, map, execute, nothing else; same parts where they exist."""
     backend = TimedBackend(ScriptedBackend(move_answers(STEPS_PER_RUN)))
     policy = ModelPolicy(get_profile("holotron"), backend)
@@ -253,7 +256,7 @@ def run(settings: BenchSettings) -> BenchResult:
     rounds = 2 if settings.quick else settings.rounds(5)
     with desktop_display(1920, 1080), tempfile.TemporaryDirectory(prefix="holodesk-bench-") as folder:
         capture = ScreenCapture()
-        executor = Executor(capture=capture)
+        executor = InputPerformer(X11Input(capture=capture))
         reference: ReferenceEngine | None = None
         try:
             reference = ReferenceEngine()

@@ -106,11 +106,12 @@ def serve(folder: Path) -> None:
         raise RuntimeError(f"the reference's holodesk did not load (got {engine_file})")
     # Imported only now, so that its holodesk imports are the reference's.
     from bench.engine import StepParts, run_engine
-    from holodesk.automation.executor import Executor
+    from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.input.x11.backend import X11Input
     from holodesk.automation.screen import ScreenCapture
 
     capture = ScreenCapture()
-    executor = Executor(capture=capture)
+    executor = InputPerformer(X11Input(capture=capture))
     with tempfile.TemporaryDirectory(prefix="holodesk-bench-") as sessions:
         for line in sys.stdin:
             if line.strip() != "run":

@@ -34,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
     from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
-    from holodesk.automation.executor import Executor
+    from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.input.x11.backend import X11Input
     from holodesk.automation.screen import ScreenCapture
     from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
     from holodesk.inference.model_policy import ModelPolicy
@@ -48,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             evaluation = MiniWoBEvaluation(
                 browser,
                 ModelPolicy(get_profile("holotron"), oracle),
-                Executor(capture=capture),
+                InputPerformer(X11Input(capture=capture)),
                 capture,
                 MiniWoBOptions(tasks=ORACLE_TASKS, episodes=args.episodes, zoom=args.zoom),
                 trajectory_root=Path(sessions),

@@ -42,8 +42,8 @@ def child(rounds: int, warmup: int) -> dict[str, list[float]]:
     from holodesk.app.gui.overlay import OverlayController, OverlayWindow
     from holodesk.app.gui.overlay_drawing import OverlayScene, painted_region, render_scene
     from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
+    from holodesk.automation.action_picture import MARKER_COLOUR
     from holodesk.automation.actions import Click, Point
-    from holodesk.automation.annotate import MARKER_COLOUR
     from holodesk.automation.coords import Monitor, Rect
 
     application = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])

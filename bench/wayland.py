@@ -32,14 +32,15 @@ ROUNDS = 30
 
 
 def _x11(settings: BenchSettings) -> dict[str, Stats]:
-    from holodesk.automation.executor import Executor
+    from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.input.x11.backend import X11Input
     from holodesk.automation.screen import ScreenCapture
     from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
     from holodesk.automation.x11_keyboard import X11Typer
 
     with xvfb_display(DisplayLayout(*SIZE)):
         capture = ScreenCapture()
-        executor = Executor(capture=capture)
+        executor = InputPerformer(X11Input(capture=capture))
         typer = X11Typer()
         points = [Point(300, 300), Point(700, 500)]
         state = {"i": 0}
@@ -70,8 +71,9 @@ def _wayland(settings: BenchSettings) -> tuple[dict[str, Stats], float]:
     """Timings on a fresh headless GNOME stack, and the portal session's start (consent answered) in ms."""
     import os
 
+    from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.input.portal.backend import PortalInput
     from holodesk.automation.wayland.capture import WaylandCapture
-    from holodesk.automation.wayland.executor import WaylandExecutor
     from holodesk.automation.wayland.keymap import compositor_keymap
     from holodesk.automation.wayland.session import WaylandSession
     from tests.support.gnome_stack import GnomeStack, answer_consent
@@ -101,7 +103,7 @@ def _wayland(settings: BenchSettings) -> tuple[dict[str, Stats], float]:
                 raise RuntimeError(f"the portal session did not start: {failure}")
             start_ms = (time.perf_counter() - started_at) * 1000
             capture = WaylandCapture(session)
-            executor = WaylandExecutor(session)
+            executor = InputPerformer(PortalInput(session))
             frames = session.started()[1][0].frames
             executor.execute(Move(Point(10, 10)))  # warm the virtual devices up (not timed)
             points = [Point(300, 300), Point(700, 500)]

@@ -41,7 +41,7 @@ from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 
 if TYPE_CHECKING:
-    from holodesk.automation.engine import ActionPerformer, FrameSource
+    from holodesk.automation.backends import Backends
 
 EXIT_CODES = {
     Outcome.DONE: 0,
@@ -93,15 +93,15 @@ def run_task(
     try:
         # X11 (mss + pyautogui) or, in a Wayland session, the desktop portal, whose permission
         # dialog shows on this first grab: its explanation goes to stderr before the dialog.
-        capture, executor = create_backends(lambda text: print(text, file=err))
-        capture.grab(monitor)  # fail now, clearly, rather than inside the first step
+        backends = create_backends(lambda text: print(text, file=err))
+        backends.capture.grab(monitor)  # fail now, clearly, rather than inside the first step
     except AutomationError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
     _remove_pictures_of_dead_runs()
     pictures = Path(tempfile.mkdtemp(prefix=f"{PICTURES_PREFIX}{os.getpid()}-"))
     try:
-        return _run_engine(task, policy, capture, executor, pictures, max_steps, monitor, sessions, options, stdin, out)
+        return _run_engine(task, policy, backends, pictures, max_steps, monitor, sessions, options, stdin, out)
     finally:
         shutil.rmtree(pictures, ignore_errors=True)
 
@@ -125,8 +125,7 @@ def _remove_pictures_of_dead_runs() -> None:
 def _run_engine(
     task: str,
     policy: ModelPolicy,
-    capture: FrameSource,
-    executor: ActionPerformer,
+    backends: Backends,
     pictures: Path,
     max_steps: int,
     monitor: int | None,
@@ -142,8 +141,8 @@ def _run_engine(
     engine = StepEngine(
         policy,
         approver,
-        executor,
-        capture,
+        backends.performer,
+        backends.capture,
         EngineSettings(
             max_steps=max_steps,
             monitor=monitor,
@@ -152,6 +151,7 @@ def _run_engine(
             session_meta={"backend": options.backend, "profile": options.profile},
         ),
         listener=_both(live, terminal_event_printer(out)),
+        questions=approver,
     )
     out.write(f"task: {task}\n(Ctrl+C stops at any time)\n")
     with signals_stop_the_run(engine.cancel, approver):
@@ -159,9 +159,8 @@ def _run_engine(
             result = engine.run(task)
         finally:
             live.close()
-            close = getattr(capture, "close", None)  # on Wayland this ends the portal session:
-            if callable(close):  # the desktop stops sharing the screen
-                close()
+            # Spare keycode bindings go; on Wayland the portal session ends: the desktop stops sharing.
+            backends.close()
     _report(result, out)
     return EXIT_CODES[result.outcome]
 

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Approver, QuestionRequest
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, ApproverAndAnswerer, QuestionRequest
 
 STOP_SIGNALS = {
     signal.SIGINT: "stopped by the user (Ctrl+C)",
@@ -55,7 +55,7 @@ def _leave_the_closed_terminal() -> None:
 class InterruptibleApprover:
     """Wraps an approver and says whether it is waiting for the user right now (so a signal may interrupt it)."""
 
-    def __init__(self, inner: Approver) -> None:
+    def __init__(self, inner: ApproverAndAnswerer) -> None:
         self.inner = inner
         self.waiting = False
 
@@ -68,13 +68,9 @@ class InterruptibleApprover:
 
     def answer_question(self, request: QuestionRequest) -> str | None:
         """The inner approver's reply to the model's question (a signal may interrupt the wait, as above)."""
-        answer = getattr(self.inner, "answer_question", None)
-        if not callable(answer):
-            return None  # the engine then ends the run with the question, as without this wrapper
         self.waiting = True
         try:
-            reply: str | None = answer(request)
-            return reply
+            return self.inner.answer_question(request)
         finally:
             self.waiting = False
 

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from holodesk.automation.action_picture import annotate, caption_for, typing_in_words
 from holodesk.automation.actions import Action, KeyCombo, Point, TypeText
-from holodesk.automation.annotate import annotate, caption_for, typing_in_words
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.display_text import bounded_prose, safe_text, text_summary, visible_text
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineEvent, EngineState, QuestionRequest

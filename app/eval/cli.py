@@ -136,7 +136,8 @@ def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: Te
 
     from holodesk.app.cli.run_command import _policy_or_exit_code
     from holodesk.automation.errors import AutomationError
-    from holodesk.automation.executor import Executor
+    from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.input.x11.backend import X11Input
     from holodesk.automation.screen import ScreenCapture
     from holodesk.automation.trajectory import default_root
 
@@ -166,7 +167,7 @@ def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: Te
     evaluation = MiniWoBEvaluation(
         browser,
         policy,
-        Executor(capture=capture),
+        InputPerformer(X11Input(capture=capture)),
         capture,
         options,
         trajectory_root=args.sessions if args.sessions is not None else default_root(),

@@ -3,7 +3,7 @@
 On each monitor Holodesk shows a window of its own and, for a few known screen points inside it,
 does what a run does with a target: the point as a model would give it on that monitor's screenshot
 (image pixels of the full-size frame, so nothing is lost to rounding), mapped back to the screen by
-`automation.coords.action_to_screen`, clicked by the real `Executor`. The window reads where each
+`automation.coords.action_to_screen`, clicked by the real `InputPerformer`. The window reads where each
 press arrived (Qt's position, converted to screen pixels by `qt_screens`), and the report gives the
 offset per monitor; exact is green. An offset means the mapping, the input injection and the
 window system disagree about where pixels are: clicks of a real run would miss by as much.
@@ -25,7 +25,8 @@ from holodesk.app.gui.qt_screens import (
 )
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import FrameMapping, ImagePixelSpace, Monitor, Rect, action_to_screen
-from holodesk.automation.executor import Executor
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 
 WINDOW_SIZE = (360, 240)  # physical pixels (at most half the monitor)
@@ -98,7 +99,7 @@ def _wait(condition: Callable[[], bool], timeout_s: float) -> bool:
     return condition()
 
 
-def calibrate_monitor(monitor: Monitor, capture: ScreenCapture, executor: Executor) -> MonitorReport:
+def calibrate_monitor(monitor: Monitor, capture: ScreenCapture, performer: InputPerformer) -> MonitorReport:
     rect = monitor.rect
     width, height = min(WINDOW_SIZE[0], rect.width // 2), min(WINDOW_SIZE[1], rect.height // 2)
     region = Rect(rect.left + (rect.width - width) // 2, rect.top + (rect.height - height) // 2, width, height)
@@ -120,7 +121,7 @@ def calibrate_monitor(monitor: Monitor, capture: ScreenCapture, executor: Execut
             model = mapping.screen_to_model(known, ImagePixelSpace())
             action = action_to_screen(Click(model), ImagePixelSpace(), mapping, frame.monitors)
             before = len(window.presses)
-            executor.execute(action)
+            performer.execute(action)
 
             def pressed(count: int = before) -> bool:
                 return len(window.presses) > count
@@ -142,13 +143,13 @@ def run_calibration(out: TextIO = sys.stdout, colour: bool | None = None) -> int
     colour = out.isatty() if colour is None else colour
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     capture = ScreenCapture()
-    executor = Executor(capture=capture)
+    performer = InputPerformer(X11Input(capture=capture))
     reports = []
     try:
         monitors = capture.monitors()
         out.write(f"holodesk doctor --calibrate: {len(monitors)} monitor(s)\n")
         for monitor in monitors:
-            report = calibrate_monitor(monitor, capture, executor)
+            report = calibrate_monitor(monitor, capture, performer)
             reports.append(report)
             out.write(report.line(colour) + "\n")
             out.flush()

@@ -25,8 +25,8 @@ Wiring, on the GUI thread at start-up (the engine thread then calls `frames.grab
 
     overlay = OverlayController()
     approver = GuiApprover(overlay, auto_approve_kinds=settings_kinds)  # empty unless the user chose
-    frames = OverlayAwareCapture(ScreenCapture(), overlay)  # the model never sees the overlay
-    engine = StepEngine(policy, approver, Executor(...), frames, engine_settings, listener)
+    frames = OwnWindowsHiddenCapture(ScreenCapture(), overlay=overlay)  # the model never sees the overlay
+    engine = StepEngine(policy, approver, performer, frames, engine_settings, listener, questions=approver)
     engine.start(task)
 """
 

@@ -24,8 +24,8 @@ from holodesk.app.common.session_words import (
 from holodesk.app.gui.approval_panel import STYLE as PANEL_STYLE
 from holodesk.app.gui.overlay_drawing import MARKER
 from holodesk.app.gui.qt import Qt, QtGui, QtWidgets
+from holodesk.automation.action_picture import annotate
 from holodesk.automation.actions import action_from_dict
-from holodesk.automation.annotate import annotate
 from holodesk.automation.errors import ActionError
 from holodesk.automation.screen import frame_from_image
 from holodesk.automation.trajectory import Session, iter_session_folders, read_session

@@ -4,10 +4,10 @@
 globally (Wayland: pynput hears only XWayland, and the portal cannot bind "Esc twice").
 
 pynput calls back on its own thread; `HotkeySignals` turns the callbacks into Qt signals so the
-GUI thread does the work. Keys that Holodesk itself is injecting (the executor's `InjectedInput`
+GUI thread does the work. Keys that Holodesk itself is injecting (the input performer's `InjectedInput`
 log) are ignored: on X11 pynput cannot tell XTEST input from a real keyboard, so without this a
 "press esc" action, typed twice, would stop the very run that sent it. Presses are matched one for
-one with the executor's, so the user's own presses of the same key still count, whatever the stop
+one with the performer's, so the user's own presses of the same key still count, whatever the stop
 key, even right after the model pressed it.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.gui.key_grab import KeyGrab, hotkey_grab
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, Signal
-from holodesk.automation.executor import InjectedInput
+from holodesk.automation.input.injected import InjectedInput
 from holodesk.automation.keys import normalize_key
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class HotkeyListener:
         self.injected = injected
         self.stop_key = stop_key_name(stop_key)
         if injected is not None and len(self.stop_key) == 1:
-            injected.reserve({self.stop_key})  # typed by the executor on a key of its own
+            injected.reserve({self.stop_key})  # typed by the performer on a key of its own
         self._stop_detector = RepeatedPressDetector(stop_presses, stop_window_s)
         self._listener: Any = None
         self._hotkey: Any = None
@@ -141,7 +141,7 @@ class HotkeyListener:
         return bool(self.injected and name and self.injected.recently_injected(name))
 
     def _our_press(self, key: Any) -> bool:
-        """A press the executor sent (each noted press claims one seen press; the rest are the user's)."""
+        """A press the performer sent (each noted press claims one seen press; the rest are the user's)."""
         name = key_name(key)
         return bool(self.injected and name and self.injected.claim_press(name))
 
@@ -207,7 +207,7 @@ class OwnWindowsStopKey(QtCore.QObject):
 
     Installed on the application, it sees each key press once, as its window receives it (before
     the widget with the focus), and never consumes it: Esc still closes the prompt and answers the
-    approval panel. Presses the executor sent (`injected`) do not count, as for `HotkeyListener`.
+    approval panel. Presses the performer sent (`injected`) do not count, as for `HotkeyListener`.
     """
 
     triggered = Signal()

@@ -33,7 +33,8 @@ from holodesk.app.gui.history_window import HistoryWindow
 from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, HotkeySignals, OwnWindowsStopKey
 from holodesk.app.gui.key_grab import KeyGrab, stop_keysym
 from holodesk.app.gui.loading_window import LoadingWindow
-from holodesk.app.gui.overlay import OverlayAwareCapture, OverlayController
+from holodesk.app.gui.overlay import OverlayController
+from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
 from holodesk.app.gui.portal_hotkeys import PortalHotkeys, shortcut_requests
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_platform import apply_qt_platform
@@ -41,7 +42,7 @@ from holodesk.app.gui.recent_tasks import RecentTasks, default_path
 from holodesk.app.gui.settings_dialog import SettingsDialog
 from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
-from holodesk.app.gui.thinking_status import StatusHiddenCapture, ThinkingStatus
+from holodesk.app.gui.thinking_status import ThinkingStatus
 from holodesk.app.gui.tray import Indicator, make_indicator
 from holodesk.automation.backends import create_backends
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
@@ -105,9 +106,14 @@ class HolodeskApp(QtCore.QObject):
         # the window the user had at the screenshot, never to ours. Neither the overlay nor the
         # thinking status may be in a screenshot the model sees.
         focus_guard = FocusGuard()
-        screen, self.executor = create_backends(self.bridge.backend_notice.emit, focus_guard=focus_guard)
-        self.frames = StatusHiddenCapture(
-            OverlayAwareCapture(screen, self.overlay, focus_guard), self.thinking, self.indicator.screen_windows
+        self.backends = create_backends(self.bridge.backend_notice.emit, focus_guard=focus_guard)
+        self.performer = self.backends.performer
+        self.frames = OwnWindowsHiddenCapture(
+            self.backends.capture,
+            overlay=self.overlay,
+            status=self.thinking,
+            also_hidden=self.indicator.screen_windows,
+            focus_guard=focus_guard,
         )
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()
@@ -173,7 +179,7 @@ class HolodeskApp(QtCore.QObject):
         if is_wayland_session():
             # Nothing global hears Holodesk's own windows here: the stop gesture is caught inside them.
             self.own_windows_stop = OwnWindowsStopKey(
-                keys.stop.key, keys.stop.presses, keys.stop.within_s, self.executor.injected, self
+                keys.stop.key, keys.stop.presses, keys.stop.within_s, self.performer.injected, self
             )
             self.own_windows_stop.triggered.connect(self.stop)
             app = QtWidgets.QApplication.instance()
@@ -189,7 +195,7 @@ class HolodeskApp(QtCore.QObject):
             return
         listener = self.hotkey_signals.listener(
             keys.prompt,
-            self.executor.injected,
+            self.performer.injected,
             stop_key=keys.stop.key,
             stop_presses=keys.stop.presses,
             stop_window_s=keys.stop.within_s,
@@ -337,7 +343,7 @@ class HolodeskApp(QtCore.QObject):
         engine = StepEngine(
             self.policy,
             self.approver,
-            self.executor,
+            self.performer,
             self.frames,
             EngineSettings(
                 max_steps=run.max_steps,
@@ -347,6 +353,7 @@ class HolodeskApp(QtCore.QObject):
                 session_meta={"backend": self.settings.model.backend, "profile": self.settings.model.profile},
             ),
             listener=self.bridge.engine_event.emit,
+            questions=self.approver,
         )
         self.engine = engine
         self.indicator.set_running(True)
@@ -414,6 +421,7 @@ class HolodeskApp(QtCore.QObject):
     def quit(self) -> None:
         self.stop()
         self._stop_hotkeys()
+        self.backends.close()
         if self.server is not None:
             self.server.close()
         QtWidgets.QApplication.quit()

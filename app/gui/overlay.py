@@ -15,8 +15,8 @@ centre is a hole, so a click on the target itself still goes through). Dragging 
 by the physical distance the pointer moved (both ends converted with `coords.logical_to_screen`), and
 `OverlayController.target_edited` carries the edited screen-space action.
 
-Keeping the overlay out of the model's screenshot: `OverlayAwareCapture` wraps a FrameSource; its
-`grab()` (on the engine thread) hides the overlay through a blocking call into the GUI thread, waits
+Keeping the overlay out of the model's screenshot: app/gui/own_windows_capture.py's `grab()` (on the
+engine thread) hides the overlay through a blocking call into the GUI thread, waits
 for the X server to have unmapped it, grabs until the picture no longer shows it (a compositor
 repaints late; capture_hiding.grab_without), and shows it again. A source whose pictures trail the
 screen (the Wayland portal's stream, automation.fresh_frames) is told when and where the overlay was
@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from holodesk.app.gui.capture_hiding import HiddenWindows, grab_without, hide_windows
+from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows
 from holodesk.app.gui.gui_thread import GuiCallTimeout, GuiThreadCaller
 from holodesk.app.gui.overlay_drawing import MARKER, OUTLINE, RING_RADIUS, OverlayScene, painted_region, render_scene
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
@@ -43,10 +43,7 @@ from holodesk.app.gui.qt_screens import (
     screen_point_to_global_logical,
 )
 from holodesk.automation.actions import Action, Point
-from holodesk.automation.engine import FrameSource
 from holodesk.automation.errors import CaptureError, OffScreenError
-from holodesk.automation.screen import ScreenFrame
-from holodesk.automation.x11_focus_guard import FocusGuard
 
 HANDLE_RADIUS = 21  # the handle window is a ring between HANDLE_HOLE and HANDLE_RADIUS
 # The hole is just the centre dot: the target pixel stays visible without a compositor, and a press
@@ -369,25 +366,3 @@ class OverlayController(QtCore.QObject):
             finally:
                 if hidden.windows:
                     self._gui.post(lambda: self.restore_after_capture(hidden.windows))
-
-
-class OverlayAwareCapture:
-    """A FrameSource whose grabs never contain the overlay: it is hidden for each grab."""
-
-    def __init__(
-        self, capture: FrameSource, controller: OverlayController, focus_guard: FocusGuard | None = None
-    ) -> None:
-        self.capture = capture
-        self.controller = controller
-        self.focus_guard = focus_guard  # told after each grab which window the user was typing in
-
-    def grab(self, monitor: int | None) -> ScreenFrame:
-        with self.controller.hidden_for_capture() as hidden:
-            frame = grab_without(self.capture, monitor, hidden)
-        if self.focus_guard is not None:
-            self.focus_guard.remember()
-        return frame
-
-    def __getattr__(self, name: str) -> object:
-        # monitors(), close() and the rest of ScreenCapture pass straight through.
-        return getattr(self.capture, name)

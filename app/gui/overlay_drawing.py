@@ -18,8 +18,8 @@ import numpy as np
 
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets
 from holodesk.app.gui.qt_screens import engine_to_window_system
+from holodesk.automation.action_picture import MARKER_COLOUR, typing_in_words
 from holodesk.automation.actions import Action, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText, UpdatePlan
-from holodesk.automation.annotate import MARKER_COLOUR, typing_in_words
 from holodesk.automation.coords import Monitor, screen_to_logical
 from holodesk.automation.errors import OffScreenError
 

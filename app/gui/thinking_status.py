@@ -1,21 +1,18 @@
 """A small status near the panel's place while the model thinks: the step, elapsed seconds, Stop.
 
 It never takes the keyboard (the user keeps working in their application) and never appears in a
-screenshot the model sees: `StatusHiddenCapture` hides it, on the GUI thread and confirmed by the
-window system, before every grab (and a source whose pictures trail the screen is told, see
-app/gui/capture_hiding.py).
+screenshot the model sees: app/gui/own_windows_capture.py hides it through `hide_for_capture`, on the
+GUI thread and confirmed by the window system, before every grab.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from holodesk.app.gui.capture_hiding import HiddenWindows, grab_without, hide_windows
+from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows
 from holodesk.app.gui.gui_thread import GuiThreadCaller
 from holodesk.app.gui.qt import FLOATING_NO_FOCUS, Qt, QtCore, QtGui, QtWidgets, Signal
-from holodesk.automation.engine import FrameSource
-from holodesk.automation.screen import ScreenFrame
 
 SCREEN_MARGIN = 24
 TICK_MS = 200
@@ -133,31 +130,3 @@ class ThinkingStatus(QtWidgets.QWidget):
         if not self._showing:
             return HiddenWindows()
         return self._gui.call(self.hide_status, timeout_s)
-
-
-class StatusHiddenCapture:
-    """A FrameSource whose grabs never contain the thinking status, nor the windows `also_hidden` names.
-
-    `also_hidden` (GUI thread) gives Holodesk's other status windows: without a tray, the control
-    window. They stay hidden after the grab; whoever showed them shows them again when the run
-    stops grabbing (it waits for the user, or ends).
-    """
-
-    def __init__(
-        self,
-        capture: FrameSource,
-        status: ThinkingStatus,
-        also_hidden: Callable[[], Sequence[QtWidgets.QWidget]] = tuple,
-    ) -> None:
-        self.capture = capture
-        self.status = status
-        self.also_hidden = also_hidden
-        self._gui = GuiThreadCaller(status)
-
-    def grab(self, monitor: int | None) -> ScreenFrame:
-        hidden = self.status.hide_for_capture()
-        others = self._gui.call(lambda: hide_windows(self.also_hidden()))
-        return grab_without(self.capture, monitor, hidden.joined(others))
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.capture, name)

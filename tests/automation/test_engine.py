@@ -26,7 +26,7 @@ from holodesk.automation.engine import (
     StepEngine,
 )
 from holodesk.automation.errors import ActionError, CaptureError, ExecutionError
-from holodesk.automation.executor import ExecutionResult
+from holodesk.automation.input.performer import ExecutionResult
 from holodesk.automation.proposal import PastStep, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import read_session
@@ -57,8 +57,15 @@ class RecordingPerformer:
     executed: list[Action] = field(default_factory=list)
     change_screen: bool = True
     delay_s: float = 0.0
+    closed: int = 0  # runs that ended (the engine gives back the run's input set-up)
 
-    def execute(self, action: Action, cancel: CancelToken) -> object:
+    def validate(self, action: Action) -> None:
+        pass  # every action can run
+
+    def close(self) -> None:
+        self.closed += 1
+
+    def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult:
         if self.delay_s:
             # A long action that checks the token between sub-steps, as the executor does.
             deadline = time.monotonic() + self.delay_s
@@ -69,7 +76,7 @@ class RecordingPerformer:
         if self.screen is not None and self.change_screen:
             n = len(self.executed)
             self.screen.frame = with_box(self.screen.frame, (n * 37) % 700, (n * 53) % 500, 60, (200, n, 90))
-        return None
+        return ExecutionResult(action, True, action.describe(), 0.0)
 
 
 class ListPolicy:
@@ -89,6 +96,9 @@ class ListPolicy:
             raise answer
         return Proposal(answer, f"raw:{answer.kind}", 800, 600, note=f"note {len(self.calls)}", space=ImagePixelSpace())
 
+    def interrupt(self) -> None:
+        pass  # a list has nothing to abandon
+
 
 class ScriptedApprover:
     def __init__(self, *decisions: ApprovalDecision) -> None:
@@ -100,7 +110,7 @@ class ScriptedApprover:
         return self.decisions.pop(0) if self.decisions else ApprovalDecision.approve()
 
 
-def make_engine(policy, approver, performer=None, tmp_path=None, **settings):
+def make_engine(policy, approver, performer=None, tmp_path=None, questions=None, **settings):
     screen = FakeScreen()
     performer = performer or RecordingPerformer()
     performer.screen = screen
@@ -112,6 +122,7 @@ def make_engine(policy, approver, performer=None, tmp_path=None, **settings):
         screen,
         EngineSettings(trajectory_root=tmp_path, settle_timeout_s=0.2, settle_poll_s=0.01, **settings),
         listener=events.append,
+        questions=questions,
     )
     return engine, performer, events
 
@@ -128,6 +139,7 @@ def test_approved_steps_execute_in_screen_space_until_done(tmp_path):
     assert [len(h) for h, _ in policy.calls] == [0, 1, 2]
     assert policy.calls[2][0][0].action == Click(Point(100, 50))
     assert events[-1].state is EngineState.FINISHED and events[-1].result == result
+    assert performer.closed == 1  # the run's input set-up was given back when it ended
     session = read_session(result.folder)
     assert session.outcome == "done"
     assert [s["decision"] for s in session.steps] == ["approve", "approve", "final"]
@@ -434,7 +446,7 @@ class AnsweringApprover(ScriptedApprover):
 def test_a_question_is_answered_and_the_reply_reaches_the_model_as_the_steps_result(tmp_path):
     policy = ListPolicy([AskUser("Which folder?"), Click(Point(100, 50)), Done("saved")])
     approver = AnsweringApprover("the Reports folder")
-    engine, performer, events = make_engine(policy, approver, tmp_path=tmp_path)
+    engine, performer, events = make_engine(policy, approver, tmp_path=tmp_path, questions=approver)
     result = engine.run("save the file")
     assert (result.outcome, result.detail, result.steps) == (Outcome.DONE, "saved", 2)
     assert approver.questions == ["Which folder?"]
@@ -450,9 +462,9 @@ def test_a_question_is_answered_and_the_reply_reaches_the_model_as_the_steps_res
 
 
 def test_no_reply_stops_the_run(tmp_path):
-    engine, performer, _ = make_engine(
-        ListPolicy([AskUser("Which folder?"), Click(Point(1, 1))]), AnsweringApprover(None), tmp_path=tmp_path
-    )
+    approver = AnsweringApprover(None)
+    policy = ListPolicy([AskUser("Which folder?"), Click(Point(1, 1))])
+    engine, performer, _ = make_engine(policy, approver, tmp_path=tmp_path, questions=approver)
     result = engine.run("t")
     assert (result.outcome, result.steps, performer.executed) == (Outcome.STOPPED, 0, [])
     assert read_session(result.folder).steps[0]["decision"] == "stop"

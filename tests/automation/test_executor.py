@@ -34,18 +34,15 @@ from holodesk.automation.cancel import CancelToken
 from holodesk.automation.clipboard import XCLIP
 from holodesk.automation.coords import Monitor, Rect
 from holodesk.automation.errors import ActionError, Cancelled, OffScreenError
-from holodesk.automation.executor import (
-    ExecutionResult,
-    Executor,
-    InjectedInput,
-    drag_path,
-    keys_for_text,
-    paste_keys,
-    pyautogui_key_name,
-)
+from holodesk.automation.input.injected import InjectedInput, keys_for_text
+from holodesk.automation.input.performer import ExecutionResult, InputPerformer
+from holodesk.automation.input.primitives import drag_path
+from holodesk.automation.input.programs import paste_keys
+from holodesk.automation.input.x11.backend import X11Input, pyautogui_key_name
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
 from tests.support import x11_probe
+from tests.support.pointer_conformance import POINTER_CASES, PointerCase, PointerWindow, run_pointer_case
 from tests.support.target_client import Event, TargetWindow
 
 ONE_MONITOR = (Monitor(1, Rect(0, 0, 1920, 1080)),)
@@ -78,7 +75,7 @@ class FakeClock:
     ids=lambda value: value.describe() if isinstance(value, Action) else value.__name__,
 )
 def test_validation_rejects_actions_it_cannot_perform(action: Action, error: type[Exception]) -> None:
-    executor = Executor(ONE_MONITOR)
+    executor = InputPerformer(X11Input(ONE_MONITOR))
     with pytest.raises(error):
         executor.validate(action)
     with pytest.raises(error):
@@ -86,10 +83,11 @@ def test_validation_rejects_actions_it_cannot_perform(action: Action, error: typ
 
 
 def test_validation_accepts_points_on_monitors_without_touching_the_desktop() -> None:
-    executor = Executor(ONE_MONITOR)
+    backend = X11Input(ONE_MONITOR)
+    executor = InputPerformer(backend)
     for action in (Click(Point(1, 0)), Drag(Point(5, 5), Point(1918, 1079)), Scroll("up"), Wait(0.5)):
         executor.validate(action)
-    assert executor._pyautogui is None  # validation of pointer actions never loads the input backend
+    assert backend._pyautogui is None  # validation of pointer actions never loads the input backend
 
 
 @pytest.mark.parametrize(
@@ -176,7 +174,7 @@ def test_injected_input_counts_held_keys_until_released() -> None:
 
 
 def test_wait_sleeps_and_a_cancel_cuts_it_short() -> None:
-    executor = Executor(ONE_MONITOR)
+    executor = InputPerformer(X11Input(ONE_MONITOR))
     result = executor.execute(Wait(0.05))
     assert result.ok and 0.04 <= result.duration_s < 1.0
     token = CancelToken()
@@ -191,7 +189,7 @@ def test_an_already_cancelled_token_stops_before_anything_happens() -> None:
     token = CancelToken()
     token.cancel("user pressed the kill switch")
     with pytest.raises(Cancelled, match="kill switch"):
-        Executor(ONE_MONITOR).execute(Wait(0.01), token)
+        InputPerformer(X11Input(ONE_MONITOR)).execute(Wait(0.01), token)
 
 
 def test_execution_result_is_frozen() -> None:
@@ -223,9 +221,9 @@ def window(target_window: TargetWindow) -> TargetWindow:
 
 
 @pytest.fixture(scope="module")
-def executor(xvfb: XvfbServer) -> Iterator[Executor]:
+def executor(xvfb: XvfbServer) -> Iterator[InputPerformer]:
     capture = ScreenCapture()
-    yield Executor(capture=capture)
+    yield InputPerformer(X11Input(capture=capture))
     capture.close()
 
 
@@ -238,20 +236,28 @@ def pad_point(window: TargetWindow, dx: int, dy: int) -> Point:
 @pytest.mark.display
 @pytest.mark.parametrize("xvfb", [FULL_HD, LAPTOP, TWO_MONITORS], indirect=True, ids=str, scope="module")
 class TestOnDesktop:
-    def test_click_lands_on_the_exact_pixel(self, window: TargetWindow, executor: Executor) -> None:
+    @pytest.mark.parametrize("case", POINTER_CASES, ids=[case.name for case in POINTER_CASES])
+    def test_the_pointer_conformance_cases(
+        self, case: PointerCase, window: TargetWindow, executor: InputPerformer
+    ) -> None:
+        pad = window.widget_rect("pad")
+        problem = run_pointer_case(executor, PointerWindow(Point(pad.left, pad.top), window.sync), case)
+        assert problem is None, problem
+
+    def test_click_lands_on_the_exact_pixel(self, window: TargetWindow, executor: InputPerformer) -> None:
         point = pad_point(window, 37, -23)
         result = executor.execute(Click(point))
         assert result.ok, result.detail
         assert window.sync() == [pointer_event("press", point, "pad"), pointer_event("release", point, "pad")]
         assert x11_probe.pointer() == (point.x, point.y, [])
 
-    def test_click_on_a_button_activates_it_once(self, window: TargetWindow, executor: Executor) -> None:
+    def test_click_on_a_button_activates_it_once(self, window: TargetWindow, executor: InputPerformer) -> None:
         executor.execute(Click(window.centre("ok")))
         events = window.sync()
         assert [event for event in events if event["event"] == "clicked"] == [{"event": "clicked", "widget": "ok"}]
         assert len(presses_and_releases(events)) == 2
 
-    def test_double_click_is_one_double_click(self, window: TargetWindow, executor: Executor) -> None:
+    def test_double_click_is_one_double_click(self, window: TargetWindow, executor: InputPerformer) -> None:
         point = pad_point(window, -51, 12)
         executor.execute(Click(point, count=2))
         assert presses_and_releases(window.sync()) == [
@@ -262,7 +268,7 @@ class TestOnDesktop:
             pointer_event("release", point, "pad"),
         ]
 
-    def test_right_click_uses_the_right_button(self, window: TargetWindow, executor: Executor) -> None:
+    def test_right_click_uses_the_right_button(self, window: TargetWindow, executor: InputPerformer) -> None:
         point = pad_point(window, 100, 80)
         executor.execute(Click(point, button="right"))
         assert window.sync() == [
@@ -270,7 +276,9 @@ class TestOnDesktop:
             pointer_event("release", point, "pad", "right"),
         ]
 
-    def test_drag_presses_at_start_moves_and_releases_at_end(self, window: TargetWindow, executor: Executor) -> None:
+    def test_drag_presses_at_start_moves_and_releases_at_end(
+        self, window: TargetWindow, executor: InputPerformer
+    ) -> None:
         start, end = pad_point(window, -200, -100), pad_point(window, 150, 90)
         result = executor.execute(Drag(start, end))
         assert result.ok, result.detail
@@ -289,7 +297,7 @@ class TestOnDesktop:
 
     @pytest.mark.parametrize("direction", ["up", "down", "left", "right"])
     def test_scroll_sends_wheel_notches_at_the_point(
-        self, window: TargetWindow, executor: Executor, direction: str
+        self, window: TargetWindow, executor: InputPerformer, direction: str
     ) -> None:
         point = pad_point(window, 60, -40)
         executor.execute(Scroll(direction, amount=3, at=point))
@@ -301,13 +309,13 @@ class TestOnDesktop:
             assert (wheel["direction"], wheel["x"], wheel["y"], wheel["widget"]) == (direction, point.x, point.y, "pad")
             assert abs(wheel["delta_x"]) + abs(wheel["delta_y"]) == 120  # one notch each
 
-    def test_move_puts_the_pointer_there_without_clicking(self, window: TargetWindow, executor: Executor) -> None:
+    def test_move_puts_the_pointer_there_without_clicking(self, window: TargetWindow, executor: InputPerformer) -> None:
         point = pad_point(window, -3, 77)
         executor.execute(Move(point))
         assert presses_and_releases(window.sync()) == []
         assert x11_probe.pointer() == (point.x, point.y, [])
 
-    def test_typing_ascii_fills_the_field_exactly(self, window: TargetWindow, executor: Executor) -> None:
+    def test_typing_ascii_fills_the_field_exactly(self, window: TargetWindow, executor: InputPerformer) -> None:
         text = "Hello, World! (1+2)*3=9 ~`_{}|:>?\"'"
         field = window.centre("field")
         result = executor.execute(TypeText(text, at=field))
@@ -322,14 +330,16 @@ class TestOnDesktop:
         assert executor.injected.recently_injected("h", within_s=5.0)
         assert x11_probe.pressed_keycodes() == []
 
-    def test_ascii_pyautogui_would_mistype_is_typed_by_keysym(self, window: TargetWindow, executor: Executor) -> None:
+    def test_ascii_pyautogui_would_mistype_is_typed_by_keysym(
+        self, window: TargetWindow, executor: InputPerformer
+    ) -> None:
         # pyautogui would press shift + the pc105 '<' key here, which types '>'.
         result = executor.execute(TypeText("if a < b: print(a)", at=window.centre("field")))
         assert "key presses in layout group 1" in result.detail
         assert last_text(window.sync()) == "if a < b: print(a)"
 
     def test_non_ascii_text_is_typed_by_keysym_and_the_clipboard_untouched(
-        self, window: TargetWindow, executor: Executor
+        self, window: TargetWindow, executor: InputPerformer
     ) -> None:
         XCLIP.write_text("what the user had copied ✓")
         text = "Grüße — 東京"
@@ -341,7 +351,7 @@ class TestOnDesktop:
         assert x11_probe.pressed_keycodes() == []
 
     def test_the_clipboard_fallback_pastes_and_restores_the_clipboard(self, window: TargetWindow) -> None:
-        executor = Executor(capture=ScreenCapture(), x11_typing=False)  # as on a display without XTEST
+        executor = InputPerformer(X11Input(capture=ScreenCapture(), x11_typing=False))  # as on a display without XTEST
         XCLIP.write_text("what the user had copied ✓")
         text = "Grüße — 東京"
         result = executor.execute(TypeText(text, at=window.centre("field")))
@@ -361,7 +371,7 @@ class TestOnDesktop:
         ]
 
     def test_pasting_with_an_empty_clipboard_leaves_it_empty(self, window: TargetWindow) -> None:
-        executor = Executor(capture=ScreenCapture(), x11_typing=False)
+        executor = InputPerformer(X11Input(capture=ScreenCapture(), x11_typing=False))
         x11_probe.drop_clipboard_owner()
         assert XCLIP.read_text() is None
         executor.execute(TypeText("naïve café", at=window.centre("field")))
@@ -369,7 +379,7 @@ class TestOnDesktop:
         assert XCLIP.read_text() is None  # the pasted text does not linger: the clipboard has no owner again
 
     def test_key_combination_presses_in_order_and_releases_in_reverse(
-        self, window: TargetWindow, executor: Executor
+        self, window: TargetWindow, executor: InputPerformer
     ) -> None:
         executor.execute(TypeText("select me", at=window.centre("field")))
         assert last_text(window.sync()) == "select me"
@@ -388,7 +398,7 @@ class TestOnDesktop:
         assert x11_probe.pressed_keycodes() == []
 
     def test_overwrite_replaces_the_fields_text_and_press_enter_presses_it(
-        self, window: TargetWindow, executor: Executor
+        self, window: TargetWindow, executor: InputPerformer
     ) -> None:
         field = window.centre("field")
         executor.execute(TypeText("old text", at=field))
@@ -407,7 +417,7 @@ class TestOnDesktop:
         assert ("key_press", "Return") not in [(e["event"], e["key"]) for e in events if e["event"].startswith("key_")]
         assert x11_probe.pressed_keycodes() == []
 
-    def test_hold_and_tap_and_repeated_keys(self, window: TargetWindow, executor: Executor) -> None:
+    def test_hold_and_tap_and_repeated_keys(self, window: TargetWindow, executor: InputPerformer) -> None:
         executor.execute(TypeText("abcdef", at=window.centre("field")))
         assert last_text(window.sync()) == "abcdef"
         executor.execute(KeyCombo(("backspace",), repeat=2))
@@ -427,12 +437,14 @@ class TestOnDesktop:
         assert last_text(window.sync()) == "abX"
         assert x11_probe.pressed_keycodes() == []
 
-    def test_a_plan_changes_nothing_on_screen(self, window: TargetWindow, executor: Executor) -> None:
+    def test_a_plan_changes_nothing_on_screen(self, window: TargetWindow, executor: InputPerformer) -> None:
         result = executor.execute(UpdatePlan((PlanGoal("Open the inbox", "running"),)))
         assert result.ok and result.detail == "1. Open the inbox [running]"
         assert window.sync() == []
 
-    def test_invalid_actions_send_nothing(self, window: TargetWindow, executor: Executor, xvfb: XvfbServer) -> None:
+    def test_invalid_actions_send_nothing(
+        self, window: TargetWindow, executor: InputPerformer, xvfb: XvfbServer
+    ) -> None:
         # Focus the field and park the pointer on the pad, so any stray key or click would be logged.
         executor.execute(TypeText("x", at=window.centre("field")))
         parked = pad_point(window, 10, 10)
@@ -461,7 +473,7 @@ class TestOnDesktop:
         assert x11_probe.pressed_keycodes() == []
 
     def test_cancelled_drag_releases_the_button_part_way(self, window: TargetWindow, xvfb: XvfbServer) -> None:
-        slow = Executor(capture=ScreenCapture(), drag_step_px=4, drag_step_interval_s=0.02)
+        slow = InputPerformer(X11Input(capture=ScreenCapture(), drag_step_px=4, drag_step_interval_s=0.02))
         pad = window.widget_rect("pad")
         start, end = Point(pad.left + 10, pad.top + 150), Point(pad.right - 10, pad.top + 150)  # ~2.4 s of steps
         token = CancelToken()
@@ -477,7 +489,7 @@ class TestOnDesktop:
         assert x11_probe.pointer()[2] == []  # no button left held
 
     def test_fail_safe_corner_stops_a_drag_and_releases_the_button(self, window: TargetWindow) -> None:
-        slow = Executor(capture=ScreenCapture(), drag_step_px=4, drag_step_interval_s=0.02)
+        slow = InputPerformer(X11Input(capture=ScreenCapture(), drag_step_px=4, drag_step_interval_s=0.02))
         pad = window.widget_rect("pad")
         start, end = Point(pad.left + 10, pad.top + 100), Point(pad.right - 10, pad.top + 100)
         # The user shoves the mouse into the top-left corner and holds it there.
@@ -511,7 +523,7 @@ class TestOnDesktop:
 
     def test_a_stop_between_the_clicks_of_a_triple_click_ends_it_at_once(self, window: TargetWindow) -> None:
         # A pause between clicks far longer than any bound below: only the stop can end the action early.
-        slow = Executor(capture=ScreenCapture(), multi_click_interval_s=60.0)
+        slow = InputPerformer(X11Input(capture=ScreenCapture(), multi_click_interval_s=60.0))
         point = pad_point(window, 23, 31)
         window.sync()
         token = CancelToken()
@@ -537,7 +549,9 @@ class TestOnDesktop:
         ]
 
     def test_cancelled_typing_stops_between_chunks(self, window: TargetWindow) -> None:
-        slow = Executor(capture=ScreenCapture(), type_chunk_chars=5, type_interval_s=0.01, x11_typing=False)
+        slow = InputPerformer(
+            X11Input(capture=ScreenCapture(), type_chunk_chars=5, type_interval_s=0.01, x11_typing=False)
+        )
         text = "abcde" * 40  # 200 keys at 10 ms: about 2 s
         slow.execute(Click(window.centre("field")))
         token = CancelToken()

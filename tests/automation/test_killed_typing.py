@@ -28,8 +28,9 @@ pytestmark = pytest.mark.display
 CHILD = """
 import sys
 from holodesk.automation.actions import TypeText
-from holodesk.automation.executor import Executor
-Executor(type_interval_s=0.005).execute(TypeText("\\u00c9" + "A" * 5000))
+from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.input.performer import InputPerformer
+InputPerformer(X11Input(type_interval_s=0.005)).execute(TypeText("\\u00c9" + "A" * 5000))
 """
 
 

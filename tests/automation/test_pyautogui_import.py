@@ -33,8 +33,9 @@ GUARDED = (
     + """
 from holodesk.automation.actions import Move, Point
 from holodesk.automation.coords import Monitor, Rect
-from holodesk.automation.executor import Executor
-result = Executor([Monitor(0, Rect(0, 0, 640, 480))]).execute(Move(Point(123, 234)))
+from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.input.performer import InputPerformer
+result = InputPerformer(X11Input([Monitor(0, Rect(0, 0, 640, 480))])).execute(Move(Point(123, 234)))
 print("moved", result.ok)
 """
 )

@@ -30,7 +30,8 @@ from holodesk.automation import xkb
 from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import ActionError
-from holodesk.automation.executor import Executor
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from holodesk.automation.x11_keyboard import LayoutChanged, X11Typer
@@ -100,9 +101,9 @@ def _wait_for_content(path: Path, expected: str, timeout_s: float = 15.0) -> str
 
 
 @pytest.fixture(scope="module")
-def executor(xvfb: XvfbServer) -> Iterator[Executor]:
+def executor(xvfb: XvfbServer) -> Iterator[InputPerformer]:
     capture = ScreenCapture()
-    executor = Executor(capture=capture)
+    executor = InputPerformer(X11Input(capture=capture))
     try:
         yield executor
     finally:
@@ -141,7 +142,7 @@ def xterm(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         ready = folder / "ready"
         # bash is ready once it ran a command typed into it
         focus(int(found.stdout.split()[0]))
-        starter = Executor()
+        starter = InputPerformer(X11Input())
         try:
             starter.execute(TypeText("touch ready", at=_in_xterm(), press_enter=True))
         finally:
@@ -174,7 +175,7 @@ def _field_text(window: TargetWindow) -> str:
     return texts[-1] if texts else ""
 
 
-def _xterm_cell(executor: Executor, folder: Path, name: str, text: str) -> str | None:
+def _xterm_cell(executor: InputPerformer, folder: Path, name: str, text: str) -> str | None:
     """Type `text` into `cat > file` in the xterm; None when exact, else what went wrong."""
     focus(int((folder / "window-id").read_text()))
     out = folder / f"{name.replace(' ', '-')}.txt"
@@ -196,7 +197,7 @@ def _xterm_cell(executor: Executor, folder: Path, name: str, text: str) -> str |
     return None
 
 
-def _qt_cell(executor: Executor, window: TargetWindow, text: str) -> str | None:
+def _qt_cell(executor: InputPerformer, window: TargetWindow, text: str) -> str | None:
     focus(window.ready["window_id"])
     window.reset()
     try:
@@ -209,7 +210,7 @@ def _qt_cell(executor: Executor, window: TargetWindow, text: str) -> str | None:
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_every_text_arrives_exactly_in_a_terminal_and_a_qt_field(
-    layout: str, executor: Executor, xterm: Path, qt_field: TargetWindow
+    layout: str, executor: InputPerformer, xterm: Path, qt_field: TargetWindow
 ) -> None:
     use_layout(layout)
     wrong: dict[str, str] = {}
@@ -226,7 +227,7 @@ def test_every_text_arrives_exactly_in_a_terminal_and_a_qt_field(
 
 @pytest.mark.parametrize("layout", ["ru", "us,ru@ru", "us,fr@fr", "de"])
 def test_overwrite_selects_all_by_keysym_in_the_active_group(
-    layout: str, executor: Executor, qt_field: TargetWindow
+    layout: str, executor: InputPerformer, qt_field: TargetWindow
 ) -> None:
     use_layout(layout)
     focus(qt_field.ready["window_id"])
@@ -240,7 +241,7 @@ def test_overwrite_selects_all_by_keysym_in_the_active_group(
 
 @pytest.mark.parametrize(("layout", "key"), [("de", "/"), ("fr", "@"), ("us,fr@fr", "1"), ("us,ru@ru", "q")])
 def test_a_symbol_key_sends_that_symbol_on_any_layout(
-    layout: str, key: str, executor: Executor, qt_field: TargetWindow
+    layout: str, key: str, executor: InputPerformer, qt_field: TargetWindow
 ) -> None:
     use_layout(layout)
     focus(qt_field.ready["window_id"])
@@ -251,7 +252,7 @@ def test_a_symbol_key_sends_that_symbol_on_any_layout(
     assert _field_text(qt_field) == "x" + key
 
 
-def test_overwrite_in_a_terminal_is_refused_before_anything_is_sent(executor: Executor, xterm: Path) -> None:
+def test_overwrite_in_a_terminal_is_refused_before_anything_is_sent(executor: InputPerformer, xterm: Path) -> None:
     use_layout("us")
     focus(int((xterm / "window-id").read_text()))
     pending = xterm / "PWNED"
@@ -269,7 +270,7 @@ def test_overwrite_in_a_terminal_is_refused_before_anything_is_sent(executor: Ex
     assert not (xterm / "f").exists()
 
 
-def test_empty_text_with_press_enter_presses_enter_alone(executor: Executor, xterm: Path) -> None:
+def test_empty_text_with_press_enter_presses_enter_alone(executor: InputPerformer, xterm: Path) -> None:
     use_layout("us,ru@ru")
     focus(int((xterm / "window-id").read_text()))
     executor.execute(TypeText("touch entered", at=_in_xterm()))
@@ -299,7 +300,7 @@ def two_cpu_hogs() -> Iterator[None]:
 
 
 def test_replaced_bindings_never_change_keys_a_loaded_program_has_not_read(
-    executor: Executor, qt_field: TargetWindow, two_cpu_hogs: None
+    executor: InputPerformer, qt_field: TargetWindow, two_cpu_hogs: None
 ) -> None:
     """Each text needs 15 keys no layout has; 19 spare keycodes force replacing bindings from the second on.
 
@@ -315,7 +316,7 @@ def test_replaced_bindings_never_change_keys_a_loaded_program_has_not_read(
     assert all("15 key presses in layout group 2, 15 on temporarily bound keys" in detail for detail in details)
 
 
-def test_a_locked_caps_lock_changes_nothing_and_stays_locked(executor: Executor, qt_field: TargetWindow) -> None:
+def test_a_locked_caps_lock_changes_nothing_and_stays_locked(executor: InputPerformer, qt_field: TargetWindow) -> None:
     use_layout("us")
     from Xlib import display as xdisplay
 
@@ -329,7 +330,7 @@ def test_a_locked_caps_lock_changes_nothing_and_stays_locked(executor: Executor,
         connection.close()
 
 
-def test_a_group_switch_while_typing_is_reported_not_hidden(executor: Executor, qt_field: TargetWindow) -> None:
+def test_a_group_switch_while_typing_is_reported_not_hidden(executor: InputPerformer, qt_field: TargetWindow) -> None:
     """The user switches to Russian after the first key (done here from the typer's own key log)."""
     use_layout("us,ru@ru")
     from Xlib import display as xdisplay
@@ -359,7 +360,7 @@ def test_a_group_switch_while_typing_is_reported_not_hidden(executor: Executor, 
 # -- the input conformance cases (tests/support/input_conformance.py), as the Wayland backend runs them
 
 
-def _x11_field(executor: Executor, window: TargetWindow) -> Field:
+def _x11_field(executor: InputPerformer, window: TargetWindow) -> Field:
     def prepare(start: str) -> None:
         focus(window.ready["window_id"])
         window.reset()
@@ -378,14 +379,14 @@ def _x11_field(executor: Executor, window: TargetWindow) -> Field:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_the_input_conformance_cases_with_russian_active(
-    case: Case, executor: Executor, qt_field: TargetWindow
+    case: Case, executor: InputPerformer, qt_field: TargetWindow
 ) -> None:
     use_layout("us,ru@ru")
     problem = run_case(executor, _x11_field(executor, qt_field), case)
     assert problem is None, problem
 
 
-def _gtk_cell(executor: Executor, text: str) -> str | None:
+def _gtk_cell(executor: InputPerformer, text: str) -> str | None:
     """Type `text` into a GTK entry (zenity), press Enter; zenity prints what the entry held. None when exact."""
     entry = subprocess.Popen(
         ["zenity", "--entry", "--text", "type here"],
@@ -416,7 +417,7 @@ def _gtk_cell(executor: Executor, text: str) -> str | None:
 
 
 @pytest.mark.parametrize("layout", ["de", "us,ru@ru", "us,fr@fr"])
-def test_every_text_arrives_exactly_in_a_gtk_entry(layout: str, executor: Executor, xvfb: XvfbServer) -> None:
+def test_every_text_arrives_exactly_in_a_gtk_entry(layout: str, executor: InputPerformer, xvfb: XvfbServer) -> None:
     if shutil.which("zenity") is None:
         pytest.fail("zenity is not installed (Debian: apt install zenity)", pytrace=False)
     use_layout(layout)

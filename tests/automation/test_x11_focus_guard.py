@@ -19,7 +19,8 @@ from Xlib import X, Xatom
 from Xlib import display as xdisplay
 
 from holodesk.automation.actions import TypeText
-from holodesk.automation.executor import Executor
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from holodesk.automation.x11_focus_guard import FocusGuard
@@ -90,7 +91,9 @@ def test_keys_go_back_to_the_users_window_when_ours_took_the_focus(xterm, own_wi
     display.sync()
     capture = ScreenCapture()
     try:
-        result = Executor(capture=capture, focus_guard=guard).execute(TypeText("echo guarded > out.txt\n"))
+        result = InputPerformer(X11Input(capture=capture, focus_guard=guard)).execute(
+            TypeText("echo guarded > out.txt\n")
+        )
     finally:
         capture.close()
     assert result.ok and "gave the keyboard focus back" in result.detail, result.detail

@@ -19,7 +19,9 @@ import pytest
 from holodesk.automation.actions import KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import ActionError, Cancelled
-from holodesk.automation.executor import Executor, paste_keys
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.programs import paste_keys
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from holodesk.automation.x11_keyboard import (
@@ -127,7 +129,7 @@ def test_a_command_typed_into_xterm_runs_exactly_on_any_layout(xterm: Path, layo
     command = f"printf '%s\\n' \"{PAYLOAD}\" > {out.name}\n"
     capture = ScreenCapture()
     try:
-        result = Executor(capture=capture).execute(TypeText(command, at=_inside_xterm()))
+        result = InputPerformer(X11Input(capture=capture)).execute(TypeText(command, at=_inside_xterm()))
     finally:
         capture.close()
     assert result.ok, result.detail
@@ -149,7 +151,7 @@ def test_without_a_spare_keycode_xterm_gets_the_text_pasted_with_shift_insert(xt
         out = xterm / "pasted.txt"
         capture = ScreenCapture()
         try:
-            executor = Executor(capture=capture)
+            executor = InputPerformer(X11Input(capture=capture))
             # the text is pasted; the Enter that runs it is a key press (xterm pastes no newline as Enter)
             pasted = executor.execute(TypeText(f"printf '%s\\n' '東京 a/b' > {out.name}", at=_inside_xterm()))
             typed = executor.execute(KeyCombo(("enter",)))

@@ -21,7 +21,8 @@ import pytest
 
 from holodesk.automation.actions import TypeText
 from holodesk.automation.clipboard import XCLIP, XCLIP_PRIMARY
-from holodesk.automation.executor import ExecutionResult, Executor
+from holodesk.automation.input.performer import ExecutionResult, InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from holodesk.automation.x11_selection import SelectionError, SelectionOffer, paste_with_own_selection
@@ -171,7 +172,7 @@ def test_the_executor_pastes_into_xterm_with_shift_insert_and_says_who_took_it(x
     out = _start_cat(folder, window, "executor.txt")
     capture = ScreenCapture()
     try:
-        result = Executor(capture=capture, x11_typing=False).execute(TypeText(text))
+        result = InputPerformer(X11Input(capture=capture, x11_typing=False)).execute(TypeText(text))
     finally:
         capture.close()
     assert _end_cat(out, text + "\n") == text + "\n"
@@ -187,9 +188,9 @@ def _paste_in_background(text: str, timeout_s: float) -> tuple[threading.Thread,
     def paste() -> None:
         capture = ScreenCapture()
         try:
-            executor = Executor(capture=capture, x11_typing=False)
-            executor.paste_offer_timeout_s = timeout_s
-            results.append(executor.execute(TypeText(text)))
+            backend = X11Input(capture=capture, x11_typing=False)
+            backend.paste_offer_timeout_s = timeout_s
+            results.append(InputPerformer(backend).execute(TypeText(text)))
         finally:
             capture.close()
 

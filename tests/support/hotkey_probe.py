@@ -2,7 +2,7 @@
 
 Prints "ready", then "prompt" or "stop" for each hotkey it sees. Reading "inject KEY" on stdin
 notes KEY in the executor's injected-input log, as the executor does before pressing it; "type TEXT"
-and "press KEY" make a real Executor sharing that log type the text or press the key (then print
+and "press KEY" make a real InputPerformer sharing that log type the text or press the key (then print
 "typed" / "pressed"). argv: the prompt hotkey, then optionally the stop key (pynput syntax).
 Run in a child process because pynput's X11 thread outlives `stop()` until the next key event,
 which would otherwise die noisily inside the test process when its Xvfb goes away.
@@ -14,7 +14,9 @@ import sys
 
 from holodesk.app.gui.hotkeys import HotkeyListener
 from holodesk.automation.actions import KeyCombo, TypeText
-from holodesk.automation.executor import Executor, InjectedInput
+from holodesk.automation.input.injected import InjectedInput
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 
 
 def main() -> None:
@@ -23,7 +25,7 @@ def main() -> None:
     listener = HotkeyListener(
         sys.argv[1], lambda: print("prompt", flush=True), lambda: print("stop", flush=True), injected, stop_key
     )
-    executor = Executor(monitors=(), injected=injected, type_interval_s=0.02)
+    executor = InputPerformer(X11Input(monitors=(), injected=injected, type_interval_s=0.02))
     listener.start()
     print("ready", flush=True)
     for line in sys.stdin:

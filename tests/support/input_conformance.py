@@ -17,7 +17,7 @@ from typing import Protocol
 
 from holodesk.automation.actions import Action, HoldAndTap, KeyCombo, TypeText
 from holodesk.automation.errors import ActionError
-from holodesk.automation.executor import ExecutionResult
+from holodesk.automation.input.performer import ExecutionResult
 
 FENCE = "#"
 

@@ -9,7 +9,7 @@ Commands (JSON lines on stdin) and what the probe answers (JSON lines on stdout)
         (the targets that have a drag handle on them)
   {"cmd": "clear"}                              -> {"event": "cleared"}
   {"cmd": "grab", "points": [[x, y], ...], "wrapped": bool, "changed_in_s": float}
-        a worker thread grabs the desktop (through OverlayAwareCapture when wrapped; after telling a
+        a worker thread grabs the desktop (through OwnWindowsHiddenCapture when wrapped; after telling a
         trailing source that the whole screen changes that many seconds from now, with changed_in_s:
         a compositor that never repaints, as far as the grab can tell) and answers
         {"event": "grabbed", "colours": [[r, g, b], ...], "visible_after": bool, "seconds": float}
@@ -171,7 +171,8 @@ def emit(record: Event) -> None:
 
 def main() -> int:
     from holodesk.app.gui.gui_approver import GuiApprover
-    from holodesk.app.gui.overlay import MarkerHandle, OverlayAwareCapture, OverlayController
+    from holodesk.app.gui.overlay import MarkerHandle, OverlayController
+    from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
     from holodesk.app.gui.qt import QtCore, QtWidgets, Signal
     from holodesk.app.gui.qt_screens import qt_monitors, widget_screen_rect
     from holodesk.automation.actions import action_from_dict
@@ -190,7 +191,7 @@ def main() -> int:
         choice = apply_qt_platform()
         platform_reason = choice.blocker or choice.reason
         app = QtWidgets.QApplication([sys.argv[0]])
-        capture, _executor = create_backends(lambda text: emit({"event": "notice", "text": text}))
+        capture = create_backends(lambda text: emit({"event": "notice", "text": text})).capture
     else:
         app = QtWidgets.QApplication([sys.argv[0], "-platform", "xcb"])
         capture = ScreenCapture()
@@ -231,7 +232,7 @@ def main() -> int:
         )
 
     def on_grab(command: Event) -> None:
-        source = OverlayAwareCapture(capture, controller) if command.get("wrapped") else capture
+        source = OwnWindowsHiddenCapture(capture, overlay=controller) if command.get("wrapped") else capture
 
         def work() -> None:
             started = time.monotonic()

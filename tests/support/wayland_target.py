@@ -4,7 +4,9 @@ Usage: QT_QPA_PLATFORM=wayland python tests/support/wayland_target.py
 A Wayland client cannot place itself or learn its global position, so the window goes full screen
 on the only monitor: window coordinates are then screen coordinates. It writes JSON lines:
   ready   once the window has been shown full screen: size, and each widget's rectangle
-  press   button, x, y (window = screen coordinates), widget
+  press, release, double_click   button, x, y (window = screen coordinates), widget
+  wheel   direction, x, y, widget (one per notch)
+  drag    start [x, y], end [x, y]: a press, moves with the button held, a release
   text    the text field's full content after each change
   enter   Enter pressed in the text field, with its content then
 Commands on stdin: "quit".
@@ -17,8 +19,8 @@ import sys
 import threading
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QMouseEvent, QPalette
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication, QLineEdit, QWidget
 
 # A colour nothing else on the desktop has, so a capture test can find the pad.
@@ -32,30 +34,50 @@ def emit(record: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-class PressLogger(QObject):
-    """Logs every mouse press on the window or its children, in window coordinates."""
+class PointerLogger(QObject):
+    """Logs every mouse press, release, double click and wheel notch at the QWindow, where each
+    platform event arrives exactly once (as the X11 target window does), in window coordinates, and a
+    press-move-release as a drag."""
 
     def __init__(self, window: QWidget) -> None:
         super().__init__(window)
         self._window = window
+        self._drag_start: tuple[int, int] | None = None
+        self._moves = 0
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.MouseButtonPress and isinstance(event, QMouseEvent):
-            point = event.scenePosition() if watched is self._window else None
-            widget = watched if isinstance(watched, QWidget) else self._window
-            local = widget.mapTo(self._window, event.position().toPoint()) if point is None else point.toPoint()
-            if watched is self._window and self._window.childAt(local) is not None:
-                return False  # a child's press that bubbled up: the child already logged it
-            emit(
-                {
-                    "event": "press",
-                    "button": event.button().name,
-                    "x": local.x(),
-                    "y": local.y(),
-                    "widget": widget.objectName() or "window",
-                }
-            )
+        kind = event.type()
+        if kind in _MOUSE_EVENTS and isinstance(event, QMouseEvent):
+            local = event.position().toPoint()
+            emit({"event": _MOUSE_EVENTS[kind], "button": event.button().name, "x": local.x(), "y": local.y(),
+                  "widget": self._widget_at(local)})  # fmt: skip
+            if kind == QEvent.Type.MouseButtonPress:
+                self._drag_start, self._moves = (local.x(), local.y()), 0
+            elif kind == QEvent.Type.MouseButtonRelease:
+                if self._drag_start is not None and self._moves:
+                    emit({"event": "drag", "start": list(self._drag_start), "end": [local.x(), local.y()]})
+                self._drag_start = None
+        elif kind == QEvent.Type.MouseMove and self._drag_start is not None:
+            self._moves += 1
+        elif kind == QEvent.Type.Wheel and isinstance(event, QWheelEvent):
+            local = event.position().toPoint()
+            delta = event.angleDelta()
+            vertical = "up" if delta.y() > 0 else "down"
+            horizontal = "left" if delta.x() > 0 else "right"  # Qt: positive x is towards the left
+            emit({"event": "wheel", "direction": vertical if delta.y() else horizontal, "x": local.x(),
+                  "y": local.y(), "widget": self._widget_at(local)})  # fmt: skip
         return False
+
+    def _widget_at(self, local: QPoint) -> str:
+        child = self._window.childAt(local)
+        return child.objectName() if child is not None and child.objectName() else "window"
+
+
+_MOUSE_EVENTS = {
+    QEvent.Type.MouseButtonPress: "press",
+    QEvent.Type.MouseButtonRelease: "release",
+    QEvent.Type.MouseButtonDblClick: "double_click",
+}
 
 
 class StdinReader(QObject):
@@ -92,14 +114,15 @@ def main() -> int:
     field.setGeometry(*LAYOUT["field"])
     field.textChanged.connect(lambda text: emit({"event": "text", "text": text}))
     field.returnPressed.connect(lambda: emit({"event": "enter", "text": field.text()}))
-    logger = PressLogger(window)
-    for widget in (window, pad, field):
-        widget.installEventFilter(logger)
+    logger = PointerLogger(window)
     reader = StdinReader()
     reader.line.connect(lambda command: app.quit() if command == "quit" else None)
     reader.start()
     window.setWindowFlag(Qt.WindowType.FramelessWindowHint)
     window.showFullScreen()
+    handle = window.windowHandle()
+    assert handle is not None
+    handle.installEventFilter(logger)
 
     def report_when_shown() -> None:
         handle = window.windowHandle()

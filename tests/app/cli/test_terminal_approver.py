@@ -10,8 +10,8 @@ from PIL import Image
 
 from holodesk.app.cli.live_status import LiveStatus, progress_bar
 from holodesk.app.cli.terminal_approver import TerminalApprover, terminal_event_printer
+from holodesk.automation.action_picture import annotate, caption_for
 from holodesk.automation.actions import AskUser, Click, PlanGoal, Point, TypeText, UpdatePlan
-from holodesk.automation.annotate import annotate, caption_for
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import Monitor, Rect
 from holodesk.automation.engine import (

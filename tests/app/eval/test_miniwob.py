@@ -16,7 +16,8 @@ import pytest
 from holodesk.app.cli.main import main
 from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
 from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
-from holodesk.automation.executor import Executor
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
@@ -44,7 +45,7 @@ def evaluation(browser: MiniWoBBrowser, backend, tasks, tmp_path: Path, **option
     return MiniWoBEvaluation(
         browser,
         ModelPolicy(get_profile("holotron"), backend),
-        Executor(capture=capture),
+        InputPerformer(X11Input(capture=capture)),
         capture,
         MiniWoBOptions(tasks=tuple(tasks), **options),
         trajectory_root=tmp_path / "sessions",

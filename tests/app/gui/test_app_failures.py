@@ -62,7 +62,7 @@ def test_a_pause_asked_while_the_model_thinks_stays_visible(qtbot, tmp_path):
     from holodesk.automation.engine import EngineEvent, EngineState, StepEngine
 
     app = make_app(qtbot, Settings(), tmp_path)
-    engine = StepEngine(policy=None, approver=app.approver, performer=app.executor, frames=app.frames)  # type: ignore[arg-type]
+    engine = StepEngine(policy=None, approver=app.approver, performer=app.performer, frames=app.frames)  # type: ignore[arg-type]
     app.engine = engine
     app.indicator.set_running(True)
     app._on_engine_event(EngineEvent(EngineState.THINKING, 2))

@@ -18,7 +18,8 @@ import pytest
 
 from holodesk.automation.actions import Click, TypeText
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.executor import Executor
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 from tests.support.line_process import LineProcess
 from tests.support.target_client import TargetWindow, window_origin
@@ -69,7 +70,7 @@ def test_the_control_window_never_receives_typed_text(xvfb, window_manager) -> N
     capture = ScreenCapture()
     try:
         x, y = new_task_button(control, xvfb.env())
-        executor = Executor(capture=capture)
+        executor = InputPerformer(X11Input(capture=capture))
         executor.execute(Click(target.centre("field")), CancelToken())  # the user's field has the focus
         target.sync()
         subprocess.run(["xdotool", "mousemove", str(x), str(y), "click", "1"], check=True, timeout=10)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from holodesk.app.gui.history_window import HistoryWindow, step_picture
+from holodesk.automation.action_picture import MARKER_COLOUR
 from holodesk.automation.actions import Click, Point
-from holodesk.automation.annotate import MARKER_COLOUR
 from holodesk.automation.trajectory import TrajectoryWriter, read_session
 from tests.automation.frames import solid_frame
 

@@ -20,8 +20,8 @@ import pytest
 from Xlib import X
 from Xlib import display as xdisplay
 
+from holodesk.automation.action_picture import MARKER_COLOUR
 from holodesk.automation.actions import Point
-from holodesk.automation.annotate import MARKER_COLOUR
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
 from holodesk.automation.virtual_display import LAPTOP, TWO_MONITORS, XvfbServer
 from tests.support.overlay_probe import OverlayProbe

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from holodesk.automation.annotate import MARKER_COLOUR
+from holodesk.automation.action_picture import MARKER_COLOUR
 from tests.automation.wayland.conftest import WaylandTarget
 from tests.support.gnome_session import inside_gnome_session
 from tests.support.gnome_stack import GnomeStack, answer_consent

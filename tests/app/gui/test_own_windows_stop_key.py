@@ -12,7 +12,7 @@ from holodesk.app.gui.hotkeys import DOUBLE_PRESS_WINDOW_S, OwnWindowsStopKey
 from holodesk.app.gui.qt import Qt, QtCore, QtWidgets
 from holodesk.app.gui.recent_tasks import RecentTasks
 from holodesk.app.gui.task_prompt import TaskPrompt
-from holodesk.automation.executor import InjectedInput
+from holodesk.automation.input.injected import InjectedInput
 
 
 def installed(qapp, qtbot, **options) -> tuple[OwnWindowsStopKey, list[bool]]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import threading
 
 from holodesk.app.gui.loading_window import LoadingWindow
+from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
 from holodesk.app.gui.qt import Qt, QtWidgets
-from holodesk.app.gui.thinking_status import StatusHiddenCapture, ThinkingStatus
+from holodesk.app.gui.thinking_status import ThinkingStatus
 from tests.automation.frames import solid_frame
 
 
@@ -51,7 +52,13 @@ def test_the_thinking_status_is_hidden_before_a_screenshot(qtbot):
             seen.append(status.isVisible())
             return solid_frame(8, 8)
 
-    capture = StatusHiddenCapture(Screen(), status)
+        def monitors(self):
+            return []
+
+        def close(self):
+            pass
+
+    capture = OwnWindowsHiddenCapture(Screen(), status=status)
     thread = threading.Thread(target=lambda: capture.grab(1))  # from the engine's thread, as in the app
     thread.start()
     qtbot.waitUntil(lambda: not thread.is_alive(), timeout=3000)

@@ -67,6 +67,12 @@ class WaylandTarget:
             f"last events: {self.seen[-5:]}"
         )
 
+    def records_until(self, event: str, timeout: float, **fields: Any) -> list[dict[str, Any]]:
+        """Every logged event up to and including the next one of that kind (and those field values)."""
+        start = len(self.seen)
+        self.wait_for(event, timeout, **fields)
+        return self.seen[start:]
+
     def drain(self) -> list[dict[str, Any]]:
         records = []
         while (line := self.process.next(0.0)) is not None:

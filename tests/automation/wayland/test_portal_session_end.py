@@ -19,8 +19,9 @@ from jeepney.io.blocking import open_dbus_connection
 
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.errors import CaptureError, ExecutionError
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.portal.backend import PortalInput
 from holodesk.automation.wayland.capture import WaylandCapture
-from holodesk.automation.wayland.executor import WaylandExecutor
 from holodesk.automation.wayland.portal import SHARING_STOPPED
 from holodesk.automation.wayland.session import WaylandSession
 from tests.automation.wayland.conftest import WaylandTarget
@@ -66,7 +67,7 @@ def session(gnome_stack: GnomeStack, mutter_remote: MutterRemote) -> Iterator[Wa
 def test_a_session_the_desktop_ended_fails_capture_and_input_in_words(
     gnome_stack: GnomeStack, session: WaylandSession, wayland_target: WaylandTarget, tmp_path: Path
 ) -> None:
-    capture, executor = WaylandCapture(session), WaylandExecutor(session)
+    capture, executor = WaylandCapture(session), InputPerformer(PortalInput(session))
     left, top, _, _ = wayland_target.ready["layout"]["pad"]
     deadline = time.monotonic() + 10
     while capture.grab(1).pixel_rgb(left + 5, top + 5) != PAD_COLOUR:

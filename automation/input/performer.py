@@ -1,0 +1,130 @@
+"""Runs actions on an input backend: validates the whole plan first, then performs it step by step.
+
+`validate` checks every point against the monitors (and, where the backend's fail-safe needs it,
+refuses corner pixels), plans the action (automation.input.plan: options that cannot be honoured are
+refused there) and has the backend check every primitive; nothing is sent until all of it passed.
+`execute` validates again, then performs the steps inside the backend's `acting` block, checking the
+CancelToken between steps; pauses (a Wait, the focus settling after a click) are the performer's own
+and stoppable. The result says what was sent, in the backend's words; a refusal of the desktop
+part-way is ok=False with its reason.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from holodesk.automation.actions import Action, HoldAndTap, KeyCombo, TypeText, UpdatePlan
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import monitor_at
+from holodesk.automation.errors import ActionError, DesktopRefused
+from holodesk.automation.input.backend import InputBackend
+from holodesk.automation.input.corners import is_corner
+from holodesk.automation.input.injected import InjectedInput
+from holodesk.automation.input.plan import plan_action
+from holodesk.automation.input.primitives import KeyPresses, PastedText, Pause, Primitive, TypedText
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionResult:
+    """What happened to one action. `ok` is False when the desktop refused it part-way."""
+
+    action: Action
+    ok: bool
+    detail: str
+    duration_s: float
+
+
+class InputPerformer:
+    """Performs screen-space actions on `backend`, one at a time (the engine's ActionPerformer)."""
+
+    def __init__(self, backend: InputBackend) -> None:
+        self.backend = backend
+        self._busy = threading.Lock()
+
+    @property
+    def injected(self) -> InjectedInput:
+        return self.backend.injected
+
+    def close(self) -> None:
+        """Give back what the backend set up on the desktop; call when the run or the app ends."""
+        self.backend.close()
+
+    def validate(self, action: Action) -> None:
+        """Raise ActionError, OffScreenError or ClipboardError if the action cannot be performed as asked."""
+        self._plan(action)
+
+    def _plan(self, action: Action) -> tuple[Primitive, ...]:
+        points = action.points()
+        if points:
+            monitors = self.backend.monitors()
+            for point in points:
+                monitor = monitor_at(point, monitors)
+                if self.backend.capabilities.refuses_corners and is_corner(point, monitor):
+                    raise ActionError(
+                        f"screen point {point} is a corner of {monitor}: pyautogui's fail-safe would stop the run there"
+                    )
+        steps = plan_action(action, self.backend.input_target(action))
+        for step in steps:
+            if not isinstance(step, Pause):
+                self.backend.check(step)
+        return steps
+
+    def execute(self, action: Action, cancel: CancelToken | None = None) -> ExecutionResult:
+        """Validate, then perform the action.
+
+        ActionError / OffScreenError / ClipboardError: nothing was sent. ExecutionError: no input can
+        be sent at all (no display, no portal session). Cancelled: `cancel` fired; what was held has
+        been released. A valid action the desktop refused part-way returns ok=False with the reason.
+        """
+        started = time.monotonic()
+        cancel = cancel if cancel is not None else CancelToken()
+        with self._busy:
+            steps = self._plan(action)
+            cancel.raise_if_cancelled()
+            if isinstance(action, UpdatePlan):  # a plan changes nothing on screen
+                return ExecutionResult(action, True, action.listing(), time.monotonic() - started)
+            notes: list[tuple[Primitive, str]] = []
+            try:
+                pauses = [step for step in steps if isinstance(step, Pause)]
+                if len(pauses) == len(steps):  # a Wait sends nothing: no device is opened for it
+                    for pause in pauses:
+                        self._pause(pause, cancel)
+                else:
+                    with self.backend.acting(action, steps):
+                        for step in steps:
+                            cancel.raise_if_cancelled()
+                            if isinstance(step, Pause):
+                                self._pause(step, cancel)
+                            else:
+                                notes.append((step, self.backend.perform(step, cancel)))
+            except DesktopRefused as exc:
+                return ExecutionResult(action, False, f"{action.describe()} failed: {exc}", time.monotonic() - started)
+            return ExecutionResult(action, True, _words(action, notes), time.monotonic() - started)
+
+    @staticmethod
+    def _pause(step: Pause, cancel: CancelToken) -> None:
+        if cancel.sleep(step.seconds):
+            cancel.raise_if_cancelled()
+
+
+def _words(action: Action, notes: list[tuple[Primitive, str]]) -> str:
+    """The step's result: the action, and what each step sent in the backend's words."""
+    described = action.describe()
+    if isinstance(action, TypeText) and (action.overwrite or action.press_enter):
+        parts = [
+            _step_words(step, note) for step, note in notes if isinstance(step, KeyPresses | TypedText | PastedText)
+        ]
+        return f"{described}: {'; '.join(parts)}" if parts else described
+    said = [note for step, note in notes if note and isinstance(action, TypeText | KeyCombo | HoldAndTap)]
+    return f"{described} ({'; '.join(said)})" if said else described
+
+
+def _step_words(step: Primitive, note: str) -> str:
+    if isinstance(step, KeyPresses):
+        return f"pressed {'+'.join(step.keys)}" + (f" {step.purpose}" if step.purpose else "")
+    if isinstance(step, TypedText | PastedText):
+        text = TypeText(step.text).describe()
+        return f"{text} ({note})" if note else text
+    return note

@@ -1,0 +1,1 @@
+"""Input on a Wayland desktop through the RemoteDesktop portal's Notify methods."""

@@ -1,0 +1,354 @@
+"""The Wayland input backend: primitives through the RemoteDesktop portal's Notify methods.
+
+Points are converted from screen space (physical pixels) to the stream's logical pixels of the
+monitor they fall on. Keys go by keysym, checked against the compositor's keymap (mutter drops
+keysyms its layout lacks, silently: automation.wayland.keymap); text is typed by keysym when the
+keymap has every character, else pasted through the clipboard with ctrl+v, and the step's result
+says so. Wayland does not say which program has the keyboard focus, so this backend declares that
+it cannot tell: the plan then refuses overwrite (in a terminal ctrl+a is not select-all). Buttons
+and keys held are released in `finally`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from holodesk.automation.actions import Action, MouseButton, Point, ScrollDirection, TypeText
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.clipboard import WL_CLIPBOARD, XCLIP, Clipboard
+from holodesk.automation.coords import Monitor, monitor_at
+from holodesk.automation.errors import ActionError, AutomationError, ClipboardError, DesktopRefused, ExecutionError
+from holodesk.automation.input.backend import InputCapabilities
+from holodesk.automation.input.injected import InjectedInput, keys_for_text
+from holodesk.automation.input.plan import TYPED, InputTarget, TextRoute
+from holodesk.automation.input.primitives import (
+    ButtonClicks,
+    ButtonDrag,
+    KeyPresses,
+    PastedText,
+    Pause,
+    PointerTo,
+    Primitive,
+    TypedText,
+    WheelScroll,
+    drag_path,
+)
+from holodesk.automation.keys import normalize_key
+from holodesk.automation.wayland.keymap import CompositorKeymap, compositor_keymap
+from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
+from holodesk.automation.wayland.portal import PortalError, PortalSession
+from holodesk.automation.wayland.session import StreamMonitor, WaylandSession
+
+# evdev button codes (linux/input-event-codes.h), which NotifyPointerButton takes.
+EVDEV_BUTTONS = {MouseButton.LEFT: 0x110, MouseButton.RIGHT: 0x111, MouseButton.MIDDLE: 0x112}
+AXIS_VERTICAL = 0
+AXIS_HORIZONTAL = 1
+SHIFT_KEYSYM = 0xFFE1
+# Wayland offers no way to learn which window has the focus, so the paste key is the common one
+# (terminals want ctrl+shift+v: the step's result names the key, and the next frame shows the effect).
+PASTE_KEYS = ("ctrl", "v")
+SELECT_ALL_KEYS = ("ctrl", "a")
+
+
+def wayland_clipboard(
+    env: Mapping[str, str] | None = None, which: Callable[[str], str | None] = shutil.which
+) -> Clipboard:
+    """The clipboard tool for a Wayland session, or ClipboardError saying what to install.
+
+    xclip through XWayland first: mutter bridges the X CLIPBOARD to Wayland clients, and xclip needs
+    no window. wl-copy needs the data-control protocol, which mutter lacks, and otherwise maps a
+    window to take the keyboard focus, which would take it from the field being typed into.
+    """
+    env = os.environ if env is None else env
+    if env.get("DISPLAY") and which("xclip"):
+        return XCLIP
+    if which("wl-copy") and which("wl-paste"):
+        return WL_CLIPBOARD
+    raise ClipboardError(
+        "no clipboard tool for this Wayland session: install xclip (the desktop's XWayland carries its "
+        "clipboard; Debian/Ubuntu: apt install xclip) or wl-clipboard"
+    )
+
+
+class PortalInput:
+    """The Wayland input backend (automation.input.backend.InputBackend), on a WaylandSession shared
+    with WaylandCapture."""
+
+    def __init__(
+        self,
+        session: WaylandSession,
+        *,
+        injected: InjectedInput | None = None,
+        multi_click_interval_s: float = 0.04,
+        key_interval_s: float = 0.004,
+        drag_step_px: int = 12,
+        drag_step_interval_s: float = 0.008,
+        focus_settle_s: float = 0.05,
+        device_warmup_s: float = 0.3,
+        scroll_settle_s: float = 0.1,
+        clipboard: Clipboard | None = None,
+        paste_settle_s: float = 0.3,
+        keymap: Callable[[], CompositorKeymap] = compositor_keymap,
+    ) -> None:
+        if drag_step_px < 1:
+            raise ValueError("drag_step_px must be at least 1")
+        self.session = session
+        self._injected = injected if injected is not None else InjectedInput()
+        self.multi_click_interval_s = multi_click_interval_s
+        self.key_interval_s = key_interval_s
+        self.drag_step_px = drag_step_px
+        self.drag_step_interval_s = drag_step_interval_s
+        self.focus_settle_s = focus_settle_s
+        self.device_warmup_s = device_warmup_s
+        self.scroll_settle_s = scroll_settle_s
+        self.paste_settle_s = paste_settle_s
+        self._clipboard = clipboard
+        self._keymap = keymap
+        self._warmed_up = False
+        self._portal: PortalSession | None = None
+        self._streams: tuple[StreamMonitor, ...] = ()
+        self._pointer_at: Point | None = None  # where this backend last put the pointer
+
+    @property
+    def capabilities(self) -> InputCapabilities:
+        return InputCapabilities(name="Wayland portal", knows_focused_program=False, refuses_corners=False)
+
+    @property
+    def injected(self) -> InjectedInput:
+        return self._injected
+
+    def close(self) -> None:
+        """Nothing to give back: the portal session belongs to the WaylandSession (closed with the capture)."""
+
+    # -- what the plan needs, and checks: nothing here sends input -------------------------------
+
+    def monitors(self) -> tuple[Monitor, ...]:
+        return tuple(entry.monitor for entry in self._started()[1])
+
+    def _started(self) -> tuple[PortalSession, tuple[StreamMonitor, ...]]:
+        try:
+            portal, monitors = self.session.started()
+        except (ActionError, ExecutionError):
+            raise
+        except AutomationError as exc:  # the session could not start: no input was sent
+            raise ExecutionError(f"cannot send input: {exc}") from exc
+        return portal, tuple(monitors)
+
+    def input_target(self, action: Action) -> InputTarget:
+        route = self._text_route(action.text) if isinstance(action, TypeText) and action.text else TYPED
+        return InputTarget(None, SELECT_ALL_KEYS, PASTE_KEYS, route, self.focus_settle_s)
+
+    def check(self, step: Primitive) -> None:
+        if isinstance(step, KeyPresses):
+            self._combo_keysyms(step.keys)
+        elif isinstance(step, TypedText):
+            self._typed_keysyms(step.text)
+
+    def _layout(self) -> CompositorKeymap:
+        """The desktop's keymap now; the session is started first (its keyboard makes the seat have one)."""
+        self._started()
+        return self._keymap()
+
+    def _combo_keysyms(self, keys: Sequence[str]) -> list[int]:
+        keysyms = [key_keysym(key) for key in keys]
+        keymap = self._layout()
+        for key, keysym in zip(keys, keysyms, strict=True):
+            missing = keymap.missing_from(keysym)
+            if missing:
+                raise ActionError(
+                    f"the key {key!r} is not on the desktop's keyboard layout ({', '.join(missing)}), "
+                    "so the desktop would ignore it"
+                )
+        return keysyms
+
+    def _typed_keysyms(self, text: str) -> tuple[list[int], list[str], CompositorKeymap]:
+        """The keysyms that type `text` in the desktop's keymap, and the characters it has no key for."""
+        unicode_keysyms = text_keysyms(text)  # ActionError for control characters
+        keymap = self._layout()
+        keysyms: list[int] = []
+        missing: list[str] = []
+        for character, unicode_keysym in zip(text, unicode_keysyms, strict=True):
+            keysym = keymap.keysym_for(character, unicode_keysym)
+            if keysym is None:
+                if character not in missing:
+                    missing.append(character)
+            else:
+                keysyms.append(keysym)
+        return keysyms, missing, keymap
+
+    def _text_route(self, text: str) -> TextRoute:
+        """Typed by keysym when the layout has every character; else pasted (the clipboard must work)."""
+        _, missing, keymap = self._typed_keysyms(text)
+        if not missing:
+            return TYPED
+        shown = ", ".join(repr(character) for character in missing[:8]) + (" ..." if len(missing) > 8 else "")
+        layouts = ", ".join(keymap.layout_names)
+        try:
+            self._resolve_clipboard()
+            self._combo_keysyms(PASTE_KEYS)
+        except (ClipboardError, ActionError) as exc:
+            raise ActionError(
+                f"the desktop's keyboard layout ({layouts}) has no key for {shown}, and pasting it is not "
+                f"possible either: {exc}. Add a layout that has them, or make the clipboard work"
+            ) from exc
+        return TextRoute(False, f"the keyboard layout ({layouts}) has no key for {shown}")
+
+    def _resolve_clipboard(self) -> Clipboard:
+        if self._clipboard is None:
+            self._clipboard = wayland_clipboard()
+        return self._clipboard
+
+    # -- performing ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def acting(self, action: Action, steps: tuple[Primitive, ...]) -> Iterator[None]:
+        """The session started with remote interaction allowed, its devices awake; refusals become DesktopRefused."""
+        portal, monitors = self._started()
+        if not portal.pointer_allowed or not portal.keyboard_allowed:
+            raise ExecutionError(
+                "the desktop shares the screen but did not allow remote interaction: "
+                "turn on 'Allow Remote Interaction' in its dialog and start again"
+            )
+        self._portal, self._streams = portal, monitors
+        try:
+            self._warm_up(portal, monitors)
+            yield
+        except PortalError as exc:
+            raise DesktopRefused(str(exc)) from exc
+        except ClipboardError as exc:
+            raise DesktopRefused(f"the clipboard: {exc}") from exc
+        finally:
+            self.session.note_input()
+
+    def _warm_up(self, portal: PortalSession, monitors: Sequence[StreamMonitor]) -> None:
+        """Wake the new virtual devices: mutter drops the first events after they appear."""
+        if self._warmed_up:
+            return
+        entry = monitors[0]
+        portal.pointer_motion_absolute(entry.stream, entry.stream.size[0] / 2, entry.stream.size[1] / 2)
+        portal.keyboard_keysym(SHIFT_KEYSYM, True)
+        portal.keyboard_keysym(SHIFT_KEYSYM, False)
+        time.sleep(self.device_warmup_s)
+        self._warmed_up = True
+
+    def perform(self, step: Primitive, cancel: CancelToken) -> str:
+        portal = self._portal
+        assert portal is not None, "perform runs inside acting"
+        if isinstance(step, PointerTo):
+            self._move(portal, step.at)
+        elif isinstance(step, ButtonClicks):
+            for index in range(step.count):
+                if index and cancel.sleep(self.multi_click_interval_s):
+                    cancel.raise_if_cancelled()
+                self._click(portal, step.button)
+        elif isinstance(step, ButtonDrag):
+            self._drag(step, portal, cancel)
+        elif isinstance(step, WheelScroll):
+            vertical = step.direction in (ScrollDirection.UP, ScrollDirection.DOWN)
+            notch = -1 if step.direction in (ScrollDirection.UP, ScrollDirection.LEFT) else 1
+            for index in range(step.notches):
+                if index and cancel.sleep(self.multi_click_interval_s):
+                    cancel.raise_if_cancelled()
+                portal.pointer_axis_discrete(AXIS_VERTICAL if vertical else AXIS_HORIZONTAL, notch)
+            # A window may hold the last notch until the pointer's next event (the conformance runs saw
+            # it arrive with the next motion, at the next point): a motion where the pointer already
+            # is ends the scroll there, then a bounded settle before anything else moves.
+            if self._pointer_at is not None:
+                self._move(portal, self._pointer_at)
+            time.sleep(self.scroll_settle_s)
+        elif isinstance(step, KeyPresses):
+            return self._press(step, portal, cancel)
+        elif isinstance(step, TypedText):
+            return self._type(step.text, portal, cancel)
+        elif isinstance(step, PastedText):
+            return self._paste(step, portal, cancel)
+        elif isinstance(step, Pause):
+            raise AssertionError("the performer waits itself")
+        return ""
+
+    def _move(self, portal: PortalSession, point: Point) -> None:
+        monitor = monitor_at(point, [entry.monitor for entry in self._streams])
+        entry = next(item for item in self._streams if item.monitor == monitor)
+        scale = monitor.scale
+        # The pixel's own corner, in the stream's logical pixels: Qt and GTK round positions, so the
+        # pixel's centre (x + 0.5) would land on the next pixel.
+        x = (point.x - monitor.rect.left) / scale
+        y = (point.y - monitor.rect.top) / scale
+        portal.pointer_motion_absolute(entry.stream, x, y)
+        self._pointer_at = point
+
+    def _click(self, portal: PortalSession, button: MouseButton) -> None:
+        code = EVDEV_BUTTONS[MouseButton(button)]
+        portal.pointer_button(code, True)
+        portal.pointer_button(code, False)
+
+    def _drag(self, step: ButtonDrag, portal: PortalSession, cancel: CancelToken) -> None:
+        code = EVDEV_BUTTONS[MouseButton(step.button)]
+        portal.pointer_button(code, True)
+        try:
+            for point in drag_path(step.start, step.end, self.drag_step_px):
+                if cancel.sleep(self.drag_step_interval_s):
+                    cancel.raise_if_cancelled()
+                self._move(portal, point)
+        finally:
+            portal.pointer_button(code, False)
+
+    def _press(self, step: KeyPresses, portal: PortalSession, cancel: CancelToken) -> str:
+        """Hold `hold` down, press and release each tap in order, release `hold` in reverse (also on a stop)."""
+        held = self._combo_keysyms(step.hold)
+        taps = self._combo_keysyms(step.taps)
+        pressed: list[int] = []
+        with self._injected.holding(normalize_key(key) for key in step.keys):
+            try:
+                for keysym in held:
+                    cancel.raise_if_cancelled()
+                    portal.keyboard_keysym(keysym, True)
+                    pressed.append(keysym)
+                for index, keysym in enumerate(taps):
+                    if index and cancel.sleep(self.key_interval_s):
+                        cancel.raise_if_cancelled()
+                    cancel.raise_if_cancelled()
+                    portal.keyboard_keysym(keysym, True)
+                    portal.keyboard_keysym(keysym, False)
+            finally:
+                for keysym in reversed(pressed):
+                    # If the session is gone the compositor releases its devices' keys itself.
+                    with contextlib.suppress(PortalError):
+                        portal.keyboard_keysym(keysym, False)
+        repeated = len(step.taps) > 1 and len(set(step.taps)) == 1
+        combo = "+".join((*step.hold, step.taps[0])) if repeated or len(step.taps) == 1 else "+".join(step.keys)
+        times = f", {len(step.taps)} times" if repeated else ""
+        return f"sent {combo} by keysym{times}"
+
+    def _type(self, text: str, portal: PortalSession, cancel: CancelToken) -> str:
+        keysyms, missing, _ = self._typed_keysyms(text)
+        if missing:  # the layout changed since the check: the clipboard still carries the text
+            return self._paste(PastedText(text, PASTE_KEYS, self._text_route(text).reason), portal, cancel)
+        for character, keysym in zip(text, keysyms, strict=True):
+            cancel.raise_if_cancelled()
+            with self._injected.holding(keys_for_text(character)):
+                portal.keyboard_keysym(keysym, True)
+                portal.keyboard_keysym(keysym, False)
+            if self.key_interval_s:
+                time.sleep(self.key_interval_s)
+        return "typed by keysym"
+
+    def _paste(self, step: PastedText, portal: PortalSession, cancel: CancelToken) -> str:
+        clipboard = self._resolve_clipboard()
+        previous = clipboard.read_text()
+        clipboard.write_text(step.text)
+        try:
+            cancel.raise_if_cancelled()
+            self._press(KeyPresses(step.keys[:-1], step.keys[-1:]), portal, cancel)
+            # The target fetches the clipboard after ctrl+v, asynchronously (through mutter's
+            # XWayland bridge); restoring sooner would paste the old content. Not cancellable.
+            time.sleep(self.paste_settle_s)
+        finally:
+            # Restore what the user had; with no text there (empty, an image), leave nothing behind.
+            clipboard.write_text(previous if previous is not None else "")
+        reason = f": {step.reason}" if step.reason else ""
+        return f"pasted through the clipboard with {'+'.join(step.keys)}{reason}"

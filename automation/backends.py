@@ -22,8 +22,8 @@ from holodesk.automation.errors import AutomationError
 if TYPE_CHECKING:
     from holodesk.automation.coords import Monitor
     from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.input.x11.focus_guard import FocusGuard
     from holodesk.automation.screen import ScreenFrame
-    from holodesk.automation.x11_focus_guard import FocusGuard
 
 BackendName = Literal["x11", "wayland"]
 BACKEND_OVERRIDE_VARIABLE = "HOLODESK_BACKEND"

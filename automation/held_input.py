@@ -132,7 +132,7 @@ class HeldInputMarker:
 class RemappedKeysMarker:
     """Names the spare keycodes this process bound to keysyms, for as long as they stay bound.
 
-    The X11 typer keeps bindings between actions (see automation.x11_keyboard); a process killed
+    The X11 typer keeps bindings between actions (see automation.input.x11.keyboard); a process killed
     meanwhile leaves them, and `release_leftover_input` clears those still holding their keysym.
     """
 

@@ -34,9 +34,9 @@ ROUNDS = 30
 def _x11(settings: BenchSettings) -> dict[str, Stats]:
     from holodesk.automation.input.performer import InputPerformer
     from holodesk.automation.input.x11.backend import X11Input
+    from holodesk.automation.input.x11.keyboard import X11Typer
     from holodesk.automation.screen import ScreenCapture
     from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
-    from holodesk.automation.x11_keyboard import X11Typer
 
     with xvfb_display(DisplayLayout(*SIZE)):
         capture = ScreenCapture()

@@ -47,8 +47,8 @@ from holodesk.app.gui.tray import Indicator, make_indicator
 from holodesk.automation.backends import create_backends
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
 from holodesk.automation.held_input import release_leftover_input
+from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, prune_sessions
-from holodesk.automation.x11_focus_guard import FocusGuard
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 

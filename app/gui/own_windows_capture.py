@@ -21,8 +21,8 @@ from holodesk.app.gui.qt import QtWidgets
 from holodesk.app.gui.thinking_status import ThinkingStatus
 from holodesk.automation.backends import DesktopCapture
 from holodesk.automation.coords import Monitor
+from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.screen import ScreenFrame
-from holodesk.automation.x11_focus_guard import FocusGuard
 
 
 class OwnWindowsHiddenCapture:

@@ -26,15 +26,15 @@ from pathlib import Path
 
 import pytest
 
-from holodesk.automation import xkb
 from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import ActionError
 from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11 import xkb
 from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.input.x11.keyboard import LayoutChanged, X11Typer
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
-from holodesk.automation.x11_keyboard import LayoutChanged, X11Typer
 from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
 from tests.support.target_client import TargetWindow
 

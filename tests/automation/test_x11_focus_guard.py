@@ -21,9 +21,9 @@ from Xlib import display as xdisplay
 from holodesk.automation.actions import TypeText
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
-from holodesk.automation.x11_focus_guard import FocusGuard
 from tests.support.xterm_shell import shell_env, wait_for_prompt
 
 

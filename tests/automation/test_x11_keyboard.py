@@ -22,9 +22,7 @@ from holodesk.automation.errors import ActionError, Cancelled
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.programs import paste_keys
 from holodesk.automation.input.x11.backend import X11Input
-from holodesk.automation.screen import ScreenCapture
-from holodesk.automation.virtual_display import XvfbServer
-from holodesk.automation.x11_keyboard import (
+from holodesk.automation.input.x11.keyboard import (
     XK_RETURN,
     Keymap,
     X11Typer,
@@ -32,6 +30,8 @@ from holodesk.automation.x11_keyboard import (
     keysym_for,
     untypable_characters,
 )
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.virtual_display import XvfbServer
 from tests.support.waiting import wait_until
 from tests.support.xterm_shell import shell_env, wait_for_prompt
 

@@ -23,9 +23,9 @@ from holodesk.automation.actions import TypeText
 from holodesk.automation.clipboard import XCLIP, XCLIP_PRIMARY
 from holodesk.automation.input.performer import ExecutionResult, InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.input.x11.selection import SelectionError, SelectionOffer, paste_with_own_selection
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
-from holodesk.automation.x11_selection import SelectionError, SelectionOffer, paste_with_own_selection
 from tests.support.line_process import LineProcess
 from tests.support.target_client import TargetWindow
 from tests.support.waiting import wait_until

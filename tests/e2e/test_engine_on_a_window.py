@@ -22,11 +22,11 @@ from holodesk.automation.engine import (
 )
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.input.x11.keyboard import X11Typer
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import read_session
 from holodesk.automation.virtual_display import FULL_HD, LAPTOP
-from holodesk.automation.x11_keyboard import X11Typer
 from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.profiles import get_profile
 from holodesk.inference.scripted import ScriptedBackend

@@ -1,6 +1,6 @@
 """The X11 input backend: primitives through XTEST, keys by keysym in the active layout group.
 
-Keys and text go out by keysym in the active XKB group, read at each action (automation.x11_keyboard);
+Keys and text go out by keysym in the active XKB group, read at each action (automation.input.x11.keyboard);
 where no X connection for that exists, pyautogui's key names and `write` are used, and text they would
 type wrong with this keymap is pasted. The clipboard is the fallback for text the layout cannot
 type, pasted with the key the focused program expects (terminals: ctrl+shift+v; xterm: shift+insert),
@@ -53,18 +53,18 @@ from holodesk.automation.input.primitives import (
     drag_path,
 )
 from holodesk.automation.input.programs import paste_keys, select_all_keys
-from holodesk.automation.keys import normalize_key
-from holodesk.automation.pyautogui_import import import_pyautogui
-from holodesk.automation.screen import ScreenCapture
-from holodesk.automation.x11_focus_guard import FocusGuard
-from holodesk.automation.x11_keyboard import (
+from holodesk.automation.input.x11.focus_guard import FocusGuard
+from holodesk.automation.input.x11.keyboard import (
     KeysSent,
     TypingUnavailable,
     X11Typer,
     focused_window_class,
     window_class_at,
 )
-from holodesk.automation.x11_selection import paste_with_own_selection
+from holodesk.automation.input.x11.selection import paste_with_own_selection
+from holodesk.automation.keys import normalize_key
+from holodesk.automation.pyautogui_import import import_pyautogui
+from holodesk.automation.screen import ScreenCapture
 
 # pyautogui sleeps PAUSE seconds after every call (0.1 s by default): a 60-step drag would take 6 s
 # and every text chunk would stall. Our own waits (drag steps, paste settle) are explicit, so a short
@@ -180,7 +180,7 @@ class X11Input:
         focus_settle_s: float = 0.05,
         # Outside X11: how long the pasted text stays on the clipboard before the user's is put back,
         # a guess (0.3 s lost pastes into xterm on a loaded machine). On X11 Holodesk owns the
-        # selections itself and waits for the target's request instead (automation.x11_selection).
+        # selections itself and waits for the target's request instead (automation.input.x11.selection).
         paste_settle_s: float = 1.0,
         held_marker: HeldInputMarker | None = None,
         x11_typing: bool | None = None,
@@ -208,7 +208,7 @@ class X11Input:
         # Layout-independent typing through XTEST wherever an X display is reachable (X11, XWayland).
         if x11_typing is None:
             x11_typing = platform.startswith("linux") and bool(os.environ.get("DISPLAY"))
-        # Before keys go out, the keyboard focus leaves Holodesk's own windows (see x11_focus_guard).
+        # Before keys go out, the keyboard focus leaves Holodesk's own windows (see automation.input.x11.focus_guard).
         self.focus_guard = focus_guard
         self._typer = (
             X11Typer(

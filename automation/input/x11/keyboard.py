@@ -262,7 +262,7 @@ class X11Typer:
 
     def group(self) -> int:
         """The active layout group, counted from 0."""
-        from holodesk.automation import xkb
+        from holodesk.automation.input.x11 import xkb
 
         try:
             return xkb.read_state(self._open()).group
@@ -454,7 +454,7 @@ class X11Typer:
         from Xlib import X
         from Xlib.ext import xtest
 
-        from holodesk.automation import xkb
+        from holodesk.automation.input.x11 import xkb
 
         display = self._open()
         state = xkb.read_state(display)
@@ -537,7 +537,7 @@ class X11Typer:
         from Xlib import X
         from Xlib.ext import xtest
 
-        from holodesk.automation import xkb
+        from holodesk.automation.input.x11 import xkb
 
         try:
             for keycode in reversed(release):

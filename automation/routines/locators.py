@@ -1,0 +1,193 @@
+"""Finding a step's target again: a ladder of locators, cheapest first, that refuses to guess.
+
+1. `near`: the target's crop, searched around the recorded spot. A match there with a high score is
+   EXACT (the screen is as recorded); these steps may be approved together.
+2. `anywhere`: the crop over the whole screen (the window moved, the page laid itself out anew),
+   at the recorded size first, then a few zoom factors.
+3. `context`: the wider crop around the target over the whole screen, a landmark for a target whose
+   own picture is plain (two identical check boxes: their labels tell them apart).
+4. the model (`Grounder`), from the target's description; only where the caller gives one.
+
+A rung whose best match is not clearly better than the next one elsewhere is ambiguous and gives
+way to the next rung; a target that no rung finds unambiguously is refused (the runner asks the
+user). OpenCV's normalised cross-correlation (TM_CCOEFF_NORMED) on grey images does the matching.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+from holodesk.automation.actions import Point
+from holodesk.automation.routines.routine_file import Target
+from holodesk.automation.screen import ScreenFrame
+
+MATCH_SCORE = 0.86  # below this a template match is no match
+EXACT_SCORE = 0.97  # a match near the recorded spot at least this good is the screen as recorded
+AMBIGUITY_MARGIN = 0.04  # a second match elsewhere within this of the best: two candidates, refuse
+NEAR_MARGIN = 48  # pixels around the recorded crop searched by the first rung
+ZOOM_FACTORS = (0.8, 0.9, 1.1, 1.25, 1.5)  # tried by `anywhere` when the recorded size finds nothing
+
+
+class Rung(StrEnum):
+    NEAR = "template near the recorded spot"
+    ANYWHERE = "template anywhere on the screen"
+    CONTEXT = "landmarks around the target"
+    MODEL = "the model"
+
+
+class Grounder(Protocol):
+    """Locates a described element on a frame (the model's `locate`); screen-space point, or raises."""
+
+    def locate(self, frame: ScreenFrame, description: str) -> Point: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Where the target is now, found by `rung`; `exact` steps can be approved together."""
+
+    point: Point
+    rung: Rung
+    score: float
+    exact: bool
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotLocated:
+    """No rung found the target unambiguously; `detail` says what each rung saw."""
+
+    detail: str
+    ambiguous: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Match:
+    score: float
+    second: float  # the best score outside the best match's neighbourhood
+    left: int  # top-left of the match, in the searched image
+    top: int
+
+
+def grey_frame(frame: ScreenFrame) -> np.ndarray:
+    return cv2.cvtColor(np.ascontiguousarray(frame.pixels), cv2.COLOR_BGRA2GRAY)
+
+
+def grey_picture(rgb: np.ndarray) -> np.ndarray:
+    return cv2.cvtColor(np.ascontiguousarray(rgb[:, :, :3]), cv2.COLOR_RGB2GRAY)
+
+
+def _best_two(image: np.ndarray, template: np.ndarray) -> _Match | None:
+    """The best match of `template` in `image` and the best score away from it (None if it cannot fit)."""
+    if template.shape[0] > image.shape[0] or template.shape[1] > image.shape[1]:
+        return None
+    scores = cv2.matchTemplate(image, template, cv2.TM_CCOEFF_NORMED)
+    scores = np.nan_to_num(scores, nan=-1.0, posinf=-1.0, neginf=-1.0)
+    _, best, _, (left, top) = cv2.minMaxLoc(scores)
+    # Blank out the best match's neighbourhood (half a template each way): the peak's own shoulders
+    # are the same place, not a second candidate.
+    half_w, half_h = max(1, template.shape[1] // 2), max(1, template.shape[0] // 2)
+    masked = scores.copy()
+    masked[max(0, top - half_h) : top + half_h + 1, max(0, left - half_w) : left + half_w + 1] = -1.0
+    second = float(masked.max()) if masked.size else -1.0
+    return _Match(float(best), second, int(left), int(top))
+
+
+def _flat(template: np.ndarray) -> bool:
+    """A template of one colour matches anywhere (and NCC is undefined on it)."""
+    return float(template.std()) < 2.0
+
+
+class TargetLocator:
+    """Runs the ladder for one frame; construct once per frame (the grey frame is computed once)."""
+
+    def __init__(self, frame: ScreenFrame, grounder: Grounder | None = None) -> None:
+        self.frame = frame
+        self.grey = grey_frame(frame)
+        self.grounder = grounder
+        self.model_calls = 0
+
+    def locate(self, target: Target, crop: np.ndarray, context: np.ndarray | None) -> Located | NotLocated:
+        """`crop` and `context` are the target's recorded pictures (RGB arrays)."""
+        said: list[str] = []
+        template = grey_picture(crop)
+        offset = target.crop_offset
+        if _flat(template):
+            said.append("the target's picture is one plain colour")
+        else:
+            found = self._near(target, template)
+            if isinstance(found, Located):
+                return found
+            said.append(found)
+            found = self._anywhere(template, offset, Rung.ANYWHERE)
+            if isinstance(found, Located):
+                return found
+            said.append(found)
+        if context is not None:
+            context_template = grey_picture(context)
+            if not _flat(context_template):
+                found = self._anywhere(context_template, target.context_offset, Rung.CONTEXT)
+                if isinstance(found, Located):
+                    return found
+                said.append(found)
+        ambiguous = any("ambiguous" in text for text in said)
+        if self.grounder is not None and target.element:
+            self.model_calls += 1
+            try:
+                point = self.grounder.locate(self.frame, target.element)
+            except Exception as exc:  # the model's failure is said, like any rung's
+                said.append(f"the model could not locate {target.element!r}: {exc}")
+                return NotLocated("; ".join(said), ambiguous)
+            return Located(point, Rung.MODEL, 0.0, False, f"the model located {target.element!r}")
+        if self.grounder is not None:
+            said.append("the step has no description for the model to look for")
+        return NotLocated("; ".join(said), ambiguous)
+
+    def _near(self, target: Target, template: np.ndarray) -> Located | str:
+        region = self.frame.region
+        height, width = template.shape
+        left = target.point[0] - region.left - target.crop_offset[0] - NEAR_MARGIN
+        top = target.point[1] - region.top - target.crop_offset[1] - NEAR_MARGIN
+        x0, y0 = max(0, left), max(0, top)
+        x1 = min(self.grey.shape[1], left + width + 2 * NEAR_MARGIN)
+        y1 = min(self.grey.shape[0], top + height + 2 * NEAR_MARGIN)
+        if x1 - x0 < width or y1 - y0 < height:
+            return "the recorded spot is off this screen"
+        match = _best_two(self.grey[y0:y1, x0:x1], template)
+        if match is None or match.score < MATCH_SCORE:
+            score = f" (best {match.score:.2f})" if match else ""
+            return f"the target is not near the recorded spot{score}"
+        if match.second >= match.score - AMBIGUITY_MARGIN:
+            return f"ambiguous near the recorded spot: two matches ({match.score:.2f} and {match.second:.2f})"
+        point = Point(
+            region.left + x0 + match.left + target.crop_offset[0], region.top + y0 + match.top + target.crop_offset[1]
+        )
+        exact = match.score >= EXACT_SCORE
+        moved = abs(point.x - target.point[0]) + abs(point.y - target.point[1])
+        where = "where recorded" if moved == 0 else f"{moved} px from where recorded"
+        return Located(point, Rung.NEAR, match.score, exact, f"matched {where} (score {match.score:.2f})")
+
+    def _anywhere(self, template: np.ndarray, offset: tuple[int, int], rung: Rung) -> Located | str:
+        what = "the target" if rung is Rung.ANYWHERE else "the target's surroundings"
+        best_seen = -1.0
+        for zoom in (1.0, *ZOOM_FACTORS):
+            scaled = template if zoom == 1.0 else cv2.resize(template, None, fx=zoom, fy=zoom)
+            match = _best_two(self.grey, scaled)
+            if match is None:
+                continue
+            best_seen = max(best_seen, match.score)
+            if match.score < MATCH_SCORE:
+                continue
+            if match.second >= match.score - AMBIGUITY_MARGIN:
+                return f"{what} is ambiguous on the screen: two matches ({match.score:.2f} and {match.second:.2f})"
+            point = Point(
+                self.frame.region.left + match.left + round(offset[0] * zoom),
+                self.frame.region.top + match.top + round(offset[1] * zoom),
+            )
+            scale = "" if zoom == 1.0 else f" at {zoom:g}x its recorded size"
+            return Located(point, rung, match.score, False, f"found {what}{scale} (score {match.score:.2f})")
+        return f"{what} is not on the screen (best {best_seen:.2f})"

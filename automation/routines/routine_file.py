@@ -222,7 +222,7 @@ class _Problems:
         value = table.get(key)
         if value is None and not required:
             return (0, 0)
-        if not _whole_numbers(value, 2):
+        if not isinstance(value, list) or not _whole_numbers(value, 2):
             self.add(f"{where}{key}", f"expected [x, y] (two whole numbers), got {value!r}")
             return (0, 0)
         return (int(value[0]), int(value[1]))

@@ -26,8 +26,17 @@ from holodesk.automation.actions import Point
 from holodesk.automation.routines.routine_file import Target
 from holodesk.automation.screen import ScreenFrame
 
-MATCH_SCORE = 0.86  # below this a template match is no match
-EXACT_SCORE = 0.97  # a match near the recorded spot at least this good is the screen as recorded
+# Calibrated on drawn buttons: the same rendering scores above 0.99; a button whose label differs
+# ("OK" and "Okay", same size and colour) scores up to 0.95, so anything under 0.97 is no match.
+MATCH_SCORE = 0.97
+EXACT_SCORE = 0.99  # a match near the recorded spot at least this good is the screen as recorded
+# A zoomed page is rendered anew, not resized: its true matches score 0.94-0.96 on grey, as a wrong
+# label does at the recorded size. A zoomed match must therefore also match on edges (the label's
+# strokes weigh more there): a true one scores 0.95-0.99, a wrong label under 0.90.
+ZOOM_GREY_SCORE = 0.93
+ZOOM_EDGE_SCORE = 0.93
+EDGE_PAD = 8
+EDGE_SHIFT = 3
 AMBIGUITY_MARGIN = 0.04  # a second match elsewhere within this of the best: two candidates, refuse
 NEAR_MARGIN = 48  # pixels around the recorded crop searched by the first rung
 ZOOM_FACTORS = (0.8, 0.9, 1.1, 1.25, 1.5)  # tried by `anywhere` when the recorded size finds nothing
@@ -100,6 +109,11 @@ def _best_two(image: np.ndarray, template: np.ndarray) -> _Match | None:
 def _flat(template: np.ndarray) -> bool:
     """A template of one colour matches anywhere (and NCC is undefined on it)."""
     return float(template.std()) < 2.0
+
+
+def _edges(grey: np.ndarray) -> np.ndarray:
+    """Canny edges, blurred so that strokes one pixel apart still overlap."""
+    return cv2.GaussianBlur(cv2.Canny(grey, 50, 150), (5, 5), 0)
 
 
 class TargetLocator:
@@ -180,7 +194,9 @@ class TargetLocator:
             if match is None:
                 continue
             best_seen = max(best_seen, match.score)
-            if match.score < MATCH_SCORE:
+            if match.score < (MATCH_SCORE if zoom == 1.0 else ZOOM_GREY_SCORE):
+                continue
+            if zoom != 1.0 and not self._edges_agree(scaled, match):
                 continue
             if match.second >= match.score - AMBIGUITY_MARGIN:
                 return f"{what} is ambiguous on the screen: two matches ({match.score:.2f} and {match.second:.2f})"
@@ -191,3 +207,18 @@ class TargetLocator:
             scale = "" if zoom == 1.0 else f" at {zoom:g}x its recorded size"
             return Located(point, rung, match.score, False, f"found {what}{scale} (score {match.score:.2f})")
         return f"{what} is not on the screen (best {best_seen:.2f})"
+
+    def _edges_agree(self, template: np.ndarray, match: _Match) -> bool:
+        """Whether the matched patch has the template's edges (see ZOOM_EDGE_SCORE)."""
+        height, width = template.shape
+        pad = EDGE_PAD  # edges at a patch's border are not the screen's: take them from a wider patch
+        top, left = max(0, match.top - pad), max(0, match.left - pad)
+        patch = _edges(self.grey[top : match.top + height + pad, left : match.left + width + pad])
+        # A zoomed rendering's strokes sit a pixel or two off the resized template's: allow that.
+        shift = EDGE_SHIFT
+        y0, x0 = max(0, match.top - top - shift), max(0, match.left - left - shift)
+        patch = patch[y0 : match.top - top + height + shift, x0 : match.left - left + width + shift]
+        if patch.shape[0] < height or patch.shape[1] < width:
+            return False
+        score = cv2.matchTemplate(patch, _edges(template), cv2.TM_CCOEFF_NORMED)
+        return float(np.nan_to_num(score).max()) >= ZOOM_EDGE_SCORE

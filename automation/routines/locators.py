@@ -129,25 +129,25 @@ class TargetLocator:
         """`crop` and `context` are the target's recorded pictures (RGB arrays)."""
         said: list[str] = []
         template = grey_picture(crop)
-        offset = target.crop_offset
-        if _flat(template):
-            said.append("the target's picture is one plain colour")
-        else:
-            found = self._near(target, template)
+        context_template = grey_picture(context) if context is not None else None
+        pictures = [(template, target.crop_offset, Rung.ANYWHERE, "the target")]
+        if context_template is not None:
+            pictures.append((context_template, target.context_offset, Rung.CONTEXT, "the target's surroundings"))
+        usable = [p for p in pictures if not _flat(p[0])]
+        if len(usable) < len(pictures):
+            said.append("a recorded picture is one plain colour")
+        # Near the recorded spot first (the target, then its surroundings: a plain field matches
+        # itself a little to either side, its surroundings do not), then anywhere.
+        for picture, offset, _, what in usable:
+            found = self._near(target, picture, offset, what)
             if isinstance(found, Located):
                 return found
             said.append(found)
-            found = self._anywhere(template, offset, Rung.ANYWHERE)
+        for picture, offset, rung, _ in usable:
+            found = self._anywhere(picture, offset, rung)
             if isinstance(found, Located):
                 return found
             said.append(found)
-        if context is not None:
-            context_template = grey_picture(context)
-            if not _flat(context_template):
-                found = self._anywhere(context_template, target.context_offset, Rung.CONTEXT)
-                if isinstance(found, Located):
-                    return found
-                said.append(found)
         ambiguous = any("ambiguous" in text for text in said)
         if self.grounder is not None and target.element:
             self.model_calls += 1
@@ -161,29 +161,27 @@ class TargetLocator:
             said.append("the step has no description for the model to look for")
         return NotLocated("; ".join(said), ambiguous)
 
-    def _near(self, target: Target, template: np.ndarray) -> Located | str:
+    def _near(self, target: Target, template: np.ndarray, offset: tuple[int, int], what: str) -> Located | str:
         region = self.frame.region
         height, width = template.shape
-        left = target.point[0] - region.left - target.crop_offset[0] - NEAR_MARGIN
-        top = target.point[1] - region.top - target.crop_offset[1] - NEAR_MARGIN
+        left = target.point[0] - region.left - offset[0] - NEAR_MARGIN
+        top = target.point[1] - region.top - offset[1] - NEAR_MARGIN
         x0, y0 = max(0, left), max(0, top)
         x1 = min(self.grey.shape[1], left + width + 2 * NEAR_MARGIN)
         y1 = min(self.grey.shape[0], top + height + 2 * NEAR_MARGIN)
         if x1 - x0 < width or y1 - y0 < height:
-            return "the recorded spot is off this screen"
+            return f"the recorded spot of {what} is off this screen"
         match = _best_two(self.grey[y0:y1, x0:x1], template)
         if match is None or match.score < MATCH_SCORE:
             score = f" (best {match.score:.2f})" if match else ""
-            return f"the target is not near the recorded spot{score}"
+            return f"{what} is not near the recorded spot{score}"
         if match.second >= match.score - AMBIGUITY_MARGIN:
-            return f"ambiguous near the recorded spot: two matches ({match.score:.2f} and {match.second:.2f})"
-        point = Point(
-            region.left + x0 + match.left + target.crop_offset[0], region.top + y0 + match.top + target.crop_offset[1]
-        )
+            return f"{what} matches twice near the recorded spot ({match.score:.2f} and {match.second:.2f})"
+        point = Point(region.left + x0 + match.left + offset[0], region.top + y0 + match.top + offset[1])
         exact = match.score >= EXACT_SCORE
         moved = abs(point.x - target.point[0]) + abs(point.y - target.point[1])
         where = "where recorded" if moved == 0 else f"{moved} px from where recorded"
-        return Located(point, Rung.NEAR, match.score, exact, f"matched {where} (score {match.score:.2f})")
+        return Located(point, Rung.NEAR, match.score, exact, f"{what} matched {where} (score {match.score:.2f})")
 
     def _anywhere(self, template: np.ndarray, offset: tuple[int, int], rung: Rung) -> Located | str:
         what = "the target" if rung is Rung.ANYWHERE else "the target's surroundings"

@@ -37,6 +37,7 @@ from holodesk.automation.routines.replay import (
 )
 from holodesk.automation.routines.routine_file import (
     PARAMETER_PATTERN,
+    Parameter,
     Routine,
     RoutineFileError,
     load_routine,
@@ -103,7 +104,7 @@ def save(sessions: Path, session_name: str, name: str, routines: Path, stdin: Te
 def confirm_parameters(compiled: CompiledRoutine, stdin: TextIO, out: TextIO) -> CompiledRoutine:
     """Ask about each proposed parameter: Enter keeps it, a name renames it, n types the text literally."""
     routine = compiled.routine
-    kept = []
+    kept: list[Parameter] = []
     steps = list(routine.steps)
     for parameter in routine.parameters:
         out.write(

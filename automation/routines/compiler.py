@@ -36,6 +36,10 @@ from holodesk.automation.routines.routine_file import (
 from holodesk.automation.trajectory import Session
 
 CROP_SIZE = (120, 48)  # width, height: a button or a field's label with a margin
+# Inside a large plain element (a text field zoomed in) the first crop is one colour and matches
+# anywhere: the crop grows until it shows an edge of its own (a grey-level spread above PLAIN_SPREAD).
+LARGER_CROPS = ((200, 72), (280, 100), (360, 140))
+PLAIN_SPREAD = 8.0
 CONTEXT_SIZE = (360, 200)  # a landmark around it, for when the crop alone matches twice
 KEPT_DECISIONS = frozenset({"approve", "edit"})
 NOT_DESKTOP_KINDS = frozenset({"done", "ask_user", "plan"})
@@ -195,6 +199,10 @@ def _target(
     picture, origin = before
     local = (point[0] - origin[0], point[1] - origin[1])
     crop_box = _box_around(picture, origin, point, CROP_SIZE)
+    for size in LARGER_CROPS:
+        if float(np.asarray(picture.crop(crop_box).convert("L")).std()) > PLAIN_SPREAD:
+            break
+        crop_box = _box_around(picture, origin, point, size)
     context_box = _box_around(picture, origin, point, CONTEXT_SIZE)
     crop = f"{CROPS_DIR}/step-{number:02d}.png"
     context = f"{CROPS_DIR}/step-{number:02d}-context.png"

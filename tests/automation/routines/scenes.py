@@ -14,7 +14,7 @@ from typing import Any
 from PIL import Image, ImageDraw, ImageFont
 
 from holodesk.automation.screen import ScreenFrame, frame_from_image
-from holodesk.automation.trajectory import TrajectoryWriter, read_session, Session
+from holodesk.automation.trajectory import Session, TrajectoryWriter, read_session
 
 SCREEN = (800, 600)
 BUTTON = (110, 36)

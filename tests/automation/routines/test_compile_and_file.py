@@ -94,7 +94,7 @@ def test_a_saved_routine_reads_back_the_same(session, tmp_path):
 def test_a_session_with_nothing_that_ran_is_refused_in_words(tmp_path):
     frame = screen([OK])
     skipped = record_session(tmp_path / "s", "t", [(frame, click_step(*OK.centre, "OK", decision="skip"))], end=frame)
-    with pytest.raises(CompileError, match="no step a routine can replay.*decision: skip"):
+    with pytest.raises(CompileError, match=r"no step a routine can replay.*decision: skip"):
         compile_session(skipped, "nothing")
 
 

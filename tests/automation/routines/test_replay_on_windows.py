@@ -8,7 +8,6 @@ window logs what it received; the tests read that log, not the runner's own acco
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 

@@ -54,10 +54,15 @@ class TaskRow:
 def parameter_values_from(task_pattern: str, defaults: dict[str, str], instruction: str) -> dict[str, str]:
     """The parameters' values in `instruction`, where their recorded values stood in `task_pattern`."""
     pattern = re.escape(task_pattern)
+    group_of: dict[str, str] = {}  # a recorded value -> the group that reads it (one value may be typed twice)
     for name, value in sorted(defaults.items(), key=lambda item: -len(item[1])):
-        pattern = pattern.replace(re.escape(value), f"(?P<{name}>.+?)", 1)
+        if value not in group_of and re.escape(value) in pattern:
+            pattern = pattern.replace(re.escape(value), f"(?P<{name}>.+?)", 1)
+            group_of[value] = name
     match = re.fullmatch(pattern, instruction)
-    return {name: match.group(name) for name in defaults} if match else dict(defaults)
+    if match is None:
+        return dict(defaults)
+    return {name: match.group(group_of[value]) if value in group_of else value for name, value in defaults.items()}
 
 
 class AutoApprove:

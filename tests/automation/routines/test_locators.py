@@ -92,3 +92,13 @@ def test_a_button_with_another_label_is_never_taken_for_the_target(ok_target, la
     for scale in (1.0, 1.25, 0.8):
         found = TargetLocator(screen([Button(label, 420, 260)], scale=scale)).locate(target, crop, context)
         assert isinstance(found, NotLocated), (label, scale, found)
+
+
+@pytest.mark.parametrize("label", ["UK", "KO", "O K"])
+def test_a_zoomed_button_with_a_similar_label_is_refused_by_its_edges(ok_target, label):
+    # Zoomed, these labels pass the grey threshold (0.94-0.95): only the edge check tells them apart.
+    target, crop, context = ok_target
+    for scale in (1.25, 1.5):
+        found = TargetLocator(screen([Button(label, 420, 260)], scale=scale)).locate(target, crop, context)
+        assert isinstance(found, NotLocated), (label, scale, found)
+        assert "not on the screen" in found.detail

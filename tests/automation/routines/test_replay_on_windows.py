@@ -11,9 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from holodesk.automation.actions import Click, TypeText
 from holodesk.automation.executor import Executor
-from holodesk.automation.routines.compiler import compile_session, save_compiled
 from holodesk.automation.routines.locators import Rung
 from holodesk.automation.routines.replay import (
     ProblemChoice,
@@ -24,18 +22,16 @@ from holodesk.automation.routines.replay import (
     StepRequest,
     Verdict,
 )
-from holodesk.automation.routines.routine_file import Routine, load_routine
-from holodesk.automation.screen import ScreenCapture, ScreenFrame
-from holodesk.automation.screen_change import wait_for_settle
+from holodesk.automation.routines.routine_file import Routine
+from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
-from tests.automation.routines.scenes import click_step, record_session
+from tests.automation.routines.window_routine import record_ok_and_hello
 from tests.support.target_client import TargetWindow
 
 pytestmark = [
     pytest.mark.display,
     pytest.mark.parametrize("xvfb", [DisplayLayout(2400, 900)], indirect=True, ids=str, scope="module"),
 ]
-TASK = "press OK, then write hello routine in the field"
 
 
 class ApproveAll:
@@ -57,11 +53,6 @@ class ApproveAll:
         return False
 
 
-def settled(capture: ScreenCapture) -> ScreenFrame:
-    frame, _ = wait_for_settle(lambda: capture.grab(1), 3.0, 0.05)
-    return frame
-
-
 @pytest.fixture(scope="module")
 def capture(xvfb: XvfbServer) -> Iterator[ScreenCapture]:
     capture = ScreenCapture()
@@ -72,39 +63,7 @@ def capture(xvfb: XvfbServer) -> Iterator[ScreenCapture]:
 @pytest.fixture(scope="module")
 def routine(xvfb: XvfbServer, capture: ScreenCapture, tmp_path_factory: pytest.TempPathFactory) -> Routine:
     """Recorded on a window at (40, 40), which is then closed."""
-    root = tmp_path_factory.mktemp("routine")
-    window = TargetWindow.start(40, 40)
-    try:
-        executor = Executor(capture=capture)
-        steps = []
-        frame = capture.grab(1)
-        ok = window.centre("ok")
-        steps.append((frame, click_step(ok.x, ok.y, "the OK button")))
-        executor.execute(Click(window.centre("ok")))
-        field = window.centre("field")
-        frame = settled(capture)  # as the engine does: the next step starts on the settled screen
-        typing = {
-            "action_model": {"kind": "type"},
-            "action_screen": {
-                "kind": "type",
-                "text": "hello routine",
-                "at": [field.x, field.y],
-                "press_enter": False,
-                "overwrite": False,
-            },
-            "element": "the text field",
-            "decision": "approve",
-            "result": {"ok": True, "detail": "typed"},
-        }
-        steps.append((frame, typing))
-        executor.execute(TypeText("hello routine", at=field))
-        window.sync()
-        end = settled(capture)
-    finally:
-        window.close()
-    session = record_session(root / "sessions", TASK, steps, end=end)
-    folder = save_compiled(compile_session(session, "ok and hello"), root / "routines")
-    return load_routine(folder)
+    return record_ok_and_hello(capture, tmp_path_factory.mktemp("routine"))
 
 
 def test_a_replay_on_the_window_as_recorded_clicks_ok_and_types_the_parameter(routine, capture):

@@ -23,6 +23,7 @@ from PIL import Image
 from holodesk.automation.actions import Action, KeyCombo, TypeText, action_from_dict
 from holodesk.automation.errors import ActionError
 from holodesk.automation.routines.effects import changed_box
+from holodesk.automation.routines.locators import matches_elsewhere
 from holodesk.automation.routines.routine_file import (
     CROPS_DIR,
     ExpectedEffect,
@@ -40,6 +41,12 @@ CROP_SIZE = (120, 48)  # width, height: a button or a field's label with a margi
 # anywhere: the crop grows until it shows an edge of its own (a grey-level spread above PLAIN_SPREAD).
 LARGER_CROPS = ((200, 72), (280, 100), (360, 140))
 PLAIN_SPREAD = 8.0
+# A crop that matches twice on its own recorded screen (a wide field's crop slides along it) grows,
+# wider before taller (a taller crop takes in more of the page around), until it is unique
+# there. One that never is (two identical buttons) keeps its first size: the context, a landmark
+# around it, then tells them apart or the replay refuses.
+UNIQUE_CROPS = tuple((w, h) for h in (48, 72, 100) for w in range(160, 641, 40))  # in small steps: the
+# first unique one is the tightest, and takes in the least of a page that may move around the target
 CONTEXT_SIZE = (360, 200)  # a landmark around it, for when the crop alone matches twice
 KEPT_DECISIONS = frozenset({"approve", "edit"})
 NOT_DESKTOP_KINDS = frozenset({"done", "ask_user", "plan"})
@@ -203,6 +210,7 @@ def _target(
         if float(np.asarray(picture.crop(crop_box).convert("L")).std()) > PLAIN_SPREAD:
             break
         crop_box = _box_around(picture, origin, point, size)
+    crop_box = _unique_crop(picture, origin, point, crop_box)
     context_box = _box_around(picture, origin, point, CONTEXT_SIZE)
     crop = f"{CROPS_DIR}/step-{number:02d}.png"
     context = f"{CROPS_DIR}/step-{number:02d}-context.png"
@@ -216,6 +224,27 @@ def _target(
         context_offset=(local[0] - context_box[0], local[1] - context_box[1]),
         element=element,
     )
+
+
+def _unique_crop(
+    picture: Image.Image, origin: tuple[int, int], point: tuple[int, int], crop_box: tuple[int, int, int, int]
+) -> tuple[int, int, int, int]:
+    """`crop_box`, or the first larger box that matches only once on the recorded screen (see UNIQUE_CROPS)."""
+    screen = np.asarray(picture.convert("L"))
+    if not matches_elsewhere(screen, _grey(picture, crop_box), crop_box[:2]):
+        return crop_box
+    width, height = crop_box[2] - crop_box[0], crop_box[3] - crop_box[1]
+    for size in UNIQUE_CROPS:
+        if size[0] < width or size[1] < height:
+            continue
+        larger = _box_around(picture, origin, point, size)
+        if not matches_elsewhere(screen, _grey(picture, larger), larger[:2]):
+            return larger
+    return crop_box
+
+
+def _grey(picture: Image.Image, box: tuple[int, int, int, int]) -> np.ndarray:
+    return np.asarray(picture.crop(box).convert("L"))
 
 
 def _effect(

@@ -38,6 +38,7 @@ ZOOM_EDGE_SCORE = 0.93
 EDGE_PAD = 8
 EDGE_SHIFT = 3
 AMBIGUITY_MARGIN = 0.04  # a second match elsewhere within this of the best: two candidates, refuse
+SELF_MATCH_RADIUS = 6  # a crop's own place, give or take this many pixels (see matches_elsewhere)
 NEAR_MARGIN = 48  # pixels around the recorded crop searched by the first rung
 ZOOM_FACTORS = (0.8, 0.9, 1.1, 1.25, 1.5)  # tried by `anywhere` when the recorded size finds nothing
 
@@ -104,6 +105,22 @@ def _best_two(image: np.ndarray, template: np.ndarray) -> _Match | None:
     masked[max(0, top - half_h) : top + half_h + 1, max(0, left - half_w) : left + half_w + 1] = -1.0
     second = float(masked.max()) if masked.size else -1.0
     return _Match(float(best), second, int(left), int(top))
+
+
+def matches_elsewhere(screen: np.ndarray, template: np.ndarray, at: tuple[int, int]) -> bool:
+    """Whether `template` (grey), taken from `screen` (grey) at `at` (left, top), matches anywhere else
+    about as well: more than SELF_MATCH_RADIUS pixels away, within AMBIGUITY_MARGIN of its own score.
+
+    The compiler asks this on the recorded screen itself: a crop that slides along a wide plain
+    field (or repeats) would be refused or misplaced at replay, so it is grown first.
+    """
+    if _flat(template) or template.shape[0] > screen.shape[0] or template.shape[1] > screen.shape[1]:
+        return True
+    scores = np.nan_to_num(cv2.matchTemplate(screen, template, cv2.TM_CCOEFF_NORMED), nan=-1.0)
+    own = float(scores[at[1], at[0]])
+    r = SELF_MATCH_RADIUS
+    scores[max(0, at[1] - r) : at[1] + r + 1, max(0, at[0] - r) : at[0] + r + 1] = -1.0
+    return float(scores.max()) >= own - AMBIGUITY_MARGIN
 
 
 def _flat(template: np.ndarray) -> bool:

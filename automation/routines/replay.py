@@ -227,7 +227,8 @@ class RoutineRunner:
         resolved = parameter_values(self.routine, values or {})
         result = ReplayResult(ReplayOutcome.DONE, "", 0)
         try:
-            frame = self.frames.grab(self.monitor)
+            # A routine is often started as a window opens or a page loads: begin on a settled screen.
+            frame = self._settled()
             for step in self.routine.steps:
                 self.cancel.raise_if_cancelled()
                 ended, frame = self._step(step, frame, resolved, result)

@@ -27,7 +27,7 @@ def browser(xvfb: XvfbServer) -> Iterator[MiniWoBBrowser]:
         yield opened
 
 
-@pytest.mark.parametrize("task", ["enter-text", "login-user", "click-dialog"])
+@pytest.mark.parametrize("task", ["focus-text", "enter-text", "login-user", "click-dialog"])
 def test_a_routine_recorded_once_solves_new_episodes_without_the_model(browser, task, tmp_path):
     row = run_task(browser, ScreenCapture(), task, [11, 12], tmp_path, "unperturbed")
     assert row.failures == []

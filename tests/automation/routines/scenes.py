@@ -47,6 +47,14 @@ def screen(
     return frame_from_image(image)
 
 
+def field_screen(left: int, top: int, size: tuple[int, int] = (330, 60)) -> ScreenFrame:
+    """A wide, empty text field (white, a thin grey border) on a light page: its inside is plain."""
+    image = Image.new("RGB", SCREEN, (246, 246, 246))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((left, top, left + size[0], top + size[1]), fill="white", outline=(118, 118, 118), width=2)
+    return frame_from_image(image)
+
+
 def record_session(
     root: Path, task: str, steps: Sequence[tuple[ScreenFrame, dict[str, Any]]], end: ScreenFrame
 ) -> Session:

@@ -7,9 +7,9 @@ import pytest
 
 from holodesk.automation.actions import Point
 from holodesk.automation.routines.compiler import compile_session
-from holodesk.automation.routines.locators import Located, NotLocated, Rung, TargetLocator
+from holodesk.automation.routines.locators import SELF_MATCH_RADIUS, Located, NotLocated, Rung, TargetLocator
 from holodesk.automation.screen import ScreenFrame
-from tests.automation.routines.scenes import Button, click_step, record_session, screen
+from tests.automation.routines.scenes import Button, click_step, field_screen, record_session, screen
 
 OK = Button("OK", 100, 100)
 CANCEL = Button("Cancel", 300, 100)
@@ -102,3 +102,22 @@ def test_a_zoomed_button_with_a_similar_label_is_refused_by_its_edges(ok_target,
         found = TargetLocator(screen([Button(label, 420, 260)], scale=scale)).locate(target, crop, context)
         assert isinstance(found, NotLocated), (label, scale, found)
         assert "not on the screen" in found.detail
+
+
+def test_a_wide_plain_field_moved_elsewhere_is_found_once_not_twice_along_itself(tmp_path):
+    # A crop of the field's middle shows only its top and bottom borders and slides along them: it
+    # matches twice on the very screen it was taken from. The compiler grows it until it holds the
+    # field's ends, so the field is found where it moved, once.
+    recorded = field_screen(100, 100)
+    session = record_session(
+        tmp_path, "focus the field", [(recorded, click_step(265, 130, "the text field"))], recorded
+    )
+    compiled = compile_session(session, "field")
+    target = compiled.routine.steps[0].target
+    crop = np.asarray(compiled.pictures[target.crop])
+    assert crop.shape[1] > 300  # nearly the whole field: it cannot slide along it
+    context = np.asarray(compiled.pictures[target.context])
+    found = TargetLocator(field_screen(300, 380)).locate(target, crop, context)
+    assert isinstance(found, Located), found
+    assert found.rung is Rung.ANYWHERE
+    assert abs(found.point.x - 465) <= SELF_MATCH_RADIUS and found.point.y == 410

@@ -3,13 +3,23 @@
 For each task, the DOM oracle (tests/support/miniwob_oracle.py) solves one episode through the step
 engine, which records it; the session is compiled into a routine; the routine is replayed, without
 the model, on new episodes of the same task (the page picks new texts and, for some tasks, new
-positions) and, with --perturb, on a page zoomed differently. Every step is approved automatically
-(the bench counts the steps that would have been asked). A parameter's value for a new episode is
-read from its instruction, where the recorded value stood in the recorded one.
+positions), and under perturbations of the page added by a style sheet after recording: zoomed
+(110%, 125%), shifted (a banner above and a margin beside the task), another theme (colours
+inverted) and another font. Each perturbation is checked to change the page: the screenshot
+differs and, for zoom and shift, the task area moved on the screen (said in the JSON).
 
-Prints a table and writes JSON: success per task, steps located without the model, time per
-replayed step (locating and acting; settling apart), model calls, and the oracle-driven agent loop
-on the same episodes for comparison. A wrong click is an episode the page scored below zero.
+Each episode is replayed twice: without the model, and with the model fallback through a
+vLLM-like HTTP server on 127.0.0.1 (tests/support/fake_openai_server.py). That server's answers
+come from the DOM oracle (the element's true centre), so the fallback rows measure the plumbing
+(request, mapping, approval, acting), never a model's accuracy. Every step is approved
+automatically (the bench counts the steps that would have been asked); any problem stops the
+replay (never a guess). A parameter's value for a new episode is read from its instruction, where
+the recorded value stood in the recorded one.
+
+Prints a table and writes JSON: success per task and condition, steps located without the model,
+time per replayed step (locating and acting; settling apart), model calls, and the oracle-driven
+agent loop on the same episodes for comparison. A wrong click is an episode the page scored below
+zero.
 
     python -m bench.routines --episodes 5
 """
@@ -17,6 +27,7 @@ on the same episodes for comparison. A wrong click is an episode the page scored
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import statistics
@@ -31,12 +42,29 @@ from typing import Any
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "routines_results.json"
 # Tasks whose solution is the same sequence of targets in every episode (texts may change).
 ROUTINE_TASKS = ("focus-text", "enter-text", "enter-password", "login-user", "click-dialog")
+# Style sheets put on the page after recording; "unperturbed" is the page as recorded.
+PERTURBATIONS: dict[str, str] = {
+    "unperturbed": "",
+    "zoom-110": "#wrap { transform: scale(1.1); transform-origin: 0 0; }",
+    "zoom-125": "#wrap { transform: scale(1.25); transform-origin: 0 0; }",
+    "shifted": "body::before { content: ''; display: block; height: 14px; background: #d0d0d0; }"
+    " #wrap { margin-left: 12px; }",
+    "inverted": "#wrap { filter: invert(1) hue-rotate(180deg); }",
+    "serif-font": "* { font-family: 'DejaVu Serif', serif !important; }",
+}
+MOVES_THE_AREA = frozenset({"zoom-110", "zoom-125", "shifted"})
+STYLE_ID = "holodesk-bench-perturbation"
+AREA_RECT_JS = (
+    "var r = document.querySelector('#area').getBoundingClientRect(); return [r.left, r.top, r.width, r.height];"
+)
 
 
 @dataclass
 class TaskRow:
     task: str
     condition: str
+    fallback: str = "none"  # "none", or "fake server (oracle answers)"
+    perturbation_check: str = ""
     episodes: int = 0
     successes: int = 0
     wrong: int = 0  # the page scored the episode below zero: something was clicked that should not be
@@ -88,19 +116,97 @@ class AutoApprove:
         return False
 
 
-def run_task(browser: Any, capture: Any, task: str, seeds: Sequence[int], work: Path, condition: str) -> TaskRow:
-    """Record on seed 0, replay on `seeds` (each also solved by the agent loop for comparison)."""
+def set_perturbation(browser: Any, css: str) -> None:
+    """Put `css` on the open page (replacing an earlier perturbation); empty removes it."""
+    browser.run_js(
+        "var old = document.getElementById(arguments[0]); if (old) { old.remove(); }"
+        "if (arguments[1]) { var s = document.createElement('style'); s.id = arguments[0];"
+        " s.textContent = arguments[1]; document.head.appendChild(s); }",
+        STYLE_ID,
+        css,
+    )
+
+
+def check_perturbation(browser: Any, capture: Any, name: str, seed: int) -> str:
+    """Start episode `seed` as recorded, then perturbed: how the page changed (ValueError if it did not)."""
+    from holodesk.automation.screen_change import wait_for_settle
+
+    def settled() -> Any:
+        return wait_for_settle(lambda: capture.grab(1), 3.0, 0.05)[0]
+
+    set_perturbation(browser, "")
+    browser.start_episode(seed, 30.0)
+    before, area_before = settled(), browser.run_js(AREA_RECT_JS)
+    set_perturbation(browser, PERTURBATIONS[name])
+    after, area_after = settled(), browser.run_js(AREA_RECT_JS)
+    browser.end_episode()
+    changed = int(
+        (abs(before.pixels[:, :, :3].astype(int) - after.pixels[:, :, :3].astype(int)).max(axis=2) > 24).sum()
+    )
+    if changed == 0:
+        raise ValueError(f"the perturbation {name} did not change the screen")
+    moved = [round(a - b, 1) for a, b in zip(area_after, area_before, strict=True)]
+    if name in MOVES_THE_AREA and not any(moved):
+        raise ValueError(f"the perturbation {name} did not move the task area")
+    return f"{changed} pixels changed; task area (left, top, width, height) moved by {moved} CSS px"
+
+
+def describe_targets(routine: Any, session: Any) -> Any:
+    """The oracle names no element (the model's `element`): give each target the recorded step's
+    thought instead, as a person editing the file would, so the model rung has words to look for."""
+    from dataclasses import replace
+
+    thoughts = [str(s.get("thought") or s.get("note") or "") for s in session.steps if s.get("decision") == "approve"]
+    steps = []
+    for step, thought in zip(routine.steps, thoughts, strict=False):
+        if step.target is not None and not step.target.element and thought:
+            step = replace(step, target=replace(step.target, element=thought))
+        steps.append(step)
+    return replace(routine, steps=tuple(steps))
+
+
+class OracleFedPolicy:
+    """The model's `locate` through the HTTP server, whose answer is queued from the DOM oracle just before.
+
+    The request and its answer take the whole real path (RemoteBackend, the profile's parser, the
+    coordinate mapping); only the answer's content is the oracle's, so this measures the plumbing.
+    """
+
+    def __init__(self, oracle: Any, server: Any, policy: Any) -> None:
+        self.oracle, self.server, self.policy = oracle, server, policy
+
+    def locate(self, frame: Any, instruction: str) -> Any:
+        from tests.support.fake_openai_server import Completion
+
+        image = self.policy.profile.prepare_image(frame)
+        step = json.loads(self.oracle.answer(image.image.width, image.image.height))
+        point = {"x": step["action"]["x"], "y": step["action"]["y"]}
+        self.server.queue(Completion(text=json.dumps(point)))
+        return self.policy.locate(frame, instruction)
+
+
+def run_task(
+    browser: Any,
+    capture: Any,
+    task: str,
+    seeds: Sequence[int],
+    work: Path,
+    perturbations: Sequence[str] = ("unperturbed",),
+    server: Any = None,
+) -> list[TaskRow]:
+    """Record on seed 0, replay on `seeds` under each perturbation, without and (given `server`) with
+    the model fallback; each episode also solved by the agent loop for comparison."""
     from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
     from holodesk.automation.executor import Executor
     from holodesk.automation.routines.compiler import compile_session, save_compiled
-    from holodesk.automation.routines.replay import ReplayOutcome, RoutineRunner
+    from holodesk.automation.routines.grounding import ModelGrounder
     from holodesk.automation.routines.routine_file import load_routine
     from holodesk.automation.trajectory import read_session
     from holodesk.inference.model_policy import ModelPolicy
     from holodesk.inference.profiles import get_profile
+    from holodesk.inference.remote import RemoteBackend, RetryPolicy
     from tests.support.miniwob_oracle import MiniWoBOracle
 
-    row = TaskRow(task, condition)
     oracle = MiniWoBOracle(browser, capture.monitors()[0].rect)
     executor = Executor(capture=capture)
     evaluation = MiniWoBEvaluation(
@@ -114,78 +220,114 @@ def run_task(browser: Any, capture: Any, task: str, seeds: Sequence[int], work: 
     browser.open_task(task)
     recorded = evaluation.run_episode(task, 0)
     if not recorded.success or recorded.trajectory is None:
+        row = TaskRow(task, "unperturbed")
         row.failures.append(f"the oracle did not solve the recorded episode: {recorded.detail}")
-        return row
-    name = f"{task}-{condition}"
-    folder = save_compiled(compile_session(read_session(Path(recorded.trajectory)), name), work / "routines")
-    routine = load_routine(folder)
+        return [row]
+    folder = save_compiled(compile_session(read_session(Path(recorded.trajectory)), task), work / "routines")
+    routine = describe_targets(load_routine(folder), read_session(Path(recorded.trajectory)))
+    grounder = None
+    if server is not None:
+        backend = RemoteBackend(server.base_url, model=None, api_key="", retry=RetryPolicy(max_attempts=1))
+        policy = ModelPolicy(get_profile("holotron"), backend)
+        grounder = ModelGrounder(OracleFedPolicy(oracle, server, policy))
+    fallbacks = [("none", None)] + ([("fake server (oracle answers)", grounder)] if grounder else [])
+    rows: list[TaskRow] = []
+    for name in perturbations:
+        check = "" if name == "unperturbed" else check_perturbation(browser, capture, name, seeds[0])
+        condition_rows = [TaskRow(task, name, fallback, check) for fallback, _ in fallbacks]
+        set_perturbation(browser, PERTURBATIONS[name])
+        for seed in seeds:
+            agent = evaluation.run_episode(task, seed)
+            for row, (_, model) in zip(condition_rows, fallbacks, strict=True):
+                row.agent_successes += agent.success
+                row.agent_seconds.append(agent.seconds)
+                replay_episode(browser, capture, executor, routine, seed, row, model)
+        set_perturbation(browser, "")
+        rows.extend(condition_rows)
+    return rows
+
+
+def replay_episode(
+    browser: Any, capture: Any, executor: Any, routine: Any, seed: int, row: TaskRow, model: Any
+) -> None:
+    from holodesk.automation.routines.replay import ReplayOutcome, RoutineRunner
+
     defaults = {p.name: p.default for p in routine.parameters}
-    for seed in seeds:
-        # The agent loop (the oracle as its model) on the same episode, for comparison.
-        agent = evaluation.run_episode(task, seed)
-        row.agent_successes += agent.success
-        row.agent_seconds.append(agent.seconds)
-        instruction = browser.start_episode(seed, 30.0)
-        approver = AutoApprove()
-        runner = RoutineRunner(routine, executor, capture, approver)
-        started = time.perf_counter()
-        result = runner.run(parameter_values_from(routine.task, defaults, instruction))
-        row.replay_seconds.append(time.perf_counter() - started)
-        state = browser.state()
-        if not state.done:
-            browser.end_episode()
-        row.episodes += 1
-        success = state.done and state.raw_reward > 0 and result.outcome is ReplayOutcome.DONE
-        row.successes += success
-        row.wrong += state.done and state.raw_reward < 0
-        row.asked += approver.asked
-        row.model_calls += result.model_calls
-        for record in result.records:
-            row.steps += 1
-            row.steps_without_model += record.model_calls == 0
-            row.step_ms.append(record.locate_ms + record.act_ms)
-        if not success:
-            row.failures.append(f"seed {seed}: {result.outcome.value}: {result.detail} {approver.problems}")
-    return row
+    instruction = browser.start_episode(seed, 30.0)
+    approver = AutoApprove()
+    runner = RoutineRunner(routine, executor, capture, approver, grounder=model)
+    started = time.perf_counter()
+    result = runner.run(parameter_values_from(routine.task, defaults, instruction))
+    row.replay_seconds.append(time.perf_counter() - started)
+    state = browser.state()
+    if not state.done:
+        browser.end_episode()
+    row.episodes += 1
+    success = state.done and state.raw_reward > 0 and result.outcome is ReplayOutcome.DONE
+    row.successes += success
+    row.wrong += state.done and state.raw_reward < 0
+    row.asked += approver.asked
+    row.model_calls += result.model_calls
+    for record in result.records:
+        row.steps += 1
+        row.steps_without_model += record.model_calls == 0
+        row.step_ms.append(record.locate_ms + record.act_ms)
+    if not success:
+        row.failures.append(f"seed {seed}: {result.outcome.value}: {result.detail} {approver.problems}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.routines", description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=5, help="replayed episodes per task (default 5)")
     parser.add_argument("--tasks", default=",".join(ROUTINE_TASKS))
+    parser.add_argument("--perturbations", default=",".join(PERTURBATIONS), help="of: " + ", ".join(PERTURBATIONS))
+    parser.add_argument("--no-fallback", action="store_true", help="replay without the model only")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
 
     from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
     from holodesk.automation.screen import ScreenCapture
     from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
+    from tests.support.fake_openai_server import FakeOpenAIServer
 
     tasks = [t for t in args.tasks.split(",") if t]
+    perturbations = [p for p in args.perturbations.split(",") if p]
+    unknown = sorted(set(perturbations) - set(PERTURBATIONS))
+    if unknown:
+        parser.error(f"unknown perturbations: {', '.join(unknown)}")
     seeds = list(range(1, args.episodes + 1))
     rows: list[TaskRow] = []
-    with xvfb_display(DisplayLayout(1280, 800)), tempfile.TemporaryDirectory() as work:
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(xvfb_display(DisplayLayout(1280, 800)))
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        server = None if args.no_fallback else stack.enter_context(FakeOpenAIServer())
         capture = ScreenCapture()
-        with MiniWoBBrowser(zoom=3) as browser:
-            for task in tasks:
-                rows.append(run_task(browser, capture, task, seeds, Path(work) / task, "unperturbed"))
-                print(_line(rows[-1]), flush=True)
+        browser = stack.enter_context(MiniWoBBrowser(zoom=3))
+        for task in tasks:
+            for row in run_task(browser, capture, task, seeds, work / task, perturbations, server):
+                rows.append(row)
+                print(_line(row), flush=True)
+        if server is not None and server.problems:
+            print(f"the fake server saw requests vLLM would refuse: {server.problems}")
     print(table(rows))
     for row in rows:
+        if row.perturbation_check and row.fallback == "none":
+            print(f"  {row.task} {row.condition}: {row.perturbation_check}")
         for failure in row.failures:
-            print(f"  {row.task}: {failure}")
+            print(f"  {row.task} {row.condition} fallback {row.fallback}: {failure[:300]}")
     args.output.write_text(json.dumps([asdict(row) for row in rows], indent=1) + "\n")
     print(f"wrote {args.output}")
     return 0
 
 
 def _line(row: TaskRow) -> str:
-    return f"{row.task} ({row.condition}): {row.successes}/{row.episodes}"
+    return f"{row.task} ({row.condition}, fallback {row.fallback}): {row.successes}/{row.episodes}"
 
 
 def table(rows: Sequence[TaskRow]) -> str:
     head = (
-        f"{'task':16} {'condition':12} {'replay ok':>9} {'agent ok':>8} {'wrong':>5} {'no-model steps':>14} "
-        f"{'asked':>5} {'model calls':>11} {'ms/step med':>11} {'replay s':>8} {'agent s':>7}"
+        f"{'task':16} {'condition':12} {'fallback':8} {'replay ok':>9} {'agent ok':>8} {'wrong':>5}"
+        f" {'no-model steps':>14} {'asked':>5} {'model calls':>11} {'ms/step med':>11} {'replay s':>8} {'agent s':>7}"
     )
     lines = [head]
     for r in rows:
@@ -193,7 +335,8 @@ def table(rows: Sequence[TaskRow]) -> str:
         replay = statistics.median(r.replay_seconds) if r.replay_seconds else float("nan")
         agent = statistics.median(r.agent_seconds) if r.agent_seconds else float("nan")
         lines.append(
-            f"{r.task:16} {r.condition:12} {r.successes:>4}/{r.episodes:<4} {r.agent_successes:>3}/{r.episodes:<4}"
+            f"{r.task:16} {r.condition:12} {'fake' if r.fallback != 'none' else 'none':8}"
+            f" {r.successes:>4}/{r.episodes:<4} {r.agent_successes:>3}/{r.episodes:<4}"
             f" {r.wrong:>5} {r.steps_without_model:>7}/{r.steps:<6} {r.asked:>5} {r.model_calls:>11}"
             f" {median:>11.0f} {replay:>8.2f} {agent:>7.2f}"
         )

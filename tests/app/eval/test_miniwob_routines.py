@@ -29,7 +29,7 @@ def browser(xvfb: XvfbServer) -> Iterator[MiniWoBBrowser]:
 
 @pytest.mark.parametrize("task", ["focus-text", "enter-text", "login-user", "click-dialog"])
 def test_a_routine_recorded_once_solves_new_episodes_without_the_model(browser, task, tmp_path):
-    row = run_task(browser, ScreenCapture(), task, [11, 12], tmp_path, "unperturbed")
+    (row,) = run_task(browser, ScreenCapture(), task, [11, 12], tmp_path)
     assert row.failures == []
     assert (row.successes, row.episodes, row.wrong, row.model_calls) == (2, 2, 0, 0)
     assert row.steps_without_model == row.steps >= 2

@@ -46,6 +46,7 @@ from holodesk.app.gui.tray import Indicator, make_indicator
 from holodesk.automation.backends import create_backends
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
 from holodesk.automation.held_input import release_leftover_input
+from holodesk.automation.routines.routine_file import default_routines_root
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, prune_sessions
 from holodesk.automation.x11_focus_guard import FocusGuard
 from holodesk.inference.errors import InferenceError
@@ -385,7 +386,7 @@ class HolodeskApp(QtCore.QObject):
 
     def show_history(self) -> None:
         if self.history is None:
-            self.history = HistoryWindow(self.settings.sessions.folder)
+            self.history = HistoryWindow(self.settings.sessions.folder, default_routines_root())
         else:
             self.history.refresh()
         self.history.show()

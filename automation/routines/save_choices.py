@@ -67,8 +67,8 @@ def apply_choices(
         new_parameters.append(replace(parameter, name=new_name))
     steps = []
     for number, step in enumerate(kept_steps, start=1):
-        parameter = renamed.get(step.text_parameter, "") if step.text_parameter else ""
-        steps.append(replace(step, number=number, text_parameter=parameter))
+        uses = renamed.get(step.text_parameter, "") if step.text_parameter else ""
+        steps.append(replace(step, number=number, text_parameter=uses))
     used = {s.text_parameter for s in steps if s.text_parameter}
     new_parameters = [p for p in new_parameters if p.name in used]
     left_out = list(compiled.left_out)

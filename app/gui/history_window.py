@@ -316,9 +316,9 @@ class HistoryWindow(QtWidgets.QWidget):
 
 
 def routine_name_for(task: str) -> str:
-    """A first name for a routine: the task's first words, as a routine's name may hold them."""
-    words = re.sub(r"[^A-Za-z0-9 _.-]+", " ", task).split()
-    name = " ".join(words)[:40].strip(" .-_")
+    """A first name for a routine: the task's first five words, as a routine's name may hold them."""
+    words = re.sub(r"[^A-Za-z0-9 _-]+", " ", task).split()[:5]
+    name = " ".join(words)[:40].strip(" -_")
     return name if name and name[0].isalnum() else "routine"
 
 

@@ -34,6 +34,7 @@ from holodesk.automation.cancel import CancelToken
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine import ApprovalRequest, Decision
 from holodesk.automation.proposal import Proposal
+from holodesk.automation.routines.locators import Rung
 from holodesk.automation.routines.replay import (
     ProblemChoice,
     ProblemRequest,
@@ -45,7 +46,6 @@ from holodesk.automation.routines.routine_file import RoutineFileError, load_rou
 
 POLL_S = 0.02
 APPROVE_ALL_EXACT_WORDS = "Approve this and every later step found exactly where recorded"
-ASKED_ONE_BY_ONE_WORDS = "This step is asked on its own (not found exactly, or irreversible)"
 
 
 class LinkedCancel(CancelToken):
@@ -70,13 +70,29 @@ class RoutinePanel(ApprovalPanel):
     def present(self, request: ApprovalRequest) -> None:
         super().present(request)
         allowed = self.bulk_allowed.get(request.step, False)
-        self._remember.setText(APPROVE_ALL_EXACT_WORDS if allowed else ASKED_ONE_BY_ONE_WORDS)
+        self._remember.setText(APPROVE_ALL_EXACT_WORDS)
         self._remember.setEnabled(allowed)
+        self._remember.setVisible(allowed)  # otherwise the highlighted line says why it is asked alone
         self._edit.setVisible(False)
+        self._fit_height()
+
+
+def why_asked_in_words(request: StepRequest) -> str:
+    """The panel's highlighted line: why this step is asked on its own; empty for an exact step."""
+    located = request.located
+    if request.step.irreversible:
+        return "Always asked: this step is irreversible (send, save, delete, submit...)"
+    if located is None:
+        return ""
+    if located.rung is Rung.MODEL:
+        return "Asked on its own: the model found the target, its recorded pictures did not"
+    if not located.exact:
+        return "Asked on its own: the target was not where it was recorded"
+    return ""
 
 
 def step_request_for_panel(request: StepRequest, cancel: CancelToken) -> ApprovalRequest:
-    """The routine's step as the panel shows an agent's step: the target's words, where it was found, why asked."""
+    """The routine's step as the panel shows an agent's step: the target's words, how it was found, why asked."""
     located = request.located
     target = request.step.target
     proposal = Proposal(
@@ -85,7 +101,9 @@ def step_request_for_panel(request: StepRequest, cancel: CancelToken) -> Approva
         image_width=request.frame.width,
         image_height=request.frame.height,
         note=f"Routine {request.routine.name!r}, step {request.step.number} of {len(request.routine.steps)}",
-        thought=located.detail if located is not None else "a step without a target",
+        thought=located.detail
+        if located is not None
+        else "a step without a target (keys, or typing where the focus is)",
         element=target.element if target is not None else "",
     )
     return ApprovalRequest(
@@ -95,7 +113,7 @@ def step_request_for_panel(request: StepRequest, cancel: CancelToken) -> Approva
         action=request.action,
         frame=request.frame,
         cancel=cancel,
-        adjustment=f"Asked because: {request.why_asked}",
+        adjustment=why_asked_in_words(request),
     )
 
 
@@ -134,10 +152,18 @@ class GuiRoutineApprover:
 
     def offer_repair(self, request: RepairRequest) -> bool:
         point = request.located.point
+        recorded = request.step.target.point if request.step.target is not None else (point.x, point.y)
+        where = (
+            "where it was recorded"
+            if recorded == (point.x, point.y)
+            else f"at ({point.x}, {point.y}) instead of ({recorded[0]}, {recorded[1]})"
+        )
         text = (
-            f"Step {request.step.number} ({safe_text(request.step.describe())}) was not where its pictures said;"
-            f" {request.located.rung.value} found it at ({point.x}, {point.y}), marked on the screen, and it ran."
-            "\nWrite this into the routine? The previous version is kept in its revisions folder."
+            f"Step {request.step.number} ({safe_text(request.step.describe())}): its recorded pictures no longer"
+            f" match; {request.located.rung.value} found it at ({point.x}, {point.y}), marked on the screen, and"
+            " the step ran as expected.\n\nWrite this into the routine? The step will look for its target"
+            f" {where}, with new pictures taken from this screen. The previous version is kept in the"
+            " routine's revisions folder; Show Details has the change to the file."
         )
         title = f"Repair the routine {request.routine.name!r}?"
         shown = request.step.action.map_points(lambda _: point)
@@ -172,6 +198,9 @@ class GuiRoutineApprover:
             box.setIcon(QtWidgets.QMessageBox.Icon.Question)
             if details:
                 box.setDetailedText(details)
+                for shown in box.findChildren(QtWidgets.QTextEdit):  # the diff: room and a fixed-width font
+                    shown.setMinimumSize(620, 260)
+                    shown.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
             buttons: dict[QtWidgets.QAbstractButton, object] = {}
             for words, value in choices:
                 button = box.addButton(words, QtWidgets.QMessageBox.ButtonRole.ActionRole)

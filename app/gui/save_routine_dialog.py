@@ -56,9 +56,9 @@ class ParameterRow(QtWidgets.QWidget):
             self.use.addItem(words, use.value)
         self.new_name = QtWidgets.QLineEdit(name)
         self.new_name.setObjectName(f"rename_{name}")
-        self.new_name.setEnabled(False)
+        self.new_name.setVisible(False)  # shown only for "Rename to:"
         self.use.currentIndexChanged.connect(
-            lambda _: self.new_name.setEnabled(self.current_use() is ParameterUse.RENAME)
+            lambda _: self.new_name.setVisible(self.current_use() is ParameterUse.RENAME)
         )
         layout.addWidget(label, 1)
         layout.addWidget(self.use)

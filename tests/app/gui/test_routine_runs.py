@@ -17,7 +17,6 @@ from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import Qt, QtWidgets
 from holodesk.app.gui.routine_runs import (
     APPROVE_ALL_EXACT_WORDS,
-    ASKED_ONE_BY_ONE_WORDS,
     GuiRoutineApprover,
     fill_routines_menu,
 )
@@ -117,7 +116,7 @@ def test_one_tick_approves_the_exact_steps_and_the_irreversible_one_is_still_ask
     remember.setChecked(True)
     qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
     panel_asks(qtbot, approver, 3)  # step 2 was exact: not asked again
-    assert not remember.isEnabled() and remember.text() == ASKED_ONE_BY_ONE_WORDS
+    assert not remember.isVisible()  # asked alone: the highlighted line says why
     assert "irreversible" in approver.panel._context.text()
     qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(result.done, timeout=5000)
@@ -132,8 +131,8 @@ def test_a_step_found_by_the_model_is_asked_alone_and_its_repair_shows_the_point
     drawn = DrawnScreen(screen([moved_ok, CANCEL, SEND]))
     result = start(RoutineRunner(routine, performer, drawn, approver, grounder=model))
     panel_asks(qtbot, approver, 1)
-    assert not approver.panel._remember.isEnabled()
-    assert "the model" in approver.panel._context.text()
+    assert not approver.panel._remember.isVisible()
+    assert "the model found the target" in approver.panel._context.text()
     qtbot.mouseClick(approver.panel.named_widgets()["approve"], Qt.MouseButton.LeftButton)
     box = question(qtbot, approver)
     assert "found it at (455, 468)" in box.text()

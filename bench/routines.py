@@ -218,6 +218,14 @@ def run_task(
         trajectory_root=work / "sessions",
     )
     browser.open_task(task)
+    # A freshly opened task shows MiniWoB's START cover until its first episode has been drawn; the
+    # engine's first screenshot could catch it (the oracle still solves from the DOM, but the
+    # routine would hold pictures of the cover). One episode started and settled removes it.
+    from holodesk.automation.screen_change import wait_for_settle
+
+    browser.start_episode(0, 30.0)
+    wait_for_settle(lambda: capture.grab(1), 3.0, 0.05)
+    browser.end_episode()
     recorded = evaluation.run_episode(task, 0)
     if not recorded.success or recorded.trajectory is None:
         row = TaskRow(task, "unperturbed")

@@ -223,7 +223,11 @@ def run_task(
     # routine would hold pictures of the cover). One episode started and settled removes it.
     from holodesk.automation.screen_change import wait_for_settle
 
+    cover = capture.grab(1).pixels.copy()
     browser.start_episode(0, 30.0)
+    deadline = time.monotonic() + 5.0
+    while (capture.grab(1).pixels == cover).all() and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the cover is gone from the screen (bounded)
     wait_for_settle(lambda: capture.grab(1), 3.0, 0.05)
     browser.end_episode()
     recorded = evaluation.run_episode(task, 0)

@@ -119,6 +119,21 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("output", type=Path, help="the JSONL file to write")
     export.add_argument("--sessions", type=Path, help="where trajectories are (default: the user data folder)")
 
+    routine = commands.add_parser("routine", help="save a finished session as a routine, list routines, run one")
+    routine_commands = routine.add_subparsers(dest="routine_command", metavar="ACTION", required=True)
+    routine_save = routine_commands.add_parser("save", help="compile a finished session into a routine")
+    routine_save.add_argument("session", help="a session folder name (or a unique prefix; holodesk history lists them)")
+    routine_save.add_argument("name", help="the routine's name")
+    routine_save.add_argument("--sessions", type=Path, help="where trajectories are (default: the settings file's)")
+    routine_list = routine_commands.add_parser("list", help="list the saved routines")
+    routine_run = routine_commands.add_parser("run", help="replay a routine, approving in this terminal")
+    routine_run.add_argument("name", help="the routine's name")
+    routine_run.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE", help="a parameter's value")
+    routine_run.add_argument("--no-model", action="store_true", help="never ask the model to locate a target")
+    _add_backend_options(routine_run)
+    for sub in (routine_save, routine_list, routine_run):
+        sub.add_argument("--routines", type=Path, help="where routines are (default: the user data folder)")
+
     from holodesk.app.eval.cli import add_commands as add_eval_commands
 
     add_eval_commands(commands, _add_backend_options)
@@ -236,6 +251,23 @@ def _model_command(args: argparse.Namespace) -> int:
     return locate(args.image, args.element, options, sys.stdout, sys.stderr)
 
 
+def _routine_command(args: argparse.Namespace) -> int:
+    from holodesk.app.cli import routine_command
+    from holodesk.automation.routines.routine_file import default_routines_root
+
+    routines = args.routines or default_routines_root()
+    if args.routine_command == "list":
+        return routine_command.list_routines(routines, sys.stdout)
+    if args.routine_command == "save":
+        return routine_command.save(
+            _sessions_root(args.sessions), args.session, args.name, routines, sys.stdin, sys.stdout, sys.stderr
+        )
+    settings = command_settings(args, sys.stderr)
+    if settings is None:
+        return routine_command.EXIT_CONFIG
+    return routine_command.run_with_settings(args.name, args.set, routines, not args.no_model, settings)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
@@ -263,6 +295,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.session:
             return show_session(root, args.session, sys.stdout, as_json=args.json)
         return list_sessions(root, sys.stdout)
+    if args.command == "routine":
+        return _routine_command(args)
     if args.command == "export-corrections":
         from holodesk.app.cli.history_command import export
 

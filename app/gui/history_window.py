@@ -8,6 +8,7 @@ words, the timings, the note and thought, and the screenshot with the target dra
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,11 @@ from holodesk.app.common.session_words import (
 from holodesk.app.gui.approval_panel import STYLE as PANEL_STYLE
 from holodesk.app.gui.overlay_drawing import MARKER
 from holodesk.app.gui.qt import Qt, QtGui, QtWidgets
+from holodesk.app.gui.save_routine_dialog import SaveRoutineDialog
 from holodesk.automation.action_picture import annotate
 from holodesk.automation.actions import action_from_dict
 from holodesk.automation.errors import ActionError
+from holodesk.automation.routines.compiler import CompileError, compile_session
 from holodesk.automation.screen import frame_from_image
 from holodesk.automation.trajectory import Session, iter_session_folders, read_session
 
@@ -109,9 +112,10 @@ def step_item_text(words: StepWords) -> str:
 class HistoryWindow(QtWidgets.QWidget):
     """Sessions on the left, steps in the middle, the selected step on the right."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, routines: Path | None = None) -> None:
         super().__init__()
         self.root = root
+        self.routines = routines  # where "Save as routine" writes; None: no such button
         self.setObjectName("history")
         self.setWindowTitle("Holodesk history")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground)
@@ -149,6 +153,7 @@ class HistoryWindow(QtWidgets.QWidget):
         step_layout.addWidget(self.details)
 
         splitter = QtWidgets.QSplitter(Qt.Orientation.Horizontal)
+        columns = []
         for caption, listing in (("SESSIONS", self.sessions), ("STEPS", self.steps)):
             column = QtWidgets.QWidget()
             column_layout = QtWidgets.QVBoxLayout(column)
@@ -156,6 +161,15 @@ class HistoryWindow(QtWidgets.QWidget):
             column_layout.addWidget(self._label("caption", caption))
             column_layout.addWidget(listing, 1)
             splitter.addWidget(column)
+            columns.append(column_layout)
+        self.save_routine = QtWidgets.QPushButton("Save as routine…")
+        self.save_routine.setObjectName("edit")
+        self.save_routine.setEnabled(False)
+        self.save_routine.setVisible(routines is not None)
+        self.save_routine.clicked.connect(self.open_save_dialog)
+        self.routine_status = self._label("decision", wrap=True)
+        columns[0].addWidget(self.save_routine)
+        columns[0].addWidget(self.routine_status)
         splitter.addWidget(step_box)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 3)
@@ -209,10 +223,25 @@ class HistoryWindow(QtWidgets.QWidget):
         self.steps.clear()
         self._session = read_session(self._folders[row]) if 0 <= row < len(self._folders) else None
         self._show_step(None)
+        self.save_routine.setEnabled(self._session is not None)
         if self._session is None:
             return
         for step in self._session.steps:
             self.steps.addItem(step_item_text(step_words(step)))
+
+    def open_save_dialog(self) -> SaveRoutineDialog | None:
+        """Compile the selected session and open the save dialog (shown, not waited for); None if it cannot."""
+        if self._session is None or self.routines is None:
+            return None
+        try:
+            compiled = compile_session(self._session, routine_name_for(self._session.task))
+        except (CompileError, ValueError) as exc:
+            self.routine_status.setText(f"This session cannot be a routine: {exc}")
+            return None
+        dialog = SaveRoutineDialog(compiled, self.routines, self)
+        dialog.accepted.connect(lambda: self.routine_status.setText(f"Saved the routine in {dialog.saved}"))
+        dialog.open()
+        return dialog
 
     def _step_selected(self, row: int) -> None:
         if self._session is None or not 0 <= row < len(self._session.steps):
@@ -284,6 +313,13 @@ class HistoryWindow(QtWidgets.QWidget):
         super().resizeEvent(event)
         if self._image is not None:
             self._fit_picture()
+
+
+def routine_name_for(task: str) -> str:
+    """A first name for a routine: the task's first five words, as a routine's name may hold them."""
+    words = re.sub(r"[^A-Za-z0-9 _-]+", " ", task).split()[:5]
+    name = " ".join(words)[:40].strip(" -_")
+    return name if name and name[0].isalnum() else "routine"
 
 
 def _dot(colour: str) -> QtGui.QPixmap:

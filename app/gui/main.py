@@ -39,6 +39,7 @@ from holodesk.app.gui.portal_hotkeys import PortalHotkeys, shortcut_requests
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_platform import apply_qt_platform
 from holodesk.app.gui.recent_tasks import RecentTasks, default_path
+from holodesk.app.gui.routine_runs import GuiRoutineApprover, fill_routines_menu, open_in_file_manager
 from holodesk.app.gui.settings_dialog import SettingsDialog
 from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
@@ -48,6 +49,15 @@ from holodesk.automation.backends import create_backends
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.input.x11.focus_guard import FocusGuard
+from holodesk.automation.routines.grounding import ModelGrounder
+from holodesk.automation.routines.replay import (
+    ParameterError,
+    ReplayOutcome,
+    ReplayResult,
+    RoutineEvent,
+    RoutineRunner,
+)
+from holodesk.automation.routines.routine_file import RoutineFileError, default_routines_root, load_routine
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, prune_sessions
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
@@ -80,6 +90,8 @@ class EngineBridge(QtCore.QObject):
     load_progress = Signal(float, str)
     no_gpu = Signal()  # the local backend failed on a computer without a usable GPU
     backend_notice = Signal(str)  # the Wayland portal's consent explanations
+    routine_event = Signal(object)  # RoutineEvent
+    routine_finished = Signal(object)  # ReplayResult
 
 
 class HolodeskApp(QtCore.QObject):
@@ -129,6 +141,9 @@ class HolodeskApp(QtCore.QObject):
         # Model settings saved while a task runs: the running task keeps its model; the new one loads after.
         self.reload_after_run = False
         self.history: HistoryWindow | None = None
+        self.routines_root = default_routines_root()
+        self.routine_approver = GuiRoutineApprover(self.overlay)
+        self.routine_runner: RoutineRunner | None = None
         self.settings_dialog: SettingsDialog | None = None
         self.server = server
 
@@ -139,6 +154,13 @@ class HolodeskApp(QtCore.QObject):
         self.indicator.show_history.connect(self.show_history)
         self.indicator.show_settings.connect(self.show_settings)
         self.indicator.quit.connect(self.quit)
+        self.indicator.routines_menu.aboutToShow.connect(
+            lambda: fill_routines_menu(
+                self.indicator.routines_menu, self.routines_root, self.run_routine, open_in_file_manager
+            )
+        )
+        self.bridge.routine_event.connect(self._on_routine_event)
+        self.bridge.routine_finished.connect(self._on_routine_finished)
         self.prompt.submitted.connect(self.start_task)
         # Enter typed into the prompt is the prompt's, even while a step waits for its approval.
         self.prompt.shown_changed.connect(self.approver.set_keys_suspended)
@@ -376,6 +398,72 @@ class HolodeskApp(QtCore.QObject):
     def stop(self) -> None:
         if self.engine is not None:
             self.engine.stop()
+        if self.routine_runner is not None:
+            self.routine_runner.stop()
+
+    # -- routines ---------------------------------------------------------------------------------
+
+    def run_routine(self, name: str) -> None:
+        """Replay a saved routine with the agent's overlay and panel; its parameters asked first."""
+        if self.engine is not None or self.routine_runner is not None:
+            self._notify("Something is running", f"The routine {name!r} was not started: stop the running one first.")
+            return
+        try:
+            routine = load_routine(self.routines_root / name)
+        except (FileNotFoundError, RoutineFileError) as exc:
+            self._notify("Routine not started", str(exc))
+            return
+        values: dict[str, str] = {}
+        for parameter in routine.parameters:
+            value, ok = QtWidgets.QInputDialog.getText(
+                None,
+                f"Routine {routine.name}",
+                f"{parameter.name} ({parameter.description}):",
+                text=parameter.default,
+            )
+            if not ok:
+                self._notify("Routine not started", f"{routine.name!r}: no value was given for {parameter.name}.")
+                return
+            values[parameter.name] = value
+        grounder = ModelGrounder(self.policy) if self.policy is not None else None
+        runner = RoutineRunner(
+            routine,
+            self.performer,
+            self.frames,
+            self.routine_approver,
+            grounder=grounder,
+            monitor=self.settings.run.capture_monitor,
+            listener=self.bridge.routine_event.emit,
+        )
+        self.routine_runner = runner
+        self.indicator.set_running(True)
+
+        def target() -> None:
+            try:
+                result = runner.run(values)
+            except ParameterError as exc:
+                result = ReplayResult(ReplayOutcome.FAILED, str(exc), 0)
+            except BaseException as exc:
+                log.exception("the routine thread died")
+                result = ReplayResult(ReplayOutcome.FAILED, f"internal error: {type(exc).__name__}: {exc}", 0)
+            self.bridge.routine_finished.emit(result)
+
+        threading.Thread(target=target, name="holodesk-routine", daemon=True).start()
+
+    def _on_routine_event(self, event: RoutineEvent) -> None:
+        self._show(StatusLine(AppState.ACTING, f"routine step {event.step}: {event.kind.value} {event.detail}"[:120]))
+
+    def _on_routine_finished(self, result: ReplayResult) -> None:
+        self.routine_runner = None
+        self.indicator.set_running(False)
+        self._show(StatusLine(AppState.IDLE, f"routine {result.outcome.value}"))
+        calls = f"; the model was asked {result.model_calls} times" if result.model_calls else ""
+        repaired = (
+            f"; repaired (the previous version is in {result.repairs_written[-1]})" if result.repairs_written else ""
+        )
+        self._notify(f"Routine {result.outcome.value}", f"{result.detail}{calls}{repaired}")
+        if result.outcome is ReplayOutcome.HANDED_OVER:
+            self.start_task(result.handover_task)
 
     def toggle_pause(self) -> None:
         if self.engine is None:
@@ -392,7 +480,7 @@ class HolodeskApp(QtCore.QObject):
 
     def show_history(self) -> None:
         if self.history is None:
-            self.history = HistoryWindow(self.settings.sessions.folder)
+            self.history = HistoryWindow(self.settings.sessions.folder, default_routines_root())
         else:
             self.history.refresh()
         self.history.show()

@@ -43,6 +43,7 @@ class Indicator(QtCore.QObject):
     # Set by `_build_menu` when an indicator builds its menu.
     menu: QtWidgets.QMenu
     menu_actions: dict[str, QtGui.QAction]
+    routines_menu: QtWidgets.QMenu  # filled by the app each time it opens (app/gui/routine_runs.py)
 
     def set_running(self, running: bool) -> None:
         """Stop and Pause make sense only while a task runs."""
@@ -68,6 +69,8 @@ def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -
         "stop": menu.addAction("Stop", indicator.stop.emit),
         "pause": menu.addAction("Pause", indicator.pause_toggled.emit),
     }
+    indicator.routines_menu = menu.addMenu("Routines")
+    indicator.routines_menu.setToolTipsVisible(True)
     menu.addSeparator()
     actions["history"] = menu.addAction("History", indicator.show_history.emit)
     actions["settings"] = menu.addAction("Settings", indicator.show_settings.emit)

@@ -1,5 +1,9 @@
 """HolodeskApp, the tray application's owner of windows and runs, driven as the tray menu drives it.
 
+Routines too: the Routines menu starts a replay on the real screen (a drawn picture as the Xvfb's
+root background, recorded from real grabs), the panel asks, the run ends in a notification, and
+"continue with the agent" starts the agent on what is left.
+
 A real scripted policy and a real engine on the module's Xvfb; the approval panel is answered in
 code, as a click on it would. Qt runs offscreen (the session's QApplication), whose one screen is
 800x800 at the origin, so the Xvfb here has that size too: capture, overlay and executor then agree
@@ -16,12 +20,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from PIL import Image, ImageDraw
 
+from bench.screens import show_on_root
 from holodesk.app.common.settings import LoadedSettings, ModelSettings, SessionSettings, Settings
 from holodesk.app.gui.main import HolodeskApp
-from holodesk.app.gui.qt import QtGui
+from holodesk.app.gui.qt import QtGui, QtWidgets
 from holodesk.automation.engine import EngineState
+from holodesk.automation.routines.compiler import compile_session, save_compiled
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.trajectory import iter_session_folders, read_session
 from holodesk.automation.virtual_display import DisplayLayout
+from tests.automation.routines.scenes import click_step, record_session
 
 
 def scripted_settings(tmp_path: Path, profile: str, *answers: str) -> Settings:
@@ -121,3 +131,71 @@ def test_a_monitor_the_display_lacks_is_said_before_the_task_starts(qtbot, holod
     assert title == "Task not started" and "monitor 7" in text and "this display has 1" in text
     assert app.engine is None
     assert not (tmp_path / "sessions").exists() or not list((tmp_path / "sessions").iterdir())
+
+
+# -- routines: the Routines menu, the panel, the hand-over to the agent --------------------------
+
+ROUTINE_TASK = "press the green button"
+
+
+def show_buttons(*labels: str) -> None:
+    picture = Image.new("RGB", (800, 800), (236, 236, 236))
+    draw = ImageDraw.Draw(picture)
+    for index, label in enumerate(labels):
+        left = 120 + 200 * index
+        draw.rectangle((left, 300, left + 140, 340), fill=(40, 160, 90), outline=(10, 60, 30), width=2)
+        draw.text((left + 70, 320), label, fill="white", anchor="mm")
+    show_on_root(picture)
+
+
+def save_routine(app: HolodeskApp, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    show_buttons("Go", "Cancel")
+    capture = ScreenCapture()
+    try:
+        frame = capture.grab(1)
+    finally:
+        capture.close()
+    session = record_session(
+        tmp_path / "recorded", ROUTINE_TASK, [(frame, click_step(190, 320, "the Go button"))], frame
+    )
+    app.routines_root = tmp_path / "routines"
+    save_compiled(compile_session(session, "go"), app.routines_root)
+
+
+def run_from_menu(app: HolodeskApp) -> None:
+    menu = app.indicator.routines_menu
+    menu.aboutToShow.emit()
+    (routine,) = [a for a in menu.actions() if a.text() == "go"]
+    run = routine.menu().actions()[0]
+    assert run.text() == "Run (1 steps)"
+    run.trigger()
+
+
+def test_a_routine_runs_from_the_menu_with_the_panel_and_ends_in_a_notification(qtbot, holodesk_app, tmp_path):
+    app = holodesk_app
+    save_routine(app, tmp_path)
+    run_from_menu(app)
+    panel = app.routine_approver.panel
+    qtbot.waitUntil(panel.isVisible, timeout=10_000)
+    assert app.routine_runner is not None and app.overlay.showing
+    panel.named_widgets()["approve"].click()
+    qtbot.waitUntil(lambda: app.routine_runner is None, timeout=10_000)
+    title, text = app.indicator.last_notification
+    assert title == "Routine done" and "all 1 steps of 'go' done" in text
+
+
+def test_continue_with_the_agent_starts_the_agent_on_what_is_left(qtbot, holodesk_app, tmp_path):
+    app = holodesk_app
+    save_routine(app, tmp_path)
+    show_buttons("Cancel")  # the Go button is gone
+    run_from_menu(app)
+    qtbot.waitUntil(lambda: app.routine_approver.window is not None, timeout=10_000)
+    box = app.routine_approver.window
+    assert isinstance(box, QtWidgets.QMessageBox) and "the Go button was not found" in box.text()
+    (agent,) = [b for b in box.buttons() if b.text() == "Continue with the agent"]
+    agent.click()
+    qtbot.waitUntil(lambda: app.engine is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: any(iter_session_folders(app.settings.sessions.folder)), timeout=10_000)
+    (folder,) = iter_session_folders(app.settings.sessions.folder)
+    task = read_session(folder).task
+    assert task.startswith(ROUTINE_TASK) and "Still to do (the routine could not): click the Go button" in task

@@ -1,0 +1,290 @@
+"""`holodesk routine save | list | run`: routines from the terminal.
+
+save SESSION NAME  compiles a finished session (a folder name or unique prefix) into a routine,
+                   says which steps were left out and why, and asks to confirm each proposed
+                   parameter (Enter keeps it, a new name renames it, n makes the text literal).
+list               every routine: name, steps, parameters, task (a broken one says what is wrong).
+run NAME           replays it (--set PARAM=VALUE for parameters); the model locates what the
+                   pictures cannot find unless --no-model. "Continue with the agent" runs the
+                   rest of the task through `holodesk run`'s loop in the same terminal.
+
+Exit codes as `holodesk run`: 0 done, 1 failed, 2 bad arguments, 3 stopped.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from holodesk.app.cli.routine_approver import TerminalRoutineApprover, routine_event_printer
+from holodesk.automation.actions import Point
+from holodesk.automation.display_text import safe_text
+from holodesk.automation.routines.compiler import CompiledRoutine, CompileError, compile_session, save_compiled
+from holodesk.automation.routines.locators import Grounder
+from holodesk.automation.routines.replay import (
+    FrameSource,
+    ParameterError,
+    Performer,
+    ReplayOutcome,
+    ReplayResult,
+    RoutineRunner,
+    parameter_values,
+)
+from holodesk.automation.routines.routine_file import (
+    PARAMETER_PATTERN,
+    Parameter,
+    Routine,
+    RoutineFileError,
+    load_routine,
+    routine_folders,
+)
+from holodesk.automation.screen import ScreenFrame
+from holodesk.automation.trajectory import iter_session_folders, read_session
+
+if TYPE_CHECKING:
+    from holodesk.app.common.settings import Settings
+
+EXIT_DONE, EXIT_FAILED, EXIT_CONFIG, EXIT_STOPPED = 0, 1, 2, 3
+REPLAY_EXIT = {
+    ReplayOutcome.DONE: EXIT_DONE,
+    ReplayOutcome.FAILED: EXIT_FAILED,
+    ReplayOutcome.STOPPED: EXIT_STOPPED,
+}
+
+
+def find_session(root: Path, name: str) -> Path | str:
+    """The session folder `name` names (a path, a folder name or a unique prefix), or why not."""
+    if Path(name).is_dir() and (Path(name) / "session.jsonl").is_file():
+        return Path(name)
+    matches = [f for f in iter_session_folders(root) if f.name.startswith(name)]
+    if not matches:
+        return f"no session matches {name!r} under {root} (holodesk history lists them)"
+    if len(matches) > 1 and not any(m.name == name for m in matches):
+        return f"{len(matches)} sessions start with {name!r}; give more of the name"
+    return next((m for m in matches if m.name == name), matches[0])
+
+
+def save(sessions: Path, session_name: str, name: str, routines: Path, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    folder = find_session(sessions, session_name)
+    if isinstance(folder, str):
+        err.write(f"error: {folder}\n")
+        return EXIT_CONFIG
+    session = read_session(folder)
+    try:
+        compiled = compile_session(session, name)
+    except (CompileError, ValueError) as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    for line in compiled.left_out:
+        out.write(f"left out: {safe_text(line)}\n")
+    if session.outcome != "done":
+        out.write(f"note: the session ended {session.outcome!r}, not done; only the steps that ran are kept\n")
+    compiled = confirm_parameters(compiled, stdin, out)
+    try:
+        saved = save_compiled(compiled, routines)
+    except FileExistsError as exc:
+        err.write(f"error: {exc}; choose another name\n")
+        return EXIT_CONFIG
+    except OSError as exc:
+        err.write(f"error: cannot write the routine under {routines}: {exc.strerror or exc}\n")
+        return EXIT_CONFIG
+    routine = compiled.routine
+    out.write(f"saved the routine {routine.name!r}: {len(routine.steps)} steps, in {saved / 'routine.toml'}\n")
+    for step in routine.steps:
+        flag = "  (always asked: irreversible)" if step.irreversible else ""
+        out.write(f"  {step.number}. {safe_text(step.describe())}{flag}\n")
+    return EXIT_DONE
+
+
+def confirm_parameters(compiled: CompiledRoutine, stdin: TextIO, out: TextIO) -> CompiledRoutine:
+    """Ask about each proposed parameter: Enter keeps it, a name renames it, n types the text literally."""
+    routine = compiled.routine
+    kept: list[Parameter] = []
+    steps = list(routine.steps)
+    for parameter in routine.parameters:
+        out.write(
+            f"parameter {parameter.name} = {safe_text(parameter.default)!r} ({safe_text(parameter.description)}); "
+            "Enter keeps it, a new name renames it, n types the text as recorded > "
+        )
+        out.flush()
+        answer = stdin.readline().strip()
+        if answer.lower() in ("n", "no"):
+            steps = [replace(s, text_parameter="") if s.text_parameter == parameter.name else s for s in steps]
+            continue
+        new_name = parameter.name
+        if answer and PARAMETER_PATTERN.match(answer) and answer not in {p.name for p in kept}:
+            new_name = answer
+        elif answer:
+            out.write(f"  {answer!r} is not a usable name (lower-case letters, digits, _); kept {parameter.name}\n")
+        steps = [replace(s, text_parameter=new_name) if s.text_parameter == parameter.name else s for s in steps]
+        kept.append(replace(parameter, name=new_name))
+    compiled.routine = replace(routine, parameters=tuple(kept), steps=tuple(steps))
+    return compiled
+
+
+def list_routines(routines: Path, out: TextIO) -> int:
+    folders = routine_folders(routines)
+    if not folders:
+        out.write(f"no routines under {routines} (holodesk routine save SESSION NAME makes one)\n")
+        return EXIT_DONE
+    rows = [("NAME", "STEPS", "PARAMETERS", "TASK")]
+    for folder in folders:
+        try:
+            routine = load_routine(folder)
+        except RoutineFileError as exc:
+            rows.append((folder.name, "-", "-", f"cannot be read: {exc.problems[0]}"))
+            continue
+        params = ", ".join(p.name for p in routine.parameters) or "-"
+        task = safe_text(routine.task)
+        rows.append((routine.name, str(len(routine.steps)), params, task[:60] + ("…" if len(task) > 60 else "")))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        out.write("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3] + "\n")
+    return EXIT_DONE
+
+
+def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
+    """--set NAME=VALUE pairs; ParameterError for one without '='."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals or not name:
+            raise ParameterError(f"--set takes NAME=VALUE, got {pair!r}")
+        values[name.strip()] = value
+    return values
+
+
+def open_routine(routines: Path, name: str, err: TextIO) -> Routine | None:
+    folder = routines / name
+    try:
+        return load_routine(folder)
+    except FileNotFoundError:
+        err.write(f"error: there is no routine {name!r} under {routines} (holodesk routine list shows them)\n")
+    except RoutineFileError as exc:
+        err.write(f"error: {exc}\n")
+    return None
+
+
+def run(
+    routine: Routine,
+    sets: Sequence[str],
+    *,
+    performer: Performer,
+    frames: FrameSource,
+    grounder: Grounder | None,
+    monitor: int | None,
+    hand_over: Callable[[str], int],
+    stdin: TextIO,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Replay `routine`; `hand_over(task)` runs the agent on what is left and gives its exit code."""
+    try:
+        values = parameter_values(routine, parse_sets(sets))
+    except ParameterError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    pictures = Path(tempfile.mkdtemp(prefix="holodesk-routine-"))
+    try:
+        approver = TerminalRoutineApprover(pictures, stdin=stdin, stdout=out)
+        out.write(f"routine {routine.name!r}: {len(routine.steps)} steps (Ctrl+C stops)\n")
+        for name, value in values.items():
+            out.write(f"  {name} = {safe_text(value)!r}\n")
+        runner = RoutineRunner(
+            routine,
+            performer,
+            frames,
+            approver,
+            grounder=grounder,
+            monitor=monitor,
+            listener=routine_event_printer(out),
+        )
+        result = runner.run(values)
+    finally:
+        shutil.rmtree(pictures, ignore_errors=True)
+    report(result, out)
+    if result.outcome is ReplayOutcome.HANDED_OVER:
+        out.write("continuing with the agent:\n")
+        return hand_over(result.handover_task)
+    return REPLAY_EXIT[result.outcome]
+
+
+def report(result: ReplayResult, out: TextIO) -> None:
+    out.write(f"\n{result.outcome.value}: {safe_text(result.detail)}\n")
+    out.write(f"steps done: {result.steps_done}, model calls: {result.model_calls}\n")
+    for previous in result.repairs_written:
+        out.write(f"repaired; the previous version is kept in {previous}\n")
+
+
+class LazyGrounder:
+    """The model, loaded on the first target the pictures cannot find (a replay usually needs none)."""
+
+    def __init__(self, build: Callable[[], Grounder | None], err: TextIO) -> None:
+        self._build = build
+        self._grounder: Grounder | None = None
+        self._failed = ""
+        self.err = err
+
+    def locate(self, frame: ScreenFrame, description: str) -> Point:
+        if self._grounder is None and not self._failed:
+            self.err.write("the pictures did not find a target: loading the model to locate it...\n")
+            grounder = self._build()
+            if grounder is None:
+                self._failed = "the model could not be loaded (said above)"
+            self._grounder = grounder
+        if self._grounder is None:
+            raise RuntimeError(self._failed)
+        return self._grounder.locate(frame, description)
+
+
+def run_with_settings(args_name: str, sets: Sequence[str], routines: Path, use_model: bool, settings: Settings) -> int:
+    """`holodesk routine run`: the desktop backends, the model (lazily) and the agent for a hand-over."""
+    from holodesk.app.cli.run_command import _policy_or_exit_code, run_task
+    from holodesk.automation.backends import create_backends
+    from holodesk.automation.errors import AutomationError
+    from holodesk.automation.routines.grounding import ModelGrounder
+
+    err, out = sys.stderr, sys.stdout
+    routine = open_routine(routines, args_name, err)
+    if routine is None:
+        return EXIT_CONFIG
+    options = settings.to_policy_options()
+    monitor = settings.run.capture_monitor
+
+    def build_grounder() -> Grounder | None:
+        policy = _policy_or_exit_code(options, err)
+        return None if isinstance(policy, int) else ModelGrounder(policy)
+
+    backends = create_backends(lambda text: print(text, file=err))
+    try:
+        backends.capture.grab(monitor)
+    except AutomationError as exc:
+        backends.close()
+        err.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+
+    def hand_over(task: str) -> int:
+        return run_task(
+            task, options, max_steps=settings.run.max_steps, monitor=monitor, sessions=settings.sessions.folder
+        )
+
+    try:
+        return run(
+            routine,
+            sets,
+            performer=backends.performer,
+            frames=backends.capture,
+            grounder=LazyGrounder(build_grounder, err) if use_model else None,
+            monitor=monitor,
+            hand_over=hand_over,
+            stdin=sys.stdin,
+            out=out,
+            err=err,
+        )
+    finally:
+        backends.close()  # spare keycodes bound for the routine's text are given back

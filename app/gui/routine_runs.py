@@ -1,0 +1,259 @@
+"""A routine replayed in the tray app: the agent's overlay and approval panel, and the Routines menu.
+
+`GuiRoutineApprover` is the runner's `RoutineApprover` on the GUI. A step is asked through a
+`GuiApprover` of its own (the same overlay, a `RoutinePanel`): the marker shows where the step's
+target was found, the panel says how it was found and why it is asked. On a step located exactly
+the panel's tick reads "approve this and every later step found exactly" (the runner's
+APPROVE_ALL_EXACT); on a step found by a weaker locator or by the model, and on an irreversible one,
+the tick is off and disabled, since those are always asked one by one. Editing is not offered
+(a routine step runs as recorded or not at all). Every request carries its own cancel token
+(linked to the run's), so the GuiApprover never approves a later step by itself.
+
+A problem (target not found, effect missing) and a repair are asked in a small window on the GUI
+thread; while a repair waits, the overlay shows where the model located the target, and the window
+shows the routine's change as a diff. Every wait ends when the run is stopped.
+
+`fill_routines_menu` lists the saved routines in the tray's Routines submenu: run one, or open its
+folder.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from holodesk.app.gui.approval_panel import ApprovalPanel
+from holodesk.app.gui.gui_approver import GuiApprover
+from holodesk.app.gui.gui_thread import GuiThreadCaller
+from holodesk.app.gui.overlay import OverlayController
+from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
+from holodesk.automation.actions import Action
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.display_text import safe_text
+from holodesk.automation.engine import ApprovalRequest, Decision
+from holodesk.automation.proposal import Proposal
+from holodesk.automation.routines.locators import Rung
+from holodesk.automation.routines.replay import (
+    ProblemChoice,
+    ProblemRequest,
+    RepairRequest,
+    StepRequest,
+    Verdict,
+)
+from holodesk.automation.routines.routine_file import RoutineFileError, load_routine, routine_folders
+
+POLL_S = 0.02
+APPROVE_ALL_EXACT_WORDS = "Approve this and every later step found exactly where recorded"
+
+
+class LinkedCancel(CancelToken):
+    """A token for one request: cancelled when the run's token is, or by itself."""
+
+    def __init__(self, run: CancelToken) -> None:
+        super().__init__()
+        self.run = run
+
+    @property
+    def cancelled(self) -> bool:
+        return self.run.cancelled or super().cancelled
+
+
+class RoutinePanel(ApprovalPanel):
+    """The approval panel, worded for a routine's step: its tick approves the exact steps that follow."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.bulk_allowed: dict[int, bool] = {}  # step -> whether "approve all exact" may be offered
+
+    def present(self, request: ApprovalRequest) -> None:
+        super().present(request)
+        allowed = self.bulk_allowed.get(request.step, False)
+        self._remember.setText(APPROVE_ALL_EXACT_WORDS)
+        self._remember.setEnabled(allowed)
+        self._remember.setVisible(allowed)  # otherwise the highlighted line says why it is asked alone
+        self._edit.setVisible(False)
+        self._fit_height()
+
+
+def why_asked_in_words(request: StepRequest) -> str:
+    """The panel's highlighted line: why this step is asked on its own; empty for an exact step."""
+    located = request.located
+    if request.step.irreversible:
+        return "Always asked: this step is irreversible (send, save, delete, submit...)"
+    if located is None:
+        return ""
+    if located.rung is Rung.MODEL:
+        return "Asked on its own: the model found the target, its recorded pictures did not"
+    if not located.exact:
+        return "Asked on its own: the target was not where it was recorded"
+    return ""
+
+
+def step_request_for_panel(request: StepRequest, cancel: CancelToken) -> ApprovalRequest:
+    """The routine's step as the panel shows an agent's step: the target's words, how it was found, why asked."""
+    located = request.located
+    target = request.step.target
+    proposal = Proposal(
+        action=request.action,
+        raw_text="",
+        image_width=request.frame.width,
+        image_height=request.frame.height,
+        note=f"Routine {request.routine.name!r}, step {request.step.number} of {len(request.routine.steps)}",
+        thought=located.detail
+        if located is not None
+        else "a step without a target (keys, or typing where the focus is)",
+        element=target.element if target is not None else "",
+    )
+    return ApprovalRequest(
+        step=request.step.number,
+        task=request.routine.task,
+        proposal=proposal,
+        action=request.action,
+        frame=request.frame,
+        cancel=cancel,
+        adjustment=why_asked_in_words(request),
+    )
+
+
+class GuiRoutineApprover:
+    """The runner's approver on the GUI; call its methods from the runner's thread."""
+
+    def __init__(self, overlay: OverlayController, panel: RoutinePanel | None = None) -> None:
+        self.overlay = overlay
+        self.panel = panel or RoutinePanel()
+        self.steps = GuiApprover(overlay, self.panel)
+        self._gui = GuiThreadCaller()
+        self.window: QtWidgets.QMessageBox | None = None  # the problem or repair question shown now
+
+    def decide(self, request: StepRequest) -> Verdict:
+        bulk = request.located is not None and request.located.exact and not request.step.irreversible
+        self.panel.bulk_allowed[request.step.number] = bulk
+        token = LinkedCancel(request.cancel)
+        decision = self.steps.decide(step_request_for_panel(request, token))
+        if decision.decision is Decision.APPROVE:
+            ticked = request.action.kind in self.steps.task_auto_approve_kinds
+            return Verdict.APPROVE_ALL_EXACT if ticked and bulk else Verdict.APPROVE
+        if decision.decision is Decision.SKIP:
+            return Verdict.SKIP
+        return Verdict.STOP  # stop, or an edit (not offered: a routine's step runs as recorded or not)
+
+    def problem(self, request: ProblemRequest) -> ProblemChoice:
+        choices: list[tuple[str, object]] = [
+            ("Retry the check" if request.effect_missing else "Look again", ProblemChoice.RETRY)
+        ]
+        if request.effect_missing:
+            choices.append(("Go on", ProblemChoice.CONTINUE))
+        choices += [("Continue with the agent", ProblemChoice.HAND_OVER), ("Stop", ProblemChoice.STOP)]
+        title = f"Routine {request.routine.name!r}: step {request.step.number} needs you"
+        answer = self._ask(title, safe_text(request.problem), "", choices, request.cancel, None)
+        return answer if isinstance(answer, ProblemChoice) else ProblemChoice.STOP
+
+    def offer_repair(self, request: RepairRequest) -> bool:
+        point = request.located.point
+        recorded = request.step.target.point if request.step.target is not None else (point.x, point.y)
+        where = (
+            "where it was recorded"
+            if recorded == (point.x, point.y)
+            else f"at ({point.x}, {point.y}) instead of ({recorded[0]}, {recorded[1]})"
+        )
+        text = (
+            f"Step {request.step.number} ({safe_text(request.step.describe())}): its recorded pictures no longer"
+            f" match; {request.located.rung.value} found it at ({point.x}, {point.y}), marked on the screen, and"
+            " the step ran as expected.\n\nWrite this into the routine? The step will look for its target"
+            f" {where}, with new pictures taken from this screen. The previous version is kept in the"
+            " routine's revisions folder; Show Details has the change to the file."
+        )
+        title = f"Repair the routine {request.routine.name!r}?"
+        shown = request.step.action.map_points(lambda _: point)
+        answer = self._ask(
+            title,
+            text,
+            request.repair.diff,
+            [("Write the repair", True), ("Keep the routine as it is", False)],
+            None,
+            (request.step.number, shown),
+        )
+        return answer is True
+
+    def _ask(
+        self,
+        title: str,
+        text: str,
+        details: str,
+        choices: list[tuple[str, object]],
+        cancel: CancelToken | None,
+        marker: tuple[int, Action] | None,
+    ) -> object:
+        """A question window on the GUI thread; blocks this thread until answered (None when stopped)."""
+        done = threading.Event()
+        answer: list[object] = []
+
+        def show() -> None:
+            box = QtWidgets.QMessageBox()
+            box.setObjectName("routineQuestion")
+            box.setWindowTitle(title)
+            box.setText(text)
+            box.setIcon(QtWidgets.QMessageBox.Icon.Question)
+            if details:
+                box.setDetailedText(details)
+                for shown in box.findChildren(QtWidgets.QTextEdit):  # the diff: room and a fixed-width font
+                    shown.setMinimumSize(620, 260)
+                    shown.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
+            buttons: dict[QtWidgets.QAbstractButton, object] = {}
+            for words, value in choices:
+                button = box.addButton(words, QtWidgets.QMessageBox.ButtonRole.ActionRole)
+                buttons[button] = value
+            box.setWindowFlag(QtCore.Qt.WindowType.WindowStaysOnTopHint)
+            if marker is not None:
+                self.overlay.show_proposal(marker[0], marker[1], editable=False)
+
+            def finished() -> None:
+                answer.append(buttons.get(box.clickedButton()))
+                self.overlay.clear()
+                self.window = None
+                QtGui.QGuiApplication.sync()
+                done.set()
+
+            box.finished.connect(lambda _: finished())
+            self.window = box
+            box.open()
+
+        self._gui.post(show)
+        while not done.wait(POLL_S):
+            if cancel is not None and cancel.cancelled:
+                self._gui.post(lambda: self.window.reject() if self.window is not None else None)
+                done.wait(1.0)
+                return None
+        return answer[0] if answer else None
+
+
+def fill_routines_menu(
+    menu: QtWidgets.QMenu, root: Path, run: Callable[[str], None], open_folder: Callable[[Path], None]
+) -> None:
+    """The saved routines under `root`, each with Run and Open its folder (a broken one says why)."""
+    menu.clear()
+    folders = routine_folders(root)
+    if not folders:
+        empty = menu.addAction("No routines yet: History, then Save as routine")
+        empty.setEnabled(False)
+        return
+    for folder in folders:
+        try:
+            routine = load_routine(folder)
+        except RoutineFileError as exc:
+            broken = menu.addMenu(f"⚠ {folder.name}")
+            broken.setToolTipsVisible(True)
+            why = broken.addAction(f"Cannot be read: {safe_text(exc.problems[0])}")
+            why.setEnabled(False)
+            broken.addAction("Open its folder", functools.partial(open_folder, folder))
+            continue
+        sub = menu.addMenu(routine.name)
+        sub.setToolTip(safe_text(routine.task))
+        sub.addAction(f"Run ({len(routine.steps)} steps)", functools.partial(run, routine.name))
+        sub.addAction("Open its folder", functools.partial(open_folder, folder))
+
+
+def open_in_file_manager(folder: Path) -> None:
+    QtGui.QDesktopServices.openUrl(QtCore.QUrl.fromLocalFile(str(folder)))

@@ -1,0 +1,150 @@
+"""`python -m bench.routine_screenshots OUT`: screenshots of routines in the tray app, for a person to look at.
+
+On a private Xvfb with a window manager (openbox), a routine is recorded on the logging target
+window (click OK, type into the field), then three screens are saved as PNG under OUT:
+
+    save-dialog.png      History with the "Save as routine" dialog open on the recorded session
+    routine-running.png  the routine replaying: the overlay's marker on the OK button, the panel asking
+    repair-waiting.png   the OK button's pictures no longer match (replaced by noise), the model (a
+                         stand-in pointing at the button) found it, the step ran, and the repair waits
+                         for approval with the model's point marked
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+
+def _pump(until: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    from holodesk.app.gui.qt import QtWidgets
+
+    deadline = time.monotonic() + timeout_s
+    while not until():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the screen did not show what was expected in time")
+        QtWidgets.QApplication.processEvents()
+        time.sleep(0.02)
+
+
+def _settle(seconds: float = 0.6) -> None:
+    end = time.monotonic() + seconds
+    _pump(lambda: time.monotonic() > end)
+
+
+def main(argv: list[str] | None = None) -> int:
+    out = Path((argv or sys.argv[1:] or ["shots"])[0])
+    out.mkdir(parents=True, exist_ok=True)
+    from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
+
+    with xvfb_display(DisplayLayout(1600, 900)) as server:
+        os.environ["DISPLAY"] = server.display
+        os.environ["QT_QPA_PLATFORM"] = "xcb"
+        manager = subprocess.Popen(["openbox"], env=server.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.0)
+            _shoot(out)
+        finally:
+            manager.terminate()
+            manager.wait(5)
+    return 0
+
+
+def _shoot(out: Path) -> None:
+    import tempfile
+
+    from holodesk.app.gui.history_window import HistoryWindow
+    from holodesk.app.gui.overlay import OverlayController
+    from holodesk.app.gui.qt import QtWidgets
+    from holodesk.app.gui.routine_runs import GuiRoutineApprover
+    from holodesk.automation.actions import Point
+    from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.input.x11.backend import X11Input
+    from holodesk.automation.routines.replay import RoutineRunner
+    from holodesk.automation.routines.routine_file import load_routine
+    from holodesk.automation.screen import ScreenCapture, ScreenFrame
+    from tests.automation.routines.window_routine import NAME, record_ok_and_hello
+    from tests.support.target_client import TargetWindow
+
+    app = QtWidgets.QApplication(["holodesk-screenshots"])
+    capture = ScreenCapture()
+    work = Path(tempfile.mkdtemp(prefix="holodesk-shots-"))
+    try:
+        record_ok_and_hello(capture, work)
+
+        history = HistoryWindow(work / "sessions", work / "routines-new")
+        history.move(60, 40)
+        history.show()
+        history.sessions.setCurrentRow(0)
+        dialog = history.open_save_dialog()
+        assert dialog is not None
+        _pump(dialog.isVisible)
+        _settle()
+        capture.grab(1).to_image().save(out / "save-dialog.png")
+        dialog.reject()
+        history.close()
+
+        window = TargetWindow.start(40, 40)
+        approver = GuiRoutineApprover(OverlayController())
+        routine = load_routine(work / "routines" / NAME)
+        runner = RoutineRunner(routine, InputPerformer(X11Input(capture=capture)), capture, approver)
+        threading.Thread(target=runner.run, daemon=True).start()
+        _pump(approver.panel.isVisible)
+        _settle()
+        capture.grab(1).to_image().save(out / "routine-running.png")
+        runner.stop()
+        _pump(lambda: not approver.panel.isVisible())
+
+        folder = work / "routines" / NAME
+        target = routine.steps[0].target
+        assert target is not None
+        for relative in (target.crop, target.context):  # the button no longer looks as recorded
+            with Image.open(folder / relative) as old:
+                size = old.size
+            noise = np.random.default_rng(1).integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8)
+            Image.fromarray(noise).save(folder / relative)
+        ok = window.centre("ok")
+
+        class PointingModel:
+            def locate(self, frame: ScreenFrame, description: str) -> Point:
+                return ok
+
+        approver = GuiRoutineApprover(OverlayController())
+        runner = RoutineRunner(
+            load_routine(folder), InputPerformer(X11Input(capture=capture)), capture, approver, grounder=PointingModel()
+        )
+        threading.Thread(target=runner.run, daemon=True).start()
+        _pump(approver.panel.isVisible)
+        _settle()
+        capture.grab(1).to_image().save(out / "model-step-asked.png")
+        approver.panel.named_widgets()["approve"].click()
+        _pump(lambda: approver.window is not None and approver.window.isVisible())
+        _settle()
+        capture.grab(1).to_image().save(out / "repair-waiting.png")
+        window_box = approver.window
+        assert window_box is not None
+        details = [b for b in window_box.buttons() if b.text().startswith("Show Details")]
+        if details:
+            details[0].click()
+            _settle()
+            capture.grab(1).to_image().save(out / "repair-waiting-details.png")
+        runner.stop()
+        _settle()
+        window.close()
+    finally:
+        capture.close()
+        shutil.rmtree(work, ignore_errors=True)
+        del app
+
+
+if __name__ == "__main__":
+    sys.exit(main())

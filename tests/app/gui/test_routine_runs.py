@@ -1,0 +1,192 @@
+"""A routine replayed in the tray app: the runner on its own thread, the user answering on the panel.
+
+Runs on Qt's offscreen platform (one 800x600 screen) with real queued signals between the runner's
+thread and the GUI. The screen is drawn (tests/automation/routines/scenes.py) and the performer
+records what it was asked to do, so each test knows exactly what ran.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from holodesk.app.gui.overlay import OverlayController
+from holodesk.app.gui.qt import Qt, QtWidgets
+from holodesk.app.gui.routine_runs import (
+    APPROVE_ALL_EXACT_WORDS,
+    GuiRoutineApprover,
+    fill_routines_menu,
+)
+from holodesk.automation.actions import Action, Click, Point
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.routines.compiler import compile_session, save_compiled
+from holodesk.automation.routines.replay import ReplayOutcome, ReplayResult, RoutineRunner
+from holodesk.automation.routines.routine_file import Routine, load_routine
+from holodesk.automation.screen import ScreenFrame
+from tests.automation.routines.scenes import Button, click_step, record_session, screen
+
+OK, CANCEL, SEND = Button("OK", 100, 100), Button("Cancel", 300, 100), Button("Send", 500, 300)
+
+
+class Done:
+    ok = True
+    detail = "done"
+
+
+class RecordingPerformer:
+    def __init__(self) -> None:
+        self.actions: list[Action] = []
+
+    def execute(self, action: Action, cancel: CancelToken) -> Done:
+        self.actions.append(action)
+        return Done()
+
+
+class DrawnScreen:
+    def __init__(self, frame: ScreenFrame) -> None:
+        self.frame = frame
+
+    def grab(self, monitor: int | None) -> ScreenFrame:
+        return self.frame
+
+
+class PointingModel:
+    def __init__(self, point: Point) -> None:
+        self.point = point
+
+    def locate(self, frame: ScreenFrame, description: str) -> Point:
+        return self.point
+
+
+@pytest.fixture
+def routine(tmp_path: Path) -> Routine:
+    frame = screen([OK, CANCEL, SEND])
+    steps = [
+        (frame, click_step(*OK.centre, "the OK button")),
+        (frame, click_step(*CANCEL.centre, "the Cancel button")),
+        (frame, click_step(*SEND.centre, "the Send button")),
+    ]
+    session = record_session(tmp_path / "sessions", "ok, cancel, send", steps, end=frame)
+    return load_routine(save_compiled(compile_session(session, "three"), tmp_path / "routines"))
+
+
+@pytest.fixture
+def approver(qtbot):  # type: ignore[no-untyped-def]
+    overlay = OverlayController()
+    gui = GuiRoutineApprover(overlay)
+    qtbot.addWidget(gui.panel)
+    yield gui
+    gui.panel.retract()
+    overlay.clear()
+
+
+def start(runner: RoutineRunner) -> Future[ReplayResult]:
+    result: Future[ReplayResult] = Future()
+    threading.Thread(target=lambda: result.set_result(runner.run()), daemon=True).start()
+    return result
+
+
+def panel_asks(qtbot, approver: GuiRoutineApprover, step: int) -> None:  # type: ignore[no-untyped-def]
+    qtbot.waitUntil(lambda: approver.panel.isVisible() and f"Step {step}" == approver.panel._badge.text(), timeout=3000)
+
+
+def question(qtbot, approver: GuiRoutineApprover) -> QtWidgets.QMessageBox:  # type: ignore[no-untyped-def]
+    qtbot.waitUntil(lambda: approver.window is not None and approver.window.isVisible(), timeout=3000)
+    assert approver.window is not None
+    return approver.window
+
+
+def press(box: QtWidgets.QMessageBox, words: str) -> None:
+    (button,) = [b for b in box.buttons() if b.text() == words]
+    button.click()
+
+
+def test_one_tick_approves_the_exact_steps_and_the_irreversible_one_is_still_asked(qtbot, approver, routine):
+    performer = RecordingPerformer()
+    result = start(RoutineRunner(routine, performer, DrawnScreen(screen([OK, CANCEL, SEND])), approver))
+    panel_asks(qtbot, approver, 1)
+    widgets = approver.panel.named_widgets()
+    remember = approver.panel._remember
+    assert remember.isEnabled() and remember.text() == APPROVE_ALL_EXACT_WORDS
+    assert not widgets["edit"].isVisible()  # a routine's step runs as recorded or not at all
+    assert approver.overlay.showing and approver.overlay.action == Click(Point(*OK.centre))
+    remember.setChecked(True)
+    qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
+    panel_asks(qtbot, approver, 3)  # step 2 was exact: not asked again
+    assert not remember.isVisible()  # asked alone: the highlighted line says why
+    assert "irreversible" in approver.panel._context.text()
+    qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(result.done, timeout=5000)
+    assert result.result().outcome is ReplayOutcome.DONE
+    assert performer.actions == [Click(Point(*b.centre)) for b in (OK, CANCEL, SEND)]
+
+
+def test_a_step_found_by_the_model_is_asked_alone_and_its_repair_shows_the_point_and_the_diff(qtbot, approver, routine):
+    moved_ok = Button("Okay", 400, 450)  # another label: the pictures cannot find it
+    performer = RecordingPerformer()
+    model = PointingModel(Point(*moved_ok.centre))
+    drawn = DrawnScreen(screen([moved_ok, CANCEL, SEND]))
+    result = start(RoutineRunner(routine, performer, drawn, approver, grounder=model))
+    panel_asks(qtbot, approver, 1)
+    assert not approver.panel._remember.isVisible()
+    assert "the model found the target" in approver.panel._context.text()
+    qtbot.mouseClick(approver.panel.named_widgets()["approve"], Qt.MouseButton.LeftButton)
+    box = question(qtbot, approver)
+    assert "found it at (455, 468)" in box.text()
+    assert "+++ routine.toml (repaired)" in box.detailedText()
+    assert approver.overlay.showing and approver.overlay.action == Click(Point(*moved_ok.centre))
+    press(box, "Write the repair")
+    panel_asks(qtbot, approver, 2)
+    approver.steps.panel.named_widgets()["stop"].click()
+    qtbot.waitUntil(result.done, timeout=5000)
+    assert result.result().outcome is ReplayOutcome.STOPPED
+    assert len(result.result().repairs_written) == 1 and performer.actions == [Click(Point(*moved_ok.centre))]
+
+
+def test_a_target_not_found_is_asked_and_can_be_handed_to_the_agent(qtbot, approver, routine):
+    performer = RecordingPerformer()
+    result = start(RoutineRunner(routine, performer, DrawnScreen(screen([CANCEL, SEND])), approver))
+    box = question(qtbot, approver)
+    assert "the OK button was not found" in box.text()
+    assert [b.text() for b in box.buttons()] == ["Look again", "Continue with the agent", "Stop"]
+    press(box, "Continue with the agent")
+    qtbot.waitUntil(result.done, timeout=5000)
+    replay = result.result()
+    assert replay.outcome is ReplayOutcome.HANDED_OVER and performer.actions == []
+    assert replay.handover_task.startswith("ok, cancel, send\nStill to do")
+
+
+def test_a_stop_while_a_question_waits_ends_the_run_and_closes_the_window(qtbot, approver, routine):
+    runner = RoutineRunner(routine, RecordingPerformer(), DrawnScreen(screen([CANCEL, SEND])), approver)
+    result = start(runner)
+    question(qtbot, approver)
+    runner.stop()
+    qtbot.waitUntil(result.done, timeout=3000)
+    assert result.result().outcome is ReplayOutcome.STOPPED
+    qtbot.waitUntil(lambda: approver.window is None, timeout=3000)
+
+
+def test_the_routines_menu_runs_a_routine_and_opens_its_folder(qtbot, routine, tmp_path):
+    broken = tmp_path / "routines" / "broken"
+    broken.mkdir()
+    (broken / "routine.toml").write_text('format = "holodesk routine"\nversion = 2\n')
+    menu = QtWidgets.QMenu()
+    qtbot.addWidget(menu)
+    ran: list[str] = []
+    opened: list[Path] = []
+    fill_routines_menu(menu, tmp_path / "routines", ran.append, opened.append)
+    entries = {a.text(): a for a in menu.actions()}
+    assert list(entries) == ["⚠ broken", "three"]
+    assert "version: this Holodesk reads version 1" in entries["⚠ broken"].menu().actions()[0].text()
+    run, open_folder = entries["three"].menu().actions()
+    assert run.text() == "Run (3 steps)"
+    run.trigger()
+    open_folder.trigger()
+    assert ran == ["three"] and opened == [tmp_path / "routines" / "three"]
+
+    fill_routines_menu(menu, tmp_path / "none", ran.append, opened.append)
+    (empty,) = menu.actions()
+    assert not empty.isEnabled() and "Save as routine" in empty.text()

@@ -1,0 +1,162 @@
+"""`holodesk routine run` as a user runs it: a real process, answers typed on stdin, a real window
+under Xvfb, and the model behind a vLLM-like HTTP server on 127.0.0.1.
+
+The routine is recorded once on the target window (click OK, type into the field). A recorded
+picture is replaced by noise to stand for a target that looks different now (restyled): the pictures
+cannot find it, so the model is asked (model fallback and repair), or, without the model, the user
+is asked and may hand the rest to the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from holodesk.automation.coords import Rect
+from holodesk.automation.routines.locators import Rung
+from holodesk.automation.routines.routine_file import REVISIONS_DIR, ROUTINE_FILE, load_routine
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
+from tests.automation.routines.window_routine import NAME, TASK, record_ok_and_hello
+from tests.e2e.scripting import holotron, model_point
+from tests.support.fake_openai_server import DEFAULT_MODEL, Completion, FakeOpenAIServer
+from tests.support.holodesk_command import HOLODESK_COMMAND
+from tests.support.target_client import TargetWindow
+
+pytestmark = [
+    pytest.mark.display,
+    pytest.mark.parametrize("xvfb", [DisplayLayout(1600, 900)], indirect=True, ids=str, scope="module"),
+]
+
+
+@pytest.fixture(scope="module")
+def recorded(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    capture = ScreenCapture()
+    try:
+        routine = record_ok_and_hello(capture, tmp_path_factory.mktemp("recorded"))
+    finally:
+        capture.close()
+    assert routine.folder is not None
+    return routine.folder
+
+
+@pytest.fixture
+def routines(recorded: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the recorded routine for each test (a repair rewrites it)."""
+    shutil.copytree(recorded, tmp_path / "routines" / NAME)
+    return tmp_path / "routines"
+
+
+@pytest.fixture
+def window(xvfb: XvfbServer) -> Iterator[TargetWindow]:
+    opened = TargetWindow.start(40, 40)  # where it was recorded
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def restyle(routines: Path, step: int) -> None:
+    """Replace step `step`'s recorded pictures with noise: the target no longer looks as recorded."""
+    target = load_routine(routines / NAME).steps[step - 1].target
+    assert target is not None
+    noise = np.random.default_rng(step).integers(0, 256, size=(80, 200, 3), dtype=np.uint8)
+    for relative in (target.crop, target.context):
+        with Image.open(routines / NAME / relative) as old:
+            size = old.size
+        Image.fromarray(noise).resize(size).save(routines / NAME / relative)
+
+
+def routine_run(routines: Path, answers: str, *extra: str) -> tuple[int, str]:
+    process = subprocess.run(
+        [*HOLODESK_COMMAND, "routine", "run", NAME, "--routines", str(routines), *extra],
+        input=answers,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    return process.returncode, process.stdout + process.stderr
+
+
+def remote(server: FakeOpenAIServer) -> tuple[str, ...]:
+    return ("--backend", "remote", "--base-url", server.base_url, "--model", DEFAULT_MODEL)
+
+
+def test_routine_run_replays_on_the_window_with_one_approval_and_no_model(routines, window):
+    code, said = routine_run(routines, "A\n", "--no-model", "--set", "text_1=typed by the command")
+    assert code == 0, said
+    assert "done: all 2 steps of 'ok and hello' done" in said and "model calls: 0" in said
+    assert said.count("[A]pprove this and every exact step") == 1  # both steps exact: asked once
+    events = window.sync()
+    assert [e["widget"] for e in events if e["event"] == "clicked"] == ["ok"]
+    assert [e["text"] for e in events if e["event"] == "text"][-1] == "typed by the command"
+
+
+def test_the_model_locates_a_restyled_target_over_http_and_the_approved_repair_is_written_back(routines, window, xvfb):
+    restyle(routines, 1)
+    before = (routines / NAME / ROUTINE_FILE).read_text()
+    ok = model_point(window.centre("ok"), Rect(0, 0, xvfb.width, xvfb.height))
+    with FakeOpenAIServer() as server:
+        server.queue(Completion(text=json.dumps({"x": ok.x, "y": ok.y})))
+        # step 1 (found by the model): a; its repair: y; step 2 (exact): a
+        code, said = routine_run(routines, "a\ny\na\n", *remote(server))
+        requests, problems = server.chat_requests, list(server.problems)
+    assert code == 0, said
+    assert problems == [] and len(requests) == 1
+    assert "the OK button" in json.dumps(requests[0].body["messages"])  # the step's description was asked for
+    assert "model calls: 1" in said and f"found by {Rung.MODEL.value}" in said
+    assert [e["widget"] for e in window.sync() if e["event"] == "clicked"] == ["ok"]
+
+    # The diff was shown before the question; the old file is kept; the new one points at new crops.
+    assert f"+++ {ROUTINE_FILE} (repaired)" in said and "write this repair into the routine?" in said
+    (kept,) = (routines / NAME / REVISIONS_DIR).iterdir()
+    assert kept.read_text() == before and f"kept in {kept}" in said
+    repaired = load_routine(routines / NAME)
+    target = repaired.steps[0].target
+    assert target is not None and "-repair-" in target.crop
+    centre = window.centre("ok")  # the model's point, mapped to the screen, is where the repair now looks
+    assert abs(target.point[0] - centre.x) <= 2 and abs(target.point[1] - centre.y) <= 2
+
+    # The repaired routine finds the target by its pictures again: no model, one approval.
+    code, said = routine_run(routines, "A\n", "--no-model")
+    assert code == 0, said
+    assert "model calls: 0" in said and said.count("[A]pprove this") == 1
+    assert [e["widget"] for e in window.sync() if e["event"] == "clicked"] == ["ok"]
+
+
+def test_a_repair_refused_leaves_the_routine_as_it_was(routines, window, xvfb):
+    restyle(routines, 1)
+    before = (routines / NAME / ROUTINE_FILE).read_text()
+    ok = model_point(window.centre("ok"), Rect(0, 0, xvfb.width, xvfb.height))
+    with FakeOpenAIServer() as server:
+        server.queue(Completion(text=json.dumps({"x": ok.x, "y": ok.y})))
+        code, said = routine_run(routines, "a\nn\na\n", *remote(server))
+    assert code == 0, said
+    assert (routines / NAME / ROUTINE_FILE).read_text() == before
+    assert not (routines / NAME / REVISIONS_DIR).exists()
+
+
+def test_continue_with_the_agent_hands_over_the_task_and_what_was_done(routines, window):
+    restyle(routines, 2)  # the field: not found, and no model to ask
+    with FakeOpenAIServer() as server:
+        server.queue(Completion(text=holotron("answer", content="The field is filled.")))
+        # step 1 (exact): A; step 2's target not found: c(ontinue with the agent)
+        code, said = routine_run(routines, "A\nc\n", "--no-model", *remote(server))
+        requests = server.chat_requests
+    assert code == 0, said
+    assert "the text field was not found" in said and "continuing with the agent" in said
+    assert [e["widget"] for e in window.sync() if e["event"] == "clicked"] == ["ok"]
+    (request,) = requests  # the agent's first step: its task is the hand-over's
+    sent = json.dumps(request.body["messages"])
+    assert TASK in sent
+    assert f"Already done by the routine '{NAME}': click the OK button" in sent
+    assert "Still to do (the routine could not): type the value of text_1" in sent

@@ -211,8 +211,12 @@ class GuiRoutineApprover:
 
             def finished() -> None:
                 answer.append(buttons.get(box.clickedButton()))
+                buttons.clear()
                 self.overlay.clear()
                 self.window = None
+                # Deleted by Qt now, not by Python's collector after the application is gone: a
+                # parentless box left to the collector crashed the interpreter at exit.
+                box.deleteLater()
                 QtGui.QGuiApplication.sync()
                 done.set()
 

@@ -14,7 +14,7 @@ import torch
 from PIL import Image, ImageDraw
 
 from holodesk.automation.screen import frame_from_image
-from holodesk.inference.standin.remote.image_processing import NemotronNanoVLV2ImageProcessor, closest_grid
+from tests.support.reference_image_processor import NemotronNanoVLV2ImageProcessor, closest_grid
 from holodesk.inference.tiling import (
     CLIP_MEAN,
     CLIP_STD,

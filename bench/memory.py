@@ -14,9 +14,10 @@ automation/ and inference/ (torch and transformers are imported lazily by those 
 not loaded), creates the QApplication (offscreen platform) with the tray indicator and the overlay
 controller, and idles through the event loop for a moment. It is the base of "app modules + tiny
 model": the same process after loading the tiny real-layout checkpoint (bench/nemotron_tiny) with
-LocalBackend (CPU, its saved bfloat16: torch, transformers and the engine imported) and running one step on a 1920x1080 screenshot, so
-the difference between those two is what the model adds. Baseline: a bare Python interpreter.
-Figures are VmRSS after settling and VmHWM (the peak), in MiB; the children run interleaved.
+LocalBackend (CPU, its saved bfloat16: torch, transformers and the engine imported) and running one
+step on a 1920x1080 screenshot, so the difference between those two is what the model adds.
+Baseline: a bare Python interpreter. Figures are VmRSS after settling and VmHWM (the peak), in MiB;
+the children run interleaved.
 """
 
 from __future__ import annotations
@@ -237,8 +238,7 @@ def run_app(xvfb: XvfbServer, folder: Path) -> dict[str, Any]:
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.harness import BenchResult, stats_of
-    from bench.harness import offline_hub
+    from bench.harness import BenchResult, offline_hub, stats_of
     from bench.nemotron_tiny import build_nemotron_tiny
     from holodesk.automation.virtual_display import XvfbError, start_xvfb
 

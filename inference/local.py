@@ -13,6 +13,7 @@ the last conversation, so a step whose prompt extends the previous one prefills 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import threading
@@ -45,7 +46,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GenerationInterrupted", "LoadProgress", "LocalBackend", "LocalGeneration"]
+__all__ = ["GenerationInterrupted", "LoadProgress", "LocalBackend", "LocalGeneration", "state_keeping_window"]
+
+
+def state_keeping_window(budget: ImageBudget) -> ImageBudget:
+    """The screenshot window the in-process backend runs with: old screenshots leave in one block.
+
+    With `drop_block` = `keep_screenshots` the prompt grows only at its end until the window is full,
+    so the kept state serves every step but one in `keep_screenshots` (that one re-prefills from the
+    dropped block on). A sliding window (drop_block 1) turns the oldest screenshot into a placeholder
+    every step, and the engine then prefills the last `keep_screenshots` observations again each
+    time (about 10,000 tokens at 12 tiles a screenshot). The price: the model sees 1 to
+    `keep_screenshots` screenshots instead of always `keep_screenshots`.
+    """
+    return dataclasses.replace(budget, drop_block=budget.keep_screenshots)
 
 
 class GenerationInterrupted(BackendError):

@@ -91,7 +91,10 @@ def target_window(xvfb: XvfbServer) -> Iterator[TargetWindow]:
 
 
 # The answer `answering_checkpoint` gives: one holotron step the parser turns into Click(263, 741).
-TAUGHT_ANSWER = '{"note": "", "thought": "The search field is on the left.", "action": {"name": "click_desktop", "x": 263, "y": 741}}'
+TAUGHT_ANSWER = (
+    '{"note": "", "thought": "The search field is on the left.", '
+    '"action": {"name": "click_desktop", "x": 263, "y": 741}}'
+)
 
 
 @pytest.fixture(scope="session")

@@ -36,7 +36,6 @@ from typing import Any, Literal
 import torch
 from safetensors.torch import save_file
 
-
 Dtype = Literal["bfloat16", "float32"]
 
 ARCHITECTURE = "NemotronH_Nano_VL_V2"

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
+from bench.nemotron_tiny import IMAGE_TOKENS_PER_TILE
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
-from bench.nemotron_tiny import IMAGE_TOKENS_PER_TILE
 from holodesk.inference.engine.placement import place
 from holodesk.inference.engine.spec import read_spec
 from holodesk.inference.errors import BackendError, ModelLoadError, ParseError
@@ -301,7 +301,7 @@ def test_no_gpu_or_a_wrong_index_is_refused(tiny_checkpoint: Path) -> None:
     gpu = CudaDevice(0, "NVIDIA L40S", total_bytes=48 * GIB, free_bytes=47 * GIB, capability=(8, 9))
     with pytest.raises(ModelLoadError, match=r"There is no cuda:1; this machine has cuda:0 \(NVIDIA L40S\)"):
         place(spec, "cuda:1", None, fake_report(gpu))
-    with pytest.raises(ModelLoadError, match="only 0.0 GiB is available"):
+    with pytest.raises(ModelLoadError, match=r"only 0\.0 GiB is available"):
         place(spec, "cpu", None, fake_report(), cpu_available=1)
 
 

@@ -105,8 +105,8 @@ def test_the_tiny_model_taught_the_right_click_wins_the_episode(browser, tmp_pat
     The step is the oracle's answer for the episode's page (same seed, same page), so the whole path
     runs for real: tiler, vision tower, the engine's generation loop, decoding, the profile's parser, the mapping
     and XTEST, and the page's own JavaScript scores the click."""
-    from holodesk.inference.local import LocalBackend
     from bench.nemotron_tiny.chosen_answer import build_answering_checkpoint
+    from holodesk.inference.local import LocalBackend
 
     seed = 11
     region = ScreenCapture().monitors()[0].rect

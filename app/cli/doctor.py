@@ -52,7 +52,8 @@ class DoctorOptions:
     max_steps: int = 30  # the step limit of a task: the context must hold its last step
 
 
-TRANSFORMERS_RANGE = ((4, 53), (4, 54))  # > 4.53, < 4.54 as the Holotron-12B card pins
+# The release the in-process engine is tested with (pyproject.toml's holotron extra pins it).
+ENGINE_TRANSFORMERS = "5.19.0"
 
 
 def check_display() -> CheckResult:
@@ -182,20 +183,20 @@ def check_held_input() -> CheckResult:
 
 
 def check_transformers() -> CheckResult:
-    try:
-        version = importlib.metadata.version("transformers")
-    except importlib.metadata.PackageNotFoundError:
-        return CheckResult(
-            "transformers", Status.FAIL, "not installed", fix='pip install "transformers>4.53,<4.54"', blocking=True
-        )
-    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    low, high = TRANSFORMERS_RANGE
-    if not (parts >= low and parts < high and version != "4.53.0"):
+    """The in-process engine runs on transformers' native Nemotron-H, tested with ENGINE_TRANSFORMERS."""
+    from holodesk.inference.engine.spec import transformers_problem
+
+    fix = f'pip install "transformers=={ENGINE_TRANSFORMERS}" (or: pip install ".[holotron]")'
+    problem = transformers_problem()
+    if problem is not None:
+        return CheckResult("transformers", Status.FAIL, problem, fix=fix, blocking=True)
+    version = importlib.metadata.version("transformers")
+    if version != ENGINE_TRANSFORMERS:
         return CheckResult(
             "transformers",
             Status.WARN,
-            f"{version} is outside the range the Holotron-12B card pins (>4.53,<4.54)",
-            fix='pip install "transformers>4.53,<4.54"',
+            f"{version} is not the release the in-process engine is tested with ({ENGINE_TRANSFORMERS})",
+            fix=fix,
         )
     return CheckResult("transformers", Status.OK, version)
 
@@ -442,7 +443,8 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
         yield from _guarded("monitors", check_monitors_and_capture)
         yield from _guarded("input", lambda: iter([check_input_injection()]))
         yield from _guarded("held input", lambda: iter([check_held_input()]))
-    yield check_transformers()
+    if options.backend == "local":  # the GPU-less install has no transformers, and needs none
+        yield check_transformers()
     yield from _guarded("cuda", lambda: check_gpu(options))
     if options.backend == "local":
         yield from _guarded("weights", lambda: check_model(options))

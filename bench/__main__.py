@@ -24,8 +24,7 @@ from pathlib import Path
 # slow CPU Mamba path (expected here; bench.gpu_step reports the kernels where they matter).
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-from bench.harness import BenchResult, BenchSettings, format_table, machine_description, write_results
-from holodesk.inference.standin import isolate_hf_environment
+from bench.harness import BenchResult, BenchSettings, format_table, machine_description, offline_hub, write_results
 
 # In run order; the overlay last (its Qt child process is the slowest to start).
 BENCHMARKS = ("capture", "parsing", "engine", "model_step", "engine_reuse", "memory", "overlay", "wayland", "gpu_step")
@@ -87,7 +86,7 @@ def run_one(name: str, arguments: argparse.Namespace, settings: BenchSettings) -
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parse_arguments(argv)
-    isolate_hf_environment()
+    offline_hub()
     settings = BenchSettings(repeats=arguments.repeats, warmup=arguments.warmup, quick=arguments.quick)
     machine = machine_description()
     print(

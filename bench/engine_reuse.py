@@ -3,7 +3,7 @@
 A tiny random-weight checkpoint in Holotron-12B's real layout (bench/nemotron_tiny) runs in
 the engine on the CPU, float32. Each step is the Holotron profile's navigation request for that point
 of the task: the history so far (one assistant turn and one tool output per earlier step) and a new
-1280x800 screenshot (4 tiles: 1024 image tokens). The screenshot window keeps 4 and drops 3 at once
+1280x800 screenshot (6 tiles and a thumbnail: 1,792 image tokens). The screenshot window keeps 4 and drops 3 at once
 (ImageBudget.drop_block), so the prompt grows only at its end two steps in three.
 
 Two engines on the same files answer the same 30 requests in turn: one keeps its state (prefills

@@ -5,10 +5,13 @@ For a machine with a CUDA GPU and the real weights (it refuses at once without C
     python -m bench.gpu_step --gpu-model /models/Holotron-12B            # canned desktop screenshots
     python -m bench.gpu_step /models/Holotron-12B screens/ --steps 10     # your own PNG screenshots
 
-loads the checkpoint through `inference.local.LocalBackend` (bf16), runs N navigation steps through
-the app's own policy (`ModelPolicy` with the holotron profile) on the screenshots (used in turn; each
-step shows the last three, as the engine does, with the earlier steps in the history; without
-screenshots, made-up 1920x1080 desktops), and prints per step whether the answer parsed and what it
+loads the checkpoint through `inference.local.LocalBackend` (Holodesk's in-process engine, bf16), first
+runs the engine's first contact (`holodesk.inference.engine.check`: is the answer degenerate, prefill
+tokens/s, decode ms/token against the bandwidth floor, peak memory, kernels in use) on the first
+screenshot, then N navigation steps through the app's own policy (`ModelPolicy` with the holotron
+profile) on the screenshots (used in turn; each step shows the last three, as the engine does, with
+the earlier steps in the history, the engine's state kept between steps; without screenshots, made-up
+1920x1080 desktops), and prints per step whether the answer parsed and what it
 proposed (never executed), next to prefill and decode tokens per second, step latency and peak VRAM
 (torch.cuda.max_memory_allocated), each with its floor:
 - decode: every new token reads every weight once, so a token takes at least
@@ -18,10 +21,6 @@ proposed (never executed), next to prefill and decode tokens per second, step la
 Bandwidth and FLOP/s come from GPU_TABLE by the device's name, or from --bandwidth / --tflops.
 The JSON report goes to stdout's last line and to --output if given.
 
-A checkpoint in the real layout (Holotron-12B's own files, or bench/nemotron_tiny's; see
-holodesk.inference.engine.spec.real_layout) runs in the in-process engine instead: its first contact
-(holodesk.inference.engine.check) on the first screenshot says whether the answer is degenerate, and
-gives prefill tokens/s, decode ms/token against the bandwidth floor, peak VRAM and the kernels in use.
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bench.harness import BenchResult
+    from holodesk.inference.local import LocalBackend
 
 TASK = "Archive every unread newsletter in my mail"
 KEEP_SCREENSHOTS = 3
@@ -213,16 +213,26 @@ def _step_report(timings: Any, peak_bytes: int, parameters: int, weight_bytes: i
     }
 
 
-def run_steps(arguments: argparse.Namespace, device_name: str) -> dict[str, Any]:
-    """Load the model, run the steps, return the report (needs CUDA: call require_cuda first)."""
+def load_backend(arguments: argparse.Namespace) -> LocalBackend:
+    """The checkpoint loaded by the in-process backend in bf16 (ModelLoadError says why not)."""
+    from holodesk.inference.local import LocalBackend
+
+    backend = LocalBackend(
+        arguments.checkpoint, device=arguments.device, dtype="bfloat16", max_tiles=arguments.max_tiles
+    )
+    backend.load()
+    return backend
+
+
+def run_steps(arguments: argparse.Namespace, device_name: str, backend: LocalBackend) -> dict[str, Any]:
+    """Run the steps on the loaded backend, return the report (needs CUDA: call require_cuda first)."""
     import torch
     from PIL import Image
 
     from holodesk.automation.proposal import PastStep
     from holodesk.automation.screen import frame_from_image
-    from holodesk.inference.checkpoint import saved_dtype_bytes
+    from holodesk.inference.engine.memory import weight_elements
     from holodesk.inference.errors import ParseError
-    from holodesk.inference.local import LocalBackend
     from holodesk.inference.model_policy import ModelPolicy
     from holodesk.inference.profiles import get_profile
 
@@ -234,13 +244,9 @@ def run_steps(arguments: argparse.Namespace, device_name: str) -> dict[str, Any]
         screenshots = [f"canned desktop {seed}" for seed in CANNED_SEEDS]
         pictures = canned_screenshots()
     profile = get_profile("holotron")
-    backend = LocalBackend(
-        arguments.checkpoint, device=arguments.device, dtype="bfloat16", max_tiles=arguments.max_tiles
-    )
-    backend.load()
-    assert backend.checkpoint is not None
-    parameters = backend.checkpoint.weight_bytes // saved_dtype_bytes(backend.checkpoint.path)
-    weight_bytes = parameters * 2  # loaded as bf16
+    engine = backend.engine
+    parameters = weight_elements(engine.spec)
+    weight_bytes = parameters * torch.finfo(engine.dtype).bits // 8
     policy = ModelPolicy(profile, _CappedBackend(backend, arguments.max_new_tokens))
     frames = [frame_from_image(picture) for picture in pictures]
     history: list[PastStep] = []
@@ -276,7 +282,7 @@ def run_steps(arguments: argparse.Namespace, device_name: str) -> dict[str, Any]
     return {
         "device": device_name,
         "gpu": dataclasses.asdict(spec),
-        "checkpoint": str(backend.checkpoint.path),
+        "checkpoint": str(engine.spec.path),
         "parameters": parameters,
         "weight_bytes_bf16": weight_bytes,
         "mamba_kernels": backend.load_notice is None,
@@ -334,22 +340,24 @@ def format_summary(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def first_contact_report(arguments: argparse.Namespace, device_name: str, spec: GpuSpec) -> dict[str, Any]:
-    """The in-process engine's first contact with a real-layout checkpoint, as a JSON-ready report."""
+def first_contact_report(
+    arguments: argparse.Namespace, device_name: str, spec: GpuSpec, backend: LocalBackend
+) -> dict[str, Any]:
+    """The in-process engine's first contact with the loaded checkpoint, as a JSON-ready report."""
     from PIL import Image
 
     from holodesk.automation.screen import frame_from_image
     from holodesk.inference.engine.check import contact_request, first_contact
-    from holodesk.inference.engine.runner import Engine
 
     image = (
         Image.open(find_screenshots(arguments.screenshots)[0]).convert("RGB")
         if arguments.screenshots
         else canned_screenshots()[0]
     )
-    engine = Engine(arguments.checkpoint, device=arguments.device, max_tiles=arguments.max_tiles)
     report = first_contact(
-        engine, contact_request(frame_from_image(image), arguments.max_new_tokens), bandwidth_tb_s=spec.bandwidth_tb_s
+        backend.engine,
+        contact_request(frame_from_image(image), arguments.max_new_tokens),
+        bandwidth_tb_s=spec.bandwidth_tb_s,
     )
     return {
         "device": arguments.device,
@@ -362,30 +370,27 @@ def first_contact_report(arguments: argparse.Namespace, device_name: str, spec: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from holodesk.inference.engine.spec import real_layout
+    from holodesk.inference.errors import InferenceError
 
     arguments = parse_arguments(argv)
     try:
         device_name = require_cuda(arguments.device)
-        gpu_spec(device_name, arguments.bandwidth, arguments.tflops)  # an unknown GPU fails before loading
+        spec = gpu_spec(device_name, arguments.bandwidth, arguments.tflops)  # an unknown GPU fails before loading
         if arguments.screenshots:
             find_screenshots(arguments.screenshots)
     except (GpuUnavailable, ValueError) as exc:
         print(f"bench.gpu_step: {exc}", file=sys.stderr)
         return 2
-    if real_layout(arguments.checkpoint):
-        from holodesk.inference.errors import InferenceError
-
-        try:
-            spec = gpu_spec(device_name, arguments.bandwidth, arguments.tflops)
-            report = first_contact_report(arguments, device_name, spec)
-        except InferenceError as exc:
-            print(f"bench.gpu_step: {exc}", file=sys.stderr)
-            return 2
-        print("\n".join([f"{device_name}, in-process engine:", *report["lines"]]), file=sys.stderr)
-    else:
-        report = run_steps(arguments, device_name)
-        print(format_summary(report), file=sys.stderr)
+    try:
+        backend = load_backend(arguments)
+        contact = first_contact_report(arguments, device_name, spec, backend)
+    except InferenceError as exc:
+        print(f"bench.gpu_step: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join([f"{device_name}, first contact:", *contact["lines"]]), file=sys.stderr)
+    report = run_steps(arguments, device_name, backend)
+    report["first_contact"] = contact["first_contact"]
+    print(format_summary(report), file=sys.stderr)
     text = json.dumps(report)
     if arguments.output is not None:
         arguments.output.write_text(text + "\n", encoding="utf-8")

@@ -294,3 +294,9 @@ def write_results(path: Path, results: Sequence[BenchResult], machine: Mapping[s
     tmp = path.with_suffix(path.suffix + ".part")
     tmp.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+def offline_hub() -> None:
+    """Keep benchmarks off the model hubs: the Hugging Face libraries read these before any request."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"

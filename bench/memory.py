@@ -13,10 +13,11 @@ the app is terminated.
 automation/ and inference/ (torch and transformers are imported lazily by those modules and so are
 not loaded), creates the QApplication (offscreen platform) with the tray indicator and the overlay
 controller, and idles through the event loop for a moment. It is the base of "app modules + tiny
-model": the same process after loading the tiny checkpoint with LocalBackend (CPU, bfloat16: torch
-and transformers imported, remote code loaded) and running one step on a 1920x1080 screenshot, so
-the difference between those two is what the model adds. Baseline: a bare Python interpreter.
-Figures are VmRSS after settling and VmHWM (the peak), in MiB; the children run interleaved.
+model": the same process after loading the tiny real-layout checkpoint (bench/nemotron_tiny) with
+LocalBackend (CPU, its saved bfloat16: torch, transformers and the engine imported) and running one
+step on a 1920x1080 screenshot, so the difference between those two is what the model adds.
+Baseline: a bare Python interpreter. Figures are VmRSS after settling and VmHWM (the peak), in MiB;
+the children run interleaved.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ KINDS = (PYTHON, APP, MODULES, TINY_MODEL)
 BASELINES = {APP: PYTHON, MODULES: PYTHON, TINY_MODEL: MODULES}
 PACKAGES = ("holodesk.app", "holodesk.automation", "holodesk.inference")
 # Subcommand modules that only the command line loads, one at a time; the tray app does not import them.
-# The command line and the test stand-in are never imported by the tray app.
-NOT_IN_THE_TRAY_APP = ("holodesk.app.cli", "holodesk.inference.standin")
+# The command line is never imported by the tray app.
+NOT_IN_THE_TRAY_APP = ("holodesk.app.cli",)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 APP_START_TIMEOUT_S = 60.0
 APP_SETTLE_S = 1.0  # after the instance answers: the scripted policy and the hotkey listener start then
@@ -112,11 +113,9 @@ def _modules_and_indicator() -> dict[str, Any]:
 
 
 def _load_tiny_model(checkpoint: Path) -> None:
-    from bench.standin_kernels import use_test_kernels
-    from holodesk.inference.standin import isolate_hf_environment
+    from bench.harness import offline_hub
 
-    isolate_hf_environment()
-    use_test_kernels()  # the stand-in imports mamba-ssm, as Holotron-12B does
+    offline_hub()
     import transformers
 
     transformers.utils.logging.set_verbosity_error()
@@ -239,13 +238,11 @@ def run_app(xvfb: XvfbServer, folder: Path) -> dict[str, Any]:
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.harness import BenchResult, stats_of
-    from bench.standin_kernels import use_test_kernels
+    from bench.harness import BenchResult, offline_hub, stats_of
+    from bench.nemotron_tiny import build_nemotron_tiny
     from holodesk.automation.virtual_display import XvfbError, start_xvfb
-    from holodesk.inference.standin import build_tiny_checkpoint, isolate_hf_environment
 
-    isolate_hf_environment()
-    use_test_kernels()  # building the stand-in imports its modeling code, which imports mamba-ssm
+    offline_hub()
     result = BenchResult(NAME)
     kinds = list(KINDS)
     xvfb: XvfbServer | None = None
@@ -258,7 +255,7 @@ def run(settings: BenchSettings) -> BenchResult:
     rounds = 1 if settings.quick else max(2, settings.rounds(3))
     try:
         with tempfile.TemporaryDirectory(prefix="holodesk-bench-") as folder:
-            checkpoint = build_tiny_checkpoint(Path(folder))
+            checkpoint = build_nemotron_tiny(Path(folder) / "nemotron_tiny")
             for round_index in range(rounds):
                 shift = round_index % len(kinds)
                 for kind in kinds[shift:] + kinds[:shift]:

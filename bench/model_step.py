@@ -1,25 +1,21 @@
-"""Figure 4b: one model step on the tiny local checkpoint, split into preprocess, prefill and decode;
-how the step grows with the history in the prompt; and what the fast tiler saves in a step.
+"""Figure 4b: a model step through the in-process backend over a task, with the state kept and without.
 
-`LocalBackend` loads the tiny random-weight checkpoint (inference/standin) on the CPU in
-bfloat16 (its architecture's only dtype) through trust_remote_code, as it would load Holotron-12B
-(with the tests' mamba_ssm stand-in on the path: bench/standin_kernels.py). A step is the holotron profile's
-navigation request for 1920x1080 screenshots (`desktop_picture`, 9 tiles each) with 1..30 PastSteps,
-decoding a fixed 32 new tokens at most, timed by the backend's own StepTimings:
-preprocess (chat template, tokenizer, and cutting the images into tiles: by default
-inference.tiling's fast path, which LocalBackend uses once its load-time probe agrees with the
-processor), prefill (vision + prompt forward + first token), decode (the remaining tokens).
+`LocalBackend` (Holodesk's engine) loads the tiny random-weight checkpoint in Holotron-12B's real
+layout (bench/nemotron_tiny, float32) on the CPU, twice: one backend keeps the conversation's state
+between steps (the product's default), one (`keep_state=False`) prefills every prompt whole. Each
+step is the holotron profile's navigation request at that point of a task: the history so far and
+a new 1280x800 screenshot (6 tiles and a thumbnail: 1,792 image tokens), in the screenshot window the local backend
+runs with (`inference.local.state_keeping_window`: 3 kept, dropped 3 at once, so the prompt grows
+only at its end two steps in three). Both backends answer the same requests in turn, alternating
+which goes first, and must give the same tokens; each step's StepTimings splits it into preprocess
+(template, tokenizer, tiles), prefill and decode.
 
-Side by side, interleaved round by round in one rotation:
-- history 1..30 with one screenshot on the default backend (fast tiling); "history 1" is the
-  baseline of the others;
-- 1 and 3 screenshots (history 1) on a second backend loaded with `fast_tiling=False`, which
-  tiles with the processor's own PIL code, next to the same requests on the default backend:
-  preprocess and whole step, the stock processor the baseline.
-
-The tiny model's compute says nothing about Holotron-12B's (bench/gpu_step.py measures that on
-a GPU); what carries over is the preprocessing, which is the same code for both. So the processor's
-image tiling alone is also timed next to inference.tiling's fast path on the same image.
+Step N of the task has N - 1 earlier steps in its prompt ("history N - 1"). The figure to watch is
+the history-30 step (the mean of histories 28-30: one window cycle, a moved window and two appends)
+over the history-1 step (the second step: an append), with the state kept (goal <= 1.15x) next to
+without. The tiny model's compute says nothing about Holotron-12B's (bench/gpu_step.py measures that
+on a GPU); what carries over is how much of each prompt is prefilled, which is exact, and the
+preprocessing, which is the same code. Step times on a shared machine move with its load.
 """
 
 from __future__ import annotations
@@ -29,22 +25,18 @@ import logging
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
-from bench.harness import BenchResult, BenchSettings, interleaved, stats_of
+from bench.harness import BenchResult, BenchSettings, stats_of
 from bench.screens import desktop_picture
 from holodesk.automation.actions import Click, Move, Point, TypeText
-from holodesk.automation.proposal import PastStep, StepTimings
+from holodesk.automation.proposal import PastStep
 from holodesk.automation.screen import frame_from_image
-from holodesk.inference.profiles.base import ChatRequest
-from holodesk.inference.tiling import fast_frame_tiles, fast_tiles, reference_tiles
+from holodesk.inference.profiles.base import ChatRequest, ImageBudget
 
 NAME = "model_step"
-HISTORY_LENGTHS = (1, 5, 10, 20, 30)
-NEW_TOKENS = 32
-SCREENSHOTS = (1, 3)  # holotron keeps the 3 most recent screenshots in its prompt
-STOCK, FAST = "processor", "fast"
+HISTORY = 30  # the last step has this many earlier steps in its prompt
+NEW_TOKENS = 16
 TASK = "Archive every unread newsletter in my mail"
+KEPT, WHOLE = "state kept", "no state"
 
 
 def past_steps(count: int) -> list[PastStep]:
@@ -60,127 +52,89 @@ def past_steps(count: int) -> list[PastStep]:
     ]
 
 
-def tiling_figure(tiler: str, shots: int, part: str) -> str:
-    """The table's name for one tiler's preprocess or step time with `shots` screenshots."""
-    return f"{shots} screenshot{'s' if shots > 1 else ''} {part}, {tiler} tiling"
-
-
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.standin_kernels import use_test_kernels
-    from holodesk.inference.local import LocalBackend
-    from holodesk.inference.profiles import get_profile
-    from holodesk.inference.standin import build_tiny_checkpoint, isolate_hf_environment
-
-    isolate_hf_environment()  # before transformers loads: offline, private remote-code cache
-    use_test_kernels()  # the stand-in imports mamba-ssm, as Holotron-12B does
     import transformers
 
-    transformers.utils.logging.set_verbosity_error()  # the slow-Mamba-path notice is expected on a CPU
-    logging.getLogger("holodesk.inference.local").setLevel(logging.ERROR)  # and so is "running on the CPU"
-    result = BenchResult(NAME)
-    lengths = (1, 10, 30) if settings.quick else HISTORY_LENGTHS
-    profile = get_profile("holotron")
-    # Oldest first; the newest (seed 0) is the one-screenshot requests' image and the tiling figures'.
-    frames = [frame_from_image(desktop_picture(1920, 1080, seed=seed)) for seed in reversed(range(max(SCREENSHOTS)))]
-    images = [profile.prepare_image(frame) for frame in frames]
-    history = past_steps(max(lengths))
+    from bench.nemotron_tiny import build_nemotron_tiny
+    from holodesk.inference.local import LocalBackend, LocalGeneration, state_keeping_window
+    from holodesk.inference.profiles.holotron import HolotronProfile
 
-    def request(length: int, shots: int) -> ChatRequest:
-        chat = profile.navigation_request(TASK, history[:length], images[-shots:])
+    transformers.utils.logging.set_verbosity_error()  # the PyTorch Mamba scan notice is expected on a CPU
+    logging.getLogger("holodesk.inference.local").setLevel(logging.ERROR)  # and so is "runs on the CPU"
+    result = BenchResult(NAME)
+    history_length = 7 if settings.quick else HISTORY
+    steps = history_length + 1
+    profile = HolotronProfile(state_keeping_window(ImageBudget()))
+    history = past_steps(steps)
+    shots = [profile.prepare_image(frame_from_image(desktop_picture(1280, 800, seed=n))) for n in range(steps)]
+
+    def request(step: int) -> ChatRequest:
+        chat = profile.navigation_request(TASK, history[:step], shots[: step + 1])
         return dataclasses.replace(chat, max_new_tokens=NEW_TOKENS)
 
-    # Every case: (backend, request); one rotation interleaves them all. The fast 1-screenshot,
-    # history-1 case is "history 1" itself.
-    cases: dict[str, tuple[str, ChatRequest]] = {f"history {length}": (FAST, request(length, 1)) for length in lengths}
-    tiling_cases = {
-        (tiler, shots): "history 1" if (tiler, shots) == (FAST, 1) else f"{tiler} tiling, {shots} screenshots"
-        for shots in SCREENSHOTS
-        for tiler in (STOCK, FAST)
-    }
-    for (tiler, shots), name in tiling_cases.items():
-        cases.setdefault(name, (tiler, request(1, shots)))  # "history 1" is there already
-    timings: dict[str, list[StepTimings]] = {name: [] for name in cases}
-    reasons: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="holodesk-bench-") as folder:
-        checkpoint = build_tiny_checkpoint(Path(folder))
+    rows: list[dict[str, float | int]] = []
+    with tempfile.TemporaryDirectory(prefix="holodesk-bench-") as work:
+        checkpoint = build_nemotron_tiny(Path(work) / "nemotron_tiny", dtype="float32")
         backends = {
-            tiler: LocalBackend(checkpoint, device="cpu", max_tiles=12, fast_tiling=tiler == FAST)
-            for tiler in (STOCK, FAST)
+            KEPT: LocalBackend(checkpoint, device="cpu", keep_state=True),
+            WHOLE: LocalBackend(checkpoint, device="cpu", keep_state=False),
         }
         try:
-            for tiler, backend in backends.items():
+            for backend in backends.values():
                 backend.load()
-                reasons[tiler] = backend.fast_tiling_reason
-                if backend.fast_tiling != (tiler == FAST):
-                    raise RuntimeError(f"the {tiler} backend's tiling is {backend.fast_tiling_reason}")
-                # Warm-up: the first calls allocate and cache (the largest prompt, the most images).
-                backend.generate_detailed(request(1, max(SCREENSHOTS)))
-                if tiler == FAST:
-                    backend.generate_detailed(request(max(lengths), 1))
-            names = list(cases)
-            for round_index in range(settings.rounds(3)):
-                shift = round_index % len(names)
-                for name in names[shift:] + names[:shift]:
-                    tiler, chat = cases[name]
-                    timings[name].append(backends[tiler].generate_detailed(chat).timings)
+                backend.generate_detailed(request(0))  # unmeasured: the first call pays torch's warm-up
+                backend.forget()
+            for step in range(steps):
+                chat = request(step)
+                order = [KEPT, WHOLE] if step % 2 == 0 else [WHOLE, KEPT]
+                answers: dict[str, LocalGeneration] = {name: backends[name].generate_detailed(chat) for name in order}
+                kept, whole = answers[KEPT], answers[WHOLE]
+                if kept.new_token_ids != whole.new_token_ids:
+                    raise AssertionError(f"step {step + 1}: the kept state changed the answer")
+                rows.append(
+                    {
+                        "step": step + 1,
+                        "images": len(chat.images),
+                        "tokens_in": kept.timings.tokens_in,
+                        "prefilled_kept": kept.prefilled_tokens,
+                        "ms_kept": kept.timings.total_s * 1000,
+                        "prefill_ms_kept": kept.timings.prefill_s * 1000,
+                        "prefilled_whole": whole.prefilled_tokens,
+                        "ms_whole": whole.timings.total_s * 1000,
+                        "prefill_ms_whole": whole.timings.prefill_s * 1000,
+                    }
+                )
         finally:
             for backend in backends.values():
                 backend.unload()
 
-    first = timings[f"history {lengths[0]}"]
-    for part in ("preprocess_s", "prefill_s", "decode_s"):
-        values = [getattr(t, part) * 1000 for t in first]
-        result.add(f"history {lengths[0]} {part.removesuffix('_s')}", stats_of(values))
-    baseline = f"history {lengths[0]} step"
-    for length in lengths:
-        values = [t.total_s * 1000 for t in timings[f"history {length}"]]
-        tokens_in = timings[f"history {length}"][0].tokens_in
-        tokens_out = timings[f"history {length}"][0].tokens_out
+    result.extra["steps"] = rows
+    # rows[n] has history n; history 1 is the second step, the last three are one window cycle.
+    first, tail = rows[1], rows[-3:]
+    last = history_length
+    for label, key in ((KEPT, "kept"), (WHOLE, "whole")):
+        goal = 1.15 if label == KEPT else None
+        cycle_ms = sum(float(r[f"ms_{key}"]) for r in tail) / 3
         result.add(
-            f"history {length} step",
-            stats_of(values),
-            baseline=None if length == lengths[0] else baseline,
-            note=f"{tokens_in} prompt tokens, {tokens_out} new",
+            f"history {last} / history 1 step, {label}",
+            stats_of([cycle_ms / float(first[f"ms_{key}"])], "x"),
+            goal=goal,
+            note=f"mean of histories {last - 2}-{last}",
         )
-        result.extra[f"history {length}"] = {"tokens_in": tokens_in, "tokens_out": tokens_out}
-    decode_rate = [t.tokens_out / t.decode_s for t in first if t.decode_s > 0 and t.tokens_out > 1]
-    if decode_rate:
-        result.notes.append(f"tiny model decode: {np.median(decode_rate):.0f} tokens/s (CPU, bfloat16)")
-
-    for shots in SCREENSHOTS:
-        for part, field in (("preprocess", "preprocess_s"), ("step", "total_s")):
-            for tiler in (STOCK, FAST):
-                case = tiling_cases[tiler, shots]
-                values = [getattr(t, field) * 1000 for t in timings[case]]
-                result.add(
-                    tiling_figure(tiler, shots, part),
-                    stats_of(values),
-                    baseline=None if tiler == STOCK else tiling_figure(STOCK, shots, part),
-                    note=f"{timings[case][0].tokens_in} prompt tokens" if part == "step" else "",
-                )
-        result.extra[f"{shots} screenshots"] = {"tokens_in": timings[tiling_cases[STOCK, shots]][0].tokens_in}
+        token_ratio = sum(float(r[f"prefilled_{key}"]) for r in tail) / 3 / float(first[f"prefilled_{key}"])
+        result.add(f"history {last} / history 1 prefilled tokens, {label}", stats_of([token_ratio], "x"))
+        result.add(f"history 1 step, {label}", stats_of([float(first[f"ms_{key}"])]))
+        result.add(f"history {last - 2}-{last} steps, {label}", stats_of([float(r[f"ms_{key}"]) for r in tail]))
     result.notes.append(
-        f"tiling in the step: history 1 with 1 and {max(SCREENSHOTS)} screenshots, a backend loaded with"
-        f" fast_tiling=False ({reasons[STOCK]}) next to the default one ({reasons[FAST]})"
+        "history | images | tokens in | prefilled (kept) | ms (kept) | prefilled (none) | ms (none)\n"
+        + "\n".join(
+            f"{int(r['step']) - 1:>7} | {r['images']:>6} | {r['tokens_in']:>9} | {r['prefilled_kept']:>16}"
+            f" | {r['ms_kept']:>9.0f} | {r['prefilled_whole']:>16} | {r['ms_whole']:>9.0f}"
+            for r in rows
+        )
     )
-
-    pil_image = images[-1].image
-    rgb = np.asarray(pil_image)
-    frame = frames[-1]
-    tiling = interleaved(
-        {
-            "processor tiling (PIL)": lambda: reference_tiles(pil_image),
-            "fast tiling (RGB image)": lambda: fast_tiles(rgb, channels="RGB"),
-            "fast tiling (BGRA frame)": lambda: fast_frame_tiles(frame),
-        },
-        settings.rounds(10),
-        settings.warmup,
-    )
-    tiling_baseline = "processor tiling (PIL)"
-    for name, stats in tiling.items():
-        result.add(name, stats, baseline=None if name == tiling_baseline else tiling_baseline)
     result.notes.append(
-        f"1920x1080 screenshots (9 tiles, {9 * 256} image tokens each), max {NEW_TOKENS} new tokens, greedy;"
-        " the tiling figures are one screenshot's share of preprocess (processor: fast_tiling=False; fast: default)"
+        f"1280x800 screenshots (1,792 image tokens each), {NEW_TOKENS} new tokens at most, greedy, the same answers"
+        f" with and without the state"
     )
     return result

@@ -1,9 +1,9 @@
-"""Find model weights on this disk, offline; estimate their size; download them only when the user asks.
+"""Find a checkpoint on this disk, offline: a directory, or a repo id in the local Hugging Face cache.
 
 A checkpoint is named either by a local directory (it must hold `config.json`) or by a Hugging Face
 repo id, which is resolved from the local Hugging Face cache only: finding a model never touches
 the network; weights are fetched by the user (`hf download`, see `download_command`).
-Importing this module imports neither torch nor transformers.
+Importing this module imports neither torch nor transformers (huggingface_hub only for a repo id).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ DEFAULT_REPO_ID = "Hcompany/Holotron-12B"
 # "owner/name" as the Hub spells repo ids; anything else is read as a path.
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _WEIGHT_SUFFIXES = (".safetensors",)
-_LEGACY_WEIGHT_SUFFIXES = (".bin", ".pt", ".pth")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +91,14 @@ def _from_directory(path: Path) -> CheckpointLocation:
 
 
 def _from_hf_cache(repo_id: str, *, cache_dir: str | Path | None, revision: str | None) -> CheckpointLocation:
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:
+        raise ModelLoadError(
+            f"{repo_id} names a Hugging Face repository, but the in-process backend is not installed"
+            " (huggingface_hub is missing): pip install 'holodesk[holotron]', or give a checkpoint directory."
+        ) from None
 
     cache = hf_cache_dir(cache_dir)
     try:
@@ -141,10 +146,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def estimate_weight_bytes(path: str | Path) -> int:
-    """Bytes of weights on disk: the safetensors files (symlinks followed), else the index's total, else *.bin.
-
-    A rough size for the memory check: the weights in the dtype they were saved in.
-    """
+    """Bytes of weights on disk: the safetensors files (symlinks followed), else the index's total (for people)."""
     path = Path(path)
     safetensors = _sum_sizes(path, _WEIGHT_SUFFIXES)
     if safetensors:
@@ -153,7 +155,7 @@ def estimate_weight_bytes(path: str | Path) -> int:
         total = _read_json(index_file).get("metadata", {}).get("total_size")
         if isinstance(total, int | float) and total > 0:
             return int(total)
-    return _sum_sizes(path, _LEGACY_WEIGHT_SUFFIXES)
+    return 0
 
 
 def _sum_sizes(path: Path, suffixes: tuple[str, ...]) -> int:
@@ -165,10 +167,3 @@ def _sum_sizes(path: Path, suffixes: tuple[str, ...]) -> int:
             except OSError:  # a dangling cache symlink: the blob is not there
                 continue
     return total
-
-
-def saved_dtype_bytes(path: str | Path) -> int:
-    """Bytes per parameter the checkpoint was saved with (its config's torch_dtype; 2 when unsaid)."""
-    config = _read_json(Path(path) / "config.json")
-    name = config.get("torch_dtype") or (config.get("text_config") or {}).get("torch_dtype") or "bfloat16"
-    return {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}.get(str(name).removeprefix("torch."), 2)

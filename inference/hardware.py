@@ -65,8 +65,8 @@ class MambaPath(enum.Enum):
     FAST_CUDA = "fast CUDA kernels"
     # mamba-ssm's RMSNorm imports but the scan kernels or causal-conv1d do not: the layers' PyTorch scan on the GPU.
     SLOW_TORCH = "PyTorch scan on the GPU (scan kernels missing)"
-    # No CUDA GPU: only the tiny test stand-in runs; Holotron-12B needs mamba-ssm's Triton kernel and CUDA.
-    CPU = "CPU (the test stand-in only; Holotron-12B cannot run here)"
+    # No CUDA GPU: the engine's PyTorch path on the CPU; fine for a tiny checkpoint, minutes a step for Holotron-12B.
+    CPU = "CPU (PyTorch scan; a tiny checkpoint only, Holotron-12B would take minutes a step)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,14 +205,13 @@ def verdict(path: MambaPath, devices: Sequence[CudaDevice], kernels: Sequence[Ke
     if path is MambaPath.SLOW_TORCH:
         missing = ", ".join(kernel.package for kernel in kernels if not kernel.importable) or "the kernels"
         return (
-            f"{missing} not usable on {devices[0].label}: Holotron-12B does not load without mamba-ssm (its"
-            " modeling code imports mamba-ssm's Triton RMSNorm), and without causal-conv1d its Mamba layers run"
-            " their PyTorch scan (slower). Install them on this GPU machine with: pip install --no-build-isolation"
-            ' "holodesk[cuda]"'
+            f"{missing} not usable on {devices[0].label}: the Mamba layers run transformers' PyTorch scan on the"
+            " GPU (correct, several times slower). Install them on this GPU machine with:"
+            ' pip install --no-build-isolation "holodesk[cuda]"'
         )
     return (
-        "No CUDA GPU: Holotron-12B cannot run here (it needs mamba-ssm and a CUDA GPU; there is no CPU path). "
-        "Use a machine with a CUDA GPU, or the remote (OpenAI-compatible) backend."
+        "No CUDA GPU: the in-process engine would run on the CPU, fine for a tiny test checkpoint but minutes a step"
+        " for Holotron-12B. Use a machine with a CUDA GPU, or the remote (OpenAI-compatible) backend."
     )
 
 

@@ -1,20 +1,20 @@
-"""The in-process backend: run Holotron-12B (or any Nemotron-VL-style checkpoint) with transformers here.
+"""The in-process backend: Holotron-12B (a Nemotron-Nano-VL-v2 checkpoint) run here by Holodesk's own engine.
 
-The checkpoint's own Python code is loaded with `trust_remote_code=True` from a local directory or
-the local Hugging Face cache, never from the network. Loading is slow (tens of seconds for 25 GB),
-so it runs once, on a worker thread, reporting progress; `generate` then serves one request at a
-time on the loaded model. What is decided before loading (device, bf16, attention, kernels, memory)
-is `inference.load_plan`'s; the processor, the prompt and the fast tiling are
-`inference.processor_adapter`'s. Decoding stops on the checkpoint's own end-of-turn tokens, read
-from its generation config and tokenizer.
+The checkpoint is found offline (a local directory or the local Hugging Face cache, never the
+network: `inference.checkpoint`), placed before any weight is read (`engine.placement`: device,
+dtype, attention, the engine's memory plan against free memory), then loaded once by
+`engine.runner.Engine` on a worker thread that reports progress. `generate` serves one request at
+a time through the engine's own generation loop: greedy decoding that stops on the checkpoint's own
+end-of-turn tokens and can be interrupted between tokens. No code from the checkpoint runs.
+
+State is kept across steps (`keep_state`, on by default): the engine keeps the cache at the end of
+the last conversation, so a step whose prompt extends the previous one prefills only what was added.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
+import dataclasses
 import gc
-import json
 import logging
 import threading
 import time
@@ -22,53 +22,44 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from holodesk.inference.checkpoint import CheckpointLocation, find_checkpoint
+from holodesk.inference.engine.placement import (
+    DEFAULT_CONTEXT,
+    DEFAULT_PREFILL_CHUNK,
+    Placement,
+    available_memory_bytes,
+    check_dtype,
+    flash_attention_available,
+    normalize_device,
+    place,
+)
 from holodesk.inference.errors import BackendError, ModelLoadError
 from holodesk.inference.generation import Generation
-from holodesk.inference.hardware import HardwareReport, MambaPath, detect_hardware, gib
-from holodesk.inference.load_plan import (
-    DTYPE_BYTES,
-    LoadPlan,
-    attention_config,
-    flash_attention_available,
-    import_errors,
-    mamba_rmsnorm_error,
-    normalize_device,
-    plan_load,
-    read_checkpoint_facts,
-)
+from holodesk.inference.hardware import HardwareReport, detect_hardware, gib
 from holodesk.inference.policy import StepTimings
-from holodesk.inference.processor_adapter import (
-    FastImageProcessor,
-    compare_tiling,
-    load_processor,
-    processor_inputs,
-    render_prompt,
-    set_tile_limit,
-)
 from holodesk.inference.profiles.base import ChatRequest, ImageBudget
 
 if TYPE_CHECKING:
-    import torch
+    from holodesk.inference.engine.runner import Engine
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "FastImageProcessor",
-    "GenerationInterrupted",
-    "LoadPlan",
-    "LoadProgress",
-    "LocalBackend",
-    "LocalGeneration",
-    "kernels_in_use",
-    "plan_load",
-]
+__all__ = ["GenerationInterrupted", "LoadProgress", "LocalBackend", "LocalGeneration", "state_keeping_window"]
 
-# Processor outputs the model's generate takes; others (num_patches, image_flags, token_type_ids) are
-# bookkeeping that Nemotron-VL's generate would pass on to the language model, which rejects them.
-MODEL_INPUTS = ("input_ids", "attention_mask", "pixel_values")
+
+def state_keeping_window(budget: ImageBudget) -> ImageBudget:
+    """The screenshot window the in-process backend runs with: old screenshots leave in one block.
+
+    With `drop_block` = `keep_screenshots` the prompt grows only at its end until the window is full,
+    so the kept state serves every step but one in `keep_screenshots` (that one re-prefills from the
+    dropped block on). A sliding window (drop_block 1) turns the oldest screenshot into a placeholder
+    every step, and the engine then prefills the last `keep_screenshots` observations again each
+    time (about 10,000 tokens at 12 tiles a screenshot). The price: the model sees 1 to
+    `keep_screenshots` screenshots instead of always `keep_screenshots`.
+    """
+    return dataclasses.replace(budget, drop_block=budget.keep_screenshots)
 
 
 class GenerationInterrupted(BackendError):
@@ -86,101 +77,33 @@ class LoadProgress:
 
 @dataclass(frozen=True, slots=True)
 class LocalGeneration:
-    """A generation with its token ids, for callers (benchmarks, engine tests) that need more than text."""
+    """A generation with its token ids and prefill work, for callers (benchmarks, tests) that need more than text.
+
+    `new_token_ids` ends with the stop token when the answer ended on one; `reused_tokens` of the prompt
+    came from the state kept since the last step and `prefilled_tokens` went through the model.
+    """
 
     text: str
     prompt_token_ids: tuple[int, ...]
     new_token_ids: tuple[int, ...]
     timings: StepTimings
+    prefilled_tokens: int
+    reused_tokens: int
 
     @property
     def generation(self) -> Generation:
         return Generation(text=self.text, timings=self.timings)
 
 
-def kernels_in_use(model: Any) -> bool | None:
-    """Whether the loaded model's Mamba layers will take the CUDA-kernel path.
-
-    Nemotron-H's remote code, like transformers' Bamba and Mamba-2, decides with a module-level
-    `is_fast_path_available` and the weights' device; read both. None when no layer says.
-    """
-    import sys
-
-    flags: list[bool] = []
-    for module in model.modules():
-        if not hasattr(module, "in_proj"):
-            continue
-        flag = getattr(sys.modules.get(type(module).__module__), "is_fast_path_available", None)
-        if isinstance(flag, bool):
-            on_cuda = any(p.device.type == "cuda" for p in module.parameters(recurse=False)) or any(
-                p.device.type == "cuda" for p in module.in_proj.parameters()
-            )
-            flags.append(flag and on_cuda)
-    return all(flags) if flags else None
-
-
-def _model_auto_class(path: Path) -> str:
-    """AutoModelForCausalLM where the checkpoint's auto_map offers it, else AutoModel (its remote class)."""
-    try:
-        auto_map = json.loads((path / "config.json").read_text(encoding="utf-8")).get("auto_map", {})
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"cannot read {path / 'config.json'}: {exc}") from exc
-    if "AutoModelForCausalLM" in auto_map or "AutoModel" not in auto_map:
-        return "AutoModelForCausalLM"
-    return "AutoModel"
-
-
-class _TokenClock:
-    """A generate() streamer that only timestamps: the prompt arrives first (2-D), then each new token (1-D).
-
-    The first token's arrival ends prefill (vision encoder + prompt forward + first pick); the
-    tokens are moved to the CPU as they come, so the times are true on CUDA too.
-    """
-
-    def __init__(self) -> None:
-        self.first_token_at: float | None = None
-        self.tokens = 0
-
-    def put(self, value: Any) -> None:
-        if getattr(value, "dim", lambda: 1)() > 1:
-            return
-        if self.first_token_at is None:
-            self.first_token_at = time.perf_counter()
-        self.tokens += 1
-
-    def end(self) -> None:
-        pass
-
-
-@dataclass(slots=True)
-class _Loaded:
-    model: Any
-    processor: Any
-    tokenizer: Any
-    device: Any
-    dtype: Any
-    plan: LoadPlan
-    stop_token_ids: list[int]
-    pad_token_id: int | None
-    # The processor with FastImageProcessor standing in for its image processor; None: the stock path.
-    fast_processor: Any = None
-    fast_image_processor: FastImageProcessor | None = None
-
-
 class LocalBackend:
     """Runs a checkpoint in this process. Load once with `load_async()`, then call `generate`.
 
     `checkpoint` is a directory or a Hugging Face repo id found in the local cache (default
-    Holotron-12B). `device` is "cuda", "cuda:N" or "cpu"; `dtype` defaults to bfloat16, on the GPU
-    and the CPU alike; "float32" (or "float16") must be asked for. `max_tiles` is the profile's
-    `ImageBudget.max_tiles`. Decoding is greedy; `ChatRequest.response_schema` is not enforced here
-    (the profile's parser is the check), and `max_new_tokens` is capped at `max_new_tokens_cap`.
-
-    `fast_tiling` (default on) lets `inference.tiling` cut the images into tiles instead of the
-    processor's PIL code, if a probe at load time finds both agree; after loading, the attribute
-    `fast_tiling` says whether it is in use and `fast_tiling_reason` why (for doctor and benchmarks).
-    On CUDA the fast tiler uploads each uint8 image and makes the tiles on the GPU; `tiling_device`
-    overrides where ("cpu" runs that same device path on the CPU, which is how tests hold it).
+    Holotron-12B). `device` is "cuda", "cuda:N" or "cpu"; `dtype` defaults to the checkpoint's own
+    (bfloat16 for Holotron-12B). `max_tiles` is the profile's `ImageBudget.max_tiles`. Decoding is
+    greedy; `ChatRequest.response_schema` is not enforced here (the profile's parser is the check), and
+    `max_new_tokens` is capped at `max_new_tokens_cap`. `context` is the prompt length the memory check
+    makes room for; `keep_state` keeps the conversation's cache between steps (see the module docstring).
     """
 
     def __init__(
@@ -195,13 +118,13 @@ class LocalBackend:
         revision: str | None = None,
         hardware_probe: Callable[[], HardwareReport] = detect_hardware,
         load_wait_s: float | None = None,
-        fast_tiling: bool = True,
-        tiling_device: str | None = None,
+        keep_state: bool = True,
+        context: int = DEFAULT_CONTEXT,
+        prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
     ) -> None:
         if max_tiles < 1:
             raise ValueError(f"max_tiles must be at least 1, got {max_tiles}")
-        if dtype is not None and dtype not in DTYPE_BYTES:
-            raise ModelLoadError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPE_BYTES)}")
+        check_dtype(dtype)
         self.checkpoint_spec = checkpoint
         self.device_name = normalize_device(device)
         self.dtype_name = dtype
@@ -211,20 +134,16 @@ class LocalBackend:
         self.revision = revision
         self.hardware_probe = hardware_probe
         self.load_wait_s = load_wait_s
-        self.fast_tiling_requested = fast_tiling
-        # Where the fast tiler makes the tiles: None = the model's device when it is CUDA (the uint8 frame is
-        # uploaded and tiled there), else the CPU kernel; "cpu" runs the device path on the CPU (tests).
-        self.tiling_device = tiling_device
+        self.keep_state = keep_state
+        self.context = context
+        self.prefill_chunk = prefill_chunk
         # Filled in by loading; read by doctor and the settings page.
         self.checkpoint: CheckpointLocation | None = None
-        self.plan: LoadPlan | None = None
+        self.placement: Placement | None = None
         # What the user should know about the loaded model's speed or setup; None if nothing.
         self.load_notice: str | None = None
         self.load_seconds: float | None = None
-        # Whether the loaded model's images are tiled by inference.tiling (True) or the processor, and why.
-        self.fast_tiling = False
-        self.fast_tiling_reason = "not loaded"
-        self._loaded: _Loaded | None = None
+        self._engine: Engine | None = None
         self._load_future: Future[None] | None = None
         self._state_lock = threading.Lock()
         self._generate_lock = threading.Lock()
@@ -235,7 +154,14 @@ class LocalBackend:
 
     @property
     def is_loaded(self) -> bool:
-        return self._loaded is not None
+        return self._engine is not None
+
+    @property
+    def engine(self) -> Engine:
+        """The loaded engine (for doctor and benchmarks); BackendError before loading."""
+        if self._engine is None:
+            raise BackendError("The local model is not loaded.")
+        return self._engine
 
     def load_async(self, progress: Callable[[LoadProgress], None] | None = None) -> Future[None]:
         """Start loading on a worker thread (once: later calls return the same future, unless it failed).
@@ -266,7 +192,7 @@ class LocalBackend:
             self._load(progress)
         except ModelLoadError as exc:
             future.set_exception(exc)
-        except Exception as exc:  # anything from the remote code, transformers or torch
+        except Exception as exc:  # anything from transformers, safetensors or torch
             logger.exception("loading the local model failed")
             future.set_exception(ModelLoadError(f"Loading the model failed: {type(exc).__name__}: {exc}"))
         else:
@@ -287,148 +213,77 @@ class LocalBackend:
         self.checkpoint = checkpoint
 
         report("checking", 0.05, f"Checking {self.device_name} for {checkpoint.describe()}")
-        facts = read_checkpoint_facts(checkpoint.path)
-        plan = plan_load(
-            checkpoint,
+        from holodesk.inference.engine.spec import read_spec
+
+        spec = read_spec(checkpoint.path)
+        placement = place(
+            spec,
             self.device_name,
             self.dtype_name,
             self.hardware_probe(),
-            facts=facts,
-            mamba_error=mamba_rmsnorm_error() if facts.nemotron_vl else None,
+            context=self.context,
+            prefill_chunk=self.prefill_chunk,
+            keep_state=self.keep_state,
+            max_tiles=self.max_tiles,
             flash_available=flash_attention_available(),
-            import_error=import_errors() if facts.nemotron_vl else None,
+            cpu_available=available_memory_bytes() if self.device_name == "cpu" else None,
         )
-        self.plan = plan
-
-        report("processor", 0.1, "Loading the processor (tokenizer, image tiling, chat template)")
-        import torch
-        import transformers
-
-        processor = load_processor(checkpoint.path)
-        if set_tile_limit(processor, self.max_tiles) is None:
-            logger.warning("the image processor has no tile limit attribute: max_tiles=%d is ignored", self.max_tiles)
-        tokenizer = getattr(processor, "tokenizer", processor)
-        dtype = getattr(torch, plan.dtype)
-
-        report("tiling", 0.15, "Checking the fast image tiling against the processor's")
-        fast_processor, adapter = self._choose_tiling(processor, dtype)
+        self.placement = placement
 
         report(
             "weights",
-            0.2,
-            f"Loading {gib(checkpoint.weight_bytes)} of weights as {plan.dtype} on {plan.device}"
-            f" with {plan.attention} attention",
+            0.1,
+            f"Loading {gib(placement.memory.weights)} of weights as {placement.dtype} on {placement.device}"
+            f" with {placement.attention} attention",
         )
-        auto_class = getattr(transformers, _model_auto_class(checkpoint.path))
-        config = transformers.AutoConfig.from_pretrained(checkpoint.path, trust_remote_code=True, local_files_only=True)
-        load_kwargs: dict[str, Any] = {
-            "config": attention_config(config, plan.attention),
-            "attn_implementation": plan.attention,
-            "torch_dtype": dtype,
-            "trust_remote_code": True,
-            "local_files_only": True,
-        }
-        direct_to_gpu = plan.device != "cpu" and _accelerate_available()
-        if direct_to_gpu:
-            load_kwargs["device_map"] = {"": plan.device}  # straight to the GPU, no 25 GB copy in RAM
+        import torch
+
+        from holodesk.inference.engine.runner import Engine
+
         try:
-            model = auto_class.from_pretrained(checkpoint.path, **load_kwargs)
-            if not direct_to_gpu and plan.device != "cpu":
-                report("device", 0.9, f"Moving the weights to {plan.device}")
-                model = model.to(plan.device)
+            engine = Engine(
+                checkpoint.path,
+                device=placement.device,
+                dtype=placement.dtype,
+                max_tiles=self.max_tiles,
+                reuse=self.keep_state,
+                prefill_chunk=self.prefill_chunk,
+                attention=placement.attention,
+            )
         except torch.cuda.OutOfMemoryError as exc:
             raise ModelLoadError(
-                f"The GPU ran out of memory while loading ({exc}). Close other programs using {plan.device}"
+                f"The GPU ran out of memory while loading ({exc}). Close other programs using {placement.device}"
                 " or use the remote backend."
             ) from exc
-        model.eval()
-
-        in_use = kernels_in_use(model)
-        notice = plan.notice
-        if plan.mamba_path is MambaPath.FAST_CUDA and in_use is False:
-            notice = (
-                "mamba-ssm and causal-conv1d import here, but the checkpoint's Mamba layers did not pick them up:"
-                " their PyTorch scan runs on the GPU (slower)."
-            )
-        self.load_notice = notice
-        if notice:
-            logger.warning("%s", notice)
-
-        stop_ids = stop_token_ids(checkpoint.path, tokenizer, getattr(model, "generation_config", None))
-        if not stop_ids:
-            raise ModelLoadError(
-                f"{checkpoint.path} names no end-of-turn token (generation_config.json eos_token_id or the"
-                " tokenizer's eos_token): generation would never stop"
-            )
-        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
-        self._loaded = _Loaded(
-            model=model,
-            processor=processor,
-            tokenizer=tokenizer,
-            device=torch.device(plan.device),
-            dtype=dtype,
-            plan=plan,
-            stop_token_ids=stop_ids,
-            pad_token_id=pad_id,
-            fast_processor=fast_processor,
-            fast_image_processor=adapter,
-        )
+        self.load_notice = placement.notice
+        if placement.notice:
+            logger.warning("%s", placement.notice)
+        self._engine = engine
         self.load_seconds = time.perf_counter() - started
-        report("ready", 1.0, f"Model ready on {plan.device} in {self.load_seconds:.1f} s")
-
-    def _choose_tiling(self, processor: Any, dtype: torch.dtype) -> tuple[Any, FastImageProcessor | None]:
-        """The processor with the fast tiler in place of its image processor, if it passes the probe.
-
-        The stock processor is left as it is (a shallow copy carries the adapter), so its image processor
-        still answers direct calls and keeps the tile limit that the adapter reads. On any doubt the
-        answer is (None, None): the processor's own tiling, slower but the checkpoint's definition.
-        """
-        if not self.fast_tiling_requested:
-            self.fast_tiling, self.fast_tiling_reason = False, "off: fast_tiling=False was asked for"
-            logger.info("image tiling: the processor's own (fast tiling turned off)")
-            return None, None
-        stock = getattr(processor, "image_processor", None)
-        adapter: FastImageProcessor | None = None
-        fast_processor: Any = None
-        if stock is None:
-            agree, found = False, "the processor has no image processor to stand in for"
-        else:
-            try:
-                adapter = FastImageProcessor(stock, dtype, device=self._tiling_device())
-                fast_processor = copy.copy(processor)
-                fast_processor.image_processor = adapter
-                agree, found = compare_tiling(processor, fast_processor, adapter, dtype)
-            except Exception as exc:  # the checkpoint's processor code or the fast path broke: not used then
-                agree, found = False, f"the probe failed: {type(exc).__name__}: {exc}"
-        if not agree:
-            self.fast_tiling, self.fast_tiling_reason = False, f"off: {found}"
-            logger.warning("fast image tiling is off, the processor tiles the images instead (slower): %s", found)
-            return None, None
-        self.fast_tiling, self.fast_tiling_reason = True, f"on: {found}"
-        logger.info("image tiling: fast path (%s)", found)
-        return fast_processor, adapter
-
-    def _tiling_device(self) -> str | None:
-        if self.tiling_device is not None:
-            return normalize_device(self.tiling_device)
-        return self.device_name if self.device_name.startswith("cuda") else None
+        report("ready", 1.0, f"Model ready on {placement.device} in {self.load_seconds:.1f} s")
 
     def unload(self) -> None:
         """Drop the model and free its memory; a later `load_async` loads it again."""
         with self._generate_lock, self._state_lock:
             if self._load_future is not None and not self._load_future.done():
                 raise BackendError("the model is still loading; wait for it before unloading")
-            self._loaded = None
+            self._engine = None
             self._load_future = None
-            self.fast_tiling, self.fast_tiling_reason = False, "not loaded"
         gc.collect()
-        with contextlib.suppress(Exception):  # torch may be absent or CUDA unusable: nothing to free then
+        try:
             import torch
+        except ImportError:  # nothing was loaded without torch: nothing to free
+            return
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+    def forget(self) -> None:
+        """Drop the state kept from earlier steps (a new task starts): the next step prefills everything."""
+        with self._generate_lock:
+            if self._engine is not None:
+                self._engine.forget()
 
-    def _require_loaded(self) -> _Loaded:
+    def _require_loaded(self) -> Engine:
         future = self._load_future
         if future is None:
             raise BackendError("The local model is not loaded: start loading it with load_async() (or load()) first.")
@@ -438,10 +293,10 @@ class LocalBackend:
             future.result(timeout=self.load_wait_s)
         except TimeoutError:
             raise BackendError(f"The local model is still loading after {self.load_wait_s:.0f} s.") from None
-        loaded = self._loaded
-        if loaded is None:
+        engine = self._engine
+        if engine is None:
             raise BackendError("The local model was unloaded: load it again before generating.")
-        return loaded
+        return engine
 
     # -- generation ------------------------------------------------------------------------------
 
@@ -450,15 +305,33 @@ class LocalBackend:
 
     def generate_detailed(self, request: ChatRequest) -> LocalGeneration:
         """Run one request greedily; one at a time (callers on other threads wait their turn)."""
-        asked_at = time.monotonic()
-        loaded = self._require_loaded()
+        asked = time.monotonic()
+        engine = self._require_loaded()
+        if request.max_new_tokens < 1:
+            raise BackendError(f"max_new_tokens must be at least 1, got {request.max_new_tokens}")
+        from holodesk.inference.engine.runner import GenerationCancelled
+
         with self._generate_lock:
             try:
-                return self._generate(loaded, request, asked_at)
+                result = engine.generate(
+                    request,
+                    max_new_tokens=min(request.max_new_tokens, self.max_new_tokens_cap),
+                    cancelled=lambda: self._interrupted_at >= asked,
+                )
+            except GenerationCancelled:
+                raise GenerationInterrupted("generation was interrupted (the run was stopped)") from None
             except (BackendError, ModelLoadError):
                 raise
             except Exception as exc:
                 raise BackendError(f"Local generation failed: {type(exc).__name__}: {exc}") from exc
+        return LocalGeneration(
+            text=result.text,
+            prompt_token_ids=result.prompt_ids,
+            new_token_ids=result.new_ids,
+            timings=result.timings,
+            prefilled_tokens=result.prefilled_tokens,
+            reused_tokens=result.reused_tokens,
+        )
 
     def interrupt(self) -> None:
         """Stop the generation in progress (and any already waiting for its turn) at the next token.
@@ -467,104 +340,3 @@ class LocalBackend:
         step instead of finishing an answer nobody will read. Later requests are not affected.
         """
         self._interrupted_at = time.monotonic()
-
-    def _generate(self, loaded: _Loaded, request: ChatRequest, asked_at: float | None = None) -> LocalGeneration:
-        import torch
-        from transformers import StoppingCriteria, StoppingCriteriaList
-
-        asked: float = time.monotonic() if asked_at is None else asked_at
-        backend = self
-
-        class _StopWhenInterrupted(StoppingCriteria):
-            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-                stop = backend._interrupted_at >= asked
-                return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
-
-        if request.max_new_tokens < 1:
-            raise BackendError(f"max_new_tokens must be at least 1, got {request.max_new_tokens}")
-        started = time.perf_counter()
-        prompt = render_prompt(loaded.processor, request)
-        processor = loaded.processor if loaded.fast_processor is None else loaded.fast_processor
-        inputs = processor_inputs(processor, prompt, list(request.images))
-        model_inputs: dict[str, Any] = {}
-        for name in MODEL_INPUTS:
-            if name in inputs:
-                value = inputs[name].to(loaded.device)
-                # Processors return float32 pixels (the fast path: already the model's); the vision tower
-                # runs in the model's dtype.
-                model_inputs[name] = value.to(loaded.dtype) if name == "pixel_values" else value
-        prompt_ids = model_inputs["input_ids"]
-        clock = _TokenClock()
-        max_new_tokens = min(request.max_new_tokens, self.max_new_tokens_cap)
-        if loaded.device.type == "cuda":
-            torch.cuda.synchronize(loaded.device)
-        generate_started = time.perf_counter()
-        with torch.inference_mode():
-            output = loaded.model.generate(
-                **model_inputs,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                num_beams=1,
-                eos_token_id=loaded.stop_token_ids or None,
-                pad_token_id=loaded.pad_token_id,
-                streamer=clock,
-                stopping_criteria=StoppingCriteriaList([_StopWhenInterrupted()]),
-            )
-        if loaded.device.type == "cuda":
-            torch.cuda.synchronize(loaded.device)
-        generate_ended = time.perf_counter()
-
-        if self._interrupted_at >= asked:
-            raise GenerationInterrupted("generation was interrupted (the run was stopped)")
-        sequence = getattr(output, "sequences", output)[0].to("cpu")
-        prompt_row = prompt_ids[0].to("cpu")
-        # Nemotron-VL's generate returns prompt + answer when given input_ids; other code returns the answer only.
-        if sequence.shape[0] >= prompt_row.shape[0] and torch.equal(sequence[: prompt_row.shape[0]], prompt_row):
-            sequence = sequence[prompt_row.shape[0] :]
-        new_ids = tuple(int(t) for t in sequence.tolist())
-        text = loaded.tokenizer.decode(list(new_ids), skip_special_tokens=True)
-        first_token_at = clock.first_token_at or generate_ended
-        timings = StepTimings(
-            preprocess_s=generate_started - started,
-            prefill_s=first_token_at - generate_started,
-            decode_s=generate_ended - first_token_at,
-            total_s=time.perf_counter() - started,
-            tokens_in=int(prompt_row.shape[0]),
-            tokens_out=len(new_ids),
-        )
-        return LocalGeneration(
-            text=text,
-            prompt_token_ids=tuple(int(t) for t in prompt_row.tolist()),
-            new_token_ids=new_ids,
-            timings=timings,
-        )
-
-
-def stop_token_ids(path: Path, tokenizer: Any, generation_config: Any = None) -> list[int]:
-    """The checkpoint's own end tokens: generation_config.json's eos_token_id(s), then the tokenizer's EOS.
-
-    Nemotron-Nano-v2 ends a turn with `<SPECIAL_12>`; whatever it is, it is read from the checkpoint,
-    never assumed (a ChatML `<|im_end|>` would never come and the model would talk to the token limit).
-    """
-    ids: list[int] = []
-
-    def add(value: Any) -> None:
-        values = value if isinstance(value, list | tuple) else [value]
-        ids.extend(int(v) for v in values if isinstance(v, int) and not isinstance(v, bool) and int(v) not in ids)
-
-    saved = path / "generation_config.json"
-    if saved.is_file():
-        try:
-            add(json.loads(saved.read_text(encoding="utf-8")).get("eos_token_id"))
-        except (OSError, ValueError) as exc:
-            raise ModelLoadError(f"cannot read {saved}: {exc}") from exc
-    if generation_config is not None:
-        add(getattr(generation_config, "eos_token_id", None))
-    add(getattr(tokenizer, "eos_token_id", None))
-    return ids
-
-
-def _accelerate_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("accelerate") is not None

@@ -24,17 +24,11 @@ it so: collection fails naming any unmarked test that uses a display fixture (`D
 directly or through another fixture), and starting Xvfb or the GNOME stack from an unmarked test
 fails that test.
 
-`tiny_checkpoint` (session-scoped) is a tiny random-weight VLM that loads like Holotron-12B. The
-Hugging Face environment is isolated here, before any test imports transformers: offline mode and
-a private cache for remote code, so no test can reach a hub or the user's caches. Its modeling code
-imports mamba-ssm, as the real one does: tests/support/kernels (a pure-torch stand-in for the one
-function it imports, never shipped) goes on sys.path and on the children's PYTHONPATH here, where
-transformers is the stand-in's 4.53. A transformers with native Nemotron-H (the in-process engine's)
-would take the stand-in torchvision for the real one and fail to import its image utilities.
-
-Two invocations: tests/run.sh runs the suite in .venv, then the in-process engine's tests
-(tests/inference/engine, transformers >= 5.3) in .venv-vllm with HOLODESK_ENGINE_RUN=1; in that run
-nothing outside that folder is collected, whatever paths the command line names.
+`tiny_checkpoint` (session-scoped) is a tiny random-weight checkpoint in Holotron-12B's real layout
+(bench/nemotron_tiny, float32) that Holodesk's in-process engine loads on the CPU; `answering_checkpoint`
+is the same, taught to answer one valid holotron step (bench/nemotron_tiny/chosen_answer.py). Nothing
+in the tests may reach a model hub: the Hugging Face libraries are put offline here, before any test
+imports them.
 """
 
 from __future__ import annotations
@@ -43,7 +37,6 @@ import atexit
 import functools
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -53,29 +46,19 @@ import pytest
 
 from holodesk.automation import virtual_display
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
-from holodesk.inference.engine.spec import transformers_problem
-from holodesk.inference.standin import isolate_hf_environment
 from tests.support.gnome_stack import GnomeStack
 from tests.support.target_client import TargetWindow, window_origin
 from tests.support.vllm_server import ServerStartError, VllmServer, serve
 
-# Before any test module imports transformers (see the module docstring).
-isolate_hf_environment()
+# Before any test module imports transformers or huggingface_hub (see the module docstring).
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 # Child processes the tests start (`python -m tests.support.target_window`, ...) import the test
 # helpers from the repository root, as pytest's own `pythonpath` does for this process; Holodesk
 # itself still comes from the install.
 REPO = Path(__file__).resolve().parent.parent
-TEST_KERNELS = REPO / "tests" / "support" / "kernels"
-STANDIN_TRANSFORMERS = transformers_problem() is not None  # no native Nemotron-H: the stand-in's 4.53
-if STANDIN_TRANSFORMERS:
-    sys.path.append(str(TEST_KERNELS))
-child_paths = [str(REPO), str(TEST_KERNELS) if STANDIN_TRANSFORMERS else "", os.environ.get("PYTHONPATH")]
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, child_paths))
-
-# The engine's own invocation (see the module docstring).
-ENGINE_RUN = os.environ.get("HOLODESK_ENGINE_RUN") == "1"
-ENGINE_TESTS = REPO / "tests" / "inference" / "engine"
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 # `holodesk run`, `doctor` and the tray app read the user's settings file and write sessions to the
 # user's data folder: no test may see the developer's own, so the whole session gets private ones.
@@ -83,28 +66,6 @@ _PRIVATE_HOME = Path(tempfile.mkdtemp(prefix="holodesk-test-home-"))
 os.environ["XDG_CONFIG_HOME"] = str(_PRIVATE_HOME / "config")
 os.environ["XDG_DATA_HOME"] = str(_PRIVATE_HOME / "data")
 atexit.register(functools.partial(shutil.rmtree, _PRIVATE_HOME, ignore_errors=True))
-
-
-def _engine_side(path: Path) -> bool:
-    """Whether `path` is tests/inference/engine, inside it, or one of the folders above it."""
-    path = path.resolve()
-    return path == ENGINE_TESTS or ENGINE_TESTS in path.parents or path in ENGINE_TESTS.parents
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """In the engine's run, paths named on the command line outside its folder are dropped.
-
-    pytest never ignores a path named on the command line, and importing another folder's test
-    module in .venv-vllm could fail (no Qt there); with nothing left, the run collects nothing.
-    """
-    if ENGINE_RUN:
-        here = config.invocation_params.dir
-        config.args[:] = [arg for arg in config.args if _engine_side(here / arg.split("::")[0])]
-
-
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """In the engine's run, everything but tests/inference/engine (and the folders above it) is left out."""
-    return None if not ENGINE_RUN or _engine_side(collection_path) else True
 
 
 @pytest.fixture(scope="module")
@@ -129,12 +90,27 @@ def target_window(xvfb: XvfbServer) -> Iterator[TargetWindow]:
         window.close()
 
 
+# The answer `answering_checkpoint` gives: one holotron step the parser turns into Click(263, 741).
+TAUGHT_ANSWER = (
+    '{"note": "", "thought": "The search field is on the left.", '
+    '"action": {"name": "click_desktop", "x": 263, "y": 741}}'
+)
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random-weight VLM checkpoint directory that loads like Holotron-12B (see inference/standin)."""
-    from holodesk.inference.standin import build_tiny_checkpoint
+    """The tiny random-weight checkpoint in the real layout (float32), built once a session."""
+    from bench.nemotron_tiny import build_nemotron_tiny
 
-    return build_tiny_checkpoint(tmp_path_factory.mktemp("checkpoints"))
+    return build_nemotron_tiny(tmp_path_factory.mktemp("checkpoints") / "nemotron_tiny", dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def answering_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny checkpoint taught to answer TAUGHT_ANSWER to any prompt (through the real generation path)."""
+    from bench.nemotron_tiny.chosen_answer import build_answering_checkpoint
+
+    return build_answering_checkpoint(tmp_path_factory.mktemp("checkpoints") / "answering", TAUGHT_ANSWER)
 
 
 @pytest.fixture(scope="session")

@@ -30,14 +30,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# A project-local virtual environment; the CPU build of torch first, so the test extra's torch
+# A project-local virtual environment; the CPU build of torch first, so the holotron extra's torch
 # requirement is already met and pip does not pull several GB of CUDA packages.
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-# No torchvision: the torchvision 0.28.0 wheel the index offers is the CUDA build, which fails to import
-# against this CPU torch ("operator torchvision::nms does not exist"); the stand-in checkpoint's image
-# processor gets the PIL-based stand-in in tests/support/kernels/torchvision instead.
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[test]"
 # The Wayland backend reads PipeWire through GStreamer's Python bindings (gi), which come from
@@ -53,8 +50,7 @@ if ! .venv/bin/python -c "import gi" 2>/dev/null; then
   fi
 fi
 
-# The vLLM tier's server lives in its own environment (.venv-vllm), and so does the in-process
-# engine's test run (below); a no-op once installed.
+# The vLLM tier's server lives in its own environment (.venv-vllm); a no-op once installed.
 bash tests/vllm/install.sh
 
 .venv/bin/ruff check .
@@ -62,21 +58,6 @@ bash tests/vllm/install.sh
 bash tests/typecheck.sh  # mypy: strict on automation/, default elsewhere
 # Nothing in the tests may reach a model hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-status=0
-.venv/bin/python -m pytest "$@" || status=$?
-# The in-process engine (tests/inference/engine) needs transformers >= 5.3, which .venv's stand-in
-# cannot have yet: .venv skips those tests (saying why) and they run here, in .venv-vllm, with the
-# same arguments; nothing outside that folder is collected in this run (tests/conftest.py). With no
-# arguments it must collect and pass them all (pytest's status 5 is "nothing collected"); with
-# arguments that select none of them, collecting nothing is no failure.
-echo "the in-process engine's tests, in .venv-vllm:"
-engine=0
-HOLODESK_ENGINE_RUN=1 .venv-vllm/bin/python -m pytest "$@" || engine=$?
-if [ "$engine" -eq 5 ] && [ $# -gt 0 ]; then
-  engine=0
-fi
-if [ "$engine" -ne 0 ]; then
-  echo "the in-process engine's tests failed (pytest status $engine)" >&2
-  [ "$status" -ne 0 ] || status=$engine
-fi
-exit "$status"
+# One run: the in-process engine's tests run here too (the holotron extra's transformers); the
+# reference tier starts vLLM from .venv-vllm as a server process only.
+exec .venv/bin/python -m pytest "$@"

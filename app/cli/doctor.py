@@ -52,7 +52,8 @@ class DoctorOptions:
     max_steps: int = 30  # the step limit of a task: the context must hold its last step
 
 
-TRANSFORMERS_RANGE = ((4, 53), (4, 54))  # > 4.53, < 4.54 as the Holotron-12B card pins
+# The release the in-process engine is tested with (pyproject.toml's holotron extra pins it).
+ENGINE_TRANSFORMERS = "5.19.0"
 
 
 def check_display() -> CheckResult:
@@ -182,20 +183,20 @@ def check_held_input() -> CheckResult:
 
 
 def check_transformers() -> CheckResult:
-    try:
-        version = importlib.metadata.version("transformers")
-    except importlib.metadata.PackageNotFoundError:
-        return CheckResult(
-            "transformers", Status.FAIL, "not installed", fix='pip install "transformers>4.53,<4.54"', blocking=True
-        )
-    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    low, high = TRANSFORMERS_RANGE
-    if not (parts >= low and parts < high and version != "4.53.0"):
+    """The in-process engine runs on transformers' native Nemotron-H, tested with ENGINE_TRANSFORMERS."""
+    from holodesk.inference.engine.spec import transformers_problem
+
+    fix = f'pip install "transformers=={ENGINE_TRANSFORMERS}" (or: pip install ".[holotron]")'
+    problem = transformers_problem()
+    if problem is not None:
+        return CheckResult("transformers", Status.FAIL, problem, fix=fix, blocking=True)
+    version = importlib.metadata.version("transformers")
+    if version != ENGINE_TRANSFORMERS:
         return CheckResult(
             "transformers",
             Status.WARN,
-            f"{version} is outside the range the Holotron-12B card pins (>4.53,<4.54)",
-            fix='pip install "transformers>4.53,<4.54"',
+            f"{version} is not the release the in-process engine is tested with ({ENGINE_TRANSFORMERS})",
+            fix=fix,
         )
     return CheckResult("transformers", Status.OK, version)
 
@@ -243,46 +244,35 @@ def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
 
 
 def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
-    """The weights, what their architecture needs, and the load plan, all decided before loading anything."""
+    """The weights, the engine's reading of their config, and where they would load, all before loading anything."""
     from holodesk.inference.checkpoint import find_checkpoint
+    from holodesk.inference.engine.placement import available_memory_bytes, flash_attention_available, place
+    from holodesk.inference.engine.spec import read_spec
     from holodesk.inference.errors import ModelLoadError
     from holodesk.inference.hardware import detect_hardware
-    from holodesk.inference.load_plan import (
-        flash_attention_available,
-        import_errors,
-        mamba_rmsnorm_error,
-        plan_load,
-        read_checkpoint_facts,
-        requirements_for,
-    )
 
     try:
         found = find_checkpoint(options.model)
-        facts = read_checkpoint_facts(found.path)
+        spec = read_spec(found.path)
     except ModelLoadError as exc:
         yield CheckResult("weights", Status.FAIL, str(exc), blocking=True)
         return
     yield CheckResult("weights", Status.OK, found.describe())
-    needs = requirements_for(facts)
-    if needs:
-        yield CheckResult("architecture", Status.INFO, needs)
     try:
-        plan = plan_load(
-            found,
+        placement = place(
+            spec,
             options.device,
             None,
             detect_hardware(),
-            facts=facts,
-            mamba_error=mamba_rmsnorm_error() if facts.nemotron_vl else None,
             flash_available=flash_attention_available(),
-            import_error=import_errors() if facts.nemotron_vl else None,
+            cpu_available=available_memory_bytes(),
         )
     except ModelLoadError as exc:
         yield CheckResult("load plan", Status.FAIL, str(exc), blocking=True)
         return
-    memory = f", about {plan.required_bytes / 1024**3:.1f} GiB" if plan.required_bytes else ""
-    detail = f"{plan.dtype} on {plan.device}, {plan.attention} attention, Mamba: {plan.mamba_path.value}{memory}"
-    yield CheckResult("load plan", Status.WARN if plan.notice else Status.OK, detail, fix=plan.notice or "")
+    yield CheckResult(
+        "load plan", Status.WARN if placement.notice else Status.OK, placement.describe(), fix=placement.notice or ""
+    )
     if options.try_step:
         yield try_one_step(str(found.path), options.device)
 
@@ -323,19 +313,26 @@ def canned_screenshot() -> object:
     )
 
 
-def try_first_contact(model: str, device: str) -> CheckResult:
-    """A checkpoint in the real layout: the in-process engine's first contact (answer, speed, memory, kernels)."""
-    from holodesk.inference.engine.check import contact_request, first_contact
-    from holodesk.inference.engine.runner import Engine
-    from holodesk.inference.errors import InferenceError
+def try_one_step(model: str, device: str) -> CheckResult:
+    """Load the model in the in-process backend and run the engine's first contact on a canned screenshot.
 
+    One holotron step is proposed (never acted on); the report says whether the answer is degenerate,
+    prefill tokens/s, decode ms/token, peak memory and the kernels in use.
+    """
+    from holodesk.inference.engine.check import contact_request, first_contact
+    from holodesk.inference.errors import InferenceError
+    from holodesk.inference.local import LocalBackend
+
+    backend = LocalBackend(model, device=device)
     try:
         started = time.perf_counter()
-        engine = Engine(model, device=device)
+        backend.load()
         loaded_in = time.perf_counter() - started
-        report = first_contact(engine, contact_request(canned_screenshot()))  # type: ignore[arg-type]
+        report = first_contact(backend.engine, contact_request(canned_screenshot()))  # type: ignore[arg-type]
     except InferenceError as exc:
         return CheckResult("try", Status.FAIL, printable(str(exc), limit=400), blocking=True)
+    finally:
+        backend.unload()
     detail = f"loaded in {loaded_in:.1f} s (in-process engine); " + "; ".join(report.lines())
     if report.problem:
         return CheckResult(
@@ -346,55 +343,6 @@ def try_first_contact(model: str, device: str) -> CheckResult:
             blocking=True,
         )
     return CheckResult("try", Status.OK, printable(detail, limit=800))
-
-
-def try_one_step(model: str, device: str) -> CheckResult:
-    """Load the model and propose one step on a canned screenshot through the holotron profile; never act.
-
-    A checkpoint in the real layout (Holotron-12B's own files) goes to the in-process engine's first
-    contact instead; the stand-in keeps its way through LocalBackend.
-    """
-    from holodesk.inference.engine.spec import real_layout
-
-    if real_layout(model):
-        return try_first_contact(model, device)
-    from holodesk.inference.errors import InferenceError, ParseError
-    from holodesk.inference.local import LocalBackend
-    from holodesk.inference.model_policy import ModelPolicy
-    from holodesk.inference.profiles import get_profile
-
-    profile = get_profile("holotron")
-    backend = LocalBackend(model, device=device, max_tiles=profile.budget.max_tiles)
-    try:
-        started = time.perf_counter()
-        backend.load()
-        loaded_in = time.perf_counter() - started
-        policy = ModelPolicy(profile, backend)
-        try:
-            proposal = policy.propose("Archive the first unread email.", [], [canned_screenshot()])  # type: ignore[list-item]
-        except ParseError as exc:
-            timings = exc.timings
-            spent = f"{timings.tokens_in} tokens in, {timings.tokens_out} out" if timings else "no timings"
-            return CheckResult(
-                "try",
-                Status.WARN,
-                f"loaded in {loaded_in:.1f} s and answered ({spent}), but the answer did not parse:"
-                f" {printable(str(exc))}",
-                fix="a random or wrong checkpoint answers noise; Holotron-12B answers one JSON step",
-            )
-        timings = proposal.timings
-        spent = (
-            f" in {timings.total_s:.1f} s ({timings.tokens_in} tokens in, {timings.tokens_out} out)" if timings else ""
-        )
-        return CheckResult(
-            "try",
-            Status.OK,
-            f"loaded in {loaded_in:.1f} s; one step{spent} proposed: {printable(proposal.action.describe())}",
-        )
-    except InferenceError as exc:
-        return CheckResult("try", Status.FAIL, printable(str(exc), limit=400), blocking=True)
-    finally:
-        backend.unload()
 
 
 def check_server(options: DoctorOptions) -> CheckResult:
@@ -495,7 +443,8 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
         yield from _guarded("monitors", check_monitors_and_capture)
         yield from _guarded("input", lambda: iter([check_input_injection()]))
         yield from _guarded("held input", lambda: iter([check_held_input()]))
-    yield check_transformers()
+    if options.backend == "local":  # the GPU-less install has no transformers, and needs none
+        yield check_transformers()
     yield from _guarded("cuda", lambda: check_gpu(options))
     if options.backend == "local":
         yield from _guarded("weights", lambda: check_model(options))

@@ -151,7 +151,7 @@ def load_failure_in_words(reason: str, backend: str, no_gpu: bool = False) -> st
     """
     text = _UPGRADE_ADVICE.sub("", reason).strip()
     if text != reason.strip():
-        text += " Holodesk needs the transformers version it installed (4.53); do not upgrade it."
+        text += " Holodesk needs the transformers version it installed (5.19.0); do not upgrade it."
     if backend != "local":
         return text
     if no_gpu:

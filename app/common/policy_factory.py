@@ -92,6 +92,10 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
 
     try:
         profile = get_profile(options.profile)
+        if options.backend == "local":  # the engine keeps its state: a window that drops screenshots in blocks
+            from holodesk.inference.local import state_keeping_window
+
+            profile = get_profile(options.profile, budget=state_keeping_window(profile.budget))
     except (ValueError, InferenceError) as exc:  # unknown name, missing or broken prompt file
         raise PolicyConfigError(str(exc)) from None
     if options.backend == "local":

@@ -4,10 +4,9 @@ The benchmarks run it (the in-process engine's reuse, vLLM's throughput, a first
 tests build their vLLM and engine checkpoints with it; it lives here because benchmarks import
 nothing from tests/, and like all of bench/ it is not in the wheel.
 
-Unlike the stand-in (holodesk.inference.standin, which imitates the checkpoint's own remote code),
-this one is written for engines that implement the architecture themselves: vLLM's
-`nano_nemotron_vl` and an in-process engine built on transformers' native Nemotron-H. So the files
-follow the real checkpoint and nothing else:
+It is written for engines that implement the architecture themselves (vLLM's `nano_nemotron_vl`
+and Holodesk's engine on transformers' native Nemotron-H), so the files follow the real checkpoint
+and nothing else:
 
 - config.json: architecture `NemotronH_Nano_VL_V2`, `llm_config` a Nemotron-H (pattern "M-M*-":
   Mamba-2, MLP, Mamba-2, attention, MLP; hidden 64, head_dim 32, which CPU attention accepts),
@@ -36,8 +35,6 @@ from typing import Any, Literal
 
 import torch
 from safetensors.torch import save_file
-
-from holodesk.inference.standin.builder import CHAT_TEMPLATE, CLIP_MEAN, CLIP_STD, SPECIAL_TOKENS
 
 Dtype = Literal["bfloat16", "float32"]
 
@@ -69,6 +66,62 @@ VOCAB_TARGET = 500
 # Tokens the real tokenizer also has beyond the chat ones; kept so ids of the image tags are not the last.
 EXTRA_SPECIALS = ("<video>", "<so_embedding>", "<so_start>", "<so_end>")
 END_OF_TURN = "<SPECIAL_12>"
+SPECIAL_TOKENS = (
+    "<unk>",
+    "<s>",
+    "</s>",
+    "<SPECIAL_10>",
+    "<SPECIAL_11>",
+    END_OF_TURN,
+    "<image>",
+    "<img>",
+    "</img>",
+    "<think>",
+    "</think>",
+)
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+# Nemotron-Nano-v2's template (as in llama.cpp's NVIDIA-Nemotron-Nano-v2.jinja and the model card), with
+# content given as a string or a list of text and image parts; an image part renders as the `<image>`
+# tag the processor expands. Reasoning is on unless `/no_think` appears in a system or user turn
+# (`/think` turns it back on); both markers are removed from the text. User turns end with a newline,
+# assistant turns with `<SPECIAL_12>`, the end-of-turn token generation stops on.
+CHAT_TEMPLATE = (
+    "{%- macro render(content) -%}"
+    "{%- if content is string -%}{{ content }}"
+    "{%- else -%}{%- for part in content -%}"
+    "{%- if part['type'] == 'image' -%}<image>{%- elif part['type'] == 'text' -%}{{ part['text'] }}{%- endif -%}"
+    "{%- endfor -%}{%- endif -%}"
+    "{%- endmacro -%}"
+    "{%- set ns = namespace(enable_thinking=true) -%}"
+    "{%- for message in messages -%}"
+    "{%- set text = render(message['content']) -%}"
+    "{%- if message['role'] == 'user' or message['role'] == 'system' -%}"
+    "{%- if '/think' in text -%}{%- set ns.enable_thinking = true -%}"
+    "{%- elif '/no_think' in text -%}{%- set ns.enable_thinking = false -%}{%- endif -%}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if messages[0]['role'] == 'system' -%}"
+    "{{- '<SPECIAL_10>System\\n'"
+    " + render(messages[0]['content']).replace('/think', '').replace('/no_think', '').strip() -}}"
+    "{%- set messages = messages[1:] -%}"
+    "{%- else -%}{{- '<SPECIAL_10>System\\n' -}}{%- endif -%}"
+    "{{- '\\n' -}}"
+    "{%- for message in messages -%}"
+    "{%- set text = render(message['content']) -%}"
+    "{%- if message['role'] == 'user' -%}"
+    "{{- '<SPECIAL_11>User\\n' + text.replace('/think', '').replace('/no_think', '').strip() + '\\n' -}}"
+    "{%- elif message['role'] == 'assistant' -%}"
+    "{%- if '</think>' in text -%}{%- set text = text.split('</think>')[1] -%}{%- endif -%}"
+    "{{- '<SPECIAL_11>Assistant\\n' + text.strip() + '\\n<SPECIAL_12>\\n' -}}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}"
+    "{{- '<SPECIAL_11>Assistant\\n' -}}"
+    "{%- if not ns.enable_thinking -%}{{- '<think></think>' -}}{%- else -%}{{- '<think>\\n' -}}{%- endif -%}"
+    "{%- endif -%}"
+)
 
 _CORPUS = (
     "You are a computer-use agent. Look at the screenshot and answer with one JSON object. /no_think",

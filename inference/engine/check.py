@@ -7,8 +7,7 @@ once), prefill tokens per second, peak memory (CUDA's allocator peak, or the pro
 CPU), and which fast paths are in use: mamba-ssm's and causal-conv1d's kernels (transformers picks
 them when they import; they run on CUDA only) and flash-attention.
 
-`contact_request` is the one request both `holodesk doctor --try` and `bench.gpu_step` send to a
-checkpoint in the real layout (`spec.real_layout`).
+`contact_request` is the one request both `holodesk doctor --try` and `bench.gpu_step` send first.
 """
 
 from __future__ import annotations

@@ -37,8 +37,7 @@ class HolotronModel(nn.Module):
 
     def __init__(self, spec: ModelSpec, attention: str = "sdpa") -> None:
         super().__init__()
-        # From the submodule: mypy runs in .venv, whose transformers (4.53) has none, and takes a
-        # missing module as untyped where a missing name in `transformers` would be an error.
+        # Imported where the model is built: nothing in the engine imports transformers before it is needed.
         from transformers.models.nemotron_h import NemotronHConfig, NemotronHForCausalLM
 
         self.spec = spec

@@ -6,11 +6,14 @@
 - Decode feeds one token at a time, greedy, until one of the checkpoint's stop tokens (read from
   generation_config.json and the tokenizer, e.g. `<SPECIAL_12>`) or the token limit. Each token can
   be streamed to a callback; a cancel check is read before every token.
-- Between requests the engine keeps the cache as it stood at the end of the conversation, before the
-  generation prompt (`<SPECIAL_11>Assistant\\n...`). When the next request's prompt begins with that
-  same conversation (same ids, same screenshots), only what was appended is prefilled: the Mamba
-  layers continue from their saved state, which transformers' Nemotron-H accepts for chunks of any
-  length. Each screenshot's image embeddings are computed once and kept while it is in use.
+- Between requests the engine keeps the cache at two points of the conversation: at its end, before
+  the generation prompt (`<SPECIAL_11>Assistant\\n...`), and at the start of the turn that holds its
+  oldest screenshot. A Mamba state cannot be rolled back, so a later request resumes from the longest
+  of these that its prompt begins with (same ids, same screenshots) and prefills only the rest: the
+  end point when the conversation was only appended to, the turn point when the oldest screenshots
+  turned into placeholders (the screenshot window moved on). transformers' Nemotron-H continues its
+  Mamba layers from a saved state for chunks of any length. Each screenshot's image embeddings are
+  computed once and kept while it is in use.
 """
 
 from __future__ import annotations
@@ -125,8 +128,10 @@ class Engine:
         self.stop_ids = stop_token_ids(self.spec.path, self.tokenizer)
         if not self.stop_ids:
             raise ModelLoadError(f"{self.spec.path} names no end-of-turn token: generation would never stop")
+        image_tags = {self.tokenizer.convert_tokens_to_ids(tag) for tag in ("<image>", "<img>", "</img>")}
+        self._turn_ids = {i for i in self.tokenizer.all_special_ids if i not in image_tags}
         self.model: HolotronModel = load_model(self.spec, self.device, self.dtype, attention)
-        self._saved: _Saved | None = None
+        self._saved: list[_Saved] = []
         # Image embeddings by screenshot fingerprint, most recently used last.
         self._image_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
         self.image_cache_size = 8
@@ -193,9 +198,16 @@ class Engine:
             raise BackendError("nothing to prefill")
         return logits
 
+    def _turn_start(self, ids: list[int], image_start: int) -> int | None:
+        """The position of the last control token (a turn marker such as `<SPECIAL_11>`) before an image."""
+        for at in range(image_start - 2, -1, -1):  # image_start - 1 is the image's own `<img>`
+            if ids[at] in self._turn_ids:
+                return at
+        return None
+
     def forget(self) -> None:
         """Drop the kept conversation state (the next request prefills everything)."""
-        self._saved = None
+        self._saved = []
 
     @torch.inference_mode()
     def generate(
@@ -231,28 +243,42 @@ class Engine:
         cut = len(prompt.ids) - self._generation_prompt_length(request)
         prefix_images = [(start, key) for start, key, _, count in images if start + count <= cut]
 
-        saved = self._saved if self.reuse else None
-        self._saved = None  # the cache is consumed below; a failure leaves no half-updated state behind
-        reused = 0
-        if (
-            saved is not None
-            and len(saved.ids) <= cut
-            and len(saved.ids) < len(prompt.ids)  # at least one token must go through the model for logits
-            and prompt.ids[: len(saved.ids)] == saved.ids
-            and prefix_images[: len(saved.images)] == saved.images
-            and all(start + count <= len(saved.ids) or start >= len(saved.ids) for start, _, _, count in images)
-        ):
-            cache, reused = saved.cache, len(saved.ids)
+        saved = self._saved if self.reuse else []
+        self._saved = []  # rebuilt below; a failure leaves no half-updated state behind
+
+        def resumable(point: _Saved) -> bool:
+            return (
+                len(point.ids) <= cut
+                and len(point.ids) < len(prompt.ids)  # at least one token must go through the model for logits
+                and prompt.ids[: len(point.ids)] == point.ids
+                and prefix_images[: len(point.images)] == point.images
+                and all(start + count <= len(point.ids) or start >= len(point.ids) for start, _, _, count in images)
+            )
+
+        usable = [point for point in saved if resumable(point)]
+        start_from = max(usable, key=lambda point: len(point.ids), default=None)
+        if start_from is not None:
+            # A copy: the saved point may be kept for a later request too.
+            cache, reused = copy.deepcopy(start_from.cache), len(start_from.ids)
         else:
-            cache = DynamicCache(config=self.model.language_model.config)
+            cache, reused = DynamicCache(config=self.model.language_model.config), 0
+        # Where the turn of the oldest screenshot begins: the last control token (a turn marker) before it.
+        turn = self._turn_start(prompt.ids, images[0][0]) if images and images[0][0] + images[0][3] <= cut else None
+        kept = [point for point in usable if turn is not None and len(point.ids) == turn]
         prepared = time.perf_counter()
 
-        # Conversation up to the generation prompt, then a snapshot, then the generation prompt.
+        # Conversation up to the oldest screenshot's turn (a snapshot), up to the generation prompt (a
+        # snapshot), then the generation prompt.
         logits: torch.Tensor | None = None
-        if cut > reused:
-            logits = self._forward(self._embed(prompt.ids[reused:cut], reused, images), cache)
+        resume_at = reused
+        if self.reuse and turn is not None and turn > reused and not kept:
+            logits = self._forward(self._embed(prompt.ids[reused:turn], reused, images), cache)
+            resume_at = turn
+            kept = [_Saved(ids=prompt.ids[:turn], images=[], cache=copy.deepcopy(cache))]
+        if cut > resume_at:
+            logits = self._forward(self._embed(prompt.ids[resume_at:cut], resume_at, images), cache)
         if self.reuse:
-            snapshot = _Saved(ids=prompt.ids[:cut], images=prefix_images, cache=copy.deepcopy(cache))
+            snapshots = [*kept, _Saved(ids=prompt.ids[:cut], images=prefix_images, cache=copy.deepcopy(cache))]
         if cut < len(prompt.ids):
             logits = self._forward(self._embed(prompt.ids[cut:], cut, images), cache)
         assert logits is not None
@@ -284,7 +310,7 @@ class Engine:
         self._sync()
         ended = time.perf_counter()
         if self.reuse:
-            self._saved = snapshot
+            self._saved = snapshots
         answer = new_ids[:-1] if stopped_on is not None else new_ids
         text = self.tokenizer.decode(answer, skip_special_tokens=True)
         timings = StepTimings(

@@ -7,8 +7,7 @@ model's config is `llm_config` or `text_config`, the image token id `img_context
 engine cannot run (dynamic-resolution tiling, a vision layer norm before the projector, another
 pixel-shuffle order) is refused here, by name, before any weight is read.
 
-The weight files and their safetensors headers (names and shapes, no weights) are read here too:
-`real_layout` tells a checkpoint under the real tensor names, which this engine loads, from the stand-in.
+The weight files and their safetensors headers (names and shapes, no weights) are read here too.
 """
 
 from __future__ import annotations
@@ -22,8 +21,6 @@ from typing import Any
 from holodesk.inference.errors import ModelLoadError
 
 ARCHITECTURE = "NemotronH_Nano_VL_V2"
-# The real checkpoint's language model; the stand-in (holodesk.inference.standin) names it `language_model.model.`.
-REAL_LANGUAGE_MODEL = "language_model.backbone."
 # transformers' native Nemotron-H (with a hybrid DynamicCache that continues Mamba state over chunks).
 TRANSFORMERS_MIN = (5, 3)
 
@@ -250,20 +247,3 @@ def tensor_shapes(path: Path) -> dict[str, list[int]]:
         except (OSError, ValueError, struct.error, KeyError, TypeError, AttributeError) as exc:
             raise ModelLoadError(f"cannot read the header of {file}: {exc}") from exc
     return shapes
-
-
-def real_layout(path: str | Path) -> bool:
-    """Whether `path` holds a Nemotron-Nano-VL-v2 checkpoint under the real tensor names, which this engine loads.
-
-    Reads config.json and the safetensors headers only. False for anything else (the stand-in, another
-    model, a folder without weights): those go the way they went before.
-    """
-    root = Path(path)
-    try:
-        config = json.loads((root / "config.json").read_text(encoding="utf-8"))
-        names = tensor_shapes(root)
-    except (OSError, ValueError, ModelLoadError):
-        return False
-    if not isinstance(config, dict) or ARCHITECTURE not in (config.get("architectures") or []):
-        return False
-    return any(name.startswith(REAL_LANGUAGE_MODEL) for name in names)

@@ -1,7 +1,9 @@
 """The engine end to end under Xvfb: real capture, real parsing and mapping, real input, a real window.
 
 A scripted backend returns real-shaped model text (so the holotron profile's parser and the
-coordinate mapping run for real); the tiny local model drives one run that must execute nothing.
+coordinate mapping run for real); the tiny local model drives one run that must execute nothing, and
+the same model taught one answer (a click on the window's OK button) drives a run whose click the
+window receives.
 """
 
 from __future__ import annotations
@@ -155,6 +157,42 @@ def test_the_tiny_local_model_runs_a_step_and_its_random_answer_executes_nothing
     assert step["raw_text"]  # the model's (random) text is kept
     assert step["timings"]["tokens_in"] > 256 and step["timings"]["prefill_s"] > 0
     backend.unload()
+
+
+def test_the_local_model_taught_a_click_on_ok_makes_that_click(window, screen, tmp_path):
+    """The in-process backend on a checkpoint whose greedy answer is a click on OK: the window is clicked there."""
+    import json
+
+    from bench.nemotron_tiny.chosen_answer import build_answering_checkpoint
+    from holodesk.inference.local import LocalBackend
+
+    ok = model_point(window.centre("ok"), screen)
+    answer = json.dumps({"note": "", "thought": "Press OK.", "action": {"name": "click_desktop", "x": ok.x, "y": ok.y}})
+    backend = LocalBackend(build_answering_checkpoint(tmp_path / "checkpoint", answer), device="cpu", max_tiles=2)
+    backend.load()
+    approver = Approve()
+    capture = ScreenCapture()
+    engine = StepEngine(
+        ModelPolicy(get_profile("holotron"), backend),
+        approver,
+        InputPerformer(X11Input(capture=capture)),
+        capture,
+        EngineSettings(trajectory_root=tmp_path / "runs", max_steps=1, settle_timeout_s=1.0, settle_poll_s=0.05),
+    )
+    try:
+        result = engine.run("Press OK")
+    finally:
+        backend.unload()
+    assert result.outcome is Outcome.STEP_LIMIT and result.steps == 1, result.detail
+    (request,) = approver.requests
+    assert isinstance(request.action, Click)
+    presses = [(e["widget"], e["x"], e["y"]) for e in window.sync() if e["event"] == "press"]
+    tolerance = -(-screen.width // 1000)
+    assert [p[0] for p in presses] == ["ok"]
+    assert abs(presses[0][1] - window.centre("ok").x) <= tolerance
+    assert abs(presses[0][2] - window.centre("ok").y) <= tolerance
+    (step,) = read_session(result.folder).steps
+    assert step["raw_text"] == answer
 
 
 def test_stop_during_long_typing_stops_part_way(window, screen, tmp_path):

@@ -1,7 +1,7 @@
-"""Fixtures for the in-process backend: the tiny checkpoint loaded once a session.
+"""Fixtures for the in-process backend: the tiny real-layout checkpoint loaded once a session.
 
-The checkpoint itself (`tiny_checkpoint`) and the Hugging Face isolation live in tests/conftest.py,
-so engine and end-to-end tests share them.
+The checkpoints themselves (`tiny_checkpoint`, `answering_checkpoint`) and the Hugging Face
+isolation live in tests/conftest.py, so engine, app and end-to-end tests share them.
 """
 
 from __future__ import annotations
@@ -18,10 +18,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="session")
 def tiny_backend(tiny_checkpoint: Path) -> Iterator[LocalBackend]:
-    """The tiny checkpoint loaded once on the CPU in bfloat16 (its architecture's only dtype), tile budget 12.
-
-    Tests that change the tile budget restore it.
-    """
+    """The tiny checkpoint loaded once on the CPU (float32, its saved dtype), tile budget 12."""
     from holodesk.inference.local import LocalBackend
 
     backend = LocalBackend(tiny_checkpoint, device="cpu", max_tiles=12)

@@ -12,7 +12,6 @@ from holodesk.inference.checkpoint import (
     estimate_weight_bytes,
     find_checkpoint,
     looks_like_repo_id,
-    saved_dtype_bytes,
 )
 from holodesk.inference.errors import ModelLoadError
 
@@ -124,15 +123,9 @@ def test_an_existing_relative_path_is_a_path_not_a_repo_id(tmp_path: Path, monke
     assert find_checkpoint("models/holotron").source == "directory"
 
 
-def test_size_falls_back_to_the_index_total_then_to_bin_files(tmp_path: Path) -> None:
+def test_size_falls_back_to_the_index_total(tmp_path: Path) -> None:
     indexed = tmp_path / "indexed"
     indexed.mkdir()
     (indexed / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 24_600_000_000}}))
     assert estimate_weight_bytes(indexed) == 24_600_000_000
-    legacy = write_checkpoint(tmp_path / "legacy", {"pytorch_model.bin": 300})
-    assert estimate_weight_bytes(legacy) == 300
-
-
-def test_saved_dtype_comes_from_the_config(tmp_path: Path) -> None:
-    assert saved_dtype_bytes(write_checkpoint(tmp_path / "a", {}, dtype="float32")) == 4
-    assert saved_dtype_bytes(write_checkpoint(tmp_path / "b", {}, dtype="bfloat16")) == 2
+    assert estimate_weight_bytes(write_checkpoint(tmp_path / "legacy", {"pytorch_model.bin": 300})) == 0

@@ -50,7 +50,7 @@ class CountingProfile:
 
 
 class ShortAnswers(CountingProfile):
-    """The holotron profile with a small token budget, so the CPU stand-in answers in moments."""
+    """The holotron profile with a small token budget, so a tiny CPU model answers in moments."""
 
     def navigation_request(self, task, history, images):
         return replace(self.inner.navigation_request(task, history, images), max_new_tokens=4)

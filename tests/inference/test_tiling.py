@@ -14,7 +14,6 @@ import torch
 from PIL import Image, ImageDraw
 
 from holodesk.automation.screen import frame_from_image
-from holodesk.inference.standin.remote.image_processing import NemotronNanoVLV2ImageProcessor, closest_grid
 from holodesk.inference.tiling import (
     CLIP_MEAN,
     CLIP_STD,
@@ -27,6 +26,7 @@ from holodesk.inference.tiling import (
     reference_frame_tiles,
     reference_tiles,
 )
+from tests.support.reference_image_processor import NemotronNanoVLV2ImageProcessor, closest_grid
 
 GREY_LEVELS = 2
 MAX_ABS_DIFF = GREY_LEVELS / 255 / min(CLIP_STD) + 1e-5

@@ -16,10 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BARE = ("app", "automation", "inference", "assets")
 SOURCES = sorted(
-    path
-    for folder in ("app", "automation", "inference", "bench", "tests")
-    for path in (REPO / folder).rglob("*.py")
-    if "standin/remote" not in path.as_posix()  # copied into a checkpoint folder; imports its siblings
+    path for folder in ("app", "automation", "inference", "bench", "tests") for path in (REPO / folder).rglob("*.py")
 )
 
 
@@ -46,9 +43,7 @@ def test_importing_anything_outside_the_gui_loads_no_qt() -> None:
         "holodesk." + path.relative_to(REPO).with_suffix("").as_posix().replace("/", ".").removesuffix(".__init__")
         for folder in ("app", "automation", "inference")
         for path in (REPO / folder).rglob("*.py")
-        if not path.relative_to(REPO).as_posix().startswith("app/gui/")
-        and "standin/remote" not in path.as_posix()
-        and path.name != "__main__.py"
+        if not path.relative_to(REPO).as_posix().startswith("app/gui/") and path.name != "__main__.py"
     ]
     script = (
         "import importlib, sys\n"

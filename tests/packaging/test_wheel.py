@@ -28,6 +28,8 @@ def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
         names = set(archive.namelist())
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         names.add("::entry_points::" + archive.read(entry_points).decode())
+        metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        names.add("::metadata::" + archive.read(metadata).decode())
     return names
 
 
@@ -52,7 +54,18 @@ def test_the_icons_and_prompts_ship(wheel_names: set[str]) -> None:
 
 def test_no_tests_benchmarks_or_test_kernels_ship(wheel_names: set[str]) -> None:
     assert not any(name.startswith(("tests/", "bench/", "holodesk/tests/")) for name in wheel_names)
-    assert not any("mamba_ssm" in name for name in wheel_names)
+    assert not any("mamba_ssm" in name or "nemotron_tiny" in name for name in wheel_names)
+
+
+def test_the_gpu_less_install_requires_neither_torch_nor_transformers(wheel_names: set[str]) -> None:
+    """The base requirements leave both to the holotron extra, which pins the engine's transformers."""
+    (metadata,) = (name for name in wheel_names if name.startswith("::metadata::"))
+    lines = metadata.splitlines()
+    requirements = [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
+    base = [r for r in requirements if "extra ==" not in r]
+    assert base and not [r for r in base if r.lower().startswith(("torch", "transformers"))], base
+    holotron = [r.split(";")[0].strip() for r in requirements if 'extra == "holotron"' in r]
+    assert "transformers==5.19.0" in holotron and "torch==2.13.0" in holotron, holotron
 
 
 def test_the_console_script_names_the_namespaced_entry_point(wheel_names: set[str]) -> None:

@@ -101,13 +101,13 @@ def test_the_same_seed_gives_the_same_instruction(browser):
 
 
 def test_the_tiny_model_taught_the_right_click_wins_the_episode(browser, tmp_path):
-    """The local backend on a stand-in whose weights write a chosen step: the eval clicks through it.
+    """The local backend on a tiny checkpoint whose weights write a chosen step: the eval clicks through it.
 
     The step is the oracle's answer for the episode's page (same seed, same page), so the whole path
-    runs for real: processor, vision tower, generate(), decoding, the profile's parser, the mapping
+    runs for real: tiler, vision tower, the engine's generation loop, decoding, the profile's parser, the mapping
     and XTEST, and the page's own JavaScript scores the click."""
+    from bench.nemotron_tiny.chosen_answer import build_answering_checkpoint
     from holodesk.inference.local import LocalBackend
-    from holodesk.inference.standin import build_tiny_checkpoint
 
     seed = 11
     region = ScreenCapture().monitors()[0].rect
@@ -115,7 +115,7 @@ def test_the_tiny_model_taught_the_right_click_wins_the_episode(browser, tmp_pat
     browser.start_episode(seed, 10)
     answer = MiniWoBOracle(browser, region).answer(region.width, region.height)
     browser.end_episode()
-    backend = LocalBackend(build_tiny_checkpoint(tmp_path, answer=answer), device="cpu")
+    backend = LocalBackend(build_answering_checkpoint(tmp_path / "checkpoint", answer), device="cpu")
     backend.load_async().result()
     try:
         # The page's own timer must not decide: a prefill of ten thousand tokens on a loaded CPU takes minutes.

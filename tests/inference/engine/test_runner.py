@@ -1,4 +1,5 @@
-"""The engine's own loop: kept state gives the same logits as a fresh prefill, stop tokens, streaming, cancel."""
+"""The engine's own loop: kept state gives the same logits as a fresh prefill (appended to or with the screenshot
+window moved on), stop tokens, streaming, cancel."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import pytest
 import torch
 from PIL import Image
 
+from holodesk.automation.actions import Click, Point
+from holodesk.automation.screen import frame_from_image
 from holodesk.inference.engine.runner import Engine, GenerationCancelled
-from holodesk.inference.profiles.base import ChatRequest
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.base import ChatRequest, ImageBudget
+from holodesk.inference.profiles.holotron import HolotronProfile
 
 
 def _screenshot(width: int, height: int, seed: int) -> Image.Image:
@@ -45,6 +50,38 @@ def test_kept_state_prefills_only_what_was_appended_and_matches_a_fresh_prefill(
     assert fresh.prompt_ids == second.prompt_ids
     assert fresh.new_ids == second.new_ids
     for kept, full in zip(second.top_logprobs, fresh.top_logprobs, strict=True):
+        assert kept.keys() == full.keys()
+        assert max(abs(kept[k] - full[k]) for k in kept) < 1e-4
+
+
+def test_when_the_window_drops_a_screenshot_the_kept_turn_before_it_is_resumed(engine: Engine) -> None:
+    """A sliding window turns the oldest screenshot into a placeholder each step: the engine resumes from the
+    start of that screenshot's turn (kept from the step before) and its answer is a fresh prefill's."""
+    profile = HolotronProfile(ImageBudget(keep_screenshots=2, drop_block=1))
+    shots = [profile.prepare_image(frame_from_image(_screenshot(600, 400, seed))) for seed in range(4)]
+    history = [PastStep(Click(Point(100 * n, 200)), note=f"step {n}", thought="next") for n in range(1, 4)]
+
+    def step(number: int) -> ChatRequest:
+        chat = profile.navigation_request("Archive the newsletter.", history[:number], shots[: number + 1])
+        return ChatRequest(messages=chat.messages, images=chat.images, max_new_tokens=6)
+
+    engine.forget()
+    for number in range(3):
+        engine.generate(step(number))
+    moved = engine.generate(step(3), top_logprobs=5)  # the screenshot of step 2 became a placeholder
+    user_turn = engine.tokenizer.convert_tokens_to_ids("<SPECIAL_11>")
+    image_start = engine.tokenizer.convert_tokens_to_ids("<img>")
+    first_image = moved.prompt_ids.index(image_start)
+    turn = max(i for i, token in enumerate(moved.prompt_ids[:first_image]) if token == user_turn)
+    # Resumed where the previous step's oldest screenshot's turn began (the user turn before the last assistant
+    # turn): before the placeholder that replaced it.
+    markers = [i for i, token in enumerate(moved.prompt_ids[:turn]) if token == user_turn]
+    assert moved.reused_tokens == markers[-2]
+    engine.forget()
+    fresh = engine.generate(step(3), top_logprobs=5)
+    assert fresh.reused_tokens == 0 and fresh.prompt_ids == moved.prompt_ids
+    assert fresh.new_ids == moved.new_ids
+    for kept, full in zip(moved.top_logprobs, fresh.top_logprobs, strict=True):
         assert kept.keys() == full.keys()
         assert max(abs(kept[k] - full[k]) for k in kept) < 1e-4
 

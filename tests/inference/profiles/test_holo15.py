@@ -191,7 +191,9 @@ def test_prepare_image_resizes_like_qwen(
 
 
 def test_smart_resize_matches_transformers() -> None:
-    qwen = pytest.importorskip("transformers.models.qwen2_vl.image_processing_qwen2_vl")
+    # The PIL image processor's module: the default one imports torchvision, which the tests do not install.
+    from transformers.models.qwen2_vl import image_processing_pil_qwen2_vl as qwen
+
     for width, height in [*(size for size, _ in SIZES), (5120, 1440), (28, 28), (10, 10), (4000, 30), (2, 300)]:
         for max_pixels in (28 * 28 * 1280, 12845056, 28 * 28 * 256):
             expected_height, expected_width = qwen.smart_resize(height, width, max_pixels=max_pixels)

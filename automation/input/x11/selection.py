@@ -7,8 +7,9 @@ us know what a clipboard tool cannot tell: that we really own it (GetSelectionOw
 window), and which program asked for the text and when. `SelectionOffer` claims the selections from
 a hidden window on its own display connection with a real server timestamp, confirms ownership,
 and serves every request on a thread; `paste_with_own_selection` offers a text, presses the paste
-key, waits (bounded) until the focused window's program asked for the text, and only then puts
-the user's previous text back. A window's program is known by its resource ID: the X server gives
+key, waits (bounded) until the focused window's program asked for the text and then asked nothing
+more for a moment (a program may read it twice for one paste), and only then puts the user's
+previous text back. A window's program is known by its resource ID: the X server gives
 every client the same resource-ID mask, and the bits outside it name the client, so the requestor
 window and the focused window belong to the same program exactly when those bits agree.
 
@@ -86,6 +87,7 @@ class _State:
     paste_key_pressed: bool = False
     failure: str | None = None
     stopped: bool = False
+    last_request_at: float = 0.0  # time.monotonic() of the latest request
 
 
 def client_of(window: int, resource_mask: int) -> int:
@@ -345,6 +347,7 @@ class SelectionOffer:
         request = SelectionRequest(selection, target, int(event.requestor.id), got_text, after_key)
         with self._changed:
             self._state.requests.append(request)
+            self._state.last_request_at = time.monotonic()
             self._changed.notify_all()
 
     def _payload(self, target: str) -> tuple[str, int, bytes | list[int]] | None:
@@ -414,6 +417,22 @@ class SelectionOffer:
                 if left <= 0:
                     raise SelectionError(self._not_taken(target_window, timeout_s))
                 self._changed.wait(left)
+
+    def wait_until_quiet(self, quiet_s: float, timeout_s: float) -> None:
+        """Keep serving until no request came for `quiet_s` (or `timeout_s` passed).
+
+        A program may read the text more than once for one paste: Chromium asks for it, then for the
+        targets again and again, and inserts what a second read returns. Putting the previous
+        content back after the first read made it paste that instead.
+        """
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while True:
+                now = time.monotonic()
+                quiet_until = self._state.last_request_at + quiet_s
+                if now >= quiet_until or now >= deadline or self._state.failure is not None:
+                    return
+                self._changed.wait(min(quiet_until, deadline) - now)
 
     def _describe_lost(self, lost_to: dict[str, int]) -> str:
         parts = [
@@ -577,8 +596,10 @@ def paste_with_own_selection(
     *,
     display_name: str | None = None,
     timeout_s: float = 5.0,
+    quiet_s: float = 0.3,
 ) -> str:
-    """Offer `text`, press the paste key, wait until the focused window's program took the text, restore.
+    """Offer `text`, press the paste key, wait until the focused window's program took the text and
+    asked nothing more for `quiet_s`, restore.
 
     Returns a note for the step's result (who took it, what could not be put back). Raises
     SelectionError when the text was not taken: then the previous content is back all the same.
@@ -590,6 +611,7 @@ def paste_with_own_selection(
             current.paste_key_pressed()
             press_paste_key()
             taken = current.wait_until_taken(target, timeout_s)
+            current.wait_until_quiet(quiet_s, timeout_s)
     except SelectionError as exc:
         if problems:
             raise SelectionError(f"{exc}; {'; '.join(problems)}") from exc

@@ -35,6 +35,7 @@ from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.input.x11.keyboard import LayoutChanged, X11Typer
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
+from tests.support.chromium_field import AREA, FIELD, ChromiumField
 from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
 from tests.support.target_client import TargetWindow
 
@@ -42,6 +43,7 @@ pytestmark = pytest.mark.display
 
 XTERM_ORIGIN = (60, 60)
 QT_ORIGIN = (900, 400)
+CHROMIUM_ORIGIN = (60, 600)
 
 # (layouts for setxkbmap, the group to make active, counted from 0)
 LAYOUTS = {
@@ -166,6 +168,17 @@ def qt_field(xvfb: XvfbServer) -> Iterator[TargetWindow]:
         window.close()
 
 
+@pytest.fixture(scope="module")
+def chromium(xvfb: XvfbServer) -> Iterator[ChromiumField]:
+    if shutil.which("chromium") is None or shutil.which("chromedriver") is None:
+        pytest.fail("Chromium is not installed (Debian: apt install chromium chromium-driver)", pytrace=False)
+    window = ChromiumField(CHROMIUM_ORIGIN)
+    try:
+        yield window
+    finally:
+        window.close()
+
+
 def _in_xterm() -> Point:
     return Point(XTERM_ORIGIN[0] + 80, XTERM_ORIGIN[1] + 60)
 
@@ -206,6 +219,27 @@ def _qt_cell(executor: InputPerformer, window: TargetWindow, text: str) -> str |
         return None if str(exc) else "refused without words"
     got = _field_text(window)
     return None if got == text else f"got {got!r} ({typed.detail})"
+
+
+def _chromium_cell(executor: InputPerformer, chromium: ChromiumField, text: str) -> str | None:
+    """Type `text` into the page's text area (a line break is Enter); None when its DOM value is exact."""
+    chromium.focus(AREA)
+    try:
+        typed = executor.execute(TypeText(text))
+    except ActionError as exc:
+        return None if str(exc) else "refused without words"
+    got = chromium.wait_for_value(AREA, text)
+    return None if got == text else f"got {got!r} ({typed.detail})"
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_text_arrives_exactly_in_a_chromium_text_area(
+    layout: str, executor: InputPerformer, chromium: ChromiumField
+) -> None:
+    use_layout(layout)
+    texts = [*TEXTS.items(), ("newline", NEWLINE_TEXT)]
+    wrong = {name: cell for name, text in texts if (cell := _chromium_cell(executor, chromium, text))}
+    assert not wrong, "\n".join(f"{layout}: Chromium text area / {name}: {what}" for name, what in wrong.items())
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
@@ -423,3 +457,27 @@ def test_every_text_arrives_exactly_in_a_gtk_entry(layout: str, executor: InputP
     use_layout(layout)
     wrong = {name: cell for name, text in TEXTS.items() if (cell := _gtk_cell(executor, text))}
     assert not wrong, "\n".join(f"{layout}: GTK entry / {name}: {what}" for name, what in wrong.items())
+
+
+def _chromium_field(executor: InputPerformer, chromium: ChromiumField) -> Field:
+    def prepare(start: str) -> None:
+        chromium.focus(FIELD)
+        if start:
+            executor.execute(TypeText(start))
+        assert chromium.wait_for_value(FIELD, start) == start, "the Chromium field did not take the start text"
+
+    def read_until_fence() -> tuple[str, bool]:
+        text = chromium.wait_for_ending(FIELD, FENCE)  # the fence was typed last: every earlier key is in
+        found = text[: -len(FENCE)] if text is not None else chromium.value(FIELD) + " (no fence)"
+        return found, chromium.enters() > 0
+
+    return Field(prepare, read_until_fence)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_the_input_conformance_cases_in_chromium_with_russian_active(
+    case: Case, executor: InputPerformer, chromium: ChromiumField
+) -> None:
+    use_layout("us,ru@ru")
+    problem = run_case(executor, _chromium_field(executor, chromium), case)
+    assert problem is None, problem

@@ -1,0 +1,128 @@
+"""A Chromium window showing a local page with a text field and a text area, read back through the DOM.
+
+The page is a file written to a private folder; Chromium is Debian's, driven by chromedriver through
+selenium only to read what the page holds (`value`) and how many times Enter was pressed in the
+field (a keydown listener counts it). Every key reaches the page through the desktop: the X display
+(Xvfb, or XWayland) the window is on, from the input backend under test. One window per test
+module: starting Chromium takes seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from holodesk.app.eval.miniwob_browser import CHROMEDRIVER_CANDIDATES, CHROMIUM_CANDIDATES, find_executable
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>holodesk typing target</title>
+<style>body { margin: 8px; font: 16px sans-serif } input, textarea { width: 640px; font: 16px monospace }</style>
+</head><body>
+<input id="line" autocomplete="off" spellcheck="false"><br>
+<textarea id="area" rows="6" spellcheck="false"></textarea>
+<script>
+window.enters = 0;
+document.getElementById("line").addEventListener("keydown", function (e) { if (e.key === "Enter") window.enters++; });
+</script>
+</body></html>
+"""
+FIELD = "line"  # one line: Enter is counted, not inserted
+AREA = "area"  # several lines: Enter inserts a line break
+
+
+class ChromiumField:
+    """The Chromium window at `origin` on the current X display (`DISPLAY`), showing PAGE."""
+
+    def __init__(self, origin: tuple[int, int], size: tuple[int, int] = (760, 360)) -> None:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        chromium = find_executable(None, CHROMIUM_CANDIDATES)
+        driver = find_executable(None, CHROMEDRIVER_CANDIDATES)
+        self._scratch = Path(tempfile.mkdtemp(prefix="holodesk-chromium-field-"))
+        page = self._scratch / "field.html"
+        page.write_text(PAGE, encoding="utf-8")
+        options = webdriver.ChromeOptions()
+        options.binary_location = chromium
+        for argument in (
+            "--no-sandbox",  # root in CI
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-dev-shm-usage",
+            "--disable-extensions",
+            "--disable-features=Translate,MediaRouter",
+            "--password-store=basic",
+            "--ozone-platform=x11",  # the X display the backend types on, also under XWayland
+            f"--user-data-dir={self._scratch / 'profile'}",
+            f"--window-position={origin[0]},{origin[1]}",
+            f"--window-size={size[0]},{size[1]}",
+            f"--app={page.as_uri()}",
+        ):
+            options.add_argument(argument)
+        options.add_experimental_option("excludeSwitches", ["enable-automation"])
+        environment = {**os.environ, "TMPDIR": str(self._scratch)}
+        try:
+            self._driver: Any = webdriver.Chrome(
+                service=Service(executable_path=driver, env=environment), options=options
+            )
+        except Exception:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            raise
+        self._driver.set_script_timeout(5)
+        self.window_id = self._find_window()
+
+    def _find_window(self) -> int:
+        """The X window showing the page (its title is the page's)."""
+        found = subprocess.run(
+            ["xdotool", "search", "--sync", "--onlyvisible", "--name", "holodesk typing target"],
+            check=True,
+            timeout=30,
+            capture_output=True,
+            text=True,
+        )
+        return int(found.stdout.split()[-1])
+
+    def focus(self, element: str) -> None:
+        """Give the window the X keyboard focus, then `element` the page's focus, emptied."""
+        subprocess.run(["xdotool", "windowfocus", "--sync", str(self.window_id)], check=True, timeout=20)
+        self._driver.execute_script(
+            "var e = document.getElementById(arguments[0]); e.value = ''; e.focus(); window.enters = 0;", element
+        )
+        deadline = time.monotonic() + 10
+        while not self._driver.execute_script("return document.hasFocus();"):
+            assert time.monotonic() < deadline, "the Chromium page did not get the keyboard focus"
+            time.sleep(0.02)
+
+    def value(self, element: str) -> str:
+        return str(self._driver.execute_script("return document.getElementById(arguments[0]).value;", element))
+
+    def enters(self) -> int:
+        return int(self._driver.execute_script("return window.enters;"))
+
+    def wait_for_value(self, element: str, expected: str, timeout_s: float = 15.0) -> str:
+        """The element's value once it equals `expected`, or what it holds when `timeout_s` ran out."""
+        deadline = time.monotonic() + timeout_s
+        while (value := self.value(element)) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return value
+
+    def wait_for_ending(self, element: str, end: str, timeout_s: float = 10.0) -> str | None:
+        """The element's value once it ends with `end`; None if it did not within `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            value = self.value(element)
+            if value.endswith(end):
+                return value
+            time.sleep(0.05)
+        return None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # the browser may already be gone
+            self._driver.quit()
+        shutil.rmtree(self._scratch, ignore_errors=True)

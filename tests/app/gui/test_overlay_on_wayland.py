@@ -133,8 +133,16 @@ def test_a_click_on_the_marker_goes_through_to_the_native_window(
         assert time.monotonic() < deadline, f"the marker's label never showed at {label}"
         time.sleep(0.05)
     native_window.drain()
-    remote.click(*label)
-    press = native_window.wait_for("press", 5.0)
+    # The test's own mutter pointer loses a press now and then on a loaded machine (a bare pointer
+    # with no toolkit delay; seen with nothing of Holodesk's involved): up to three clicks, each
+    # waited for. An overlay that took the input would swallow all three.
+    press = None
+    for _ in range(3):
+        remote.click(*label)
+        press = native_window.wait_for_or_none("press", 10.0)
+        if press is not None:
+            break
+    assert press is not None, "three clicks on the marker's label never reached the native window"
     assert (press["x"], press["y"], press["widget"]) == (*label, "pad")
     probe.request({"cmd": "clear"}, "cleared")
 

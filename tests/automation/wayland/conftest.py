@@ -51,6 +51,16 @@ class WaylandTarget:
 
     def wait_for(self, event: str, timeout: float, **fields: Any) -> dict[str, Any]:
         """The next logged event of that kind (and those field values); fails after `timeout`."""
+        record = self.wait_for_or_none(event, timeout, **fields)
+        if record is None:
+            pytest.fail(
+                f"the Wayland target window logged no {event!r} {fields or ''} within {timeout:g} s; "
+                f"last events: {self.seen[-5:]}"
+            )
+        return record
+
+    def wait_for_or_none(self, event: str, timeout: float, **fields: Any) -> dict[str, Any] | None:
+        """The next logged event of that kind (and those field values), or None after `timeout`."""
         import time
 
         deadline = time.monotonic() + timeout
@@ -62,10 +72,7 @@ class WaylandTarget:
             self.seen.append(record)
             if record.get("event") == event and all(record.get(k) == v for k, v in fields.items()):
                 return record
-        pytest.fail(
-            f"the Wayland target window logged no {event!r} {fields or ''} within {timeout:g} s; "
-            f"last events: {self.seen[-5:]}"
-        )
+        return None
 
     def records_until(self, event: str, timeout: float, **fields: Any) -> list[dict[str, Any]]:
         """Every logged event up to and including the next one of that kind (and those field values)."""

@@ -214,9 +214,7 @@ class GuiRoutineApprover:
                 buttons.clear()
                 self.overlay.clear()
                 self.window = None
-                # Deleted by Qt now, not by Python's collector after the application is gone: a
-                # parentless box left to the collector crashed the interpreter at exit.
-                box.deleteLater()
+                box.deleteLater()  # parentless: one window per question, not one per run kept alive
                 QtGui.QGuiApplication.sync()
                 done.set()
 

@@ -126,7 +126,9 @@ def test_the_model_locates_a_restyled_target_over_http_and_the_approved_repair_i
     centre = window.centre("ok")  # the model's point, mapped to the screen, is where the repair now looks
     assert abs(target.point[0] - centre.x) <= 2 and abs(target.point[1] - centre.y) <= 2
 
-    # The repaired routine finds the target by its pictures again: no model, one approval.
+    # The repaired routine finds the target by its pictures again: no model, one approval. The field
+    # is emptied first, as it was when the routine was recorded (the first run typed into it).
+    window.reset()
     code, said = routine_run(routines, "A\n", "--no-model")
     assert code == 0, said
     assert "model calls: 0" in said and said.count("[A]pprove this") == 1

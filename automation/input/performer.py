@@ -123,7 +123,8 @@ def _words(action: Action, notes: list[tuple[Primitive, str]]) -> str:
 
 def _step_words(step: Primitive, note: str) -> str:
     if isinstance(step, KeyPresses):
-        return f"pressed {'+'.join(step.keys)}" + (f" {step.purpose}" if step.purpose else "")
+        purpose = f" {step.purpose}" if step.purpose else ""
+        return f"pressed {'+'.join(step.keys)}{purpose}" + (f" ({note})" if note else "")
     if isinstance(step, TypedText | PastedText):
         text = TypeText(step.text).describe()
         return f"{text} ({note})" if note else text

@@ -68,6 +68,23 @@ def test_keymap_reads_the_active_group_and_finds_the_spare_keycodes() -> None:
     assert second.direct(ord("!")) == (11, True)
 
 
+def test_keymap_finds_a_keysym_on_its_key_in_another_group_for_shortcuts() -> None:
+    # keycode 10: v/V in group 1, Cyrillic em in group 2; 11: 1/! in group 1 only (repeated); 12: spare
+    # bound to v by us (a spare keycode is no key of any group); 13: Cyrillic ve in group 2 only.
+    em, em_capital, ve = 0x6CD, 0x6ED, 0x6D7
+    rows = [[ord("v"), ord("V"), em, em_capital], [ord("1"), ord("!"), ord("1"), ord("!")], [ord("v"), ord("v")]]
+    rows.append([0, 0, ve, 0])
+    russian = Keymap(10, rows, group=1)
+    assert russian.in_other_group(ord("v"), skip={12}) == (10, 0)
+    assert russian.in_other_group(ord("v"), skip={10, 12}) is None
+    assert russian.in_other_group(em) is None  # the active group's own key is not another group's
+    assert russian.in_other_group(ord("V")) is None  # level 2 would need Shift
+    latin = Keymap(10, rows, group=0)
+    assert latin.in_other_group(em) == (10, 1)
+    assert latin.in_other_group(ve) == (13, 1)
+    assert latin.in_other_group(ord("1")) is None  # a one-group key's repeat is no second group
+
+
 def test_terminals_paste_with_their_own_keys() -> None:
     assert paste_keys("linux", "Gnome-terminal") == ("ctrl", "shift", "v")
     assert paste_keys("linux", "XTerm") == ("shift", "insert")

@@ -35,7 +35,7 @@ import select
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,8 @@ KEY_KEYSYMS: dict[str, int | None] = {
 }  # fmt: skip
 # Modifiers act through the server's modifier map, which a spare keycode is not in.
 _MODIFIER_KEYS = frozenset({"ctrl", "alt", "shift", "super", "altgr"})
+# Modifiers with which programs read a letter key as a shortcut, falling back to its first Latin group.
+_SHORTCUT_MODIFIERS = frozenset({"ctrl", "alt", "super"})
 # Second choices for a modifier, when the layout has no left-hand key for it.
 _MODIFIER_ALTERNATIVES = {0xFFE3: (0xFFE4,), 0xFFE9: (0xFFEA, 0xFFE7), 0xFFE1: (0xFFE2,), 0xFFEB: (0xFFEC,)}
 
@@ -134,6 +136,7 @@ class Keymap:
     The core keymap lists group 1 levels 1-2, then group 2 levels 1-2; a key with one group repeats
     it (XKB wraps the group). Groups 3 and 4 are not in that prefix: with one of them active, only
     keys that have a single group count as present, everything else goes on a spare keycode.
+    `in_other_group` finds a keysym at level 1 of group 1 or 2 when that is not the active group.
     """
 
     def __init__(self, first_keycode: int, rows: list[list[int]], group: int = 0) -> None:
@@ -141,6 +144,7 @@ class Keymap:
         self.group = group
         self._rows = rows
         self._direct: dict[int, tuple[int, bool]] = {}
+        self._elsewhere: dict[int, list[tuple[int, int]]] = {}  # keysym -> (keycode, group), group 1 first
         self.spare: list[int] = []
         for offset, syms in enumerate(rows):
             keycode = first_keycode + offset
@@ -154,11 +158,25 @@ class Keymap:
             # A one-symbol letter key types its capital with Shift (the core protocol's rule).
             if pair[0] and not pair[1] and ord("a") <= pair[0] <= ord("z"):
                 self._direct.setdefault(pair[0] - 0x20, (keycode, True))
+            for other in (0, 1):
+                # Only a group the key really has: a one-group key's group 2 columns are empty or repeat group 1.
+                level_one = syms[2 * other] if len(syms) > 2 * other else 0
+                if other != group and level_one and (other == 0 or syms[2:4] != syms[0:2]):
+                    self._elsewhere.setdefault(level_one, []).append((keycode, other))
+        for keys in self._elsewhere.values():
+            keys.sort(key=lambda entry: entry[1])
         # xdotool's habit: spare keycodes from the top, far from the keys people press.
         self.spare.reverse()
 
     def direct(self, keysym: int) -> tuple[int, bool] | None:
         return self._direct.get(keysym)
+
+    def in_other_group(self, keysym: int, skip: Collection[int] = ()) -> tuple[int, int] | None:
+        """A keycode (not in `skip`) with `keysym` at level 1 of a group other than the active one, and that group.
+
+        Group 1 before group 2, as toolkits look for a shortcut's letter in the first Latin group.
+        """
+        return next(((code, other) for code, other in self._elsewhere.get(keysym, ()) if code not in skip), None)
 
     def first_keysym(self, keycode: int) -> int:
         offset = keycode - self.first_keycode
@@ -186,10 +204,12 @@ class KeysSent:
     presses: int
     bound: int
     group: int
+    keys: str = ""  # the combination in words, for key presses (not for typed text)
 
     def describe(self) -> str:
         spare = f", {self.bound} on temporarily bound keys" if self.bound else ""
-        return f"{self.presses} key presses in layout group {self.group + 1}{spare}"
+        keys = f"{self.keys}: " if self.keys else ""
+        return f"{keys}{self.presses} key presses in layout group {self.group + 1}{spare}"
 
 
 class X11Typer:
@@ -322,8 +342,13 @@ class X11Typer:
         with self._lock:
             self._resolve_keys(keys, self.keymap())
 
-    def _resolve_keys(self, keys: Sequence[str], keymap: Keymap) -> list[int]:
-        """The keysyms of `keys`, each a modifier present on the layout or a key that can be pressed."""
+    def _resolve_keys(self, keys: Sequence[str], keymap: Keymap, *, shortcut: bool | None = None) -> list[int]:
+        """The keysyms of `keys`, each a modifier present on the layout or a key that can be pressed.
+
+        `shortcut`: whether the keys go with ctrl, alt or super held (by default: whether `keys` hold one).
+        """
+        if shortcut is None:
+            shortcut = _is_shortcut(keys)
         keysyms: list[int] = []
         for key in keys:
             keysym = key_keysym(key)
@@ -339,8 +364,9 @@ class X11Typer:
                     )
                 keysym = found
             keysyms.append(keysym)
-        # A key at level 2 would need Shift, which changes the combination: it goes on a spare keycode.
-        missing = [k for k in keysyms if _level_one(keymap, k) is None]
+        # A key at level 2 would need Shift, which changes the combination: it goes on a spare keycode,
+        # unless a shortcut finds it on a real key of another group.
+        missing = [k for k in keysyms if self._real_key(k, keymap, shortcut) is None]
         if len(self._needs_binding(missing, keymap, frozenset(missing))) > self._spare_capacity(keymap):
             raise ActionError(
                 f"the keys {'+'.join(keys)} are not on layout group {keymap.group + 1} and no spare keycode is free"
@@ -498,9 +524,10 @@ class X11Typer:
 
         with self._lock:
             keymap = self.keymap()
-            hold_syms = self._resolve_keys(hold, keymap)
-            tap_syms = self._resolve_keys(taps, keymap)
-            codes = self._keycodes_for_keys([*hold_syms, *tap_syms], keymap)
+            shortcut = _is_shortcut(hold)
+            hold_syms = self._resolve_keys(hold, keymap, shortcut=shortcut)
+            tap_syms = self._resolve_keys(taps, keymap, shortcut=shortcut)
+            codes, groups = self._keycodes_for_keys([*hold_syms, *tap_syms], keymap, shortcut)
             display = self._open()
             pressed: list[int] = []
             with self.held_marker.holding(keycodes=set(codes.values())):
@@ -517,20 +544,47 @@ class X11Typer:
                 finally:
                     self._finish(display, pressed, False)
             bound = sum(1 for k in [*hold_syms, *tap_syms] if codes[k] in self._bound.values())
-            return self._report(len(hold) + len(taps), bound, keymap.group)
+            words = _combination_words(hold, taps, [*hold_syms, *tap_syms], groups)
+            return self._report(len(hold) + len(taps), bound, keymap.group, words)
 
-    def _keycodes_for_keys(self, keysyms: Sequence[int], keymap: Keymap) -> dict[int, int]:
-        """keysym -> keycode, level-1 keys as they are, the rest bound to spare keycodes."""
+    def _real_key(self, keysym: int, keymap: Keymap, shortcut: bool) -> tuple[int, int | None] | None:
+        """A real key that gives `keysym` without Shift for this press: its keycode, and its group when
+        that is not the active one; None when it goes on a spare keycode.
+
+        The active group's key first (unless `keysym` is bound: it stays on its binding). In a
+        shortcut, a keysym the active group lacks is found on its key in another group: a user with
+        Russian active presses the key that has v in group 1 for ctrl+v, and programs that read
+        shortcuts by the physical key (Chromium) ignore a spare keycode.
+        """
+        keycode = _level_one(keymap, keysym)
+        if keycode is not None and keysym not in self._bound:
+            return keycode, None
+        spare = set(self._bound.values())
+        entry = keymap.direct(keysym)
+        if shortcut and (entry is None or entry[0] in spare):  # the active group lacks it (a binding is no key)
+            found = keymap.in_other_group(keysym, skip=spare)
+            if found is not None:
+                return found
+        return None
+
+    def _keycodes_for_keys(
+        self, keysyms: Sequence[int], keymap: Keymap, shortcut: bool
+    ) -> tuple[dict[int, int], dict[int, int]]:
+        """keysym -> keycode (real keys where `_real_key` finds one, the rest bound to spare keycodes),
+        and keysym -> group for the keys of another group than the active one."""
         codes: dict[int, int] = {}
+        groups: dict[int, int] = {}
         missing: list[int] = []
         for keysym in keysyms:
-            keycode = _level_one(keymap, keysym)
-            if keycode is not None and keysym not in self._bound:
-                codes[keysym] = keycode
-            else:
+            found = self._real_key(keysym, keymap, shortcut)
+            if found is None:
                 missing.append(keysym)
+                continue
+            codes[keysym] = found[0]
+            if found[1] is not None:
+                groups[keysym] = found[1]
         codes.update(self._bind(missing, keymap) if missing else {})
-        return codes
+        return codes, groups
 
     def _finish(self, display: Any, release: Sequence[int], relock_caps: bool) -> None:
         """Release `release` (reverse order) and lock Caps Lock again if it was; never raises."""
@@ -548,20 +602,35 @@ class X11Typer:
         except Exception:  # the connection may be gone; the held-input marker is the last resort then
             self._display = None
 
-    def _report(self, presses: int, bound: int, group: int) -> KeysSent:
+    def _report(self, presses: int, bound: int, group: int, keys: str = "") -> KeysSent:
         now = self.group()
         if now != group:
             raise LayoutChanged(
                 f"the keyboard layout group changed from {group + 1} to {now + 1} while keys were sent: "
                 "what arrived may be wrong"
             )
-        return KeysSent(presses, bound, group)
+        return KeysSent(presses, bound, group, keys)
 
 
 def _level_one(keymap: Keymap, keysym: int) -> int | None:
     """The keycode that gives `keysym` without Shift in the active group, or None."""
     entry = keymap.direct(keysym)
     return entry[0] if entry is not None and not entry[1] else None
+
+
+def _is_shortcut(keys: Sequence[str]) -> bool:
+    """Whether `keys` hold a modifier that makes programs read a letter as a shortcut (ctrl, alt, super)."""
+    return any(key in _SHORTCUT_MODIFIERS for key in keys)
+
+
+def _combination_words(hold: Sequence[str], taps: Sequence[str], keysyms: Sequence[int], groups: dict[int, int]) -> str:
+    """The keys as sent, e.g. "ctrl+v (the key that has v in group 1)": a key of another group is named as such."""
+    words: list[str] = []
+    for key, keysym in zip([*hold, *taps], keysyms, strict=True):
+        group = groups.get(keysym)
+        words.append(f"{key} (the key that has {key} in group {group + 1})" if group is not None else key)
+    held, tapped = words[: len(hold)], words[len(hold) :]
+    return "+".join([*held, ", ".join(tapped)]) if held else ", ".join(tapped)
 
 
 def _key_name(character: str) -> str:

@@ -46,6 +46,7 @@ import tomli_w
 from holodesk.automation.actions import ACTION_TYPES
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine import DEFAULT_MAX_STEPS
+from holodesk.automation.hotkey_syntax import DEFAULT_PROMPT_HOTKEY, HotkeySyntaxError, check_hotkey, key_part
 from holodesk.automation.trajectory import default_root
 from holodesk.inference import secrets
 from holodesk.inference.checkpoint import DEFAULT_REPO_ID
@@ -59,7 +60,6 @@ SETTINGS_FILE_NAME = "settings.toml"
 BACKENDS = ("local", "remote", "scripted")
 DEVICES = ("cuda", "cpu")
 DEFAULT_CHECKPOINT = DEFAULT_REPO_ID
-DEFAULT_PROMPT_HOTKEY = "<ctrl>+<alt>+h"  # pynput GlobalHotKeys syntax
 MAX_STEPS_LIMIT = 1000
 DEFAULT_RETENTION_MB = 2048
 STOP_PRESSES_RANGE = (1, 5)
@@ -70,18 +70,6 @@ MAX_HOST_CHARS = 253  # DNS: 253 characters, 63 a label
 MAX_BAD_LINES = 20  # TOML lines skipped before giving up on the whole file
 _ERROR_LINE = re.compile(r"at line (\d+)")
 
-# Special key names pynput knows (pynput.keyboard.Key); pynput itself is not imported here because
-# it needs a display at import time.
-MODIFIER_KEY_NAMES = frozenset({
-    "alt", "alt_l", "alt_r", "alt_gr", "cmd", "cmd_l", "cmd_r",
-    "ctrl", "ctrl_l", "ctrl_r", "shift", "shift_l", "shift_r",
-})  # fmt: skip
-SPECIAL_KEY_NAMES = MODIFIER_KEY_NAMES | {
-    "backspace", "caps_lock", "delete", "down", "end", "enter", "esc", "home", "left", "page_down", "page_up",
-    "right", "space", "tab", "up", "insert", "menu", "num_lock", "pause", "print_screen", "scroll_lock",
-    "media_play_pause", "media_volume_mute", "media_volume_down", "media_volume_up", "media_previous", "media_next",
-    *(f"f{number}" for number in range(1, 21)),
-}  # fmt: skip
 # Keys that look like secrets: refused in the file, and their values are never repeated in messages.
 SECRET_KEY_NAMES = frozenset({"api_key", "apikey", "key_value", "token", "password", "secret"})
 
@@ -273,52 +261,19 @@ def _action_kinds(value: object) -> frozenset[str]:
 
 
 def _key_part(part: str) -> tuple[str, bool]:
-    """(canonical form, is a modifier) of one pynput key: a single character or `<name>`."""
-    if len(part) == 1 and not part.isspace():
-        return part.lower(), False
-    if len(part) > 2 and part[0] == "<" and part[-1] == ">":
-        name = part[1:-1].lower()
-        if name in SPECIAL_KEY_NAMES:
-            return f"<{name}>", name in MODIFIER_KEY_NAMES
-        if name.isdigit():  # a virtual key code, as pynput accepts
-            return f"<{name}>", False
-    raise _Invalid(
-        f"{part!r} is not a key: use one character, or a name in angle brackets such as <ctrl>, <alt>, <shift>, "
-        "<cmd>, <esc>, <space>, <f1>"
-    )
-
-
-def _split_hotkey(text: str) -> list[str]:
-    # pynput's own splitting: a '+' right after a separator is the plus key itself ("<ctrl>++").
-    parts, start = [], 0
-    for index, char in enumerate(text):
-        if char == "+" and index != start:
-            parts.append(text[start:index])
-            start = index + 1
-    if start == len(text):
-        raise _Invalid(f"{text!r} ends with '+'")
-    parts.append(text[start:])
-    return parts
+    try:
+        return key_part(part)
+    except HotkeySyntaxError as exc:
+        raise _Invalid(str(exc)) from None
 
 
 def validate_hotkey(value: object) -> str:
-    """A global hotkey in pynput's GlobalHotKeys syntax ("<ctrl>+<alt>+h"), or ValueError saying what is wrong.
-
-    It needs <ctrl>, <alt> or <cmd> plus at least one ordinary key: a bare key, or one with only
-    <shift>, would fire while the user types.
-    """
-    if not isinstance(value, str) or not value:
-        raise _Invalid(f"expected a hotkey such as {DEFAULT_PROMPT_HOTKEY!r}, got {_show(value)}")
-    parsed = [_key_part(part) for part in _split_hotkey(value)]
-    names = [name for name, _ in parsed]
-    if len(set(names)) != len(names):
-        raise _Invalid(f"{value!r} names a key twice")
-    modifiers = [name for name, is_modifier in parsed if is_modifier]
-    if not [name for name, is_modifier in parsed if not is_modifier]:
-        raise _Invalid(f"{value!r} has no ordinary key; add one, e.g. {DEFAULT_PROMPT_HOTKEY!r}")
-    if not [name for name in modifiers if not name.startswith("<shift")]:
-        raise _Invalid(f"{value!r} would fire while typing: add <ctrl>, <alt> or <cmd>, e.g. {DEFAULT_PROMPT_HOTKEY!r}")
-    return value
+    """A global hotkey in pynput's GlobalHotKeys syntax ("<ctrl>+<alt>+h"), or ValueError saying what is wrong
+    (the rules are `holodesk.automation.hotkey_syntax.check_hotkey`'s)."""
+    try:
+        return check_hotkey(value)
+    except HotkeySyntaxError as exc:
+        raise _Invalid(str(exc)) from None
 
 
 def _single_key(value: object) -> str:

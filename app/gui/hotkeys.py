@@ -1,4 +1,5 @@
-"""Global hotkeys through pynput: one opens the task prompt, a double Esc stops the run.
+"""Global hotkeys through pynput: one opens the task prompt, a double Esc stops the run, and each
+routine with a hotkey of its own (checked by `holodesk.app.common.routine_hotkeys`) starts that routine.
 
 `OwnWindowsStopKey` keeps the stop gesture working in Holodesk's own windows where nothing listens
 globally (Wayland: pynput hears only XWayland, and the portal cannot bind "Esc twice").
@@ -13,10 +14,11 @@ key, even right after the model pressed it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from holodesk.app.common.session_words import hotkey_in_words
@@ -79,6 +81,7 @@ class HotkeyListener:
     """Listens to the whole keyboard: `on_prompt` for the prompt hotkey, `on_stop` for the stop gesture.
 
     The stop gesture is `stop_key` pressed `stop_presses` times, each within `stop_window_s` of the last.
+    `routine_hotkeys` maps further hotkeys to their callbacks (a routine's run).
     """
 
     def __init__(
@@ -90,8 +93,10 @@ class HotkeyListener:
         stop_key: str = "<esc>",
         stop_presses: int = 2,
         stop_window_s: float = DOUBLE_PRESS_WINDOW_S,
+        routine_hotkeys: Mapping[str, Callable[[], None]] | None = None,
     ) -> None:
         self.prompt_hotkey = prompt_hotkey
+        self.routine_hotkeys = dict(routine_hotkeys or {})
         self.on_prompt = on_prompt
         self.on_stop = on_stop
         self.injected = injected
@@ -100,8 +105,8 @@ class HotkeyListener:
             injected.reserve({self.stop_key})  # typed by the performer on a key of its own
         self._stop_detector = RepeatedPressDetector(stop_presses, stop_window_s)
         self._listener: Any = None
-        self._hotkey: Any = None
-        self._grab: KeyGrab | None = None
+        self._hotkeys: list[Any] = []
+        self._grabs: list[KeyGrab] = []
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -109,27 +114,37 @@ class HotkeyListener:
             from pynput import keyboard
         except ImportError as exc:  # pynput raises ImportError when it cannot reach a display server
             raise HotkeyError(f"global hotkeys are unavailable: {str(exc).splitlines()[0]}") from None
-        try:
-            self._hotkey = keyboard.HotKey(keyboard.HotKey.parse(self.prompt_hotkey), self._fire_prompt)
-        except ValueError as exc:
-            raise HotkeyError(f"the prompt hotkey {hotkey_in_words(self.prompt_hotkey)} is not valid: {exc}") from None
+        wanted = {self.prompt_hotkey: self._fire_prompt}
+        for hotkey, callback in self.routine_hotkeys.items():
+            wanted[hotkey] = functools.partial(self._call, callback)
+        hotkeys = []
+        for hotkey, fire in wanted.items():
+            try:
+                hotkeys.append(keyboard.HotKey(keyboard.HotKey.parse(hotkey), fire))
+            except ValueError as exc:
+                which = "prompt hotkey" if hotkey == self.prompt_hotkey else "routine hotkey"
+                raise HotkeyError(f"the {which} {hotkey_in_words(hotkey)} is not valid: {exc}") from None
+        self._hotkeys = hotkeys
         listener = keyboard.Listener(on_press=self._on_press, on_release=self._on_release)
         listener.start()
         listener.wait()  # ready: events from now on are seen
         self._listener = listener
         # The hotkey is Holodesk's alone: grabbed, it no longer also reaches the focused window
         # (pynput listens through RECORD and still sees it). Not on X11: nothing to grab.
-        try:
-            self._grab = hotkey_grab(self.prompt_hotkey)
-        except ValueError:
-            self._grab = None
-        if self._grab is not None and not self._grab.start():
-            log.info("could not grab the prompt hotkey; it also reaches the focused window")
+        for hotkey in wanted:
+            try:
+                grab = hotkey_grab(hotkey)
+            except ValueError:
+                continue
+            if grab.start():
+                self._grabs.append(grab)
+            else:
+                log.info("could not grab the hotkey %s; it also reaches the focused window", hotkey)
 
     def stop(self) -> None:
-        if self._grab is not None:
-            self._grab.stop()
-            self._grab = None
+        for grab in self._grabs:
+            grab.stop()
+        self._grabs = []
         if self._listener is not None:
             # pynput's X11 thread only notices the stop with the next key event; it is a daemon
             # thread, so it is not joined here (joining would stall quitting until a key is pressed).
@@ -150,7 +165,8 @@ class HotkeyListener:
             return
         canonical = self._listener.canonical(key) if self._listener else key
         with self._lock:
-            self._hotkey.press(canonical)
+            for hotkey in self._hotkeys:
+                hotkey.press(canonical)
         if key_name(key) == self.stop_key and self._stop_detector.press():
             self._call(self.on_stop)
 
@@ -159,7 +175,8 @@ class HotkeyListener:
             return
         canonical = self._listener.canonical(key) if self._listener else key
         with self._lock:
-            self._hotkey.release(canonical)
+            for hotkey in self._hotkeys:
+                hotkey.release(canonical)
 
     def _fire_prompt(self) -> None:
         self._call(self.on_prompt)
@@ -177,10 +194,27 @@ class HotkeySignals(QtCore.QObject):
 
     prompt_requested = Signal()
     stop_requested = Signal()
+    routine_requested = Signal(str)  # the routine's name
 
-    def listener(self, prompt_hotkey: str, injected: InjectedInput | None, **stop_gesture: Any) -> HotkeyListener:
+    def listener(
+        self,
+        prompt_hotkey: str,
+        injected: InjectedInput | None,
+        routine_hotkeys: Mapping[str, str] | None = None,
+        **stop_gesture: Any,
+    ) -> HotkeyListener:
+        """A listener whose presses become these signals; `routine_hotkeys` maps a hotkey to a routine's name."""
+        routines = {
+            hotkey: functools.partial(self.routine_requested.emit, name)
+            for hotkey, name in (routine_hotkeys or {}).items()
+        }
         return HotkeyListener(
-            prompt_hotkey, self.prompt_requested.emit, self.stop_requested.emit, injected, **stop_gesture
+            prompt_hotkey,
+            self.prompt_requested.emit,
+            self.stop_requested.emit,
+            injected,
+            routine_hotkeys=routines,
+            **stop_gesture,
         )
 
 

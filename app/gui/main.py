@@ -25,6 +25,7 @@ from holodesk.app.common.hotkey_path import TRIGGER_ADVICE, is_wayland_session
 from holodesk.app.common.instance_client import InstanceError
 from holodesk.app.common.overrides import CommandFlags, FlagError, apply_flags
 from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, plain_http_key_warning
+from holodesk.app.common.routine_hotkeys import RoutineHotkeys, plan_routine_hotkeys, readable_routines
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
@@ -144,6 +145,7 @@ class HolodeskApp(QtCore.QObject):
         self.routines_root = default_routines_root()
         self.routine_approver = GuiRoutineApprover(self.overlay)
         self.routine_runner: RoutineRunner | None = None
+        self.routine_hotkeys = RoutineHotkeys()  # what the running hotkey listener binds
         self.settings_dialog: SettingsDialog | None = None
         self.server = server
 
@@ -154,11 +156,7 @@ class HolodeskApp(QtCore.QObject):
         self.indicator.show_history.connect(self.show_history)
         self.indicator.show_settings.connect(self.show_settings)
         self.indicator.quit.connect(self.quit)
-        self.indicator.routines_menu.aboutToShow.connect(
-            lambda: fill_routines_menu(
-                self.indicator.routines_menu, self.routines_root, self.run_routine, open_in_file_manager
-            )
-        )
+        self.indicator.routines_menu.aboutToShow.connect(self._fill_routines_menu)
         self.bridge.routine_event.connect(self._on_routine_event)
         self.bridge.routine_finished.connect(self._on_routine_finished)
         self.prompt.submitted.connect(self.start_task)
@@ -167,6 +165,7 @@ class HolodeskApp(QtCore.QObject):
         self.approver.auto_approved.connect(self._on_auto_approved)
         self.hotkey_signals.prompt_requested.connect(self.open_prompt)
         self.hotkey_signals.stop_requested.connect(self.stop)
+        self.hotkey_signals.routine_requested.connect(self.run_routine)
         self.bridge.engine_event.connect(self._on_engine_event)
         self.bridge.policy_ready.connect(self._on_policy_ready)
         self.bridge.policy_failed.connect(self._on_policy_failed)
@@ -198,6 +197,7 @@ class HolodeskApp(QtCore.QObject):
         told how to set it up)."""
         self._stop_hotkeys()
         keys = self.settings.hotkeys
+        self.routine_hotkeys = self._plan_routine_hotkeys()
         if is_wayland_session():
             # Nothing global hears Holodesk's own windows here: the stop gesture is caught inside them.
             self.own_windows_stop = OwnWindowsStopKey(
@@ -212,12 +212,16 @@ class HolodeskApp(QtCore.QObject):
             self.portal_hotkeys = PortalHotkeys(parent=self)
             self.portal_hotkeys.prompt_requested.connect(self.open_prompt)
             self.portal_hotkeys.stop_requested.connect(self.stop)
+            self.portal_hotkeys.routine_requested.connect(self.run_routine)
             self.portal_hotkeys.notice.connect(self._hotkey_notice)
-            self.portal_hotkeys.start(shortcut_requests(keys.prompt, keys.stop.key, keys.stop.presses))
+            self.portal_hotkeys.start(
+                shortcut_requests(keys.prompt, keys.stop.key, keys.stop.presses, self.routine_hotkeys.bound)
+            )
             return
         listener = self.hotkey_signals.listener(
             keys.prompt,
             self.performer.injected,
+            self.routine_hotkeys.bound,
             stop_key=keys.stop.key,
             stop_presses=keys.stop.presses,
             stop_window_s=keys.stop.within_s,
@@ -228,6 +232,27 @@ class HolodeskApp(QtCore.QObject):
             self._hotkey_notice("Global hotkeys unavailable", f"{exc}. To use the keyboard, {TRIGGER_ADVICE}.")
             return
         self.hotkeys = listener
+
+    def _plan_routine_hotkeys(self) -> RoutineHotkeys:
+        """The saved routines' hotkeys as they may be bound now; each refusal told once per app run."""
+        keys = self.settings.hotkeys
+        plan = plan_routine_hotkeys(readable_routines(self.routines_root), keys.prompt, keys.stop.key)
+        for name, why in plan.refused.items():
+            self._hotkey_notice("Routine hotkey not bound", f"The routine {name!r} has no hotkey: {why}.")
+        return plan
+
+    def _fill_routines_menu(self) -> None:
+        """The Routines menu, read afresh; a routine hotkey added, changed or removed by hand is bound now."""
+        if self._plan_routine_hotkeys() != self.routine_hotkeys:
+            self._start_hotkeys()
+        fill_routines_menu(
+            self.indicator.routines_menu,
+            self.routines_root,
+            self.run_routine,
+            open_in_file_manager,
+            self.routine_hotkeys,
+            through_desktop=self.portal_hotkeys is not None,
+        )
 
     def _stop_hotkeys(self) -> None:
         if self.hotkeys is not None:

@@ -3,13 +3,15 @@
 Binding may show the desktop's dialog and wait for the user, so it runs on a worker thread; the
 portal's presses arrive on the session's own thread. Both reach the GUI thread as queued Qt signals.
 Whatever happens (bound, partly bound, refused, no portal) the user hears it through `notice`, with
-the `holodesk trigger` fallback where the desktop did not bind a key.
+the `holodesk trigger` fallback where the desktop did not bind a key. Each routine's hotkey is one
+more shortcut in the same session (id `routine:<name>`), so the desktop lists and may rebind it too.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 
 from holodesk.app.common.hotkey_path import OWN_WINDOWS_STOP, TRIGGER_ADVICE
 from holodesk.app.gui.qt import QtCore, Signal
@@ -28,22 +30,39 @@ log = logging.getLogger(__name__)
 PROMPT_DESCRIPTION = "Holodesk: open the task prompt"
 STOP_DESCRIPTION = "Holodesk: stop the running task"
 FALLBACK_COMMAND = {PROMPT_SHORTCUT: "`holodesk trigger`", STOP_SHORTCUT: "`holodesk trigger stop`"}
+ROUTINE_SHORTCUT_PREFIX = "routine:"
 
 
-def shortcut_requests(prompt_hotkey: str, stop_key: str, stop_presses: int) -> list[ShortcutRequest]:
+def shortcut_requests(
+    prompt_hotkey: str, stop_key: str, stop_presses: int, routine_hotkeys: Mapping[str, str] | None = None
+) -> list[ShortcutRequest]:
     """What to ask the desktop for. The stop gesture becomes a preferred trigger only as a single press:
-    "Esc twice" has no form in the shortcuts specification, so the desktop (or the user) picks its keys."""
+    "Esc twice" has no form in the shortcuts specification, so the desktop (or the user) picks its keys.
+    `routine_hotkeys` maps a hotkey to the routine it starts."""
     stop_trigger = preferred_trigger(stop_key) if stop_presses == 1 else None
     return [
         ShortcutRequest(PROMPT_SHORTCUT, PROMPT_DESCRIPTION, preferred_trigger(prompt_hotkey)),
         ShortcutRequest(STOP_SHORTCUT, STOP_DESCRIPTION, stop_trigger),
+        *(
+            ShortcutRequest(f"{ROUTINE_SHORTCUT_PREFIX}{name}", routine_description(name), preferred_trigger(hotkey))
+            for hotkey, name in (routine_hotkeys or {}).items()
+        ),
     ]
+
+
+def routine_description(name: str) -> str:
+    return f"Holodesk: run the routine {name!r}"
 
 
 def bound_in_words(bound: tuple[BoundShortcut, ...]) -> str:
     """What the desktop bound, and the command to bind by hand for what it did not."""
     triggers = {shortcut.id: shortcut.trigger for shortcut in bound}
     lines = []
+    for shortcut in bound:
+        if shortcut.id.startswith(ROUTINE_SHORTCUT_PREFIX):
+            name = shortcut.id.removeprefix(ROUTINE_SHORTCUT_PREFIX)
+            assigned = shortcut.trigger or "no keys yet; assign them in the desktop's shortcut settings"
+            lines.append(f"{routine_description(name)}: {assigned}")
     for shortcut_id, description in ((PROMPT_SHORTCUT, PROMPT_DESCRIPTION), (STOP_SHORTCUT, STOP_DESCRIPTION)):
         keys = triggers.get(shortcut_id)
         if keys:
@@ -61,6 +80,7 @@ class PortalHotkeys(QtCore.QObject):
 
     prompt_requested = Signal()
     stop_requested = Signal()
+    routine_requested = Signal(str)  # the routine's name
     notice = Signal(str, str)  # title, text
 
     def __init__(self, bus_address: str = "SESSION", parent: QtCore.QObject | None = None) -> None:
@@ -120,5 +140,7 @@ class PortalHotkeys(QtCore.QObject):
             self.prompt_requested.emit()
         elif shortcut_id == STOP_SHORTCUT:
             self.stop_requested.emit()
+        elif shortcut_id.startswith(ROUTINE_SHORTCUT_PREFIX):
+            self.routine_requested.emit(shortcut_id.removeprefix(ROUTINE_SHORTCUT_PREFIX))
         else:
             log.info("ignored an unknown shortcut from the portal: %r", shortcut_id[:40])

@@ -14,7 +14,7 @@ thread; while a repair waits, the overlay shows where the model located the targ
 shows the routine's change as a diff. Every wait ends when the run is stopped.
 
 `fill_routines_menu` lists the saved routines in the tray's Routines submenu: run one, or open its
-folder.
+folder; a routine with a hotkey shows it, or why it is not bound.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from holodesk.app.common.routine_hotkeys import RoutineHotkeys
+from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.gui.approval_panel import ApprovalPanel
 from holodesk.app.gui.gui_approver import GuiApprover
 from holodesk.app.gui.gui_thread import GuiThreadCaller
@@ -42,7 +44,7 @@ from holodesk.automation.routines.replay import (
     StepRequest,
     Verdict,
 )
-from holodesk.automation.routines.routine_file import RoutineFileError, load_routine, routine_folders
+from holodesk.automation.routines.routine_file import Routine, RoutineFileError, load_routine, routine_folders
 
 POLL_S = 0.02
 APPROVE_ALL_EXACT_WORDS = "Approve this and every later step found exactly where recorded"
@@ -231,10 +233,32 @@ class GuiRoutineApprover:
         return answer[0] if answer else None
 
 
+def hotkey_entry_words(routine: Routine, hotkeys: RoutineHotkeys, through_desktop: bool) -> str | None:
+    """The menu's line for a routine's hotkey: its keys, or why they are not bound; None without one."""
+    if not routine.hotkey:
+        return None
+    why = hotkeys.refused.get(routine.name)
+    if why is not None:
+        return f"⚠ Hotkey not bound: {why}"
+    words = hotkey_in_words(routine.hotkey)
+    if hotkeys.hotkey_of(routine.name) != routine.hotkey:
+        return f"Hotkey {words}: not bound yet (Holodesk binds it when this menu opens)"
+    if through_desktop:
+        return f"Hotkey: {words}, asked of the desktop (its shortcut settings show the keys it gave)"
+    return f"Hotkey: {words}"
+
+
 def fill_routines_menu(
-    menu: QtWidgets.QMenu, root: Path, run: Callable[[str], None], open_folder: Callable[[Path], None]
+    menu: QtWidgets.QMenu,
+    root: Path,
+    run: Callable[[str], None],
+    open_folder: Callable[[Path], None],
+    hotkeys: RoutineHotkeys | None = None,
+    through_desktop: bool = False,
 ) -> None:
-    """The saved routines under `root`, each with Run and Open its folder (a broken one says why)."""
+    """The saved routines under `root`, each with Run, its hotkey and Open its folder (a broken one says why).
+
+    `hotkeys` is what is bound now; `through_desktop`: bound through the desktop portal (Wayland)."""
     menu.clear()
     folders = routine_folders(root)
     if not folders:
@@ -254,6 +278,9 @@ def fill_routines_menu(
         sub = menu.addMenu(routine.name)
         sub.setToolTip(safe_text(routine.task))
         sub.addAction(f"Run ({len(routine.steps)} steps)", functools.partial(run, routine.name))
+        hotkey_words = hotkey_entry_words(routine, hotkeys or RoutineHotkeys(), through_desktop)
+        if hotkey_words is not None:
+            sub.addAction(safe_text(hotkey_words)).setEnabled(False)
         sub.addAction("Open its folder", functools.partial(open_folder, folder))
 
 

@@ -6,7 +6,9 @@
 
 Points are screen pixels as recorded; at replay each pointing step finds its target again (see
 `locators`) and the recorded point only says where to look first. A typing step's text is either
-literal or a parameter (`text_parameter`), whose value `--set NAME=VALUE` replaces.
+literal or a parameter (`text_parameter`), whose value `--set NAME=VALUE` replaces. An optional
+`hotkey = "<ctrl>+<alt>+1"` starts the routine from the tray app; it follows the app's own hotkey
+rules (`holodesk.automation.hotkey_syntax`).
 
 Loading checks every field and reports every problem at once, each with where it is
 (`steps[2].target.crop: ...`), so a hand edit that broke the file says what to fix.
@@ -26,6 +28,7 @@ import tomli_w
 
 from holodesk.automation.actions import Action, TypeText, action_from_dict
 from holodesk.automation.errors import ActionError
+from holodesk.automation.hotkey_syntax import HotkeySyntaxError, check_hotkey
 
 FORMAT_NAME = "holodesk routine"
 FORMAT_VERSION = 1
@@ -124,6 +127,7 @@ class Routine:
     parameters: tuple[Parameter, ...] = ()
     source_session: str = ""
     created: str = ""
+    hotkey: str = ""  # pynput syntax; empty: none
     folder: Path | None = None  # where it was loaded from (crops are relative to it)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -147,6 +151,7 @@ def routine_to_toml(routine: Routine) -> str:
         "task": routine.task,
         "source_session": routine.source_session,
         "created": routine.created,
+        **({"hotkey": routine.hotkey} if routine.hotkey else {}),
         "parameters": [
             {"name": p.name, "default": p.default, "description": p.description} for p in routine.parameters
         ],
@@ -261,6 +266,12 @@ def routine_from_document(document: Mapping[str, Any], folder: Path, path: Path)
         except ValueError as exc:
             problems.add("name", str(exc))
     task = problems.text(document, "task", "")
+    hotkey = problems.text(document, "hotkey", "", required=False)
+    if hotkey:
+        try:
+            check_hotkey(hotkey)
+        except HotkeySyntaxError as exc:
+            problems.add("hotkey", str(exc))
     parameters = _parameters(document.get("parameters", []), problems)
     known = {p.name for p in parameters}
     raw_steps = document.get("steps")
@@ -281,6 +292,7 @@ def routine_from_document(document: Mapping[str, Any], folder: Path, path: Path)
         parameters=tuple(parameters),
         source_session=problems.text(document, "source_session", "", required=False),
         created=problems.text(document, "created", "", required=False),
+        hotkey=hotkey,
         folder=folder,
     )
 

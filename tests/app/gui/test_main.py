@@ -28,6 +28,7 @@ from holodesk.app.gui.main import HolodeskApp
 from holodesk.app.gui.qt import QtGui, QtWidgets
 from holodesk.automation.engine import EngineState
 from holodesk.automation.routines.compiler import compile_session, save_compiled
+from holodesk.automation.routines.routine_file import ROUTINE_FILE
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from holodesk.automation.virtual_display import DisplayLayout
@@ -182,6 +183,27 @@ def test_a_routine_runs_from_the_menu_with_the_panel_and_ends_in_a_notification(
     qtbot.waitUntil(lambda: app.routine_runner is None, timeout=10_000)
     title, text = app.indicator.last_notification
     assert title == "Routine done" and "all 1 steps of 'go' done" in text
+
+
+def test_a_routine_hotkey_pressed_on_the_keyboard_starts_the_routine_as_its_menu_does(
+    qtbot, holodesk_app, xvfb, tmp_path
+):
+    app = holodesk_app
+    save_routine(app, tmp_path)
+    folder = app.routines_root / "go"
+    text = (folder / ROUTINE_FILE).read_text()
+    (folder / ROUTINE_FILE).write_text(text.replace('task = "', 'hotkey = "<ctrl>+<alt>+1"\ntask = "', 1))
+    app.indicator.routines_menu.aboutToShow.emit()  # the menu reads the routines afresh and binds the hotkey
+    (entry,) = [a for a in app.indicator.routines_menu.actions() if a.text() == "go"]
+    assert entry.menu().actions()[1].text() == "Hotkey: Ctrl+Alt+1"
+    assert app.routine_runner is None
+    subprocess.run(["xdotool", "key", "ctrl+alt+1"], env=xvfb.env(), check=True, timeout=10)
+    panel = app.routine_approver.panel
+    qtbot.waitUntil(panel.isVisible, timeout=10_000)  # the same approval panel as a run from the menu
+    assert app.routine_runner is not None
+    panel.named_widgets()["approve"].click()
+    qtbot.waitUntil(lambda: app.routine_runner is None, timeout=10_000)
+    assert app.indicator.last_notification[0] == "Routine done"
 
 
 def test_continue_with_the_agent_starts_the_agent_on_what_is_left(qtbot, holodesk_app, tmp_path):

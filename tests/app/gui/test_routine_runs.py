@@ -7,12 +7,15 @@ records what it was asked to do, so each test knows exactly what ran.
 
 from __future__ import annotations
 
+import shutil
 import threading
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from holodesk.app.common.routine_hotkeys import plan_routine_hotkeys, readable_routines
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import Qt, QtWidgets
 from holodesk.app.gui.routine_runs import (
@@ -24,7 +27,7 @@ from holodesk.automation.actions import Action, Click, Point
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.routines.compiler import compile_session, save_compiled
 from holodesk.automation.routines.replay import ReplayOutcome, ReplayResult, RoutineRunner
-from holodesk.automation.routines.routine_file import Routine, load_routine
+from holodesk.automation.routines.routine_file import Routine, load_routine, write_routine
 from holodesk.automation.screen import ScreenFrame
 from tests.automation.routines.scenes import Button, click_step, record_session, screen
 
@@ -190,3 +193,21 @@ def test_the_routines_menu_runs_a_routine_and_opens_its_folder(qtbot, routine, t
     fill_routines_menu(menu, tmp_path / "none", ran.append, opened.append)
     (empty,) = menu.actions()
     assert not empty.isEnabled() and "Save as routine" in empty.text()
+
+
+def test_the_routines_menu_shows_each_hotkey_or_why_it_is_not_bound(qtbot, routine, tmp_path):
+    root = tmp_path / "routines"
+    write_routine(replace(routine, hotkey="<ctrl>+<alt>+3"), root / "three")
+    write_routine(replace(routine, name="other", hotkey="<ctrl>+<alt>+h"), root / "other")
+    shutil.copytree(root / "three" / "crops", root / "other" / "crops")
+    plan = plan_routine_hotkeys(readable_routines(root), "<ctrl>+<alt>+h", "<esc>")
+    menu = QtWidgets.QMenu()
+    qtbot.addWidget(menu)
+    fill_routines_menu(menu, root, lambda _: None, lambda _: None, plan)
+    entries = {a.text(): a.menu().actions() for a in menu.actions()}
+    assert [a.text() for a in entries["three"]] == ["Run (3 steps)", "Hotkey: Ctrl+Alt+3", "Open its folder"]
+    refused = entries["other"][1]
+    assert not refused.isEnabled()
+    assert (
+        refused.text() == "⚠ Hotkey not bound: Ctrl+Alt+H is Holodesk's own hotkey for the task prompt; pick other keys"
+    )

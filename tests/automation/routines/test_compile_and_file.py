@@ -12,7 +12,7 @@ from PIL import Image
 
 from holodesk.automation.actions import Click, Point, TypeText
 from holodesk.automation.routines.compiler import CompileError, compile_session, save_compiled
-from holodesk.automation.routines.routine_file import ROUTINE_FILE, RoutineFileError, load_routine
+from holodesk.automation.routines.routine_file import ROUTINE_FILE, RoutineFileError, load_routine, write_routine
 from tests.automation.routines.scenes import Button, click_step, record_session, screen
 
 OK, CANCEL, SEND = Button("OK", 100, 100), Button("Cancel", 300, 100), Button("Send", 500, 300)
@@ -120,3 +120,34 @@ def test_every_problem_of_a_broken_file_is_named_with_where_it_is(session, tmp_p
     assert "this Holodesk reads version 1, the file says 7" in problems[0]
     assert "click.at must be [x, y]" in problems[1]
     assert "is missing" in problems[2]
+
+
+def test_a_hotkey_written_by_hand_is_read_and_kept_when_the_routine_is_written_again(session, tmp_path):
+    folder = save_compiled(compile_session(session, "send note"), tmp_path / "routines")
+    text = (folder / ROUTINE_FILE).read_text()
+    (folder / ROUTINE_FILE).write_text(text.replace('task = "', 'hotkey = "<ctrl>+<alt>+1"\ntask = "', 1))
+    loaded = load_routine(folder)
+    assert loaded.hotkey == "<ctrl>+<alt>+1"
+    write_routine(loaded, folder)  # as a repair writes it back
+    assert load_routine(folder).hotkey == "<ctrl>+<alt>+1"
+
+
+@pytest.mark.parametrize(
+    ("hotkey", "words"),
+    [
+        ("1", "would fire while typing"),
+        ("<shift>+a", "would fire while typing"),
+        ("<ctrl>+<bogus>", "'<bogus>' is not a key"),
+        ("<ctrl>+<alt>", "has no ordinary key"),
+        (5, "expected text, got 5"),
+    ],
+)
+def test_a_hotkey_the_app_could_not_use_is_named_with_what_is_wrong(session, tmp_path, hotkey, words):
+    folder = save_compiled(compile_session(session, "send note"), tmp_path / "routines")
+    document = tomllib.loads((folder / ROUTINE_FILE).read_text())
+    document["hotkey"] = hotkey
+    (folder / ROUTINE_FILE).write_text(tomli_w.dumps(document))
+    with pytest.raises(RoutineFileError) as raised:
+        load_routine(folder)
+    (problem,) = raised.value.problems
+    assert problem.startswith("hotkey: ") and words in problem, problem

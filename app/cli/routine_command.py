@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, TextIO
 from holodesk.app.cli.routine_approver import TerminalRoutineApprover, routine_event_printer
 from holodesk.automation.actions import Point
 from holodesk.automation.display_text import safe_text
+from holodesk.automation.engine import FrameSource
 from holodesk.automation.routines.compiler import CompiledRoutine, CompileError, compile_session, save_compiled
 from holodesk.automation.routines.locators import Grounder
 from holodesk.automation.routines.replay import (
-    FrameSource,
     ParameterError,
     Performer,
     ReplayOutcome,

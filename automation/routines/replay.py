@@ -27,6 +27,7 @@ from PIL import Image
 
 from holodesk.automation.actions import Action, Point, TypeText
 from holodesk.automation.cancel import CancelToken
+from holodesk.automation.engine import FrameSource
 from holodesk.automation.errors import Cancelled, CaptureError
 from holodesk.automation.routines.effects import check_effect
 from holodesk.automation.routines.locators import Grounder, Located, NotLocated, Rung, TargetLocator
@@ -51,10 +52,6 @@ class Performer(Protocol):
     """Executes one screen-space action (the executor of either desktop backend)."""
 
     def execute(self, action: Action, cancel: CancelToken) -> ActionResult: ...
-
-
-class FrameSource(Protocol):
-    def grab(self, monitor: int | None) -> ScreenFrame: ...
 
 
 class Verdict(StrEnum):

@@ -1,7 +1,7 @@
 """Draw a proposed action onto a copy of its screenshot, for the terminal and for history.
 
 Everything is drawn in screen space converted to the frame's pixels, so what the picture shows is
-exactly where the executor would act. Captions show model text escaped (automation.display_text):
+exactly where the input backend would act. Captions show model text escaped (automation.display_text):
 text to type is drawn in full with its whitespace visible, wrapped over as many lines as it needs.
 """
 

@@ -1,6 +1,6 @@
 """A thread-safe cancel token: one thread asks to stop, the thread doing the work stops at its next check.
 
-The kill switch (hotkey, tray menu, Stop button) calls `cancel()` from its own thread; the executor and
+The kill switch (hotkey, tray menu, Stop button) calls `cancel()` from its own thread; the input layer and
 the step engine call `raise_if_cancelled()` between sub-steps and use `sleep()` instead of
 `time.sleep()`, so a wait or a slow drag ends as soon as the user asks.
 """

@@ -1,6 +1,6 @@
 """Plain-text clipboard access without Qt, through each platform's own tool.
 
-The executor types non-ASCII text by pasting it (pyautogui types ASCII only), so it needs to read,
+The input backends paste text they cannot type and put the user's text back afterwards, so they read,
 set and restore the clipboard from a worker thread without a Qt application. Tools by platform:
 X11 `xclip -selection clipboard` (not `xsel`, which garbles text outside Latin-1), Wayland
 `wl-copy`/`wl-paste`, macOS `pbcopy`/`pbpaste`, Windows pyperclip (a pyautogui dependency).

@@ -1,6 +1,6 @@
 """The step engine: capture -> propose -> map -> approve -> execute -> record, until the task ends.
 
-It talks to a policy, an approver and an executor through small protocols, so the tray app, the
+It talks to a policy, an approver and an action performer through small protocols, so the tray app, the
 terminal and the tests each plug in their own. It never acts without an approver's decision, stops
 when told (within 100 ms outside model compute; a proposal in flight is abandoned, not waited for),
 and records every step as it happens.

@@ -1,6 +1,6 @@
 """Remember on disk what an action may hold down, so that a killed run never leaves input stuck.
 
-While the executor performs an action that presses something (a click, a drag, typing, a key
+While the input backend performs an action that presses something (a click, a drag, typing, a key
 combination), a marker file in the user's private runtime folder names the mouse buttons and keys
 the action may hold, the X display and the process id. The marker is removed when the action ends,
 whatever way it ends. Only a process killed outright (kill -9, a crash of the interpreter) leaves
@@ -9,7 +9,7 @@ app or `holodesk doctor` calls `release_leftover_input()`: for every marker of a
 this display it asks the X server what is really held, releases those of the marker's buttons and
 keys that are, and removes the marker.
 
-Key names are pyautogui's (what the executor passes to keyDown/write); keycodes are X keycodes (what
+Key names are pyautogui's (what the X11 backend passes to pyautogui keyDown/write); keycodes are X keycodes (what
 the X11 typer presses); buttons are X button numbers. A second marker names the spare keycodes the
 X11 typer bound to keysyms, for as long as they stay bound; the same call clears them.
 """

@@ -44,7 +44,7 @@ class PastStep:
 
     `element` is the model's description of the target. `outcome` is what became of the step (empty
     when it ran as proposed; otherwise skipped, corrected by the user, or failed). `result` is what
-    the step gave back: the executor's detail (e.g. how text was typed), ending in "no visible
+    the step gave back: the input backend's detail (e.g. how text was typed), ending in "no visible
     change" when the settled screen was identical to the one before, or the user's reply to a
     question. A multi-turn prompt sends both back as the tool's output.
     """

@@ -124,20 +124,20 @@ class TimedFrames:
 class TimedPerformer:
     """The real InputPerformer, timed."""
 
-    def __init__(self, executor: InputPerformer) -> None:
-        self.executor = executor
+    def __init__(self, input_performer: InputPerformer) -> None:
+        self.input_performer = input_performer
         self.seconds: list[float] = []
 
     def validate(self, action: Action) -> None:
         # The engine's check before asking (counted in `propose`, as in the app).
-        self.executor.validate(action)
+        self.input_performer.validate(action)
 
     def close(self) -> None:
-        self.executor.close()
+        self.input_performer.close()
 
     def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult:
         started = time.perf_counter()
-        result = self.executor.execute(action, cancel)
+        result = self.input_performer.execute(action, cancel)
         self.seconds.append(time.perf_counter() - started)
         return result
 
@@ -165,7 +165,7 @@ def _grab_time_between(grabs: Sequence[tuple[float, float]], start: float, end: 
 
 def run_engine(
     capture: ScreenCapture,
-    executor: InputPerformer,
+    input_performer: InputPerformer,
     record_to: Path | None,
     into: StepParts,
     model_delay_s: float = 0.0,
@@ -173,7 +173,7 @@ def run_engine(
     """One engine run of STEPS_PER_RUN steps; adds steps 2.. to `into`."""
     backend = TimedBackend(ScriptedBackend(move_answers(STEPS_PER_RUN), delay_s=model_delay_s))
     frames = TimedFrames(capture)
-    performer = TimedPerformer(executor)
+    performer = TimedPerformer(input_performer)
     events: list[tuple[float, EngineEvent]] = []
     settings = EngineSettings(max_steps=STEPS_PER_RUN, monitor=1, trajectory_root=record_to)
     engine = StepEngine(
@@ -215,7 +215,7 @@ def run_engine(
         )
 
 
-def run_bare_loop(capture: ScreenCapture, executor: InputPerformer, into: StepParts) -> None:
+def run_bare_loop(capture: ScreenCapture, input_performer: InputPerformer, into: StepParts) -> None:
     """The floor: grab, propose, map, execute, nothing else; same parts where they exist."""
     backend = TimedBackend(ScriptedBackend(move_answers(STEPS_PER_RUN)))
     policy = ModelPolicy(get_profile("holotron"), backend)
@@ -229,7 +229,7 @@ def run_bare_loop(capture: ScreenCapture, executor: InputPerformer, into: StepPa
         mapping = FrameMapping(frame.region, proposal.image_width, proposal.image_height)
         action = action_to_screen(proposal.action, proposal.space, mapping, frame.monitors)
         proposed = time.perf_counter()
-        executor.execute(action, cancel)
+        input_performer.execute(action, cancel)
         executed = time.perf_counter()
         history.append(PastStep(proposal.action, proposal.note, proposal.thought))
         if step == 1:
@@ -256,7 +256,7 @@ def run(settings: BenchSettings) -> BenchResult:
     rounds = 2 if settings.quick else settings.rounds(5)
     with desktop_display(1920, 1080), tempfile.TemporaryDirectory(prefix="holodesk-bench-") as folder:
         capture = ScreenCapture()
-        executor = InputPerformer(X11Input(capture=capture))
+        input_performer = InputPerformer(X11Input(capture=capture))
         reference: ReferenceEngine | None = None
         try:
             reference = ReferenceEngine()
@@ -269,13 +269,17 @@ def run(settings: BenchSettings) -> BenchResult:
                 measured[REFERENCE].parts[part].extend(values)
 
         runs: dict[str, Callable[[], None]] = {
-            "engine, recording": lambda: run_engine(capture, executor, Path(folder), measured["engine, recording"]),
+            "engine, recording": lambda: run_engine(
+                capture, input_performer, Path(folder), measured["engine, recording"]
+            ),
             REFERENCE: run_reference,
             "engine, recording, 200 ms model": lambda: run_engine(
-                capture, executor, Path(folder), measured["engine, recording, 200 ms model"], MODEL_DELAY_S
+                capture, input_performer, Path(folder), measured["engine, recording, 200 ms model"], MODEL_DELAY_S
             ),
-            "engine, not recording": lambda: run_engine(capture, executor, None, measured["engine, not recording"]),
-            "bare loop": lambda: run_bare_loop(capture, executor, measured["bare loop"]),
+            "engine, not recording": lambda: run_engine(
+                capture, input_performer, None, measured["engine, not recording"]
+            ),
+            "bare loop": lambda: run_bare_loop(capture, input_performer, measured["bare loop"]),
         }
         variants = [variant for variant in VARIANTS if variant != REFERENCE or reference is not None]
         try:

@@ -111,14 +111,14 @@ def serve(folder: Path) -> None:
     from holodesk.automation.screen import ScreenCapture
 
     capture = ScreenCapture()
-    executor = InputPerformer(X11Input(capture=capture))
+    input_performer = InputPerformer(X11Input(capture=capture))
     with tempfile.TemporaryDirectory(prefix="holodesk-bench-") as sessions:
         for line in sys.stdin:
             if line.strip() != "run":
                 continue
             parts = StepParts()
             try:
-                run_engine(capture, executor, Path(sessions), parts)
+                run_engine(capture, input_performer, Path(sessions), parts)
                 answer: dict[str, Any] = {"parts": parts.parts}
             except Exception as exc:  # the parent says it in words and skips the reference
                 answer = {"error": f"{type(exc).__name__}: {exc}"}

@@ -209,11 +209,11 @@ def run_task(
     from tests.support.miniwob_oracle import MiniWoBOracle
 
     oracle = MiniWoBOracle(browser, capture.monitors()[0].rect)
-    executor = InputPerformer(X11Input(capture=capture))
+    input_performer = InputPerformer(X11Input(capture=capture))
     evaluation = MiniWoBEvaluation(
         browser,
         ModelPolicy(get_profile("holotron"), oracle),
-        executor,
+        input_performer,
         capture,
         MiniWoBOptions(tasks=(task,), episodes=1),
         trajectory_root=work / "sessions",
@@ -254,21 +254,21 @@ def run_task(
             for row, (_, model) in zip(condition_rows, fallbacks, strict=True):
                 row.agent_successes += agent.success
                 row.agent_seconds.append(agent.seconds)
-                replay_episode(browser, capture, executor, routine, seed, row, model)
+                replay_episode(browser, capture, input_performer, routine, seed, row, model)
         set_perturbation(browser, "")
         rows.extend(condition_rows)
     return rows
 
 
 def replay_episode(
-    browser: Any, capture: Any, executor: Any, routine: Any, seed: int, row: TaskRow, model: Any
+    browser: Any, capture: Any, input_performer: Any, routine: Any, seed: int, row: TaskRow, model: Any
 ) -> None:
     from holodesk.automation.routines.replay import ReplayOutcome, RoutineRunner
 
     defaults = {p.name: p.default for p in routine.parameters}
     instruction = browser.start_episode(seed, 30.0)
     approver = AutoApprove()
-    runner = RoutineRunner(routine, executor, capture, approver, grounder=model)
+    runner = RoutineRunner(routine, input_performer, capture, approver, grounder=model)
     started = time.perf_counter()
     result = runner.run(parameter_values_from(routine.task, defaults, instruction))
     row.replay_seconds.append(time.perf_counter() - started)

@@ -40,21 +40,21 @@ def _x11(settings: BenchSettings) -> dict[str, Stats]:
 
     with xvfb_display(DisplayLayout(*SIZE)):
         capture = ScreenCapture()
-        executor = InputPerformer(X11Input(capture=capture))
+        input_performer = InputPerformer(X11Input(capture=capture))
         typer = X11Typer()
         points = [Point(300, 300), Point(700, 500)]
         state = {"i": 0}
 
         def move_then_grab() -> None:
             state["i"] += 1
-            executor.execute(Move(points[state["i"] % 2]))
+            input_performer.execute(Move(points[state["i"] % 2]))
             capture.grab(1)
 
         try:
             stats = interleaved(
                 {
                     "grab": lambda: capture.grab(1),
-                    "click": lambda: executor.execute(Click(Point(640, 400))),
+                    "click": lambda: input_performer.execute(Click(Point(640, 400))),
                     "move to new frame": move_then_grab,
                     "keymap check": typer.keymap,
                 },
@@ -103,22 +103,22 @@ def _wayland(settings: BenchSettings) -> tuple[dict[str, Stats], float]:
                 raise RuntimeError(f"the portal session did not start: {failure}")
             start_ms = (time.perf_counter() - started_at) * 1000
             capture = WaylandCapture(session)
-            executor = InputPerformer(PortalInput(session))
+            input_performer = InputPerformer(PortalInput(session))
             frames = session.started()[1][0].frames
-            executor.execute(Move(Point(10, 10)))  # warm the virtual devices up (not timed)
+            input_performer.execute(Move(Point(10, 10)))  # warm the virtual devices up (not timed)
             points = [Point(300, 300), Point(700, 500)]
             state = {"i": 0}
 
             def move_until_new_frame() -> None:
                 state["i"] += 1
                 before = frames.frames_received
-                executor.execute(Move(points[state["i"] % 2]))
+                input_performer.execute(Move(points[state["i"] % 2]))
                 if not frames.wait_for_frame_after(before, 2.0):
                     raise RuntimeError("no new frame within 2 s of a pointer move")
 
             cases: dict[str, Callable[[], object]] = {
                 "grab": lambda: capture.grab(1),
-                "click": lambda: executor.execute(Click(Point(640, 400))),
+                "click": lambda: input_performer.execute(Click(Point(640, 400))),
                 "move to new frame": move_until_new_frame,
                 "keymap check": compositor_keymap,
             }

@@ -7,7 +7,7 @@ terminal that would show it is gone.
 The handler never unwinds the code it interrupts while that code may be talking to the X server: an
 exception raised inside python-xlib's request machinery leaves its connection locked, and the clean-up
 that should release the mouse button then waits on that lock forever (the Ctrl+C deadlock during
-drags). So the handler only sets the run's cancel token; the executor sees it between drag steps
+drags). So the handler only sets the run's cancel token; the input performer sees it between drag steps
 and text chunks and releases what it holds in its normal flow, and the engine ends the run with an
 end record. The one place that cannot poll the token is the terminal approver's blocking read; only
 while it waits there does the handler also raise KeyboardInterrupt (which the approver turns into

@@ -2,7 +2,7 @@
 
 Chromium is driven through chromedriver (selenium) for the bookkeeping only: opening a task page,
 starting an episode with a seed, reading its instruction, its reward and the DOM. Every action on
-the page goes through the desktop (the step engine's executor), as it would for the user.
+the page goes through the desktop (the step engine's action performer), as it would for the user.
 
 Choices, from what was seen to work with Debian 12's Chromium under Xvfb, as root, on 2 cores:
 - Debian's `chromium` and `chromium-driver`; `--no-sandbox` (root in CI), no first-run UI, and no

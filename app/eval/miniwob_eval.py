@@ -1,7 +1,7 @@
 """Runs MiniWoB++ episodes with Holodesk's own step engine and scores them with each task's reward.
 
 Per episode: start it in the browser with a seed, give its instruction to a fresh StepEngine
-(capture -> policy -> mapping -> eval-only auto-approval -> executor -> trajectory), and stop the
+(capture -> policy -> mapping -> eval-only auto-approval -> performer -> trajectory), and stop the
 engine as soon as the page says the episode is over. Success is MiniWoB's own: a positive reward.
 An episode the engine ended without the page finishing it (the model said done, asked a question,
 gave an unusable answer, or ran out of steps) scores 0 and counts as a failure.

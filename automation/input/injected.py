@@ -39,17 +39,17 @@ def keys_for_text(text: str) -> frozenset[str]:
 
 @dataclass(frozen=True, slots=True)
 class InjectedKey:
-    """One key event the executor sent: canonical key name and `time.monotonic()` when sent."""
+    """One key event an input backend sent: canonical key name and `time.monotonic()` when sent."""
 
     key: str
     at: float
 
 
 class InjectedInput:
-    """A short log of the keys the executor itself presses, for the kill-switch listener to ignore.
+    """A short log of the keys the input backends themselves press, for the kill-switch listener to ignore.
 
     On X11 pynput's `injected` flag is False for XTEST input, so the listener cannot tell our key
-    presses from the user's. Each press the executor sends is noted (`note`) just before it is sent,
+    presses from the user's. Each press a backend sends is noted (`note`) just before it is sent,
     and the listener, seeing a press, `claim_press`es it: one noted press accounts for exactly one
     seen press, so a user's press of the same key right after ours (a double Esc after the model's
     Esc, the stop key while the model types it) is left unclaimed and counts as the user's.
@@ -71,7 +71,7 @@ class InjectedInput:
         self.claim_within_s = claim_within_s  # a noted press the listener has not seen by then never came
 
     def note(self, keys: Iterable[str]) -> None:
-        """Record that the executor is about to press each of these (canonical) keys once."""
+        """Record that a backend is about to press each of these (canonical) keys once."""
         now = self._clock()
         with self._lock:
             for key in keys:
@@ -79,7 +79,7 @@ class InjectedInput:
                 self._pending.setdefault(key, deque(maxlen=self._entries.maxlen)).append(now)
 
     def reserve(self, keys: Iterable[str]) -> None:
-        """Keys the user presses to stop a run: the executor types these characters on other keycodes."""
+        """Keys the user presses to stop a run: the backends type these characters on other keycodes."""
         with self._lock:
             self._reserved = frozenset(keys)
 
@@ -89,7 +89,7 @@ class InjectedInput:
             return self._reserved
 
     def claim_press(self, key: str) -> bool:
-        """True if a press of `key` just seen is one the executor sent (and no longer counts for later ones)."""
+        """True if a press of `key` just seen is one a backend sent (and no longer counts for later ones)."""
         try:
             canonical = normalize_key(key)
         except ActionError:
@@ -106,7 +106,7 @@ class InjectedInput:
 
     @contextmanager
     def holding(self, keys: Iterable[str]) -> Iterator[None]:
-        """Mark keys as held by the executor for the duration of the block."""
+        """Mark keys as held by a backend for the duration of the block."""
         held = tuple(keys)
         self.note(held)
         with self._lock:
@@ -131,7 +131,7 @@ class InjectedInput:
             return frozenset(self._held)
 
     def recently_injected(self, key: str, within_s: float = 0.3) -> bool:
-        """True if the executor holds `key` now or sent it in the last `within_s` seconds."""
+        """True if a backend holds `key` now or sent it in the last `within_s` seconds."""
         try:
             canonical = normalize_key(key)
         except ActionError:

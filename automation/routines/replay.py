@@ -49,7 +49,7 @@ class ActionResult(Protocol):
 
 
 class Performer(Protocol):
-    """Executes one screen-space action (the executor of either desktop backend)."""
+    """Executes one screen-space action (the action performer of either desktop backend)."""
 
     def execute(self, action: Action, cancel: CancelToken) -> ActionResult: ...
 

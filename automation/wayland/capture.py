@@ -44,7 +44,7 @@ class _Requirement:
 
 
 class WaylandCapture:
-    """Lists monitors and grabs frames from a WaylandSession (shared with the executor)."""
+    """Lists monitors and grabs frames from a WaylandSession (shared with the portal input backend)."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""The one portal session of a run: started on first use, shared by capture and executor.
+"""The one portal session of a run: started on first use, shared by capture and the input backend.
 
 Starting it may show the desktop's permission dialog, so the user is told first what it asks
 (`CONSENT_EXPLANATION`) through the `notify` callback, and clearly when they refused. The ScreenCast
@@ -106,7 +106,7 @@ class WaylandSession:
         self._portal: PortalSession | None = None
         self._monitors: tuple[StreamMonitor, ...] = ()
         self._pipewire_fd: int | None = None
-        self.last_input_at = 0.0  # time.monotonic() of the last input the executor sent
+        self.last_input_at = 0.0  # time.monotonic() of the last input the input backend sent
 
     def started(self) -> tuple[PortalSession, tuple[StreamMonitor, ...]]:
         """The portal session and monitors, starting them now if this is the first use.
@@ -134,7 +134,7 @@ class WaylandSession:
         return ""
 
     def note_input(self) -> None:
-        """The executor sent input: the next grab waits briefly for a frame that can show its effect."""
+        """The input backend sent input: the next grab waits briefly for a frame that can show its effect."""
         self.last_input_at = time.monotonic()
 
     @property
@@ -171,7 +171,7 @@ class WaylandSession:
                 )
             if portal.keyboard_allowed:
                 # Mutter makes the virtual keyboard on its first key: until then a headless seat has
-                # no keyboard, and its keymap (which the executor checks text against) cannot be read.
+                # no keyboard, and its keymap (which the input backend checks text against) cannot be read.
                 portal.keyboard_keysym(SHIFT_KEYSYM, True)
                 portal.keyboard_keysym(SHIFT_KEYSYM, False)
             fd = portal.open_pipewire_remote()

@@ -1,7 +1,7 @@
 """The tiny real-layout checkpoint with weights set so greedy decoding writes one chosen answer.
 
 For tests that need the model to answer something usable (a step the parser accepts and the
-executor can run) while everything between the prompt and the text stays real: the tiler, the
+performer can run) while everything between the prompt and the text stays real: the tiler, the
 vision tower, every layer's forward pass, the hybrid cache, the generation loop, the stop tokens.
 
 The answer text becomes one added token of the tokenizer (the embedding table is padded, so it has

@@ -67,7 +67,7 @@ class RecordingPerformer:
 
     def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult:
         if self.delay_s:
-            # A long action that checks the token between sub-steps, as the executor does.
+            # A long action that checks the token between sub-steps, as the input performer does.
             deadline = time.monotonic() + self.delay_s
             while time.monotonic() < deadline:
                 cancel.raise_if_cancelled()
@@ -305,7 +305,7 @@ def test_an_action_the_desktop_refused_part_way_fails_the_run_never_done(tmp_pat
 
 
 class Validating(RecordingPerformer):
-    """Refuses keys named 'f24' the way the executor's validation does, before anything is sent."""
+    """Refuses keys named 'f24' the way the input performer's validation does, before anything is sent."""
 
     def validate(self, action: Action) -> None:
         if isinstance(action, KeyCombo) and "f24" in action.keys:

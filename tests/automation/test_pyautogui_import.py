@@ -2,7 +2,7 @@
 
 A child Python that cannot import tkinter (a meta-path finder refuses it, as Debian's Python without
 python3-tk does) imports pyautogui through automation.pyautogui_import and moves the pointer on Xvfb
-with the executor; the X server must report the pointer there. The same child importing pyautogui
+with the input performer; the X server must report the pointer there. The same child importing pyautogui
 directly exits with MouseInfo's message, which shows the guard is what makes the difference.
 """
 

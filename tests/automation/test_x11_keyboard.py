@@ -168,10 +168,10 @@ def test_without_a_spare_keycode_xterm_gets_the_text_pasted_with_shift_insert(xt
         out = xterm / "pasted.txt"
         capture = ScreenCapture()
         try:
-            executor = InputPerformer(X11Input(capture=capture))
+            input_performer = InputPerformer(X11Input(capture=capture))
             # the text is pasted; the Enter that runs it is a key press (xterm pastes no newline as Enter)
-            pasted = executor.execute(TypeText(f"printf '%s\\n' '東京 a/b' > {out.name}", at=_inside_xterm()))
-            typed = executor.execute(KeyCombo(("enter",)))
+            pasted = input_performer.execute(TypeText(f"printf '%s\\n' '東京 a/b' > {out.name}", at=_inside_xterm()))
+            typed = input_performer.execute(KeyCombo(("enter",)))
         finally:
             capture.close()
         assert pasted.ok and typed.ok, (pasted.detail, typed.detail)

@@ -1,7 +1,7 @@
 """Runs holodesk.app.gui.hotkeys.HotkeyListener in its own process for the hotkey tests.
 
 Prints "ready", then "prompt" or "stop" for each hotkey it sees. Reading "inject KEY" on stdin
-notes KEY in the executor's injected-input log, as the executor does before pressing it; "type TEXT"
+notes KEY in the input performer's injected-input log, as the input performer does before pressing it; "type TEXT"
 and "press KEY" make a real InputPerformer sharing that log type the text or press the key (then print
 "typed" / "pressed"). argv: the prompt hotkey, then optionally the stop key (pynput syntax).
 Run in a child process because pynput's X11 thread outlives `stop()` until the next key event,
@@ -25,7 +25,7 @@ def main() -> None:
     listener = HotkeyListener(
         sys.argv[1], lambda: print("prompt", flush=True), lambda: print("stop", flush=True), injected, stop_key
     )
-    executor = InputPerformer(X11Input(monitors=(), injected=injected, type_interval_s=0.02))
+    input_performer = InputPerformer(X11Input(monitors=(), injected=injected, type_interval_s=0.02))
     listener.start()
     print("ready", flush=True)
     for line in sys.stdin:
@@ -34,10 +34,10 @@ def main() -> None:
             injected.note([key])
             print("injected", flush=True)
         elif command == "type":
-            executor.execute(TypeText(key))
+            input_performer.execute(TypeText(key))
             print("typed", flush=True)
         elif command == "press":
-            executor.execute(KeyCombo((key,)))
+            input_performer.execute(KeyCombo((key,)))
             print("pressed", flush=True)
 
 

@@ -3,8 +3,8 @@
 Each case starts from a text field holding `start`, performs its actions and expects the field to
 hold `text` (and Enter pressed in it when `enter`). A backend may refuse a case instead: then its
 `validate` raises ActionError with words for one of the actions, and the field must be unchanged
-with no Enter. The X11 executor runs them in tests/automation/test_typing_layouts.py, the Wayland
-executor in tests/automation/wayland/test_portal_backend.py, each against a Qt text field that logs
+with no Enter. The X11 input performer runs them in tests/automation/test_typing_layouts.py, the Wayland
+input performer in tests/automation/wayland/test_portal_backend.py, each against a Qt text field that logs
 what it received. A fence (one more typed character) marks the end of a case's input: once the
 field shows it, everything sent before it has been read.
 """

@@ -4,8 +4,8 @@ It is a TextGenerator backend: asked for the next step, it reads the instruction
 DOM through the harness (MiniWoBBrowser), decides what a careful person would do next, and writes
 the answer as the holotron profile's JSON step text, with x and y integers in [0, 1000] relative to
 the image the model is shown. The profile parses that text exactly as it parses a model's, the engine
-maps it to the screen, and the executor clicks and types through XTEST, so a wrong coordinate
-convention, mapping or executor shows as a lost episode. The oracle itself never touches the page
+maps it to the screen, and the performer clicks and types through XTEST, so a wrong coordinate
+convention, mapping or performer shows as a lost episode. The oracle itself never touches the page
 except to read it.
 
 Its coordinates share no code with the product: it reads each element's bounding box and the

@@ -1,6 +1,6 @@
 """Ask the X server (not pyautogui) what state the input devices are in, and act as the user would.
 
-Tests use this to check what the executor left behind: where the pointer is, whether a mouse button
+Tests use this to check what the performer left behind: where the pointer is, whether a mouse button
 or a key is still held. Each call opens its own short connection to $DISPLAY.
 """
 

@@ -134,7 +134,7 @@ def pyautogui_key_name(key: str, platform: str = sys.platform) -> str:
 
 
 def _load_pyautogui() -> Any:
-    """Import pyautogui (which opens the display on X11) and set it up for the executor."""
+    """Import pyautogui (which opens the display on X11) and set it up for this backend."""
     try:
         pyautogui = import_pyautogui()
     except KeyError as exc:  # the X11 backend reads os.environ["DISPLAY"] at import time

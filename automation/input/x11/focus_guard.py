@@ -4,7 +4,7 @@ The user may click Holodesk's control window, prompt or panel between the screen
 keys typed then would land in Holodesk itself (a space pressed its "New task" button). The engine's
 frame source calls `remember()` right after each screenshot: it notes the window that has the
 keyboard focus, unless that window is one of this process's own. Before a keyboard action the
-executor calls `restore()`: when the focus is on one of our windows, or on nothing, it goes back to
+X11 input backend calls `restore()`: when the focus is on one of our windows, or on nothing, it goes back to
 the remembered window. A window is ours when it, or an ancestor, carries _NET_WM_PID of this process
 (Qt sets it on every top-level window). Without an X display (Wayland, Windows, macOS, tests without
 one) both calls do nothing.

@@ -215,7 +215,7 @@ class KeysSent:
 class X11Typer:
     """Sends key presses and text to the focused window through XTEST on one X display connection.
 
-    `on_keys` is told the canonical names of keys about to be pressed (the executor's injected-key
+    `on_keys` is told the canonical names of keys about to be pressed (the input backend's injected-key
     log, so the kill switch does not mistake them for the user's). One action at a time.
     """
 

@@ -1,8 +1,8 @@
 """`holodesk eval miniwob`: MiniWoB++ pages in a real Chromium under Xvfb, driven by the step engine.
 
 The oracle (tests/support/miniwob_oracle.py) reads the DOM and answers in holotron's text format;
-the profile parses it, the engine maps it, the executor clicks and types through XTEST, and the
-task's own JavaScript decides the reward. A wrong mapping or executor loses episodes here.
+the profile parses it, the engine maps it, the input performer clicks and types through XTEST, and the
+task's own JavaScript decides the reward. A wrong mapping or input performer loses episodes here.
 """
 
 from __future__ import annotations

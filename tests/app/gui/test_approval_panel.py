@@ -308,7 +308,7 @@ def test_the_keyboard_stays_with_the_users_window(xvfb, target_window: TargetWin
             assert decided["decision"] == "approve"
             assert decided["panel_visible"] is False and decided["overlay_visible"] is False
 
-            # What the executor would type next lands in the user's field, and nothing else did.
+            # What the performer would type next lands in the user's field, and nothing else did.
             xdotool("type", "cd")
             events = target_window.sync()
             assert field_text(events) == "abcd", f"keys after approving with {answer_with} went astray: {events}"

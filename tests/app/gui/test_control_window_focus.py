@@ -70,14 +70,14 @@ def test_the_control_window_never_receives_typed_text(xvfb, window_manager) -> N
     capture = ScreenCapture()
     try:
         x, y = new_task_button(control, xvfb.env())
-        executor = InputPerformer(X11Input(capture=capture))
-        executor.execute(Click(target.centre("field")), CancelToken())  # the user's field has the focus
+        input_performer = InputPerformer(X11Input(capture=capture))
+        input_performer.execute(Click(target.centre("field")), CancelToken())  # the user's field has the focus
         target.sync()
         subprocess.run(["xdotool", "mousemove", str(x), str(y), "click", "1"], check=True, timeout=10)
         assert control.next(10) == "new_task"  # the user's click on New task works
         time.sleep(0.3)
 
-        executor.execute(TypeText("a b c"), CancelToken())  # into the focused field: the user's
+        input_performer.execute(TypeText("a b c"), CancelToken())  # into the focused field: the user's
 
         events = target.sync()
         assert [e["text"] for e in events if e["event"] == "text"][-1] == "a b c"

@@ -48,7 +48,7 @@ def test_escape_twice_stops_and_once_does_not(probe):
 
 @pytest.mark.display
 def test_escapes_that_holodesk_injects_are_ignored(probe):
-    # The executor notes its keys just before sending them; xdotool stands in for pyautogui.
+    # The performer notes its keys just before sending them; xdotool stands in for pyautogui.
     probe.send("inject esc")
     assert probe.next(2) == "injected"
     xdotool("key", "--delay", "50", "Escape", "Escape")
@@ -60,7 +60,7 @@ def test_escapes_that_holodesk_injects_are_ignored(probe):
 
 @pytest.mark.display
 def test_a_double_esc_right_after_the_models_esc_still_stops(probe):
-    probe.send("press esc")  # the model's Esc, pressed by the real executor
+    probe.send("press esc")  # the model's Esc, pressed by the real performer
     assert probe.next(5) == "pressed"
     assert probe.next(0.1) is None
     xdotool("key", "--delay", "80", "Escape", "Escape")  # the user's, at once

@@ -6,7 +6,7 @@ root background, recorded from real grabs), the panel asks, the run ends in a no
 
 A real scripted policy and a real engine on the module's Xvfb; the approval panel is answered in
 code, as a click on it would. Qt runs offscreen (the session's QApplication), whose one screen is
-800x800 at the origin, so the Xvfb here has that size too: capture, overlay and executor then agree
+800x800 at the origin, so the Xvfb here has that size too: capture, overlay and performer then agree
 on where every point is.
 """
 

@@ -69,7 +69,7 @@ def test_a_configured_stop_key_and_count(qapp, qtbot):
         qapp.removeEventFilter(stop_key)
 
 
-def test_presses_the_executor_sent_do_not_count(qapp, qtbot):
+def test_presses_the_input_backend_sent_do_not_count(qapp, qtbot):
     injected = InjectedInput()
     stop_key, fired = installed(qapp, qtbot, injected=injected)
     window = shown_window(qtbot)

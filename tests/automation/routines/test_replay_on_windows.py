@@ -1,7 +1,7 @@
 """Routines replayed on real windows under Xvfb: the window must see the clicks and read the typed text.
 
 A session is recorded on a real target window (its screenshots are real grabs), compiled and saved
-as a routine, read back, and replayed through the real executor (XTEST) and screen capture. The
+as a routine, read back, and replayed through the real input performer (XTEST) and screen capture. The
 window logs what it received; the tests read that log, not the runner's own account.
 """
 

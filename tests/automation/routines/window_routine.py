@@ -1,7 +1,7 @@
 """A routine recorded on the real target window: click OK, then type into the field.
 
 The session's screenshots are real grabs of the window at `origin`, the actions really run through
-the executor while recording (so each screenshot shows what the user saw), and the session is
+the input performer while recording (so each screenshot shows what the user saw), and the session is
 compiled and saved as the routine `NAME` under `routines`. The window is closed afterwards.
 """
 
@@ -32,12 +32,12 @@ def record_ok_and_hello(capture: ScreenCapture, root: Path, origin: tuple[int, i
     """Sessions under root/sessions, the routine under root/routines/NAME; returns it as loaded."""
     window = TargetWindow.start(*origin)
     try:
-        executor = InputPerformer(X11Input(capture=capture))
+        input_performer = InputPerformer(X11Input(capture=capture))
         steps = []
         frame = capture.grab(1)
         ok = window.centre("ok")
         steps.append((frame, click_step(ok.x, ok.y, "the OK button")))
-        executor.execute(Click(window.centre("ok")))
+        input_performer.execute(Click(window.centre("ok")))
         field = window.centre("field")
         frame = settled(capture)  # as the engine does: the next step starts on the settled screen
         typing = {
@@ -54,7 +54,7 @@ def record_ok_and_hello(capture: ScreenCapture, root: Path, origin: tuple[int, i
             "result": {"ok": True, "detail": "typed"},
         }
         steps.append((frame, typing))
-        executor.execute(TypeText("hello routine", at=field))
+        input_performer.execute(TypeText("hello routine", at=field))
         window.sync()
         end = settled(capture)
     finally:

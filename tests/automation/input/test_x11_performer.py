@@ -1,4 +1,4 @@
-"""The executor against a real window under Xvfb: events land exactly where and as asked, nothing else.
+"""The X11 input performer against a real window under Xvfb: events land exactly where and as asked, nothing else.
 
 The display tests run once per layout (1920x1080, 1366x768, and two monitors side by side). The
 window runs in its own process and logs what it receives; `sync()` returns everything it saw.
@@ -75,18 +75,18 @@ class FakeClock:
     ids=lambda value: value.describe() if isinstance(value, Action) else value.__name__,
 )
 def test_validation_rejects_actions_it_cannot_perform(action: Action, error: type[Exception]) -> None:
-    executor = InputPerformer(X11Input(ONE_MONITOR))
+    input_performer = InputPerformer(X11Input(ONE_MONITOR))
     with pytest.raises(error):
-        executor.validate(action)
+        input_performer.validate(action)
     with pytest.raises(error):
-        executor.execute(action)
+        input_performer.execute(action)
 
 
 def test_validation_accepts_points_on_monitors_without_touching_the_desktop() -> None:
     backend = X11Input(ONE_MONITOR)
-    executor = InputPerformer(backend)
+    input_performer = InputPerformer(backend)
     for action in (Click(Point(1, 0)), Drag(Point(5, 5), Point(1918, 1079)), Scroll("up"), Wait(0.5)):
-        executor.validate(action)
+        input_performer.validate(action)
     assert backend._pyautogui is None  # validation of pointer actions never loads the input backend
 
 
@@ -174,14 +174,14 @@ def test_injected_input_counts_held_keys_until_released() -> None:
 
 
 def test_wait_sleeps_and_a_cancel_cuts_it_short() -> None:
-    executor = InputPerformer(X11Input(ONE_MONITOR))
-    result = executor.execute(Wait(0.05))
+    input_performer = InputPerformer(X11Input(ONE_MONITOR))
+    result = input_performer.execute(Wait(0.05))
     assert result.ok and 0.04 <= result.duration_s < 1.0
     token = CancelToken()
     threading.Timer(0.1, token.cancel).start()
     started = time.monotonic()
     with pytest.raises(Cancelled):
-        executor.execute(Wait(30.0), token)
+        input_performer.execute(Wait(30.0), token)
     assert time.monotonic() - started < 2.0
 
 
@@ -221,7 +221,7 @@ def window(target_window: TargetWindow) -> TargetWindow:
 
 
 @pytest.fixture(scope="module")
-def executor(xvfb: XvfbServer) -> Iterator[InputPerformer]:
+def input_performer(xvfb: XvfbServer) -> Iterator[InputPerformer]:
     capture = ScreenCapture()
     yield InputPerformer(X11Input(capture=capture))
     capture.close()
@@ -238,28 +238,28 @@ def pad_point(window: TargetWindow, dx: int, dy: int) -> Point:
 class TestOnDesktop:
     @pytest.mark.parametrize("case", POINTER_CASES, ids=[case.name for case in POINTER_CASES])
     def test_the_pointer_conformance_cases(
-        self, case: PointerCase, window: TargetWindow, executor: InputPerformer
+        self, case: PointerCase, window: TargetWindow, input_performer: InputPerformer
     ) -> None:
         pad = window.widget_rect("pad")
-        problem = run_pointer_case(executor, PointerWindow(Point(pad.left, pad.top), window.sync), case)
+        problem = run_pointer_case(input_performer, PointerWindow(Point(pad.left, pad.top), window.sync), case)
         assert problem is None, problem
 
-    def test_click_lands_on_the_exact_pixel(self, window: TargetWindow, executor: InputPerformer) -> None:
+    def test_click_lands_on_the_exact_pixel(self, window: TargetWindow, input_performer: InputPerformer) -> None:
         point = pad_point(window, 37, -23)
-        result = executor.execute(Click(point))
+        result = input_performer.execute(Click(point))
         assert result.ok, result.detail
         assert window.sync() == [pointer_event("press", point, "pad"), pointer_event("release", point, "pad")]
         assert x11_probe.pointer() == (point.x, point.y, [])
 
-    def test_click_on_a_button_activates_it_once(self, window: TargetWindow, executor: InputPerformer) -> None:
-        executor.execute(Click(window.centre("ok")))
+    def test_click_on_a_button_activates_it_once(self, window: TargetWindow, input_performer: InputPerformer) -> None:
+        input_performer.execute(Click(window.centre("ok")))
         events = window.sync()
         assert [event for event in events if event["event"] == "clicked"] == [{"event": "clicked", "widget": "ok"}]
         assert len(presses_and_releases(events)) == 2
 
-    def test_double_click_is_one_double_click(self, window: TargetWindow, executor: InputPerformer) -> None:
+    def test_double_click_is_one_double_click(self, window: TargetWindow, input_performer: InputPerformer) -> None:
         point = pad_point(window, -51, 12)
-        executor.execute(Click(point, count=2))
+        input_performer.execute(Click(point, count=2))
         assert presses_and_releases(window.sync()) == [
             pointer_event("press", point, "pad"),
             pointer_event("release", point, "pad"),
@@ -268,19 +268,19 @@ class TestOnDesktop:
             pointer_event("release", point, "pad"),
         ]
 
-    def test_right_click_uses_the_right_button(self, window: TargetWindow, executor: InputPerformer) -> None:
+    def test_right_click_uses_the_right_button(self, window: TargetWindow, input_performer: InputPerformer) -> None:
         point = pad_point(window, 100, 80)
-        executor.execute(Click(point, button="right"))
+        input_performer.execute(Click(point, button="right"))
         assert window.sync() == [
             pointer_event("press", point, "pad", "right"),
             pointer_event("release", point, "pad", "right"),
         ]
 
     def test_drag_presses_at_start_moves_and_releases_at_end(
-        self, window: TargetWindow, executor: InputPerformer
+        self, window: TargetWindow, input_performer: InputPerformer
     ) -> None:
         start, end = pad_point(window, -200, -100), pad_point(window, 150, 90)
-        result = executor.execute(Drag(start, end))
+        result = input_performer.execute(Drag(start, end))
         assert result.ok, result.detail
         events = window.sync()
         assert presses_and_releases(events) == [
@@ -297,10 +297,10 @@ class TestOnDesktop:
 
     @pytest.mark.parametrize("direction", ["up", "down", "left", "right"])
     def test_scroll_sends_wheel_notches_at_the_point(
-        self, window: TargetWindow, executor: InputPerformer, direction: str
+        self, window: TargetWindow, input_performer: InputPerformer, direction: str
     ) -> None:
         point = pad_point(window, 60, -40)
-        executor.execute(Scroll(direction, amount=3, at=point))
+        input_performer.execute(Scroll(direction, amount=3, at=point))
         events = window.sync()
         assert presses_and_releases(events) == []
         wheels = [event for event in events if event["event"] == "wheel"]
@@ -309,16 +309,18 @@ class TestOnDesktop:
             assert (wheel["direction"], wheel["x"], wheel["y"], wheel["widget"]) == (direction, point.x, point.y, "pad")
             assert abs(wheel["delta_x"]) + abs(wheel["delta_y"]) == 120  # one notch each
 
-    def test_move_puts_the_pointer_there_without_clicking(self, window: TargetWindow, executor: InputPerformer) -> None:
+    def test_move_puts_the_pointer_there_without_clicking(
+        self, window: TargetWindow, input_performer: InputPerformer
+    ) -> None:
         point = pad_point(window, -3, 77)
-        executor.execute(Move(point))
+        input_performer.execute(Move(point))
         assert presses_and_releases(window.sync()) == []
         assert x11_probe.pointer() == (point.x, point.y, [])
 
-    def test_typing_ascii_fills_the_field_exactly(self, window: TargetWindow, executor: InputPerformer) -> None:
+    def test_typing_ascii_fills_the_field_exactly(self, window: TargetWindow, input_performer: InputPerformer) -> None:
         text = "Hello, World! (1+2)*3=9 ~`_{}|:>?\"'"
         field = window.centre("field")
-        result = executor.execute(TypeText(text, at=field))
+        result = input_performer.execute(TypeText(text, at=field))
         assert result.ok, result.detail
         events = window.sync()
         assert last_text(events) == text
@@ -326,24 +328,24 @@ class TestOnDesktop:
             pointer_event("press", field, "field"),
             pointer_event("release", field, "field"),
         ]
-        assert executor.injected.recently_injected("shift", within_s=5.0)
-        assert executor.injected.recently_injected("h", within_s=5.0)
+        assert input_performer.injected.recently_injected("shift", within_s=5.0)
+        assert input_performer.injected.recently_injected("h", within_s=5.0)
         assert x11_probe.pressed_keycodes() == []
 
     def test_ascii_pyautogui_would_mistype_is_typed_by_keysym(
-        self, window: TargetWindow, executor: InputPerformer
+        self, window: TargetWindow, input_performer: InputPerformer
     ) -> None:
         # pyautogui would press shift + the pc105 '<' key here, which types '>'.
-        result = executor.execute(TypeText("if a < b: print(a)", at=window.centre("field")))
+        result = input_performer.execute(TypeText("if a < b: print(a)", at=window.centre("field")))
         assert "key presses in layout group 1" in result.detail
         assert last_text(window.sync()) == "if a < b: print(a)"
 
     def test_non_ascii_text_is_typed_by_keysym_and_the_clipboard_untouched(
-        self, window: TargetWindow, executor: InputPerformer
+        self, window: TargetWindow, input_performer: InputPerformer
     ) -> None:
         XCLIP.write_text("what the user had copied ✓")
         text = "Grüße — 東京"
-        result = executor.execute(TypeText(text, at=window.centre("field")))
+        result = input_performer.execute(TypeText(text, at=window.centre("field")))
         assert result.ok, result.detail
         assert "10 key presses in layout group 1, 5 on temporarily bound keys" in result.detail
         assert last_text(window.sync()) == text
@@ -351,17 +353,19 @@ class TestOnDesktop:
         assert x11_probe.pressed_keycodes() == []
 
     def test_the_clipboard_fallback_pastes_and_restores_the_clipboard(self, window: TargetWindow) -> None:
-        executor = InputPerformer(X11Input(capture=ScreenCapture(), x11_typing=False))  # as on a display without XTEST
+        input_performer = InputPerformer(
+            X11Input(capture=ScreenCapture(), x11_typing=False)
+        )  # as on a display without XTEST
         XCLIP.write_text("what the user had copied ✓")
         text = "Grüße — 東京"
-        result = executor.execute(TypeText(text, at=window.centre("field")))
+        result = input_performer.execute(TypeText(text, at=window.centre("field")))
         assert result.ok, result.detail
         assert "clipboard" in result.detail
         events = window.sync()
         assert last_text(events) == text
         assert XCLIP.read_text() == "what the user had copied ✓"
-        assert executor.injected.recently_injected("ctrl", within_s=5.0)
-        assert executor.injected.recently_injected("v", within_s=5.0)
+        assert input_performer.injected.recently_injected("ctrl", within_s=5.0)
+        assert input_performer.injected.recently_injected("v", within_s=5.0)
         keys = [(event["event"], event["key"]) for event in events if event["event"].startswith("key_")]
         assert keys == [
             ("key_press", "Control"),
@@ -371,19 +375,19 @@ class TestOnDesktop:
         ]
 
     def test_pasting_with_an_empty_clipboard_leaves_it_empty(self, window: TargetWindow) -> None:
-        executor = InputPerformer(X11Input(capture=ScreenCapture(), x11_typing=False))
+        input_performer = InputPerformer(X11Input(capture=ScreenCapture(), x11_typing=False))
         x11_probe.drop_clipboard_owner()
         assert XCLIP.read_text() is None
-        executor.execute(TypeText("naïve café", at=window.centre("field")))
+        input_performer.execute(TypeText("naïve café", at=window.centre("field")))
         assert last_text(window.sync()) == "naïve café"
         assert XCLIP.read_text() is None  # the pasted text does not linger: the clipboard has no owner again
 
     def test_key_combination_presses_in_order_and_releases_in_reverse(
-        self, window: TargetWindow, executor: InputPerformer
+        self, window: TargetWindow, input_performer: InputPerformer
     ) -> None:
-        executor.execute(TypeText("select me", at=window.centre("field")))
+        input_performer.execute(TypeText("select me", at=window.centre("field")))
         assert last_text(window.sync()) == "select me"
-        executor.execute(KeyCombo(("ctrl", "a")))
+        input_performer.execute(KeyCombo(("ctrl", "a")))
         keys = [(e["event"], e["key"], e["modifiers"]) for e in window.sync() if e["event"].startswith("key_")]
         assert keys == [
             ("key_press", "Control", ["ctrl"]),
@@ -391,19 +395,19 @@ class TestOnDesktop:
             ("key_release", "A", ["ctrl"]),
             ("key_release", "Control", []),
         ]
-        executor.execute(KeyCombo(("delete",)))  # deletes the selection, so ctrl+a selected it all
+        input_performer.execute(KeyCombo(("delete",)))  # deletes the selection, so ctrl+a selected it all
         assert last_text(window.sync()) == ""
-        executor.execute(KeyCombo(("shift", "x")))
+        input_performer.execute(KeyCombo(("shift", "x")))
         assert last_text(window.sync()) == "X"
         assert x11_probe.pressed_keycodes() == []
 
     def test_overwrite_replaces_the_fields_text_and_press_enter_presses_it(
-        self, window: TargetWindow, executor: InputPerformer
+        self, window: TargetWindow, input_performer: InputPerformer
     ) -> None:
         field = window.centre("field")
-        executor.execute(TypeText("old text", at=field))
+        input_performer.execute(TypeText("old text", at=field))
         assert last_text(window.sync()) == "old text"
-        result = executor.execute(TypeText("new", at=field, overwrite=True, press_enter=True))
+        result = input_performer.execute(TypeText("new", at=field, overwrite=True, press_enter=True))
         assert result.ok, result.detail
         events = window.sync()
         assert last_text(events) == "new"
@@ -411,19 +415,19 @@ class TestOnDesktop:
         assert keys[-2:] == [("key_press", "Return"), ("key_release", "Return")]
         # without overwrite the text is added to what the field holds, and no Enter is pressed (no click:
         # a second click on the same spot this soon would be a double-click, which selects a word)
-        executor.execute(TypeText(" more"))
+        input_performer.execute(TypeText(" more"))
         events = window.sync()
         assert last_text(events) == "new more"
         assert ("key_press", "Return") not in [(e["event"], e["key"]) for e in events if e["event"].startswith("key_")]
         assert x11_probe.pressed_keycodes() == []
 
-    def test_hold_and_tap_and_repeated_keys(self, window: TargetWindow, executor: InputPerformer) -> None:
-        executor.execute(TypeText("abcdef", at=window.centre("field")))
+    def test_hold_and_tap_and_repeated_keys(self, window: TargetWindow, input_performer: InputPerformer) -> None:
+        input_performer.execute(TypeText("abcdef", at=window.centre("field")))
         assert last_text(window.sync()) == "abcdef"
-        executor.execute(KeyCombo(("backspace",), repeat=2))
+        input_performer.execute(KeyCombo(("backspace",), repeat=2))
         assert last_text(window.sync()) == "abcd"
         # shift held while left is tapped twice selects "cd"; typing replaces the selection
-        executor.execute(HoldAndTap(("shift",), ("left", "left")))
+        input_performer.execute(HoldAndTap(("shift",), ("left", "left")))
         keys = [(e["event"], e["key"]) for e in window.sync() if e["event"].startswith("key_")]
         assert keys == [
             ("key_press", "Shift"),
@@ -433,22 +437,22 @@ class TestOnDesktop:
             ("key_release", "Left"),
             ("key_release", "Shift"),
         ]
-        executor.execute(TypeText("X"))
+        input_performer.execute(TypeText("X"))
         assert last_text(window.sync()) == "abX"
         assert x11_probe.pressed_keycodes() == []
 
-    def test_a_plan_changes_nothing_on_screen(self, window: TargetWindow, executor: InputPerformer) -> None:
-        result = executor.execute(UpdatePlan((PlanGoal("Open the inbox", "running"),)))
+    def test_a_plan_changes_nothing_on_screen(self, window: TargetWindow, input_performer: InputPerformer) -> None:
+        result = input_performer.execute(UpdatePlan((PlanGoal("Open the inbox", "running"),)))
         assert result.ok and result.detail == "1. Open the inbox [running]"
         assert window.sync() == []
 
     def test_invalid_actions_send_nothing(
-        self, window: TargetWindow, executor: InputPerformer, xvfb: XvfbServer
+        self, window: TargetWindow, input_performer: InputPerformer, xvfb: XvfbServer
     ) -> None:
         # Focus the field and park the pointer on the pad, so any stray key or click would be logged.
-        executor.execute(TypeText("x", at=window.centre("field")))
+        input_performer.execute(TypeText("x", at=window.centre("field")))
         parked = pad_point(window, 10, 10)
-        executor.execute(Move(parked))
+        input_performer.execute(Move(parked))
         window.sync()
         off_screen = Point(xvfb.width + 3, 10)
         invalid: list[tuple[Action, type[Exception]]] = [
@@ -467,7 +471,7 @@ class TestOnDesktop:
             invalid.append((Click(Point(2500, 900)), OffScreenError))
         for action, error in invalid:
             with pytest.raises(error):
-                executor.execute(action)
+                input_performer.execute(action)
             assert window.sync() == [], f"{action.describe()} sent input"
         assert x11_probe.pointer() == (parked.x, parked.y, [])
         assert x11_probe.pressed_keycodes() == []

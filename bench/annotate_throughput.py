@@ -158,9 +158,9 @@ def _server(kind: str, latency: float, scratch: Path) -> Iterator[tuple[str, str
     """The server's API root and model name, for the run; stopped after it."""
     repo = Path(__file__).resolve().parent.parent
     if kind == "vllm":
-        # The server launcher is the vLLM tier's (tests/support): the bench runs from a checkout.
+        # The vLLM tier's own launcher (bench.rigs.vllm_server), on the environment tests/run.sh builds.
         from bench.nemotron_tiny import build_nemotron_tiny
-        from tests.support.vllm_server import serve
+        from bench.rigs.vllm_server import serve
 
         with serve(build_nemotron_tiny(scratch / "ckpt"), scratch / "vllm") as running:
             yield running.base_url, running.model

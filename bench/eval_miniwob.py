@@ -1,6 +1,6 @@
 """`python -m bench.eval_miniwob`: time per MiniWoB++ step of `holodesk eval` with the DOM oracle.
 
-Starts a private Xvfb, one Chromium window and the oracle policy (tests/support/miniwob_oracle.py,
+Starts a private Xvfb, one Chromium window and the oracle policy (bench/rigs/miniwob_oracle.py,
 which answers at once), so the figure is the harness's own cost per step: capture, prompt and
 parse, mapping, auto-approval, the XTEST action, waiting for the screen to settle, the trajectory
 record and the page's bookkeeping. A model's own time adds to it.
@@ -32,6 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
 
+    from bench.rigs.miniwob_oracle import ORACLE_TASKS, MiniWoBOracle
     from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
     from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
     from holodesk.automation.input.performer import InputPerformer
@@ -40,7 +41,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
     from holodesk.inference.model_policy import ModelPolicy
     from holodesk.inference.profiles import get_profile
-    from tests.support.miniwob_oracle import ORACLE_TASKS, MiniWoBOracle
 
     with xvfb_display(DisplayLayout(1280, 800)), tempfile.TemporaryDirectory() as sessions:
         capture = ScreenCapture()

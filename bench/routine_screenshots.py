@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 def _shoot(out: Path) -> None:
     import tempfile
 
+    from bench.rigs.target_client import TargetWindow
+    from bench.rigs.window_routine import NAME, record_ok_and_hello
     from holodesk.app.gui.history_window import HistoryWindow
     from holodesk.app.gui.overlay import OverlayController
     from holodesk.app.gui.qt import QtWidgets
@@ -72,8 +74,6 @@ def _shoot(out: Path) -> None:
     from holodesk.automation.routines.replay import RoutineRunner
     from holodesk.automation.routines.routine_file import load_routine
     from holodesk.automation.screen import ScreenCapture, ScreenFrame
-    from tests.automation.routines.window_routine import NAME, record_ok_and_hello
-    from tests.support.target_client import TargetWindow
 
     app = QtWidgets.QApplication(["holodesk-screenshots"])
     capture = ScreenCapture()

@@ -1,6 +1,6 @@
 """`python -m bench.routines`: routines recorded on one MiniWoB++ episode, replayed on new ones.
 
-For each task, the DOM oracle (tests/support/miniwob_oracle.py) solves one episode through the step
+For each task, the DOM oracle (bench/rigs/miniwob_oracle.py) solves one episode through the step
 engine, which records it; the session is compiled into a routine; the routine is replayed, without
 the model, on new episodes of the same task (the page picks new texts and, for some tasks, new
 positions), and under perturbations of the page added by a style sheet after recording: zoomed
@@ -9,7 +9,7 @@ inverted) and another font. Each perturbation is checked to change the page: the
 differs and, for zoom and shift, the task area moved on the screen (said in the JSON).
 
 Each episode is replayed twice: without the model, and with the model fallback through a
-vLLM-like HTTP server on 127.0.0.1 (tests/support/fake_openai_server.py). That server's answers
+vLLM-like HTTP server on 127.0.0.1 (bench/rigs/fake_openai_server.py). That server's answers
 come from the DOM oracle (the element's true centre), so the fallback rows measure the plumbing
 (request, mapping, approval, acting), never a model's accuracy. Every step is approved
 automatically (the bench counts the steps that would have been asked); any problem stops the
@@ -176,7 +176,7 @@ class OracleFedPolicy:
         self.oracle, self.server, self.policy = oracle, server, policy
 
     def locate(self, frame: Any, instruction: str) -> Any:
-        from tests.support.fake_openai_server import Completion
+        from bench.rigs.fake_openai_server import Completion
 
         image = self.policy.profile.prepare_image(frame)
         step = json.loads(self.oracle.answer(image.image.width, image.image.height))
@@ -196,6 +196,7 @@ def run_task(
 ) -> list[TaskRow]:
     """Record on seed 0, replay on `seeds` under each perturbation, without and (given `server`) with
     the model fallback; each episode also solved by the agent loop for comparison."""
+    from bench.rigs.miniwob_oracle import MiniWoBOracle
     from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
     from holodesk.automation.input.performer import InputPerformer
     from holodesk.automation.input.x11.backend import X11Input
@@ -206,7 +207,6 @@ def run_task(
     from holodesk.inference.model_policy import ModelPolicy
     from holodesk.inference.profiles import get_profile
     from holodesk.inference.remote import RemoteBackend, RetryPolicy
-    from tests.support.miniwob_oracle import MiniWoBOracle
 
     oracle = MiniWoBOracle(browser, capture.monitors()[0].rect)
     input_performer = InputPerformer(X11Input(capture=capture))
@@ -298,10 +298,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
 
+    from bench.rigs.fake_openai_server import FakeOpenAIServer
     from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
     from holodesk.automation.screen import ScreenCapture
     from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
-    from tests.support.fake_openai_server import FakeOpenAIServer
 
     tasks = [t for t in args.tasks.split(",") if t]
     perturbations = [p for p in args.perturbations.split(",") if p]

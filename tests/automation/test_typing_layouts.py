@@ -1,7 +1,7 @@
 """Typing and key presses on every keyboard layout, read back from real programs on Xvfb.
 
 Three programs, started once each: bash in an xterm, where `cat > file` receives the text and
-the file on disk is compared, a Qt QLineEdit (tests/support/target_window.py), whose text is read
+the file on disk is compared, a Qt QLineEdit (bench/rigs/target_window.py), whose text is read
 back from its own log, and a Chromium page (tests/support/chromium_field.py), whose textarea is
 read back from the DOM. A GTK entry (zenity, which prints what it held when Enter closes it) needs
 one start per text, so it gets German and the two-group layouts only. Each layout (us, de, fr, ru,
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.target_client import TargetWindow
 from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import ActionError
@@ -39,7 +40,6 @@ from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from tests.support.chromium_field import AREA, FIELD, ChromiumField
 from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
-from tests.support.target_client import TargetWindow
 
 pytestmark = pytest.mark.display
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.target_client import TargetWindow
 from holodesk.automation.actions import TypeText
 from holodesk.automation.clipboard import XCLIP, XCLIP_PRIMARY
 from holodesk.automation.input.performer import ExecutionResult, InputPerformer
@@ -27,7 +28,6 @@ from holodesk.automation.input.x11.selection import SelectionError, SelectionOff
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from tests.support.line_process import LineProcess
-from tests.support.target_client import TargetWindow
 from tests.support.waiting import wait_until
 from tests.support.xterm_shell import shell_env, wait_for_prompt
 

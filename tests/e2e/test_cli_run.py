@@ -128,7 +128,7 @@ def test_bad_options_exit_2_with_a_message(tmp_path):
 
 @pytest.mark.display
 def test_run_against_a_vllm_like_server_completes_the_task(xvfb, target_window, tmp_path):
-    from tests.support.fake_openai_server import Completion, FakeOpenAIServer
+    from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer
 
     target_window.reset()
     screen = Rect(0, 0, xvfb.width, xvfb.height)

@@ -80,7 +80,7 @@ def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
 
 
 def test_ctrl_c_while_the_server_is_asked_before_the_run_is_a_stop_in_words(tmp_path):
-    from tests.support.fake_openai_server import FakeOpenAIServer, SlowReply
+    from bench.rigs.fake_openai_server import FakeOpenAIServer, SlowReply
 
     with FakeOpenAIServer(models_reply=SlowReply(60.0)) as server:
         process = subprocess.Popen(

@@ -20,16 +20,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from bench.rigs.fake_openai_server import DEFAULT_MODEL, Completion, FakeOpenAIServer
+from bench.rigs.target_client import TargetWindow
+from bench.rigs.window_routine import NAME, TASK, record_ok_and_hello
 from holodesk.automation.coords import Rect
 from holodesk.automation.routines.locators import Rung
 from holodesk.automation.routines.routine_file import REVISIONS_DIR, ROUTINE_FILE, load_routine
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
-from tests.automation.routines.window_routine import NAME, TASK, record_ok_and_hello
 from tests.e2e.scripting import holotron, model_point
-from tests.support.fake_openai_server import DEFAULT_MODEL, Completion, FakeOpenAIServer
 from tests.support.holodesk_command import HOLODESK_COMMAND
-from tests.support.target_client import TargetWindow
 
 pytestmark = [
     pytest.mark.display,

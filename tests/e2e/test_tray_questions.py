@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer, SlowReply
 from holodesk.automation.coords import Rect
 from tests.e2e.scripting import holotron, model_point
 from tests.e2e.test_tray_app import (
@@ -18,7 +19,6 @@ from tests.e2e.test_tray_app import (
     wait_until_hidden,
     xdotool,
 )
-from tests.support.fake_openai_server import Completion, FakeOpenAIServer, SlowReply
 
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer, SlowReply
 from holodesk.automation.coords import Rect
 from tests.e2e.scripting import holotron, model_point
 from tests.e2e.test_tray_app import (
@@ -21,7 +22,6 @@ from tests.e2e.test_tray_app import (
     wait_for_window,
     xdotool,
 )
-from tests.support.fake_openai_server import Completion, FakeOpenAIServer, SlowReply
 
 pytestmark = pytest.mark.display
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from bench.rigs.fake_openai_server import DEFAULT_MODEL, Completion, FakeOpenAIServer
 from holodesk.automation.actions import Click, Drag, Move, Point, Wait
 from holodesk.automation.coords import NormalizedSpace
 from holodesk.automation.engine import ApprovalDecision, Outcome
@@ -20,7 +21,6 @@ from holodesk.inference.remote import RemoteBackend, RetryPolicy
 from holodesk.inference.scripted import ScriptedBackend
 from tests.automation.frames import solid_frame
 from tests.automation.test_engine import ScriptedApprover, make_engine
-from tests.support.fake_openai_server import DEFAULT_MODEL, Completion, FakeOpenAIServer
 
 CLICK = json.dumps({"note": "", "thought": "t", "action": {"name": "click_desktop", "x": 500, "y": 500}})
 HARNESS_CLICK = json.dumps(

@@ -16,6 +16,17 @@ import keyring.backends.null
 import pytest
 from PIL import Image
 
+from bench.rigs.fake_openai_server import (
+    DEFAULT_MODEL,
+    Completion,
+    DropConnection,
+    ErrorReply,
+    FakeOpenAIServer,
+    RawReply,
+    SlowReply,
+    StreamError,
+    closed_port,
+)
 from holodesk.inference.errors import BackendError
 from holodesk.inference.generation import TextGenerator
 from holodesk.inference.profiles.base import ChatRequest
@@ -31,17 +42,6 @@ from holodesk.inference.remote import (
     ServerTimeoutError,
     ServerUnreachableError,
     normalize_base_url,
-)
-from tests.support.fake_openai_server import (
-    DEFAULT_MODEL,
-    Completion,
-    DropConnection,
-    ErrorReply,
-    FakeOpenAIServer,
-    RawReply,
-    SlowReply,
-    StreamError,
-    closed_port,
 )
 
 STEP_SCHEMA: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """Every remote request is bounded and can be stopped: misbehaving servers on 127.0.0.1.
 
-Each fault mode is a real server behaviour (tests/support/fake_openai_server.py): a stall, a status
+Each fault mode is a real server behaviour (bench/rigs/fake_openai_server.py): a stall, a status
 line whose headers drip one byte at a time, an answer stream that never ends, a stream of keep-alive
 comments only, and a stop while the answer is awaited. Times are bounds (a fault must not cost more
 than this), with generous margins for a loaded CI machine.
@@ -14,6 +14,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.rigs.fake_openai_server import (
+    Completion,
+    EndlessStream,
+    FakeOpenAIServer,
+    HeaderDrip,
+    KeepAliveStream,
+    SlowReply,
+)
 from holodesk.inference.remote import (
     AnswerTooLongError,
     RemoteBackend,
@@ -22,14 +30,6 @@ from holodesk.inference.remote import (
     ServerUnreachableError,
 )
 from tests.inference.test_remote import make_backend, text_request
-from tests.support.fake_openai_server import (
-    Completion,
-    EndlessStream,
-    FakeOpenAIServer,
-    HeaderDrip,
-    KeepAliveStream,
-    SlowReply,
-)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.rigs.fake_openai_server import Completion, ErrorReply, FakeOpenAIServer, StreamError
 from holodesk.app.common.backend_problems import in_words
 from holodesk.inference.remote import (
     ContextLengthError,
@@ -17,7 +18,6 @@ from holodesk.inference.remote import (
     TooManyImagesError,
 )
 from tests.inference.test_remote import make_backend, text_request, two_image_request
-from tests.support.fake_openai_server import Completion, ErrorReply, FakeOpenAIServer, StreamError
 
 # vLLM 0.32's own words, as the tier's real server sends them.
 ENGINE_DEAD = "EngineCore encountered an issue. See stack trace (above) for the root cause."

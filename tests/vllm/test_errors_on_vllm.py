@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from bench.nemotron_tiny import build_nemotron_tiny
+from bench.rigs.vllm_server import VllmServer, serve
 from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.remote import (
     ContextLengthError,
@@ -26,7 +27,6 @@ from holodesk.inference.remote import (
     ServerError,
     TooManyImagesError,
 )
-from tests.support.vllm_server import VllmServer, serve
 
 pytestmark = pytest.mark.vllm
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.vllm_server import VllmServer
 from holodesk.automation.trajectory import read_session
 from holodesk.automation.virtual_display import DisplayLayout
-from tests.support.vllm_server import VllmServer
 from tests.vllm.test_commands_on_vllm import holodesk
 
 pytestmark = [

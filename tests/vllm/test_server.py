@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.support.vllm_server import VllmServer
+from bench.rigs.vllm_server import VllmServer
 
 pytestmark = pytest.mark.vllm
 

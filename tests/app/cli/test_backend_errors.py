@@ -1,6 +1,6 @@
 """`holodesk run` against real servers on 127.0.0.1 that cannot serve: words, exit 2, no session.
 
-Each case starts a real HTTP server (tests/support/fake_openai_server.py) or uses a closed port,
+Each case starts a real HTTP server (bench/rigs/fake_openai_server.py) or uses a closed port,
 runs the real command in a subprocess, and checks what the user reads: what happened and what to
 do, no traceback, no keyring noise, and no session folder for a run that never started.
 """
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.fake_openai_server import FakeOpenAIServer, closed_port
 from holodesk.automation.trajectory import iter_session_folders
-from tests.support.fake_openai_server import FakeOpenAIServer, closed_port
 from tests.support.holodesk_command import HOLODESK_COMMAND
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_openai_server import FakeOpenAIServer
+from bench.rigs.fake_openai_server import FakeOpenAIServer
 from tests.support.holodesk_command import HOLODESK_COMMAND
 
 HOLODESK = list(HOLODESK_COMMAND)

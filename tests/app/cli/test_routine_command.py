@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 import sys
 
+from bench.rigs.routine_scenes import Button, click_step, record_session, screen
 from holodesk.app.cli.main import main
 from holodesk.automation.routines.routine_file import load_routine
-from tests.automation.routines.scenes import Button, click_step, record_session, screen
 
 OK = Button("OK", 100, 100)
 

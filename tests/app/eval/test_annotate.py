@@ -1,4 +1,4 @@
-"""`holodesk annotate` against real HTTP servers on 127.0.0.1 (tests/support/fake_openai_server.py)."""
+"""`holodesk annotate` against real HTTP servers on 127.0.0.1 (bench/rigs/fake_openai_server.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from bench.rigs.fake_openai_server import Completion, ErrorReply, FakeOpenAIServer, SlowReply
 from holodesk.app.cli.main import main
-from tests.support.fake_openai_server import Completion, ErrorReply, FakeOpenAIServer, SlowReply
 
 POINT_ANSWER = Completion(text='{"x": 500, "y": 250}')
 

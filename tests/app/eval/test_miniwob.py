@@ -1,6 +1,6 @@
 """`holodesk eval miniwob`: MiniWoB++ pages in a real Chromium under Xvfb, driven by the step engine.
 
-The oracle (tests/support/miniwob_oracle.py) reads the DOM and answers in holotron's text format;
+The oracle (bench/rigs/miniwob_oracle.py) reads the DOM and answers in holotron's text format;
 the profile parses it, the engine maps it, the input performer clicks and types through XTEST, and the
 task's own JavaScript decides the reward. A wrong mapping or input performer loses episodes here.
 """
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.miniwob_oracle import ORACLE_TASKS, MiniWoBOracle
 from holodesk.app.cli.main import main
 from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
 from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
@@ -24,7 +25,6 @@ from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
 from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.profiles import get_profile
 from holodesk.inference.scripted import ScriptedBackend
-from tests.support.miniwob_oracle import ORACLE_TASKS, MiniWoBOracle
 
 pytestmark = [
     pytest.mark.display,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.fake_openai_server import FakeOpenAIServer, closed_port
 from holodesk.app.common.backend_problems import gpu_missing
 from holodesk.app.common.settings import LoadedSettings, ModelSettings, RemoteModelSettings, Settings
 from holodesk.app.gui.app_state import AppState
 from holodesk.app.gui.main import HolodeskApp, tray_icon
-from tests.support.fake_openai_server import FakeOpenAIServer, closed_port
 
 
 def make_app(qtbot, settings: Settings, tmp_path: Path) -> HolodeskApp:

@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from bench.rigs.target_client import TargetWindow
 from holodesk.app.gui.approval_panel import ApprovalPanel
 from holodesk.app.gui.qt import Qt, QtCore, QtWidgets
 from holodesk.automation.actions import Action, Click, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText
 from holodesk.automation.engine import ApprovalDecision, Decision
 from tests.app.gui.approval_requests import approval_request
 from tests.support.overlay_probe import OverlayProbe
-from tests.support.target_client import TargetWindow
 
 
 @pytest.fixture

@@ -16,13 +16,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.rigs.target_client import TargetWindow, window_origin
 from holodesk.automation.actions import Click, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 from tests.support.line_process import LineProcess
-from tests.support.target_client import TargetWindow, window_origin
 from tests.support.waiting import wait_until
 from tests.support.x11_probe import selection_owned
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
+from bench.rigs.routine_scenes import click_step, record_session
 from bench.screens import show_on_root
 from holodesk.app.common.settings import LoadedSettings, ModelSettings, SessionSettings, Settings
 from holodesk.app.gui.main import HolodeskApp
@@ -32,7 +33,6 @@ from holodesk.automation.routines.routine_file import ROUTINE_FILE
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from holodesk.automation.virtual_display import DisplayLayout
-from tests.automation.routines.scenes import click_step, record_session
 
 
 def scripted_settings(tmp_path: Path, profile: str, *answers: str) -> Settings:

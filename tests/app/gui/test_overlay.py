@@ -20,13 +20,13 @@ import pytest
 from Xlib import X
 from Xlib import display as xdisplay
 
+from bench.rigs.target_client import TargetWindow
+from bench.rigs.target_window import PAD_COLOUR
 from holodesk.automation.action_picture import MARKER_COLOUR
 from holodesk.automation.actions import Point
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
 from holodesk.automation.virtual_display import LAPTOP, TWO_MONITORS, XvfbServer
 from tests.support.overlay_probe import OverlayProbe
-from tests.support.target_client import TargetWindow
-from tests.support.target_window import PAD_COLOUR
 
 pytestmark = pytest.mark.display
 

@@ -1,7 +1,7 @@
 """A routine replayed in the tray app: the runner on its own thread, the user answering on the panel.
 
 Runs on Qt's offscreen platform (one 800x600 screen) with real queued signals between the runner's
-thread and the GUI. The screen is drawn (tests/automation/routines/scenes.py) and the performer
+thread and the GUI. The screen is drawn (bench/rigs/routine_scenes.py) and the performer
 records what it was asked to do, so each test knows exactly what ran.
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.routine_scenes import Button, click_step, record_session, screen
 from holodesk.app.common.routine_hotkeys import plan_routine_hotkeys, readable_routines
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import Qt, QtWidgets
@@ -29,7 +30,6 @@ from holodesk.automation.routines.compiler import compile_session, save_compiled
 from holodesk.automation.routines.replay import ReplayOutcome, ReplayResult, RoutineRunner
 from holodesk.automation.routines.routine_file import Routine, load_routine, write_routine
 from holodesk.automation.screen import ScreenFrame
-from tests.automation.routines.scenes import Button, click_step, record_session, screen
 
 OK, CANCEL, SEND = Button("OK", 100, 100), Button("Cancel", 300, 100), Button("Send", 500, 300)
 

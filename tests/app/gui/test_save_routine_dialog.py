@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from bench.rigs.routine_scenes import Button, click_step, record_session, screen
 from holodesk.app.gui.history_window import HistoryWindow, routine_name_for
 from holodesk.app.gui.qt import Qt
 from holodesk.automation.routines.routine_file import load_routine
 from holodesk.automation.routines.save_choices import ParameterUse
-from tests.automation.routines.scenes import Button, click_step, record_session, screen
 
 OK, CANCEL, SEND = Button("OK", 100, 100), Button("Cancel", 300, 100), Button("Send", 500, 300)
 TASK = "search for blue shoes and send it"

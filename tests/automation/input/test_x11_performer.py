@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.rigs.target_client import Event, TargetWindow
 from holodesk.automation.actions import (
     Action,
     AskUser,
@@ -43,7 +44,6 @@ from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
 from tests.support import x11_probe
 from tests.support.pointer_conformance import POINTER_CASES, PointerCase, PointerWindow, run_pointer_case
-from tests.support.target_client import Event, TargetWindow
 
 ONE_MONITOR = (Monitor(1, Rect(0, 0, 1920, 1080)),)
 

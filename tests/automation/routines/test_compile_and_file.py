@@ -10,10 +10,10 @@ import pytest
 import tomli_w
 from PIL import Image
 
+from bench.rigs.routine_scenes import Button, click_step, record_session, screen
 from holodesk.automation.actions import Click, Point, TypeText
 from holodesk.automation.routines.compiler import CompileError, compile_session, save_compiled
 from holodesk.automation.routines.routine_file import ROUTINE_FILE, RoutineFileError, load_routine, write_routine
-from tests.automation.routines.scenes import Button, click_step, record_session, screen
 
 OK, CANCEL, SEND = Button("OK", 100, 100), Button("Cancel", 300, 100), Button("Send", 500, 300)
 

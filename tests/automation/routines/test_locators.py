@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.rigs.routine_scenes import Button, click_step, field_screen, record_session, screen
 from holodesk.automation.actions import Point
 from holodesk.automation.routines.compiler import compile_session
 from holodesk.automation.routines.locators import SELF_MATCH_RADIUS, Located, NotLocated, Rung, TargetLocator
 from holodesk.automation.screen import ScreenFrame
-from tests.automation.routines.scenes import Button, click_step, field_screen, record_session, screen
 
 OK = Button("OK", 100, 100)
 CANCEL = Button("Cancel", 300, 100)

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.rigs.target_client import TargetWindow
+from bench.rigs.window_routine import record_ok_and_hello
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.routines.locators import Rung
@@ -26,8 +28,6 @@ from holodesk.automation.routines.replay import (
 from holodesk.automation.routines.routine_file import Routine
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
-from tests.automation.routines.window_routine import record_ok_and_hello
-from tests.support.target_client import TargetWindow
 
 pytestmark = [
     pytest.mark.display,

@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 import pytest
 
+from bench.rigs.vllm_server import VllmServer
 from holodesk.automation.actions import Click, Point, TypeText
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
@@ -26,7 +27,6 @@ from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.profiles.holotron import HolotronProfile
 from holodesk.inference.remote import image_data_url, messages_with_images
-from tests.support.vllm_server import VllmServer
 
 pytestmark = pytest.mark.vllm
 

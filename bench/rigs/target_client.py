@@ -1,4 +1,4 @@
-"""Start the target window (tests/support/target_window.py) in its own process and read what it saw.
+"""Start the target window (bench/rigs/target_window.py) in its own process and read what it saw.
 
 The window logs every input event as a JSON line; `TargetWindow` collects them on a thread, knows the
 exact geometry the window reported, and `sync()` returns the events up to a point the test chooses:

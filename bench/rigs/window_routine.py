@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.rigs.routine_scenes import click_step, record_session
+from bench.rigs.target_client import TargetWindow
 from holodesk.automation.actions import Click, TypeText
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
@@ -16,8 +18,6 @@ from holodesk.automation.routines.compiler import compile_session, save_compiled
 from holodesk.automation.routines.routine_file import Routine, load_routine
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
-from tests.automation.routines.scenes import click_step, record_session
-from tests.support.target_client import TargetWindow
 
 TASK = "press OK, then write hello routine in the field"
 NAME = "ok and hello"

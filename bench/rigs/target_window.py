@@ -1,6 +1,6 @@
 """A real Qt window that logs every input event it receives, run as its own process under Xvfb.
 
-Usage: python tests/support/target_window.py --left X --top Y
+Usage: python bench/rigs/target_window.py --left X --top Y
 It writes JSON lines to stdout: first {"event": "ready", ...} with the exact global geometry of the
 window and of each widget, then one line per event (global physical pixels):
   press / release / double_click   button, x, y, widget

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -21,6 +22,8 @@ from holodesk.automation.errors import ClipboardError
 
 # A clipboard owner that does not answer would otherwise hang the step forever.
 TOOL_TIMEOUT_S = 3.0
+# How long a forking tool's child may take to become the clipboard's owner after the tool returned.
+TAKE_TIMEOUT_S = 3.0
 
 
 class Clipboard(Protocol):
@@ -50,6 +53,10 @@ class CommandClipboard:
     # Substrings of the read tool's stderr that mean "there is no text", not "the tool failed".
     empty_markers: tuple[str, ...] = ()
     extra_env: tuple[tuple[str, str], ...] = ()
+    # The write tool returns before its forked child owns the clipboard (xclip sends its claim only
+    # once the child runs, so on a loaded machine a read straight after can still see the old owner):
+    # the write is confirmed by reading the text back.
+    confirm_write: bool = False
 
     def _env(self) -> dict[str, str]:
         return {**os.environ, **dict(self.extra_env)}
@@ -98,6 +105,22 @@ class CommandClipboard:
                 raise ClipboardError(
                     f"setting the clipboard with {self.write_command[0]} failed (exit {done.returncode}): {message}"
                 )
+        if self.confirm_write:
+            self._wait_until_held(text)
+
+    def _wait_until_held(self, text: str) -> None:
+        """Return once the clipboard reads back `text`; ClipboardError, in words, after TAKE_TIMEOUT_S."""
+        deadline = time.monotonic() + TAKE_TIMEOUT_S
+        while True:
+            held = self.read_text()
+            if held == text or (held is None and not text):
+                return
+            if time.monotonic() > deadline:
+                raise ClipboardError(
+                    f"{self.write_command[0]} returned, but the clipboard did not hold the new text within "
+                    f"{TAKE_TIMEOUT_S:g} s (another program may have taken it over)"
+                )
+            time.sleep(0.02)
 
 
 class PyperclipClipboard:
@@ -129,6 +152,7 @@ XCLIP = CommandClipboard(
     write_command=("xclip", "-selection", "clipboard", "-i"),
     # What xclip says when nothing owns the clipboard or the owner offers no text.
     empty_markers=("not available", "no owner"),
+    confirm_write=True,
 )
 # The X primary selection: what xterm-style terminals paste with shift+insert.
 XCLIP_PRIMARY = CommandClipboard(
@@ -136,12 +160,14 @@ XCLIP_PRIMARY = CommandClipboard(
     read_command=("xclip", "-selection", "primary", "-o"),
     write_command=("xclip", "-selection", "primary", "-i"),
     empty_markers=XCLIP.empty_markers,
+    confirm_write=True,
 )
 WL_CLIPBOARD = CommandClipboard(
     name="wl-clipboard",
     read_command=("wl-paste", "--no-newline", "--type", "text"),
     write_command=("wl-copy", "--type", "text/plain;charset=utf-8"),
     empty_markers=("Nothing is copied", "No selection", "No suitable type"),
+    confirm_write=True,
 )
 # pbcopy/pbpaste pick their text encoding from the locale; without a UTF-8 one they mangle non-ASCII.
 PBCOPY = CommandClipboard(

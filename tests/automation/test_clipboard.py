@@ -70,3 +70,31 @@ def test_xclip_round_trips_unicode_and_reports_an_empty_clipboard(xvfb: XvfbServ
     for text in ("Grüße — 東京", "two\nlines\n", "", "emoji 🙂 and tabs\t"):
         XCLIP.write_text(text)
         assert XCLIP.read_text() == text
+
+
+# A write tool whose child claims the clipboard only after the tool returned, as xclip's does when the
+# machine is busy (its claim is sent once the forked child runs): exaggerated here to half a second.
+LATE_WRITER = (
+    "sh",
+    "-c",
+    'f=$(mktemp); cat > "$f"; (sleep 0.5; xclip -selection clipboard -i "$f"; rm -f "$f") >/dev/null 2>&1 &',
+)
+
+
+@pytest.mark.display
+def test_a_write_returns_only_once_the_clipboard_holds_the_text(xvfb: XvfbServer) -> None:
+    XCLIP.write_text("what was there before")
+    late = CommandClipboard("late-xclip", XCLIP.read_command, LATE_WRITER, XCLIP.empty_markers, confirm_write=True)
+    late.write_text("the new text")
+    assert XCLIP.read_text() == "the new text"
+
+
+@pytest.mark.display
+def test_a_write_the_clipboard_never_takes_is_an_error(xvfb: XvfbServer) -> None:
+    XCLIP.write_text("what was there before")
+    never = CommandClipboard(
+        "never", XCLIP.read_command, ("sh", "-c", "cat > /dev/null"), XCLIP.empty_markers, confirm_write=True
+    )
+    with pytest.raises(ClipboardError, match="did not hold the new text within"):
+        never.write_text("lost")
+    assert XCLIP.read_text() == "what was there before"

@@ -16,9 +16,10 @@ window and the focused window belong to the same program exactly when those bits
 On XWayland (`SelectionHost.XWAYLAND`) a native Wayland program never asks itself: the compositor
 bridges the X CLIPBOARD to Wayland, and its own X client converts the selection on the program's
 behalf. Measured with GNOME's mutter and a Qt field: on every change of owner mutter asks for
-TARGETS and at once for the text (it keeps a copy, so the clipboard outlives its owner), and a
-paste with ctrl+v is one more request for the text, from mutter's client again; a key that pastes
-nothing asks nothing. A paste key sent before mutter noted the new owner pastes the previous
+TARGETS and at once for the text (it keeps a copy, and takes the clipboard over with it when the
+owner's connection ends; an owner that gives the selection up leaves it empty, which is why ours
+does), and a paste with ctrl+v is one more request for the text, from mutter's client again; a key
+that pastes nothing asks nothing. A paste key sent before mutter noted the new owner pastes the previous
 content, and mutter's copy arriving after the key looks exactly like a paste. So there the paste
 key waits until the compositor asked for the targets and then asked nothing for a moment, and any
 program's request for the text after the key counts (an XWayland program such as xterm asks

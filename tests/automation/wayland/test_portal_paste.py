@@ -3,9 +3,10 @@
 A native Wayland Qt field (tests/support/wayland_target.py) pastes with ctrl+v through mutter's
 XWayland bridge. The field's own log says what arrived; the user's clipboard is read back with
 xclip on XWayland's display, a reader independent of the module. A field that is busy when the key
-arrives still gets the offered text (the user's comes back only after the paste asked), a focus
-that pastes nothing is a failed step in words, and a text too large for one X request is refused
-by the backend's check, which the performer runs before approval.
+arrives still gets the offered text (the user's comes back only after the paste asked), a
+clipboard that held nothing holds nothing afterwards (mutter keeps a copy of every owner's text: it
+must not outlive the paste), a focus that pastes nothing is a failed step in words, and a text too
+large for one X request is refused by the backend's check, which the performer runs before approval.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from holodesk.automation.errors import ClipboardError
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.portal.backend import PortalInput
 from holodesk.automation.input.primitives import PastedText
+from holodesk.automation.input.x11.selection import SelectionOffer
 from holodesk.automation.wayland.session import WaylandSession
 from tests.automation.wayland.conftest import WaylandTarget
 from tests.support.waiting import wait_until
@@ -126,3 +128,24 @@ def test_a_text_too_large_for_one_x_request_is_refused_by_the_check_before_anyth
     assert InputPerformer(backend).execute(TypeText("!")).ok
     records = wayland_target.records_until("text", WAIT_S, text="!")
     assert [record["text"] for record in records if record["event"] == "text"] == ["!"]
+
+
+def test_a_pasted_text_does_not_stay_on_a_clipboard_that_held_nothing(
+    session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
+) -> None:
+    """A password pasted while the clipboard had no owner must not be left there for the next paste."""
+    wayland, _ = session
+    executor = InputPerformer(PortalInput(wayland))
+    empty_field(executor, wayland_target)
+    nobody = SelectionOffer("", ("CLIPBOARD",))  # claimed and given up: the clipboard has no owner now
+    nobody.start()
+    nobody.close()
+    wait_until(lambda: XCLIP.read_text() is None, WAIT_S, "the clipboard having no owner")
+    result = executor.execute(TypeText(PASTED))
+    assert result.ok, result.detail
+    wayland_target.wait_for("text", WAIT_S, text=PASTED)
+    assert XCLIP.read_text() is None
+    assert executor.execute(KeyCombo(("ctrl", "v"))).ok  # pastes nothing, so the fence comes right after
+    assert executor.execute(TypeText("!")).ok
+    records = wayland_target.records_until("text", WAIT_S, text=PASTED + "!")
+    assert [record["text"] for record in records if record["event"] == "text"] == [PASTED + "!"]

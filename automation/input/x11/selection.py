@@ -19,11 +19,12 @@ behalf. Measured with GNOME's mutter and a Qt field: on every change of owner mu
 TARGETS and at once for the text (it keeps a copy, and takes the clipboard over with it when the
 owner's connection ends; an owner that gives the selection up leaves it empty, which is why ours
 does), and a paste with ctrl+v is one more request for the text, from mutter's client again; a key
-that pastes nothing asks nothing. A paste key sent before mutter noted the new owner pastes the previous
-content, and mutter's copy arriving after the key looks exactly like a paste. So there the paste
-key waits until the compositor asked for the targets and then asked nothing for a moment, and any
-program's request for the text after the key counts (an XWayland program such as xterm asks
-itself, which counts too). Only CLIPBOARD is offered there: ctrl+v pastes it.
+that pastes nothing asks nothing. With the key sent right after the claim, mutter's copy came after
+the key, where it looks exactly like a paste (and a Wayland program cannot see our offer before
+mutter noted it). So there the paste key waits until the compositor asked for the targets and then
+asked nothing for a moment, and any program's request for the text after the key counts (an
+XWayland program such as xterm asks itself, which counts too). Only CLIPBOARD is offered there:
+ctrl+v pastes it.
 
 Served targets: TARGETS, TIMESTAMP, UTF8_STRING, text/plain;charset=utf-8, TEXT, and STRING (ISO
 Latin-1, so only for a text that has no other character). MULTIPLE and INCR are not offered: a

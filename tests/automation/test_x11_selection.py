@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from holodesk.automation.actions import MAX_TEXT_LENGTH, TypeText
+from holodesk.automation.actions import TypeText
 from holodesk.automation.clipboard import XCLIP, XCLIP_PRIMARY
 from holodesk.automation.input.performer import ExecutionResult, InputPerformer
-from holodesk.automation.input.primitives import PastedText
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.input.x11.selection import SelectionError, SelectionOffer, paste_with_own_selection
 from holodesk.automation.screen import ScreenCapture
@@ -286,14 +285,4 @@ def test_a_text_larger_than_one_request_is_refused_before_anything_is_claimed(xv
     set_user_selections()
     with pytest.raises(SelectionError, match="more than one X request carries here"):
         SelectionOffer("x" * 1_000_000).start()
-    assert_user_selections_back()
-
-
-def test_the_backends_check_refuses_a_pasted_text_larger_than_one_request_before_approval(xvfb: XvfbServer) -> None:
-    """The performer runs the check before the user is asked: the refusal comes before anything is offered."""
-    set_user_selections()
-    backend = X11Input(x11_typing=False)
-    with pytest.raises(SelectionError, match=r"280000 bytes in UTF-8, more than one X request carries here"):
-        backend.check(PastedText("é" * 140_000, ("ctrl", "v")))
-    backend.check(PastedText("🙂" * MAX_TEXT_LENGTH, ("ctrl", "v")))  # the longest action's text fits
     assert_user_selections_back()

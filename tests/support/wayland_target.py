@@ -9,7 +9,11 @@ on the only monitor: window coordinates are then screen coordinates. It writes J
   drag    start [x, y], end [x, y]: a press, moves with the button held, a release
   text    the text field's full content after each change
   enter   Enter pressed in the text field, with its content then
-Commands on stdin: "quit".
+  focus   the widget that took the keyboard focus on a "focus" command
+  stalled the window stops handling events now, for a "stall" command's seconds
+Commands on stdin: "quit"; "focus pad" (the pad, which pastes nothing, takes the keyboard focus;
+"focus field" gives it back); "stall SECONDS" (the event loop sleeps, as a busy program's does:
+input sent meanwhile is handled afterwards, in order).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
@@ -116,7 +121,20 @@ def main() -> int:
     field.returnPressed.connect(lambda: emit({"event": "enter", "text": field.text()}))
     logger = PointerLogger(window)
     reader = StdinReader()
-    reader.line.connect(lambda command: app.quit() if command == "quit" else None)
+    widgets: dict[str, QWidget] = {"pad": pad, "field": field}
+
+    def run(command: str) -> None:
+        name, _, argument = command.partition(" ")
+        if name == "quit":
+            app.quit()
+        elif name == "focus" and argument in widgets:
+            widgets[argument].setFocus(Qt.FocusReason.OtherFocusReason)
+            emit({"event": "focus", "widget": argument})
+        elif name == "stall":
+            emit({"event": "stalled", "seconds": float(argument)})
+            time.sleep(float(argument))
+
+    reader.line.connect(run)
     reader.start()
     window.setWindowFlag(Qt.WindowType.FramelessWindowHint)
     window.showFullScreen()

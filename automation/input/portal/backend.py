@@ -4,9 +4,13 @@ Points are converted from screen space (physical pixels) to the stream's logical
 monitor they fall on. Keys go by keysym, checked against the compositor's keymap (mutter drops
 keysyms its layout lacks, silently: automation.wayland.keymap); text is typed by keysym when the
 keymap has every character, else pasted through the clipboard with ctrl+v, and the step's result
-says so. Wayland does not say which program has the keyboard focus, so this backend declares that
-it cannot tell: the plan then refuses overwrite (in a terminal ctrl+a is not select-all). Buttons
-and keys held are released in `finally`.
+says so. Where XWayland runs (GNOME sessions have it) the paste goes through Holodesk's own owner of
+XWayland's CLIPBOARD, which mutter bridges to Wayland programs: the user's text is put back once the
+paste asked for the offered one (automation.input.x11.selection), and a paste nobody took is a
+failed step; without XWayland wl-clipboard carries it, and the user's text is put back after a
+fixed wait, which the result says. Wayland does not say which program has the keyboard focus, so
+this backend declares that it cannot tell: the plan then refuses overwrite (in a terminal ctrl+a is
+not select-all). Buttons and keys held are released in `finally`.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from holodesk.automation.input.primitives import (
     WheelScroll,
     drag_path,
 )
+from holodesk.automation.input.x11.selection import SelectionHost, check_offer_size, paste_with_own_selection
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.wayland.keymap import CompositorKeymap, compositor_keymap
 from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
@@ -59,9 +64,10 @@ def wayland_clipboard(
 ) -> Clipboard:
     """The clipboard tool for a Wayland session, or ClipboardError saying what to install.
 
-    xclip through XWayland first: mutter bridges the X CLIPBOARD to Wayland clients, and xclip needs
-    no window. wl-copy needs the data-control protocol, which mutter lacks, and otherwise maps a
-    window to take the keyboard focus, which would take it from the field being typed into.
+    xclip through XWayland first: mutter bridges the X CLIPBOARD to Wayland clients, so Holodesk
+    offers the text there itself and xclip puts the user's text back (it needs no window). wl-copy
+    needs the data-control protocol, which mutter lacks, and otherwise maps a window to take the
+    keyboard focus, which would take it from the field being typed into.
     """
     env = os.environ if env is None else env
     if env.get("DISPLAY") and which("xclip"):
@@ -91,6 +97,7 @@ class PortalInput:
         device_warmup_s: float = 0.3,
         scroll_settle_s: float = 0.1,
         clipboard: Clipboard | None = None,
+        paste_timeout_s: float = 5.0,
         paste_settle_s: float = 0.3,
         keymap: Callable[[], CompositorKeymap] = compositor_keymap,
     ) -> None:
@@ -105,6 +112,9 @@ class PortalInput:
         self.focus_settle_s = focus_settle_s
         self.device_warmup_s = device_warmup_s
         self.scroll_settle_s = scroll_settle_s
+        # Through XWayland: the bound on each wait for the desktop (noting the offer, the paste asking).
+        self.paste_timeout_s = paste_timeout_s
+        # Through wl-clipboard only, which cannot tell when the paste took the text: a fixed wait.
         self.paste_settle_s = paste_settle_s
         self._clipboard = clipboard
         self._keymap = keymap
@@ -147,6 +157,8 @@ class PortalInput:
             self._combo_keysyms(step.keys)
         elif isinstance(step, TypedText):
             self._typed_keysyms(step.text)
+        elif isinstance(step, PastedText):
+            self._check_paste(step)
 
     def _layout(self) -> CompositorKeymap:
         """The desktop's keymap now; the session is started first (its keyboard makes the seat have one)."""
@@ -337,18 +349,37 @@ class PortalInput:
                 time.sleep(self.key_interval_s)
         return "typed by keysym"
 
+    def _check_paste(self, step: PastedText) -> None:
+        """The paste keys are on the layout, a clipboard works, and XWayland's CLIPBOARD can carry the text."""
+        self._combo_keysyms(step.keys)
+        if self._resolve_clipboard() is XCLIP:
+            check_offer_size(step.text)
+
     def _paste(self, step: PastedText, portal: PortalSession, cancel: CancelToken) -> str:
         clipboard = self._resolve_clipboard()
+        keys = "+".join(step.keys)
+        reason = f": {step.reason}" if step.reason else ""
+
+        def press() -> None:
+            self._press(KeyPresses(step.keys[:-1], step.keys[-1:]), portal, cancel)
+
+        if clipboard is XCLIP:
+            taken = paste_with_own_selection(
+                step.text, press, host=SelectionHost.XWAYLAND, timeout_s=self.paste_timeout_s
+            )
+            return f"pasted through the clipboard with {keys}{reason}; {taken}"
         previous = clipboard.read_text()
         clipboard.write_text(step.text)
         try:
             cancel.raise_if_cancelled()
-            self._press(KeyPresses(step.keys[:-1], step.keys[-1:]), portal, cancel)
-            # The target fetches the clipboard after ctrl+v, asynchronously (through mutter's
-            # XWayland bridge); restoring sooner would paste the old content. Not cancellable.
+            press()
+            # Nothing tells when the target fetched the text; restoring sooner would paste the old
+            # content. Not cancellable.
             time.sleep(self.paste_settle_s)
         finally:
             # Restore what the user had; with no text there (empty, an image), leave nothing behind.
             clipboard.write_text(previous if previous is not None else "")
-        reason = f": {step.reason}" if step.reason else ""
-        return f"pasted through the clipboard with {'+'.join(step.keys)}{reason}"
+        return (
+            f"pasted through the clipboard with {keys}{reason}; {clipboard.name} cannot tell when the program "
+            f"took the text, so the previous content was put back after a fixed {self.paste_settle_s:g} s"
+        )

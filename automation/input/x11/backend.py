@@ -61,7 +61,7 @@ from holodesk.automation.input.x11.keyboard import (
     focused_window_class,
     window_class_at,
 )
-from holodesk.automation.input.x11.selection import paste_with_own_selection
+from holodesk.automation.input.x11.selection import check_offer_size, paste_with_own_selection
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.pyautogui_import import import_pyautogui
 from holodesk.automation.screen import ScreenCapture
@@ -277,7 +277,8 @@ class X11Input:
             self._check_keys(step.keys)
         elif isinstance(step, PastedText):
             self._check_keys(step.keys)
-            self._resolve_clipboard()
+            if self._resolve_clipboard() is XCLIP:  # offered by Holodesk's own selection owner
+                check_offer_size(step.text)
 
     def _check_keys(self, keys: Sequence[str]) -> None:
         """Every key can be pressed here: on X11 by keysym in the active layout group, else by pyautogui name."""

@@ -13,9 +13,23 @@ previous text back. A window's program is known by its resource ID: the X server
 every client the same resource-ID mask, and the bits outside it name the client, so the requestor
 window and the focused window belong to the same program exactly when those bits agree.
 
+On XWayland (`SelectionHost.XWAYLAND`) a native Wayland program never asks itself: the compositor
+bridges the X CLIPBOARD to Wayland, and its own X client converts the selection on the program's
+behalf. Measured with GNOME's mutter and a Qt field: on every change of owner mutter asks for
+TARGETS and at once for the text (it keeps a copy, and takes the clipboard over with it when the
+owner's connection ends; an owner that gives the selection up leaves it empty, which is why ours
+does), and a paste with ctrl+v is one more request for the text, from mutter's client again; a key
+that pastes nothing asks nothing. With the key sent right after the claim, mutter's copy came after
+the key, where it looks exactly like a paste (and a Wayland program cannot see our offer before
+mutter noted it). So there the paste key waits until the compositor asked for the targets and then
+asked nothing for a moment, and any program's request for the text after the key counts (an
+XWayland program such as xterm asks itself, which counts too). Only CLIPBOARD is offered there:
+ctrl+v pastes it.
+
 Served targets: TARGETS, TIMESTAMP, UTF8_STRING, text/plain;charset=utf-8, TEXT, and STRING (ISO
 Latin-1, so only for a text that has no other character). MULTIPLE and INCR are not offered: a
-text larger than one X request can carry is refused before anything is claimed.
+text larger than one X request can carry is refused before approval (`check_offer_size`, called
+by the backends' checks) and again before anything is claimed.
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from holodesk.automation.clipboard import XCLIP, XCLIP_PRIMARY, CommandClipboard
@@ -49,6 +64,53 @@ _CURRENT_TIME = 0
 
 class SelectionError(ClipboardError):
     """Holodesk's own selection could not do what a paste needs; the message says what did not happen."""
+
+
+class SelectionHost(Enum):
+    """The X server the selections live on: it decides whose request is the paste (module docstring)."""
+
+    # A plain X server: the focused window's program asks for the text itself.
+    X_SERVER = "X server"
+    # XWayland under a compositor that bridges its CLIPBOARD: the compositor's own client asks for a
+    # Wayland program, and notes every new owner (TARGETS, mutter also a copy) before a paste can work.
+    XWAYLAND = "XWayland"
+
+
+def largest_offer_bytes(display_name: str | None = None) -> int:
+    """The most bytes one ChangeProperty request carries on that display: the largest text Holodesk offers."""
+    from Xlib import display as xdisplay
+    from Xlib import error as xerror
+
+    try:
+        display = xdisplay.Display(display_name)
+    except (xerror.DisplayError, OSError, KeyError) as exc:
+        raise SelectionError(f"cannot open the X display to offer the text: {exc}") from exc
+    try:
+        return _offer_limit(display)
+    finally:
+        display.close()
+
+
+def _offer_limit(display: Any) -> int:
+    return int(display.display.info.max_request_length) * 4 - _CHANGE_PROPERTY_HEADER
+
+
+def _oversized(text: str, limit: int) -> str | None:
+    """Why `text` cannot be offered in one request of at most `limit` bytes, or None when it can."""
+    size = len(text.encode("utf-8"))
+    if size <= limit:
+        return None
+    return (
+        f"the text to paste is {size} bytes in UTF-8, more than one X request carries here ({limit} bytes), "
+        "and Holodesk does not hand a text over in parts"
+    )
+
+
+def check_offer_size(text: str, display_name: str | None = None) -> None:
+    """SelectionError, in words, when `text` is too large to offer on that display; sends nothing."""
+    problem = _oversized(text, largest_offer_bytes(display_name))
+    if problem is not None:
+        raise SelectionError(f"{problem}: type or paste a shorter text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +209,10 @@ class SelectionOffer:
         except (xerror.DisplayError, OSError, KeyError) as exc:
             raise SelectionError(f"cannot open the X display to offer the text: {exc}; nothing was pasted") from exc
         try:
-            info = self._display.display.info
-            limit = info.max_request_length * 4 - _CHANGE_PROPERTY_HEADER
-            if len(self._encoded) > limit:
-                raise SelectionError(
-                    f"the text is {len(self._encoded)} bytes in UTF-8, more than one X request carries here "
-                    f"({limit} bytes); Holodesk does not paste it in parts: nothing was pasted"
-                )
-            self.resource_mask = int(info.resource_id_mask)
+            too_large = _oversized(self.text, _offer_limit(self._display))
+            if too_large is not None:
+                raise SelectionError(f"{too_large}: nothing was pasted")
+            self.resource_mask = int(self._display.display.info.resource_id_mask)
             root = self._display.screen().root
             self._window = root.create_window(
                 -10, -10, 1, 1, 0, X.CopyFromParent, X.InputOnly, X.CopyFromParent, event_mask=X.PropertyChangeMask
@@ -409,14 +467,36 @@ class SelectionOffer:
                 if self._state.failure is not None:
                     raise SelectionError(f"{self._state.failure}: the paste may not have been taken")
                 if all(selection in self._state.lost_to for selection in self.selections):
+                    asker = "any program" if target_window is None else "the focused window"
                     raise SelectionError(
-                        f"{self._describe_lost(self._state.lost_to)} before the focused window asked for the "
+                        f"{self._describe_lost(self._state.lost_to)} before {asker} asked for the "
                         "text: it may have pasted that program's content, not Holodesk's"
                     )
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise SelectionError(self._not_taken(target_window, timeout_s))
                 self._changed.wait(left)
+
+    def wait_until_noted(self, quiet_s: float, timeout_s: float) -> None:
+        """Return once a program asked for our targets and then asked nothing for `quiet_s`.
+
+        On XWayland the compositor asks for the targets of every new owner (mutter then reads a copy):
+        until it has, a Wayland program would paste the previous content. Raises SelectionError, in
+        words, when nobody asked within `timeout_s`; the quiet part is bounded by `timeout_s` too.
+        """
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while not any(request.target == "TARGETS" for request in self._state.requests):
+                if self._state.failure is not None:
+                    raise SelectionError(f"{self._state.failure}: nothing was pasted")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SelectionError(
+                        f"the desktop did not take note of the offered text within {timeout_s:g} s (its "
+                        "XWayland clipboard bridge never asked for the text's formats): nothing was pasted"
+                    )
+                self._changed.wait(left)
+        self.wait_until_quiet(quiet_s, max(0.0, deadline - time.monotonic()))
 
     def wait_until_quiet(self, quiet_s: float, timeout_s: float) -> None:
         """Keep serving until no request came for `quiet_s` (or `timeout_s` passed).
@@ -594,20 +674,31 @@ def paste_with_own_selection(
     text: str,
     press_paste_key: Callable[[], None],
     *,
+    host: SelectionHost = SelectionHost.X_SERVER,
     display_name: str | None = None,
     timeout_s: float = 5.0,
     quiet_s: float = 0.3,
 ) -> str:
-    """Offer `text`, press the paste key, wait until the focused window's program took the text and
-    asked nothing more for `quiet_s`, restore.
+    """Offer `text`, press the paste key, wait until the paste took the text and nothing asked for
+    `quiet_s`, restore.
 
-    Returns a note for the step's result (who took it, what could not be put back). Raises
-    SelectionError when the text was not taken: then the previous content is back all the same.
+    On an X server the offer is CLIPBOARD and PRIMARY, and only the focused window's program taking
+    the text counts; on XWayland it is CLIPBOARD, the key waits until the compositor noted the offer,
+    and any program's request after the key counts (module docstring). Returns a note for the step's
+    result (who took it, what could not be put back). Raises SelectionError when the text was not
+    taken: then the previous content is back all the same.
     """
     problems: list[str] = []
+    selections = SELECTIONS if host is SelectionHost.X_SERVER else ("CLIPBOARD",)
     try:
-        with offer(text, display_name=display_name, restore_timeout_s=timeout_s, restored=problems.extend) as current:
-            target = focused_window(display_name)
+        with offer(
+            text, selections, display_name=display_name, restore_timeout_s=timeout_s, restored=problems.extend
+        ) as current:
+            if host is SelectionHost.XWAYLAND:
+                current.wait_until_noted(quiet_s, timeout_s)
+                target = None
+            else:
+                target = focused_window(display_name)
             current.paste_key_pressed()
             press_paste_key()
             taken = current.wait_until_taken(target, timeout_s)
@@ -616,7 +707,8 @@ def paste_with_own_selection(
         if problems:
             raise SelectionError(f"{exc}; {'; '.join(problems)}") from exc
         raise
-    note = f"taken from {taken.selection} by window {taken.requestor:#x}"
+    through = " on XWayland" if host is SelectionHost.XWAYLAND else ""
+    note = f"taken from {taken.selection}{through} by window {taken.requestor:#x}"
     if problems:
         note += "; " + "; ".join(problems)
     return note

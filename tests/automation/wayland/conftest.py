@@ -4,19 +4,22 @@
 session has it (the clipboard fallback goes through it), and points this process's D-Bus, Wayland
 and X variables at it; when the stack cannot come up the tests FAIL with its logs (a
 missing Wayland path must show in CI, never pass silently). `mutter_remote` is the test's own hand on
-that desktop (for the consent dialog only). `wayland_target` is a native Wayland Qt window.
+that desktop (for the consent dialog only). `session` is a portal session started with the dialog
+answered (sharing and remote interaction allowed). `wayland_target` is a native Wayland Qt window.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from holodesk.automation.wayland.session import RestoreTokenStore, WaylandSession
 from tests.support.gnome_session import inside_gnome_session
-from tests.support.gnome_stack import GnomeStack
+from tests.support.gnome_stack import GnomeStack, answer_consent
 from tests.support.line_process import LineProcess
 from tests.support.mutter_remote import MutterRemote
 
@@ -34,6 +37,40 @@ def mutter_remote(gnome_stack: GnomeStack) -> Iterator[MutterRemote]:
         yield remote
     finally:
         remote.close()
+
+
+def start_with_answer(session: WaylandSession, answer: Callable[[], None]) -> BaseException | None:
+    """Start the session in a thread (it blocks on the dialog) while the test answers the dialog."""
+    failure: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            session.started()
+        except BaseException as exc:  # handed to the test below
+            failure.append(exc)
+
+    worker = threading.Thread(target=start, daemon=True)
+    worker.start()
+    answer()
+    worker.join(30)
+    assert not worker.is_alive(), "the portal session did not finish starting within 30 s of the answer"
+    return failure[0] if failure else None
+
+
+@pytest.fixture(scope="module")
+def session(
+    gnome_stack: GnomeStack, mutter_remote: MutterRemote, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[WaylandSession, list[str]]]:
+    notices: list[str] = []
+    store = RestoreTokenStore(tmp_path_factory.mktemp("state") / "token")
+    wayland = WaylandSession(store, notices.append, consent_timeout_s=60)
+    error = start_with_answer(wayland, lambda: answer_consent(mutter_remote))
+    if error is not None:
+        pytest.fail(f"the portal session did not start: {error}\n{gnome_stack.log_tail()}", pytrace=False)
+    try:
+        yield wayland, notices
+    finally:
+        wayland.close()
 
 
 class WaylandTarget:

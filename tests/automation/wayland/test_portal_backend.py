@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,7 @@ from holodesk.automation.wayland.session import (
     RestoreTokenStore,
     WaylandSession,
 )
-from tests.automation.wayland.conftest import WaylandTarget
+from tests.automation.wayland.conftest import WaylandTarget, start_with_answer
 from tests.support.gnome_stack import MONITOR_SIZE, GnomeStack, answer_consent
 from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
 from tests.support.mutter_remote import MutterRemote
@@ -49,40 +48,6 @@ pytestmark = pytest.mark.display  # every test here starts a display or a deskto
 
 # Debian 12's portal (1.16) has RemoteDesktop version 1: it cannot remember the choice.
 EXPLANATION = CONSENT_EXPLANATION + ASKS_EVERY_RUN.format(version=1)
-
-
-def start_with_answer(session: WaylandSession, answer: Callable[[], None]) -> BaseException | None:
-    """Start the session in a thread (it blocks on the dialog) while the test answers the dialog."""
-    failure: list[BaseException] = []
-
-    def start() -> None:
-        try:
-            session.started()
-        except BaseException as exc:  # handed to the test below
-            failure.append(exc)
-
-    worker = threading.Thread(target=start, daemon=True)
-    worker.start()
-    answer()
-    worker.join(30)
-    assert not worker.is_alive(), "the portal session did not finish starting within 30 s of the answer"
-    return failure[0] if failure else None
-
-
-@pytest.fixture(scope="module")
-def session(
-    gnome_stack: GnomeStack, mutter_remote: MutterRemote, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[WaylandSession, list[str]]]:
-    notices: list[str] = []
-    store = RestoreTokenStore(tmp_path_factory.mktemp("state") / "token")
-    wayland = WaylandSession(store, notices.append, consent_timeout_s=60)
-    error = start_with_answer(wayland, lambda: answer_consent(mutter_remote))
-    if error is not None:
-        pytest.fail(f"the portal session did not start: {error}\n{gnome_stack.log_tail()}", pytrace=False)
-    try:
-        yield wayland, notices
-    finally:
-        wayland.close()
 
 
 def test_refusing_the_dialog_says_so(gnome_stack: GnomeStack, mutter_remote: MutterRemote, tmp_path: Path) -> None:

@@ -139,14 +139,30 @@ def xvfb_binary() -> str:
     return path
 
 
-def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24, timeout_s: float = 15.0) -> XvfbServer:
-    """Start Xvfb with one screen of `width` x `height` and wait until it accepts clients."""
+def start_xvfb(
+    width: int = 1920,
+    height: int = 1080,
+    depth: int = 24,
+    timeout_s: float = 15.0,
+    extra_options: Sequence[str] = (),
+) -> XvfbServer:
+    """Start Xvfb with one screen of `width` x `height` and wait until it accepts clients (`extra_options`
+    are more Xvfb options, e.g. ("-extension", "DAMAGE") to leave an extension out)."""
     binary = xvfb_binary()
     read_end, write_end = os.pipe()
     log_fd, log_path = tempfile.mkstemp(prefix="xvfb-", suffix=".log")
     try:
         process = subprocess.Popen(
-            [binary, "-displayfd", str(write_end), "-screen", "0", f"{width}x{height}x{depth}", *XVFB_OPTIONS],
+            [
+                binary,
+                "-displayfd",
+                str(write_end),
+                "-screen",
+                "0",
+                f"{width}x{height}x{depth}",
+                *XVFB_OPTIONS,
+                *extra_options,
+            ],
             pass_fds=(write_end,),
             stdin=subprocess.DEVNULL,
             stdout=log_fd,

@@ -1,0 +1,29 @@
+"""One process, two X servers whose extensions have other event codes: both connections open and work."""
+
+from __future__ import annotations
+
+import pytest
+from Xlib import display as xdisplay
+
+from holodesk.automation.virtual_display import start_xvfb
+
+pytestmark = pytest.mark.display
+
+
+def test_a_second_x_server_with_other_extension_codes_opens_after_the_first() -> None:
+    # Leaving two extensions out moves RANDR's event codes, as XWayland's differ from Xvfb's.
+    fewer = start_xvfb(320, 200, extra_options=("-extension", "DAMAGE", "-extension", "XFIXES"))
+    full = start_xvfb(320, 200)
+    connections = []
+    try:
+        for server in (fewer, full, fewer):
+            connection = xdisplay.Display(server.display)
+            connections.append(connection)
+            assert connection.get_input_focus() is not None  # a round trip on each connection
+        randr_codes = [c.query_extension("RANDR").first_event for c in connections]
+        assert randr_codes[0] != randr_codes[1], "the two servers must give RANDR different event codes"
+    finally:
+        for connection in connections:
+            connection.close()
+        fewer.stop()
+        full.stop()

@@ -36,5 +36,5 @@ def give_each_connection_its_own_tables() -> None:
         self.extension_major_opcodes = {}
         shared_init(self, *args, **kwargs)
 
-    protocol_display.Display.__init__ = own_tables_init  # type: ignore[method-assign]
+    protocol_display.Display.__init__ = own_tables_init
     _installed = True

@@ -9,7 +9,8 @@ on the only monitor: window coordinates are then screen coordinates. It writes J
   drag    start [x, y], end [x, y]: a press, moves with the button held, a release
   text    the text field's full content after each change
   enter   Enter pressed in the text field, with its content then
-Commands on stdin: "quit".
+  cleared the text field was emptied by the "clear" command (no key was sent)
+Commands on stdin: "clear" (empty the text field, as a test's reset), "quit".
 """
 
 from __future__ import annotations
@@ -116,7 +117,15 @@ def main() -> int:
     field.returnPressed.connect(lambda: emit({"event": "enter", "text": field.text()}))
     logger = PointerLogger(window)
     reader = StdinReader()
-    reader.line.connect(lambda command: app.quit() if command == "quit" else None)
+
+    def on_command(command: str) -> None:
+        if command == "quit":
+            app.quit()
+        elif command == "clear":
+            field.clear()
+            emit({"event": "cleared"})
+
+    reader.line.connect(on_command)
     reader.start()
     window.setWindowFlag(Qt.WindowType.FramelessWindowHint)
     window.showFullScreen()

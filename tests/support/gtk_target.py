@@ -5,7 +5,7 @@ from Debian: python3-gi, gir1.2-gtk-3.0). The window goes full screen with one e
 JSON lines:
   shown    once mapped: the GDK display's type (GdkWaylandDisplay when native) and the entry's
            rectangle in window = screen coordinates
-  focused  when the window is active and the entry has the keyboard focus
+  focused  when the window is active and the entry has the keyboard focus (after "shown")
   text     the entry's full content after each change
   cleared  the entry was emptied by the "clear" command (no key was sent)
 Commands on stdin: "clear", "quit".
@@ -38,9 +38,10 @@ def main() -> int:
     entry.connect("changed", lambda widget: emit({"event": "text", "text": widget.get_text()}))
     window.connect("destroy", lambda _window: Gtk.main_quit())
     focused = [False]
+    shown = [False]
 
     def report_focus(*_args: object) -> None:
-        now = window.is_active() and entry.has_focus()
+        now = shown[0] and window.is_active() and entry.has_focus()  # "focused" never comes before "shown"
         if now and not focused[0]:
             emit({"event": "focused"})
         focused[0] = now
@@ -57,6 +58,7 @@ def main() -> int:
                 "entry": [allocation.x, allocation.y, allocation.width, allocation.height],
             }
         )
+        shown[0] = True
         report_focus()
         return False
 

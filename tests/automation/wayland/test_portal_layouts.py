@@ -246,7 +246,7 @@ def check_select_all_with_russian_active(executor: InputPerformer, field: Logged
     assert field.wait_for_text("old") == "old"
     selected = executor.execute(KeyCombo(("ctrl", "a")))
     assert selected.ok, selected.detail
-    assert selected.detail == "sent ctrl+a (the key that has a in layout 1)", selected.detail
+    assert selected.detail.endswith("(sent ctrl+a (the key that has a in layout 1))"), selected.detail
     assert executor.execute(TypeText(FENCE)).ok
     assert field.wait_for_text(FENCE) == FENCE, f"{field.name}: ctrl+a did not select the text"
 

@@ -3,9 +3,11 @@
 Mutter runs with a hand on its layouts (tests/support/mutter_keyboard.py: the two calls gnome-shell
 makes when the user picks an input source). Each layout (us, de, fr, ru, and `us,ru` / `us,fr` with
 the second one active, as Russian and French users have them) gets every text of the X11 matrix
-(tests/automation/test_typing_layouts.py) in two native Wayland programs: a Qt QLineEdit
+(tests/automation/test_typing_layouts.py) in three programs: two native Wayland ones, a Qt QLineEdit
 (tests/support/wayland_target.py) and a GTK 3 entry (tests/support/gtk_target.py), each logging
-its text after every change. Neither takes a line break, so the newline text is not theirs. A cell
+its text after every change (neither takes a line break, so the newline text is not theirs), and
+Chromium through XWayland (tests/support/chromium_field.py), whose text area, read from the DOM,
+also gets the newline text. A cell
 passes when the program holds exactly the text, or when the executor refused the action in words
 before anything was sent (the field then holds only the fence). The clipboard works in this stack,
 so a refusal is expected only where no layout has v and ctrl+v cannot be pressed (ru alone); with
@@ -21,6 +23,7 @@ layouts, a character only the second one has types only while it is.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,9 +37,10 @@ from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.portal.backend import PortalInput
 from holodesk.automation.wayland.keymap import compositor_keymap
 from holodesk.automation.wayland.session import WaylandSession
-from tests.automation.test_typing_layouts import TEXTS
+from tests.automation.test_typing_layouts import NEWLINE_TEXT, TEXTS
 from tests.automation.wayland.conftest import WaylandTarget
 from tests.automation.wayland.test_portal_backend import session  # noqa: F401 - the module's portal session
+from tests.support.chromium_field import AREA, ChromiumField
 from tests.support.gnome_session import inside_gnome_session
 from tests.support.gnome_stack import GnomeStack
 from tests.support.line_process import LineProcess
@@ -68,6 +72,7 @@ FENCE_KEYSYM = 0x35
 # Where a refusal is right: ru alone has no key with v, so nothing it lacks can be pasted.
 MAY_REFUSE = {"ru": "the key 'v' is not on the desktop's keyboard layout (Russian)"}
 READ_BACK_S = 30.0
+CHROMIUM_ORIGIN = (60, 60)
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +163,11 @@ def run_cell(executor: InputPerformer, field: LoggedField, text: str) -> Cell:
 
 
 def check_matrix(layout: str, program: str, executor: InputPerformer, field: LoggedField) -> None:
-    cells = {name: run_cell(executor, field, text) for name, text in TEXTS.items()}
+    judge(layout, program, {name: run_cell(executor, field, text) for name, text in TEXTS.items()})
+
+
+def judge(layout: str, program: str, cells: dict[str, Cell]) -> None:
+    """Every cell exact or refused in words; refused only where MAY_REFUSE allows; ctrl+v's key named."""
     print(layout, program, {name: cell.outcome for name, cell in cells.items()})
     wrong = {name: cell.problem for name, cell in cells.items() if cell.problem}
     for name, cell in cells.items():
@@ -273,3 +282,49 @@ def test_a_letter_key_alone_the_active_layout_lacks_is_refused_not_pressed_on_it
     use_layout(gnome_stack, "us,ru@ru")
     with pytest.raises(ActionError, match=r"the key 'q' is not on the desktop's keyboard layout \(Russian\)"):
         executor.validate(KeyCombo(("q",)))
+
+
+@pytest.fixture
+def chromium(gnome_stack: GnomeStack) -> Iterator[ChromiumField]:
+    """Chromium through XWayland (an X client of mutter's XWayland), new for each test so mutter focuses it."""
+    if shutil.which("chromium") is None or shutil.which("chromedriver") is None:
+        pytest.fail("Chromium is not installed (Debian: apt install chromium chromium-driver)", pytrace=False)
+    window = ChromiumField(CHROMIUM_ORIGIN)
+    try:
+        yield window
+    finally:
+        window.close()
+
+
+def chromium_cell(executor: InputPerformer, chromium: ChromiumField, text: str) -> Cell:
+    """Type `text` into the emptied text area (a line break is Enter), then the fence; read its DOM value."""
+    chromium.focus(AREA)
+    refusal: str | None = None
+    try:
+        executor.validate(TypeText(text))
+    except ActionError as exc:
+        refusal = str(exc)
+    detail = refusal or ""
+    if refusal is None:
+        typed = executor.execute(TypeText(text))
+        if not typed.ok:
+            return Cell("failed", typed.detail, f"failed: {typed.detail}")
+        detail = typed.detail
+    assert executor.execute(TypeText(FENCE)).ok
+    expected = (text if refusal is None else "") + FENCE
+    got = chromium.wait_for_value(AREA, expected, READ_BACK_S)
+    if refusal is not None:
+        problem = None if refusal and got == expected else f"refused ({refusal!r}) but the text area got {got!r}"
+        return Cell("refused", refusal, problem)
+    outcome = "pasted" if "pasted through the clipboard" in detail else "typed"
+    return Cell(outcome, detail, None if got == expected else f"got {got!r} ({detail})")
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_text_arrives_exactly_in_chromium_through_xwayland_or_is_refused_in_words(
+    layout: str, gnome_stack: GnomeStack, executor: InputPerformer, chromium: ChromiumField
+) -> None:
+    use_layout(gnome_stack, layout)
+    texts = {**TEXTS, "newline": NEWLINE_TEXT}
+    cells = {name: chromium_cell(executor, chromium, text) for name, text in texts.items()}
+    judge(layout, "Chromium text area", cells)

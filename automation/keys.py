@@ -136,6 +136,9 @@ _ALIASES = {
 }
 
 MODIFIERS = frozenset({"ctrl", "alt", "shift", "super", "altgr", "fn"})
+# Modifiers with which programs read a letter key as a shortcut: a letter the active layout lacks is
+# then read from the same key in another layout (Qt, GTK and Chromium do so), as a user's ctrl+c is.
+SHORTCUT_MODIFIERS = frozenset({"ctrl", "alt", "super"})
 
 
 def normalize_key(name: str) -> str:

@@ -17,7 +17,10 @@ debs=(xvfb xfonts-base xdotool xclip x11-xserver-utils x11-utils xauth
       # GStreamer reader (PyGObject from Debian: pip cannot build it without a compiler toolchain).
       dbus-daemon mutter xwayland pipewire pipewire-bin wireplumber xdg-desktop-portal xdg-desktop-portal-gnome
       python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gstreamer1.0-pipewire
-      gstreamer1.0-plugins-base)
+      gstreamer1.0-plugins-base
+      # mutter through its library, with a hand on its keyboard layouts (tests/support/mutter_keyboard.py);
+      # it brings GTK 3's typelib for the GTK entry (tests/support/gtk_target.py)
+      gir1.2-mutter-11 gir1.2-gtk-3.0)
 missing=()
 for deb in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")

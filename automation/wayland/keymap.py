@@ -10,7 +10,9 @@ The keymap is the one the compositor gives every Wayland client (wl_keyboard.key
 pywayland); it is interpreted with libxkbcommon (through ctypes: the only Python binding builds from
 source), the library mutter itself searches it with. Which layout is current is told only to the
 client with the keyboard focus, so a keysym counts as typable only when every layout of the keymap
-types it (exact for the usual one-layout keymap).
+types it (exact for the usual one-layout keymap). For a shortcut whose letter some layout lacks
+(ctrl+v with Russian active), `key_with` names the physical key that has it in the first layout
+that does: pressed by keycode, programs read the letter from that key as they do for a user.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import functools
 import mmap
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from holodesk.automation.errors import ExecutionError
@@ -72,10 +76,12 @@ def _libxkbcommon() -> Any:
 
 @dataclass(frozen=True, slots=True)
 class CompositorKeymap:
-    """For each layout of the keymap, the keysyms mutter's virtual keyboard types correctly."""
+    """For each layout of the keymap, the keysyms mutter's virtual keyboard types correctly, and the
+    key (XKB keycode) that gives each keysym without a modifier."""
 
     layout_names: tuple[str, ...]
     typable_by_layout: tuple[frozenset[int], ...]
+    bare_keys_by_layout: tuple[Mapping[int, int], ...]
 
     @classmethod
     def from_text(cls, text: bytes) -> CompositorKeymap:
@@ -100,6 +106,7 @@ class CompositorKeymap:
         first, last = lib.xkb_keymap_min_keycode(keymap), lib.xkb_keymap_max_keycode(keymap)
         names: list[str] = []
         typable: list[frozenset[int]] = []
+        bare_keys: list[Mapping[int, int]] = []
         syms = ctypes.POINTER(ctypes.c_uint32)()
         for layout in range(max(1, lib.xkb_keymap_num_layouts(keymap))):
             name = lib.xkb_keymap_layout_get_name(keymap, layout)
@@ -107,11 +114,14 @@ class CompositorKeymap:
             # keysym -> the level of its first key, in mutter's order: keycodes upwards (mutter stops
             # before the highest keycode), levels upwards within a key.
             first_level: dict[int, int] = {}
+            bare: dict[int, int] = {}  # keysym -> the first key giving it on level 1
             for keycode in range(first, last):
                 for level in range(lib.xkb_keymap_num_levels_for_key(keymap, keycode, layout)):
                     count = lib.xkb_keymap_key_get_syms_by_level(keymap, keycode, layout, level, ctypes.byref(syms))
                     for index in range(count):
                         first_level.setdefault(int(syms[index]), level)
+                        if level == 0:
+                            bare.setdefault(int(syms[index]), keycode)
             # Mutter adds Shift for level 2 and ISO_Level3_Shift for level 3 (when the layout has
             # them); any other level it presses bare, typing the key's first-level symbol instead.
             usable_levels = {0}
@@ -120,7 +130,8 @@ class CompositorKeymap:
             if ISO_LEVEL3_SHIFT in first_level:
                 usable_levels.add(2)
             typable.append(frozenset(sym for sym, level in first_level.items() if level in usable_levels))
-        return cls(tuple(names), tuple(typable))
+            bare_keys.append(MappingProxyType(bare))
+        return cls(tuple(names), tuple(typable), tuple(bare_keys))
 
     def keysym_for(self, character: str, unicode_keysym: int) -> int | None:
         """A keysym for `character` that every layout types, or None.
@@ -141,6 +152,14 @@ class CompositorKeymap:
     def types(self, keysym: int) -> bool:
         """True when every layout types `keysym`, so it arrives whichever layout is current."""
         return not self.missing_from(keysym)
+
+    def key_with(self, keysym: int) -> tuple[int, int] | None:
+        """(XKB keycode, layout index from 0) of the key giving `keysym` without a modifier in the
+        first layout that has one, or None when no layout does."""
+        for layout, keys in enumerate(self.bare_keys_by_layout):
+            if keysym in keys:
+                return keys[keysym], layout
+        return None
 
 
 def _legacy_keysym(character: str) -> int:

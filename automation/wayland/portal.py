@@ -244,6 +244,16 @@ class PortalSession:
             (self.session_handle, {}, keysym, PRESSED if pressed else RELEASED),
         )
 
+    def keyboard_keycode(self, evdev_keycode: int, pressed: bool) -> None:
+        """Press or release the physical key `evdev_keycode` (an XKB keycode less 8): whatever the
+        active layout gives on it, as a user's key press does."""
+        self._call(
+            REMOTE_DESKTOP,
+            "NotifyKeyboardKeycode",
+            "oa{sv}iu",
+            (self.session_handle, {}, evdev_keycode, PRESSED if pressed else RELEASED),
+        )
+
     def close(self) -> None:
         """End the session (the desktop stops sharing) and the connection. Safe to call twice."""
         with self._lock:

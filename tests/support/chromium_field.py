@@ -77,16 +77,26 @@ class ChromiumField:
         self._driver.set_script_timeout(5)
         self.window_id = self._find_window()
 
-    def _find_window(self) -> int:
-        """The X window showing the page (its title is the page's)."""
-        found = subprocess.run(
-            ["xdotool", "search", "--sync", "--onlyvisible", "--name", "holodesk typing target"],
-            check=True,
-            timeout=30,
-            capture_output=True,
-            text=True,
-        )
-        return int(found.stdout.split()[-1])
+    def _find_window(self, timeout_s: float = 30.0) -> int:
+        """The X window showing the page (its title is the page's).
+
+        Searched again until found: xdotool exits with an error when a window it is looking at goes
+        away meanwhile, as Chromium's windows do while it starts (seen under XWayland).
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = subprocess.run(
+                ["xdotool", "search", "--onlyvisible", "--name", "holodesk typing target"],
+                check=False,
+                timeout=timeout_s,
+                capture_output=True,
+                text=True,
+            )
+            if found.returncode == 0 and found.stdout.split():
+                return int(found.stdout.split()[-1])
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the Chromium window did not show within {timeout_s:g} s: {found.stderr.strip()}")
+            time.sleep(0.1)
 
     def focus(self, element: str) -> None:
         """Give the window the X keyboard focus, then `element` the page's focus, emptied."""

@@ -17,9 +17,10 @@ from tests.support.gnome_stack import GnomeStack, StackError
 
 
 @contextlib.contextmanager
-def inside_gnome_session(unset: Sequence[str] = ()) -> Iterator[GnomeStack]:
-    """The running stack; `unset` names variables of this process the session must not inherit."""
-    stack = GnomeStack(xwayland=True)
+def inside_gnome_session(unset: Sequence[str] = (), *, layouts_hand: bool = False) -> Iterator[GnomeStack]:
+    """The running stack; `unset` names variables of this process the session must not inherit;
+    `layouts_hand` lets the test set mutter's layouts (GnomeStack.set_keymap)."""
+    stack = GnomeStack(xwayland=True, layouts_hand=layouts_hand)
     try:
         stack.start()
     except StackError as exc:

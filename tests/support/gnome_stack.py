@@ -8,7 +8,10 @@
 With `xwayland=True`, mutter runs without --no-x11 and starts XWayland (as GNOME sessions do): the
 stack then knows the public X display mutter chose and its Xauthority file, and `env()` exports
 DISPLAY and XAUTHORITY (the portal services keep a Wayland-only environment, like a real session's).
-Every wait is bounded; a failure raises StackError with the tail of every component's log, so CI
+With `layouts_hand=True`, mutter runs in a Python process through its library
+(tests/support/mutter_keyboard.py) so that `set_keymap` can give it layouts and the active one, as
+gnome-shell does in a GNOME session (a bare mutter keeps "us"). Every wait is bounded; a failure
+raises StackError with the tail of every component's log, so CI
 shows why instead of skipping. Components run as the current user: none of the GNOME path's refuses
 root (seen on Debian 12, as root in a container; only sway, not used here, does).
 
@@ -42,6 +45,11 @@ DEBIAN_PACKAGES = (
 )
 _BINARIES = ("dbus-daemon", "pipewire", "wireplumber", "mutter")
 _PORTALS = ("/usr/libexec/xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal-gnome")
+# mutter run through its library (layouts_hand=True): the system Python with python3-gi, and the
+# Meta typelib where Debian's gir1.2-mutter-11 installs it.
+SYSTEM_PYTHON = "/usr/bin/python3"
+MUTTER_TYPELIBS = "/usr/lib/x86_64-linux-gnu/mutter-11"
+GI_PACKAGES = "python3-gi gir1.2-mutter-11"
 # GNOME's accent blue: the dialog's default ("Share") button and a switch that is on.
 ACCENT_BLUE = (53, 132, 228)
 
@@ -60,8 +68,17 @@ def missing_components() -> list[str]:
 class GnomeStack:
     """The running stack. Use as a context manager or call start() / stop()."""
 
-    def __init__(self, root: Path | None = None, start_timeout_s: float = 60.0, *, xwayland: bool = False) -> None:
+    def __init__(
+        self,
+        root: Path | None = None,
+        start_timeout_s: float = 60.0,
+        *,
+        xwayland: bool = False,
+        layouts_hand: bool = False,
+    ) -> None:
         self.xwayland = xwayland
+        self.layouts_hand = layouts_hand
+        self._mutter: subprocess.Popen[bytes] | None = None
         self.x_display = ""  # ":N", once XWayland answers (xwayland=True)
         self.xauthority = ""
         self._own_root = root is None
@@ -119,10 +136,10 @@ class GnomeStack:
             self._spawn("wireplumber", ["wireplumber"])
             width, height = MONITOR_SIZE
             x11 = [] if self.xwayland else ["--no-x11"]
-            self._spawn(
+            self._mutter = self._spawn(
                 "mutter",
                 [
-                    "mutter",
+                    *self._mutter_command(),
                     "--headless",
                     "--wayland",
                     *x11,
@@ -140,6 +157,36 @@ class GnomeStack:
             self.stop()
             raise
         return self
+
+    def _mutter_command(self) -> list[str]:
+        if not self.layouts_hand:
+            return ["mutter"]
+        if not Path(SYSTEM_PYTHON).exists() or not Path(MUTTER_TYPELIBS, "Meta-11.typelib").exists():
+            raise StackError(
+                f"mutter with a hand on its layouts needs {SYSTEM_PYTHON} and apt-get install {GI_PACKAGES}"
+            )
+        return [SYSTEM_PYTHON, str(Path(__file__).with_name("mutter_keyboard.py"))]
+
+    def set_keymap(self, layouts: str, group: int, timeout_s: float = 10.0) -> None:
+        """Give mutter `layouts` (e.g. "us,ru") with `group` (from 0) active, as gnome-shell does."""
+        process = self._mutter
+        if not self.layouts_hand or process is None or process.stdin is None or process.stdout is None:
+            raise StackError("this stack was started without layouts_hand=True")
+        command = f"keymap {layouts} {group}\n".encode()
+        process.stdin.write(command)
+        process.stdin.flush()
+        answer = b""
+        deadline = time.monotonic() + timeout_s
+        while not answer.endswith(b"\n"):
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise StackError(f"mutter did not take the layouts {layouts} ({answer!r})" + self.log_tail())
+            chunk = process.stdout.read()
+            if chunk:
+                answer += chunk
+            else:
+                time.sleep(0.02)
+        if answer != command:
+            raise StackError(f"mutter answered {answer!r} to {command!r}" + self.log_tail())
 
     def _wait_for_xwayland(self, deadline: float) -> None:
         """Learn XWayland's display and Xauthority file from mutter, then wait until it answers."""
@@ -190,14 +237,21 @@ class GnomeStack:
 
     def _spawn(self, name: str, argv: list[str], capture_stdout: bool = False) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - owned by the child, closed on stop
+        commanded = name == "mutter" and self.layouts_hand
+        env = self.env() if self.bus_address else self.base_env()
+        if commanded:
+            env["GI_TYPELIB_PATH"] = MUTTER_TYPELIBS
         process = subprocess.Popen(
             argv,
-            env=self.env() if self.bus_address else self.base_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE if capture_stdout else log,
+            env=env,
+            stdin=subprocess.PIPE if commanded else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if capture_stdout or commanded else log,
             stderr=log,
             start_new_session=True,
         )
+        if commanded:
+            assert process.stdout is not None
+            os.set_blocking(process.stdout.fileno(), False)
         self._processes.append((name, process))
         return process
 
@@ -242,8 +296,9 @@ class GnomeStack:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=5)
-            if process.stdout is not None:
-                process.stdout.close()
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    stream.close()
         mutter_pids = {str(process.pid) for name, process in self._processes if name == "mutter"}
         self._processes.clear()
         _remove_x_locks_of(mutter_pids)

@@ -11,9 +11,10 @@ on the only monitor: window coordinates are then screen coordinates. It writes J
   enter   Enter pressed in the text field, with its content then
   focus   the widget that took the keyboard focus on a "focus" command
   stalled the window stops handling events now, for a "stall" command's seconds
-Commands on stdin: "quit"; "focus pad" (the pad, which pastes nothing, takes the keyboard focus;
-"focus field" gives it back); "stall SECONDS" (the event loop sleeps, as a busy program's does:
-input sent meanwhile is handled afterwards, in order).
+  cleared the text field was emptied by the "clear" command (no key was sent)
+Commands on stdin: "quit"; "clear" (empty the text field, as a test's reset); "focus pad" (the pad,
+which pastes nothing, takes the keyboard focus; "focus field" gives it back); "stall SECONDS" (the
+event loop sleeps, as a busy program's does: input sent meanwhile is handled afterwards, in order).
 """
 
 from __future__ import annotations
@@ -127,6 +128,9 @@ def main() -> int:
         name, _, argument = command.partition(" ")
         if name == "quit":
             app.quit()
+        elif name == "clear":
+            field.clear()
+            emit({"event": "cleared"})
         elif name == "focus" and argument in widgets:
             widgets[argument].setFocus(Qt.FocusReason.OtherFocusReason)
             emit({"event": "focus", "widget": argument})

@@ -2,15 +2,20 @@
 
 Points are converted from screen space (physical pixels) to the stream's logical pixels of the
 monitor they fall on. Keys go by keysym, checked against the compositor's keymap (mutter drops
-keysyms its layout lacks, silently: automation.wayland.keymap); text is typed by keysym when the
-keymap has every character, else pasted through the clipboard with ctrl+v, and the step's result
-says so. Where XWayland runs (GNOME sessions have it) the paste goes through Holodesk's own owner of
-XWayland's CLIPBOARD, which mutter bridges to Wayland programs: the user's text is put back once the
-paste asked for the offered one (automation.input.x11.selection), and a paste nobody took is a
-failed step; without XWayland wl-clipboard carries it, and the user's text is put back after a
-fixed wait, which the result says. Wayland does not say which program has the keyboard focus, so
-this backend declares that it cannot tell: the plan then refuses overwrite (in a terminal ctrl+a is
-not select-all). Buttons and keys held are released in `finally`.
+keysyms its active layout lacks, silently, and which layout is active is not told to this client:
+automation.wayland.keymap); text is typed by keysym when every layout has every character, else
+pasted through the clipboard with ctrl+v, and the step's result says so. In a key combination
+holding ctrl, alt or super, a key some layout lacks (v with Russian active) is pressed by keycode
+on the key that has it in the first layout that does, as a user presses ctrl+v there: programs
+read a shortcut's letter from that key, and the result names the key. Where XWayland runs (GNOME
+sessions have it) the paste goes through Holodesk's own owner of XWayland's CLIPBOARD, which mutter
+bridges to Wayland programs: the user's text is put back once the paste asked for the offered one
+(automation.input.x11.selection), and a paste nobody took (a terminal, whose paste key is not
+ctrl+v) is a failed step; without XWayland wl-clipboard carries it, and the user's text is put back
+after a fixed wait, which the result says. Wayland does not say which program has the keyboard
+focus, so this backend declares that it cannot tell: the plan then refuses overwrite (in a terminal
+ctrl+a is not select-all). Buttons and keys held are released in `finally`, each by the code it was
+pressed by.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from holodesk.automation.actions import Action, MouseButton, Point, ScrollDirection, TypeText
 from holodesk.automation.cancel import CancelToken
@@ -42,7 +48,7 @@ from holodesk.automation.input.primitives import (
     drag_path,
 )
 from holodesk.automation.input.x11.selection import SelectionHost, check_offer_size, paste_with_own_selection
-from holodesk.automation.keys import normalize_key
+from holodesk.automation.keys import SHORTCUT_MODIFIERS, normalize_key
 from holodesk.automation.wayland.keymap import CompositorKeymap, compositor_keymap
 from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
 from holodesk.automation.wayland.portal import PortalError, PortalSession
@@ -53,10 +59,36 @@ EVDEV_BUTTONS = {MouseButton.LEFT: 0x110, MouseButton.RIGHT: 0x111, MouseButton.
 AXIS_VERTICAL = 0
 AXIS_HORIZONTAL = 1
 SHIFT_KEYSYM = 0xFFE1
+# NotifyKeyboardKeycode takes evdev codes; XKB keycodes are those plus 8.
+EVDEV_KEYCODE_OFFSET = 8
 # Wayland offers no way to learn which window has the focus, so the paste key is the common one
 # (terminals want ctrl+shift+v: the step's result names the key, and the next frame shows the effect).
 PASTE_KEYS = ("ctrl", "v")
 SELECT_ALL_KEYS = ("ctrl", "a")
+
+
+@dataclass(frozen=True, slots=True)
+class PortalKey:
+    """One key of a combination as the portal presses it: by keysym, or by the evdev code of the key
+    that has it in layout `layout` (counted from 1) when some layout lacks the keysym."""
+
+    name: str
+    keysym: int
+    evdev_code: int | None = None
+    layout: int = 0
+
+    def send(self, portal: PortalSession, pressed: bool) -> None:
+        if self.evdev_code is None:
+            portal.keyboard_keysym(self.keysym, pressed)
+        else:
+            portal.keyboard_keycode(self.evdev_code, pressed)
+
+    @property
+    def words(self) -> str:
+        """The key as the step's result names it: "v (the key that has v in layout 1)" when by keycode."""
+        if self.evdev_code is None:
+            return self.name
+        return f"{self.name} (the key that has {self.name} in layout {self.layout})"
 
 
 def wayland_clipboard(
@@ -154,7 +186,7 @@ class PortalInput:
 
     def check(self, step: Primitive) -> None:
         if isinstance(step, KeyPresses):
-            self._combo_keysyms(step.keys)
+            self._combo_keys(step.hold, step.taps)
         elif isinstance(step, TypedText):
             self._typed_keysyms(step.text)
         elif isinstance(step, PastedText):
@@ -165,17 +197,26 @@ class PortalInput:
         self._started()
         return self._keymap()
 
-    def _combo_keysyms(self, keys: Sequence[str]) -> list[int]:
-        keysyms = [key_keysym(key) for key in keys]
+    def _combo_keys(self, hold: Sequence[str], taps: Sequence[str]) -> tuple[list[PortalKey], list[PortalKey]]:
+        """How each held and tapped key is pressed; ActionError when the desktop would ignore one."""
+        shortcut = any(normalize_key(key) in SHORTCUT_MODIFIERS for key in hold)
         keymap = self._layout()
-        for key, keysym in zip(keys, keysyms, strict=True):
+
+        def resolve(key: str) -> PortalKey:
+            keysym = key_keysym(key)
             missing = keymap.missing_from(keysym)
-            if missing:
+            if not missing:  # mutter finds it in whichever layout is active
+                return PortalKey(key, keysym)
+            found = keymap.key_with(keysym) if shortcut else None
+            if found is None:
                 raise ActionError(
                     f"the key {key!r} is not on the desktop's keyboard layout ({', '.join(missing)}), "
                     "so the desktop would ignore it"
                 )
-        return keysyms
+            keycode, layout = found
+            return PortalKey(key, keysym, keycode - EVDEV_KEYCODE_OFFSET, layout + 1)
+
+        return [resolve(key) for key in hold], [resolve(key) for key in taps]
 
     def _typed_keysyms(self, text: str) -> tuple[list[int], list[str], CompositorKeymap]:
         """The keysyms that type `text` in the desktop's keymap, and the characters it has no key for."""
@@ -201,7 +242,7 @@ class PortalInput:
         layouts = ", ".join(keymap.layout_names)
         try:
             self._resolve_clipboard()
-            self._combo_keysyms(PASTE_KEYS)
+            self._combo_keys(PASTE_KEYS[:-1], PASTE_KEYS[-1:])
         except (ClipboardError, ActionError) as exc:
             raise ActionError(
                 f"the desktop's keyboard layout ({layouts}) has no key for {shown}, and pasting it is not "
@@ -311,30 +352,26 @@ class PortalInput:
 
     def _press(self, step: KeyPresses, portal: PortalSession, cancel: CancelToken) -> str:
         """Hold `hold` down, press and release each tap in order, release `hold` in reverse (also on a stop)."""
-        held = self._combo_keysyms(step.hold)
-        taps = self._combo_keysyms(step.taps)
-        pressed: list[int] = []
+        held, taps = self._combo_keys(step.hold, step.taps)
+        pressed: list[PortalKey] = []
         with self._injected.holding(normalize_key(key) for key in step.keys):
             try:
-                for keysym in held:
+                for key in held:
                     cancel.raise_if_cancelled()
-                    portal.keyboard_keysym(keysym, True)
-                    pressed.append(keysym)
-                for index, keysym in enumerate(taps):
+                    key.send(portal, True)
+                    pressed.append(key)
+                for index, key in enumerate(taps):
                     if index and cancel.sleep(self.key_interval_s):
                         cancel.raise_if_cancelled()
                     cancel.raise_if_cancelled()
-                    portal.keyboard_keysym(keysym, True)
-                    portal.keyboard_keysym(keysym, False)
+                    key.send(portal, True)
+                    key.send(portal, False)
             finally:
-                for keysym in reversed(pressed):
+                for key in reversed(pressed):
                     # If the session is gone the compositor releases its devices' keys itself.
                     with contextlib.suppress(PortalError):
-                        portal.keyboard_keysym(keysym, False)
-        repeated = len(step.taps) > 1 and len(set(step.taps)) == 1
-        combo = "+".join((*step.hold, step.taps[0])) if repeated or len(step.taps) == 1 else "+".join(step.keys)
-        times = f", {len(step.taps)} times" if repeated else ""
-        return f"sent {combo} by keysym{times}"
+                        key.send(portal, False)
+        return f"sent {_combination_words(held, taps)}"
 
     def _type(self, text: str, portal: PortalSession, cancel: CancelToken) -> str:
         keysyms, missing, _ = self._typed_keysyms(text)
@@ -350,24 +387,24 @@ class PortalInput:
         return "typed by keysym"
 
     def _check_paste(self, step: PastedText) -> None:
-        """The paste keys are on the layout, a clipboard works, and XWayland's CLIPBOARD can carry the text."""
-        self._combo_keysyms(step.keys)
+        """The paste keys can be pressed, a clipboard works, and XWayland's CLIPBOARD can carry the text."""
+        self._combo_keys(step.keys[:-1], step.keys[-1:])
         if self._resolve_clipboard() is XCLIP:
             check_offer_size(step.text)
 
     def _paste(self, step: PastedText, portal: PortalSession, cancel: CancelToken) -> str:
         clipboard = self._resolve_clipboard()
-        keys = "+".join(step.keys)
         reason = f": {step.reason}" if step.reason else ""
+        sent: list[str] = []  # the paste key as sent, in words, once pressed
 
         def press() -> None:
-            self._press(KeyPresses(step.keys[:-1], step.keys[-1:]), portal, cancel)
+            sent.append(self._press(KeyPresses(step.keys[:-1], step.keys[-1:]), portal, cancel).removeprefix("sent "))
 
         if clipboard is XCLIP:
             taken = paste_with_own_selection(
                 step.text, press, host=SelectionHost.XWAYLAND, timeout_s=self.paste_timeout_s
             )
-            return f"pasted through the clipboard with {keys}{reason}; {taken}"
+            return f"pasted through the clipboard with {sent[0]}{reason}; {taken}"
         previous = clipboard.read_text()
         clipboard.write_text(step.text)
         try:
@@ -380,6 +417,16 @@ class PortalInput:
             # Restore what the user had; with no text there (empty, an image), leave nothing behind.
             clipboard.write_text(previous if previous is not None else "")
         return (
-            f"pasted through the clipboard with {keys}{reason}; {clipboard.name} cannot tell when the program "
+            f"pasted through the clipboard with {sent[0]}{reason}; {clipboard.name} cannot tell when the program "
             f"took the text, so the previous content was put back after a fixed {self.paste_settle_s:g} s"
         )
+
+
+def _combination_words(held: Sequence[PortalKey], taps: Sequence[PortalKey]) -> str:
+    """The keys as sent: "ctrl+v (the key that has v in layout 1)", "backspace by keysym, 3 times"."""
+    repeated = len(taps) > 1 and len({key.name for key in taps}) == 1
+    shown = [*held, taps[0]] if repeated or len(taps) == 1 else [*held, *taps]
+    combo = "+".join(key.words for key in shown)
+    how = " by keysym" if all(key.evdev_code is None for key in shown) else ""
+    times = f", {len(taps)} times" if repeated else ""
+    return f"{combo}{how}{times}"

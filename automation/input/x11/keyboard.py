@@ -42,6 +42,7 @@ from typing import Any
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError
 from holodesk.automation.held_input import HeldInputMarker, RemappedKeysMarker
+from holodesk.automation.keys import SHORTCUT_MODIFIERS
 
 XK_RETURN = 0xFF0D
 XK_TAB = 0xFF09
@@ -67,8 +68,6 @@ KEY_KEYSYMS: dict[str, int | None] = {
 }  # fmt: skip
 # Modifiers act through the server's modifier map, which a spare keycode is not in.
 _MODIFIER_KEYS = frozenset({"ctrl", "alt", "shift", "super", "altgr"})
-# Modifiers with which programs read a letter key as a shortcut, falling back to its first Latin group.
-_SHORTCUT_MODIFIERS = frozenset({"ctrl", "alt", "super"})
 # Second choices for a modifier, when the layout has no left-hand key for it.
 _MODIFIER_ALTERNATIVES = {0xFFE3: (0xFFE4,), 0xFFE9: (0xFFEA, 0xFFE7), 0xFFE1: (0xFFE2,), 0xFFEB: (0xFFEC,)}
 
@@ -620,7 +619,7 @@ def _level_one(keymap: Keymap, keysym: int) -> int | None:
 
 def _is_shortcut(keys: Sequence[str]) -> bool:
     """Whether `keys` hold a modifier that makes programs read a letter as a shortcut (ctrl, alt, super)."""
-    return any(key in _SHORTCUT_MODIFIERS for key in keys)
+    return any(key in SHORTCUT_MODIFIERS for key in keys)
 
 
 def _combination_words(hold: Sequence[str], taps: Sequence[str], keysyms: Sequence[int], groups: dict[int, int]) -> str:

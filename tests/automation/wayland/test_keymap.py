@@ -53,3 +53,14 @@ def test_with_two_layouts_only_what_both_have_counts() -> None:
 def test_a_keymap_that_does_not_compile_is_an_error() -> None:
     with pytest.raises(KeymapUnavailable, match="did not compile"):
         CompositorKeymap.from_text(b"xkb_keymap { nonsense };")
+
+
+def test_a_shortcut_letter_one_layout_lacks_is_found_on_its_key_in_the_first_layout_that_has_it() -> None:
+    us_ru = compiled("pc+us+ru:2+inet(evdev)")
+    assert us_ru.missing_from(ord("v")) == ["Russian"]
+    # v is on AB04 (XKB keycode 55, evdev KEY_V 47) in the US layout; the Russian layout has м there.
+    assert us_ru.key_with(ord("v")) == (55, 0)
+    assert us_ru.key_with(0x6CD) == (55, 1)  # Cyrillic_em: only the Russian layout has it
+    assert us_ru.key_with(ord("V")) is None  # on Shift's level only: pressing the key bare types v
+    fr = compiled("pc+fr+inet(evdev)")
+    assert fr.key_with(ord("a")) == (24, 0)  # AZERTY: a is on AD01, where QWERTY has q

@@ -1,0 +1,330 @@
+"""The typing matrix through the portal on headless GNOME, on every keyboard layout, read back.
+
+Mutter runs with a hand on its layouts (tests/support/mutter_keyboard.py: the two calls gnome-shell
+makes when the user picks an input source). Each layout (us, de, fr, ru, and `us,ru` / `us,fr` with
+the second one active, as Russian and French users have them) gets every text of the X11 matrix
+(tests/automation/test_typing_layouts.py) in three programs: two native Wayland ones, a Qt QLineEdit
+(tests/support/wayland_target.py) and a GTK 3 entry (tests/support/gtk_target.py), each logging
+its text after every change (neither takes a line break, so the newline text is not theirs), and
+Chromium through XWayland (tests/support/chromium_field.py), whose text area, read from the DOM,
+also gets the newline text. A cell
+passes when the program holds exactly the text, or when the executor refused the action in words
+before anything was sent (the field then holds only the fence). The clipboard works in this stack,
+so a refusal is expected only where no layout has v and ctrl+v cannot be pressed (ru alone); with
+`us,ru` the text goes through the clipboard and ctrl+v is pressed on the key that has v in layout 1
+(by keycode: the active Russian layout has no v keysym for mutter to find).
+
+A fence ends each cell's input: one character every layout types, after which the field must hold
+exactly the expected text and the fence (a bounded wait for that text, never a prefix match). The
+test's own hand (mutter's RemoteDesktop, not Holodesk) first shows which layout is active: with two
+layouts, a character only the second one has types only while it is.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
+from holodesk.automation.errors import ActionError
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.portal.backend import PortalInput
+from holodesk.automation.wayland.keymap import compositor_keymap
+from holodesk.automation.wayland.session import WaylandSession
+from tests.automation.test_typing_layouts import NEWLINE_TEXT, TEXTS
+from tests.automation.wayland.conftest import WaylandTarget
+from tests.automation.wayland.test_portal_backend import session  # noqa: F401 - the module's portal session
+from tests.support.chromium_field import AREA, ChromiumField
+from tests.support.gnome_session import inside_gnome_session
+from tests.support.gnome_stack import GnomeStack
+from tests.support.line_process import LineProcess
+from tests.support.mutter_remote import MutterRemote
+
+pytestmark = pytest.mark.display
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    layouts: str  # as mutter is given them
+    group: int  # the active one, from 0
+    names: tuple[str, ...]  # the layout names the compositor's keymap then has
+    witness: str = ""  # a character only the active layout has (two layouts only)
+
+
+LAYOUTS = {
+    "us": Layout("us", 0, ("English (US)",)),
+    "de": Layout("de", 0, ("German",)),
+    "fr": Layout("fr", 0, ("French",)),
+    "ru": Layout("ru", 0, ("Russian",)),
+    "us,ru@ru": Layout("us,ru", 1, ("English (US)", "Russian"), witness="й"),
+    "us,fr@fr": Layout("us,fr", 1, ("English (US)", "French"), witness="é"),
+}
+WITNESS_KEYSYMS = {"й": 0x6CA, "é": 0xE9}
+# Typed by every layout (on fr with Shift); the wait is for the whole expected text, so it may occur in texts.
+FENCE = "5"
+FENCE_KEYSYM = 0x35
+# Where a refusal is right: ru alone has no key with v, so nothing it lacks can be pasted.
+MAY_REFUSE = {"ru": "the key 'v' is not on the desktop's keyboard layout (Russian)"}
+READ_BACK_S = 30.0
+CHROMIUM_ORIGIN = (60, 60)
+
+
+@pytest.fixture(scope="module")
+def gnome_stack() -> Iterator[GnomeStack]:
+    """This module's own stack: mutter whose layouts the test sets (overrides conftest's)."""
+    with inside_gnome_session(layouts_hand=True) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="module")
+def executor(session: tuple[WaylandSession, list[str]]) -> InputPerformer:  # noqa: F811 - the imported fixture
+    return InputPerformer(PortalInput(session[0]))
+
+
+def use_layout(stack: GnomeStack, name: str) -> None:
+    layout = LAYOUTS[name]
+    stack.set_keymap(layout.layouts, layout.group)
+    deadline = time.monotonic() + 10
+    while (found := compositor_keymap().layout_names) != layout.names:
+        assert time.monotonic() < deadline, f"the compositor's keymap has {found}, not {layout.names}"
+        time.sleep(0.05)
+
+
+class LoggedField:
+    """A program's text field that logs its text as JSON lines and empties itself on "clear"."""
+
+    def __init__(self, process: LineProcess, name: str) -> None:
+        self.process = process
+        self.name = name
+        self.text = ""
+
+    def next_record(self, event: str, timeout_s: float) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout_s
+        while (remaining := deadline - time.monotonic()) > 0:
+            line = self.process.next(remaining)
+            if line is None:
+                break
+            record = json.loads(line)
+            if record["event"] == "text":
+                self.text = record["text"]
+            if record["event"] == event:
+                return dict(record)
+        return None
+
+    def clear(self) -> None:
+        """Empty the field by the program's own hand (no key is sent); every earlier record is read then."""
+        self.process.send("clear")
+        assert self.next_record("cleared", READ_BACK_S) is not None, f"the {self.name} did not clear its field"
+        self.text = ""
+
+    def wait_for_text(self, expected: str, timeout_s: float = READ_BACK_S) -> str:
+        """The field's text once it is `expected`, or what it holds when `timeout_s` ran out."""
+        deadline = time.monotonic() + timeout_s
+        while self.text != expected and (remaining := deadline - time.monotonic()) > 0:
+            self.next_record("text", remaining)
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    outcome: str  # typed, pasted, refused or failed
+    detail: str  # the step's result, or the refusal
+    problem: str | None  # None when the cell passed
+
+
+def run_cell(executor: InputPerformer, field: LoggedField, text: str) -> Cell:
+    """Type `text` into the emptied field, then the fence; read back what the program holds."""
+    field.clear()
+    refusal: str | None = None
+    try:
+        executor.validate(TypeText(text))
+    except ActionError as exc:
+        refusal = str(exc)
+    detail = refusal or ""
+    if refusal is None:
+        typed = executor.execute(TypeText(text))
+        if not typed.ok:
+            return Cell("failed", typed.detail, f"failed: {typed.detail}")
+        detail = typed.detail
+    assert executor.execute(TypeText(FENCE)).ok
+    expected = (text if refusal is None else "") + FENCE
+    got = field.wait_for_text(expected)
+    if refusal is not None:
+        problem = None if refusal and got == expected else f"refused ({refusal!r}) but the field got {got!r}"
+        return Cell("refused", refusal, problem)
+    outcome = "pasted" if "pasted through the clipboard" in detail else "typed"
+    return Cell(outcome, detail, None if got == expected else f"got {got[: -len(FENCE)]!r} ({detail})")
+
+
+def check_matrix(layout: str, program: str, executor: InputPerformer, field: LoggedField) -> None:
+    judge(layout, program, {name: run_cell(executor, field, text) for name, text in TEXTS.items()})
+
+
+def judge(layout: str, program: str, cells: dict[str, Cell]) -> None:
+    """Every cell exact or refused in words; refused only where MAY_REFUSE allows; ctrl+v's key named."""
+    print(layout, program, {name: cell.outcome for name, cell in cells.items()})
+    wrong = {name: cell.problem for name, cell in cells.items() if cell.problem}
+    for name, cell in cells.items():
+        if cell.outcome == "refused" and MAY_REFUSE.get(layout, "\0") not in cell.detail:
+            wrong[name] = f"refused, where it can be done: {cell.detail}"
+        if (
+            cell.outcome == "pasted"
+            and layout == "us,ru@ru"
+            and "ctrl+v (the key that has v in layout 1)" not in cell.detail
+        ):
+            wrong[name] = f"pasted without naming the key ctrl+v went on: {cell.detail}"
+    assert not wrong, "\n".join(f"{layout}: {program} / {name}: {what}" for name, what in wrong.items())
+
+
+def check_active_layout(layout: str, hand: MutterRemote, field: LoggedField) -> None:
+    """The test's own hand types the witness: it arrives only when the expected layout is the active one."""
+    witness = LAYOUTS[layout].witness
+    if not witness:
+        return
+    field.clear()
+    hand.key(WITNESS_KEYSYMS[witness])
+    hand.key(FENCE_KEYSYM)
+    got = field.wait_for_text(witness + FENCE, 10.0)
+    assert got == witness + FENCE, f"{layout}: the active layout is not the expected one ({got!r})"
+
+
+@pytest.fixture(scope="module")
+def qt_field(wayland_target: WaylandTarget) -> LoggedField:
+    return LoggedField(wayland_target.process, "Qt field")
+
+
+def focus_qt_field(executor: InputPerformer, target: WaylandTarget) -> None:
+    left, top, width, height = target.ready["layout"]["field"]
+    assert executor.execute(Click(Point(left + width // 2, top + height // 2))).ok
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_text_arrives_exactly_in_a_native_qt_field_or_is_refused_in_words(
+    layout: str,
+    gnome_stack: GnomeStack,
+    executor: InputPerformer,
+    mutter_remote: MutterRemote,
+    wayland_target: WaylandTarget,
+    qt_field: LoggedField,
+) -> None:
+    use_layout(gnome_stack, layout)
+    focus_qt_field(executor, wayland_target)
+    check_active_layout(layout, mutter_remote, qt_field)
+    check_matrix(layout, "Qt field", executor, qt_field)
+
+
+@pytest.fixture
+def gtk_entry(gnome_stack: GnomeStack, executor: InputPerformer) -> Iterator[LoggedField]:
+    """A GTK 3 entry on Wayland, full screen over the Qt window while the test runs, with the keyboard focus."""
+    env = gnome_stack.env()
+    env["GDK_BACKEND"] = "wayland"
+    process = LineProcess("tests.support.gtk_target", env=env)
+    try:
+        field = LoggedField(process, "GTK entry")
+        shown = field.next_record("shown", READ_BACK_S)
+        assert shown is not None, "the GTK entry did not show"
+        assert shown["display"] == "GdkWaylandDisplay", shown
+        if field.next_record("focused", 5.0) is None:  # mutter gives a new window the focus; else a click does
+            left, top, width, height = shown["entry"]
+            assert executor.execute(Click(Point(left + width // 2, top + height // 2))).ok
+            assert field.next_record("focused", READ_BACK_S) is not None, "the GTK entry did not get the focus"
+        yield field
+    finally:
+        process.close()
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_text_arrives_exactly_in_a_native_gtk_entry_or_is_refused_in_words(
+    layout: str, gnome_stack: GnomeStack, executor: InputPerformer, mutter_remote: MutterRemote, gtk_entry: LoggedField
+) -> None:
+    use_layout(gnome_stack, layout)
+    check_active_layout(layout, mutter_remote, gtk_entry)
+    check_matrix(layout, "GTK entry", executor, gtk_entry)
+
+
+def check_select_all_with_russian_active(executor: InputPerformer, field: LoggedField) -> None:
+    """ctrl+a on the key that has a in layout 1 selects the field's text: the next character replaces it."""
+    field.clear()
+    assert executor.execute(TypeText("old")).ok  # pasted: ctrl+v by keycode too
+    assert field.wait_for_text("old") == "old"
+    selected = executor.execute(KeyCombo(("ctrl", "a")))
+    assert selected.ok, selected.detail
+    assert selected.detail.endswith("(sent ctrl+a (the key that has a in layout 1))"), selected.detail
+    assert executor.execute(TypeText(FENCE)).ok
+    assert field.wait_for_text(FENCE) == FENCE, f"{field.name}: ctrl+a did not select the text"
+
+
+def test_a_shortcut_letter_the_active_layout_lacks_reaches_qt_on_its_key(
+    gnome_stack: GnomeStack, executor: InputPerformer, wayland_target: WaylandTarget, qt_field: LoggedField
+) -> None:
+    use_layout(gnome_stack, "us,ru@ru")
+    focus_qt_field(executor, wayland_target)
+    check_select_all_with_russian_active(executor, qt_field)
+
+
+def test_a_shortcut_letter_the_active_layout_lacks_reaches_gtk_on_its_key(
+    gnome_stack: GnomeStack, executor: InputPerformer, gtk_entry: LoggedField
+) -> None:
+    use_layout(gnome_stack, "us,ru@ru")
+    check_select_all_with_russian_active(executor, gtk_entry)
+
+
+def test_a_letter_key_alone_the_active_layout_lacks_is_refused_not_pressed_on_its_key(
+    gnome_stack: GnomeStack, executor: InputPerformer
+) -> None:
+    """Without ctrl, alt or super the key would type the active layout's letter (й for q): refused in words."""
+    use_layout(gnome_stack, "us,ru@ru")
+    with pytest.raises(ActionError, match=r"the key 'q' is not on the desktop's keyboard layout \(Russian\)"):
+        executor.validate(KeyCombo(("q",)))
+
+
+@pytest.fixture
+def chromium(gnome_stack: GnomeStack) -> Iterator[ChromiumField]:
+    """Chromium through XWayland (an X client of mutter's XWayland), new for each test so mutter focuses it."""
+    if shutil.which("chromium") is None or shutil.which("chromedriver") is None:
+        pytest.fail("Chromium is not installed (Debian: apt install chromium chromium-driver)", pytrace=False)
+    window = ChromiumField(CHROMIUM_ORIGIN)
+    try:
+        yield window
+    finally:
+        window.close()
+
+
+def chromium_cell(executor: InputPerformer, chromium: ChromiumField, text: str) -> Cell:
+    """Type `text` into the emptied text area (a line break is Enter), then the fence; read its DOM value."""
+    chromium.focus(AREA)
+    refusal: str | None = None
+    try:
+        executor.validate(TypeText(text))
+    except ActionError as exc:
+        refusal = str(exc)
+    detail = refusal or ""
+    if refusal is None:
+        typed = executor.execute(TypeText(text))
+        if not typed.ok:
+            return Cell("failed", typed.detail, f"failed: {typed.detail}")
+        detail = typed.detail
+    assert executor.execute(TypeText(FENCE)).ok
+    expected = (text if refusal is None else "") + FENCE
+    got = chromium.wait_for_value(AREA, expected, READ_BACK_S)
+    if refusal is not None:
+        problem = None if refusal and got == expected else f"refused ({refusal!r}) but the text area got {got!r}"
+        return Cell("refused", refusal, problem)
+    outcome = "pasted" if "pasted through the clipboard" in detail else "typed"
+    return Cell(outcome, detail, None if got == expected else f"got {got!r} ({detail})")
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_text_arrives_exactly_in_chromium_through_xwayland_or_is_refused_in_words(
+    layout: str, gnome_stack: GnomeStack, executor: InputPerformer, chromium: ChromiumField
+) -> None:
+    use_layout(gnome_stack, layout)
+    texts = {**TEXTS, "newline": NEWLINE_TEXT}
+    cells = {name: chromium_cell(executor, chromium, text) for name, text in texts.items()}
+    judge(layout, "Chromium text area", cells)

@@ -39,7 +39,6 @@ from holodesk.automation.wayland.keymap import compositor_keymap
 from holodesk.automation.wayland.session import WaylandSession
 from tests.automation.test_typing_layouts import NEWLINE_TEXT, TEXTS
 from tests.automation.wayland.conftest import WaylandTarget
-from tests.automation.wayland.test_portal_backend import session  # noqa: F401 - the module's portal session
 from tests.support.chromium_field import AREA, ChromiumField
 from tests.support.gnome_session import inside_gnome_session
 from tests.support.gnome_stack import GnomeStack
@@ -83,7 +82,7 @@ def gnome_stack() -> Iterator[GnomeStack]:
 
 
 @pytest.fixture(scope="module")
-def executor(session: tuple[WaylandSession, list[str]]) -> InputPerformer:  # noqa: F811 - the imported fixture
+def executor(session: tuple[WaylandSession, list[str]]) -> InputPerformer:
     return InputPerformer(PortalInput(session[0]))
 
 

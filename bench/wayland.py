@@ -11,10 +11,9 @@ Both desktops are 1280x800 and show a still picture. Figures, per backend:
 - keymap check: reading the keyboard layout that text is checked against before typing (X11: the
   core keymap over Xlib; Wayland: the compositor's wl_keyboard keymap, compiled by libxkbcommon).
 
-The headless GNOME stack and its consent answer come from tests/support (gnome_stack, mutter_remote),
-deliberately: the bench must measure on exactly the desktop the tests prove correct, the stack is
-test equipment (it answers the product's permission dialog, which product code must never do), and
-a second copy would drift. They import nothing from the tests themselves, only that support code.
+The headless GNOME stack and its consent answer come from bench.rigs (gnome_stack, mutter_remote), the
+same stack the tests run on: the bench measures on exactly the desktop the tests prove correct. The
+stack is test equipment (it answers the product's permission dialog, which product code must never do).
 """
 
 from __future__ import annotations
@@ -71,13 +70,13 @@ def _wayland(settings: BenchSettings) -> tuple[dict[str, Stats], float]:
     """Timings on a fresh headless GNOME stack, and the portal session's start (consent answered) in ms."""
     import os
 
+    from bench.rigs.gnome_stack import GnomeStack, answer_consent
+    from bench.rigs.mutter_remote import MutterRemote
     from holodesk.automation.input.performer import InputPerformer
     from holodesk.automation.input.portal.backend import PortalInput
     from holodesk.automation.wayland.capture import WaylandCapture
     from holodesk.automation.wayland.keymap import compositor_keymap
     from holodesk.automation.wayland.session import WaylandSession
-    from tests.support.gnome_stack import GnomeStack, answer_consent
-    from tests.support.mutter_remote import MutterRemote
 
     with GnomeStack() as stack:
         variables = ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY")
@@ -135,7 +134,7 @@ def _wayland(settings: BenchSettings) -> tuple[dict[str, Stats], float]:
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from tests.support.gnome_stack import DEBIAN_PACKAGES, missing_components
+    from bench.rigs.gnome_stack import DEBIAN_PACKAGES, missing_components
 
     result = BenchResult(NAME)
     missing = missing_components()

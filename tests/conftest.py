@@ -44,11 +44,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.gnome_stack import GnomeStack
 from bench.rigs.target_client import TargetWindow, window_origin
 from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
 from holodesk.automation import virtual_display
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
-from tests.support.gnome_stack import GnomeStack
 
 # Before any test module imports transformers or huggingface_hub (see the module docstring).
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -13,12 +13,12 @@ debs=(xvfb xfonts-base xdotool xclip x11-xserver-utils x11-utils xauth
       xterm x11-xkb-utils openbox  # a real terminal, setxkbmap for other layouts, a window manager
       zenity  # a GTK text entry that prints what it received (tests/automation/test_typing_layouts.py)
       chromium chromium-driver  # holodesk eval miniwob
-      # The headless GNOME Wayland stack (tests/support/gnome_stack.py) and the portal backend's
+      # The headless GNOME Wayland stack (bench/rigs/gnome_stack.py) and the portal backend's
       # GStreamer reader (PyGObject from Debian: pip cannot build it without a compiler toolchain).
       dbus-daemon mutter xwayland pipewire pipewire-bin wireplumber xdg-desktop-portal xdg-desktop-portal-gnome
       python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gstreamer1.0-pipewire
       gstreamer1.0-plugins-base
-      # mutter through its library, with a hand on its keyboard layouts (tests/support/mutter_keyboard.py);
+      # mutter through its library, with a hand on its keyboard layouts (bench/rigs/mutter_keyboard.py);
       # it brings GTK 3's typelib for the GTK entry (tests/support/gtk_target.py)
       gir1.2-mutter-11 gir1.2-gtk-3.0)
 missing=()

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.rigs.gnome_stack import StackError
 from tests.e2e.scripting import holotron
 from tests.e2e.test_tray_app import scripted_settings, stop_holodesk, wait_for_session_end, wait_for_window, xdotool
-from tests.support.gnome_stack import StackError
 from tests.support.holodesk_command import HOLODESK_COMMAND
 from tests.support.shortcuts_portal import ShortcutsStack
 

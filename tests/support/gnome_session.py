@@ -1,6 +1,6 @@
 """A started headless GNOME stack with this test process inside its session, for module fixtures.
 
-`inside_gnome_session()` starts tests.support.gnome_stack.GnomeStack (with XWayland, as a GNOME
+`inside_gnome_session()` starts bench.rigs.gnome_stack.GnomeStack (with XWayland, as a GNOME
 session has it), points this process's D-Bus, XDG, Wayland and X variables at it, and stops it at the
 end. A stack that cannot come up FAILS the tests with its logs: a missing Wayland path must show in
 CI, never pass silently.
@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from tests.support.gnome_stack import GnomeStack, StackError
+from bench.rigs.gnome_stack import GnomeStack, StackError
 
 
 @contextlib.contextmanager

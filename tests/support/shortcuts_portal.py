@@ -19,7 +19,7 @@ from pathlib import Path
 from jeepney import DBusAddress, MessageType, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 
-from tests.support.gnome_stack import GnomeStack, StackError
+from bench.rigs.gnome_stack import GnomeStack, StackError
 from tests.support.line_process import LineProcess
 from tests.support.shortcuts_backend import BUS_NAME, CONTROL_INTERFACE, CONTROL_PATH, IMPL_INTERFACE
 

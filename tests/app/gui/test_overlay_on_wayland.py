@@ -1,9 +1,9 @@
 """Holodesk's overlay and approval panel on a Wayland session, on a real compositor (headless mutter).
 
-mutter runs with XWayland (tests.support.gnome_stack, xwayland=True) under a native Wayland Qt window
+mutter runs with XWayland (bench.rigs.gnome_stack, xwayland=True) under a native Wayland Qt window
 that fills the screen. The overlay probe runs as Holodesk runs there: its Qt platform chosen by
 holodesk.app.gui.qt_platform, its frames from the portal backend (the test answers the permission
-dialog). The test's own eyes are mutter's screen cast (tests.support.mutter_remote), its hand
+dialog). The test's own eyes are mutter's screen cast (bench.rigs.mutter_remote), its hand
 mutter's virtual pointer. Checked: the GUI runs through XWayland; the marker covers the target pixel
 in the compositor's picture; the frame Holodesk hands the model does not show it (XWayland commits
 the unmap after the X round trip: the grab must recognise a late picture by the hidden windows'
@@ -19,11 +19,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from bench.rigs.gnome_stack import GnomeStack, answer_consent
+from bench.rigs.mutter_remote import MutterRemote
 from holodesk.automation.action_picture import MARKER_COLOUR
 from tests.automation.wayland.conftest import WaylandTarget
 from tests.support.gnome_session import inside_gnome_session
-from tests.support.gnome_stack import GnomeStack, answer_consent
-from tests.support.mutter_remote import MutterRemote
 from tests.support.overlay_probe import OverlayProbe
 from tests.support.wayland_target import BACKGROUND_COLOUR, PAD_COLOUR
 

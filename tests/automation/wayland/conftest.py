@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from bench.rigs.gnome_stack import GnomeStack, answer_consent
+from bench.rigs.mutter_remote import MutterRemote
 from holodesk.automation.wayland.session import RestoreTokenStore, WaylandSession
 from tests.support.gnome_session import inside_gnome_session
-from tests.support.gnome_stack import GnomeStack, answer_consent
 from tests.support.line_process import LineProcess
-from tests.support.mutter_remote import MutterRemote
 
 
 @pytest.fixture(scope="module")

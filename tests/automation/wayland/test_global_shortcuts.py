@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from bench.rigs.gnome_stack import StackError
 from holodesk.app.cli.doctor import Status, check_hotkeys
 from holodesk.app.common.hotkey_path import HotkeyPath, plan_hotkeys
 from holodesk.automation.wayland.portal import ConsentRefused, PortalError
@@ -24,7 +25,6 @@ from holodesk.automation.wayland.shortcuts import (
     preferred_trigger,
     probe_global_shortcuts,
 )
-from tests.support.gnome_stack import StackError
 from tests.support.shortcuts_portal import ShortcutsStack
 
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack

@@ -1,6 +1,6 @@
 """The Wayland backend end to end on a real compositor (headless mutter + the GNOME portal).
 
-The test answers the portal's permission dialog with mutter's own pointer (tests.support.gnome_stack
+The test answers the portal's permission dialog with mutter's own pointer (bench.rigs.gnome_stack
 .answer_consent), then drives a native Wayland Qt window only through Holodesk's WaylandCapture and
 InputPerformer: the frame shows the window, a click lands on the pixel asked for, typed text
 arrives (by keysym where the layout has every character, else pasted, and the result says which),
@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.rigs.gnome_stack import MONITOR_SIZE, GnomeStack, answer_consent
+from bench.rigs.mutter_remote import MutterRemote
 from holodesk.automation.actions import Click, HoldAndTap, KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.clipboard import XCLIP
@@ -32,9 +34,7 @@ from holodesk.automation.wayland.session import (
     WaylandSession,
 )
 from tests.automation.wayland.conftest import WaylandTarget, start_with_answer
-from tests.support.gnome_stack import MONITOR_SIZE, GnomeStack, answer_consent
 from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
-from tests.support.mutter_remote import MutterRemote
 from tests.support.pointer_conformance import (
     FENCE_OFFSET,
     POINTER_CASES,

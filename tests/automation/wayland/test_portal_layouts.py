@@ -1,6 +1,6 @@
 """The typing matrix through the portal on headless GNOME, on every keyboard layout, read back.
 
-Mutter runs with a hand on its layouts (tests/support/mutter_keyboard.py: the two calls gnome-shell
+Mutter runs with a hand on its layouts (bench/rigs/mutter_keyboard.py: the two calls gnome-shell
 makes when the user picks an input source). Each layout (us, de, fr, ru, and `us,ru` / `us,fr` with
 the second one active, as Russian and French users have them) gets every text of the X11 matrix
 (tests/automation/test_typing_layouts.py) in three programs: two native Wayland ones, a Qt QLineEdit
@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from bench.rigs.gnome_stack import GnomeStack
+from bench.rigs.mutter_remote import MutterRemote
 from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
 from holodesk.automation.errors import ActionError
 from holodesk.automation.input.performer import InputPerformer
@@ -41,9 +43,7 @@ from tests.automation.test_typing_layouts import NEWLINE_TEXT, TEXTS
 from tests.automation.wayland.conftest import WaylandTarget
 from tests.support.chromium_field import AREA, ChromiumField
 from tests.support.gnome_session import inside_gnome_session
-from tests.support.gnome_stack import GnomeStack
 from tests.support.line_process import LineProcess
-from tests.support.mutter_remote import MutterRemote
 
 pytestmark = pytest.mark.display
 

@@ -17,6 +17,8 @@ import pytest
 from jeepney import DBusAddress, MessageType, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 
+from bench.rigs.gnome_stack import GnomeStack, answer_consent
+from bench.rigs.mutter_remote import MutterRemote
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.errors import CaptureError, ExecutionError
 from holodesk.automation.input.performer import InputPerformer
@@ -26,8 +28,6 @@ from holodesk.automation.wayland.portal import SHARING_STOPPED
 from holodesk.automation.wayland.session import WaylandSession
 from tests.automation.wayland.conftest import WaylandTarget
 from tests.automation.wayland.test_portal_backend import start_with_answer
-from tests.support.gnome_stack import GnomeStack, answer_consent
-from tests.support.mutter_remote import MutterRemote
 from tests.support.wayland_target import PAD_COLOUR
 
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack

@@ -9,17 +9,17 @@ With `xwayland=True`, mutter runs without --no-x11 and starts XWayland (as GNOME
 stack then knows the public X display mutter chose and its Xauthority file, and `env()` exports
 DISPLAY and XAUTHORITY (the portal services keep a Wayland-only environment, like a real session's).
 With `layouts_hand=True`, mutter runs in a Python process through its library
-(tests/support/mutter_keyboard.py) so that `set_keymap` can give it layouts and the active one, as
+(bench/rigs/mutter_keyboard.py) so that `set_keymap` can give it layouts and the active one, as
 gnome-shell does in a GNOME session (a bare mutter keeps "us"). Every wait is bounded; a failure
 raises StackError with the tail of every component's log, so CI
 shows why instead of skipping. Components run as the current user: none of the GNOME path's refuses
 root (seen on Debian 12, as root in a container; only sway, not used here, does).
 
 `answer_consent` is the test's hand on the portal's permission dialog: it finds the dialog in
-mutter's own screen cast (tests.support.mutter_remote) and clicks its switch and buttons with
+mutter's own screen cast (bench.rigs.mutter_remote) and clicks its switch and buttons with
 mutter's own virtual pointer. The product never answers its own dialog.
 
-Run `python -m tests.support.gnome_stack [--xwayland]` to start the stack and print its environment.
+Run `python -m bench.rigs.gnome_stack [--xwayland]` to start the stack and print its environment.
 """
 
 from __future__ import annotations
@@ -393,7 +393,7 @@ def _save_debug_frame(frame: np.ndarray, name: str) -> None:
 
 def _wait_for_switch_on(remote: object, switch: tuple[int, int], timeout_s: float) -> bool:
     """True once the switch around `switch` shows the accent colour (it is on)."""
-    from tests.support.mutter_remote import MutterRemote
+    from bench.rigs.mutter_remote import MutterRemote
 
     assert isinstance(remote, MutterRemote)
     deadline = time.monotonic() + timeout_s
@@ -412,10 +412,10 @@ def answer_consent(
 ) -> None:
     """Answer the portal's 'Remote desktop' dialog once it shows, as a user would, with mutter's pointer.
 
-    `remote` is a tests.support.mutter_remote.MutterRemote. Raises StackError if the dialog never
+    `remote` is a bench.rigs.mutter_remote.MutterRemote. Raises StackError if the dialog never
     shows or does not react.
     """
-    from tests.support.mutter_remote import MutterRemote
+    from bench.rigs.mutter_remote import MutterRemote
 
     assert isinstance(remote, MutterRemote)
     deadline = time.monotonic() + timeout_s

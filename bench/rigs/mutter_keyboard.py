@@ -9,7 +9,7 @@ starts the compositor as the `mutter` binary does, and reads commands on stdin:
 Each command is answered on stdout with "keymap LAYOUTS GROUP" once mutter was given it.
 
 It needs Debian's python3-gi and gir1.2-mutter-11 (the `Meta` typelib), so it runs under the
-system Python with GI_TYPELIB_PATH naming the typelib's folder (tests/support/gnome_stack.py
+system Python with GI_TYPELIB_PATH naming the typelib's folder (bench/rigs/gnome_stack.py
 starts it so with `layouts_hand=True`).
 """
 

@@ -8,7 +8,7 @@ one start per text, so it gets German and the two-group layouts only. Each layou
 and `us,ru` / `us,fr` with the second group active, as Russian and French users have them) gets
 every text: ASCII with shell specials, accents, Cyrillic, CJK, an emoji, a 600-character line and
 (in the terminal) a newline. A cell passes when the program received exactly the text, or when
-the executor refused the action in words before sending anything. Hotkeys are resolved by keysym
+the input performer refused the action in words before sending anything. Hotkeys are resolved by keysym
 in the active group: "/" is "/" on German, "@" is "@" on French; a shortcut's letter the active
 group lacks is pressed on its key in another group (ctrl+a and ctrl+v reach Chromium with Russian
 active, as a user's do). The input conformance cases (tests/support/input_conformance.py) run here
@@ -105,13 +105,13 @@ def _wait_for_content(path: Path, expected: str, timeout_s: float = 15.0) -> str
 
 
 @pytest.fixture(scope="module")
-def executor(xvfb: XvfbServer) -> Iterator[InputPerformer]:
+def input_performer(xvfb: XvfbServer) -> Iterator[InputPerformer]:
     capture = ScreenCapture()
-    executor = InputPerformer(X11Input(capture=capture))
+    input_performer = InputPerformer(X11Input(capture=capture))
     try:
-        yield executor
+        yield input_performer
     finally:
-        executor.close()
+        input_performer.close()
         capture.close()
         subprocess.run(["setxkbmap", "-layout", "us"], check=False, timeout=20)
 
@@ -190,44 +190,44 @@ def _field_text(window: TargetWindow) -> str:
     return texts[-1] if texts else ""
 
 
-def _xterm_cell(executor: InputPerformer, folder: Path, name: str, text: str) -> str | None:
+def _xterm_cell(input_performer: InputPerformer, folder: Path, name: str, text: str) -> str | None:
     """Type `text` into `cat > file` in the xterm; None when exact, else what went wrong."""
     focus(int((folder / "window-id").read_text()))
     out = folder / f"{name.replace(' ', '-')}.txt"
-    started = executor.execute(TypeText(f"cat > {out.name}", at=_in_xterm(), press_enter=True))
+    started = input_performer.execute(TypeText(f"cat > {out.name}", at=_in_xterm(), press_enter=True))
     if not started.ok:
         return f"starting cat failed: {started.detail}"
     # The shell opens the file after it has put the terminal back in line mode for cat: keys sent
     # before that would reach the terminal in readline's raw mode (no EOF on ctrl+d).
     _wait_for_file(out)
     try:
-        typed = executor.execute(TypeText(text, press_enter=True))
+        typed = input_performer.execute(TypeText(text, press_enter=True))
     except ActionError as exc:
-        executor.execute(KeyCombo(("ctrl", "d")))
+        input_performer.execute(KeyCombo(("ctrl", "d")))
         return None if str(exc) else "refused without words"
-    executor.execute(KeyCombo(("ctrl", "d")))
+    input_performer.execute(KeyCombo(("ctrl", "d")))
     got = _wait_for_content(out, text + "\n")
     if got != text + "\n":
         return f"got {got!r} ({typed.detail})"
     return None
 
 
-def _qt_cell(executor: InputPerformer, window: TargetWindow, text: str) -> str | None:
+def _qt_cell(input_performer: InputPerformer, window: TargetWindow, text: str) -> str | None:
     focus(window.ready["window_id"])
     window.reset()
     try:
-        typed = executor.execute(TypeText(text, at=window.centre("field")))
+        typed = input_performer.execute(TypeText(text, at=window.centre("field")))
     except ActionError as exc:
         return None if str(exc) else "refused without words"
     got = _field_text(window)
     return None if got == text else f"got {got!r} ({typed.detail})"
 
 
-def _chromium_cell(executor: InputPerformer, chromium: ChromiumField, text: str) -> str | None:
+def _chromium_cell(input_performer: InputPerformer, chromium: ChromiumField, text: str) -> str | None:
     """Type `text` into the page's text area (a line break is Enter); None when its DOM value is exact."""
     chromium.focus(AREA)
     try:
-        typed = executor.execute(TypeText(text))
+        typed = input_performer.execute(TypeText(text))
     except ActionError as exc:
         return None if str(exc) else "refused without words"
     got = chromium.wait_for_value(AREA, text)
@@ -246,26 +246,26 @@ RUSSIAN_ONLY_PASTE = pytest.mark.xfail(
     "layout", [pytest.param(name, marks=RUSSIAN_ONLY_PASTE) if name == "ru" else name for name in LAYOUTS]
 )
 def test_every_text_arrives_exactly_in_a_chromium_text_area(
-    layout: str, executor: InputPerformer, chromium: ChromiumField
+    layout: str, input_performer: InputPerformer, chromium: ChromiumField
 ) -> None:
     use_layout(layout)
     texts = [*TEXTS.items(), ("newline", NEWLINE_TEXT)]
-    wrong = {name: cell for name, text in texts if (cell := _chromium_cell(executor, chromium, text))}
+    wrong = {name: cell for name, text in texts if (cell := _chromium_cell(input_performer, chromium, text))}
     assert not wrong, "\n".join(f"{layout}: Chromium text area / {name}: {what}" for name, what in wrong.items())
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_every_text_arrives_exactly_in_a_terminal_and_a_qt_field(
-    layout: str, executor: InputPerformer, xterm: Path, qt_field: TargetWindow
+    layout: str, input_performer: InputPerformer, xterm: Path, qt_field: TargetWindow
 ) -> None:
     use_layout(layout)
     wrong: dict[str, str] = {}
     for name, text in [*TEXTS.items(), ("newline", NEWLINE_TEXT)]:
-        cell = _xterm_cell(executor, xterm, f"{layout}-{name}".replace(",", "_").replace("@", "_"), text)
+        cell = _xterm_cell(input_performer, xterm, f"{layout}-{name}".replace(",", "_").replace("@", "_"), text)
         if cell:
             wrong[f"xterm / {name}"] = cell
     for name, text in TEXTS.items():
-        cell = _qt_cell(executor, qt_field, text)
+        cell = _qt_cell(input_performer, qt_field, text)
         if cell:
             wrong[f"Qt field / {name}"] = cell
     assert not wrong, "\n".join(f"{layout}: {cell}: {what}" for cell, what in wrong.items())
@@ -283,13 +283,13 @@ SELECT_ALL_SENT = {
 
 @pytest.mark.parametrize("layout", list(SELECT_ALL_SENT))
 def test_overwrite_selects_all_by_keysym_in_the_active_group(
-    layout: str, executor: InputPerformer, qt_field: TargetWindow
+    layout: str, input_performer: InputPerformer, qt_field: TargetWindow
 ) -> None:
     use_layout(layout)
     focus(qt_field.ready["window_id"])
     qt_field.reset()
-    executor.execute(TypeText("old text", at=qt_field.centre("field")))
-    result = executor.execute(TypeText("new", at=qt_field.centre("field"), overwrite=True))
+    input_performer.execute(TypeText("old text", at=qt_field.centre("field")))
+    result = input_performer.execute(TypeText("new", at=qt_field.centre("field"), overwrite=True))
     assert result.ok, result.detail
     assert _field_text(qt_field) == "new"
     assert "pressed ctrl+a" in result.detail and SELECT_ALL_SENT[layout] in result.detail, result.detail
@@ -297,40 +297,42 @@ def test_overwrite_selects_all_by_keysym_in_the_active_group(
 
 @pytest.mark.parametrize(("layout", "key"), [("de", "/"), ("fr", "@"), ("us,fr@fr", "1"), ("us,ru@ru", "q")])
 def test_a_symbol_key_sends_that_symbol_on_any_layout(
-    layout: str, key: str, executor: InputPerformer, qt_field: TargetWindow
+    layout: str, key: str, input_performer: InputPerformer, qt_field: TargetWindow
 ) -> None:
     use_layout(layout)
     focus(qt_field.ready["window_id"])
     qt_field.reset()
-    executor.execute(TypeText("x", at=qt_field.centre("field")))
-    result = executor.execute(KeyCombo((key,)))
+    input_performer.execute(TypeText("x", at=qt_field.centre("field")))
+    result = input_performer.execute(KeyCombo((key,)))
     assert result.ok, result.detail
     assert _field_text(qt_field) == "x" + key
 
 
-def test_overwrite_in_a_terminal_is_refused_before_anything_is_sent(executor: InputPerformer, xterm: Path) -> None:
+def test_overwrite_in_a_terminal_is_refused_before_anything_is_sent(
+    input_performer: InputPerformer, xterm: Path
+) -> None:
     use_layout("us")
     focus(int((xterm / "window-id").read_text()))
     pending = xterm / "PWNED"
-    executor.execute(TypeText("echo pending; touch PWNED", at=_in_xterm()))
+    input_performer.execute(TypeText("echo pending; touch PWNED", at=_in_xterm()))
     with pytest.raises(ActionError, match="overwrite cannot be honoured in a terminal"):
-        executor.validate(TypeText("echo replaced > f", overwrite=True, press_enter=True))
+        input_performer.validate(TypeText("echo replaced > f", overwrite=True, press_enter=True))
     with pytest.raises(ActionError, match="terminal"):
-        executor.execute(TypeText("echo replaced > f", at=_in_xterm(), overwrite=True, press_enter=True))
+        input_performer.execute(TypeText("echo replaced > f", at=_in_xterm(), overwrite=True, press_enter=True))
     # Nothing was sent: the pending line is still there, not run. Clear it without running it.
-    executor.execute(KeyCombo(("ctrl", "e")))
-    executor.execute(KeyCombo(("ctrl", "u")))
-    executor.execute(TypeText("touch checked", press_enter=True))
+    input_performer.execute(KeyCombo(("ctrl", "e")))
+    input_performer.execute(KeyCombo(("ctrl", "u")))
+    input_performer.execute(TypeText("touch checked", press_enter=True))
     assert _wait_for_file(xterm / "checked")
     assert not pending.exists()
     assert not (xterm / "f").exists()
 
 
-def test_empty_text_with_press_enter_presses_enter_alone(executor: InputPerformer, xterm: Path) -> None:
+def test_empty_text_with_press_enter_presses_enter_alone(input_performer: InputPerformer, xterm: Path) -> None:
     use_layout("us,ru@ru")
     focus(int((xterm / "window-id").read_text()))
-    executor.execute(TypeText("touch entered", at=_in_xterm()))
-    result = executor.execute(TypeText("", press_enter=True))
+    input_performer.execute(TypeText("touch entered", at=_in_xterm()))
+    result = input_performer.execute(TypeText("", press_enter=True))
     assert result.ok, result.detail
     assert result.detail.startswith("press Enter")
     assert _wait_for_file(xterm / "entered")
@@ -356,7 +358,7 @@ def two_cpu_hogs() -> Iterator[None]:
 
 
 def test_replaced_bindings_never_change_keys_a_loaded_program_has_not_read(
-    executor: InputPerformer, qt_field: TargetWindow, two_cpu_hogs: None
+    input_performer: InputPerformer, qt_field: TargetWindow, two_cpu_hogs: None
 ) -> None:
     """Each text needs 15 keys no layout has; 19 spare keycodes force replacing bindings from the second on.
 
@@ -366,27 +368,31 @@ def test_replaced_bindings_never_change_keys_a_loaded_program_has_not_read(
     focus(qt_field.ready["window_id"])
     texts = ["".join(chr(0x4E00 + 15 * round_ + i) for i in range(15)) for round_ in range(6)]
     qt_field.reset()
-    executor.execute(Click(qt_field.centre("field")))
-    details = [executor.execute(TypeText(text)).detail for text in texts]
+    input_performer.execute(Click(qt_field.centre("field")))
+    details = [input_performer.execute(TypeText(text)).detail for text in texts]
     assert _field_text(qt_field) == "".join(texts), details
     assert all("15 key presses in layout group 2, 15 on temporarily bound keys" in detail for detail in details)
 
 
-def test_a_locked_caps_lock_changes_nothing_and_stays_locked(executor: InputPerformer, qt_field: TargetWindow) -> None:
+def test_a_locked_caps_lock_changes_nothing_and_stays_locked(
+    input_performer: InputPerformer, qt_field: TargetWindow
+) -> None:
     use_layout("us")
     from Xlib import display as xdisplay
 
     connection = xdisplay.Display()
     try:
         xkb.lock(connection, lock_mods=xkb.LOCK_MASK)
-        assert _qt_cell(executor, qt_field, "Hello ü World") is None
+        assert _qt_cell(input_performer, qt_field, "Hello ü World") is None
         assert xkb.read_state(connection).caps_locked
     finally:
         xkb.lock(connection, unlock_mods=xkb.LOCK_MASK)
         connection.close()
 
 
-def test_a_group_switch_while_typing_is_reported_not_hidden(executor: InputPerformer, qt_field: TargetWindow) -> None:
+def test_a_group_switch_while_typing_is_reported_not_hidden(
+    input_performer: InputPerformer, qt_field: TargetWindow
+) -> None:
     """The user switches to Russian after the first key (done here from the typer's own key log)."""
     use_layout("us,ru@ru")
     from Xlib import display as xdisplay
@@ -402,7 +408,7 @@ def test_a_group_switch_while_typing_is_reported_not_hidden(executor: InputPerfo
 
     focus(qt_field.ready["window_id"])
     qt_field.reset()
-    executor.execute(Click(qt_field.centre("field")))
+    input_performer.execute(Click(qt_field.centre("field")))
     typer = X11Typer(on_keys=switch_once)
     try:
         with pytest.raises(LayoutChanged, match="layout group changed from 1 to 2 while keys were sent"):
@@ -416,11 +422,11 @@ def test_a_group_switch_while_typing_is_reported_not_hidden(executor: InputPerfo
 # -- the input conformance cases (tests/support/input_conformance.py), as the Wayland backend runs them
 
 
-def _x11_field(executor: InputPerformer, window: TargetWindow) -> Field:
+def _x11_field(input_performer: InputPerformer, window: TargetWindow) -> Field:
     def prepare(start: str) -> None:
         focus(window.ready["window_id"])
         window.reset()
-        executor.execute(TypeText(start, at=window.centre("field")) if start else Click(window.centre("field")))
+        input_performer.execute(TypeText(start, at=window.centre("field")) if start else Click(window.centre("field")))
         window.sync()
 
     def read_until_fence() -> tuple[str, bool]:
@@ -435,14 +441,14 @@ def _x11_field(executor: InputPerformer, window: TargetWindow) -> Field:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_the_input_conformance_cases_with_russian_active(
-    case: Case, executor: InputPerformer, qt_field: TargetWindow
+    case: Case, input_performer: InputPerformer, qt_field: TargetWindow
 ) -> None:
     use_layout("us,ru@ru")
-    problem = run_case(executor, _x11_field(executor, qt_field), case)
+    problem = run_case(input_performer, _x11_field(input_performer, qt_field), case)
     assert problem is None, problem
 
 
-def _gtk_cell(executor: InputPerformer, text: str) -> str | None:
+def _gtk_cell(input_performer: InputPerformer, text: str) -> str | None:
     """Type `text` into a GTK entry (zenity), press Enter; zenity prints what the entry held. None when exact."""
     entry = subprocess.Popen(
         ["zenity", "--entry", "--text", "type here"],
@@ -461,7 +467,7 @@ def _gtk_cell(executor: InputPerformer, text: str) -> str | None:
         )
         focus(int(found.stdout.split()[-1]))
         try:
-            typed = executor.execute(TypeText(text, press_enter=True))
+            typed = input_performer.execute(TypeText(text, press_enter=True))
         except ActionError as exc:
             return None if str(exc) else "refused without words"
         out, _ = entry.communicate(timeout=15)
@@ -473,19 +479,21 @@ def _gtk_cell(executor: InputPerformer, text: str) -> str | None:
 
 
 @pytest.mark.parametrize("layout", ["de", "us,ru@ru", "us,fr@fr"])
-def test_every_text_arrives_exactly_in_a_gtk_entry(layout: str, executor: InputPerformer, xvfb: XvfbServer) -> None:
+def test_every_text_arrives_exactly_in_a_gtk_entry(
+    layout: str, input_performer: InputPerformer, xvfb: XvfbServer
+) -> None:
     if shutil.which("zenity") is None:
         pytest.fail("zenity is not installed (Debian: apt install zenity)", pytrace=False)
     use_layout(layout)
-    wrong = {name: cell for name, text in TEXTS.items() if (cell := _gtk_cell(executor, text))}
+    wrong = {name: cell for name, text in TEXTS.items() if (cell := _gtk_cell(input_performer, text))}
     assert not wrong, "\n".join(f"{layout}: GTK entry / {name}: {what}" for name, what in wrong.items())
 
 
-def _chromium_field(executor: InputPerformer, chromium: ChromiumField) -> Field:
+def _chromium_field(input_performer: InputPerformer, chromium: ChromiumField) -> Field:
     def prepare(start: str) -> None:
         chromium.focus(FIELD)
         if start:
-            executor.execute(TypeText(start))
+            input_performer.execute(TypeText(start))
         assert chromium.wait_for_value(FIELD, start) == start, "the Chromium field did not take the start text"
 
     def read_until_fence() -> tuple[str, bool]:
@@ -498,8 +506,8 @@ def _chromium_field(executor: InputPerformer, chromium: ChromiumField) -> Field:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_the_input_conformance_cases_in_chromium_with_russian_active(
-    case: Case, executor: InputPerformer, chromium: ChromiumField
+    case: Case, input_performer: InputPerformer, chromium: ChromiumField
 ) -> None:
     use_layout("us,ru@ru")
-    problem = run_case(executor, _chromium_field(executor, chromium), case)
+    problem = run_case(input_performer, _chromium_field(input_performer, chromium), case)
     assert problem is None, problem

@@ -4,7 +4,7 @@ Each case acts on the window's "pad" at offsets from the pad's top-left corner a
 these pointer records from the window, in order, offsets again pad-relative: ("press" | "release" |
 "double_click", button, dx, dy), ("wheel", direction, dx, dy) once per notch, and ("drag", start dx,
 start dy, end dx, end dy) for a press-move-release the pad saw. The X11 backend runs them against
-bench/rigs/target_window.py (test_x11_performer.py), the portal backend against
+bench/rigs/target_window.py (tests/automation/input/x11/test_performer.py), the portal backend against
 tests/support/wayland_target.py (wayland/test_portal_backend.py). A fence (a middle click at the
 pad's corner) marks the end of a case's input: once it is read, everything sent before it was.
 """

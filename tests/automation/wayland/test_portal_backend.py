@@ -89,27 +89,27 @@ def test_capture_shows_the_native_wayland_window(
 
 def test_click_lands_on_the_pixel(session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
+    input_performer = InputPerformer(PortalInput(wayland))
     left, top, _, _ = wayland_target.ready["layout"]["pad"]
     wayland_target.drain()
     for x, y in ((left + 37, top + 21), (left + 250, top + 199)):
-        result = executor.execute(Click(Point(x, y)))
+        result = input_performer.execute(Click(Point(x, y)))
         assert result.ok, result.detail
         press = wayland_target.wait_for("press", 5.0)
         assert (press["x"], press["y"], press["widget"], press["button"]) == (x, y, "pad", "LeftButton")
 
 
-def type_into_field(executor: InputPerformer, target: WaylandTarget, text: str) -> str:
+def type_into_field(input_performer: InputPerformer, target: WaylandTarget, text: str) -> str:
     """Empty the field, type `text`; the step's result text."""
     left, top, width, height = target.ready["layout"]["field"]
     target.drain()
     # Select all first so each test starts from an empty field whatever the last one left.
-    assert executor.execute(Click(Point(left + width // 2, top + height // 2))).ok
-    assert executor.execute(KeyCombo(("ctrl", "a"))).ok
-    assert executor.execute(KeyCombo(("backspace",))).ok
+    assert input_performer.execute(Click(Point(left + width // 2, top + height // 2))).ok
+    assert input_performer.execute(KeyCombo(("ctrl", "a"))).ok
+    assert input_performer.execute(KeyCombo(("backspace",))).ok
     if not text:
         return ""
-    result = executor.execute(TypeText(text))
+    result = input_performer.execute(TypeText(text))
     assert result.ok, result.detail
     return result.detail
 
@@ -142,15 +142,15 @@ def test_untypable_text_with_no_clipboard_is_refused_before_anything_is_sent(
     session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    type_into_field(executor, wayland_target, "kept")
+    input_performer = InputPerformer(PortalInput(wayland))
+    type_into_field(input_performer, wayland_target, "kept")
     wayland_target.wait_for("text", 5.0, text="kept")
     monkeypatch.delenv("DISPLAY")  # no XWayland to carry a clipboard, and no wl-clipboard installed
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ActionError, match=r"\(English \(US\)\) has no key for 'é', and pasting it is not possible"):
-        executor.validate(TypeText("café"))
+        input_performer.validate(TypeText("café"))
     with pytest.raises(ActionError, match="install xclip"):
-        executor.execute(TypeText("café"))
+        input_performer.execute(TypeText("café"))
     time.sleep(0.3)
     assert [r for r in wayland_target.drain() if r["event"] == "text"] == []
 
@@ -164,14 +164,14 @@ def test_a_key_the_layout_lacks_is_refused(session: tuple[WaylandSession, list[s
 
 def test_a_stop_stops_typing(session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland, key_interval_s=0.02))
-    type_into_field(executor, wayland_target, "start:")
+    input_performer = InputPerformer(PortalInput(wayland, key_interval_s=0.02))
+    type_into_field(input_performer, wayland_target, "start:")
     wayland_target.wait_for("text", 10.0, text="start:")
     cancel = CancelToken()
     timer = threading.Timer(0.5, cancel.cancel)
     timer.start()
     with pytest.raises(Cancelled):
-        executor.execute(TypeText("x" * 400), cancel)
+        input_performer.execute(TypeText("x" * 400), cancel)
     time.sleep(0.5)
     typed = [record["text"] for record in wayland_target.drain() if record["event"] == "text"]
     assert typed, "nothing was typed before the stop"
@@ -180,8 +180,8 @@ def test_a_stop_stops_typing(session: tuple[WaylandSession, list[str]], wayland_
     assert len(final) - 6 < 200, f"typing did not stop: {len(final) - 6} characters"
 
 
-def _field_with(executor: InputPerformer, target: WaylandTarget, text: str) -> None:
-    type_into_field(executor, target, text)
+def _field_with(input_performer: InputPerformer, target: WaylandTarget, text: str) -> None:
+    type_into_field(input_performer, target, text)
     target.wait_for("text", 10.0, text=text)
 
 
@@ -191,13 +191,13 @@ def test_overwrite_is_refused_before_anything_is_sent_as_the_focused_program_is_
     # Wayland does not say which program has the focus: in a terminal ctrl+a would not select the
     # line, so overwrite is refused in words (with Enter too: the next test) and the field keeps its text.
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    _field_with(executor, wayland_target, "old text")
+    input_performer = InputPerformer(PortalInput(wayland))
+    _field_with(input_performer, wayland_target, "old text")
     with pytest.raises(ActionError, match="cannot see which program has the keyboard focus"):
-        executor.validate(TypeText("new", overwrite=True))
+        input_performer.validate(TypeText("new", overwrite=True))
     with pytest.raises(ActionError, match="cannot see which program has the keyboard focus"):
-        executor.execute(TypeText("new", overwrite=True))
-    executor.execute(TypeText("!"))
+        input_performer.execute(TypeText("new", overwrite=True))
+    input_performer.execute(TypeText("!"))
     wayland_target.wait_for("text", 10.0, text="old text!")  # nothing was selected, nothing replaced
 
 
@@ -205,13 +205,13 @@ def test_press_enter_presses_enter_after_the_text_and_alone_for_an_empty_text(
     session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
 ) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    _field_with(executor, wayland_target, "")
-    result = executor.execute(TypeText("sent", press_enter=True))
+    input_performer = InputPerformer(PortalInput(wayland))
+    _field_with(input_performer, wayland_target, "")
+    result = input_performer.execute(TypeText("sent", press_enter=True))
     assert result.ok, result.detail
     wayland_target.wait_for("enter", 10.0, text="sent")
     assert result.detail.endswith("; pressed enter (sent enter by keysym)"), result.detail
-    alone = executor.execute(TypeText("", press_enter=True))
+    alone = input_performer.execute(TypeText("", press_enter=True))
     assert alone.ok and alone.detail.startswith("press Enter"), alone.detail
     wayland_target.wait_for("enter", 10.0, text="sent")
 
@@ -220,13 +220,13 @@ def test_a_repeated_key_is_pressed_that_many_times(
     session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
 ) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    _field_with(executor, wayland_target, "abcdef")
-    result = executor.execute(KeyCombo(("backspace",), repeat=3))
+    input_performer = InputPerformer(PortalInput(wayland))
+    _field_with(input_performer, wayland_target, "abcdef")
+    result = input_performer.execute(KeyCombo(("backspace",), repeat=3))
     assert result.ok, result.detail
     wayland_target.wait_for("text", 10.0, text="abc")
     assert "3 times" in result.detail
-    executor.execute(TypeText("!"))
+    input_performer.execute(TypeText("!"))
     wayland_target.wait_for("text", 10.0, text="abc!")  # not "ab!" or "a!": exactly three
 
 
@@ -234,11 +234,11 @@ def test_hold_and_tap_holds_shift_while_the_taps_select(
     session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
 ) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    _field_with(executor, wayland_target, "abcdef")
-    result = executor.execute(HoldAndTap(("shift",), ("left", "left")))
+    input_performer = InputPerformer(PortalInput(wayland))
+    _field_with(input_performer, wayland_target, "abcdef")
+    result = input_performer.execute(HoldAndTap(("shift",), ("left", "left")))
     assert result.ok, result.detail
-    executor.execute(TypeText("X"))  # replaces the selection: the two taps were made with shift held
+    input_performer.execute(TypeText("X"))  # replaces the selection: the two taps were made with shift held
     wayland_target.wait_for("text", 10.0, text="abcdX")
 
 
@@ -246,13 +246,13 @@ def test_overwrite_with_enter_is_refused_before_anything_is_sent(
     session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
 ) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    _field_with(executor, wayland_target, "pending")
+    input_performer = InputPerformer(PortalInput(wayland))
+    _field_with(input_performer, wayland_target, "pending")
     with pytest.raises(ActionError, match=r"overwrite is refused here.*Enter would run it"):
-        executor.validate(TypeText("replaced", overwrite=True, press_enter=True))
+        input_performer.validate(TypeText("replaced", overwrite=True, press_enter=True))
     with pytest.raises(ActionError, match="terminal"):
-        executor.execute(TypeText("replaced", overwrite=True, press_enter=True))
-    executor.execute(TypeText("!"))
+        input_performer.execute(TypeText("replaced", overwrite=True, press_enter=True))
+    input_performer.execute(TypeText("!"))
     records = [r for r in wayland_target.drain() if r["event"] in ("text", "enter")]
     deadline = time.monotonic() + 10
     while not any(r.get("text") == "pending!" for r in records) and time.monotonic() < deadline:
@@ -287,12 +287,12 @@ def test_settling_after_input_sees_its_effect(
     from holodesk.automation.screen_change import wait_for_settle
 
     wayland, _ = session
-    capture, executor = WaylandCapture(wayland), InputPerformer(PortalInput(wayland))
+    capture, input_performer = WaylandCapture(wayland), InputPerformer(PortalInput(wayland))
     left, top, width, height = wayland_target.ready["layout"]["field"]
-    type_into_field(executor, wayland_target, "")
+    type_into_field(input_performer, wayland_target, "")
     for text in ("W", "WW", "WWW"):
         before, _ = wait_for_settle(lambda: capture.grab(1), 2.0, 0.05)
-        assert executor.execute(TypeText("W")).ok
+        assert input_performer.execute(TypeText("W")).ok
         after, settled = wait_for_settle(lambda: capture.grab(1), 2.0, 0.01)
         assert settled
         field_before = before.pixels[top : top + height, left : left + width]
@@ -304,7 +304,7 @@ def test_settling_after_input_sees_its_effect(
 def test_the_engine_runs_a_scripted_task_through_the_portal(
     session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget, tmp_path: Path
 ) -> None:
-    """The unchanged engine (parsing, mapping, settle, trajectory) on the Wayland frame source and executor."""
+    """The unchanged engine (parsing, mapping, settle, trajectory) on the Wayland frame source and input_performer."""
     from holodesk.automation.coords import Rect
     from holodesk.automation.engine import ApprovalDecision, EngineSettings, Outcome, StepEngine
     from holodesk.inference.model_policy import ModelPolicy
@@ -370,13 +370,13 @@ def test_sharing_without_remote_interaction_sees_but_refuses_to_act(
 # -- the input conformance cases (tests/support/input_conformance.py), as the X11 backend runs them
 
 
-def _wayland_field(executor: InputPerformer, target: WaylandTarget) -> Field:
+def _wayland_field(input_performer: InputPerformer, target: WaylandTarget) -> Field:
     def prepare(start: str) -> None:
-        type_into_field(executor, target, start)
+        type_into_field(input_performer, target, start)
         # A fence, then its removal: every record of the preparation has been read after these.
-        assert executor.execute(TypeText(FENCE)).ok
+        assert input_performer.execute(TypeText(FENCE)).ok
         target.wait_for("text", 10.0, text=start + FENCE)
-        assert executor.execute(KeyCombo(("backspace",))).ok
+        assert input_performer.execute(KeyCombo(("backspace",))).ok
         target.wait_for("text", 10.0, text=start)
 
     def read_until_fence() -> tuple[str, bool]:
@@ -400,8 +400,8 @@ def test_the_input_conformance_cases(
     case: Case, session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
 ) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    problem = run_case(executor, _wayland_field(executor, wayland_target), case)
+    input_performer = InputPerformer(PortalInput(wayland))
+    problem = run_case(input_performer, _wayland_field(input_performer, wayland_target), case)
     assert problem is None, problem
 
 
@@ -413,7 +413,7 @@ def test_the_pointer_conformance_cases(
     case: PointerCase, session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
 ) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
+    input_performer = InputPerformer(PortalInput(wayland))
     left, top, _, _ = wayland_target.ready["layout"]["pad"]
     fence = {"button": "MiddleButton", "x": left + FENCE_OFFSET[0], "y": top + FENCE_OFFSET[1]}
     wayland_target.drain()
@@ -421,5 +421,5 @@ def test_the_pointer_conformance_cases(
     def read_until_fence() -> list[dict[str, object]]:
         return wayland_target.records_until("release", 10.0, **fence)  # the whole fence click
 
-    problem = run_pointer_case(executor, PointerWindow(Point(left, top), read_until_fence), case)
+    problem = run_pointer_case(input_performer, PointerWindow(Point(left, top), read_until_fence), case)
     assert problem is None, problem

@@ -8,7 +8,7 @@ the second one active, as Russian and French users have them) gets every text of
 its text after every change (neither takes a line break, so the newline text is not theirs), and
 Chromium through XWayland (tests/support/chromium_field.py), whose text area, read from the DOM,
 also gets the newline text. A cell
-passes when the program holds exactly the text, or when the executor refused the action in words
+passes when the program holds exactly the text, or when the input performer refused the action in words
 before anything was sent (the field then holds only the fence). The clipboard works in this stack,
 so a refusal is expected only where no layout has v and ctrl+v cannot be pressed (ru alone); with
 `us,ru` the text goes through the clipboard and ctrl+v is pressed on the key that has v in layout 1
@@ -82,7 +82,7 @@ def gnome_stack() -> Iterator[GnomeStack]:
 
 
 @pytest.fixture(scope="module")
-def executor(session: tuple[WaylandSession, list[str]]) -> InputPerformer:
+def input_performer(session: tuple[WaylandSession, list[str]]) -> InputPerformer:
     return InputPerformer(PortalInput(session[0]))
 
 
@@ -137,21 +137,21 @@ class Cell:
     problem: str | None  # None when the cell passed
 
 
-def run_cell(executor: InputPerformer, field: LoggedField, text: str) -> Cell:
+def run_cell(input_performer: InputPerformer, field: LoggedField, text: str) -> Cell:
     """Type `text` into the emptied field, then the fence; read back what the program holds."""
     field.clear()
     refusal: str | None = None
     try:
-        executor.validate(TypeText(text))
+        input_performer.validate(TypeText(text))
     except ActionError as exc:
         refusal = str(exc)
     detail = refusal or ""
     if refusal is None:
-        typed = executor.execute(TypeText(text))
+        typed = input_performer.execute(TypeText(text))
         if not typed.ok:
             return Cell("failed", typed.detail, f"failed: {typed.detail}")
         detail = typed.detail
-    assert executor.execute(TypeText(FENCE)).ok
+    assert input_performer.execute(TypeText(FENCE)).ok
     expected = (text if refusal is None else "") + FENCE
     got = field.wait_for_text(expected)
     if refusal is not None:
@@ -161,8 +161,8 @@ def run_cell(executor: InputPerformer, field: LoggedField, text: str) -> Cell:
     return Cell(outcome, detail, None if got == expected else f"got {got[: -len(FENCE)]!r} ({detail})")
 
 
-def check_matrix(layout: str, program: str, executor: InputPerformer, field: LoggedField) -> None:
-    judge(layout, program, {name: run_cell(executor, field, text) for name, text in TEXTS.items()})
+def check_matrix(layout: str, program: str, input_performer: InputPerformer, field: LoggedField) -> None:
+    judge(layout, program, {name: run_cell(input_performer, field, text) for name, text in TEXTS.items()})
 
 
 def judge(layout: str, program: str, cells: dict[str, Cell]) -> None:
@@ -198,28 +198,28 @@ def qt_field(wayland_target: WaylandTarget) -> LoggedField:
     return LoggedField(wayland_target.process, "Qt field")
 
 
-def focus_qt_field(executor: InputPerformer, target: WaylandTarget) -> None:
+def focus_qt_field(input_performer: InputPerformer, target: WaylandTarget) -> None:
     left, top, width, height = target.ready["layout"]["field"]
-    assert executor.execute(Click(Point(left + width // 2, top + height // 2))).ok
+    assert input_performer.execute(Click(Point(left + width // 2, top + height // 2))).ok
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_every_text_arrives_exactly_in_a_native_qt_field_or_is_refused_in_words(
     layout: str,
     gnome_stack: GnomeStack,
-    executor: InputPerformer,
+    input_performer: InputPerformer,
     mutter_remote: MutterRemote,
     wayland_target: WaylandTarget,
     qt_field: LoggedField,
 ) -> None:
     use_layout(gnome_stack, layout)
-    focus_qt_field(executor, wayland_target)
+    focus_qt_field(input_performer, wayland_target)
     check_active_layout(layout, mutter_remote, qt_field)
-    check_matrix(layout, "Qt field", executor, qt_field)
+    check_matrix(layout, "Qt field", input_performer, qt_field)
 
 
 @pytest.fixture
-def gtk_entry(gnome_stack: GnomeStack, executor: InputPerformer) -> Iterator[LoggedField]:
+def gtk_entry(gnome_stack: GnomeStack, input_performer: InputPerformer) -> Iterator[LoggedField]:
     """A GTK 3 entry on Wayland, full screen over the Qt window while the test runs, with the keyboard focus."""
     env = gnome_stack.env()
     env["GDK_BACKEND"] = "wayland"
@@ -231,7 +231,7 @@ def gtk_entry(gnome_stack: GnomeStack, executor: InputPerformer) -> Iterator[Log
         assert shown["display"] == "GdkWaylandDisplay", shown
         if field.next_record("focused", 5.0) is None:  # mutter gives a new window the focus; else a click does
             left, top, width, height = shown["entry"]
-            assert executor.execute(Click(Point(left + width // 2, top + height // 2))).ok
+            assert input_performer.execute(Click(Point(left + width // 2, top + height // 2))).ok
             assert field.next_record("focused", READ_BACK_S) is not None, "the GTK entry did not get the focus"
         yield field
     finally:
@@ -240,47 +240,51 @@ def gtk_entry(gnome_stack: GnomeStack, executor: InputPerformer) -> Iterator[Log
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_every_text_arrives_exactly_in_a_native_gtk_entry_or_is_refused_in_words(
-    layout: str, gnome_stack: GnomeStack, executor: InputPerformer, mutter_remote: MutterRemote, gtk_entry: LoggedField
+    layout: str,
+    gnome_stack: GnomeStack,
+    input_performer: InputPerformer,
+    mutter_remote: MutterRemote,
+    gtk_entry: LoggedField,
 ) -> None:
     use_layout(gnome_stack, layout)
     check_active_layout(layout, mutter_remote, gtk_entry)
-    check_matrix(layout, "GTK entry", executor, gtk_entry)
+    check_matrix(layout, "GTK entry", input_performer, gtk_entry)
 
 
-def check_select_all_with_russian_active(executor: InputPerformer, field: LoggedField) -> None:
+def check_select_all_with_russian_active(input_performer: InputPerformer, field: LoggedField) -> None:
     """ctrl+a on the key that has a in layout 1 selects the field's text: the next character replaces it."""
     field.clear()
-    assert executor.execute(TypeText("old")).ok  # pasted: ctrl+v by keycode too
+    assert input_performer.execute(TypeText("old")).ok  # pasted: ctrl+v by keycode too
     assert field.wait_for_text("old") == "old"
-    selected = executor.execute(KeyCombo(("ctrl", "a")))
+    selected = input_performer.execute(KeyCombo(("ctrl", "a")))
     assert selected.ok, selected.detail
     assert selected.detail.endswith("(sent ctrl+a (the key that has a in layout 1))"), selected.detail
-    assert executor.execute(TypeText(FENCE)).ok
+    assert input_performer.execute(TypeText(FENCE)).ok
     assert field.wait_for_text(FENCE) == FENCE, f"{field.name}: ctrl+a did not select the text"
 
 
 def test_a_shortcut_letter_the_active_layout_lacks_reaches_qt_on_its_key(
-    gnome_stack: GnomeStack, executor: InputPerformer, wayland_target: WaylandTarget, qt_field: LoggedField
+    gnome_stack: GnomeStack, input_performer: InputPerformer, wayland_target: WaylandTarget, qt_field: LoggedField
 ) -> None:
     use_layout(gnome_stack, "us,ru@ru")
-    focus_qt_field(executor, wayland_target)
-    check_select_all_with_russian_active(executor, qt_field)
+    focus_qt_field(input_performer, wayland_target)
+    check_select_all_with_russian_active(input_performer, qt_field)
 
 
 def test_a_shortcut_letter_the_active_layout_lacks_reaches_gtk_on_its_key(
-    gnome_stack: GnomeStack, executor: InputPerformer, gtk_entry: LoggedField
+    gnome_stack: GnomeStack, input_performer: InputPerformer, gtk_entry: LoggedField
 ) -> None:
     use_layout(gnome_stack, "us,ru@ru")
-    check_select_all_with_russian_active(executor, gtk_entry)
+    check_select_all_with_russian_active(input_performer, gtk_entry)
 
 
 def test_a_letter_key_alone_the_active_layout_lacks_is_refused_not_pressed_on_its_key(
-    gnome_stack: GnomeStack, executor: InputPerformer
+    gnome_stack: GnomeStack, input_performer: InputPerformer
 ) -> None:
     """Without ctrl, alt or super the key would type the active layout's letter (й for q): refused in words."""
     use_layout(gnome_stack, "us,ru@ru")
     with pytest.raises(ActionError, match=r"the key 'q' is not on the desktop's keyboard layout \(Russian\)"):
-        executor.validate(KeyCombo(("q",)))
+        input_performer.validate(KeyCombo(("q",)))
 
 
 @pytest.fixture
@@ -295,21 +299,21 @@ def chromium(gnome_stack: GnomeStack) -> Iterator[ChromiumField]:
         window.close()
 
 
-def chromium_cell(executor: InputPerformer, chromium: ChromiumField, text: str) -> Cell:
+def chromium_cell(input_performer: InputPerformer, chromium: ChromiumField, text: str) -> Cell:
     """Type `text` into the emptied text area (a line break is Enter), then the fence; read its DOM value."""
     chromium.focus(AREA)
     refusal: str | None = None
     try:
-        executor.validate(TypeText(text))
+        input_performer.validate(TypeText(text))
     except ActionError as exc:
         refusal = str(exc)
     detail = refusal or ""
     if refusal is None:
-        typed = executor.execute(TypeText(text))
+        typed = input_performer.execute(TypeText(text))
         if not typed.ok:
             return Cell("failed", typed.detail, f"failed: {typed.detail}")
         detail = typed.detail
-    assert executor.execute(TypeText(FENCE)).ok
+    assert input_performer.execute(TypeText(FENCE)).ok
     expected = (text if refusal is None else "") + FENCE
     got = chromium.wait_for_value(AREA, expected, READ_BACK_S)
     if refusal is not None:
@@ -321,9 +325,9 @@ def chromium_cell(executor: InputPerformer, chromium: ChromiumField, text: str) 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_every_text_arrives_exactly_in_chromium_through_xwayland_or_is_refused_in_words(
-    layout: str, gnome_stack: GnomeStack, executor: InputPerformer, chromium: ChromiumField
+    layout: str, gnome_stack: GnomeStack, input_performer: InputPerformer, chromium: ChromiumField
 ) -> None:
     use_layout(gnome_stack, layout)
     texts = {**TEXTS, "newline": NEWLINE_TEXT}
-    cells = {name: chromium_cell(executor, chromium, text) for name, text in texts.items()}
+    cells = {name: chromium_cell(input_performer, chromium, text) for name, text in texts.items()}
     judge(layout, "Chromium text area", cells)

@@ -40,14 +40,14 @@ def set_user_clipboard() -> None:
     wait_until(lambda: XCLIP.read_text() == USER_CLIPBOARD, WAIT_S, "xclip serving the user's clipboard")
 
 
-def empty_field(executor: InputPerformer, target: WaylandTarget) -> None:
+def empty_field(input_performer: InputPerformer, target: WaylandTarget) -> None:
     """Focus the field and empty it: afterwards its log ends with an empty text."""
     left, top, width, height = target.ready["layout"]["field"]
-    assert executor.execute(Click(Point(left + width // 2, top + height // 2))).ok
-    assert executor.execute(TypeText("x")).ok
+    assert input_performer.execute(Click(Point(left + width // 2, top + height // 2))).ok
+    assert input_performer.execute(TypeText("x")).ok
     target.wait_for("text", WAIT_S)
-    assert executor.execute(KeyCombo(("ctrl", "a"))).ok
-    assert executor.execute(KeyCombo(("backspace",))).ok
+    assert input_performer.execute(KeyCombo(("ctrl", "a"))).ok
+    assert input_performer.execute(KeyCombo(("backspace",))).ok
     target.wait_for("text", WAIT_S, text="")
 
 
@@ -60,10 +60,10 @@ def test_the_field_gets_the_text_and_the_users_clipboard_comes_back(
     text: str, session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
 ) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    empty_field(executor, wayland_target)
+    input_performer = InputPerformer(PortalInput(wayland))
+    empty_field(input_performer, wayland_target)
     set_user_clipboard()
-    result = executor.execute(TypeText(text))
+    result = input_performer.execute(TypeText(text))
     assert result.ok, result.detail
     wayland_target.wait_for("text", WAIT_S, text=text)
     assert "pasted through the clipboard with ctrl+v" in result.detail, result.detail
@@ -76,12 +76,12 @@ def test_a_busy_field_still_gets_the_text_not_the_users(
 ) -> None:
     """The field handles ctrl+v two seconds late: the user's text must not be back by then."""
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    empty_field(executor, wayland_target)
+    input_performer = InputPerformer(PortalInput(wayland))
+    empty_field(input_performer, wayland_target)
     set_user_clipboard()
     wayland_target.process.send("stall 2")
     wayland_target.wait_for("stalled", WAIT_S)
-    result = executor.execute(TypeText(PASTED))
+    result = input_performer.execute(TypeText(PASTED))
     assert result.ok, result.detail
     texts = [record["text"] for record in wayland_target.records_until("text", WAIT_S) if record["event"] == "text"]
     assert texts == [PASTED]
@@ -92,13 +92,13 @@ def test_a_paste_nobody_takes_fails_in_words_and_the_users_clipboard_comes_back(
     session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
 ) -> None:
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland, paste_timeout_s=1.0))
-    empty_field(executor, wayland_target)
+    input_performer = InputPerformer(PortalInput(wayland, paste_timeout_s=1.0))
+    empty_field(input_performer, wayland_target)
     set_user_clipboard()
     wayland_target.process.send("focus pad")  # a widget that pastes nothing has the keyboard focus
     wayland_target.wait_for("focus", WAIT_S, widget="pad")
     try:
-        result = executor.execute(TypeText(PASTED))
+        result = input_performer.execute(TypeText(PASTED))
         assert not result.ok, result.detail
         assert "no program asked for the text within 1 s of the paste key: the paste was not taken" in result.detail
         assert "pasted through" not in result.detail
@@ -135,17 +135,17 @@ def test_a_pasted_text_does_not_stay_on_a_clipboard_that_held_nothing(
 ) -> None:
     """A password pasted while the clipboard had no owner must not be left there for the next paste."""
     wayland, _ = session
-    executor = InputPerformer(PortalInput(wayland))
-    empty_field(executor, wayland_target)
+    input_performer = InputPerformer(PortalInput(wayland))
+    empty_field(input_performer, wayland_target)
     nobody = SelectionOffer("", ("CLIPBOARD",))  # claimed and given up: the clipboard has no owner now
     nobody.start()
     nobody.close()
     wait_until(lambda: XCLIP.read_text() is None, WAIT_S, "the clipboard having no owner")
-    result = executor.execute(TypeText(PASTED))
+    result = input_performer.execute(TypeText(PASTED))
     assert result.ok, result.detail
     wayland_target.wait_for("text", WAIT_S, text=PASTED)
     assert XCLIP.read_text() is None
-    assert executor.execute(KeyCombo(("ctrl", "v"))).ok  # pastes nothing, so the fence comes right after
-    assert executor.execute(TypeText("!")).ok
+    assert input_performer.execute(KeyCombo(("ctrl", "v"))).ok  # pastes nothing, so the fence comes right after
+    assert input_performer.execute(TypeText("!")).ok
     records = wayland_target.records_until("text", WAIT_S, text=PASTED + "!")
     assert [record["text"] for record in records if record["event"] == "text"] == [PASTED + "!"]

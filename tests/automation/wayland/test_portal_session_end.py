@@ -67,7 +67,7 @@ def session(gnome_stack: GnomeStack, mutter_remote: MutterRemote) -> Iterator[Wa
 def test_a_session_the_desktop_ended_fails_capture_and_input_in_words(
     gnome_stack: GnomeStack, session: WaylandSession, wayland_target: WaylandTarget, tmp_path: Path
 ) -> None:
-    capture, executor = WaylandCapture(session), InputPerformer(PortalInput(session))
+    capture, input_performer = WaylandCapture(session), InputPerformer(PortalInput(session))
     left, top, _, _ = wayland_target.ready["layout"]["pad"]
     deadline = time.monotonic() + 10
     while capture.grab(1).pixel_rgb(left + 5, top + 5) != PAD_COLOUR:
@@ -85,7 +85,7 @@ def test_a_session_the_desktop_ended_fails_capture_and_input_in_words(
         time.sleep(0.05)
     wayland_target.drain()
     with pytest.raises(ExecutionError, match=SHARING_STOPPED):
-        executor.execute(Click(Point(left + 5, top + 5)))
+        input_performer.execute(Click(Point(left + 5, top + 5)))
     with pytest.raises(CaptureError, match=SHARING_STOPPED):
         capture.grab(None)
     time.sleep(0.3)

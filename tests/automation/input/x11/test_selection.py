@@ -165,11 +165,11 @@ def test_a_qt_field_pastes_exactly_the_offered_text_and_the_users_texts_come_bac
     assert_user_selections_back()
 
 
-def test_the_executor_pastes_into_xterm_with_shift_insert_and_says_who_took_it(xterm: tuple[Path, int]) -> None:
+def test_the_x11_backend_pastes_into_xterm_with_shift_insert_and_says_who_took_it(xterm: tuple[Path, int]) -> None:
     folder, window = xterm
     text = "Grüße — 東京 🙂"
     set_user_selections()
-    out = _start_cat(folder, window, "executor.txt")
+    out = _start_cat(folder, window, "input_performer.txt")
     capture = ScreenCapture()
     try:
         result = InputPerformer(X11Input(capture=capture, x11_typing=False)).execute(TypeText(text))
@@ -182,7 +182,7 @@ def test_the_executor_pastes_into_xterm_with_shift_insert_and_says_who_took_it(x
 
 
 def _paste_in_background(text: str, timeout_s: float) -> tuple[threading.Thread, list[ExecutionResult]]:
-    """The executor pasting `text` into the focused window on a thread (it waits for the target)."""
+    """The input performer pasting `text` into the focused window on a thread (it waits for the target)."""
     results: list[ExecutionResult] = []
 
     def paste() -> None:

@@ -33,7 +33,8 @@ pytestmark = pytest.mark.vllm
 STEPS = 16
 TOP_K = 5
 TOLERANCE = 1e-4
-REPORT = Path(__file__).resolve().parents[3] / "build" / "reference-tier.txt"
+# One file per case, rewritten by each run: the figures the last run measured.
+REPORTS = Path(__file__).resolve().parents[3] / "build" / "reference-tier"
 
 
 @pytest.fixture(scope="module")
@@ -89,12 +90,12 @@ def _compare(name: str, server: VllmServer, engine: Engine, request: ChatRequest
         per_step.append(max(abs(mine[token] - theirs[token]) for token in shared))
     worst = max(per_step)
     assert worst <= TOLERANCE, f"largest log-probability difference {worst:.2e} > {TOLERANCE}; per step {per_step}"
-    REPORT.parent.mkdir(exist_ok=True)
-    with REPORT.open("a", encoding="utf-8") as out:
-        out.write(
-            f"{name}: prompt {prompt_tokens} tokens, {len(tokens)} greedy tokens equal,"
-            f" {sum(len(t) for t in tops)} top-{TOP_K} log-probs compared, max |diff| {worst:.3e}\n"
-        )
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    (REPORTS / f"{name.replace(' ', '-').replace(',', '')}.txt").write_text(
+        f"{name}: prompt {prompt_tokens} tokens, {len(tokens)} greedy tokens equal,"
+        f" {sum(len(t) for t in tops)} top-{TOP_K} log-probs compared, max |diff| {worst:.3e}\n",
+        encoding="utf-8",
+    )
     return ours
 
 

@@ -1,15 +1,17 @@
 """A terminal on Wayland through the portal: a typed text arrives exactly, a paste it does not take fails in words.
 
-bash runs in an xterm through XWayland on the headless GNOME stack, and appends every line it accepts
+bash runs in an xterm through XWayland on the headless GNOME stack and appends every line it accepts
 to its history file (PROMPT_COMMAND runs `history -a` before each prompt): what bash received is read
-back from disk. xterm does not paste with ctrl+v (bash takes it as quoted-insert: the next key is
-inserted as it is), and Wayland does not tell the backend which program has the focus, so a text the
-layouts cannot type is offered on XWayland's CLIPBOARD, nobody asks for it, and the step must fail
-in words saying the paste was not taken, with the user's clipboard back (read with xclip on XWayland's
-display). Each failed paste is followed by one more line (the fence, digits every layout types, and
-Enter): bash must then hold exactly the fence, so the failed paste's ctrl+v changed nothing in its line.
-Layouts: us, and `us,ru` with Russian active (mutter's layouts hand, as in test_portal_layouts.py),
-where nothing Latin is typed by keysym and ctrl+v goes on the key that has v in layout 1.
+back from disk, byte for byte. xterm does not paste with ctrl+v, and Wayland does not tell the backend
+which program has the focus, so a text the layouts cannot type is offered on XWayland's CLIPBOARD,
+nobody asks for it, and the step must fail in words saying the paste was not taken (never "pasted"),
+with the user's clipboard back (read with xclip on XWayland's display). bash takes that ctrl+v as
+quoted-insert (the next key is inserted as it is); the failed step says so, and the second test
+checks that what it says holds: a character typed next (the fence, digits every layout types)
+arrives unchanged, an Enter sent next is inserted instead of running the line, and a character typed
+and deleted ends that state. Layouts: us, and `us,ru` with Russian active (mutter's layouts hand, as
+in test_portal_layouts.py), where nothing Latin is typed by keysym and ctrl+v goes on the key that has
+v in layout 1.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import pytest
 from bench.rigs.gnome_stack import GnomeStack
 from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
 from holodesk.automation.clipboard import XCLIP
-from holodesk.automation.errors import ActionError
 from holodesk.automation.input.performer import ExecutionResult, InputPerformer
 from holodesk.automation.input.portal.backend import PortalInput
 from holodesk.automation.wayland.session import WaylandSession
@@ -65,7 +66,9 @@ class ShellHistory:
         self.path = path
 
     def lines(self) -> list[str]:
-        return self.path.read_text(encoding="utf-8").splitlines() if self.path.exists() else []
+        """Split on line feeds only: a carriage return bash inserted stays inside its line."""
+        text = self.path.read_bytes().decode("utf-8") if self.path.exists() else ""  # read_text would turn \r into \n
+        return text.split("\n")[:-1]
 
     def lines_after(self, count: int, expected: int) -> list[str]:
         """The lines after the first `count`, once there are `expected` of them (bounded)."""
@@ -137,10 +140,62 @@ def run_cell(backend: PortalInput, history: ShellHistory, text: str) -> Cell:
     return Cell(result, history.lines_after(before, 1), XCLIP.read_text())
 
 
-@pytest.mark.parametrize("layout", ["us", "us,ru@ru"])
-@pytest.mark.parametrize("text", [TYPED, PASTED], ids=["shell specials", "accents and CJK"])
-def test_explore(layout: str, text: str, gnome_stack: GnomeStack, backend: PortalInput, xterm: ShellHistory) -> None:
+PASTE_NOT_TAKEN = "no program asked for the text within 1 s of the paste key: the paste was not taken"
+TERMINAL_STATE = "a terminal takes it as 'insert the next key as it is' (bash's quoted-insert)"
+# What ctrl+v is pressed on: by keysym on us; on the key that has v in layout 1 with Russian active.
+PASTE_KEY = {"us": "ctrl+v by keysym", "us,ru@ru": "ctrl+v (the key that has v in layout 1)"}
+CELLS = [
+    ("us", "shell specials", TYPED, "typed"),
+    ("us", "accents and CJK", PASTED, "failed"),
+    ("us,ru@ru", "shell specials", TYPED, "failed"),  # no Latin letter is typed while Russian is active
+    ("us,ru@ru", "accents and CJK", PASTED, "failed"),
+]
+
+
+@pytest.mark.parametrize(
+    ("layout", "text", "outcome"),
+    [(layout, text, outcome) for layout, _, text, outcome in CELLS],
+    ids=[f"{layout}-{name}" for layout, name, _, _ in CELLS],
+)
+def test_a_typed_text_arrives_exactly_and_a_paste_the_terminal_does_not_take_fails_in_words(
+    layout: str, text: str, outcome: str, gnome_stack: GnomeStack, backend: PortalInput, xterm: ShellHistory
+) -> None:
     use_layout(gnome_stack, layout)
     cell = run_cell(backend, xterm, text)
-    print("CELL", layout, repr(text), cell)
-    print("HISTORY", xterm.lines())
+    detail = cell.result.detail
+    print(layout, outcome, repr(detail))
+    if outcome == "typed":
+        assert cell.result.ok, detail
+        assert "typed by keysym" in detail, detail
+        assert cell.received == [text]
+    else:
+        assert not cell.result.ok, f"a paste nobody took passed as done: {detail}"
+        assert PASTE_NOT_TAKEN in detail, detail
+        assert "pasted" not in detail, detail
+        assert f"the paste key ({PASTE_KEY[layout]}) reached the focused program as a plain key" in detail, detail
+        assert TERMINAL_STATE in detail, detail
+        # The fence typed next arrives unchanged, as the words say: bash holds exactly it, nothing else.
+        assert cell.received == [FENCE]
+    assert cell.clipboard == USER_CLIPBOARD
+
+
+@pytest.mark.parametrize("layout", ["us", "us,ru@ru"])
+def test_what_the_failed_paste_says_about_the_terminal_holds_in_bash(
+    layout: str, gnome_stack: GnomeStack, backend: PortalInput, xterm: ShellHistory
+) -> None:
+    """Enter sent right after the failed paste is inserted, not acting; a character typed and deleted ends that."""
+    use_layout(gnome_stack, layout)
+    input_performer = InputPerformer(backend)
+    before = len(xterm.lines())
+    for first, recovery, last in (("12", (), "34"), ("56", ("0", "backspace"), "")):
+        assert input_performer.execute(TypeText(first)).ok
+        failed = input_performer.execute(TypeText(PASTED))
+        assert not failed.ok and TERMINAL_STATE in failed.detail, failed.detail
+        for key in recovery:
+            sent = input_performer.execute(TypeText(key) if len(key) == 1 else KeyCombo((key,)))
+            assert sent.ok, sent.detail
+        assert input_performer.execute(KeyCombo(("enter",))).ok
+        if last:
+            assert enter_line(input_performer, last).ok
+    # The first Enter became a carriage return inside the line; after the recovery Enter ran the line.
+    assert xterm.lines_after(before, 2) == ["12\r34", "56"]

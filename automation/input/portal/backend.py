@@ -11,8 +11,9 @@ read a shortcut's letter from that key, and the result names the key. Where XWay
 sessions have it) the paste goes through Holodesk's own owner of XWayland's CLIPBOARD, which mutter
 bridges to Wayland programs: the user's text is put back once the paste asked for the offered one
 (automation.input.x11.selection), and a paste nobody took (a terminal, whose paste key is not
-ctrl+v) is a failed step; without XWayland wl-clipboard carries it, and the user's text is put back
-after a fixed wait, which the result says. Wayland does not say which program has the keyboard
+ctrl+v) is a failed step whose words say what the key may have left there (bash: quoted-insert);
+without XWayland wl-clipboard carries it, and the user's text is put back after a fixed wait,
+which the result says. Wayland does not say which program has the keyboard
 focus, so this backend declares that it cannot tell: the plan then refuses overwrite (in a terminal
 ctrl+a is not select-all). Buttons and keys held are released in `finally`, each by the code it was
 pressed by.
@@ -47,7 +48,12 @@ from holodesk.automation.input.primitives import (
     WheelScroll,
     drag_path,
 )
-from holodesk.automation.input.x11.selection import SelectionHost, check_offer_size, paste_with_own_selection
+from holodesk.automation.input.x11.selection import (
+    PasteNotTaken,
+    SelectionHost,
+    check_offer_size,
+    paste_with_own_selection,
+)
 from holodesk.automation.keys import SHORTCUT_MODIFIERS, normalize_key
 from holodesk.automation.wayland.keymap import CompositorKeymap, compositor_keymap
 from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
@@ -401,9 +407,12 @@ class PortalInput:
             sent.append(self._press(KeyPresses(step.keys[:-1], step.keys[-1:]), portal, cancel).removeprefix("sent "))
 
         if clipboard is XCLIP:
-            taken = paste_with_own_selection(
-                step.text, press, host=SelectionHost.XWAYLAND, timeout_s=self.paste_timeout_s
-            )
+            try:
+                taken = paste_with_own_selection(
+                    step.text, press, host=SelectionHost.XWAYLAND, timeout_s=self.paste_timeout_s
+                )
+            except PasteNotTaken as exc:
+                raise PasteNotTaken(f"{exc}; {_paste_key_left_as_a_key(sent[0])}") from exc
             return f"pasted through the clipboard with {sent[0]}{reason}; {taken}"
         previous = clipboard.read_text()
         clipboard.write_text(step.text)
@@ -420,6 +429,16 @@ class PortalInput:
             f"pasted through the clipboard with {sent[0]}{reason}; {clipboard.name} cannot tell when the program "
             f"took the text, so the previous content was put back after a fixed {self.paste_settle_s:g} s"
         )
+
+
+def _paste_key_left_as_a_key(sent: str) -> str:
+    """What a paste key nobody took may have left behind, in words: this backend cannot see the focus."""
+    return (
+        f"the paste key ({sent}) reached the focused program as a plain key: a terminal takes it as "
+        "'insert the next key as it is' (bash's quoted-insert), so there a typed character arrives unchanged, "
+        "but Enter, Tab, Backspace or an arrow sent next is inserted as a control character instead of acting "
+        "(typing a character and deleting it with Backspace ends that state)"
+    )
 
 
 def _combination_words(held: Sequence[PortalKey], taps: Sequence[PortalKey]) -> str:

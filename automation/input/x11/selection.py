@@ -66,6 +66,10 @@ class SelectionError(ClipboardError):
     """Holodesk's own selection could not do what a paste needs; the message says what did not happen."""
 
 
+class PasteNotTaken(SelectionError):
+    """The paste key was pressed and no program asked for the text in time: the key went to the focus as a key."""
+
+
 class SelectionHost(Enum):
     """The X server the selections live on: it decides whose request is the paste (module docstring)."""
 
@@ -454,7 +458,7 @@ class SelectionOffer:
         """The first request for the text, after the paste key, from `target_window`'s program.
 
         With `target_window` None any program but ours counts. Raises SelectionError, in words, when
-        none came within `timeout_s`, or once another program took over every offered selection.
+        none came within `timeout_s` (PasteNotTaken), or once another program took over every offered selection.
         """
         wanted = None if target_window is None else client_of(target_window, self.resource_mask)
         deadline = time.monotonic() + timeout_s
@@ -474,7 +478,7 @@ class SelectionOffer:
                     )
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise SelectionError(self._not_taken(target_window, timeout_s))
+                    raise PasteNotTaken(self._not_taken(target_window, timeout_s))
                 self._changed.wait(left)
 
     def wait_until_noted(self, quiet_s: float, timeout_s: float) -> None:
@@ -686,7 +690,8 @@ def paste_with_own_selection(
     the text counts; on XWayland it is CLIPBOARD, the key waits until the compositor noted the offer,
     and any program's request after the key counts (module docstring). Returns a note for the step's
     result (who took it, what could not be put back). Raises SelectionError when the text was not
-    taken: then the previous content is back all the same.
+    taken (PasteNotTaken when the key was pressed and nobody asked): then the previous content is
+    back all the same.
     """
     problems: list[str] = []
     selections = SELECTIONS if host is SelectionHost.X_SERVER else ("CLIPBOARD",)
@@ -705,7 +710,7 @@ def paste_with_own_selection(
             current.wait_until_quiet(quiet_s, timeout_s)
     except SelectionError as exc:
         if problems:
-            raise SelectionError(f"{exc}; {'; '.join(problems)}") from exc
+            raise type(exc)(f"{exc}; {'; '.join(problems)}") from exc
         raise
     through = " on XWayland" if host is SelectionHost.XWAYLAND else ""
     note = f"taken from {taken.selection}{through} by window {taken.requestor:#x}"

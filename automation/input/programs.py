@@ -34,6 +34,12 @@ def paste_keys(platform: str = sys.platform, window_class: str = "") -> tuple[st
     return ("ctrl", "v")
 
 
+# A paste key with no letter: text fields (Qt, GTK), Chromium and terminals paste with it on X11.
+# Used where no layout group has the paste key's letter (Russian alone): a program that reads
+# shortcuts by the physical key (Chromium) ignores ctrl+v sent on a spare keycode.
+LETTERLESS_PASTE_KEYS = ("shift", "insert")
+
+
 def is_terminal(window_class: str) -> bool:
     """True for a terminal emulator's WM_CLASS class: its shell reads ctrl+a and Enter as commands."""
     lowered = window_class.lower()

@@ -52,7 +52,7 @@ from holodesk.automation.input.primitives import (
     WheelScroll,
     drag_path,
 )
-from holodesk.automation.input.programs import paste_keys, select_all_keys
+from holodesk.automation.input.programs import LETTERLESS_PASTE_KEYS, paste_keys, select_all_keys
 from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.input.x11.keyboard import (
     KeysSent,
@@ -257,8 +257,15 @@ class X11Input:
             program = window_class_at(action.at.x, action.at.y) if action.at is not None else focused_window_class()
         route = self._text_route(action.text) if action.text else TYPED
         return InputTarget(
-            program, select_all_keys(self.platform), paste_keys(self.platform, program), route, self.focus_settle_s
+            program, select_all_keys(self.platform), self._paste_keys(program), route, self.focus_settle_s
         )
+
+    def _paste_keys(self, program: str) -> tuple[str, ...]:
+        """The program's paste key, or shift+insert where no layout group has its letter (see programs)."""
+        keys = paste_keys(self.platform, program)
+        if self._typer is not None and keys != LETTERLESS_PASTE_KEYS and not self._typer.has_real_key(keys[-1]):
+            return LETTERLESS_PASTE_KEYS
+        return keys
 
     def _text_route(self, text: str) -> TextRoute:
         """Typed with key events where possible here, else pasted (and why)."""
@@ -451,7 +458,7 @@ class X11Input:
             except TypingUnavailable as exc:
                 # The layout changed since the check: the clipboard still carries the text.
                 window_class = focused_window_class() if self.platform.startswith("linux") else ""
-                pasted = PastedText(text, paste_keys(self.platform, window_class), f"key events unavailable: {exc}")
+                pasted = PastedText(text, self._paste_keys(window_class), f"key events unavailable: {exc}")
                 return self._paste(pasted, pyautogui, cancel)
             return f"typed as {sent.describe()}"
         for begin in range(0, len(text), self.type_chunk_chars):

@@ -336,6 +336,11 @@ class X11Typer:
                 f"more than the {capacity} spare keycodes"
             )
 
+    def has_real_key(self, key: str) -> bool:
+        """True when a shortcut can press `key` on a real key of some layout group (not a spare keycode)."""
+        with self._lock:
+            return self._real_key(key_keysym(key), self.keymap(), shortcut=True) is not None
+
     def check_keys(self, keys: Sequence[str]) -> None:
         """Raise ActionError for a key that cannot be pressed here (named in words), before any is pressed."""
         with self._lock:

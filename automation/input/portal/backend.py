@@ -67,8 +67,8 @@ AXIS_HORIZONTAL = 1
 SHIFT_KEYSYM = 0xFFE1
 # NotifyKeyboardKeycode takes evdev codes; XKB keycodes are those plus 8.
 EVDEV_KEYCODE_OFFSET = 8
-# Wayland offers no way to learn which window has the focus, so the paste key is the common one
-# (terminals want ctrl+shift+v: the step's result names the key, and the next frame shows the effect).
+# Wayland offers no way to learn which window has the focus, so the paste key is the common one; a
+# terminal does not paste with it, asks nothing, and the step then fails in words (see _paste).
 PASTE_KEYS = ("ctrl", "v")
 SELECT_ALL_KEYS = ("ctrl", "a")
 

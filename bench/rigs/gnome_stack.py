@@ -58,6 +58,16 @@ class StackError(RuntimeError):
     """The headless stack could not be brought up (the message holds the components' logs)."""
 
 
+def mutter_version() -> tuple[int, ...]:
+    """The installed mutter's version, e.g. (43, 8), from `mutter --version`; () when it cannot be read."""
+    try:
+        out = subprocess.run(["mutter", "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    found = re.search(r"mutter (\d+)(?:\.(\d+))?", out)
+    return tuple(int(part) for part in found.groups() if part is not None) if found else ()
+
+
 def missing_components() -> list[str]:
     """Binaries the stack needs that are not installed."""
     missing = [name for name in _BINARIES if shutil.which(name) is None]

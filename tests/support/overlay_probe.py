@@ -5,8 +5,8 @@ QApplication stays bound to the X display it opened, so every test that needs re
 module's Xvfb runs this script: `OverlayProbe.start(scale=1.25)` from the test side.
 
 Commands (JSON lines on stdin) and what the probe answers (JSON lines on stdout):
-  {"cmd": "show", "step": N, "action": {...}}  -> {"event": "shown", "handles": [[x, y], ...]}
-        (the targets that have a drag handle on them)
+  {"cmd": "show", "step": N, "action": {...}}  -> {"event": "shown", "handles": [[x, y], ...], "click_through": [...]}
+        (the targets that have a drag handle on them; the X window ids of the marker's other windows)
   {"cmd": "clear"}                              -> {"event": "cleared"}
   {"cmd": "grab", "points": [[x, y], ...], "wrapped": bool, "changed_in_s": float}
         a worker thread grabs the desktop (through OwnWindowsHiddenCapture when wrapped; after telling a
@@ -227,7 +227,12 @@ def main() -> int:
         when_exposed(
             controller.windows,
             lambda: emit(
-                {"event": "shown", "handles": [[h.point.x, h.point.y] for h in handles]},
+                {
+                    "event": "shown",
+                    "handles": [[h.point.x, h.point.y] for h in handles],
+                    # The marker's windows; the drag handles take input by design (the user drags them).
+                    "click_through": [int(w.winId()) for w in controller.windows() if not isinstance(w, MarkerHandle)],
+                },
             ),
         )
 

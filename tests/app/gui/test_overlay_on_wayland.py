@@ -7,8 +7,10 @@ dialog). The test's own eyes are mutter's screen cast (bench.rigs.mutter_remote)
 mutter's virtual pointer. Checked: the GUI runs through XWayland; the marker covers the target pixel
 in the compositor's picture; the frame Holodesk hands the model does not show it (XWayland commits
 the unmap after the X round trip: the grab must recognise a late picture by the hidden windows'
-traces, automation.fresh_frames); a click on the
-target goes through the marker to the native window; the approval panel stays above that window.
+traces, automation.fresh_frames); the marker's windows take no input on the X server (their input
+shape is empty), and a click on the marker goes through to the native window, except where mutter
+before 45 routes it to the overlay's XWayland surface (a compositor bug, then an expected failure);
+the approval panel stays above that window.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from Xlib import display as xdisplay
+from Xlib.ext import shape
 
-from bench.rigs.gnome_stack import GnomeStack, answer_consent
+from bench.rigs.gnome_stack import GnomeStack, answer_consent, mutter_version
 from bench.rigs.mutter_remote import MutterRemote
 from holodesk.automation.action_picture import MARKER_COLOUR
 from tests.automation.wayland.conftest import WaylandTarget
@@ -119,30 +123,40 @@ def test_marker_covers_the_target_and_the_models_frame_does_not_show_it(
     probe.request({"cmd": "clear"}, "cleared")
 
 
+def x_input_rectangles(stack: GnomeStack, window: int) -> list[tuple[int, int, int, int]]:
+    """The rectangles of `window`'s X input shape on XWayland: where the X server lets it take input."""
+    connection = xdisplay.Display(stack.x_display)
+    try:
+        reply = connection.create_resource_object("window", window).shape_get_rectangles(shape.SK.Input)
+        return [(r.x, r.y, r.width, r.height) for r in reply.rectangles]
+    finally:
+        connection.close()
+
+
 def test_a_click_on_the_marker_goes_through_to_the_native_window(
-    probe: OverlayProbe, remote: MutterRemote, native_window: WaylandTarget
+    probe: OverlayProbe, remote: MutterRemote, native_window: WaylandTarget, stack: GnomeStack
 ) -> None:
-    # Runs before the failed-grab test below: after that one, on a loaded machine, clicks from the
-    # test's own mutter pointer were seen never to reach the native window (2-3 runs in 10; cause not
-    # found: the product's input, which goes through its portal session, is not involved here).
     x, y = PAD_TARGET
-    probe.request({"cmd": "show", "step": 3, "action": {"kind": "click", "at": [x, y]}}, "shown")
+    shown = probe.request({"cmd": "show", "step": 3, "action": {"kind": "click", "at": [x, y]}}, "shown")
+    # Holodesk's part, exact: the marker's windows take input nowhere on the X server.
+    assert shown["click_through"], "the probe reported no marker window"
+    for window in shown["click_through"]:
+        assert x_input_rectangles(stack, window) == [], f"overlay window {window:#x} takes input"
     label = (x + 100, y + 40)  # on the marker's label: the overlay window, which takes no input
     deadline = time.monotonic() + 5
     while tuple(int(v) for v in remote.screenshot()[label[1], label[0], 2::-1]) == PAD_COLOUR:
         assert time.monotonic() < deadline, f"the marker's label never showed at {label}"
         time.sleep(0.05)
     native_window.drain()
-    # The test's own mutter pointer loses a press now and then on a loaded machine (a bare pointer
-    # with no toolkit delay; seen with nothing of Holodesk's involved): up to three clicks, each
-    # waited for. An overlay that took the input would swallow all three.
-    press = None
-    for _ in range(3):
-        remote.click(*label)
-        press = native_window.wait_for_or_none("press", 10.0)
-        if press is not None:
-            break
-    assert press is not None, "three clicks on the marker's label never reached the native window"
+    remote.click(*label)
+    press = native_window.wait_for_or_none("press", 10.0)
+    if press is None and mutter_version()[:1] < (45,):
+        # mutter before 45 resets an XWayland window's input region to the whole window with each of
+        # its frames and restores the X input shape only after a shape change (GNOME mutter issue 2788,
+        # fixed in 45); when the pointer is picked again in between, clicks go to the overlay's surface
+        # and on to the X root. The shape itself is checked empty above.
+        pytest.xfail(f"mutter {mutter_version()} routed the click to the overlay's XWayland surface (fixed in 45)")
+    assert press is not None, "the click on the marker's label never reached the native window"
     assert (press["x"], press["y"], press["widget"]) == (*label, "pad")
     probe.request({"cmd": "clear"}, "cleared")
 

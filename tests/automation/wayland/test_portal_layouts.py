@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,6 +140,11 @@ class Cell:
 def run_cell(input_performer: InputPerformer, field: LoggedField, text: str) -> Cell:
     """Type `text` into the emptied field, then the fence; read back what the program holds."""
     field.clear()
+    return typed_cell(input_performer, text, field.wait_for_text, "the field")
+
+
+def typed_cell(input_performer: InputPerformer, text: str, read_back: Callable[[str], str], place: str) -> Cell:
+    """Type `text` (or see it refused), then the fence; `read_back(expected)` waits for the program's text."""
     refusal: str | None = None
     try:
         input_performer.validate(TypeText(text))
@@ -153,9 +158,9 @@ def run_cell(input_performer: InputPerformer, field: LoggedField, text: str) -> 
         detail = typed.detail
     assert input_performer.execute(TypeText(FENCE)).ok
     expected = (text if refusal is None else "") + FENCE
-    got = field.wait_for_text(expected)
+    got = read_back(expected)
     if refusal is not None:
-        problem = None if refusal and got == expected else f"refused ({refusal!r}) but the field got {got!r}"
+        problem = None if refusal and got == expected else f"refused ({refusal!r}) but {place} got {got!r}"
         return Cell("refused", refusal, problem)
     outcome = "pasted" if "pasted through the clipboard" in detail else "typed"
     return Cell(outcome, detail, None if got == expected else f"got {got[: -len(FENCE)]!r} ({detail})")
@@ -302,25 +307,9 @@ def chromium(gnome_stack: GnomeStack) -> Iterator[ChromiumField]:
 def chromium_cell(input_performer: InputPerformer, chromium: ChromiumField, text: str) -> Cell:
     """Type `text` into the emptied text area (a line break is Enter), then the fence; read its DOM value."""
     chromium.focus(AREA)
-    refusal: str | None = None
-    try:
-        input_performer.validate(TypeText(text))
-    except ActionError as exc:
-        refusal = str(exc)
-    detail = refusal or ""
-    if refusal is None:
-        typed = input_performer.execute(TypeText(text))
-        if not typed.ok:
-            return Cell("failed", typed.detail, f"failed: {typed.detail}")
-        detail = typed.detail
-    assert input_performer.execute(TypeText(FENCE)).ok
-    expected = (text if refusal is None else "") + FENCE
-    got = chromium.wait_for_value(AREA, expected, READ_BACK_S)
-    if refusal is not None:
-        problem = None if refusal and got == expected else f"refused ({refusal!r}) but the text area got {got!r}"
-        return Cell("refused", refusal, problem)
-    outcome = "pasted" if "pasted through the clipboard" in detail else "typed"
-    return Cell(outcome, detail, None if got == expected else f"got {got!r} ({detail})")
+    return typed_cell(
+        input_performer, text, lambda expected: chromium.wait_for_value(AREA, expected, READ_BACK_S), "the text area"
+    )
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))

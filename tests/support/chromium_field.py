@@ -28,7 +28,9 @@ PAGE = """<!doctype html>
 <textarea id="area" rows="6" spellcheck="false"></textarea>
 <script>
 window.enters = 0;
+window.keys = [];  // each keydown the page was given, for a failure report: [key, Shift down]
 document.getElementById("line").addEventListener("keydown", function (e) { if (e.key === "Enter") window.enters++; });
+document.addEventListener("keydown", function (e) { window.keys.push([e.key, e.shiftKey]); }, true);
 </script>
 </body></html>
 """
@@ -102,7 +104,9 @@ class ChromiumField:
         """Give the window the X keyboard focus, then `element` the page's focus, emptied."""
         subprocess.run(["xdotool", "windowfocus", "--sync", str(self.window_id)], check=True, timeout=20)
         self._driver.execute_script(
-            "var e = document.getElementById(arguments[0]); e.value = ''; e.focus(); window.enters = 0;", element
+            "var e = document.getElementById(arguments[0]); e.value = ''; e.focus();"
+            " window.enters = 0; window.keys = [];",
+            element,
         )
         deadline = time.monotonic() + 10
         while not self._driver.execute_script("return document.hasFocus();"):
@@ -111,6 +115,10 @@ class ChromiumField:
 
     def value(self, element: str) -> str:
         return str(self._driver.execute_script("return document.getElementById(arguments[0]).value;", element))
+
+    def keys(self) -> list[tuple[str, bool]]:
+        """Each keydown the page was given since the last `focus`: the key's value and whether Shift was down."""
+        return [(str(key), bool(shift)) for key, shift in self._driver.execute_script("return window.keys;")]
 
     def enters(self) -> int:
         return int(self._driver.execute_script("return window.enters;"))

@@ -7,6 +7,7 @@ JSON lines:
            rectangle in window = screen coordinates
   focused  when the window is active and the entry has the keyboard focus (after "shown")
   text     the entry's full content after each change
+  key      each key press the entry was given: its character (or key name), and whether Shift was down
   cleared  the entry was emptied by the "clear" command (no key was sent)
 Commands on stdin: "clear", "quit".
 """
@@ -36,6 +37,15 @@ def main() -> int:
     box.pack_start(entry, False, False, 0)
     window.add(box)
     entry.connect("changed", lambda widget: emit({"event": "text", "text": widget.get_text()}))
+
+    def report_key(_widget: Gtk.Widget, event: Gdk.EventKey) -> bool:
+        # What the program was told, for a failure report: the character and whether Shift was down.
+        shift = bool(event.state & Gdk.ModifierType.SHIFT_MASK)
+        character = Gdk.keyval_to_unicode(event.keyval)
+        emit({"event": "key", "text": chr(character) if character else Gdk.keyval_name(event.keyval), "shift": shift})
+        return False
+
+    entry.connect("key-press-event", report_key)
     window.connect("destroy", lambda _window: Gtk.main_quit())
     focused = [False]
     shown = [False]

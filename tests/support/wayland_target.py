@@ -9,6 +9,7 @@ on the only monitor: window coordinates are then screen coordinates. It writes J
   drag    start [x, y], end [x, y]: a press, moves with the button held, a release
   text    the text field's full content after each change
   enter   Enter pressed in the text field, with its content then
+  key     each key press the window was given: its text, and whether Shift was down
   focus   the widget that took the keyboard focus on a "focus" command
   stalled the window stops handling events now, for a "stall" command's seconds
   cleared the text field was emptied by the "clear" command (no key was sent)
@@ -26,7 +27,7 @@ import time
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QMouseEvent, QPalette, QWheelEvent
+from PySide6.QtGui import QColor, QKeyEvent, QMouseEvent, QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication, QLineEdit, QWidget
 
 # A colour nothing else on the desktop has, so a capture test can find the pad.
@@ -65,6 +66,10 @@ class PointerLogger(QObject):
                 self._drag_start = None
         elif kind == QEvent.Type.MouseMove and self._drag_start is not None:
             self._moves += 1
+        elif kind == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+            # What the program was told, for a failure report: the text and whether Shift was down.
+            shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+            emit({"event": "key", "text": event.text(), "shift": shift})
         elif kind == QEvent.Type.Wheel and isinstance(event, QWheelEvent):
             local = event.position().toPoint()
             delta = event.angleDelta()

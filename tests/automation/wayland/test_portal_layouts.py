@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -77,8 +78,11 @@ CHROMIUM_ORIGIN = (60, 60)
 @pytest.fixture(scope="module")
 def gnome_stack() -> Iterator[GnomeStack]:
     """This module's own stack: mutter whose layouts the test sets (overrides conftest's)."""
-    with inside_gnome_session(layouts_hand=True) as stack:
-        yield stack
+    # MUTTER_DEBUG=input: mutter logs each virtual key it drops as repeated (the failure report quotes it).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MUTTER_DEBUG", "input")
+        with inside_gnome_session(layouts_hand=True) as stack:
+            yield stack
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +106,7 @@ class LoggedField:
         self.process = process
         self.name = name
         self.text = ""
+        self.keys: list[tuple[str, bool]] = []  # the key presses it reported since the last clear
 
     def next_record(self, event: str, timeout_s: float) -> dict[str, Any] | None:
         deadline = time.monotonic() + timeout_s
@@ -112,6 +117,8 @@ class LoggedField:
             record = json.loads(line)
             if record["event"] == "text":
                 self.text = record["text"]
+            elif record["event"] == "key":
+                self.keys.append((str(record["text"]), bool(record["shift"])))
             if record["event"] == event:
                 return dict(record)
         return None
@@ -121,6 +128,7 @@ class LoggedField:
         self.process.send("clear")
         assert self.next_record("cleared", READ_BACK_S) is not None, f"the {self.name} did not clear its field"
         self.text = ""
+        self.keys = []
 
     def wait_for_text(self, expected: str, timeout_s: float = READ_BACK_S) -> str:
         """The field's text once it is `expected`, or what it holds when `timeout_s` ran out."""
@@ -140,11 +148,18 @@ class Cell:
 def run_cell(input_performer: InputPerformer, field: LoggedField, text: str) -> Cell:
     """Type `text` into the emptied field, then the fence; read back what the program holds."""
     field.clear()
-    return typed_cell(input_performer, text, field.wait_for_text, "the field")
+    return typed_cell(input_performer, text, field.wait_for_text, lambda: field.keys, "the field")
 
 
-def typed_cell(input_performer: InputPerformer, text: str, read_back: Callable[[str], str], place: str) -> Cell:
-    """Type `text` (or see it refused), then the fence; `read_back(expected)` waits for the program's text."""
+def typed_cell(
+    input_performer: InputPerformer,
+    text: str,
+    read_back: Callable[[str], str],
+    keys_seen: Callable[[], list[tuple[str, bool]]],
+    place: str,
+) -> Cell:
+    """Type `text` (or see it refused), then the fence; `read_back(expected)` waits for the program's text,
+    `keys_seen()` tells the key presses the program reported (for the failure message)."""
     refusal: str | None = None
     try:
         input_performer.validate(TypeText(text))
@@ -163,14 +178,43 @@ def typed_cell(input_performer: InputPerformer, text: str, read_back: Callable[[
         problem = None if refusal and got == expected else f"refused ({refusal!r}) but {place} got {got!r}"
         return Cell("refused", refusal, problem)
     outcome = "pasted" if "pasted through the clipboard" in detail else "typed"
-    return Cell(outcome, detail, None if got == expected else f"got {got[: -len(FENCE)]!r} ({detail})")
+    if got == expected:
+        return Cell(outcome, detail, None)
+    return Cell(outcome, detail, f"got {got[: -len(FENCE)]!r} ({detail}); key presses seen: {keys_words(keys_seen())}")
 
 
-def check_matrix(layout: str, program: str, input_performer: InputPerformer, field: LoggedField) -> None:
-    judge(layout, program, {name: run_cell(input_performer, field, text) for name, text in TEXTS.items()})
+def keys_words(keys: list[tuple[str, bool]], most: int = 40) -> str:
+    """The key presses a program reported, "⇧" marking those it was told Shift was down for."""
+    shown = " ".join(("⇧" if shift else "") + repr(key)[1:-1] for key, shift in keys[:most])
+    shifted = sum(shift for _, shift in keys)
+    return shown + (" ..." if len(keys) > most else "") + f" ({len(keys)} in all, {shifted} with Shift down)"
 
 
-def judge(layout: str, program: str, cells: dict[str, Cell]) -> None:
+def check_matrix(
+    stack: GnomeStack, layout: str, program: str, input_performer: InputPerformer, field: LoggedField
+) -> None:
+    judge(stack, layout, program, {name: run_cell(input_performer, field, text) for name, text in TEXTS.items()})
+
+
+# Mutter's own words when a virtual key goes astray (its warnings, and MUTTER_DEBUG=input's topic).
+MUTTER_KEY_TROUBLE = ("Dropping repeated", "Received multiple", "No keycode found", "Unhandled level", "unexpected key")
+
+
+def desktop_key_report(stack: GnomeStack) -> str:
+    """What mutter logged about dropped keys, and the X modifier map XWayland's clients see."""
+    log = (stack.logs / "mutter.log").read_text(errors="replace").splitlines()
+    trouble = [line for line in log if any(words in line for words in MUTTER_KEY_TROUBLE)]
+    emitted = sum("Emitting virtual key" in line for line in log)
+    modmap = subprocess.run(["xmodmap", "-pm"], capture_output=True, text=True, timeout=10, check=False)
+    dropped = "".join(f"\n  {line}" for line in trouble[-12:])
+    modifiers = (modmap.stdout or modmap.stderr).strip()
+    return (
+        f"\nmutter logged {emitted} virtual key events and {len(trouble)} dropped or unplaced keys{dropped}"
+        f"\nXWayland's modifier map:\n{modifiers}"
+    )
+
+
+def judge(stack: GnomeStack, layout: str, program: str, cells: dict[str, Cell]) -> None:
     """Every cell exact or refused in words; refused only where MAY_REFUSE allows; ctrl+v's key named."""
     print(layout, program, {name: cell.outcome for name, cell in cells.items()})
     wrong = {name: cell.problem for name, cell in cells.items() if cell.problem}
@@ -183,7 +227,9 @@ def judge(layout: str, program: str, cells: dict[str, Cell]) -> None:
             and "ctrl+v (the key that has v in layout 1)" not in cell.detail
         ):
             wrong[name] = f"pasted without naming the key ctrl+v went on: {cell.detail}"
-    assert not wrong, "\n".join(f"{layout}: {program} / {name}: {what}" for name, what in wrong.items())
+    if wrong:
+        report = "\n".join(f"{layout}: {program} / {name}: {what}" for name, what in wrong.items())
+        pytest.fail(report + desktop_key_report(stack), pytrace=False)
 
 
 def check_active_layout(layout: str, hand: MutterRemote, field: LoggedField) -> None:
@@ -220,7 +266,7 @@ def test_every_text_arrives_exactly_in_a_native_qt_field_or_is_refused_in_words(
     use_layout(gnome_stack, layout)
     focus_qt_field(input_performer, wayland_target)
     check_active_layout(layout, mutter_remote, qt_field)
-    check_matrix(layout, "Qt field", input_performer, qt_field)
+    check_matrix(gnome_stack, layout, "Qt field", input_performer, qt_field)
 
 
 @pytest.fixture
@@ -253,7 +299,7 @@ def test_every_text_arrives_exactly_in_a_native_gtk_entry_or_is_refused_in_words
 ) -> None:
     use_layout(gnome_stack, layout)
     check_active_layout(layout, mutter_remote, gtk_entry)
-    check_matrix(layout, "GTK entry", input_performer, gtk_entry)
+    check_matrix(gnome_stack, layout, "GTK entry", input_performer, gtk_entry)
 
 
 def check_select_all_with_russian_active(input_performer: InputPerformer, field: LoggedField) -> None:
@@ -308,7 +354,11 @@ def chromium_cell(input_performer: InputPerformer, chromium: ChromiumField, text
     """Type `text` into the emptied text area (a line break is Enter), then the fence; read its DOM value."""
     chromium.focus(AREA)
     return typed_cell(
-        input_performer, text, lambda expected: chromium.wait_for_value(AREA, expected, READ_BACK_S), "the text area"
+        input_performer,
+        text,
+        lambda expected: chromium.wait_for_value(AREA, expected, READ_BACK_S),
+        chromium.keys,
+        "the text area",
     )
 
 
@@ -319,4 +369,4 @@ def test_every_text_arrives_exactly_in_chromium_through_xwayland_or_is_refused_i
     use_layout(gnome_stack, layout)
     texts = {**TEXTS, "newline": NEWLINE_TEXT}
     cells = {name: chromium_cell(input_performer, chromium, text) for name, text in texts.items()}
-    judge(layout, "Chromium text area", cells)
+    judge(gnome_stack, layout, "Chromium text area", cells)

@@ -13,6 +13,14 @@ client with the keyboard focus, so a keysym counts as typable only when every la
 types it (exact for the usual one-layout keymap). For a shortcut whose letter some layout lacks
 (ctrl+v with Russian active), `key_with` names the physical key that has it in the first layout
 that does: pressed by keycode, programs read the letter from that key as they do for a user.
+
+Mutter looks a keysym up again when it is released, in the layout current then, and presses the
+level's modifier itself in between: a layout change between the press and the release (the next
+window's layout, a user's switch) leaves that modifier counted as held, and from then on mutter
+drops every press of it as a repeat, the user's own Shift key included (seen in this project's
+tests: every capital typed lower case until mutter restarts). `keys_for` gives the keys to hold
+instead wherever every layout agrees on them, so the text goes by keycode, each key released by
+the code it was pressed by.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ XKB_KEYMAP_FORMAT_TEXT_V1 = 1
 WL_SEAT_CAPABILITY_KEYBOARD = 2
 SHIFT_L = 0xFFE1
 ISO_LEVEL3_SHIFT = 0xFE03
+# The modifier that reaches a key's second and third level (levels counted from 0 here).
+LEVEL_MODIFIERS = {1: SHIFT_L, 2: ISO_LEVEL3_SHIFT}
 
 
 class KeymapUnavailable(ExecutionError):
@@ -76,11 +86,12 @@ def _libxkbcommon() -> Any:
 
 @dataclass(frozen=True, slots=True)
 class CompositorKeymap:
-    """For each layout of the keymap, the keysyms mutter's virtual keyboard types correctly, and the
-    key (XKB keycode) that gives each keysym without a modifier."""
+    """For each layout of the keymap, where mutter's virtual keyboard finds each keysym it types
+    correctly (XKB keycode, level: 0 bare, 1 Shift, 2 AltGr), and the key that gives each keysym
+    without a modifier."""
 
     layout_names: tuple[str, ...]
-    typable_by_layout: tuple[frozenset[int], ...]
+    placements_by_layout: tuple[Mapping[int, tuple[int, int]], ...]
     bare_keys_by_layout: tuple[Mapping[int, int], ...]
 
     @classmethod
@@ -105,7 +116,7 @@ class CompositorKeymap:
     def _search(cls, lib: Any, keymap: int) -> CompositorKeymap:
         first, last = lib.xkb_keymap_min_keycode(keymap), lib.xkb_keymap_max_keycode(keymap)
         names: list[str] = []
-        typable: list[frozenset[int]] = []
+        placements: list[Mapping[int, tuple[int, int]]] = []
         bare_keys: list[Mapping[int, int]] = []
         syms = ctypes.POINTER(ctypes.c_uint32)()
         for layout in range(max(1, lib.xkb_keymap_num_layouts(keymap))):
@@ -113,25 +124,26 @@ class CompositorKeymap:
             names.append(name.decode("utf-8", "replace") if name else f"layout {layout + 1}")
             # keysym -> the level of its first key, in mutter's order: keycodes upwards (mutter stops
             # before the highest keycode), levels upwards within a key.
-            first_level: dict[int, int] = {}
+            first_place: dict[int, tuple[int, int]] = {}  # keysym -> (keycode, level)
             bare: dict[int, int] = {}  # keysym -> the first key giving it on level 1
             for keycode in range(first, last):
                 for level in range(lib.xkb_keymap_num_levels_for_key(keymap, keycode, layout)):
                     count = lib.xkb_keymap_key_get_syms_by_level(keymap, keycode, layout, level, ctypes.byref(syms))
                     for index in range(count):
-                        first_level.setdefault(int(syms[index]), level)
+                        first_place.setdefault(int(syms[index]), (keycode, level))
                         if level == 0:
                             bare.setdefault(int(syms[index]), keycode)
             # Mutter adds Shift for level 2 and ISO_Level3_Shift for level 3 (when the layout has
             # them); any other level it presses bare, typing the key's first-level symbol instead.
             usable_levels = {0}
-            if SHIFT_L in first_level:
+            if SHIFT_L in first_place:
                 usable_levels.add(1)
-            if ISO_LEVEL3_SHIFT in first_level:
+            if ISO_LEVEL3_SHIFT in first_place:
                 usable_levels.add(2)
-            typable.append(frozenset(sym for sym, level in first_level.items() if level in usable_levels))
+            usable = {sym: place for sym, place in first_place.items() if place[1] in usable_levels}
+            placements.append(MappingProxyType(usable))
             bare_keys.append(MappingProxyType(bare))
-        return cls(tuple(names), tuple(typable), tuple(bare_keys))
+        return cls(tuple(names), tuple(placements), tuple(bare_keys))
 
     def keysym_for(self, character: str, unicode_keysym: int) -> int | None:
         """A keysym for `character` that every layout types, or None.
@@ -146,12 +158,29 @@ class CompositorKeymap:
 
     def missing_from(self, keysym: int) -> list[str]:
         """The names of the layouts that cannot type `keysym` (empty when every one can)."""
-        layouts = zip(self.layout_names, self.typable_by_layout, strict=True)
-        return [name for name, syms in layouts if keysym not in syms]
+        layouts = zip(self.layout_names, self.placements_by_layout, strict=True)
+        return [name for name, placements in layouts if keysym not in placements]
 
     def types(self, keysym: int) -> bool:
         """True when every layout types `keysym`, so it arrives whichever layout is current."""
         return not self.missing_from(keysym)
+
+    def keys_for(self, keysym: int) -> tuple[int, ...] | None:
+        """The XKB keycodes to hold down in order to type `keysym` as mutter would (its level's
+        modifier key, if any, then its own key), when every layout puts it on the same key and level
+        with the same modifier key; None otherwise (then only mutter knows the active layout's)."""
+        found = {self._keys_in(layout, keysym) for layout in range(len(self.layout_names))}
+        return found.pop() if len(found) == 1 else None
+
+    def _keys_in(self, layout: int, keysym: int) -> tuple[int, ...] | None:
+        place = self.placements_by_layout[layout].get(keysym)
+        if place is None:
+            return None
+        keycode, level = place
+        if level == 0:
+            return (keycode,)
+        modifier = self.bare_keys_by_layout[layout].get(LEVEL_MODIFIERS[level])
+        return None if modifier is None else (modifier, keycode)
 
     def key_with(self, keysym: int) -> tuple[int, int] | None:
         """(XKB keycode, layout index from 0) of the key giving `keysym` without a modifier in the

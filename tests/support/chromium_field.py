@@ -29,8 +29,12 @@ PAGE = """<!doctype html>
 <script>
 window.enters = 0;
 window.keys = [];  // each keydown the page was given, for a failure report: [key, Shift down]
+window.held = {};  // the keys down now, by code
 document.getElementById("line").addEventListener("keydown", function (e) { if (e.key === "Enter") window.enters++; });
-document.addEventListener("keydown", function (e) { window.keys.push([e.key, e.shiftKey]); }, true);
+document.addEventListener("keydown", function (e) {
+  if (!e.repeat) { window.keys.push([e.key, e.shiftKey]); window.held[e.code] = true; }
+}, true);
+document.addEventListener("keyup", function (e) { delete window.held[e.code]; }, true);
 </script>
 </body></html>
 """
@@ -119,6 +123,10 @@ class ChromiumField:
     def keys(self) -> list[tuple[str, bool]]:
         """Each keydown the page was given since the last `focus`: the key's value and whether Shift was down."""
         return [(str(key), bool(shift)) for key, shift in self._driver.execute_script("return window.keys;")]
+
+    def held(self) -> list[str]:
+        """The keys (by code) the page saw go down and not yet up."""
+        return [str(code) for code in self._driver.execute_script("return Object.keys(window.held);")]
 
     def enters(self) -> int:
         return int(self._driver.execute_script("return window.enters;"))

@@ -7,7 +7,9 @@ JSON lines:
            rectangle in window = screen coordinates
   focused  when the window is active and the entry has the keyboard focus (after "shown")
   text     the entry's full content after each change
-  key      each key press the entry was given: its character (or key name), and whether Shift was down
+  key      each key press the entry was given: its character (or key name), whether Shift was down,
+           its keycode
+  key_up   each key release: the keycode
   cleared  the entry was emptied by the "clear" command (no key was sent)
 Commands on stdin: "clear", "quit".
 """
@@ -42,10 +44,12 @@ def main() -> int:
         # What the program was told, for a failure report: the character and whether Shift was down.
         shift = bool(event.state & Gdk.ModifierType.SHIFT_MASK)
         character = Gdk.keyval_to_unicode(event.keyval)
-        emit({"event": "key", "text": chr(character) if character else Gdk.keyval_name(event.keyval), "shift": shift})
+        text = chr(character) if character else Gdk.keyval_name(event.keyval)
+        emit({"event": "key", "text": text, "shift": shift, "code": event.hardware_keycode})
         return False
 
     entry.connect("key-press-event", report_key)
+    entry.connect("key-release-event", lambda _w, event: emit({"event": "key_up", "code": event.hardware_keycode}))
     window.connect("destroy", lambda _window: Gtk.main_quit())
     focused = [False]
     shown = [False]

@@ -9,7 +9,8 @@ on the only monitor: window coordinates are then screen coordinates. It writes J
   drag    start [x, y], end [x, y]: a press, moves with the button held, a release
   text    the text field's full content after each change
   enter   Enter pressed in the text field, with its content then
-  key     each key press the window was given: its text, and whether Shift was down
+  key     each key press the window was given: its text, whether Shift was down, its scan code
+  key_up  each key release: the scan code
   focus   the widget that took the keyboard focus on a "focus" command
   stalled the window stops handling events now, for a "stall" command's seconds
   cleared the text field was emptied by the "clear" command (no key was sent)
@@ -66,10 +67,14 @@ class PointerLogger(QObject):
                 self._drag_start = None
         elif kind == QEvent.Type.MouseMove and self._drag_start is not None:
             self._moves += 1
-        elif kind == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
-            # What the program was told, for a failure report: the text and whether Shift was down.
-            shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-            emit({"event": "key", "text": event.text(), "shift": shift})
+        elif kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease) and isinstance(event, QKeyEvent):
+            if event.isAutoRepeat():
+                return False
+            if kind == QEvent.Type.KeyRelease:
+                emit({"event": "key_up", "code": event.nativeScanCode()})
+            else:  # what the program was told, for a failure report: the text, and whether Shift was down
+                shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+                emit({"event": "key", "text": event.text(), "shift": shift, "code": event.nativeScanCode()})
         elif kind == QEvent.Type.Wheel and isinstance(event, QWheelEvent):
             local = event.position().toPoint()
             delta = event.angleDelta()

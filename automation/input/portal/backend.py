@@ -3,8 +3,10 @@
 Points are converted from screen space (physical pixels) to the stream's logical pixels of the
 monitor they fall on. Keys go by keysym, checked against the compositor's keymap (mutter drops
 keysyms its active layout lacks, silently, and which layout is active is not told to this client:
-automation.wayland.keymap); text is typed by keysym when every layout has every character, else
-pasted through the clipboard with ctrl+v, and the step's result says so. In a key combination
+automation.wayland.keymap); text is typed when every layout has every character, else pasted
+through the clipboard with ctrl+v, and the step's result says so. A character goes by keycode on
+the keys every layout gives it on (Shift or AltGr, then its key), so that its release is exact;
+by keysym only where the layouts differ, for mutter to find the active one's key. In a key combination
 holding ctrl, alt or super, a key some layout lacks (v with Russian active) is pressed by keycode
 on the key that has it in the first layout that does, as a user presses ctrl+v there: programs
 read a shortcut's letter from that key, and the result names the key. Where XWayland runs (GNOME
@@ -380,17 +382,29 @@ class PortalInput:
         return f"sent {_combination_words(held, taps)}"
 
     def _type(self, text: str, portal: PortalSession, cancel: CancelToken) -> str:
-        keysyms, missing, _ = self._typed_keysyms(text)
+        """Each character on the keys every layout gives it on (its level's modifier, then its key),
+        by keycode; by keysym where the layouts differ, so that mutter picks the active one's key."""
+        keysyms, missing, keymap = self._typed_keysyms(text)
         if missing:  # the layout changed since the check: the clipboard still carries the text
             return self._paste(PastedText(text, PASTE_KEYS, self._text_route(text).reason), portal, cancel)
+        by_keysym = 0
         for character, keysym in zip(text, keysyms, strict=True):
             cancel.raise_if_cancelled()
+            keys = keymap.keys_for(keysym)
             with self._injected.holding(keys_for_text(character)):
-                portal.keyboard_keysym(keysym, True)
-                portal.keyboard_keysym(keysym, False)
+                if keys is None:
+                    by_keysym += 1
+                    portal.keyboard_keysym(keysym, True)
+                    portal.keyboard_keysym(keysym, False)
+                else:
+                    _hold_and_release(portal, [key - EVDEV_KEYCODE_OFFSET for key in keys])
             if self.key_interval_s:
                 time.sleep(self.key_interval_s)
-        return "typed by keysym"
+        if by_keysym == len(text):
+            return "typed by keysym"
+        if not by_keysym:
+            return "typed by keycode"
+        return f"typed by keycode, {by_keysym} of the characters by keysym (the layouts have them on different keys)"
 
     def _check_paste(self, step: PastedText) -> None:
         """The paste keys can be pressed, a clipboard works, and XWayland's CLIPBOARD can carry the text."""
@@ -429,6 +443,19 @@ class PortalInput:
             f"pasted through the clipboard with {sent[0]}{reason}; {clipboard.name} cannot tell when the program "
             f"took the text, so the previous content was put back after a fixed {self.paste_settle_s:g} s"
         )
+
+
+def _hold_and_release(portal: PortalSession, evdev_keys: Sequence[int]) -> None:
+    """Press the keys in order, release them in reverse, also when a press fails."""
+    pressed: list[int] = []
+    try:
+        for key in evdev_keys:
+            portal.keyboard_keycode(key, True)
+            pressed.append(key)
+    finally:
+        for key in reversed(pressed):
+            with contextlib.suppress(PortalError):  # a closed session releases its keys itself
+                portal.keyboard_keycode(key, False)
 
 
 def _paste_key_left_as_a_key(sent: str) -> str:

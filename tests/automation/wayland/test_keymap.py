@@ -64,3 +64,20 @@ def test_a_shortcut_letter_one_layout_lacks_is_found_on_its_key_in_the_first_lay
     assert us_ru.key_with(ord("V")) is None  # on Shift's level only: pressing the key bare types v
     fr = compiled("pc+fr+inet(evdev)")
     assert fr.key_with(ord("a")) == (24, 0)  # AZERTY: a is on AD01, where QWERTY has q
+
+
+def test_the_keys_to_hold_for_a_keysym_are_its_levels_modifier_then_its_key_where_every_layout_agrees() -> None:
+    # XKB keycodes (evdev + 8): LFSH 50, AC01 38 (a), AE04 13 (4/$), AD01 24 (q), LVL3 92, AB08 59 (,/;).
+    us = compiled("pc+us+inet(evdev)")
+    assert us.keys_for(ord("a")) == (38,)
+    assert us.keys_for(ord("A")) == (50, 38)
+    assert us.keys_for(ord("$")) == (50, 13)
+    de = compiled("pc+de+inet(evdev)")
+    assert de.keys_for(ord("@")) == (92, 24)  # AltGr+q, AltGr being the first key with ISO_Level3_Shift
+    assert de.keys_for(ord(";")) == (50, 59)  # Shift+, on a German keyboard
+    assert compiled("pc+us+de:2+inet(evdev)").keys_for(ord("A")) == (50, 38)  # the same in both
+    # 1 is bare on US, Shift+& on French; z is on AB01 in US, AD02 in German: only mutter knows which
+    # layout is active, so these go by keysym.
+    assert compiled("pc+us+fr:2+inet(evdev)").keys_for(ord("1")) is None
+    assert compiled("pc+us+de:2+inet(evdev)").keys_for(ord("z")) is None
+    assert us.keys_for(0xFC) is None  # ü: not on a US keyboard

@@ -26,9 +26,9 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -72,6 +72,7 @@ FENCE_KEYSYM = 0x35
 # Where a refusal is right: ru alone has no key with v, so nothing it lacks can be pasted.
 MAY_REFUSE = {"ru": "the key 'v' is not on the desktop's keyboard layout (Russian)"}
 READ_BACK_S = 30.0
+KEYS_UP_S = 10.0
 CHROMIUM_ORIGIN = (60, 60)
 
 
@@ -107,6 +108,7 @@ class LoggedField:
         self.name = name
         self.text = ""
         self.keys: list[tuple[str, bool]] = []  # the key presses it reported since the last clear
+        self.held: set[int] = set()  # the keys it saw go down and not yet up, by code
 
     def next_record(self, event: str, timeout_s: float) -> dict[str, Any] | None:
         deadline = time.monotonic() + timeout_s
@@ -119,9 +121,15 @@ class LoggedField:
                 self.text = record["text"]
             elif record["event"] == "key":
                 self.keys.append((str(record["text"]), bool(record["shift"])))
+                self.held.add(int(record["code"]))
+            elif record["event"] == "key_up":
+                self.held.discard(int(record["code"]))
             if record["event"] == event:
                 return dict(record)
         return None
+
+    def keys_seen(self) -> list[tuple[str, bool]]:
+        return list(self.keys)
 
     def clear(self) -> None:
         """Empty the field by the program's own hand (no key is sent); every earlier record is read then."""
@@ -129,6 +137,13 @@ class LoggedField:
         assert self.next_record("cleared", READ_BACK_S) is not None, f"the {self.name} did not clear its field"
         self.text = ""
         self.keys = []
+
+    def keys_still_down(self, timeout_s: float = KEYS_UP_S) -> list[str]:
+        """The keys the program saw go down and not up within `timeout_s` (none once all are up)."""
+        deadline = time.monotonic() + timeout_s
+        while self.held and (remaining := deadline - time.monotonic()) > 0:
+            self.next_record("key_up", remaining)
+        return [str(code) for code in sorted(self.held)]
 
     def wait_for_text(self, expected: str, timeout_s: float = READ_BACK_S) -> str:
         """The field's text once it is `expected`, or what it holds when `timeout_s` ran out."""
@@ -148,18 +163,26 @@ class Cell:
 def run_cell(input_performer: InputPerformer, field: LoggedField, text: str) -> Cell:
     """Type `text` into the emptied field, then the fence; read back what the program holds."""
     field.clear()
-    return typed_cell(input_performer, text, field.wait_for_text, lambda: field.keys, "the field")
+    return typed_cell(input_performer, text, field, "the field")
 
 
-def typed_cell(
-    input_performer: InputPerformer,
-    text: str,
-    read_back: Callable[[str], str],
-    keys_seen: Callable[[], list[tuple[str, bool]]],
-    place: str,
-) -> Cell:
-    """Type `text` (or see it refused), then the fence; `read_back(expected)` waits for the program's text,
-    `keys_seen()` tells the key presses the program reported (for the failure message)."""
+class Receiver(Protocol):
+    """A program's text and key log, as a cell reads them back."""
+
+    def wait_for_text(self, expected: str, timeout_s: float = READ_BACK_S) -> str:
+        """The text once it is `expected`, or what it holds when `timeout_s` ran out."""
+
+    def keys_seen(self) -> list[tuple[str, bool]]:
+        """The key presses it was given in this cell: the character, and whether Shift was down."""
+
+    def keys_still_down(self, timeout_s: float = KEYS_UP_S) -> list[str]:
+        """The keys it saw go down and not up within `timeout_s`."""
+
+
+def typed_cell(input_performer: InputPerformer, text: str, receiver: Receiver, place: str) -> Cell:
+    """Type `text` (or see it refused), then the fence; read back what `receiver` got. The cell ends
+    once the program saw every key come up: mutter looks a keysym up again on its release, so a layout
+    change before then (the next cell's) would leave its Shift counted as held."""
     refusal: str | None = None
     try:
         input_performer.validate(TypeText(text))
@@ -173,14 +196,18 @@ def typed_cell(
         detail = typed.detail
     assert input_performer.execute(TypeText(FENCE)).ok
     expected = (text if refusal is None else "") + FENCE
-    got = read_back(expected)
+    got = receiver.wait_for_text(expected)
+    still_down = receiver.keys_still_down()
+    if still_down:
+        return Cell("failed", detail, f"keys still down {KEYS_UP_S:g} s after the text arrived: {still_down}")
     if refusal is not None:
         problem = None if refusal and got == expected else f"refused ({refusal!r}) but {place} got {got!r}"
         return Cell("refused", refusal, problem)
     outcome = "pasted" if "pasted through the clipboard" in detail else "typed"
     if got == expected:
         return Cell(outcome, detail, None)
-    return Cell(outcome, detail, f"got {got[: -len(FENCE)]!r} ({detail}); key presses seen: {keys_words(keys_seen())}")
+    seen = keys_words(receiver.keys_seen())
+    return Cell(outcome, detail, f"got {got[: -len(FENCE)]!r} ({detail}); key presses seen: {seen}")
 
 
 def keys_words(keys: list[tuple[str, bool]], most: int = 40) -> str:
@@ -242,6 +269,7 @@ def check_active_layout(layout: str, hand: MutterRemote, field: LoggedField) -> 
     hand.key(FENCE_KEYSYM)
     got = field.wait_for_text(witness + FENCE, 10.0)
     assert got == witness + FENCE, f"{layout}: the active layout is not the expected one ({got!r})"
+    assert not field.keys_still_down(), f"{layout}: the hand's keys did not come up"
 
 
 @pytest.fixture(scope="module")
@@ -353,13 +381,26 @@ def chromium(gnome_stack: GnomeStack) -> Iterator[ChromiumField]:
 def chromium_cell(input_performer: InputPerformer, chromium: ChromiumField, text: str) -> Cell:
     """Type `text` into the emptied text area (a line break is Enter), then the fence; read its DOM value."""
     chromium.focus(AREA)
-    return typed_cell(
-        input_performer,
-        text,
-        lambda expected: chromium.wait_for_value(AREA, expected, READ_BACK_S),
-        chromium.keys,
-        "the text area",
-    )
+    return typed_cell(input_performer, text, ChromiumArea(chromium), "the text area")
+
+
+@dataclass(frozen=True, slots=True)
+class ChromiumArea:
+    """The page's text area as a Receiver."""
+
+    chromium: ChromiumField
+
+    def wait_for_text(self, expected: str, timeout_s: float = READ_BACK_S) -> str:
+        return self.chromium.wait_for_value(AREA, expected, timeout_s)
+
+    def keys_seen(self) -> list[tuple[str, bool]]:
+        return self.chromium.keys()
+
+    def keys_still_down(self, timeout_s: float = KEYS_UP_S) -> list[str]:
+        deadline = time.monotonic() + timeout_s
+        while (held := self.chromium.held()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return held
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
@@ -370,3 +411,35 @@ def test_every_text_arrives_exactly_in_chromium_through_xwayland_or_is_refused_i
     texts = {**TEXTS, "newline": NEWLINE_TEXT}
     cells = {name: chromium_cell(input_performer, chromium, text) for name, text in texts.items()}
     judge(gnome_stack, layout, "Chromium text area", cells)
+
+
+def test_a_capital_goes_on_shift_and_its_key_by_keycode_so_no_layout_change_can_strand_shift(
+    gnome_stack: GnomeStack,
+    input_performer: InputPerformer,
+    wayland_target: WaylandTarget,
+    qt_field: LoggedField,
+) -> None:
+    """Mutter's log (MUTTER_DEBUG=input): Shift then A, each by keycode and released by it; a keysym,
+    looked up again on its release, would leave Shift counted as held after a layout change."""
+    use_layout(gnome_stack, "us")
+    focus_qt_field(input_performer, wayland_target)
+    qt_field.clear()
+    log = gnome_stack.logs / "mutter.log"
+    start = len(log.read_bytes())
+    typed = input_performer.execute(TypeText("A"))
+    assert typed.ok and typed.detail.endswith("(typed by keycode)"), typed.detail
+    assert qt_field.wait_for_text("A") == "A"
+    assert not qt_field.keys_still_down()
+    lines = log.read_bytes()[start:].decode(errors="replace").splitlines()
+    # evdev KEY_LEFTSHIFT is 0x2a, KEY_A 0x1e; a key sent by keycode is logged without a level.
+    order = [
+        line.split("INPUT: ")[-1].split(" (device")[0]
+        for line in lines
+        if "Emitting virtual key-" in line and (" 0x2a" in line or " 0x1e" in line)
+    ]
+    assert order == [
+        "Emitting virtual key-press of key 0x2a",
+        "Emitting virtual key-press of key 0x1e",
+        "Emitting virtual key-release of key 0x1e",
+        "Emitting virtual key-release of key 0x2a",
+    ], "\n".join(lines[-20:])

@@ -166,7 +166,7 @@ def test_a_typed_text_arrives_exactly_and_a_paste_the_terminal_does_not_take_fai
     print(layout, outcome, repr(detail))
     if outcome == "typed":
         assert cell.result.ok, detail
-        assert "typed by keysym" in detail, detail
+        assert "typed by keycode" in detail, detail
         assert cell.received == [text]
     else:
         assert not cell.result.ok, f"a paste nobody took passed as done: {detail}"

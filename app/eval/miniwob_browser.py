@@ -202,7 +202,21 @@ class MiniWoBBrowser:
             round(time_limit_s * 1000),
         )
         self._wait_for("return WOB_TASK_READY === true;")
+        self._wait_for_paint()
         return str(self.run_js("return core.getUtterance();"))
+
+    def _wait_for_paint(self) -> None:
+        """Return once the page has drawn its current content: a frame has begun after the one that
+        holds it (two animation frames). The first screenshot of an episode is taken right after
+        this; on a loaded machine a routine recorded from such a screenshot once matched nothing on
+        replay, as a picture of the screen before the new episode was drawn would."""
+        try:
+            self._driver.execute_async_script(
+                "var done = arguments[arguments.length - 1];"
+                "requestAnimationFrame(function () { requestAnimationFrame(function () { done(true); }); });"
+            )
+        except Exception as exc:  # selenium's timeout and driver errors alike
+            raise BrowserError(f"the page of {self.task or 'the task'} did not draw within 5 s: {exc}") from exc
 
     def end_episode(self) -> None:
         """End a running episode without a reward (its timer would otherwise fire during the next)."""

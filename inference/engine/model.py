@@ -1,7 +1,8 @@
 """The model assembled from parts and loaded from the checkpoint's real tensor names.
 
 - Language model: transformers' own `NemotronHForCausalLM` (Mamba-2 + MLP + attention layers; the
-  mamba-ssm / causal-conv1d kernels when they import, its pure-torch path otherwise). The checkpoint
+  mamba-ssm / causal-conv1d kernels when they import, its pure-torch path otherwise), set to compute
+  what vLLM's implementation computes where the two differ (`vllm_parity`). The checkpoint
   stores it as `language_model.backbone.*` and `language_model.lm_head.weight`; transformers names
   the backbone `model.`.
 - Vision tower: `vision.RadioVision`, from `vision_model.radio_model.model.*`.
@@ -25,6 +26,7 @@ from torch import nn
 from holodesk.inference.engine.projector import Projector, pixel_shuffle
 from holodesk.inference.engine.spec import ModelSpec, weight_files
 from holodesk.inference.engine.vision import RadioVision
+from holodesk.inference.engine.vllm_parity import follow_vllm, transformers_config
 from holodesk.inference.errors import ModelLoadError
 
 _VISION = "vision_model.radio_model.model."
@@ -41,9 +43,10 @@ class HolotronModel(nn.Module):
         from transformers.models.nemotron_h import NemotronHConfig, NemotronHForCausalLM
 
         self.spec = spec
-        config = NemotronHConfig(**spec.llm_config)
+        config = NemotronHConfig(**transformers_config(spec.llm_config))
         config._attn_implementation = attention
         self.language_model = NemotronHForCausalLM(config)
+        follow_vllm(self.language_model)
         self.vision = RadioVision(spec.vision)
         factor = spec.shuffle_factor
         self.mlp1 = Projector(spec.vit_hidden * factor * factor, spec.projector_hidden, spec.hidden)

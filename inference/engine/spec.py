@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from holodesk.inference.engine.vllm_parity import config_problem
 from holodesk.inference.errors import ModelLoadError
 
 ARCHITECTURE = "NemotronH_Nano_VL_V2"
@@ -191,6 +192,9 @@ def read_spec(path: str | Path) -> ModelSpec:
         raise ModelLoadError("config.json has neither llm_config nor text_config")
     if llm.get("num_nextn_predict_layers"):
         raise ModelLoadError("config.json: a language model with multi-token-prediction layers is not supported")
+    disagreement = config_problem(llm)
+    if disagreement:
+        raise ModelLoadError(disagreement)
     if config.get("ps_version", "v2") != "v2":
         raise ModelLoadError(f"config.json: pixel shuffle {config.get('ps_version')!r} is not supported (only v2)")
     image_token = config.get("img_context_token_id", config.get("image_context_token_id"))

@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,6 +80,96 @@ SPECIAL_TOKENS = (
     "<think>",
     "</think>",
 )
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The shapes and weight statistics of one tiny checkpoint; the defaults are the original one ("reference").
+
+    Random weights of std 0.02 with unit norms and no biases keep every activation tiny, and a
+    checkpoint like that hides differences between two implementations (a dt clamp at 1e-3 never
+    bites when every dt is above it). `realistic` weights (std gain/sqrt(fan_in), norms around 1
+    but not 1, biases, D away from 1, dt spread from far below 1e-3 to 0.1) make them show.
+    """
+
+    name: str = "reference"
+    pattern: str = "M-M*-"
+    hidden: int = 64
+    attention_heads: int = 4
+    kv_heads: int = 2
+    head_dim: int = 32
+    mlp_hidden: int = 128
+    mamba_heads: int = 8
+    mamba_head_dim: int = 16
+    mamba_groups: int = 2
+    mamba_state: int = 16
+    vit_hidden: int = 64
+    vit_layers: int = 2
+    vit_heads: int = 2
+    vit_mlp: int = 128
+    cls_tokens: int = 1  # more than one: one class token per teacher (cls_token_per_teacher)
+    register_multiple: int = 8  # class tokens + registers fill a multiple of this
+    projector_hidden: int = 128
+    # Statistics: None keeps the original draws (std 0.02, unit norms, no biases, D = 1, dt in [1e-3, 1e-1]).
+    realistic: bool = False
+    dt_range: tuple[float, float] = (1e-3, 1e-1)
+    d_range: tuple[float, float] = (1.0, 1.0)
+
+
+VARIANTS: dict[str, Variant] = {
+    "reference": Variant(),
+    # The layout of the independent check that found the dt clamp: an MLP first, attention pairs,
+    # Mamba pairs, one KV head, four Mamba groups; RADIO with 3 class tokens and 13 registers.
+    "realistic": Variant(
+        name="realistic",
+        pattern="-**MM-M*-M",
+        hidden=128,
+        attention_heads=4,
+        kv_heads=1,
+        head_dim=32,
+        mlp_hidden=256,
+        mamba_heads=8,
+        mamba_head_dim=16,
+        mamba_groups=4,
+        mamba_state=32,
+        vit_hidden=96,
+        vit_layers=2,
+        vit_heads=3,
+        vit_mlp=192,
+        cls_tokens=3,
+        register_multiple=16,
+        projector_hidden=192,
+        realistic=True,
+        dt_range=(1e-5, 1e-1),
+        d_range=(-1.0, 3.0),
+    ),
+    # Another head layout: no grouped-query sharing, one Mamba group, wider heads and state, a longer
+    # stack ending in attention; RADIO with 2 class tokens padded to 8.
+    "wide-heads": Variant(
+        name="wide-heads",
+        pattern="M*M-MM*",
+        hidden=64,
+        attention_heads=2,
+        kv_heads=2,
+        head_dim=32,
+        mlp_hidden=192,
+        mamba_heads=4,
+        mamba_head_dim=32,
+        mamba_groups=1,
+        mamba_state=64,
+        vit_hidden=64,
+        vit_layers=3,
+        vit_heads=2,
+        vit_mlp=256,
+        cls_tokens=2,
+        register_multiple=8,
+        projector_hidden=96,
+        realistic=True,
+        dt_range=(3e-6, 3e-2),
+        d_range=(-2.0, 2.0),
+    ),
+}
+
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
@@ -136,8 +227,11 @@ _CORPUS = (
 )
 
 
-def build_nemotron_tiny(directory: Path, *, dtype: Dtype = "bfloat16", seed: int = 0) -> Path:
+def build_nemotron_tiny(
+    directory: Path, *, dtype: Dtype = "bfloat16", seed: int = 0, variant: Variant | str = "reference"
+) -> Path:
     """Write the checkpoint into `directory` (created; replaced if it exists) and return it."""
+    shape = VARIANTS[variant] if isinstance(variant, str) else variant
     out = Path(directory)
     if out.exists():
         shutil.rmtree(out)
@@ -146,7 +240,7 @@ def build_nemotron_tiny(directory: Path, *, dtype: Dtype = "bfloat16", seed: int
     tokenizer = _train_tokenizer(specials)
     ids = {token: tokenizer.token_to_id(token) for token in specials}
     vocab_size = math.ceil(tokenizer.get_vocab_size() / 64) * 64  # padded like the real embedding table
-    config = _config(ids, vocab_size, dtype)
+    config = _config(ids, vocab_size, dtype, shape)
     _write_json(out / "config.json", config)
     shutil.copyfile(HERE / "configuration.py", out / "configuration.py")
     _write_json(
@@ -171,7 +265,7 @@ def build_nemotron_tiny(directory: Path, *, dtype: Dtype = "bfloat16", seed: int
         out / "special_tokens_map.json",
         {"bos_token": "<s>", "eos_token": END_OF_TURN, "unk_token": "<unk>", "pad_token": "<unk>"},
     )
-    tensors = {**language_model_tensors(config, seed), **vision_tensors(config, seed)}
+    tensors = {**language_model_tensors(config, seed, shape), **vision_tensors(config, seed, shape)}
     torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
     tensors = {name: t.to(torch_dtype).contiguous() for name, t in sorted(tensors.items())}
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
@@ -247,31 +341,31 @@ def _tokenizer_config(specials: list[str], ids: dict[str, int]) -> dict[str, Any
 # --- config -------------------------------------------------------------------------------------
 
 
-def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype) -> dict[str, Any]:
+def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype, v: Variant) -> dict[str, Any]:
     llm = {
         "architectures": ["NemotronHForCausalLM"],
         "model_type": "nemotron_h",
         "vocab_size": vocab_size,
-        "hidden_size": HIDDEN,
-        "hybrid_override_pattern": PATTERN,
-        "num_hidden_layers": len(PATTERN),
-        "num_attention_heads": ATTENTION_HEADS,
-        "num_key_value_heads": KV_HEADS,
-        "head_dim": HEAD_DIM,
-        "intermediate_size": MLP_HIDDEN,
+        "hidden_size": v.hidden,
+        "hybrid_override_pattern": v.pattern,
+        "num_hidden_layers": len(v.pattern),
+        "num_attention_heads": v.attention_heads,
+        "num_key_value_heads": v.kv_heads,
+        "head_dim": v.head_dim,
+        "intermediate_size": v.mlp_hidden,
         "mlp_hidden_act": "relu2",
-        "mamba_num_heads": MAMBA_HEADS,
-        "mamba_head_dim": MAMBA_HEAD_DIM,
-        "n_groups": MAMBA_GROUPS,
-        "ssm_state_size": MAMBA_STATE,
+        "mamba_num_heads": v.mamba_heads,
+        "mamba_head_dim": v.mamba_head_dim,
+        "n_groups": v.mamba_groups,
+        "ssm_state_size": v.mamba_state,
         "conv_kernel": CONV_KERNEL,
-        "expand": MAMBA_HEADS * MAMBA_HEAD_DIM // HIDDEN,
+        "expand": v.mamba_heads * v.mamba_head_dim // v.hidden,
         "chunk_size": 128,
         "mamba_hidden_act": "silu",
         "use_conv_bias": True,
-        "use_bias": False,
+        "use_bias": v.realistic,
         "attention_bias": False,
-        "mlp_bias": False,
+        "mlp_bias": v.realistic,
         "layer_norm_epsilon": 1e-5,
         "max_position_embeddings": 131072,
         "tie_word_embeddings": False,
@@ -291,14 +385,16 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype) -> dict[str, Any
         "args": {
             # The ViT is looked up by name, then these sizes override it.
             "model": "vit_small_patch16_224",
-            "hidden_size": VIT_HIDDEN,
-            "num_hidden_layers": VIT_LAYERS,
-            "num_attention_heads": VIT_HEADS,
-            "intermediate_size": VIT_MLP,
-            "register_multiple": 8,
+            "hidden_size": v.vit_hidden,
+            "num_hidden_layers": v.vit_layers,
+            "num_attention_heads": v.vit_heads,
+            "intermediate_size": v.vit_mlp,
+            "register_multiple": v.register_multiple,
             "cpe_max_size": 2048,
-            "cls_token_per_teacher": False,
-            "teachers": [],
+            "cls_token_per_teacher": v.cls_tokens > 1,
+            "teachers": [{"name": f"teacher{i}", "use_summary": True} for i in range(v.cls_tokens)]
+            if v.cls_tokens > 1
+            else [],
         },
         "torch_dtype": dtype,
     }
@@ -314,8 +410,8 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype) -> dict[str, Any
         "template": "nemotron5",
         "ps_version": "v2",
         "image_tag_type": "internvl",
-        "projector_hidden_size": PROJECTOR_HIDDEN,
-        "vit_hidden_size": VIT_HIDDEN,
+        "projector_hidden_size": v.projector_hidden,
+        "vit_hidden_size": v.vit_hidden,
         "norm_mean": list(CLIP_MEAN),
         "norm_std": list(CLIP_STD),
         "use_thumbnail": True,
@@ -331,92 +427,139 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype) -> dict[str, Any
 # --- weights ------------------------------------------------------------------------------------
 
 
-def language_model_tensors(config: dict[str, Any], seed: int) -> dict[str, torch.Tensor]:
+class _Draws:
+    """Random tensors for one part of the checkpoint, with the variant's statistics.
+
+    The reference variant draws exactly what the original builder drew (std 0.02, unit norms, zero
+    biases), so its bytes do not change; a realistic one scales weights to their fan-in and draws
+    norms and biases from a second generator.
+    """
+
+    def __init__(self, seed: int, variant: Variant, std: float = 0.02) -> None:
+        self.g = torch.Generator().manual_seed(seed)
+        self.extra = torch.Generator().manual_seed(seed + 7919)
+        self.realistic = variant.realistic
+        self.std = std
+
+    def weight(self, *shape: int, scale: float | None = None) -> torch.Tensor:
+        """A linear layer's weight [out, in] (or any tensor): std `scale`, or 1/sqrt(fan-in) when realistic."""
+        if self.realistic:
+            scale = 1.0 / math.sqrt(shape[-1])
+        return torch.randn(*shape, generator=self.g) * (self.std if scale is None else scale)
+
+    def norm(self, n: int) -> torch.Tensor:
+        """A norm's scale: ones, or log-normal around 1 (0.5 to 2 mostly) when realistic."""
+        if not self.realistic:
+            return torch.ones(n)
+        return torch.exp(torch.randn(n, generator=self.extra) * 0.35)
+
+    def bias(self, n: int) -> torch.Tensor:
+        if not self.realistic:
+            return torch.zeros(n)
+        return torch.randn(n, generator=self.extra) * 0.2
+
+    def uniform(self, n: int, low: float, high: float) -> torch.Tensor:
+        if low == high:
+            return torch.full((n,), low)
+        return torch.empty(n).uniform_(low, high, generator=self.extra)
+
+
+def language_model_tensors(
+    config: dict[str, Any], seed: int, variant: Variant = VARIANTS["reference"]
+) -> dict[str, torch.Tensor]:
     """Nemotron-H's tensors under the real checkpoint's names, from the config alone."""
     c = config["llm_config"]
-    g = torch.Generator().manual_seed(seed)
+    draw = _Draws(seed, variant)
+    g = draw.g
     hidden, vocab = c["hidden_size"], c["vocab_size"]
-    std = 0.02
-
-    def normal(*shape: int, scale: float = std) -> torch.Tensor:
-        return torch.randn(*shape, generator=g) * scale
 
     pre = "language_model.backbone."
     t: dict[str, torch.Tensor] = {
-        pre + "embeddings.weight": normal(vocab, hidden),
-        pre + "norm_f.weight": torch.ones(hidden),
-        "language_model.lm_head.weight": normal(vocab, hidden),
+        pre + "embeddings.weight": draw.weight(vocab, hidden, scale=draw.std)
+        if not variant.realistic
+        else torch.randn(vocab, hidden, generator=g),
+        pre + "norm_f.weight": draw.norm(hidden),
+        "language_model.lm_head.weight": draw.weight(vocab, hidden),
     }
     layers = c["num_hidden_layers"]
     # GPT-2's scaling of the residual projections (rescale_prenorm_residual), as transformers initialises them.
-    residual_scale = std / math.sqrt(layers)
+    residual_scale = draw.std / math.sqrt(layers)
+    dt_low, dt_high = variant.dt_range
     for i, kind in enumerate(c["hybrid_override_pattern"]):
         p = f"{pre}layers.{i}."
-        t[p + "norm.weight"] = torch.ones(hidden)
+        t[p + "norm.weight"] = draw.norm(hidden)
         if kind == "M":
             heads, head_dim = c["mamba_num_heads"], c["mamba_head_dim"]
             inner = heads * head_dim
             groups_state = c["n_groups"] * c["ssm_state_size"]
             conv_dim = inner + 2 * groups_state
+            projected = 2 * inner + 2 * groups_state + heads
             a = torch.empty(heads).uniform_(1.0, 16.0, generator=g)
-            dt = torch.exp(torch.empty(heads).uniform_(math.log(1e-3), math.log(1e-1), generator=g)).clamp(min=1e-4)
+            dt = torch.exp(torch.empty(heads).uniform_(math.log(dt_low), math.log(dt_high), generator=g))
+            dt = dt.clamp(min=min(1e-4, dt_low))  # Mamba-2's init floor, or the variant's lower end
             bound = 1.0 / math.sqrt(c["conv_kernel"])  # PyTorch's default for a depthwise Conv1d
             t.update(
                 {
-                    p + "mixer.in_proj.weight": normal(2 * inner + 2 * groups_state + heads, hidden),
+                    p + "mixer.in_proj.weight": draw.weight(projected, hidden),
                     p + "mixer.conv1d.weight": torch.empty(conv_dim, 1, c["conv_kernel"]).uniform_(
                         -bound, bound, generator=g
                     ),
                     p + "mixer.conv1d.bias": torch.empty(conv_dim).uniform_(-bound, bound, generator=g),
                     p + "mixer.A_log": torch.log(a),
                     p + "mixer.dt_bias": dt + torch.log(-torch.expm1(-dt)),  # inverse of softplus
-                    p + "mixer.D": torch.ones(heads),
-                    p + "mixer.norm.weight": torch.ones(inner),
-                    p + "mixer.out_proj.weight": normal(hidden, inner, scale=residual_scale),
+                    p + "mixer.D": draw.uniform(heads, *variant.d_range),
+                    p + "mixer.norm.weight": draw.norm(inner),
+                    p + "mixer.out_proj.weight": draw.weight(hidden, inner, scale=residual_scale),
                 }
             )
+            if c.get("use_bias"):
+                t[p + "mixer.in_proj.bias"] = draw.bias(projected)
+                t[p + "mixer.out_proj.bias"] = draw.bias(hidden)
         elif kind == "*":
             q = c["num_attention_heads"] * c["head_dim"]
             kv = c["num_key_value_heads"] * c["head_dim"]
             t.update(
                 {
-                    p + "mixer.q_proj.weight": normal(q, hidden),
-                    p + "mixer.k_proj.weight": normal(kv, hidden),
-                    p + "mixer.v_proj.weight": normal(kv, hidden),
-                    p + "mixer.o_proj.weight": normal(hidden, q, scale=residual_scale),
+                    p + "mixer.q_proj.weight": draw.weight(q, hidden),
+                    p + "mixer.k_proj.weight": draw.weight(kv, hidden),
+                    p + "mixer.v_proj.weight": draw.weight(kv, hidden),
+                    p + "mixer.o_proj.weight": draw.weight(hidden, q, scale=residual_scale),
                 }
             )
         elif kind == "-":
             t.update(
                 {
-                    p + "mixer.up_proj.weight": normal(c["intermediate_size"], hidden),
-                    p + "mixer.down_proj.weight": normal(hidden, c["intermediate_size"], scale=residual_scale),
+                    p + "mixer.up_proj.weight": draw.weight(c["intermediate_size"], hidden),
+                    p + "mixer.down_proj.weight": draw.weight(hidden, c["intermediate_size"], scale=residual_scale),
                 }
             )
+            if c.get("mlp_bias"):
+                t[p + "mixer.up_proj.bias"] = draw.bias(c["intermediate_size"])
+                t[p + "mixer.down_proj.bias"] = draw.bias(hidden)
         else:
             raise ValueError(f"unknown Nemotron-H layer kind {kind!r} in {c['hybrid_override_pattern']!r}")
     return t
 
 
-def vision_tensors(config: dict[str, Any], seed: int) -> dict[str, torch.Tensor]:
+def vision_tensors(
+    config: dict[str, Any], seed: int, variant: Variant = VARIANTS["reference"]
+) -> dict[str, torch.Tensor]:
     """C-RADIO's ViT (timm names) and the projector, under the real checkpoint's names."""
-    g = torch.Generator().manual_seed(seed + 1)
+    draw = _Draws(seed + 1, variant)
     vc = config["vision_config"]
     args = vc["args"]
     h, mlp, p = args["hidden_size"], args["intermediate_size"], vc["patch_size"]
     grid = round(args["cpe_max_size"] / p)
     register = args.get("register_multiple") or 0
-    # One class token, padded with registers up to the register multiple (C-RADIO's layout).
-    cls_rows = math.ceil(1 / register) * register if register else 1
-
-    def normal(*shape: int, scale: float = 0.02) -> torch.Tensor:
-        return torch.randn(*shape, generator=g) * scale
+    # The class tokens (one, or one per teacher), padded with registers up to the register multiple (C-RADIO's layout).
+    cls = variant.cls_tokens
+    cls_rows = math.ceil(cls / register) * register if register else cls
 
     pre = "vision_model.radio_model."
     t: dict[str, torch.Tensor] = {
-        pre + "model.patch_generator.pos_embed": normal(1, grid * grid, h, scale=h**-0.5),
-        pre + "model.patch_generator.embedder.weight": normal(h, 3 * p * p),
-        pre + "model.patch_generator.cls_token.token": normal(cls_rows, h),
+        pre + "model.patch_generator.pos_embed": draw.weight(1, grid * grid, h, scale=h**-0.5),
+        pre + "model.patch_generator.embedder.weight": draw.weight(h, 3 * p * p),
+        pre + "model.patch_generator.cls_token.token": draw.weight(cls_rows, h),
         pre + "input_conditioner.norm_mean": torch.tensor(config["norm_mean"]).view(3, 1, 1),
         pre + "input_conditioner.norm_std": torch.tensor(config["norm_std"]).view(3, 1, 1),
     }
@@ -424,27 +567,27 @@ def vision_tensors(config: dict[str, Any], seed: int) -> dict[str, torch.Tensor]
         b = f"{pre}model.blocks.{i}."
         t.update(
             {
-                b + "norm1.weight": torch.ones(h),
-                b + "norm1.bias": torch.zeros(h),
-                b + "attn.qkv.weight": normal(3 * h, h),
-                b + "attn.qkv.bias": torch.zeros(3 * h),
-                b + "attn.proj.weight": normal(h, h),
-                b + "attn.proj.bias": torch.zeros(h),
-                b + "norm2.weight": torch.ones(h),
-                b + "norm2.bias": torch.zeros(h),
-                b + "mlp.fc1.weight": normal(mlp, h),
-                b + "mlp.fc1.bias": torch.zeros(mlp),
-                b + "mlp.fc2.weight": normal(h, mlp),
-                b + "mlp.fc2.bias": torch.zeros(h),
+                b + "norm1.weight": draw.norm(h),
+                b + "norm1.bias": draw.bias(h),
+                b + "attn.qkv.weight": draw.weight(3 * h, h),
+                b + "attn.qkv.bias": draw.bias(3 * h),
+                b + "attn.proj.weight": draw.weight(h, h),
+                b + "attn.proj.bias": draw.bias(h),
+                b + "norm2.weight": draw.norm(h),
+                b + "norm2.bias": draw.bias(h),
+                b + "mlp.fc1.weight": draw.weight(mlp, h),
+                b + "mlp.fc1.bias": draw.bias(mlp),
+                b + "mlp.fc2.weight": draw.weight(h, mlp),
+                b + "mlp.fc2.bias": draw.bias(h),
             }
         )
     shuffle = round(1 / config["downsample_ratio"])
     vit_in = config["vit_hidden_size"] * shuffle * shuffle
     t.update(
         {
-            "mlp1.0.weight": torch.ones(vit_in),  # RMSNorm over the pixel-shuffled ViT features
-            "mlp1.1.weight": normal(config["projector_hidden_size"], vit_in),
-            "mlp1.3.weight": normal(config["llm_config"]["hidden_size"], config["projector_hidden_size"]),
+            "mlp1.0.weight": draw.norm(vit_in),  # RMSNorm over the pixel-shuffled ViT features
+            "mlp1.1.weight": draw.weight(config["projector_hidden_size"], vit_in),
+            "mlp1.3.weight": draw.weight(config["llm_config"]["hidden_size"], config["projector_hidden_size"]),
         }
     )
     return t
@@ -461,5 +604,6 @@ if __name__ == "__main__":
     parser.add_argument("out", type=Path)
     parser.add_argument("--dtype", choices=["bfloat16", "float32"], default="bfloat16")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="reference")
     ns = parser.parse_args()
-    print(build_nemotron_tiny(ns.out, dtype=ns.dtype, seed=ns.seed))
+    print(build_nemotron_tiny(ns.out, dtype=ns.dtype, seed=ns.seed, variant=ns.variant))

@@ -8,7 +8,8 @@ a time through the engine's own generation loop: greedy decoding that stops on t
 end-of-turn tokens and can be interrupted between tokens. No code from the checkpoint runs.
 
 State is kept across steps (`keep_state`, on by default): the engine keeps the cache at the end of
-the last conversation, so a step whose prompt extends the previous one prefills only what was added.
+the last conversation and at the start of the oldest screenshot's turn, so a step whose prompt
+extends the previous one, or whose window slid by one screenshot, prefills only what changed.
 """
 
 from __future__ import annotations
@@ -46,18 +47,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GenerationInterrupted", "LoadProgress", "LocalBackend", "LocalGeneration", "state_keeping_window"]
+__all__ = ["GenerationInterrupted", "LoadProgress", "LocalBackend", "LocalGeneration", "block_window"]
 
 
-def state_keeping_window(budget: ImageBudget) -> ImageBudget:
-    """The screenshot window the in-process backend runs with: old screenshots leave in one block.
+def block_window(budget: ImageBudget) -> ImageBudget:
+    """A screenshot window whose old screenshots leave in one block: an option, not the default.
 
-    With `drop_block` = `keep_screenshots` the prompt grows only at its end until the window is full,
-    so the kept state serves every step but one in `keep_screenshots` (that one re-prefills from the
-    dropped block on). A sliding window (drop_block 1) turns the oldest screenshot into a placeholder
-    every step, and the engine then prefills the last `keep_screenshots` observations again each
-    time (about 10,000 tokens at 12 tiles a screenshot). The price: the model sees 1 to
-    `keep_screenshots` screenshots instead of always `keep_screenshots`.
+    The default is the trained window (`drop_block` 1): the last `keep_screenshots` screenshots, older
+    ones as the profile's placeholder text, as H Company's agent loop and the remote backend show them.
+    The engine then resumes from the turn of the oldest screenshot still shown and prefills the last
+    `keep_screenshots` observations again each step. With `drop_block` = `keep_screenshots` the prompt
+    grows only at its end until the window is full, so the kept state serves every step but one in
+    `keep_screenshots`; the price is that the model sees 1 to `keep_screenshots` screenshots, a
+    history it was not trained on.
     """
     return dataclasses.replace(budget, drop_block=budget.keep_screenshots)
 

@@ -29,6 +29,7 @@ class PolicyOptions:
     base_url: str | None
     device: str
     script: Path | None  # scripted: JSONL of model answers
+    screenshot_window: str  # local: "trained" (the last 3, sliding) or "block" (see inference.local.block_window)
 
 
 class PolicyConfigError(ValueError):
@@ -92,10 +93,10 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
 
     try:
         profile = get_profile(options.profile)
-        if options.backend == "local":  # the engine keeps its state: a window that drops screenshots in blocks
-            from holodesk.inference.local import state_keeping_window
+        if options.backend == "local" and options.screenshot_window == "block":
+            from holodesk.inference.local import block_window
 
-            profile = get_profile(options.profile, budget=state_keeping_window(profile.budget))
+            profile = get_profile(options.profile, budget=block_window(profile.budget))
     except (ValueError, InferenceError) as exc:  # unknown name, missing or broken prompt file
         raise PolicyConfigError(str(exc)) from None
     if options.backend == "local":

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 SETTINGS_FORMAT = 1  # the file's top-level `version`; bump it with a migration when the layout changes
 SETTINGS_FILE_NAME = "settings.toml"
 BACKENDS = ("local", "remote", "scripted")
+SCREENSHOT_WINDOWS = ("trained", "block")
 DEVICES = ("cuda", "cpu")
 DEFAULT_CHECKPOINT = DEFAULT_REPO_ID
 MAX_STEPS_LIMIT = 1000
@@ -322,10 +323,18 @@ class LocalModelSettings(_Section):
     """The in-process backend: which checkpoint and where it runs."""
 
     TABLE: ClassVar[str] = "model.local"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"checkpoint": _text, "device": _choice(DEVICES)}
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "checkpoint": _text,
+        "device": _choice(DEVICES),
+        "screenshot_window": _choice(SCREENSHOT_WINDOWS),
+    }
 
     checkpoint: str = DEFAULT_CHECKPOINT  # a checkpoint folder or a Hugging Face repo id
     device: str = "cuda"
+    # "trained": the last 3 screenshots, as H Company's agent loop shows them (the remote backend's too);
+    # "block": old screenshots leave three at a time, so the kept state serves more steps, but the
+    # model then sees 1 to 3 screenshots, which is not the format it was trained on.
+    screenshot_window: str = "trained"
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,6 +481,7 @@ class Settings(_Section):
             base_url=model.remote.base_url if model.backend == "remote" else None,
             device=model.local.device,
             script=model.script,
+            screenshot_window=model.local.screenshot_window,
         )
 
 

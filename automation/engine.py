@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done
+from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done, HoldAndTap, KeyCombo, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, CaptureError, OffScreenError
@@ -27,7 +27,7 @@ from holodesk.automation.input.corners import nudge_off_corners
 from holodesk.automation.input.performer import ExecutionResult
 from holodesk.automation.lookahead import FramePreparer
 from holodesk.automation.loop_guard import LoopGuard
-from holodesk.automation.proposal import PastStep, Policy, PreparesAhead, Proposal, UnusableProposal
+from holodesk.automation.proposal import EndRun, Grounding, PastStep, Policy, PreparesAhead, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import SCREENSHOT_WAIT_S, StepLog, TrajectoryWriteError, TrajectoryWriter
@@ -40,6 +40,9 @@ STOP_POLL_S = 0.02
 
 class Decision(StrEnum):
     APPROVE = "approve"
+    # Approve this step and, for the rest of the run, every step `approval_rule` lets "approve all"
+    # cover (found exactly on its recorded picture, typing nothing). Any other step is still shown.
+    APPROVE_ALL_EXACT = "approve_all_exact"
     EDIT = "edit"
     SKIP = "skip"
     STOP = "stop"
@@ -58,6 +61,49 @@ class ApprovalRequest:
     loop_warning: str = ""  # set when the same action keeps coming back on an unchanged screen
     adjustment: str = ""  # set when the engine moved the target (off a fail-safe corner) before asking
     previous_result: str = ""  # what became of the step before ("no visible change", ...)
+    # From `approval_rule`: whether "approve all" may cover this step, why it is shown, and whether it
+    # is irreversible (an approver never lets an irreversible step go ahead by a setting of its own).
+    may_approve_all: bool = False
+    why_asked: str = ""
+    irreversible: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRule:
+    """What the engine's approval rules say about one step (see `approval_rule`)."""
+
+    may_approve_all: bool
+    irreversible: bool
+    why_asked: str
+
+
+ENTER_KEYS = frozenset({"enter", "return"})
+
+
+def approval_rule(action: Action, grounding: Grounding | None) -> ApprovalRule:
+    """The approval rules, stated once for every kind of step.
+
+    "Approve all" (Decision.APPROVE_ALL_EXACT) covers only a step whose target was found exactly on
+    its recorded picture and that types nothing. A step that types (text, keys), presses Enter, or
+    whose target was found any other way (or that the model proposed) is shown. A step that types
+    and presses Enter is irreversible whatever its recording says; so is one its recording calls
+    irreversible (send, save, delete...).
+    """
+    presses_enter = (isinstance(action, TypeText) and (action.press_enter or "\n" in action.text)) or (
+        isinstance(action, KeyCombo) and bool(ENTER_KEYS & set(action.keys))
+    )
+    types = isinstance(action, TypeText | KeyCombo | HoldAndTap)
+    irreversible = presses_enter or (grounding is not None and grounding.irreversible)
+    if irreversible:
+        why = "irreversible (it presses Enter)" if presses_enter else "irreversible (send, save, delete, submit...)"
+        return ApprovalRule(False, True, f"{why}: always shown")
+    if grounding is None:
+        return ApprovalRule(False, False, "proposed by the model")
+    if types:
+        return ApprovalRule(False, False, "it types: always shown")
+    if not grounding.exact:
+        return ApprovalRule(False, False, f"{grounding.how}: shown on its own")
+    return ApprovalRule(True, False, grounding.how)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +248,9 @@ class EngineSettings:
     trajectory_root: Path | None = None  # None: do not record
     screenshot_wait_s: float = SCREENSHOT_WAIT_S  # an action waits this long for its screenshot on disk
     session_meta: dict[str, Any] = field(default_factory=dict)
+    # Wait for the screen to settle before the first step (a routine is often started as a window
+    # opens; its first target is looked for on the settled screen, which the session records).
+    settle_first: bool = False
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -257,6 +306,7 @@ class StepEngine:
         self._previous_result = ""
         self._recording_failed = False  # the run ended because its record could not be written
         self._preparer = FramePreparer(None)  # the run's: prepares the next screenshot while it settles
+        self._approved_all_exact = False  # the user chose "approve all" (approval_rule says what it covers)
 
     # -- control -------------------------------------------------------------------------------
 
@@ -309,6 +359,7 @@ class StepEngine:
         step = 0
         writer: TrajectoryWriter | None = None
         self._recording_failed = False
+        self._approved_all_exact = False
         try:
             writer = self._open_trajectory(task)
             step, outcome, detail = self._loop(task, writer)
@@ -346,6 +397,13 @@ class StepEngine:
         try:
             self._emit(EngineState.CAPTURING, 0)
             frame = self.frames.grab(settings.monitor)
+            if settings.settle_first:
+                frame, _ = wait_for_settle(
+                    lambda: self.frames.grab(settings.monitor),
+                    settings.settle_timeout_s,
+                    settings.settle_poll_s,
+                    sleep=self._sleep_or_stop,
+                )
             while step < settings.max_steps:
                 if self._wait_while_paused(step):
                     frame = self.frames.grab(settings.monitor)  # the user may have changed the screen
@@ -411,6 +469,9 @@ class StepEngine:
         except UnusableProposal as exc:
             record.update(raw_text=exc.raw_text, error=f"unusable answer: {exc}", timings=_timings(exc.timings))
             raise _RunEnded(Outcome.ERROR, f"the model's answer was unusable: {exc}") from exc
+        except EndRun as exc:  # the proposer asked the user, who stopped; or it cannot go on
+            record["error"] = exc.detail
+            raise _RunEnded(Outcome.STOPPED if exc.stopped else Outcome.FAILED, exc.detail) from exc
         except Cancelled:
             raise
         except Exception as exc:  # the backend failed (server gone, timeout): its message is written for people
@@ -431,6 +492,13 @@ class StepEngine:
             record["element"] = proposal.element
         if proposal.rejected:
             record["rejected_answers"] = [{"raw_text": r.raw_text, "error": r.error} for r in proposal.rejected]
+        if proposal.grounding is not None:
+            record["grounding"] = {
+                "source": proposal.grounding.source,
+                "how": proposal.grounding.how,
+                "exact": proposal.grounding.exact,
+                **proposal.grounding.record,
+            }
         past = PastStep(proposal.action, proposal.note, proposal.thought, proposal.element)
         previous_result, self._previous_result = self._previous_result, ""
         if proposal.action.kind in TERMINAL_KINDS:
@@ -458,12 +526,33 @@ class StepEngine:
         if looping:
             record["loop_warning"] = warning
 
-        self._emit(EngineState.WAITING_APPROVAL, step, screen_action.describe())
-        request = ApprovalRequest(
-            step, task, proposal, screen_action, frame, self.cancel, warning, adjustment, previous_result
-        )
-        decision = self.approver.decide(request)
-        self.cancel.raise_if_cancelled()
+        rule = approval_rule(screen_action, proposal.grounding)
+        if self._approved_all_exact and rule.may_approve_all and not looping:
+            decision = ApprovalDecision.approve()
+            record["approved_by"] = "approve all: found exactly where recorded, types nothing"
+        else:
+            self._emit(EngineState.WAITING_APPROVAL, step, screen_action.describe())
+            request = ApprovalRequest(
+                step,
+                task,
+                proposal,
+                screen_action,
+                frame,
+                self.cancel,
+                warning,
+                adjustment,
+                previous_result,
+                may_approve_all=rule.may_approve_all,
+                why_asked=rule.why_asked,
+                irreversible=rule.irreversible,
+            )
+            decision = self.approver.decide(request)
+            self.cancel.raise_if_cancelled()
+        if decision.decision is Decision.APPROVE_ALL_EXACT:
+            # Only a step the rule lets "approve all" cover starts it; any other is approved alone.
+            self._approved_all_exact = self._approved_all_exact or rule.may_approve_all
+            record["approve_all"] = rule.may_approve_all
+            decision = ApprovalDecision.approve()
         record["decision"] = decision.decision.value
         if looping:
             guard.reset()  # the user has looked at it; count afresh

@@ -87,6 +87,36 @@ class Proposal:
     element: str = ""
     # Answers refused before this one in the same step (the model is asked again once).
     rejected: tuple[RejectedAnswer, ...] = ()
+    # How a recorded target was found again (a routine's step); None for the model's own proposals.
+    grounding: Grounding | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """Where a proposer that replays recorded steps (a routine) found the step's target, in its terms.
+
+    The engine's approval rules read it (`automation.engine.approval_rule`): only a step whose
+    target was found `exact`ly on its recorded picture may go ahead under "approve all".
+    `irreversible` is what the recording says (send, save, delete...); the engine adds its own
+    reasons. `source` names the step for people ("routine 'x', step 2 of 5"); `how` says how its
+    target was found (or that it has none). `record` goes into the session's step line as it is.
+    """
+
+    exact: bool
+    how: str
+    source: str
+    irreversible: bool = False
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+class EndRun(AutomationError):
+    """Raised by a proposer to end the run in words: the user stopped it from a question the proposer
+    asked (`stopped`), or the proposer cannot go on (a routine whose file broke: not `stopped`)."""
+
+    def __init__(self, detail: str, *, stopped: bool) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.stopped = stopped
 
 
 class UnusableProposal(AutomationError, ValueError):

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -71,9 +72,19 @@ def _shoot(out: Path) -> None:
     from holodesk.automation.actions import Point
     from holodesk.automation.input.performer import InputPerformer
     from holodesk.automation.input.x11.backend import X11Input
-    from holodesk.automation.routines.replay import RoutineRunner
+    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine
     from holodesk.automation.routines.routine_file import load_routine
     from holodesk.automation.screen import ScreenCapture, ScreenFrame
+
+    def replay(routine: Any, approver: GuiRoutineApprover, grounder: Any = None) -> Any:
+        """The routine's replay (a run of the step engine, not recorded) on a thread; returns the engine."""
+        policy = RoutinePolicy(routine, {}, capture, approver, grounder=grounder)
+        performer = InputPerformer(X11Input(capture=capture))
+        engine = routine_engine(
+            policy, approver, performer, capture, trajectory_root=None, monitor=1, agent_steps=1, questions=approver
+        )
+        threading.Thread(target=engine.run, args=(routine.task,), daemon=True).start()
+        return engine
 
     app = QtWidgets.QApplication(["holodesk-screenshots"])
     capture = ScreenCapture()
@@ -96,8 +107,7 @@ def _shoot(out: Path) -> None:
         window = TargetWindow.start(40, 40)
         approver = GuiRoutineApprover(OverlayController())
         routine = load_routine(work / "routines" / NAME)
-        runner = RoutineRunner(routine, InputPerformer(X11Input(capture=capture)), capture, approver)
-        threading.Thread(target=runner.run, daemon=True).start()
+        runner = replay(routine, approver)
         _pump(approver.panel.isVisible)
         _settle()
         capture.grab(1).to_image().save(out / "routine-running.png")
@@ -119,10 +129,7 @@ def _shoot(out: Path) -> None:
                 return ok
 
         approver = GuiRoutineApprover(OverlayController())
-        runner = RoutineRunner(
-            load_routine(folder), InputPerformer(X11Input(capture=capture)), capture, approver, grounder=PointingModel()
-        )
-        threading.Thread(target=runner.run, daemon=True).start()
+        runner = replay(load_routine(folder), approver, PointingModel())
         _pump(approver.panel.isVisible)
         _settle()
         capture.grab(1).to_image().save(out / "model-step-asked.png")

@@ -94,17 +94,18 @@ def parameter_values_from(task_pattern: str, defaults: dict[str, str], instructi
 
 
 class AutoApprove:
-    """Approves every step, counting them; stops at any problem (never guesses)."""
+    """Approves every step it is shown with "approve all" (the engine's rules decide which steps it is
+    shown: they are the steps that would have been asked), counting them; stops at any problem."""
 
     def __init__(self) -> None:
         self.asked = 0
         self.problems: list[str] = []
 
     def decide(self, request: Any) -> Any:
-        from holodesk.automation.routines.replay import Verdict
+        from holodesk.automation.engine import ApprovalDecision, Decision
 
         self.asked += 1
-        return Verdict.APPROVE_ALL_EXACT
+        return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
 
     def problem(self, request: Any) -> Any:
         from holodesk.automation.routines.replay import ProblemChoice
@@ -254,37 +255,61 @@ def run_task(
             for row, (_, model) in zip(condition_rows, fallbacks, strict=True):
                 row.agent_successes += agent.success
                 row.agent_seconds.append(agent.seconds)
-                replay_episode(browser, capture, input_performer, routine, seed, row, model)
+                replay_episode(browser, capture, input_performer, routine, seed, row, model, work / "replays")
         set_perturbation(browser, "")
         rows.extend(condition_rows)
     return rows
 
 
 def replay_episode(
-    browser: Any, capture: Any, input_performer: Any, routine: Any, seed: int, row: TaskRow, model: Any
+    browser: Any, capture: Any, input_performer: Any, routine: Any, seed: int, row: TaskRow, model: Any, sessions: Path
 ) -> None:
-    from holodesk.automation.routines.replay import ReplayOutcome, RoutineRunner
+    """Replay `routine` on episode `seed` as the app does (a run of the step engine, recorded under `sessions`)."""
+    from holodesk.automation.engine import EngineEvent, EngineState, Outcome
+    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine
 
     defaults = {p.name: p.default for p in routine.parameters}
     instruction = browser.start_episode(seed, 30.0)
     approver = AutoApprove()
-    runner = RoutineRunner(routine, input_performer, capture, approver, grounder=model)
+    values = parameter_values_from(routine.task, defaults, instruction)
+    policy = RoutinePolicy(routine, values, capture, approver, grounder=model)
+    # A replayed step's time: from the engine asking for it (locating) to its action done (the
+    # screenshot written ahead included), settling apart.
+    began: dict[int, float] = {}
+    step_ms: list[float] = []
+
+    def listener(event: EngineEvent) -> None:
+        if event.state is EngineState.THINKING:
+            began[event.step] = time.perf_counter()
+        elif event.state is EngineState.SETTLING and event.step in began:
+            step_ms.append((time.perf_counter() - began.pop(event.step)) * 1000)
+
+    engine = routine_engine(
+        policy,
+        approver,
+        input_performer,
+        capture,
+        trajectory_root=sessions,
+        monitor=1,
+        agent_steps=1,
+        listener=listener,
+    )
     started = time.perf_counter()
-    result = runner.run(parameter_values_from(routine.task, defaults, instruction))
+    result = engine.run(routine.task)
     row.replay_seconds.append(time.perf_counter() - started)
     state = browser.state()
     if not state.done:
         browser.end_episode()
     row.episodes += 1
-    success = state.done and state.raw_reward > 0 and result.outcome is ReplayOutcome.DONE
+    success = state.done and state.raw_reward > 0 and result.outcome is Outcome.DONE
     row.successes += success
     row.wrong += state.done and state.raw_reward < 0
     row.asked += approver.asked
-    row.model_calls += result.model_calls
-    for record in result.records:
+    row.model_calls += policy.model_calls
+    for record in policy.records:
         row.steps += 1
         row.steps_without_model += record.model_calls == 0
-        row.step_ms.append(record.locate_ms + record.act_ms)
+    row.step_ms.extend(step_ms)
     if not success:
         row.failures.append(f"seed {seed}: {result.outcome.value}: {result.detail} {approver.problems}")
 

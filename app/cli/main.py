@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     routine_run.add_argument("name", help="the routine's name")
     routine_run.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE", help="a parameter's value")
     routine_run.add_argument("--no-model", action="store_true", help="never ask the model to locate a target")
+    routine_run.add_argument("--sessions", type=Path, help="where the replay is recorded (default: the settings')")
     _add_backend_options(routine_run)
     for sub in (routine_save, routine_list, routine_run):
         sub.add_argument("--routines", type=Path, help="where routines are (default: the user data folder)")

@@ -5,14 +5,17 @@ save SESSION NAME  compiles a finished session (a folder name or unique prefix) 
                    parameter (Enter keeps it, a new name renames it, n makes the text literal).
 list               every routine: name, steps, parameters, task (a broken one says what is wrong).
 run NAME           replays it (--set PARAM=VALUE for parameters); the model locates what the
-                   pictures cannot find unless --no-model. "Continue with the agent" runs the
-                   rest of the task through `holodesk run`'s loop in the same terminal.
+                   pictures cannot find unless --no-model. The replay is a run of the step
+                   engine, recorded as a session (`holodesk history`), stopped by Ctrl+C,
+                   SIGTERM and SIGHUP like `holodesk run`; "continue with the agent" hands the
+                   same run to the model.
 
 Exit codes as `holodesk run`: 0 done, 1 failed, 2 bad arguments, 3 stopped.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -21,19 +24,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from holodesk.app.cli.routine_approver import TerminalRoutineApprover, routine_event_printer
+from holodesk.app.cli.run_command import EXIT_CODES, PICTURES_PREFIX, _remove_pictures_of_dead_runs
+from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
+from holodesk.app.cli.terminal_approver import TerminalApprover, terminal_event_printer
 from holodesk.automation.actions import Point
 from holodesk.automation.display_text import safe_text
-from holodesk.automation.engine import FrameSource
+from holodesk.automation.engine import ActionPerformer, FrameSource, RunResult
+from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.routines.compiler import CompiledRoutine, CompileError, compile_session, save_compiled
 from holodesk.automation.routines.locators import Grounder
 from holodesk.automation.routines.replay import (
+    HandOver,
     ParameterError,
-    Performer,
-    ReplayOutcome,
-    ReplayResult,
-    RoutineRunner,
+    RoutinePolicy,
     parameter_values,
+    routine_engine,
 )
 from holodesk.automation.routines.routine_file import (
     PARAMETER_PATTERN,
@@ -44,17 +49,12 @@ from holodesk.automation.routines.routine_file import (
     routine_folders,
 )
 from holodesk.automation.screen import ScreenFrame
-from holodesk.automation.trajectory import iter_session_folders, read_session
+from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, iter_session_folders, read_session
 
 if TYPE_CHECKING:
     from holodesk.app.common.settings import Settings
 
-EXIT_DONE, EXIT_FAILED, EXIT_CONFIG, EXIT_STOPPED = 0, 1, 2, 3
-REPLAY_EXIT = {
-    ReplayOutcome.DONE: EXIT_DONE,
-    ReplayOutcome.FAILED: EXIT_FAILED,
-    ReplayOutcome.STOPPED: EXIT_STOPPED,
-}
+EXIT_DONE, EXIT_CONFIG = 0, 2
 
 
 def find_session(root: Path, name: str) -> Path | str:
@@ -82,6 +82,8 @@ def save(sessions: Path, session_name: str, name: str, routines: Path, stdin: Te
         return EXIT_CONFIG
     for line in compiled.left_out:
         out.write(f"left out: {safe_text(line)}\n")
+    for line in compiled.warnings:
+        out.write(f"warning: {safe_text(line)}\n")
     if session.outcome != "done":
         out.write(f"note: the session ended {session.outcome!r}, not done; only the steps that ran are kept\n")
     compiled = confirm_parameters(compiled, stdin, out)
@@ -174,51 +176,77 @@ def run(
     routine: Routine,
     sets: Sequence[str],
     *,
-    performer: Performer,
+    performer: ActionPerformer,
     frames: FrameSource,
     grounder: Grounder | None,
     monitor: int | None,
-    hand_over: Callable[[str], int],
+    agent: Callable[[], HandOver | str] | None,
+    agent_steps: int,
+    sessions: Path,
     stdin: TextIO,
     out: TextIO,
     err: TextIO,
 ) -> int:
-    """Replay `routine`; `hand_over(task)` runs the agent on what is left and gives its exit code."""
+    """Replay `routine` as a run of the step engine, recorded as a session under `sessions`, stopped by
+    Ctrl+C, SIGTERM and SIGHUP as `holodesk run` is; `agent()` builds the agent for a hand-over."""
     try:
         values = parameter_values(routine, parse_sets(sets))
     except ParameterError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
-    pictures = Path(tempfile.mkdtemp(prefix="holodesk-routine-"))
     try:
-        approver = TerminalRoutineApprover(pictures, stdin=stdin, stdout=out)
+        check_writable(sessions)
+    except TrajectoryWriteError as exc:
+        err.write(f"error: {exc}; choose another folder with --sessions\n")
+        return EXIT_CONFIG
+    leftover = release_leftover_input()  # what a killed run left held (a button, a key, bound keycodes)
+    if leftover.markers:
+        err.write(f"note: {leftover.describe()}\n")
+    _remove_pictures_of_dead_runs()
+    pictures = Path(tempfile.mkdtemp(prefix=f"{PICTURES_PREFIX}{os.getpid()}-"))
+    try:
+        terminal = TerminalApprover(pictures, stdin=stdin, stdout=out)
+        approver = InterruptibleApprover(terminal)
+
+        def notify(line: str) -> None:
+            out.write(f"  {safe_text(line)}\n")
+            out.flush()
+
+        policy = RoutinePolicy(
+            routine, values, frames, terminal, grounder=grounder, agent=agent, monitor=monitor, notify=notify
+        )
+        engine = routine_engine(
+            policy,
+            approver,
+            performer,
+            frames,
+            trajectory_root=sessions,
+            monitor=monitor,
+            agent_steps=agent_steps,
+            listener=terminal_event_printer(out),
+            questions=approver,
+        )
         out.write(f"routine {routine.name!r}: {len(routine.steps)} steps (Ctrl+C stops)\n")
         for name, value in values.items():
             out.write(f"  {name} = {safe_text(value)!r}\n")
-        runner = RoutineRunner(
-            routine,
-            performer,
-            frames,
-            approver,
-            grounder=grounder,
-            monitor=monitor,
-            listener=routine_event_printer(out),
-        )
-        result = runner.run(values)
+        out.flush()
+        with signals_stop_the_run(engine.cancel, approver):
+            result = engine.run(routine.task)
     finally:
         shutil.rmtree(pictures, ignore_errors=True)
-    report(result, out)
-    if result.outcome is ReplayOutcome.HANDED_OVER:
-        out.write("continuing with the agent:\n")
-        return hand_over(result.handover_task)
-    return REPLAY_EXIT[result.outcome]
+    report(result, policy, out)
+    return EXIT_CODES[result.outcome]
 
 
-def report(result: ReplayResult, out: TextIO) -> None:
+def report(result: RunResult, policy: RoutinePolicy, out: TextIO) -> None:
     out.write(f"\n{result.outcome.value}: {safe_text(result.detail)}\n")
-    out.write(f"steps done: {result.steps_done}, model calls: {result.model_calls}\n")
-    for previous in result.repairs_written:
+    out.write(f"steps taken: {result.steps}, model calls: {policy.model_calls}\n")
+    if policy.handed_over:
+        out.write("the agent continued the routine's task (its steps are in the same session)\n")
+    for previous in policy.repairs_written:
         out.write(f"repaired; the previous version is kept in {previous}\n")
+    if result.folder is not None:
+        out.write(f"trajectory: {result.folder}\n")
 
 
 class LazyGrounder:
@@ -243,8 +271,8 @@ class LazyGrounder:
 
 
 def run_with_settings(args_name: str, sets: Sequence[str], routines: Path, use_model: bool, settings: Settings) -> int:
-    """`holodesk routine run`: the desktop backends, the model (lazily) and the agent for a hand-over."""
-    from holodesk.app.cli.run_command import _policy_or_exit_code, run_task
+    """`holodesk routine run`: the desktop backends, the model (lazily: to locate, or to take over)."""
+    from holodesk.app.cli.run_command import _policy_or_exit_code
     from holodesk.automation.backends import create_backends
     from holodesk.automation.errors import AutomationError
     from holodesk.automation.routines.grounding import ModelGrounder
@@ -260,6 +288,13 @@ def run_with_settings(args_name: str, sets: Sequence[str], routines: Path, use_m
         policy = _policy_or_exit_code(options, err)
         return None if isinstance(policy, int) else ModelGrounder(policy)
 
+    def agent() -> HandOver | str:
+        err.write("loading the model for the agent to continue...\n")
+        policy = _policy_or_exit_code(options, err)
+        if isinstance(policy, int):
+            return "the model could not be loaded (said above)"
+        return HandOver(policy, policy.profile.space)
+
     backends = create_backends(lambda text: print(text, file=err))
     try:
         backends.capture.grab(monitor)
@@ -267,12 +302,6 @@ def run_with_settings(args_name: str, sets: Sequence[str], routines: Path, use_m
         backends.close()
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
-
-    def hand_over(task: str) -> int:
-        return run_task(
-            task, options, max_steps=settings.run.max_steps, monitor=monitor, sessions=settings.sessions.folder
-        )
-
     try:
         return run(
             routine,
@@ -281,10 +310,12 @@ def run_with_settings(args_name: str, sets: Sequence[str], routines: Path, use_m
             frames=backends.capture,
             grounder=LazyGrounder(build_grounder, err) if use_model else None,
             monitor=monitor,
-            hand_over=hand_over,
+            agent=agent,
+            agent_steps=settings.run.max_steps,
+            sessions=settings.sessions.folder,
             stdin=sys.stdin,
             out=out,
             err=err,
         )
     finally:
-        backends.close()  # spare keycodes bound for the routine's text are given back
+        backends.close()  # spare keycodes bound for the routine's text are given back; the portal ends

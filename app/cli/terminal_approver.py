@@ -10,11 +10,18 @@ whole (every key a typing step presses, select-all and Enter included), right ab
 is repeated there after anything else is printed. A note cannot push it off a 24-line terminal, nor
 draw a fake proposal in its place.
 
-Reads one line per decision: a(pprove), e(dit), s(kip) or q(uit). An edit asks for what the action
+Reads one line per decision: a(pprove), e(dit), s(kip) or q(uit); where the engine's approval rules
+let "approve all" cover the step (a routine's step found exactly where recorded, typing nothing), A
+approves it and every later such step. An edit asks for what the action
 needs (a new target as "x,y" in screen pixels, new text and whether select-all and Enter go with it,
 new keys) and is validated before it is accepted; a bad edit is explained and asked again, never
 executed. When the model asks the user a question, the question is shown and one line is read as
 the reply (an empty line asks again; q on its own, end of input or Ctrl+C stops the run).
+
+A routine's step is shown the same way, with where it comes from and how its target was found
+instead of the model's words. What only a routine asks is asked here too: a problem (target not
+found, effect missing): r(etry), g(o on: only when the step ran), c(ontinue with the agent), q(uit);
+a repair: its diff, then y/N. End of input is always the safe answer (stop, or no repair).
 """
 
 from __future__ import annotations
@@ -32,12 +39,24 @@ from holodesk.automation.action_picture import annotate, caption_for, typing_in_
 from holodesk.automation.actions import Action, KeyCombo, Point, TypeText
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.display_text import bounded_prose, safe_text, text_summary, visible_text
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineEvent, EngineState, QuestionRequest
+from holodesk.automation.engine import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Decision,
+    EngineEvent,
+    EngineState,
+    QuestionRequest,
+)
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
+from holodesk.automation.routines.replay import ProblemChoice, ProblemRequest, RepairRequest
 
 PROMPT = "[a]pprove  [e]dit  [s]kip  [q]uit > "
 PROMPT_WITH_TEXT = "[a]pprove  [e]dit  [s]kip  [q]uit  [t]ext in full > "
+PROMPT_ALL_EXACT = "[a]pprove  [A]pprove this and every exact step  [e]dit  [s]kip  [q]uit > "
+PROBLEM_PROMPT = "[r]etry  [c]ontinue with the agent  [q]uit > "
+PROBLEM_PROMPT_RAN = "[r]etry the check  [g]o on  [c]ontinue with the agent  [q]uit > "
+REPAIR_PROMPT = "write this repair into the routine? [y/N] > "
 REPLY_PROMPT = "your reply (q alone stops) > "
 # Model text is bounded so that, with the step's own lines below it, it fits a 24-line terminal.
 MAX_PROSE_CHARS = 300
@@ -79,11 +98,15 @@ class TerminalApprover:
         long_text = isinstance(action, TypeText) and text_summary(action.text) != visible_text(action.text)
         self._say_context(request, picture)
         self._say_proposal(request)
+        prompt = PROMPT_ALL_EXACT if request.may_approve_all else PROMPT_WITH_TEXT if long_text else PROMPT
         while True:
             try:
-                answer = self._ask(PROMPT_WITH_TEXT if long_text else PROMPT)
+                raw = self._ask(prompt, lower=False)
             except KeyboardInterrupt:  # Ctrl+C at the prompt means stop, not a traceback
                 return ApprovalDecision.stop()
+            if raw is not None and raw.strip() == "A" and request.may_approve_all:
+                return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
+            answer = raw.strip().lower() if raw is not None else None
             if answer is None or answer in ("q", "quit", "stop"):
                 return ApprovalDecision.stop()
             if answer in ("a", "approve", "y", "yes"):
@@ -105,16 +128,29 @@ class TerminalApprover:
             self._say_proposal(request)  # the proposal stays the last thing above the prompt
 
     def _say_context(self, request: ApprovalRequest, picture: Path) -> None:
-        """What comes with a proposal: the model's own words (bounded, indented, escaped), the last step."""
+        """What comes with a proposal: the model's own words (bounded, indented, escaped), or where a
+        routine's step comes from and how its target was found; why it is asked; the last step."""
         proposal = request.proposal
-        self._say(f"\nStep {request.step}, the model says:")
-        for label, text, limit in (
-            ("  target:  ", proposal.element, MAX_ELEMENT_CHARS),
-            ("  note:    ", proposal.note, MAX_PROSE_CHARS),
-            ("  thought: ", proposal.thought, MAX_PROSE_CHARS),
-        ):
+        grounding = proposal.grounding
+        if grounding is not None:
+            self._say(f"\nStep {request.step}: {safe_text(grounding.source)}")
+            rows = [
+                ("  step:    ", proposal.note, MAX_PROSE_CHARS),
+                ("  target:  ", proposal.element, MAX_ELEMENT_CHARS),
+                ("  found:   ", grounding.how, MAX_PROSE_CHARS),
+            ]
+        else:
+            self._say(f"\nStep {request.step}, the model says:")
+            rows = [
+                ("  target:  ", proposal.element, MAX_ELEMENT_CHARS),
+                ("  note:    ", proposal.note, MAX_PROSE_CHARS),
+                ("  thought: ", proposal.thought, MAX_PROSE_CHARS),
+            ]
+        for label, text, limit in rows:
             if text.strip():
                 self._say_wrapped(label, bounded_prose(text, limit))
+        if grounding is not None and request.why_asked:
+            self._say_wrapped("  asked because: ", bounded_prose(request.why_asked, MAX_PROSE_CHARS))
         if request.previous_result:
             self._say_wrapped(f"  step {request.step - 1} result: ", bounded_prose(request.previous_result, 300))
         if request.adjustment:
@@ -153,6 +189,32 @@ class TerminalApprover:
             if reply.strip():
                 return reply.strip()
             self._say("  the reply is empty: type an answer, or q to stop")
+
+    # -- what only a routine asks (called on the engine's proposing thread) --
+
+    def problem(self, request: ProblemRequest) -> ProblemChoice:
+        """Target not found, or effect missing: look again, go on (only when the step ran), continue with
+        the agent, or quit (also at the end of input)."""
+        self._say(f"\nStep {request.step.number}: {safe_text(request.problem)}")
+        prompt = PROBLEM_PROMPT_RAN if request.effect_missing else PROBLEM_PROMPT
+        while True:
+            answer = self._ask(prompt)
+            if answer is None or answer in ("q", "quit") or request.cancel.cancelled:
+                return ProblemChoice.STOP
+            if answer in ("r", "retry"):
+                return ProblemChoice.RETRY
+            if answer in ("c", "agent"):
+                return ProblemChoice.HAND_OVER
+            if answer in ("g", "go") and request.effect_missing:
+                return ProblemChoice.CONTINUE
+            self._say("  please answer " + ("r, g, c or q" if request.effect_missing else "r, c or q"))
+
+    def offer_repair(self, request: RepairRequest) -> bool:
+        """The repaired routine as a diff, then y/N (no repair at the end of input)."""
+        self._say(f"\nStep {request.step.number} was found by {request.located.rung.value}; the repaired routine:")
+        for line in request.repair.diff.splitlines():
+            self._say("  " + safe_text(line))
+        return self._ask(REPAIR_PROMPT) in ("y", "yes")
 
     def _edit(self, action: Action, monitors: tuple[Monitor, ...]) -> Action | None:
         """The edited action, or None after saying why the edit cannot be used (the caller asks again)."""

@@ -51,13 +51,7 @@ from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState,
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.routines.grounding import ModelGrounder
-from holodesk.automation.routines.replay import (
-    ParameterError,
-    ReplayOutcome,
-    ReplayResult,
-    RoutineEvent,
-    RoutineRunner,
-)
+from holodesk.automation.routines.replay import HandOver, ParameterError, RoutinePolicy, routine_engine
 from holodesk.automation.routines.routine_file import RoutineFileError, default_routines_root, load_routine
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, prune_sessions
 from holodesk.inference.errors import InferenceError
@@ -91,8 +85,6 @@ class EngineBridge(QtCore.QObject):
     load_progress = Signal(float, str)
     no_gpu = Signal()  # the local backend failed on a computer without a usable GPU
     backend_notice = Signal(str)  # the Wayland portal's consent explanations
-    routine_event = Signal(object)  # RoutineEvent
-    routine_finished = Signal(object)  # ReplayResult
 
 
 class HolodeskApp(QtCore.QObject):
@@ -143,8 +135,9 @@ class HolodeskApp(QtCore.QObject):
         self.reload_after_run = False
         self.history: HistoryWindow | None = None
         self.routines_root = default_routines_root()
-        self.routine_approver = GuiRoutineApprover(self.overlay)
-        self.routine_runner: RoutineRunner | None = None
+        self.routine_approver = GuiRoutineApprover(self.overlay, agent=self.approver)
+        self.routine_policy: RoutinePolicy | None = None  # the routine the running engine replays
+        self.last_routine: RoutinePolicy | None = None
         self.routine_hotkeys = RoutineHotkeys()  # what the running hotkey listener binds
         self.settings_dialog: SettingsDialog | None = None
         self.server = server
@@ -157,8 +150,6 @@ class HolodeskApp(QtCore.QObject):
         self.indicator.show_settings.connect(self.show_settings)
         self.indicator.quit.connect(self.quit)
         self.indicator.routines_menu.aboutToShow.connect(self._fill_routines_menu)
-        self.bridge.routine_event.connect(self._on_routine_event)
-        self.bridge.routine_finished.connect(self._on_routine_finished)
         self.prompt.submitted.connect(self.start_task)
         # Enter typed into the prompt is the prompt's, even while a step waits for its approval.
         self.prompt.shown_changed.connect(self.approver.set_keys_suspended)
@@ -423,14 +414,13 @@ class HolodeskApp(QtCore.QObject):
     def stop(self) -> None:
         if self.engine is not None:
             self.engine.stop()
-        if self.routine_runner is not None:
-            self.routine_runner.stop()
 
     # -- routines ---------------------------------------------------------------------------------
 
     def run_routine(self, name: str) -> None:
-        """Replay a saved routine with the agent's overlay and panel; its parameters asked first."""
-        if self.engine is not None or self.routine_runner is not None:
+        """Replay a saved routine as a run of the step engine (the agent's overlay and panel, stop, pause,
+        the session in History); its parameters asked first."""
+        if self.engine is not None:
             self._notify("Something is running", f"The routine {name!r} was not started: stop the running one first.")
             return
         try:
@@ -450,45 +440,49 @@ class HolodeskApp(QtCore.QObject):
                 self._notify("Routine not started", f"{routine.name!r}: no value was given for {parameter.name}.")
                 return
             values[parameter.name] = value
-        grounder = ModelGrounder(self.policy) if self.policy is not None else None
-        runner = RoutineRunner(
-            routine,
+        try:
+            check_writable(self.settings.sessions.folder)
+        except TrajectoryWriteError as exc:
+            self._notify("Cannot record the routine", f"{exc}. Choose another sessions folder in the settings.")
+            return
+        model = self.policy
+        grounder = ModelGrounder(model) if model is not None else None
+
+        def agent() -> HandOver | str:
+            if model is None:
+                return self.policy_error or "the model is not loaded yet"
+            return HandOver(model, model.profile.space)
+
+        try:
+            policy = RoutinePolicy(
+                routine,
+                values,
+                self.frames,
+                self.routine_approver,
+                grounder=grounder,
+                agent=agent,
+                monitor=self.settings.run.capture_monitor,
+            )
+        except ParameterError as exc:
+            self._notify("Routine not started", str(exc))
+            return
+        engine = routine_engine(
+            policy,
+            self.routine_approver,
             self.performer,
             self.frames,
-            self.routine_approver,
-            grounder=grounder,
+            trajectory_root=self.settings.sessions.folder,
             monitor=self.settings.run.capture_monitor,
-            listener=self.bridge.routine_event.emit,
+            agent_steps=self.settings.run.max_steps,
+            keep_screenshots=model.profile.budget.keep_screenshots if model is not None else 3,
+            listener=self.bridge.engine_event.emit,
+            questions=self.routine_approver,
         )
-        self.routine_runner = runner
+        self.engine = engine
+        self.routine_policy = policy
+        self.last_routine = policy
         self.indicator.set_running(True)
-
-        def target() -> None:
-            try:
-                result = runner.run(values)
-            except ParameterError as exc:
-                result = ReplayResult(ReplayOutcome.FAILED, str(exc), 0)
-            except BaseException as exc:
-                log.exception("the routine thread died")
-                result = ReplayResult(ReplayOutcome.FAILED, f"internal error: {type(exc).__name__}: {exc}", 0)
-            self.bridge.routine_finished.emit(result)
-
-        threading.Thread(target=target, name="holodesk-routine", daemon=True).start()
-
-    def _on_routine_event(self, event: RoutineEvent) -> None:
-        self._show(StatusLine(AppState.ACTING, f"routine step {event.step}: {event.kind.value} {event.detail}"[:120]))
-
-    def _on_routine_finished(self, result: ReplayResult) -> None:
-        self.routine_runner = None
-        self.indicator.set_running(False)
-        self._show(StatusLine(AppState.IDLE, f"routine {result.outcome.value}"))
-        calls = f"; the model was asked {result.model_calls} times" if result.model_calls else ""
-        repaired = (
-            f"; repaired (the previous version is in {result.repairs_written[-1]})" if result.repairs_written else ""
-        )
-        self._notify(f"Routine {result.outcome.value}", f"{result.detail}{calls}{repaired}")
-        if result.outcome is ReplayOutcome.HANDED_OVER:
-            self.start_task(result.handover_task)
+        self._start_engine_thread(engine, routine.task)
 
     def toggle_pause(self) -> None:
         if self.engine is None:
@@ -592,7 +586,17 @@ class HolodeskApp(QtCore.QObject):
         self._show(StatusLine(state, f"{result.outcome.value}: {result.detail}"))
         hint = run_end_hint(result.detail)
         words = f"{result.detail} ({steps_in_words(result.steps)})" + (f"\n{hint}" if hint else "")
-        self._notify(OUTCOME_TITLES[result.outcome], words)
+        title = OUTCOME_TITLES[result.outcome]
+        routine, self.routine_policy = self.routine_policy, None
+        if routine is not None:  # a replay: which routine, and what the model and repairs did
+            title = f"Routine {routine.routine.name!r}: {title.lower()}"
+            if routine.model_calls:
+                words += f"; the model was asked {routine.model_calls} times"
+            if routine.repairs_written:
+                words += f"; repaired (the previous version is in {routine.repairs_written[-1]})"
+            if routine.handed_over:
+                words += "; the agent continued the task"
+        self._notify(title, words)
         sessions = self.settings.sessions
         threading.Thread(
             target=prune_sessions, args=(sessions.folder, sessions.retention_bytes), daemon=True, name="holodesk-prune"

@@ -1,13 +1,15 @@
 """A routine replayed in the tray app: the agent's overlay and approval panel, and the Routines menu.
 
-`GuiRoutineApprover` is the runner's `RoutineApprover` on the GUI. A step is asked through a
-`GuiApprover` of its own (the same overlay, a `RoutinePanel`): the marker shows where the step's
-target was found, the panel says how it was found and why it is asked. On a step located exactly
-the panel's tick reads "approve this and every later step found exactly" (the runner's
-APPROVE_ALL_EXACT); on a step found by a weaker locator or by the model, and on an irreversible one,
-the tick is off and disabled, since those are always asked one by one. Editing is not offered
-(a routine step runs as recorded or not at all). Every request carries its own cancel token
-(linked to the run's), so the GuiApprover never approves a later step by itself.
+A replay is a run of the step engine (automation.routines.replay); `GuiRoutineApprover` is its
+approver on the GUI, for both kinds of step. A routine's step is asked through a `GuiApprover` of
+its own (the same overlay, a `RoutinePanel`): the marker shows where the step's target was found,
+the panel says how it was found and why it is asked. Where the engine's approval rules let "approve
+all" cover the step (found exactly where recorded, typing nothing) the panel's tick reads "approve
+this and every later step found exactly" (Decision.APPROVE_ALL_EXACT); on any other step the tick
+is hidden. Editing is not offered (a routine step runs as recorded or not at all). Every request
+carries its own cancel token (linked to the run's), so that GuiApprover never approves a step by a
+choice of its own. After "continue with the agent", the agent's steps go to the app's own approver,
+as in any task.
 
 A problem (target not found, effect missing) and a repair are asked in a small window on the GUI
 thread; while a repair waits, the overlay shows where the model located the target, and the window
@@ -19,6 +21,7 @@ folder; a routine with a hotkey shows it, or why it is not bound.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable
@@ -34,16 +37,8 @@ from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
 from holodesk.automation.actions import Action
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.display_text import safe_text
-from holodesk.automation.engine import ApprovalRequest, Decision
-from holodesk.automation.proposal import Proposal
-from holodesk.automation.routines.locators import Rung
-from holodesk.automation.routines.replay import (
-    ProblemChoice,
-    ProblemRequest,
-    RepairRequest,
-    StepRequest,
-    Verdict,
-)
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
+from holodesk.automation.routines.replay import ProblemChoice, ProblemRequest, RepairRequest
 from holodesk.automation.routines.routine_file import Routine, RoutineFileError, load_routine, routine_folders
 
 POLL_S = 0.02
@@ -79,67 +74,48 @@ class RoutinePanel(ApprovalPanel):
         self._fit_height()
 
 
-def why_asked_in_words(request: StepRequest) -> str:
-    """The panel's highlighted line: why this step is asked on its own; empty for an exact step."""
-    located = request.located
-    if request.step.irreversible:
-        return "Always asked: this step is irreversible (send, save, delete, submit...)"
-    if located is None:
+def why_asked_in_words(request: ApprovalRequest) -> str:
+    """The panel's highlighted line: why this routine step is asked on its own; empty when "approve all"
+    could cover it."""
+    if request.may_approve_all:
         return ""
-    if located.rung is Rung.MODEL:
-        return "Asked on its own: the model found the target, its recorded pictures did not"
-    if not located.exact:
-        return "Asked on its own: the target was not where it was recorded"
-    return ""
-
-
-def step_request_for_panel(request: StepRequest, cancel: CancelToken) -> ApprovalRequest:
-    """The routine's step as the panel shows an agent's step: the target's words, how it was found, why asked."""
-    located = request.located
-    target = request.step.target
-    proposal = Proposal(
-        action=request.action,
-        raw_text="",
-        image_width=request.frame.width,
-        image_height=request.frame.height,
-        note=f"Routine {request.routine.name!r}, step {request.step.number} of {len(request.routine.steps)}",
-        thought=located.detail
-        if located is not None
-        else "a step without a target (keys, or typing where the focus is)",
-        element=target.element if target is not None else "",
-    )
-    return ApprovalRequest(
-        step=request.step.number,
-        task=request.routine.task,
-        proposal=proposal,
-        action=request.action,
-        frame=request.frame,
-        cancel=cancel,
-        adjustment=why_asked_in_words(request),
-    )
+    return f"Asked on its own: {request.why_asked}" if request.why_asked else ""
 
 
 class GuiRoutineApprover:
-    """The runner's approver on the GUI; call its methods from the runner's thread."""
+    """The replay's approver on the GUI (and what only a routine asks); call it from the engine's threads."""
 
-    def __init__(self, overlay: OverlayController, panel: RoutinePanel | None = None) -> None:
+    def __init__(
+        self, overlay: OverlayController, panel: RoutinePanel | None = None, agent: GuiApprover | None = None
+    ) -> None:
         self.overlay = overlay
         self.panel = panel or RoutinePanel()
         self.steps = GuiApprover(overlay, self.panel)
+        self.agent = agent or self.steps  # the app's approver, for the agent's steps after a hand-over
         self._gui = GuiThreadCaller()
         self.window: QtWidgets.QMessageBox | None = None  # the problem or repair question shown now
 
-    def decide(self, request: StepRequest) -> Verdict:
-        bulk = request.located is not None and request.located.exact and not request.step.irreversible
-        self.panel.bulk_allowed[request.step.number] = bulk
+    def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        grounding = request.proposal.grounding
+        if grounding is None:
+            return self.agent.decide(request)  # the agent's step, after "continue with the agent"
+        self.panel.bulk_allowed[request.step] = request.may_approve_all
         token = LinkedCancel(request.cancel)
-        decision = self.steps.decide(step_request_for_panel(request, token))
+        decision = self.steps.decide(
+            dataclasses.replace(request, cancel=token, adjustment=why_asked_in_words(request) or request.adjustment)
+        )
         if decision.decision is Decision.APPROVE:
             ticked = request.action.kind in self.steps.task_auto_approve_kinds
-            return Verdict.APPROVE_ALL_EXACT if ticked and bulk else Verdict.APPROVE
+            if ticked and request.may_approve_all:
+                return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
+            return decision
         if decision.decision is Decision.SKIP:
-            return Verdict.SKIP
-        return Verdict.STOP  # stop, or an edit (not offered: a routine's step runs as recorded or not)
+            return decision
+        return ApprovalDecision.stop()  # stop, or an edit (not offered: a routine's step runs as recorded or not)
+
+    def answer_question(self, request: QuestionRequest) -> str | None:
+        """The agent's question after a hand-over, on the app's panel."""
+        return self.agent.answer_question(request)
 
     def problem(self, request: ProblemRequest) -> ProblemChoice:
         choices: list[tuple[str, object]] = [

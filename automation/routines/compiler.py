@@ -24,6 +24,7 @@ from holodesk.automation.actions import Action, KeyCombo, TypeText, action_from_
 from holodesk.automation.errors import ActionError
 from holodesk.automation.routines.effects import changed_box
 from holodesk.automation.routines.locators import matches_elsewhere
+from holodesk.automation.routines.pictures import featureless, private_folder, save_png
 from holodesk.automation.routines.routine_file import (
     CROPS_DIR,
     ExpectedEffect,
@@ -66,6 +67,9 @@ class CompiledRoutine:
     routine: Routine
     pictures: dict[str, Image.Image] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
+    # Steps kept that a replay cannot fully do by itself, in words: a target no picture can find
+    # again, an effect that cannot be checked. Said at save time, not found out at replay.
+    warnings: list[str] = field(default_factory=list)
 
 
 class CompileError(Exception):
@@ -106,8 +110,15 @@ def compile_session(session: Session, name: str) -> CompiledRoutine:
                     f"step {index}: its screenshot is missing, so its target cannot be found again"
                 )
                 continue
-            target = _target(number, before, (points[0].x, points[0].y), element, compiled.pictures)
+            target = take_target(number, before, (points[0].x, points[0].y), element, compiled.pictures)
+            if featureless(np.asarray(compiled.pictures[target.crop])):
+                compiled.warnings.append(f"step {number}: {unfindable_words(element)}")
         expect = _effect(before, after, target)
+        if after is None:
+            compiled.warnings.append(
+                f"step {number}: its effect cannot be checked (the session has no screenshot after it);"
+                " a replay will not know whether it worked"
+            )
         text_parameter = ""
         if isinstance(action, TypeText) and action.text.strip() and action.text.strip() in session.task:
             text_parameter = _parameter_name(element, len(parameters) + 1, {p.name for p in parameters})
@@ -146,11 +157,25 @@ def save_compiled(compiled: CompiledRoutine, root: Path, *, replace: bool = Fals
     folder = root / compiled.routine.name
     if folder.exists() and not replace:
         raise FileExistsError(f"a routine named {compiled.routine.name!r} exists already ({folder})")
-    (folder / CROPS_DIR).mkdir(parents=True, exist_ok=True)
+    if not root.exists():
+        private_folder(root)
+    private_folder(folder)
+    private_folder(folder / CROPS_DIR)
     for relative, picture in compiled.pictures.items():
-        picture.save(folder / relative, format="PNG")
+        save_png(picture, folder / relative)
     write_routine(compiled.routine, folder)
     return folder
+
+
+def unfindable_words(element: str) -> str:
+    """Why a step's target cannot be found again by its pictures, and what will happen at replay."""
+    where = (
+        f"only the model can find it again, from its description {element!r} (a replay without the model stops"
+        " there and asks)"
+        if element
+        else "no replay can find it again (it has no description for the model either): a replay stops there and asks"
+    )
+    return f"its target's picture is one plain colour (a click on a plain background): {where}"
 
 
 def _left_out_because(step: Mapping[str, Any]) -> str:
@@ -196,13 +221,16 @@ def _box_around(
     return left, top, left + width, top + height
 
 
-def _target(
+def take_target(
     number: int,
     before: tuple[Image.Image, tuple[int, int]],
     point: tuple[int, int],
     element: str,
     pictures: dict[str, Image.Image],
+    suffix: str = "",
 ) -> Target:
+    """The target at `point` on the screenshot `before` (picture, its top-left on the screen): its
+    crop (grown until it is not plain and matches only once) and context, added to `pictures`."""
     picture, origin = before
     local = (point[0] - origin[0], point[1] - origin[1])
     crop_box = _box_around(picture, origin, point, CROP_SIZE)
@@ -212,8 +240,8 @@ def _target(
         crop_box = _box_around(picture, origin, point, size)
     crop_box = _unique_crop(picture, origin, point, crop_box)
     context_box = _box_around(picture, origin, point, CONTEXT_SIZE)
-    crop = f"{CROPS_DIR}/step-{number:02d}.png"
-    context = f"{CROPS_DIR}/step-{number:02d}-context.png"
+    crop = f"{CROPS_DIR}/step-{number:02d}{suffix}.png"
+    context = f"{CROPS_DIR}/step-{number:02d}-context{suffix}.png"
     pictures[crop] = picture.crop(crop_box)
     pictures[context] = picture.crop(context_box)
     return Target(

@@ -45,9 +45,18 @@ class EffectCheck:
 
 
 def check_effect(
-    expect: ExpectedEffect, target: tuple[int, int] | None, before: ScreenFrame, after: ScreenFrame
+    expect: ExpectedEffect,
+    target: tuple[int, int] | None,
+    before: ScreenFrame,
+    after: ScreenFrame,
+    shift: tuple[int, int] = (0, 0),
 ) -> EffectCheck:
-    """Did the screen change inside the expected region (moved to where the target is now)?"""
+    """Did the screen change inside the expected region (moved to where the target is now)?
+
+    A step with a target has its region relative to the target's point; a step without one (keys,
+    typing where the focus is) has it in screen pixels as recorded, moved by `shift`: how far the
+    routine's last target was found from where it was recorded (the window it acts in moved).
+    """
     if not expect.changed or expect.region is None:
         return EffectCheck(True, "no change was expected")
     if before.region != after.region:
@@ -55,6 +64,8 @@ def check_effect(
     dx, dy, width, height = expect.region
     if target is not None:
         dx, dy = dx + target[0], dy + target[1]
+    else:
+        dx, dy = dx + shift[0], dy + shift[1]
     left = max(0, dx - before.region.left - REGION_MARGIN)
     top = max(0, dy - before.region.top - REGION_MARGIN)
     right = min(before.width, dx - before.region.left + width + REGION_MARGIN)

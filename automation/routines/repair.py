@@ -9,17 +9,17 @@ the two files, which the front end shows.
 from __future__ import annotations
 
 import difflib
-import shutil
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 from PIL import Image
 
 from holodesk.automation.actions import Point
-from holodesk.automation.routines.compiler import CONTEXT_SIZE, CROP_SIZE
+from holodesk.automation.routines.compiler import take_target, unfindable_words
+from holodesk.automation.routines.pictures import featureless, private_folder, save_png, write_private
 from holodesk.automation.routines.routine_file import (
-    CROPS_DIR,
     REVISIONS_DIR,
     ROUTINE_FILE,
     Routine,
@@ -40,33 +40,31 @@ class ProposedRepair:
     pictures: dict[str, Image.Image]
 
 
+class CannotRepair(ValueError):
+    """A repair that would write pictures no replay could find again; nothing is offered."""
+
+
 def repaired_step(
     step: RoutineStep, point: Point, frame: ScreenFrame, stamp: str
 ) -> tuple[RoutineStep, dict[str, Image.Image]]:
-    """`step` with its target at `point` and its crops re-taken from `frame` (the new pictures)."""
+    """`step` with its target at `point` and its crops re-taken from `frame` (the new pictures), taken
+    as the compiler takes them; CannotRepair when the new crop is one plain colour."""
     assert step.target is not None
-    picture = frame.to_image()
     pictures: dict[str, Image.Image] = {}
-    local = (point.x - frame.region.left, point.y - frame.region.top)
-    names: dict[str, str] = {}
-    offsets: dict[str, tuple[int, int]] = {}
-    for kind, size in (("crop", CROP_SIZE), ("context", CONTEXT_SIZE)):
-        width, height = min(size[0], picture.width), min(size[1], picture.height)
-        left = min(max(0, local[0] - width // 2), picture.width - width)
-        top = min(max(0, local[1] - height // 2), picture.height - height)
-        suffix = "" if kind == "crop" else "-context"
-        relative = f"{CROPS_DIR}/step-{step.number:02d}{suffix}-repair-{stamp}.png"
-        pictures[relative] = picture.crop((left, top, left + width, top + height))
-        names[kind] = relative
-        offsets[kind] = (local[0] - left, local[1] - top)
+    origin = (frame.region.left, frame.region.top)
+    new_target = take_target(
+        step.number, (frame.to_image(), origin), (point.x, point.y), step.target.element, pictures, f"-repair-{stamp}"
+    )
+    if featureless(np.asarray(pictures[new_target.crop])):
+        raise CannotRepair(f"step {step.number} was not repaired: {unfindable_words(step.target.element)}")
     dx, dy = point.x - step.target.point[0], point.y - step.target.point[1]
     target = replace(
         step.target,
-        point=(point.x, point.y),
-        crop=names["crop"],
-        crop_offset=offsets["crop"],
-        context=names["context"],
-        context_offset=offsets["context"],
+        point=new_target.point,
+        crop=new_target.crop,
+        crop_offset=new_target.crop_offset,
+        context=new_target.context,
+        context_offset=new_target.context_offset,
     )
     action = step.action.map_points(lambda p: Point(p.x + dx, p.y + dy))
     return replace(step, action=action, target=target), pictures
@@ -94,12 +92,10 @@ def write_repair(proposed: ProposedRepair) -> Path:
     folder = proposed.routine.folder
     if folder is None:
         raise ValueError(f"the routine {proposed.routine.name!r} was not loaded from a folder")
-    (folder / CROPS_DIR).mkdir(parents=True, exist_ok=True)
     for relative, picture in proposed.pictures.items():
-        picture.save(folder / relative, format="PNG")
+        save_png(picture, folder / relative)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    previous = folder / REVISIONS_DIR / f"routine-{stamp}.toml"
-    previous.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(folder / ROUTINE_FILE, previous)
+    previous = private_folder(folder / REVISIONS_DIR) / f"routine-{stamp}.toml"
+    write_private(previous, (folder / ROUTINE_FILE).read_bytes())
     write_routine(proposed.routine, folder)
     return previous

@@ -1,64 +1,65 @@
-"""Replaying a routine: locate each step's target, ask what must be asked, act, check the effect.
+"""Replaying a routine is a run of the step engine: the routine is the proposer.
 
-The runner depends on four seams only: a `Performer` that executes a screen-space action, a
-`FrameSource` that captures the screen, a `RoutineApprover` (the terminal or the tray) and,
-optionally, a `Grounder` (the model's `locate`) for targets the pictures cannot find.
+`RoutinePolicy` implements the engine's `Policy`: each `propose` returns the routine's next step,
+its target found again on the current screen through the locator ladder (the model's `locate` as
+the last rung, where one is given), in the frame's own pixels, with a `Grounding` that says how the
+target was found. Everything else is the engine's, as for the agent's steps: approval (its rules,
+`automation.engine.approval_rule`, decide what "approve all" covers), stop and pause, write-ahead
+recording of every step into a session (`holodesk history` lists the replay), releasing the input
+the run held, listener isolation.
 
-Approval: a step located EXACTLY (its picture where it was recorded) may be approved with all the
-other exact steps in one go; a step found by a weaker locator or by the model is shown and asked on
-its own; an irreversible step (send, save, delete, submit...) is always asked. A target that no
-locator finds unambiguously is never guessed: the user is asked (retry, stop, or continue with the
-agent). After each step the expected effect is checked; when it is missing the screen is checked
-once more after it settles again, then the user is asked. "Continue with the agent" ends the
-replay with a task for the normal agent loop: the routine's task and what was done so far.
+Before proposing the next step, the proposer checks that the step before changed the screen where
+it changed it when recorded (moved with its target; a step without a target follows the last
+target found). A target that no locator finds unambiguously is never guessed, and a missing effect
+is checked once more: then the user is asked (`RoutineQuestions`): look again, go on, continue with
+the agent, or stop. "Continue with the agent" hands the same run, its session and its history to
+the model's policy, with a task that says what the routine did and what is left, in the values given
+with --set. A step found by the model, that then did what it did when recorded, is offered as a
+repair of the routine file.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from PIL import Image
 
-from holodesk.automation.actions import Action, Point, TypeText
+from holodesk.automation.actions import Action, Done, Point, TypeText
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import FrameSource
-from holodesk.automation.errors import Cancelled, CaptureError
-from holodesk.automation.routines.effects import check_effect
+from holodesk.automation.coords import FrameMapping, ImagePixelSpace, ModelSpace, NormalizedSpace
+from holodesk.automation.engine import (
+    ActionPerformer,
+    Approver,
+    EngineEvent,
+    EngineSettings,
+    FrameSource,
+    QuestionAnswerer,
+    StepEngine,
+)
+from holodesk.automation.errors import OffScreenError
+from holodesk.automation.proposal import EndRun, Grounding, PastStep, Policy, Proposal
+from holodesk.automation.routines.effects import EffectCheck, check_effect
 from holodesk.automation.routines.locators import Grounder, Located, NotLocated, Rung, TargetLocator
-from holodesk.automation.routines.repair import ProposedRepair, propose_repair, write_repair
+from holodesk.automation.routines.pictures import PictureError, load_picture
+from holodesk.automation.routines.repair import CannotRepair, ProposedRepair, propose_repair, write_repair
 from holodesk.automation.routines.routine_file import Routine, RoutineStep
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
 
 SETTLE_TIMEOUT_S = 3.0
 SETTLE_POLL_S = 0.05
-
-
-class ActionResult(Protocol):
-    @property
-    def ok(self) -> bool: ...
-
-    @property
-    def detail(self) -> str: ...
-
-
-class Performer(Protocol):
-    """Executes one screen-space action (the action performer of either desktop backend)."""
-
-    def execute(self, action: Action, cancel: CancelToken) -> ActionResult: ...
-
-
-class Verdict(StrEnum):
-    APPROVE = "approve"
-    APPROVE_ALL_EXACT = "approve_all_exact"  # this step, and every later exact, reversible one
-    SKIP = "skip"
-    STOP = "stop"
+# Words in a target's description that make a step irreversible whatever the file says (the
+# compiler writes `irreversible = true` for them; a hand edit cannot turn that off).
+IRREVERSIBLE_WORDS = re.compile(
+    r"\b(send|save|delete|submit|remove|pay|buy|purchase|post|publish|confirm|order|transfer|erase|discard|sign)\b",
+    re.IGNORECASE,
+)
 
 
 class ProblemChoice(StrEnum):
@@ -66,19 +67,6 @@ class ProblemChoice(StrEnum):
     CONTINUE = "continue"  # the effect is fine after all: go on with the next step
     HAND_OVER = "hand_over"  # continue with the agent
     STOP = "stop"
-
-
-@dataclass(frozen=True, slots=True)
-class StepRequest:
-    """A step waiting for approval: the action as it would run, where its target was found and why asked."""
-
-    routine: Routine
-    step: RoutineStep
-    action: Action
-    frame: ScreenFrame
-    located: Located | None  # None: a step without a target (keys, typing into the focused field)
-    why_asked: str
-    cancel: CancelToken
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,66 +92,33 @@ class RepairRequest:
     repair: ProposedRepair  # the routine as it would be, and the diff to review
 
 
-class RoutineApprover(Protocol):
-    def decide(self, request: StepRequest) -> Verdict: ...
+class RoutineQuestions(Protocol):
+    """What only a routine asks (the terminal and the tray each answer): a problem, a repair.
+
+    Called on the engine's proposing thread; must return promptly once `request.cancel` is cancelled
+    (a problem) or the run is stopped."""
 
     def problem(self, request: ProblemRequest) -> ProblemChoice: ...
 
     def offer_repair(self, request: RepairRequest) -> bool: ...
 
 
-class ReplayOutcome(StrEnum):
-    DONE = "done"
-    STOPPED = "stopped"
-    FAILED = "failed"
-    HANDED_OVER = "handed_over"
-
-
-class EventKind(StrEnum):
-    LOCATING = "locating"
-    LOCATED = "located"
-    WAITING_APPROVAL = "waiting_approval"
-    ACTING = "acting"
-    CHECKING = "checking"
-    STEP_DONE = "step_done"
-    PROBLEM = "problem"
-    FINISHED = "finished"
-
-
 @dataclass(frozen=True, slots=True)
-class RoutineEvent:
-    kind: EventKind
-    step: int
-    detail: str = ""
-    point: Point | None = None
+class HandOver:
+    """The agent that takes the run over: its policy and the coordinate space its history is in."""
+
+    policy: Policy
+    space: ModelSpace
 
 
 @dataclass(frozen=True, slots=True)
 class StepRecord:
-    """How one step went: its locator, its times (ms) and whether the model was asked."""
+    """How one routine step was found: its rung, the time it took (ms) and the model calls."""
 
     number: int
     rung: str
     locate_ms: float
-    act_ms: float
-    settle_ms: float
     model_calls: int
-    asked: bool
-    effect: str
-
-
-@dataclass
-class ReplayResult:
-    outcome: ReplayOutcome
-    detail: str
-    steps_done: int
-    records: list[StepRecord] = field(default_factory=list)
-    repairs_written: list[Path] = field(default_factory=list)  # the previous revisions kept, one per repair
-    handover_task: str = ""
-
-    @property
-    def model_calls(self) -> int:
-        return sum(record.model_calls for record in self.records)
 
 
 class ParameterError(ValueError):
@@ -183,74 +138,120 @@ def parameter_values(routine: Routine, given: Mapping[str, str]) -> dict[str, st
     return values
 
 
-def _picture(routine: Routine, relative: str) -> np.ndarray | None:
-    if not relative:
-        return None
-    with Image.open(routine.crop_path(relative)) as image:
-        return np.asarray(image.convert("RGB"))
+def handover_task(routine: Routine, next_step: int, values: Mapping[str, str]) -> str:
+    """The task the agent continues with: the routine's task, what was done, what was left, in the
+    values given for this run (not the recorded ones)."""
+    done = [s for s in routine.steps if s.number < next_step]
+    left = [s for s in routine.steps if s.number >= next_step]
+    lines = [routine.task]
+    if values:
+        lines.append("Values for this run: " + "; ".join(f"{name} = {value!r}" for name, value in values.items()) + ".")
+    if done:
+        lines.append(
+            "Already done by the routine "
+            + repr(routine.name)
+            + ": "
+            + "; ".join(s.describe(values) for s in done)
+            + "."
+        )
+    if left:
+        lines.append("Still to do (the routine could not): " + "; ".join(s.describe(values) for s in left) + ".")
+    lines.append("Continue from the screen as it is now.")
+    return "\n".join(lines)
 
 
-class RoutineRunner:
-    """Replays one routine; `run` blocks (call it off the UI thread)."""
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """A step proposed and (as the history will say) maybe performed: what its effect check needs."""
+
+    step: RoutineStep
+    located: Located | None
+    before: ScreenFrame
+    shift: tuple[int, int]  # how far the routine's targets have moved from where recorded
+
+
+class _HandOverNow(Exception):
+    def __init__(self, next_step: int, why: str) -> None:
+        super().__init__(why)
+        self.next_step = next_step
+        self.why = why
+
+
+class RoutinePolicy:
+    """The routine as the engine's proposer (see the module's docstring). One run per instance.
+
+    `cancel` must be the engine's token (`routine_engine` sets it): the questions asked while
+    proposing end when the run is stopped. `agent` builds the agent for "continue with the agent"
+    (the model loads then), or returns why there is none; None: the choice is not offered.
+    `notify` receives a line for each step found and each effect checked.
+    """
 
     def __init__(
         self,
         routine: Routine,
-        performer: Performer,
+        values: Mapping[str, str],
         frames: FrameSource,
-        approver: RoutineApprover,
+        questions: RoutineQuestions,
         *,
         grounder: Grounder | None = None,
+        agent: Callable[[], HandOver | str] | None = None,
         monitor: int | None = 1,
-        listener: Callable[[RoutineEvent], None] | None = None,
-        cancel: CancelToken | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.routine = routine
-        self.performer = performer
+        self.values = parameter_values(routine, values)
         self.frames = frames
-        self.approver = approver
+        self.questions = questions
         self.grounder = grounder
+        self.agent = agent
         self.monitor = monitor
-        self.listener = listener
-        self.cancel = cancel or CancelToken()
-        self._approved_exact = False
-        self._pictures: dict[str, np.ndarray | None] = {}
+        self.notify = notify
+        self.cancel = CancelToken()
+        self.records: list[StepRecord] = []
+        self.repairs_written: list[Path] = []
+        self.handover_task = ""  # set when the agent took over
+        self._next = 0  # index of the next routine step
+        self._ran: _Ran | None = None
+        self._shift = (0, 0)
+        self._pictures: dict[str, np.ndarray] = {}
+        self._handover: HandOver | None = None
+        self._agent_proposals = 0
 
-    def stop(self) -> None:
-        self.cancel.cancel()
+    @property
+    def model_calls(self) -> int:
+        return sum(record.model_calls for record in self.records)
 
-    def run(self, values: Mapping[str, str] | None = None) -> ReplayResult:
-        """Replay every step. ParameterError (before anything runs) for a bad --set."""
-        resolved = parameter_values(self.routine, values or {})
-        result = ReplayResult(ReplayOutcome.DONE, "", 0)
+    @property
+    def handed_over(self) -> bool:
+        return self._handover is not None
+
+    # -- the Policy protocol ------------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        if self._handover is not None:
+            self._handover.policy.interrupt()
+
+    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+        if self._handover is not None:
+            return self._agent_propose(history, frames)
+        frame = frames[-1]
         try:
-            # A routine is often started as a window opens or a page loads: begin on a settled screen.
-            frame = self._settled()
-            for step in self.routine.steps:
-                self.cancel.raise_if_cancelled()
-                ended, frame = self._step(step, frame, resolved, result)
-                if ended:
-                    break
-            else:
-                result.detail = f"all {len(self.routine.steps)} steps of {self.routine.name!r} done"
-        except (Cancelled, KeyboardInterrupt):
-            result.outcome, result.detail = (
-                ReplayOutcome.STOPPED,
-                self.cancel.reason if self.cancel.cancelled else "stopped",
-            )
-        except CaptureError as exc:
-            result.outcome, result.detail = ReplayOutcome.FAILED, f"the screen could not be captured: {exc}"
-        self._emit(EventKind.FINISHED, result.steps_done, f"{result.outcome.value}: {result.detail}")
-        return result
+            ran, self._ran = self._ran, None
+            if ran is not None and history and history[-1].performed and not history[-1].outcome:
+                frame = self._effect_seen(ran, frame)
+            if self._next >= len(self.routine.steps):
+                return self._finished(frame)
+            step = self.routine.steps[self._next]
+            proposal = self._step_proposal(step, frame)
+        except _HandOverNow as handing:
+            return self._hand_over(handing, history, frames)
+        self._next += 1
+        return proposal
 
-    # -- one step --------------------------------------------------------------------------------
+    # -- one step -------------------------------------------------------------------------------------
 
-    def _step(
-        self, step: RoutineStep, frame: ScreenFrame, values: Mapping[str, str], result: ReplayResult
-    ) -> tuple[bool, ScreenFrame]:
-        """Run one step; (True, frame) when the replay ends here."""
+    def _step_proposal(self, step: RoutineStep, frame: ScreenFrame) -> Proposal:
         started = time.perf_counter()
-        self._emit(EventKind.LOCATING, step.number, step.describe())
         located: Located | None = None
         model_calls = 0
         while step.target is not None:
@@ -260,99 +261,190 @@ class RoutineRunner:
             if isinstance(found, Located):
                 located = found
                 break
-            choice = self._ask_problem(step, frame, self._not_found_words(step, found), effect_missing=False)
+            choice = self._ask(step, frame, self._not_found_words(step, found), effect_missing=False)
             if choice is ProblemChoice.RETRY:
-                frame = self.frames.grab(self.monitor)
+                frame = self._settled()
                 continue
-            return self._end(result, step, choice, f"step {step.number}: the target was not found"), frame
-        locate_ms = (time.perf_counter() - started) * 1000
-        action = self._action(step, located, values)
-        if located is not None:
-            self._emit(EventKind.LOCATED, step.number, located.detail, located.point)
-        asked, why = self._why_ask(step, located)
-        if asked:
-            self._emit(EventKind.WAITING_APPROVAL, step.number, why)
-            verdict = self.approver.decide(StepRequest(self.routine, step, action, frame, located, why, self.cancel))
-            self.cancel.raise_if_cancelled()
-            if verdict is Verdict.STOP:
-                result.outcome, result.detail = ReplayOutcome.STOPPED, f"stopped by the user at step {step.number}"
-                return True, frame
-            if verdict is Verdict.SKIP:
-                self._emit(EventKind.STEP_DONE, step.number, "skipped by the user")
-                return False, frame
-            if verdict is Verdict.APPROVE_ALL_EXACT:
-                self._approved_exact = True
-        self._emit(EventKind.ACTING, step.number, action.describe(), located.point if located else None)
-        acted = time.perf_counter()
-        outcome = self.performer.execute(action, self.cancel)
-        act_ms = (time.perf_counter() - acted) * 1000
-        if not outcome.ok:
-            result.outcome = ReplayOutcome.FAILED
-            result.detail = f"step {step.number}: the desktop refused {action.describe()}: {outcome.detail}"
-            return True, frame
-        settling = time.perf_counter()
-        after = self._settled()
-        target_now = (located.point.x, located.point.y) if located else None
-        self._emit(EventKind.CHECKING, step.number)
-        check = check_effect(step.expect, target_now, frame, after)
-        if not check.seen:  # re-check once: the program may still have been busy
-            after = self._settled()
-            check = check_effect(step.expect, target_now, frame, after)
-        settle_ms = (time.perf_counter() - settling) * 1000
-        result.records.append(
+            raise _HandOverNow(step.number, f"step {step.number}: the target was not found")
+        self.records.append(
             StepRecord(
                 step.number,
                 located.rung.value if located else "no target",
-                locate_ms,
-                act_ms,
-                settle_ms,
+                (time.perf_counter() - started) * 1000,
                 model_calls,
-                asked,
-                check.detail,
             )
         )
-        result.steps_done += 1
-        if not check.seen:
-            choice = self._ask_problem(step, after, f"step {step.number} ran, but {check.detail}", effect_missing=True)
-            if choice is not ProblemChoice.CONTINUE:
-                return self._end(result, step, choice, f"step {step.number}: {check.detail}", done=True), after
-        if located is not None and located.rung is Rung.MODEL and self.routine.folder is not None:
-            proposed = propose_repair(self.routine, step, located.point, frame)
-            if self.approver.offer_repair(RepairRequest(self.routine, step, located, frame, proposed)):
-                result.repairs_written.append(write_repair(proposed))
-                self.routine = proposed.routine
-        self._emit(EventKind.STEP_DONE, step.number, check.detail)
-        return False, after
+        action = self._action(step, located)
+        if located is not None:
+            self._say(f"step {step.number} located: {located.detail}")
+            assert step.target is not None
+            self._shift = (located.point.x - step.target.point[0], located.point.y - step.target.point[1])
+        self._ran = _Ran(step, located, frame, self._shift)
+        return self._proposal(step, action, located, frame)
 
-    def _target_pictures(self, step: RoutineStep) -> tuple[np.ndarray, np.ndarray | None]:
-        assert step.target is not None
-        for relative in (step.target.crop, step.target.context):
-            if relative not in self._pictures:
-                self._pictures[relative] = _picture(self.routine, relative)
-        crop = self._pictures[step.target.crop]
-        assert crop is not None  # the loader checked the file exists
-        return crop, self._pictures[step.target.context]
-
-    def _why_ask(self, step: RoutineStep, located: Located | None) -> tuple[bool, str]:
-        if step.irreversible:
-            return True, "irreversible (send, save, delete, submit...): always asked"
-        if located is not None and not located.exact:
-            return True, f"found by {located.rung.value}: {located.detail}"
-        if self._approved_exact:
-            return False, ""
+    def _proposal(self, step: RoutineStep, action: Action, located: Located | None, frame: ScreenFrame) -> Proposal:
+        """The step as a proposal in the frame's own pixels (ImagePixelSpace over the frame's size)."""
+        region = frame.region
+        mapping = FrameMapping(region, region.width, region.height)
+        try:
+            in_frame = action.map_points(lambda p: mapping.screen_to_model(p, ImagePixelSpace()))
+        except OffScreenError as exc:
+            raise EndRun(f"step {step.number}'s target is off the captured screen: {exc}", stopped=False) from exc
+        total = len(self.routine.steps)
+        source = f"routine {self.routine.name!r}, step {step.number} of {total}"
+        element = step.target.element if step.target is not None else ""
         if located is None:
-            return True, "a step without a target"
-        return True, f"found exactly ({located.detail})"
+            how = "a step without a target (keys, or typing where the focus is)"
+        elif located.exact:
+            how = f"found exactly where recorded ({located.detail})"
+        else:
+            how = f"found by {located.rung.value} ({located.detail})"
+        irreversible = step.irreversible or bool(element and IRREVERSIBLE_WORDS.search(element))
+        grounding = Grounding(
+            exact=located is not None and located.exact,
+            how=how,
+            source=source,
+            irreversible=irreversible,
+            record={
+                "routine": self.routine.name,
+                "routine_step": step.number,
+                "rung": located.rung.value if located is not None else "",
+                "score": round(located.score, 4) if located is not None else None,
+            },
+        )
+        return Proposal(
+            action=in_frame,
+            raw_text="",
+            image_width=region.width,
+            image_height=region.height,
+            note=f"Routine {self.routine.name!r}, step {step.number} of {total}: {step.describe(self.values)}",
+            thought=how,
+            space=ImagePixelSpace(),
+            element=element,
+            grounding=grounding,
+        )
 
-    def _action(self, step: RoutineStep, located: Located | None, values: Mapping[str, str]) -> Action:
+    def _action(self, step: RoutineStep, located: Located | None) -> Action:
+        """The step's action in screen pixels: its parameter's value typed, moved to where the target is."""
         action = step.action
         if isinstance(action, TypeText) and step.text_parameter:
-            action = replace(action, text=values[step.text_parameter])
+            action = replace(action, text=self.values[step.text_parameter])
         if located is None or step.target is None:
             return action
         dx = located.point.x - step.target.point[0]
         dy = located.point.y - step.target.point[1]
         return action.map_points(lambda p: Point(p.x + dx, p.y + dy))
+
+    def _target_pictures(self, step: RoutineStep) -> tuple[np.ndarray, np.ndarray | None]:
+        assert step.target is not None
+        folder = self.routine.folder
+        if folder is None:
+            raise EndRun(f"the routine {self.routine.name!r} has no folder: its pictures cannot be read", stopped=False)
+        for relative in (step.target.crop, step.target.context):
+            if relative and relative not in self._pictures:
+                try:
+                    self._pictures[relative] = load_picture(folder, relative)
+                except PictureError as exc:
+                    raise EndRun(f"step {step.number}: {exc}", stopped=False) from None
+        context = self._pictures.get(step.target.context) if step.target.context else None
+        return self._pictures[step.target.crop], context
+
+    # -- effects, repairs, the end ---------------------------------------------------------------------
+
+    def _effect_seen(self, ran: _Ran, after: ScreenFrame) -> ScreenFrame:
+        """Check the step's recorded effect (once more on a settled screen if missing); the user decides
+        when it is still missing. Returns the frame the next step is located on."""
+        step = ran.step
+        check = self._check(ran, after)
+        if not check.seen:  # the program may still have been busy
+            after = self._settled()
+            check = self._check(ran, after)
+        while not check.seen:
+            choice = self._ask(step, after, f"step {step.number} ran, but {check.detail}", effect_missing=True)
+            if choice is ProblemChoice.CONTINUE:
+                break
+            if choice is ProblemChoice.RETRY:
+                after = self._settled()
+                check = self._check(ran, after)
+                continue
+            raise _HandOverNow(step.number + 1, f"step {step.number}: {check.detail}")
+        self._say(f"step {step.number} done: {check.detail}")
+        if ran.located is not None and ran.located.rung is Rung.MODEL and self.routine.folder is not None:
+            self._offer_repair(step, ran.located, ran.before)
+        return after
+
+    def _check(self, ran: _Ran, after: ScreenFrame) -> EffectCheck:
+        anchor = (ran.located.point.x, ran.located.point.y) if ran.located is not None else None
+        return check_effect(ran.step.expect, anchor, ran.before, after, shift=ran.shift)
+
+    def _offer_repair(self, step: RoutineStep, located: Located, frame: ScreenFrame) -> None:
+        try:
+            proposed = propose_repair(self.routine, step, located.point, frame)
+        except CannotRepair as exc:
+            self._say(str(exc))
+            return
+        if self.questions.offer_repair(RepairRequest(self.routine, step, located, frame, proposed)):
+            try:
+                self.repairs_written.append(write_repair(proposed))
+            except OSError as exc:
+                self._say(f"the repair could not be written: {exc}")
+                return
+            self.routine = proposed.routine
+
+    def _finished(self, frame: ScreenFrame) -> Proposal:
+        total = len(self.routine.steps)
+        return Proposal(
+            action=Done(f"all {total} steps of {self.routine.name!r} done"),
+            raw_text="",
+            image_width=frame.region.width,
+            image_height=frame.region.height,
+            space=ImagePixelSpace(),
+        )
+
+    # -- the agent takes over --------------------------------------------------------------------------
+
+    def _hand_over(self, handing: _HandOverNow, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+        if self.agent is None:
+            raise EndRun(f"{handing.why}; there is no agent to continue with", stopped=False)
+        agent = self.agent()
+        if isinstance(agent, str):
+            raise EndRun(f"{handing.why}; the agent could not take over: {agent}", stopped=False)
+        self._handover = agent
+        self.handover_task = handover_task(self.routine, handing.next_step, self.values)
+        self._say(f"{handing.why}: continuing with the agent")
+        return self._agent_propose(history, frames)
+
+    def _agent_propose(self, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+        """The agent's proposal, given the run's history with the routine's steps in its own space."""
+        assert self._handover is not None
+        routine_steps = max(0, len(history) - self._agent_proposals)
+        region = frames[-1].region
+        mapping = FrameMapping(region, region.width, region.height)
+        space = self._handover.space
+
+        def in_agent_space(past: PastStep) -> PastStep:
+            try:
+                screen = past.action.map_points(lambda p: mapping.model_to_screen(p, ImagePixelSpace()))
+                return replace(past, action=screen.map_points(lambda p: mapping.screen_to_model(p, space)))
+            except OffScreenError:
+                return past
+
+        shown = [in_agent_space(p) for p in history[:routine_steps]] + list(history[routine_steps:])
+        proposal = self._handover.policy.propose(self.handover_task, shown, frames)
+        self._agent_proposals += 1
+        return proposal
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    def _ask(self, step: RoutineStep, frame: ScreenFrame, problem: str, *, effect_missing: bool) -> ProblemChoice:
+        self._say(f"step {step.number} problem: {problem}")
+        choice = self.questions.problem(ProblemRequest(self.routine, step, frame, problem, effect_missing, self.cancel))
+        self.cancel.raise_if_cancelled()
+        if choice is ProblemChoice.STOP:
+            raise EndRun(f"{problem}; stopped by the user", stopped=True)
+        if choice is ProblemChoice.HAND_OVER and self.agent is None:
+            raise EndRun(f"{problem}; there is no agent to continue with", stopped=False)
+        return choice
 
     def _settled(self) -> ScreenFrame:
         frame, _ = wait_for_settle(
@@ -369,42 +461,47 @@ class RoutineRunner:
         kind = "found in more than one place" if found.ambiguous else "not found"
         return f"{what} was {kind} ({found.detail})"
 
-    def _ask_problem(
-        self, step: RoutineStep, frame: ScreenFrame, problem: str, *, effect_missing: bool
-    ) -> ProblemChoice:
-        self._emit(EventKind.PROBLEM, step.number, problem)
-        choice = self.approver.problem(ProblemRequest(self.routine, step, frame, problem, effect_missing, self.cancel))
-        self.cancel.raise_if_cancelled()
-        return choice
-
-    def _end(
-        self, result: ReplayResult, step: RoutineStep, choice: ProblemChoice, problem: str, *, done: bool = False
-    ) -> bool:
-        if choice is ProblemChoice.HAND_OVER:
-            result.outcome = ReplayOutcome.HANDED_OVER
-            result.detail = f"{problem}; handed to the agent"
-            result.handover_task = handover_task(self.routine, step.number if not done else step.number + 1)
-        elif choice is ProblemChoice.STOP:
-            result.outcome, result.detail = ReplayOutcome.STOPPED, f"{problem}; stopped by the user"
-        else:
-            result.outcome, result.detail = ReplayOutcome.FAILED, problem
-        return True
-
-    def _emit(self, kind: EventKind, step: int, detail: str = "", point: Point | None = None) -> None:
-        if self.listener is not None:
-            self.listener(RoutineEvent(kind, step, detail, point))
+    def _say(self, line: str) -> None:
+        if self.notify is not None:
+            self.notify(line)
 
 
-def handover_task(routine: Routine, next_step: int) -> str:
-    """The task the agent continues with: the routine's task, what was done, what was left."""
-    done = [s for s in routine.steps if s.number < next_step]
-    left = [s for s in routine.steps if s.number >= next_step]
-    lines = [routine.task]
-    if done:
-        lines.append(
-            "Already done by the routine " + repr(routine.name) + ": " + "; ".join(s.describe() for s in done) + "."
-        )
-    if left:
-        lines.append("Still to do (the routine could not): " + "; ".join(s.describe() for s in left) + ".")
-    lines.append("Continue from the screen as it is now.")
-    return "\n".join(lines)
+def routine_engine(
+    policy: RoutinePolicy,
+    approver: Approver,
+    performer: ActionPerformer,
+    frames: FrameSource,
+    *,
+    trajectory_root: Path | None,
+    monitor: int | None,
+    agent_steps: int,
+    keep_screenshots: int = 3,
+    listener: Callable[[EngineEvent], None] | None = None,
+    questions: QuestionAnswerer | None = None,
+) -> StepEngine:
+    """The step engine that replays `policy`'s routine (then the agent's `agent_steps` at most), recording
+    a session under `trajectory_root`; the policy's questions end with the engine's stop."""
+    routine = policy.routine
+    engine = StepEngine(
+        policy,
+        approver,
+        performer,
+        frames,
+        EngineSettings(
+            max_steps=len(routine.steps) + max(1, agent_steps),
+            monitor=monitor,
+            settle_timeout_s=SETTLE_TIMEOUT_S,
+            settle_poll_s=SETTLE_POLL_S,
+            keep_screenshots=keep_screenshots,
+            trajectory_root=trajectory_root,
+            session_meta={"routine": routine.name, "routine_folder": str(routine.folder or "")},
+            settle_first=True,
+        ),
+        listener=listener,
+        questions=questions,
+    )
+    policy.cancel = engine.cancel
+    return engine
+
+
+DEFAULT_AGENT_SPACE: ModelSpace = NormalizedSpace()

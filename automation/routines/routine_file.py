@@ -16,7 +16,6 @@ Loading checks every field and reports every problem at once, each with where it
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ import tomli_w
 from holodesk.automation.actions import Action, TypeText, action_from_dict
 from holodesk.automation.errors import ActionError
 from holodesk.automation.hotkey_syntax import HotkeySyntaxError, check_hotkey
+from holodesk.automation.routines.pictures import check_picture, private_folder, write_private
 
 FORMAT_NAME = "holodesk routine"
 FORMAT_VERSION = 1
@@ -103,9 +103,13 @@ class RoutineStep:
     irreversible: bool = False  # send, save, delete, submit...: always asked at replay
     note: str = ""  # what the model said it was doing, for the person reading the file
 
-    def describe(self) -> str:
+    def describe(self, values: Mapping[str, str] | None = None) -> str:
+        """The step in words; with `values` (the run's parameters), a parameter's text is the value given."""
         if isinstance(self.action, TypeText) and self.text_parameter:
-            return f"type the value of {self.text_parameter}" + (" and press Enter" if self.action.press_enter else "")
+            enter = " and press Enter" if self.action.press_enter else ""
+            if values is not None and self.text_parameter in values:
+                return f"type {values[self.text_parameter]!r} (the value of {self.text_parameter}){enter}"
+            return f"type the value of {self.text_parameter}{enter}"
         what = self.action.describe()
         if self.target is not None and self.target.element:
             what = f"{self.action.kind} {self.target.element}"
@@ -188,15 +192,12 @@ def _step_to_dict(step: RoutineStep) -> dict[str, Any]:
 
 
 def write_routine(routine: Routine, folder: Path) -> Path:
-    """Write `routine.toml` into `folder` atomically (temp file, fsync, rename); returns its path."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write `routine.toml` into `folder` atomically (temp file, fsync, rename); returns its path.
+
+    The folder is 0700 and the file 0600, like a session's: it holds what was typed."""
+    private_folder(folder)
     path = folder / ROUTINE_FILE
-    tmp = path.with_suffix(".toml.part")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(routine_to_toml(routine))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    write_private(path, routine_to_toml(routine).encode("utf-8"))
     return path
 
 
@@ -376,8 +377,10 @@ def _target(raw: object, where: str, problems: _Problems, folder: Path) -> Targe
         relative = problems.text(raw, key, where, required=False)
         if relative and (Path(relative).is_absolute() or ".." in Path(relative).parts):
             problems.add(f"{where}{key}", f"must be a path inside the routine's folder, got {relative!r}")
-        elif relative and not (folder / relative).is_file():
-            problems.add(f"{where}{key}", f"the picture {folder / relative} is missing")
+        elif relative:
+            why = check_picture(folder, relative)  # a PNG file of its own, whole: checked before any step runs
+            if why:
+                problems.add(f"{where}{key}", why)
     nearby = raw.get("nearby_text", [])
     if not isinstance(nearby, list) or not all(isinstance(t, str) for t in nearby):
         problems.add(f"{where}nearby_text", f"expected a list of texts, got {nearby!r}")

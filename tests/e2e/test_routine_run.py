@@ -27,6 +27,7 @@ from holodesk.automation.coords import Rect
 from holodesk.automation.routines.locators import Rung
 from holodesk.automation.routines.routine_file import REVISIONS_DIR, ROUTINE_FILE, load_routine
 from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.trajectory import iter_session_folders, read_session
 from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
 from tests.e2e.scripting import holotron, model_point
 from tests.support.holodesk_command import HOLODESK_COMMAND
@@ -76,8 +77,9 @@ def restyle(routines: Path, step: int) -> None:
 
 
 def routine_run(routines: Path, answers: str, *extra: str) -> tuple[int, str]:
+    sessions = routines.parent / "sessions"  # the replay is a session of its own
     process = subprocess.run(
-        [*HOLODESK_COMMAND, "routine", "run", NAME, "--routines", str(routines), *extra],
+        [*HOLODESK_COMMAND, "routine", "run", NAME, "--routines", str(routines), "--sessions", str(sessions), *extra],
         input=answers,
         capture_output=True,
         text=True,
@@ -92,10 +94,12 @@ def remote(server: FakeOpenAIServer) -> tuple[str, ...]:
 
 
 def test_routine_run_replays_on_the_window_with_one_approval_and_no_model(routines, window):
-    code, said = routine_run(routines, "A\n", "--no-model", "--set", "text_1=typed by the command")
+    # step 1 (exact): A; step 2 types, so it is shown whatever A said: a
+    code, said = routine_run(routines, "A\na\n", "--no-model", "--set", "text_1=typed by the command")
     assert code == 0, said
     assert "done: all 2 steps of 'ok and hello' done" in said and "model calls: 0" in said
-    assert said.count("[A]pprove this and every exact step") == 1  # both steps exact: asked once
+    assert said.count("[A]pprove this and every exact step") == 1  # offered for the click only
+    assert "asked because: it types: always shown" in said
     events = window.sync()
     assert [e["widget"] for e in events if e["event"] == "clicked"] == ["ok"]
     assert [e["text"] for e in events if e["event"] == "text"][-1] == "typed by the command"
@@ -129,7 +133,7 @@ def test_the_model_locates_a_restyled_target_over_http_and_the_approved_repair_i
     # The repaired routine finds the target by its pictures again: no model, one approval. The field
     # is emptied first, as it was when the routine was recorded (the first run typed into it).
     window.reset()
-    code, said = routine_run(routines, "A\n", "--no-model")
+    code, said = routine_run(routines, "A\na\n", "--no-model")
     assert code == 0, said
     assert "model calls: 0" in said and said.count("[A]pprove this") == 1
     assert [e["widget"] for e in window.sync() if e["event"] == "clicked"] == ["ok"]
@@ -152,13 +156,20 @@ def test_continue_with_the_agent_hands_over_the_task_and_what_was_done(routines,
     with FakeOpenAIServer() as server:
         server.queue(Completion(text=holotron("answer", content="The field is filled.")))
         # step 1 (exact): A; step 2's target not found: c(ontinue with the agent)
-        code, said = routine_run(routines, "A\nc\n", "--no-model", *remote(server))
+        code, said = routine_run(routines, "A\nc\n", "--no-model", "--set", "text_1=Grüße vom Band", *remote(server))
         requests = server.chat_requests
     assert code == 0, said
     assert "the text field was not found" in said and "continuing with the agent" in said
     assert [e["widget"] for e in window.sync() if e["event"] == "clicked"] == ["ok"]
     (request,) = requests  # the agent's first step: its task is the hand-over's
-    sent = json.dumps(request.body["messages"])
-    assert TASK in sent
-    assert f"Already done by the routine '{NAME}': click the OK button" in sent
-    assert "Still to do (the routine could not): type the value of text_1" in sent
+    sent = json.loads(json.dumps(request.body["messages"]))
+    text = json.dumps(sent, ensure_ascii=False)
+    assert TASK in text
+    assert f"Already done by the routine '{NAME}': click the OK button" in text
+    # The value given with --set, not the recorded one, is what the agent is told to type.
+    assert "Still to do (the routine could not): type 'Grüße vom Band' (the value of text_1)" in text
+    assert "hello routine" not in text.replace(TASK, "")
+    # One run: the routine's step and the agent's answer are one session.
+    (folder,) = iter_session_folders(routines.parent / "sessions")
+    session = read_session(folder)
+    assert session.outcome == "done" and [s.get("decision") for s in session.steps] == ["approve", "final"]

@@ -178,11 +178,14 @@ def test_a_routine_runs_from_the_menu_with_the_panel_and_ends_in_a_notification(
     run_from_menu(app)
     panel = app.routine_approver.panel
     qtbot.waitUntil(panel.isVisible, timeout=10_000)
-    assert app.routine_runner is not None and app.overlay.showing
+    assert app.engine is not None and app.routine_policy is not None and app.overlay.showing
     panel.named_widgets()["approve"].click()
-    qtbot.waitUntil(lambda: app.routine_runner is None, timeout=10_000)
+    qtbot.waitUntil(lambda: app.engine is None, timeout=10_000)
     title, text = app.indicator.last_notification
-    assert title == "Routine done" and "all 1 steps of 'go' done" in text
+    assert title == "Routine 'go': task finished" and "all 1 steps of 'go' done" in text
+    # The replay is a session in History, like any task.
+    (folder,) = iter_session_folders(app.settings.sessions.folder)
+    assert read_session(folder).outcome == "done"
 
 
 def test_a_routine_hotkey_pressed_on_the_keyboard_starts_the_routine_as_its_menu_does(
@@ -196,14 +199,14 @@ def test_a_routine_hotkey_pressed_on_the_keyboard_starts_the_routine_as_its_menu
     app.indicator.routines_menu.aboutToShow.emit()  # the menu reads the routines afresh and binds the hotkey
     (entry,) = [a for a in app.indicator.routines_menu.actions() if a.text() == "go"]
     assert entry.menu().actions()[1].text() == "Hotkey: Ctrl+Alt+1"
-    assert app.routine_runner is None
+    assert app.engine is None
     subprocess.run(["xdotool", "key", "ctrl+alt+1"], env=xvfb.env(), check=True, timeout=10)
     panel = app.routine_approver.panel
     qtbot.waitUntil(panel.isVisible, timeout=10_000)  # the same approval panel as a run from the menu
-    assert app.routine_runner is not None
+    assert app.engine is not None
     panel.named_widgets()["approve"].click()
-    qtbot.waitUntil(lambda: app.routine_runner is None, timeout=10_000)
-    assert app.indicator.last_notification[0] == "Routine done"
+    qtbot.waitUntil(lambda: app.engine is None, timeout=10_000)
+    assert app.indicator.last_notification[0] == "Routine 'go': task finished"
 
 
 def test_continue_with_the_agent_starts_the_agent_on_what_is_left(qtbot, holodesk_app, tmp_path):
@@ -216,8 +219,9 @@ def test_continue_with_the_agent_starts_the_agent_on_what_is_left(qtbot, holodes
     assert isinstance(box, QtWidgets.QMessageBox) and "the Go button was not found" in box.text()
     (agent,) = [b for b in box.buttons() if b.text() == "Continue with the agent"]
     agent.click()
-    qtbot.waitUntil(lambda: app.engine is not None, timeout=10_000)
-    qtbot.waitUntil(lambda: any(iter_session_folders(app.settings.sessions.folder)), timeout=10_000)
-    (folder,) = iter_session_folders(app.settings.sessions.folder)
-    task = read_session(folder).task
+    # The same run goes on with the agent, told what is left; one session holds both.
+    qtbot.waitUntil(lambda: app.last_routine is not None and app.last_routine.handed_over, timeout=10_000)
+    task = app.last_routine.handover_task
     assert task.startswith(ROUTINE_TASK) and "Still to do (the routine could not): click the Go button" in task
+    (folder,) = iter_session_folders(app.settings.sessions.folder)
+    assert read_session(folder).task == ROUTINE_TASK

@@ -1,7 +1,7 @@
-"""A routine replayed in the tray app: the runner on its own thread, the user answering on the panel.
+"""A routine replayed in the tray app: the step engine on its own thread, the user answering on the panel.
 
-Runs on Qt's offscreen platform (one 800x600 screen) with real queued signals between the runner's
-thread and the GUI. The screen is drawn (bench/rigs/routine_scenes.py) and the performer
+Runs on Qt's offscreen platform (one 800x600 screen) with real queued signals between the engine's
+threads and the GUI. The screen is drawn (bench/rigs/routine_scenes.py) and the performer
 records what it was asked to do, so each test knows exactly what ran.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
@@ -26,26 +27,48 @@ from holodesk.app.gui.routine_runs import (
 )
 from holodesk.automation.actions import Action, Click, Point
 from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import ImagePixelSpace
+from holodesk.automation.engine import Outcome, RunResult
+from holodesk.automation.input.performer import ExecutionResult
+from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.routines.compiler import compile_session, save_compiled
-from holodesk.automation.routines.replay import ReplayOutcome, ReplayResult, RoutineRunner
+from holodesk.automation.routines.replay import HandOver, RoutinePolicy, routine_engine
 from holodesk.automation.routines.routine_file import Routine, load_routine, write_routine
 from holodesk.automation.screen import ScreenFrame
 
+PIXELS = ImagePixelSpace()
 OK, CANCEL, SEND = Button("OK", 100, 100), Button("Cancel", 300, 100), Button("Send", 500, 300)
-
-
-class Done:
-    ok = True
-    detail = "done"
 
 
 class RecordingPerformer:
     def __init__(self) -> None:
         self.actions: list[Action] = []
 
-    def execute(self, action: Action, cancel: CancelToken) -> Done:
+    def validate(self, action: Action) -> None:
+        pass
+
+    def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult:
         self.actions.append(action)
-        return Done()
+        return ExecutionResult(action, True, "done", 0.0)
+
+    def close(self) -> None:
+        pass
+
+
+class FinishingAgent:
+    """The agent after a hand-over: says the task is finished, remembering the task it was given."""
+
+    def __init__(self) -> None:
+        self.tasks: list[str] = []
+
+    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+        from holodesk.automation.actions import Done
+
+        self.tasks.append(task)
+        return Proposal(Done("finished"), "", frames[-1].width, frames[-1].height)
+
+    def interrupt(self) -> None:
+        pass
 
 
 class DrawnScreen:
@@ -86,10 +109,16 @@ def approver(qtbot):  # type: ignore[no-untyped-def]
     overlay.clear()
 
 
-def start(runner: RoutineRunner) -> Future[ReplayResult]:
-    result: Future[ReplayResult] = Future()
-    threading.Thread(target=lambda: result.set_result(runner.run()), daemon=True).start()
-    return result
+class Replay:
+    """A routine's replay (the step engine, the routine as its proposer) on a thread of its own."""
+
+    def __init__(self, routine: Routine, performer, frames, approver, grounder=None, agent=None) -> None:  # type: ignore[no-untyped-def]
+        self.policy = RoutinePolicy(routine, {}, frames, approver, grounder=grounder, agent=agent)
+        self.engine = routine_engine(
+            self.policy, approver, performer, frames, trajectory_root=None, monitor=1, agent_steps=2, questions=approver
+        )
+        self.result: Future[RunResult] = Future()
+        threading.Thread(target=lambda: self.result.set_result(self.engine.run(routine.task)), daemon=True).start()
 
 
 def panel_asks(qtbot, approver: GuiRoutineApprover, step: int) -> None:  # type: ignore[no-untyped-def]
@@ -109,7 +138,7 @@ def press(box: QtWidgets.QMessageBox, words: str) -> None:
 
 def test_one_tick_approves_the_exact_steps_and_the_irreversible_one_is_still_asked(qtbot, approver, routine):
     performer = RecordingPerformer()
-    result = start(RoutineRunner(routine, performer, DrawnScreen(screen([OK, CANCEL, SEND])), approver))
+    result = Replay(routine, performer, DrawnScreen(screen([OK, CANCEL, SEND])), approver).result
     panel_asks(qtbot, approver, 1)
     widgets = approver.panel.named_widgets()
     remember = approver.panel._remember
@@ -123,7 +152,7 @@ def test_one_tick_approves_the_exact_steps_and_the_irreversible_one_is_still_ask
     assert "irreversible" in approver.panel._context.text()
     qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(result.done, timeout=5000)
-    assert result.result().outcome is ReplayOutcome.DONE
+    assert result.result().outcome is Outcome.DONE
     assert performer.actions == [Click(Point(*b.centre)) for b in (OK, CANCEL, SEND)]
 
 
@@ -132,10 +161,11 @@ def test_a_step_found_by_the_model_is_asked_alone_and_its_repair_shows_the_point
     performer = RecordingPerformer()
     model = PointingModel(Point(*moved_ok.centre))
     drawn = DrawnScreen(screen([moved_ok, CANCEL, SEND]))
-    result = start(RoutineRunner(routine, performer, drawn, approver, grounder=model))
+    replay = Replay(routine, performer, drawn, approver, grounder=model)
+    result = replay.result
     panel_asks(qtbot, approver, 1)
     assert not approver.panel._remember.isVisible()
-    assert "the model found the target" in approver.panel._context.text()
+    assert "found by the model" in approver.panel._context.text()
     qtbot.mouseClick(approver.panel.named_widgets()["approve"], Qt.MouseButton.LeftButton)
     box = question(qtbot, approver)
     assert "found it at (455, 468)" in box.text()
@@ -145,30 +175,36 @@ def test_a_step_found_by_the_model_is_asked_alone_and_its_repair_shows_the_point
     panel_asks(qtbot, approver, 2)
     approver.steps.panel.named_widgets()["stop"].click()
     qtbot.waitUntil(result.done, timeout=5000)
-    assert result.result().outcome is ReplayOutcome.STOPPED
-    assert len(result.result().repairs_written) == 1 and performer.actions == [Click(Point(*moved_ok.centre))]
+    assert result.result().outcome is Outcome.STOPPED
+    assert len(replay.policy.repairs_written) == 1 and performer.actions == [Click(Point(*moved_ok.centre))]
 
 
 def test_a_target_not_found_is_asked_and_can_be_handed_to_the_agent(qtbot, approver, routine):
     performer = RecordingPerformer()
-    result = start(RoutineRunner(routine, performer, DrawnScreen(screen([CANCEL, SEND])), approver))
+    agent = FinishingAgent()
+    replay = Replay(
+        routine,
+        performer,
+        DrawnScreen(screen([CANCEL, SEND])),
+        approver,
+        agent=lambda: HandOver(agent, ImagePixelSpace()),
+    )
     box = question(qtbot, approver)
     assert "the OK button was not found" in box.text()
     assert [b.text() for b in box.buttons()] == ["Look again", "Continue with the agent", "Stop"]
     press(box, "Continue with the agent")
-    qtbot.waitUntil(result.done, timeout=5000)
-    replay = result.result()
-    assert replay.outcome is ReplayOutcome.HANDED_OVER and performer.actions == []
-    assert replay.handover_task.startswith("ok, cancel, send\nStill to do")
+    qtbot.waitUntil(replay.result.done, timeout=5000)
+    assert replay.result.result().outcome is Outcome.DONE and performer.actions == []
+    # The same run went on with the agent, told what is left.
+    assert agent.tasks and agent.tasks[0].startswith("ok, cancel, send\nStill to do")
 
 
 def test_a_stop_while_a_question_waits_ends_the_run_and_closes_the_window(qtbot, approver, routine):
-    runner = RoutineRunner(routine, RecordingPerformer(), DrawnScreen(screen([CANCEL, SEND])), approver)
-    result = start(runner)
+    replay = Replay(routine, RecordingPerformer(), DrawnScreen(screen([CANCEL, SEND])), approver)
     question(qtbot, approver)
-    runner.stop()
-    qtbot.waitUntil(result.done, timeout=3000)
-    assert result.result().outcome is ReplayOutcome.STOPPED
+    replay.engine.stop()
+    qtbot.waitUntil(replay.result.done, timeout=3000)
+    assert replay.result.result().outcome is Outcome.STOPPED
     qtbot.waitUntil(lambda: approver.window is None, timeout=3000)
 
 

@@ -1,32 +1,38 @@
-"""Routines replayed on real windows under Xvfb: the window must see the clicks and read the typed text.
+"""Routines replayed on real windows under Xvfb, as runs of the step engine: the window must see the
+clicks and read the typed text, and the replay must be a recorded session.
 
 A session is recorded on a real target window (its screenshots are real grabs), compiled and saved
 as a routine, read back, and replayed through the real input performer (XTEST) and screen capture. The
-window logs what it received; the tests read that log, not the runner's own account.
+window logs what it received; the tests read that log and the session on disk, not the proposer's
+own account.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from bench.rigs.routine_scenes import click_step, record_session
 from bench.rigs.target_client import TargetWindow
-from bench.rigs.window_routine import record_ok_and_hello
+from bench.rigs.window_routine import record_ok_and_hello, settled
+from holodesk.automation.actions import Click, TypeText
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, Outcome, RunResult
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.routines.compiler import compile_session, save_compiled
 from holodesk.automation.routines.locators import Rung
 from holodesk.automation.routines.replay import (
     ProblemChoice,
     ProblemRequest,
     RepairRequest,
-    ReplayOutcome,
-    RoutineRunner,
-    StepRequest,
-    Verdict,
+    RoutinePolicy,
+    routine_engine,
 )
-from holodesk.automation.routines.routine_file import Routine
+from holodesk.automation.routines.routine_file import Routine, load_routine
 from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.trajectory import iter_session_folders, read_session
 from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
 
 pytestmark = [
@@ -36,15 +42,15 @@ pytestmark = [
 
 
 class ApproveAll:
-    """Approves every step and remembers why each was asked; stops at any problem."""
+    """Answers every step it is shown with "approve all" and remembers it; stops at any problem."""
 
     def __init__(self) -> None:
-        self.asked: list[StepRequest] = []
+        self.asked: list[ApprovalRequest] = []
         self.problems: list[ProblemRequest] = []
 
-    def decide(self, request: StepRequest) -> Verdict:
+    def decide(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)
-        return Verdict.APPROVE_ALL_EXACT
+        return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
 
     def problem(self, request: ProblemRequest) -> ProblemChoice:
         self.problems.append(request)
@@ -67,47 +73,67 @@ def routine(xvfb: XvfbServer, capture: ScreenCapture, tmp_path_factory: pytest.T
     return record_ok_and_hello(capture, tmp_path_factory.mktemp("routine"))
 
 
-def test_a_replay_on_the_window_as_recorded_clicks_ok_and_types_the_parameter(routine, capture):
+def replay(
+    routine: Routine, capture: ScreenCapture, approver: ApproveAll, sessions: Path, values: dict[str, str] | None = None
+) -> tuple[RunResult, RoutinePolicy]:
+    policy = RoutinePolicy(routine, values or {}, capture, approver)
+    performer = InputPerformer(X11Input(capture=capture))
+    engine = routine_engine(policy, approver, performer, capture, trajectory_root=sessions, monitor=1, agent_steps=1)
+    return engine.run(routine.task), policy
+
+
+def test_approve_all_on_the_window_as_recorded_still_shows_the_typing_step_and_the_replay_is_a_session(
+    routine, capture, tmp_path
+):
     window = TargetWindow.start(40, 40)
     try:
         approver = ApproveAll()
-        runner = RoutineRunner(routine, InputPerformer(X11Input(capture=capture)), capture, approver)
         assert [(p.name, p.default) for p in routine.parameters] == [("text_1", "hello routine")]
-        result = runner.run({"text_1": "typed by a routine"})
-        assert result.outcome is ReplayOutcome.DONE, result.detail
+        result, policy = replay(routine, capture, approver, tmp_path, {"text_1": "typed by a routine"})
+        assert result.outcome is Outcome.DONE, result.detail
         events = window.sync()
         assert {"event": "clicked", "widget": "ok"} in events
         assert [e["text"] for e in events if e["event"] == "text"][-1] == "typed by a routine"
-        # Both targets were where recorded: one approval for all, no model.
-        assert len(approver.asked) == 1 and result.model_calls == 0
-        assert [r.rung for r in result.records] == [Rung.NEAR.value, Rung.NEAR.value]
     finally:
         window.close()
+    # "Approve all" was answered on the click (found exactly); the typing step was shown all the same.
+    assert [r.action.kind for r in approver.asked] == ["click", "type"]
+    assert approver.asked[0].may_approve_all and not approver.asked[1].may_approve_all
+    assert approver.asked[1].why_asked == "it types: always shown"
+    assert policy.model_calls == 0 and [r.rung for r in policy.records] == [Rung.NEAR.value, Rung.NEAR.value]
+    # The replay is a session like an agent's run: each step written, with how its target was found.
+    (folder,) = iter_session_folders(tmp_path)
+    session = read_session(folder)
+    assert session.outcome == "done" and session.header["settings"]["routine"] == routine.name
+    steps = [s for s in session.steps if s.get("decision") != "final"]
+    assert [s["action_screen"]["kind"] for s in steps] == ["click", "type"]
+    assert all(s["result"]["ok"] and (folder / s["screenshot"]).is_file() for s in steps)
+    assert [s["grounding"]["rung"] for s in steps] == [Rung.NEAR.value, Rung.NEAR.value]
 
 
-def test_a_moved_window_is_found_and_each_step_is_asked_on_its_own(routine, capture):
+def test_a_moved_window_is_found_and_each_step_is_asked_on_its_own(routine, capture, tmp_path):
     window = TargetWindow.start(300, 220)
     try:
         approver = ApproveAll()
-        result = RoutineRunner(routine, InputPerformer(X11Input(capture=capture)), capture, approver).run()
-        assert result.outcome is ReplayOutcome.DONE, result.detail
+        result, _ = replay(routine, capture, approver, tmp_path)
+        assert result.outcome is Outcome.DONE, result.detail
         events = window.sync()
         assert {"event": "clicked", "widget": "ok"} in events
         assert [e["text"] for e in events if e["event"] == "text"][-1] == "hello routine"
         assert len(approver.asked) == 2  # found away from the recorded spot: never approved in bulk
-        assert all(r.located is not None and not r.located.exact for r in approver.asked)
-        assert "found by template anywhere" in approver.asked[0].why_asked
+        assert not any(r.may_approve_all for r in approver.asked)
+        assert approver.asked[0].why_asked.startswith(f"found by {Rung.ANYWHERE.value}")
     finally:
         window.close()
 
 
-def test_two_windows_that_both_match_are_refused_and_neither_is_clicked(routine, capture):
+def test_two_windows_that_both_match_are_refused_and_neither_is_clicked(routine, capture, tmp_path):
     # Side by side with the same surroundings, both away from the recorded spot: nothing tells them apart.
     first, second = TargetWindow.start(100, 200), TargetWindow.start(1300, 200)
     try:
         approver = ApproveAll()
-        result = RoutineRunner(routine, InputPerformer(X11Input(capture=capture)), capture, approver).run()
-        assert result.outcome is ReplayOutcome.STOPPED
+        result, _ = replay(routine, capture, approver, tmp_path)
+        assert result.outcome is Outcome.STOPPED
         assert approver.asked == [] and len(approver.problems) == 1
         assert "found in more than one place" in approver.problems[0].problem
         for window in (first, second):
@@ -115,3 +141,43 @@ def test_two_windows_that_both_match_are_refused_and_neither_is_clicked(routine,
     finally:
         first.close()
         second.close()
+
+
+def test_the_effect_of_a_step_without_a_target_is_checked_where_the_moved_window_is(capture, tmp_path):
+    """Click the field, then type where the focus is (no target: its effect was recorded in screen
+    pixels). Replayed on the window moved, the typing's effect is looked for where the window is now."""
+    window = TargetWindow.start(40, 40)
+    try:
+        performer = InputPerformer(X11Input(capture=capture))
+        field = window.centre("field")
+        before_click = capture.grab(1)
+        performer.execute(Click(field))
+        before_typing = settled(capture)
+        typing = {
+            "action_model": {"kind": "type"},
+            "action_screen": {"kind": "type", "text": "focus typed", "press_enter": False, "overwrite": False},
+            "decision": "approve",
+            "result": {"ok": True, "detail": "typed"},
+        }
+        performer.execute(TypeText("focus typed"))
+        window.sync()
+        end = settled(capture)
+    finally:
+        window.close()
+    session = record_session(
+        tmp_path / "recorded",
+        "type focus typed into the field",
+        [(before_click, click_step(field.x, field.y, "the text field")), (before_typing, typing)],
+        end,
+    )
+    routine = load_routine(save_compiled(compile_session(session, "focus"), tmp_path / "routines"))
+    assert routine.steps[1].target is None and routine.steps[1].expect.changed
+    moved = TargetWindow.start(420, 300)
+    try:
+        approver = ApproveAll()
+        result, _ = replay(routine, capture, approver, tmp_path / "replays")
+        assert approver.problems == [], approver.problems[0].problem
+        assert result.outcome is Outcome.DONE, result.detail
+        assert [e["text"] for e in moved.sync() if e["event"] == "text"][-1] == "focus typed"
+    finally:
+        moved.close()

@@ -1,0 +1,109 @@
+"""`holodesk routine run` stopped by a real signal while it types German text: a stop, nothing held.
+
+A real process replays the routine recorded on the target window (click OK, type into the field),
+with a long German text given by --set, so that the typing goes through keycodes rebound for
+ü, ß and ö. While the window is receiving that text, SIGINT, SIGTERM or SIGHUP is sent to the
+process. Then the X server itself is asked: no key may be held (XQueryKeymap) and the keyboard
+mapping must be what it was before the run (no spare keycode left rebound). The replay is a session
+whose end says it was stopped by that signal.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from Xlib import display as xdisplay
+
+from bench.rigs.target_client import TargetWindow
+from bench.rigs.window_routine import NAME, record_ok_and_hello
+from holodesk.app.cli.run_command import PICTURES_PREFIX
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.trajectory import iter_session_folders, read_session
+from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
+from tests.support import x11_probe
+from tests.support.holodesk_command import HOLODESK_COMMAND
+
+pytestmark = [
+    pytest.mark.display,
+    pytest.mark.parametrize("xvfb", [DisplayLayout(1600, 900)], indirect=True, ids=str, scope="module"),
+]
+
+GERMAN = "Grüße aus Köln, süße Äpfel für Jörg; " * 12
+SIGNAL_WORDS = {
+    signal.SIGINT: "Ctrl+C",
+    signal.SIGTERM: "SIGTERM",
+    signal.SIGHUP: "terminal was closed",
+}
+
+
+@pytest.fixture(scope="module")
+def recorded(xvfb: XvfbServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    capture = ScreenCapture()
+    try:
+        routine = record_ok_and_hello(capture, tmp_path_factory.mktemp("recorded"))
+    finally:
+        capture.close()
+    assert routine.folder is not None
+    return routine.folder
+
+
+def keyboard_mapping() -> list[tuple[int, ...]]:
+    """Every keycode's keysyms, as the X server has them now."""
+    connection = xdisplay.Display(os.environ["DISPLAY"])
+    try:
+        first, last = connection.display.info.min_keycode, connection.display.info.max_keycode
+        return [tuple(row) for row in connection.get_keyboard_mapping(first, last - first + 1)]
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_while_the_routine_types_stops_it_with_no_key_held_and_no_keycode_left_rebound(
+    stop: signal.Signals, recorded: Path, xvfb: XvfbServer, tmp_path: Path
+) -> None:
+    routines = tmp_path / "routines"
+    shutil.copytree(recorded, routines / NAME)
+    sessions = tmp_path / "sessions"
+    mapping_before = keyboard_mapping()
+    window = TargetWindow.start(40, 40)
+    process: subprocess.Popen[Any] | None = None
+    try:
+        process = subprocess.Popen(
+            [*HOLODESK_COMMAND, "routine", "run", NAME, "--routines", str(routines), "--sessions", str(sessions),
+             "--no-model", "--set", f"text_1={GERMAN}"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(tmp_path)},
+        )  # fmt: skip
+        assert process.stdin is not None
+        process.stdin.write("A\na\n")  # the click (exact): approve all; the typing is shown: approve
+        process.stdin.flush()
+        # The window is receiving the text: the run is in the middle of typing.
+        window.wait_for(lambda e: e["event"] == "text" and len(e["text"]) >= 12, timeout_s=60)
+        process.send_signal(stop)
+        said, _ = process.communicate(timeout=20)  # a stop, not a hang
+        code = process.returncode
+        typed = [e["text"] for e in window.sync() if e["event"] == "text"]
+    finally:
+        window.close()
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(10)
+    assert code == 3, said
+    assert typed and len(typed[-1]) < len(GERMAN), "the typing was not interrupted"
+    assert x11_probe.pressed_keycodes() == [], "a key is still held on the X server"
+    assert keyboard_mapping() == mapping_before, "a spare keycode was left rebound"
+    (folder,) = iter_session_folders(sessions)
+    session = read_session(folder)
+    assert session.outcome == "stopped" and SIGNAL_WORDS[stop] in session.end["detail"], session.end
+    assert [s.get("decision") for s in session.steps] == ["approve", "approve"]
+    assert session.steps[-1]["result"]["ok"] is False  # the typing step: stopped part-way, and recorded so
+    # The approval pictures went with the run.
+    leftover = list(Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}{process.pid}-*"))
+    assert leftover == []

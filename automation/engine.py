@@ -62,7 +62,7 @@ class ApprovalRequest:
     adjustment: str = ""  # set when the engine moved the target (off a fail-safe corner) before asking
     previous_result: str = ""  # what became of the step before ("no visible change", ...)
     # From `approval_rule`: whether "approve all" may cover this step, why it is shown, and whether it
-    # is irreversible (an approver never lets an irreversible step go ahead by a setting of its own).
+    # is irreversible (the approver says so).
     may_approve_all: bool = False
     why_asked: str = ""
     irreversible: bool = False

@@ -89,6 +89,11 @@ def routine_run(routines: Path, answers: str, *extra: str) -> tuple[int, str]:
     return process.returncode, process.stdout + process.stderr
 
 
+def holodesk(*arguments: str) -> str:
+    process = subprocess.run([*HOLODESK_COMMAND, *arguments], capture_output=True, text=True, timeout=60, check=True)
+    return process.stdout
+
+
 def remote(server: FakeOpenAIServer) -> tuple[str, ...]:
     return ("--backend", "remote", "--base-url", server.base_url, "--model", DEFAULT_MODEL)
 
@@ -103,6 +108,13 @@ def test_routine_run_replays_on_the_window_with_one_approval_and_no_model(routin
     events = window.sync()
     assert [e["widget"] for e in events if e["event"] == "clicked"] == ["ok"]
     assert [e["text"] for e in events if e["event"] == "text"][-1] == "typed by the command"
+    # The replay is a session: `holodesk history` lists it, and shows its steps as they ran.
+    sessions = routines.parent / "sessions"
+    listed = holodesk("history", "--sessions", str(sessions))
+    (folder,) = iter_session_folders(sessions)
+    assert folder.name in listed and "done" in listed
+    shown = holodesk("history", folder.name, "--sessions", str(sessions))
+    assert "typed by the command" in shown and "click" in shown
 
 
 def test_the_model_locates_a_restyled_target_over_http_and_the_approved_repair_is_written_back(routines, window, xvfb):

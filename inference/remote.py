@@ -27,7 +27,6 @@ used (the server is expected on the LAN or a tunnel). Choices, briefly:
 from __future__ import annotations
 
 import base64
-import copy
 import email.utils
 import io
 import json
@@ -47,6 +46,7 @@ from urllib.parse import urlsplit
 import httpx
 from PIL import Image
 
+from holodesk.inference.control_text import neutral_messages
 from holodesk.inference.errors import BackendError
 from holodesk.inference.fast_png import encode_png
 from holodesk.inference.generation import Generation
@@ -269,12 +269,14 @@ def image_data_url(image: Image.Image, image_format: ImageFormat = "png") -> str
 
 
 def messages_with_images(messages: list[Message], image_urls: list[str]) -> list[Message]:
-    """A copy of `messages` whose `{"type": "image"}` placeholders become image_url parts, in order."""
+    """A copy of `messages` whose `{"type": "image"}` placeholders become image_url parts, in order.
+
+    Their text is neutralised first (`control_text`): nothing in it can become a control token on the server.
+    """
     urls = iter(image_urls)
     converted: list[Message] = []
     used = 0
-    for message in messages:
-        message = copy.deepcopy(message)
+    for message in neutral_messages(messages):
         content = message.get("content")
         if isinstance(content, list):
             parts: list[dict[str, Any]] = []

@@ -2,17 +2,20 @@
 
 The checkpoint's chat template renders the messages; each image part becomes one `<image>` in the
 text, which is then replaced, in token space, by `<img>`, one `<image>` per image token
-(tiles x 256), `</img>`. Text that came from the user, the task or a tool (a text part) is tokenized
-with special tokens split into plain text: "Type <image> into the editor" is read as those
-characters, never as an image slot or an end of turn. The template's own markup is tokenized with
-its special tokens.
+(tiles x 256), `</img>`. Text that came from the user, the task or a tool is first neutralised as the
+remote backend neutralises it (`control_text`: "<SPECIAL_12>" gets a zero-width space after its
+`<`), so both give the model the same ids. Any control string of this tokenizer that is left in a
+text part (one the shared shapes miss) is still tokenized as plain text, never as an image slot or
+an end of turn. The template's own markup is tokenized with its special tokens.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
+from holodesk.inference.control_text import neutral_messages
 from holodesk.inference.errors import BackendError
 from holodesk.inference.profiles.base import ChatRequest
 
@@ -67,6 +70,8 @@ def _encode(tokenizer: Tokenizer, text: str, *, trusted: bool) -> list[int]:
 
 def tokenize_request(tokenizer: Tokenizer, request: ChatRequest, image_token_counts: list[int]) -> PromptTokens:
     """Render and tokenize `request`; `image_token_counts[i]` is the number of image tokens of image i."""
+    # The same neutralised text as the remote backend sends (control_text): the same ids as vLLM.
+    request = dataclasses.replace(request, messages=neutral_messages(request.messages))
     rendered = tokenizer.apply_chat_template(
         request.messages, tokenize=False, add_generation_prompt=True, **request.chat_template_kwargs
     )

@@ -24,6 +24,13 @@ it so: collection fails naming any unmarked test that uses a display fixture (`D
 directly or through another fixture), and starting Xvfb or the GNOME stack from an unmarked test
 fails that test.
 
+The slow tiers inside `display` get their own markers here, from the fixtures a test uses
+(`TIER_FIXTURES`) or, for the few that start one inline, their names (`TIER_TESTS`): `wayland` (the
+headless GNOME stack: mutter, XWayland, the desktop portal) and `chromium` (Chromium through
+chromedriver: MiniWoB++ and the Chromium fields). `vllm` is set by hand. So `-m wayland`,
+`-m chromium` or `-m vllm` runs one tier and `-m "not wayland"` leaves one out. Starting the GNOME
+stack or Chromium from a test without its marker fails that test, so the tables cannot fall behind.
+
 `tiny_checkpoint` (session-scoped) is a tiny random-weight checkpoint in Holotron-12B's real layout
 (bench/nemotron_tiny, float32) that Holodesk's in-process engine loads on the CPU; `answering_checkpoint`
 is the same, taught to answer one valid holotron step (bench/nemotron_tiny/chosen_answer.py). Nothing
@@ -153,13 +160,57 @@ DISPLAY_FIXTURES = frozenset(
 _running: list[pytest.Item] = []  # the test being set up or run, for the start guard
 
 
-def _marked(item: pytest.Item) -> bool:
-    return item.get_closest_marker("display") is not None
+# The slow tiers within `display` (see the module docstring): the fixtures that start each one ...
+TIER_FIXTURES = {
+    "wayland": frozenset({"gnome_stack", "mutter_remote", "wayland_target", "stack", "desktop"}),
+    "chromium": frozenset({"chromium", "browser"}),
+}
+# ... and the tests that start one without such a fixture (module path, test function).
+TIER_TESTS = {
+    "wayland": frozenset(
+        {
+            (
+                "tests/automation/wayland/test_global_shortcuts.py",
+                "test_a_portal_without_global_shortcuts_is_said_in_words",
+            ),
+            (
+                "tests/e2e/test_tray_wayland_hotkeys.py",
+                "test_without_global_shortcuts_the_app_says_how_to_bind_holodesk_trigger_and_that_works",
+            ),
+        }
+    ),
+    "chromium": frozenset(
+        {
+            ("tests/app/eval/test_grounding.py", "test_page_boxes_are_where_the_pointer_finds_the_elements"),
+            ("tests/app/eval/test_grounding.py", "test_make_grounding_from_miniwob_pages"),
+            ("tests/app/eval/test_miniwob.py", "test_the_command_prints_the_table_and_writes_json"),
+            ("tests/vllm/test_eval_on_vllm.py", "test_two_miniwob_episodes_run_through_the_server"),
+        }
+    ),
+}
+
+
+def _marked(item: pytest.Item, marker: str = "display") -> bool:
+    return item.get_closest_marker(marker) is not None
+
+
+def _tiers(item: pytest.Item) -> list[str]:
+    function = item.originalname if isinstance(item, pytest.Function) else item.name
+    path = item.path.relative_to(REPO).as_posix()
+    return [
+        tier
+        for tier, fixtures in TIER_FIXTURES.items()
+        if fixtures & set(item.fixturenames) or (path, function) in TIER_TESTS[tier]
+    ]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Before `-m` deselects anything: every test using a display fixture must carry the marker."""
+    """Before `-m` deselects anything: every test using a display fixture must carry the marker, and
+    the tests of the slow tiers get theirs (see the module docstring)."""
+    for item in items:
+        for tier in _tiers(item):
+            item.add_marker(tier)
     unmarked = [
         f"{item.nodeid} (uses {', '.join(sorted(DISPLAY_FIXTURES & set(item.fixturenames)))})"
         for item in items
@@ -180,25 +231,37 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     _running[:] = [item]  # module fixtures stop here; none may start
 
 
-def _refuse_unmarked(what: str) -> None:
-    if _running and not _marked(_running[0]):
-        pytest.fail(f"{_running[0].nodeid} starts {what} but is not marked @pytest.mark.display", pytrace=False)
+def _refuse_unmarked(what: str, *markers: str) -> None:
+    if not _running:
+        return
+    missing = [marker for marker in ("display", *markers) if not _marked(_running[0], marker)]
+    if missing:
+        wanted = ", ".join(f"@pytest.mark.{marker}" for marker in missing)
+        hint = " (tests/conftest.py's TIER_FIXTURES or TIER_TESTS)" if set(missing) - {"display"} else ""
+        pytest.fail(f"{_running[0].nodeid} starts {what} but is not marked {wanted}{hint}", pytrace=False)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _displays_only_for_marked_tests() -> Iterator[None]:
-    """Starting Xvfb or the GNOME stack fails an unmarked test, however the test reached it."""
-    start_xvfb, start_stack = virtual_display.start_xvfb, GnomeStack.start
+    """Starting Xvfb, the GNOME stack or Chromium fails a test without its markers, however it reached it."""
+    from selenium import webdriver
+
+    start_xvfb, start_stack, chrome = virtual_display.start_xvfb, GnomeStack.start, webdriver.Chrome
 
     def guarded_xvfb(*args: object, **kwargs: object) -> XvfbServer:
         _refuse_unmarked("Xvfb")
         return start_xvfb(*args, **kwargs)  # type: ignore[arg-type]
 
     def guarded_stack(self: GnomeStack) -> GnomeStack:
-        _refuse_unmarked("the headless GNOME stack")
+        _refuse_unmarked("the headless GNOME stack", "wayland")
         return start_stack(self)
+
+    def guarded_chrome(*args: object, **kwargs: object) -> webdriver.Chrome:
+        _refuse_unmarked("Chromium", "chromium")
+        return chrome(*args, **kwargs)  # type: ignore[arg-type]
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(virtual_display, "start_xvfb", guarded_xvfb)
         patch.setattr(GnomeStack, "start", guarded_stack)
+        patch.setattr(webdriver, "Chrome", guarded_chrome)
         yield

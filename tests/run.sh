@@ -1,26 +1,44 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh Debian/Ubuntu machine, then runs them.
 # This is the README's test command, and .ci/run calls nothing else.
+#
+#   bash tests/run.sh [pytest arguments]           everything: set-up, lint and types, every test
+#   bash tests/run.sh --quick [pytest arguments]   the development loop: only the fast tier's set-up
+#                                                  (no vLLM environment, no desktop packages, no checkers),
+#                                                  no lint or types, and only the tests that start no
+#                                                  display and no vLLM (-m "not display and not vllm")
+#
+# Lint and types alone: bash tests/lint.sh. The slow tiers by marker: -m vllm, -m wayland (the headless
+# GNOME stack), -m chromium, -m display (every display, those two included); see tests/conftest.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: a virtual X server and the tools the desktop tests drive it with, the xcb
-# libraries Qt's platform plugin loads, and a tray host for the tray tests.
-debs=(xvfb xfonts-base xdotool xclip x11-xserver-utils x11-utils xauth
-      libxcb-icccm4 libxcb-keysyms1 libxcb-xinput0 libxcb-xinerama0 libxcb-cursor0 libxcb-image0
+quick=false
+if [ "${1:-}" = "--quick" ]; then
+  quick=true
+  shift
+fi
+
+# Debian packages. The fast tier's: the xcb libraries and the rest Qt's platform plugins load, the
+# clipboard tool, GStreamer's Python bindings (PyGObject from Debian: pip cannot build it without a
+# compiler toolchain).
+debs=(xclip libxcb-icccm4 libxcb-keysyms1 libxcb-xinput0 libxcb-xinerama0 libxcb-cursor0 libxcb-image0
       libxcb-render-util0 libxcb-shape0 libxcb-randr0 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1
-      libdbus-1-3 fonts-dejavu-core trayer xcompmgr desktop-file-utils
+      libdbus-1-3 fonts-dejavu-core desktop-file-utils dbus-daemon
+      python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gstreamer1.0-plugins-base)
+# The display tiers': a virtual X server and the tools the desktop tests drive it with, a tray host.
+display_debs=(xvfb xfonts-base xdotool x11-xserver-utils x11-utils xauth trayer xcompmgr
       xterm x11-xkb-utils openbox  # a real terminal, setxkbmap for other layouts, a window manager
       zenity  # a GTK text entry that prints what it received (tests/automation/test_typing_layouts.py)
       chromium chromium-driver  # holodesk eval miniwob
       # The headless GNOME Wayland stack (bench/rigs/gnome_stack.py) and the portal backend's
-      # GStreamer reader (PyGObject from Debian: pip cannot build it without a compiler toolchain).
-      dbus-daemon mutter xwayland pipewire pipewire-bin wireplumber xdg-desktop-portal xdg-desktop-portal-gnome
-      python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gstreamer1.0-pipewire
-      gstreamer1.0-plugins-base
+      # PipeWire reader; wl-clipboard for the portal's wl-copy paste (tests/automation/wayland).
+      mutter xwayland pipewire pipewire-bin wireplumber xdg-desktop-portal xdg-desktop-portal-gnome
+      gstreamer1.0-pipewire wl-clipboard
       # mutter through its library, with a hand on its keyboard layouts (bench/rigs/mutter_keyboard.py);
       # it brings GTK 3's typelib for the GTK entry (tests/support/gtk_target.py)
       gir1.2-mutter-11 gir1.2-gtk-3.0)
+$quick || debs+=("${display_debs[@]}")
 missing=()
 for deb in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")
@@ -34,12 +52,20 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # A project-local virtual environment; the CPU build of torch first, so the holotron extra's torch
-# requirement is already met and pip does not pull several GB of CUDA packages.
+# requirement is already met and pip does not pull several GB of CUDA packages. pip runs only when
+# pyproject.toml or this script changed since the last set-up with these extras (a stamp in .venv).
+extras=test
+$quick || extras=test,lint
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[test]"
+stamp=.venv/.holodesk-setup-${extras/,/-}
+wanted=$(cat pyproject.toml tests/run.sh | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q "torch==2.13.0"
+  .venv/bin/python -m pip install -q -e ".[$extras]"
+  echo "$wanted" > "$stamp"
+fi
 # The Wayland backend reads PipeWire through GStreamer's Python bindings (gi), which come from
 # Debian's python3-gi. Expose that one package (not all of dist-packages) to the venv when its
 # Python has the same version as Debian's, which the compiled module needs.
@@ -53,14 +79,15 @@ if ! .venv/bin/python -c "import gi" 2>/dev/null; then
   fi
 fi
 
-# The vLLM tier's server lives in its own environment (.venv-vllm); a no-op once installed.
-bash tests/vllm/install.sh
-
-.venv/bin/ruff check .
-.venv/bin/ruff format --check .  # one layout for everyone: `ruff format .` fixes what this reports
-bash tests/typecheck.sh  # mypy: strict on automation/, default elsewhere
 # Nothing in the tests may reach a model hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+if $quick; then
+  exec .venv/bin/python -m pytest -m "not display and not vllm and not bench" "$@"
+fi
+
+# The vLLM tier's server lives in its own environment (.venv-vllm); a no-op once installed.
+bash tests/vllm/install.sh
+bash tests/lint.sh
 # One run: the in-process engine's tests run here too (the holotron extra's transformers); the
 # reference tier starts vLLM from .venv-vllm as a server process only.
 exec .venv/bin/python -m pytest "$@"

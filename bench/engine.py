@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from bench.harness import BenchResult, BenchSettings, interleaved, stats_of
 from bench.screens import desktop_display
@@ -52,8 +53,6 @@ from holodesk.automation.engine import (
     EngineState,
     StepEngine,
 )
-from holodesk.automation.input.performer import ExecutionResult, InputPerformer
-from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import PastStep
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
 from holodesk.automation.screen_change import fingerprint
@@ -62,6 +61,11 @@ from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.profiles import get_profile
 from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.scripted import ScriptedBackend
+
+if TYPE_CHECKING:
+    # Today's input layer only for types: the reference's child process imports this module too,
+    # and its checkout predates holodesk.automation.input (bench.engine_reference).
+    from holodesk.automation.input.performer import ExecutionResult
 
 NAME = "engine"
 GOAL_OVERHEAD_MS = 25.0  # issue #10 point 9 (it was 50 ms before)
@@ -121,10 +125,20 @@ class TimedFrames:
         return frame
 
 
-class TimedPerformer:
-    """The real InputPerformer, timed."""
+class StepInput(Protocol):
+    """What the engine acts through: today's InputPerformer, or the reference's own (bench.engine_reference)."""
 
-    def __init__(self, input_performer: InputPerformer) -> None:
+    def validate(self, action: Action) -> None: ...
+
+    def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult: ...
+
+    def close(self) -> None: ...
+
+
+class TimedPerformer:
+    """The real performer, timed."""
+
+    def __init__(self, input_performer: StepInput) -> None:
         self.input_performer = input_performer
         self.seconds: list[float] = []
 
@@ -165,7 +179,7 @@ def _grab_time_between(grabs: Sequence[tuple[float, float]], start: float, end: 
 
 def run_engine(
     capture: ScreenCapture,
-    input_performer: InputPerformer,
+    input_performer: StepInput,
     record_to: Path | None,
     into: StepParts,
     model_delay_s: float = 0.0,
@@ -215,7 +229,7 @@ def run_engine(
         )
 
 
-def run_bare_loop(capture: ScreenCapture, input_performer: InputPerformer, into: StepParts) -> None:
+def run_bare_loop(capture: ScreenCapture, input_performer: StepInput, into: StepParts) -> None:
     """The floor: grab, propose, map, execute, nothing else; same parts where they exist."""
     backend = TimedBackend(ScriptedBackend(move_answers(STEPS_PER_RUN)))
     policy = ModelPolicy(get_profile("holotron"), backend)
@@ -250,6 +264,8 @@ def run_bare_loop(capture: ScreenCapture, input_performer: InputPerformer, into:
 
 def run(settings: BenchSettings) -> BenchResult:
     from bench.engine_reference import REFERENCE_COMMIT, ReferenceEngine, ReferenceUnavailable
+    from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.input.x11.backend import X11Input
 
     result = BenchResult(NAME)
     measured = {variant: StepParts() for variant in VARIANTS}

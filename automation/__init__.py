@@ -3,7 +3,3 @@
 Action types, key names, screen capture, coordinate conversion, the input layer (X11 and portal backends),
 the step engine and trajectories live here. This package imports neither `app` nor `inference`.
 """
-
-from holodesk.automation.xlib_connections import give_each_connection_its_own_tables
-
-give_each_connection_its_own_tables()

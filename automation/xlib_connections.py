@@ -5,10 +5,13 @@ class, shared by every connection of the process. Each connection adds its serve
 codes there, so a second X server whose extensions have other codes (XWayland's differ from Xvfb's;
 so do two Xvfb started with different extensions) finds another server's event at a code where it
 adds a sub-event, and opening the connection fails with "'type' object does not support item
-assignment" (pyautogui's import included). Holodesk talks to one X server per run, but a process
-that pastes on XWayland and later types on another display, as the test suite does, needs each
-connection to keep its own tables. `give_each_connection_its_own_tables` makes that so; it is called
-when holodesk.automation is imported, before Holodesk opens any connection.
+assignment" (pyautogui's import included).
+
+Holodesk's own processes talk to one X server each (the session's, or XWayland's), so they leave
+python-xlib as it is. A process that talks to several, such as the test session (Xvfb servers and
+XWayland) or `python -m bench`, opts in by calling `give_each_connection_its_own_tables` once,
+before it opens its first connection: from then on every connection of that process, pyautogui's
+and pynput's included, starts from the core tables only.
 """
 
 from __future__ import annotations

@@ -87,6 +87,10 @@ def run_one(name: str, arguments: argparse.Namespace, settings: BenchSettings) -
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     offline_hub()
+    # One process, several X servers (an Xvfb per benchmark, XWayland in bench.wayland).
+    from holodesk.automation.xlib_connections import give_each_connection_its_own_tables
+
+    give_each_connection_its_own_tables()
     settings = BenchSettings(repeats=arguments.repeats, warmup=arguments.warmup, quick=arguments.quick)
     machine = machine_description()
     print(

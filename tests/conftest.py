@@ -56,6 +56,11 @@ from bench.rigs.target_client import TargetWindow, window_origin
 from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
 from holodesk.automation import virtual_display
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
+from holodesk.automation.xlib_connections import give_each_connection_its_own_tables
+
+# This process talks to many X servers (an Xvfb per module, XWayland): before its first connection,
+# each python-xlib connection gets its own extension tables (automation/xlib_connections.py).
+give_each_connection_its_own_tables()
 
 # Before any test module imports transformers or huggingface_hub (see the module docstring).
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -1,4 +1,5 @@
-"""One process, two X servers whose extensions have other event codes: both connections open and work."""
+"""One process, two X servers whose extensions have other event codes: both connections open and work
+once the process opted in (automation/xlib_connections.py; the test session does in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import pytest
 from Xlib import display as xdisplay
 
 from holodesk.automation.virtual_display import start_xvfb
+from holodesk.automation.xlib_connections import give_each_connection_its_own_tables
 
 pytestmark = pytest.mark.display
 
 
 def test_a_second_x_server_with_other_extension_codes_opens_after_the_first() -> None:
+    give_each_connection_its_own_tables()  # done already for the session; said here for the reader
     # Leaving two extensions out moves RANDR's event codes, as XWayland's differ from Xvfb's.
     fewer = start_xvfb(320, 200, extra_options=("-extension", "DAMAGE", "-extension", "XFIXES"))
     full = start_xvfb(320, 200)

@@ -30,8 +30,8 @@ BACKEND_OVERRIDE_VARIABLE = "HOLODESK_BACKEND"
 RESTORE_TOKEN_FILE = "wayland-screencast-restore-token"
 
 
-class BackendError(AutomationError):
-    """The backend setting is invalid."""
+class BackendSettingError(AutomationError):
+    """HOLODESK_BACKEND names no backend (inference.errors.BackendError is the model backend's failure)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +43,12 @@ class BackendChoice:
 
 
 def choose_backend(environ: Mapping[str, str] | None = None, platform: str = sys.platform) -> BackendChoice:
-    """The backend for this session (BackendError for a bad HOLODESK_BACKEND)."""
+    """The backend for this session (BackendSettingError for a bad HOLODESK_BACKEND)."""
     env = os.environ if environ is None else environ
     override = env.get(BACKEND_OVERRIDE_VARIABLE, "").strip().lower()
     if override:
         if override not in ("x11", "wayland"):
-            raise BackendError(f"{BACKEND_OVERRIDE_VARIABLE} must be 'x11' or 'wayland', got {override!r}")
+            raise BackendSettingError(f"{BACKEND_OVERRIDE_VARIABLE} must be 'x11' or 'wayland', got {override!r}")
         return BackendChoice("x11" if override == "x11" else "wayland", f"{BACKEND_OVERRIDE_VARIABLE}={override}")
     if not platform.startswith("linux"):
         return BackendChoice("x11", f"{platform}: mss and pyautogui reach the whole desktop")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from holodesk.automation.backends import BackendError, choose_backend
+from holodesk.automation.backends import BackendSettingError, choose_backend
 from holodesk.automation.errors import ActionError
 from holodesk.automation.wayland.keysyms import char_keysym, key_keysym, text_keysyms
 from holodesk.automation.wayland.portal import PortalError, parse_streams
@@ -34,7 +34,7 @@ def test_the_session_decides_the_backend(environ: dict[str, str], expected: str)
 
 
 def test_a_bad_override_is_reported_not_replaced() -> None:
-    with pytest.raises(BackendError, match="HOLODESK_BACKEND must be 'x11' or 'wayland', got 'weston'"):
+    with pytest.raises(BackendSettingError, match="HOLODESK_BACKEND must be 'x11' or 'wayland', got 'weston'"):
         choose_backend({"HOLODESK_BACKEND": "weston", "WAYLAND_DISPLAY": "w"}, platform="linux")
 
 

@@ -74,14 +74,6 @@ class TaskShape:
     screen: tuple[int, int]
 
 
-def recommended_server_command(model: str = "Hcompany/Holotron-12B", max_model_len: int = 32768) -> str:
-    """The vLLM command line the README gives, with a context that holds a long task."""
-    return (
-        f"vllm serve {model} --trust-remote-code --max-model-len {max_model_len}"
-        f' --limit-mm-per-prompt \'{{"image":4,"video":0}}\' {STRUCTURED_OUTPUTS_FLAG}'
-    )
-
-
 def check_server_fit(options: DoctorOptions, shape: TaskShape) -> Iterator[CheckResult]:
     """The context and image-limit check, the server flags, and with --try one step."""
     from holodesk.inference.context_fit import measure_context_need

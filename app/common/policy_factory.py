@@ -7,7 +7,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 from urllib.parse import urlsplit
 
 from holodesk.app.common.settings import BACKENDS
@@ -37,18 +36,6 @@ class PolicyConfigError(ValueError):
 
 
 ProgressCallback = Callable[[float, str], None]  # fraction 0..1, message for people
-
-
-def print_progress(stream: TextIO) -> ProgressCallback:
-    """A progress callback that redraws one line on a terminal stream."""
-
-    def report(fraction: float, message: str) -> None:
-        stream.write(f"\rloading model: {fraction:4.0%} {message[:70]:<70}")
-        stream.flush()
-        if fraction >= 1:
-            stream.write("\n")
-
-    return report
 
 
 def plain_http_key_warning(options: PolicyOptions) -> str | None:

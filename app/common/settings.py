@@ -567,14 +567,6 @@ def _salvage(cls: type[_Section], data: object) -> Any:
             return cls(**{name: value for name, value in values.items() if name in sections})
 
 
-def salvage_settings(path: Path) -> Settings:
-    """What can be kept of a settings file: its valid values, the default for each bad one (never raises).
-
-    A TOML syntax error costs only the lines that cannot be read (`_parse_leniently`).
-    """
-    return load_settings(path).settings
-
-
 def _parse_leniently(text: str) -> tuple[dict[str, Any], list[str]]:
     """The file's tables, reading past lines that are not valid TOML; and a problem for each such line.
 

@@ -17,10 +17,6 @@ from PIL import Image
 from holodesk.inference.tiling import TilingSpec, choose_grid
 
 
-def tile_count(width: int, height: int, spec: TilingSpec) -> int:
-    return choose_grid(width, height, spec).count
-
-
 def _resize_normalize(pixels: torch.Tensor, height: int, width: int, spec: TilingSpec) -> torch.Tensor:
     resized = F.interpolate(pixels, size=(height, width), mode="bicubic", align_corners=False, antialias=True)
     mean = torch.tensor(spec.mean, dtype=torch.float32).view(1, 3, 1, 1)

@@ -153,10 +153,14 @@ def _vision_spec(config: dict[str, Any]) -> VisionSpec:
         raise ModelLoadError("config.json: vision qk_normalization is not supported")
     teachers = args.get("teachers") or []
     cls_tokens = len({t["name"] for t in teachers}) if args.get("cls_token_per_teacher") else 1
-    registers = args.get("num_registers") or 0
     multiple = args.get("register_multiple")
-    if not registers and multiple:
-        registers = multiple - cls_tokens % multiple
+    # vLLM's RADIO pads the class tokens with registers up to register_multiple and never reads num_registers.
+    registers = multiple - cls_tokens % multiple if multiple else 0
+    if args.get("num_registers") and args["num_registers"] != registers:
+        raise ModelLoadError(
+            f"config.json: vision_config.args.num_registers is {args['num_registers']}, but vLLM's RADIO reads only"
+            f" register_multiple ({multiple}), which gives {registers}: the two would place the patches differently"
+        )
     return VisionSpec(
         hidden=hidden,
         layers=layers,

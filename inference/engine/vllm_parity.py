@@ -15,6 +15,8 @@ own. Read side by side (transformers 5.19, vLLM 0.32), the two differ in these p
 - **Per-layer MLP widths.** vLLM reads `intermediate_size` as one width or a list of widths (one per
   MLP layer); transformers' MLP takes it as one number. A one-element list is that number; a longer
   list is refused.
+- **RADIO registers.** vLLM pads the class tokens with registers up to `register_multiple` and never
+  reads `num_registers`; a `num_registers` that disagrees is refused (in `spec`, with the vision tower).
 
 Places read and found equal (so nothing to do): the gated RMSNorm (silu of the gate in float32,
 then a per-group norm over `intermediate / n_groups`), attention without biases, scaling

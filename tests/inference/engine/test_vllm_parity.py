@@ -53,6 +53,15 @@ def test_a_config_vllm_reads_otherwise_is_refused_by_name(
         read_spec(path)
 
 
+def test_registers_vllm_would_not_place_are_refused(real_layout_checkpoint: Path, tmp_path: Path) -> None:
+    target = shutil.copytree(real_layout_checkpoint, tmp_path / "ckpt")
+    config = json.loads((target / "config.json").read_text())
+    config["vision_config"]["args"]["num_registers"] = 3  # register_multiple 8 with one class token gives 7
+    (target / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match="num_registers"):
+        read_spec(target)
+
+
 def test_a_one_width_list_is_that_width(real_layout_checkpoint: Path, tmp_path: Path) -> None:
     width = json.loads((real_layout_checkpoint / "config.json").read_text())["llm_config"]["intermediate_size"]
     path = _with_llm(real_layout_checkpoint, tmp_path / "ckpt", intermediate_size=[width])

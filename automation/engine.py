@@ -17,11 +17,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done, HoldAndTap, KeyCombo, TypeText
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
+from holodesk.automation.coords import FrameMapping, Rect, action_to_model, action_to_screen, monitor_at
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, CaptureError, OffScreenError
 from holodesk.automation.input.corners import nudge_off_corners
 from holodesk.automation.input.performer import ExecutionResult
@@ -187,6 +187,18 @@ class FrameSource(Protocol):
     """Captures frames (automation.screen.ScreenCapture is the real one)."""
 
     def grab(self, monitor: int | None) -> ScreenFrame: ...
+
+
+@runtime_checkable
+class ShowsOwnRegions(Protocol):
+    """A frame source that knows where Holodesk's own things stay in its pictures (the tray icon lives
+    in the desktop's tray and cannot be hidden from a grab): screen rectangles, physical pixels.
+
+    The engine records them with each step, so that nothing there counts as a step's effect (a
+    routine's expected change, checked at replay, must never be Holodesk's own icon changing).
+    """
+
+    def own_regions(self) -> Sequence[Rect]: ...
 
 
 class EngineState(StrEnum):
@@ -378,6 +390,17 @@ class StepEngine:
         self._emit(EngineState.FINISHED, step, detail, result)
         return result
 
+    def _own_regions(self) -> list[list[int]]:
+        """Where Holodesk's own things are in this step's picture ([left, top, width, height] each)."""
+        if not isinstance(self.frames, ShowsOwnRegions):
+            return []
+        try:
+            regions = self.frames.own_regions()
+        except Exception:  # a step is never lost for want of this: its effect may just count the icon
+            log.exception("Holodesk's own regions could not be read")
+            return []
+        return [[r.left, r.top, r.width, r.height] for r in regions]
+
     def _release_input(self) -> None:
         """The run's bindings go when it ends, not when the app exits (the tray app lives on)."""
         try:
@@ -411,6 +434,9 @@ class StepEngine:
                 self.cancel.raise_if_cancelled()
                 recent.append(frame)
                 record: dict[str, Any] = {"type": "step", "index": step, "task": task, **_frame_meta(frame)}
+                own = self._own_regions()
+                if own:
+                    record["own_regions"] = own
                 before = frame
                 # The screenshot is encoded in the background; the step's line names it at once.
                 self._step_log = writer.begin_step(record, frame) if writer else None

@@ -119,6 +119,7 @@ class HolodeskApp(QtCore.QObject):
             status=self.thinking,
             also_hidden=self.indicator.screen_windows,
             focus_guard=focus_guard,
+            own_regions=self.indicator.own_regions,
         )
         self.prompt = TaskPrompt(RecentTasks(default_path()))
         self.hotkey_signals = HotkeySignals()

@@ -7,6 +7,10 @@ each through a blocking call into the GUI thread, then grabs once, until the pic
 any of them (capture_hiding.grab_without). A capture whose pictures trail the screen (the Wayland
 portal's stream) is told when and where they went. Nothing else is passed through implicitly:
 `monitors` and `close` are the capture's own.
+
+What cannot be hidden (the tray icon, drawn by the desktop's tray) is named by `own_regions`
+(the engine's ShowsOwnRegions): the engine records it with each step, so that a routine never
+takes Holodesk's own icon changing for a step's effect.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import QtWidgets
 from holodesk.app.gui.thinking_status import ThinkingStatus
 from holodesk.automation.backends import DesktopCapture
-from holodesk.automation.coords import Monitor
+from holodesk.automation.coords import Monitor, Rect
 from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.screen import ScreenFrame
 
@@ -39,13 +43,19 @@ class OwnWindowsHiddenCapture:
         status: ThinkingStatus | None = None,
         also_hidden: Callable[[], Sequence[QtWidgets.QWidget]] = tuple,
         focus_guard: FocusGuard | None = None,
+        own_regions: Callable[[], Sequence[Rect]] = tuple,
     ) -> None:
         self.capture = capture
         self.overlay = overlay
         self.status = status
         self.also_hidden = also_hidden
         self.focus_guard = focus_guard
+        self._own_regions = own_regions
         self._gui = GuiThreadCaller()
+
+    def own_regions(self) -> list[Rect]:
+        """Where Holodesk's own things that no grab can leave out are now (screen pixels; any thread)."""
+        return list(self._gui.call(lambda: list(self._own_regions())))
 
     def grab(self, monitor: int | None) -> ScreenFrame:
         with self._overlay_hidden() as overlay_hidden:

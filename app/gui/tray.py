@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from holodesk.app.gui.app_state import AppState, StatusLine
 from holodesk.app.gui.qt import FLOATING_NO_FOCUS, Qt, QtCore, QtGui, QtWidgets, Signal
+from holodesk.app.gui.qt_screens import global_logical_to_screen_or_none
+from holodesk.automation.coords import Rect
 
 IconForState = Callable[[AppState], QtGui.QIcon]
 CONTROL_TEXT_WIDTH = 380  # logical pixels of status text in the control window
@@ -36,6 +38,10 @@ class Indicator(QtCore.QObject):
 
     def show_again(self) -> None:
         """Show what a screenshot hid, once the run no longer grabs the screen (GUI thread)."""
+
+    def own_regions(self) -> list[Rect]:
+        """Where it shows on the screen without being a window a grab can hide (GUI thread)."""
+        return []
 
     def notify(self, title: str, text: str) -> None:  # overridden by both indicators
         self.last_notification = (title, text)
@@ -96,6 +102,17 @@ class TrayIndicator(Indicator):
         self.tray.activated.connect(self._activated)
         self.show_status(StatusLine(AppState.IDLE))
         self.tray.show()
+
+    def own_regions(self) -> list[Rect]:
+        """The tray icon's place (screen pixels): its picture changes with the state, in every screenshot."""
+        geometry = QtCore.QRectF(self.tray.geometry())
+        if geometry.isEmpty():
+            return []  # the tray does not say where the icon is
+        start = global_logical_to_screen_or_none(geometry.topLeft())
+        end = global_logical_to_screen_or_none(geometry.bottomRight() - QtCore.QPointF(1e-3, 1e-3))
+        if start is None or end is None:
+            return []
+        return [Rect(start.x, start.y, end.x - start.x + 1, end.y - start.y + 1)]
 
     def _activated(self, reason: QtWidgets.QSystemTrayIcon.ActivationReason) -> None:
         if reason == QtWidgets.QSystemTrayIcon.ActivationReason.Trigger:

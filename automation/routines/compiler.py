@@ -4,8 +4,10 @@ A step is kept when it acted and succeeded (approved or corrected by the user, r
 failed and interrupted steps are left out, and so are steps that do not touch the desktop (the plan,
 the final answer). A corrected step keeps the correction (what ran). Each pointing step keeps a crop
 of its target and a wider context crop from the step's own screenshot, and the region that changed
-between that screenshot and the next one (its expected effect). Typed text that appears in the task
-is proposed as a parameter. Each step left out is said, with why.
+between that screenshot and the next one (its expected effect), leaving out where Holodesk's own
+tray icon and windows were (the `own_regions` the engine records). Typed text that appears in the
+task is proposed as a parameter. Each step left out is said, with why; a kept step that a replay
+cannot do by itself (a one-colour crop, an effect with no screenshot to check it) is a warning.
 """
 
 from __future__ import annotations
@@ -100,7 +102,10 @@ def compile_session(session: Session, name: str) -> CompiledRoutine:
             continue
         number = len(steps) + 1
         before = frames.get(position)
-        after = next((frames[p] for p in range(position + 1, len(session.steps)) if p in frames), None)
+        following = next((p for p in range(position + 1, len(session.steps)) if p in frames), None)
+        after = frames[following] if following is not None else None
+        # Holodesk's own tray icon and windows, where either screenshot had them: never an effect.
+        own = _own_regions(step) + (_own_regions(session.steps[following]) if following is not None else [])
         element = str(step.get("element") or "")
         target = None
         points = action.points()
@@ -113,7 +118,7 @@ def compile_session(session: Session, name: str) -> CompiledRoutine:
             target = take_target(number, before, (points[0].x, points[0].y), element, compiled.pictures)
             if featureless(np.asarray(compiled.pictures[target.crop])):
                 compiled.warnings.append(f"step {number}: {unfindable_words(element)}")
-        expect = _effect(before, after, target)
+        expect = _effect(before, after, target, own)
         if after is None:
             compiled.warnings.append(
                 f"step {number}: its effect cannot be checked (the session has no screenshot after it);"
@@ -279,18 +284,33 @@ def _effect(
     before: tuple[Image.Image, tuple[int, int]] | None,
     after: tuple[Image.Image, tuple[int, int]] | None,
     target: Target | None,
+    own: list[tuple[int, int, int, int]],
 ) -> ExpectedEffect:
-    """The region that changed from this step's screenshot to the next (relative to the target)."""
+    """The region that changed from this step's screenshot to the next (relative to the target),
+    leaving out `own` (Holodesk's own tray icon and windows, screen pixels)."""
     if before is None or after is None or before[1] != after[1] or before[0].size != after[0].size:
         return ExpectedEffect(changed=False)
-    box = changed_box(np.asarray(before[0]), np.asarray(after[0]))
+    origin = before[1]
+    ignore = [(left - origin[0], top - origin[1], width, height) for left, top, width, height in own]
+    box = changed_box(np.asarray(before[0]), np.asarray(after[0]), ignore)
     if box is None:
         return ExpectedEffect(changed=False)
     left, top, width, height = box
-    origin = before[1]
     if target is None:
         return ExpectedEffect(True, (left + origin[0], top + origin[1], width, height))
     return ExpectedEffect(True, (left + origin[0] - target.point[0], top + origin[1] - target.point[1], width, height))
+
+
+def _own_regions(step: Mapping[str, Any]) -> list[tuple[int, int, int, int]]:
+    """The step's `own_regions` (the engine records where Holodesk's own things were), as read back."""
+    regions = step.get("own_regions")
+    if not isinstance(regions, list):
+        return []
+    return [
+        (int(r[0]), int(r[1]), int(r[2]), int(r[3]))
+        for r in regions
+        if isinstance(r, list) and len(r) == 4 and all(isinstance(v, int) and not isinstance(v, bool) for v in r)
+    ]
 
 
 def _irreversible(action: Action, element: str) -> bool:

@@ -4,15 +4,17 @@ A change is a pixel whose colour moved by more than `CHANGE_LEVEL` in any channe
 or antialiasing noise stays below it). At replay the expected region moves with the target (it was
 recorded relative to the target's point) and is widened by `REGION_MARGIN`, since a page that
 randomizes its layout changes a slightly different area; the step did what it did when recorded
-if anything changed inside it.
+if anything changed inside it. Holodesk's own tray icon and windows never count as a change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from holodesk.automation.coords import Rect
 from holodesk.automation.routines.routine_file import ExpectedEffect
 from holodesk.automation.screen import ScreenFrame
 
@@ -20,15 +22,20 @@ CHANGE_LEVEL = 24
 REGION_MARGIN = 24
 
 
-def changed_box(before: np.ndarray, after: np.ndarray) -> tuple[int, int, int, int] | None:
+def changed_box(
+    before: np.ndarray, after: np.ndarray, ignore: Sequence[tuple[int, int, int, int]] = ()
+) -> tuple[int, int, int, int] | None:
     """(left, top, width, height) of every pixel that changed between two images, or None.
 
     Both are height x width x 3 (or more) uint8 arrays of the same shape; only the first three
-    channels are compared.
+    channels are compared. Nothing inside the `ignore` boxes (left, top, width, height in the images'
+    pixels: Holodesk's own tray icon and windows) counts as a change.
     """
     if before.shape != after.shape:
         raise ValueError(f"images of different sizes: {before.shape} and {after.shape}")
     difference = np.abs(before[:, :, :3].astype(np.int16) - after[:, :, :3].astype(np.int16)).max(axis=2)
+    for left, top, width, height in ignore:
+        difference[max(0, top) : max(0, top + height), max(0, left) : max(0, left + width)] = 0
     rows = np.flatnonzero((difference > CHANGE_LEVEL).any(axis=1))
     if rows.size == 0:
         return None
@@ -50,12 +57,14 @@ def check_effect(
     before: ScreenFrame,
     after: ScreenFrame,
     shift: tuple[int, int] = (0, 0),
+    ignore: Sequence[Rect] = (),
 ) -> EffectCheck:
     """Did the screen change inside the expected region (moved to where the target is now)?
 
     A step with a target has its region relative to the target's point; a step without one (keys,
     typing where the focus is) has it in screen pixels as recorded, moved by `shift`: how far the
     routine's last target was found from where it was recorded (the window it acts in moved).
+    Nothing inside `ignore` (Holodesk's own tray icon and windows, screen pixels) counts as a change.
     """
     if not expect.changed or expect.region is None:
         return EffectCheck(True, "no change was expected")
@@ -73,7 +82,8 @@ def check_effect(
     where = f"{width}x{height} at ({dx}, {dy})"
     if right <= left or bottom <= top:
         return EffectCheck(False, f"the region expected to change ({where}) is off the screen")
-    box = changed_box(before.pixels[top:bottom, left:right], after.pixels[top:bottom, left:right])
+    own = [(r.left - before.region.left - left, r.top - before.region.top - top, r.width, r.height) for r in ignore]
+    box = changed_box(before.pixels[top:bottom, left:right], after.pixels[top:bottom, left:right], own)
     if box is None:
         return EffectCheck(False, f"nothing changed where the recorded step changed the screen ({where})")
     return EffectCheck(True, f"the screen changed where expected ({where})")

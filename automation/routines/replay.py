@@ -40,6 +40,7 @@ from holodesk.automation.engine import (
     EngineSettings,
     FrameSource,
     QuestionAnswerer,
+    ShowsOwnRegions,
     StepEngine,
 )
 from holodesk.automation.errors import OffScreenError
@@ -375,7 +376,8 @@ class RoutinePolicy:
 
     def _check(self, ran: _Ran, after: ScreenFrame) -> EffectCheck:
         anchor = (ran.located.point.x, ran.located.point.y) if ran.located is not None else None
-        return check_effect(ran.step.expect, anchor, ran.before, after, shift=ran.shift)
+        own = self.frames.own_regions() if isinstance(self.frames, ShowsOwnRegions) else ()
+        return check_effect(ran.step.expect, anchor, ran.before, after, shift=ran.shift, ignore=own)
 
     def _offer_repair(self, step: RoutineStep, located: Located, frame: ScreenFrame) -> None:
         try:

@@ -130,6 +130,14 @@ class SaveRoutineDialog(QtWidgets.QDialog):
             left_out.setWordWrap(True)
             layout.addWidget(left_out)
 
+        if compiled.warnings:  # kept, but a replay cannot do them by itself: said now, not at replay
+            layout.addWidget(self._section("⚠ A REPLAY WILL NEED YOU HERE"))
+            warnings = QtWidgets.QLabel("\n".join(safe_text(line) for line in compiled.warnings))
+            warnings.setObjectName("warnings")
+            warnings.setTextFormat(Qt.TextFormat.PlainText)
+            warnings.setWordWrap(True)
+            layout.addWidget(warnings)
+
         self.problem = QtWidgets.QLabel("")
         self.problem.setObjectName("problem")
         self.problem.setWordWrap(True)

@@ -20,6 +20,7 @@ repair of the routine file.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +53,8 @@ from holodesk.automation.routines.repair import CannotRepair, ProposedRepair, pr
 from holodesk.automation.routines.routine_file import Routine, RoutineStep
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
+
+log = logging.getLogger(__name__)
 
 SETTLE_TIMEOUT_S = 3.0
 SETTLE_POLL_S = 0.05
@@ -464,8 +467,12 @@ class RoutinePolicy:
         return f"{what} was {kind} ({found.detail})"
 
     def _say(self, line: str) -> None:
-        if self.notify is not None:
+        if self.notify is None:
+            return
+        try:
             self.notify(line)
+        except Exception:  # like the engine's listeners: a broken front end must not end the replay
+            log.exception("the routine's notify failed")
 
 
 def routine_engine(

@@ -1,0 +1,144 @@
+"""The routine as the engine's proposer, on drawn screens: what the engine guarantees holds for it.
+
+A broken listener or front end does not end a replay; a picture that breaks after the routine was
+loaded ends it in words; "continue with the agent" hands the agent the same run with the routine's
+steps in the agent's own coordinates and the values given for this run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from bench.rigs.routine_scenes import Button, click_step, record_session, screen
+from holodesk.automation.actions import Action, Click, Done, Point
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import NormalizedSpace
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineEvent, Outcome
+from holodesk.automation.input.performer import ExecutionResult
+from holodesk.automation.proposal import PastStep, Proposal
+from holodesk.automation.routines.compiler import compile_session, save_compiled
+from holodesk.automation.routines.replay import (
+    HandOver,
+    ProblemChoice,
+    ProblemRequest,
+    RepairRequest,
+    RoutinePolicy,
+    routine_engine,
+)
+from holodesk.automation.routines.routine_file import Routine, load_routine
+from holodesk.automation.screen import ScreenFrame
+
+OK, CANCEL = Button("OK", 100, 100), Button("Cancel", 300, 100)
+
+
+class Drawn:
+    def __init__(self, frame: ScreenFrame) -> None:
+        self.frame = frame
+
+    def grab(self, monitor: int | None) -> ScreenFrame:
+        return self.frame
+
+
+class Performer:
+    def __init__(self) -> None:
+        self.actions: list[Action] = []
+
+    def validate(self, action: Action) -> None:
+        pass
+
+    def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult:
+        self.actions.append(action)
+        return ExecutionResult(action, True, "done", 0.0)
+
+    def close(self) -> None:
+        pass
+
+
+class Answers:
+    """Approves every step; answers every problem with `choice`."""
+
+    def __init__(self, choice: ProblemChoice = ProblemChoice.STOP) -> None:
+        self.choice = choice
+        self.problems: list[str] = []
+
+    def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision.approve()
+
+    def problem(self, request: ProblemRequest) -> ProblemChoice:
+        self.problems.append(request.problem)
+        return self.choice
+
+    def offer_repair(self, request: RepairRequest) -> bool:
+        return False
+
+
+class Agent:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, list[PastStep]]] = []
+
+    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+        self.seen.append((task, list(history)))
+        return Proposal(Done("finished"), "", frames[-1].width, frames[-1].height)
+
+    def interrupt(self) -> None:
+        pass
+
+
+@pytest.fixture
+def routine(tmp_path: Path) -> Routine:
+    frame = screen([OK, CANCEL])
+    steps = [(frame, click_step(*OK.centre, "the OK button")), (frame, click_step(*CANCEL.centre, "the Cancel button"))]
+    session = record_session(tmp_path / "sessions", "ok then cancel", steps, end=frame)
+    return load_routine(save_compiled(compile_session(session, "two"), tmp_path / "routines"))
+
+
+def test_a_listener_and_a_notify_that_raise_do_not_end_the_replay(routine, tmp_path):
+    def broken(_: object) -> None:
+        raise RuntimeError("the front end broke")
+
+    answers, performer, frames = Answers(), Performer(), Drawn(screen([OK, CANCEL]))
+    policy = RoutinePolicy(routine, {}, frames, answers, notify=broken)
+    engine = routine_engine(
+        policy, answers, performer, frames, trajectory_root=tmp_path / "s", monitor=1, agent_steps=1, listener=broken
+    )
+    result = engine.run(routine.task)
+    assert result.outcome is Outcome.DONE, result.detail
+    assert performer.actions == [Click(Point(*OK.centre)), Click(Point(*CANCEL.centre))]
+
+
+def test_a_picture_broken_after_loading_ends_the_replay_in_words(routine, tmp_path):
+    assert routine.folder is not None and routine.steps[1].target is not None
+    (routine.folder / routine.steps[1].target.crop).write_text("not a picture")
+    answers, performer, frames = Answers(), Performer(), Drawn(screen([OK, CANCEL]))
+    policy = RoutinePolicy(routine, {}, frames, answers)
+    events: list[EngineEvent] = []
+    engine = routine_engine(
+        policy, answers, performer, frames, trajectory_root=tmp_path / "s", monitor=1, agent_steps=1,
+        listener=events.append,
+    )  # fmt: skip
+    result = engine.run(routine.task)
+    assert result.outcome is Outcome.FAILED
+    assert result.detail.startswith("step 2: the picture") and "is not a PNG file" in result.detail
+    assert performer.actions == [Click(Point(*OK.centre))]  # step 1 ran; nothing was guessed for step 2
+
+
+def test_the_agent_takes_over_the_same_run_with_the_routine_steps_in_its_own_coordinates(routine, tmp_path):
+    answers, performer = Answers(ProblemChoice.HAND_OVER), Performer()
+    frames = Drawn(screen([OK]))  # Cancel is gone: step 2 is not found
+    agent = Agent()
+    policy = RoutinePolicy(routine, {}, frames, answers, agent=lambda: HandOver(agent, NormalizedSpace()))
+    engine = routine_engine(
+        policy, answers, performer, frames, trajectory_root=tmp_path / "s", monitor=1, agent_steps=3
+    )
+    result = engine.run(routine.task)
+    assert result.outcome is Outcome.DONE and result.detail == "finished"
+    assert len(answers.problems) == 1 and "the Cancel button was not found" in answers.problems[0]
+    ((task, history),) = agent.seen
+    assert task.startswith("ok then cancel\nAlready done by the routine 'two': click the OK button")
+    # The routine's click, in the agent's space (0-1000 of the 800x600 screen), not in pixels.
+    (click,) = [p.action for p in history]
+    assert click == Click(Point(round((OK.centre[0] + 0.5) * 1000 / 800), round((OK.centre[1] + 0.5) * 1000 / 600)))
+    assert history[0].note.startswith("Routine 'two', step 1 of 2")

@@ -8,9 +8,13 @@ mutter's virtual pointer. Checked: the GUI runs through XWayland; the marker cov
 in the compositor's picture; the frame Holodesk hands the model does not show it (XWayland commits
 the unmap after the X round trip: the grab must recognise a late picture by the hidden windows'
 traces, automation.fresh_frames); the marker's windows take no input on the X server (their input
-shape is empty), and a click on the marker goes through to the native window, except where mutter
-before 45 routes it to the overlay's XWayland surface (a compositor bug, then an expected failure);
-the approval panel stays above that window.
+shape is empty, which is exact); the approval panel stays above that window.
+
+Not checked: where mutter routes a real click on the marker. mutter before 45 (Debian 12 has 43.8, the
+only mutter these tests run on) resets an XWayland window's input region to the whole window with each
+of its frames and restores the X input shape only after a shape change (GNOME mutter issue 2788,
+fixed in 45), so a click there may reach the overlay's surface and go on to the X root, whatever
+Holodesk does; such a test could only pass or be an expected failure here. The README says so.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import pytest
 from Xlib import display as xdisplay
 from Xlib.ext import shape
 
-from bench.rigs.gnome_stack import GnomeStack, answer_consent, mutter_version
+from bench.rigs.gnome_stack import GnomeStack, answer_consent
 from bench.rigs.mutter_remote import MutterRemote
 from holodesk.automation.action_picture import MARKER_COLOUR
 from tests.automation.wayland.conftest import WaylandTarget
@@ -34,7 +38,6 @@ from tests.support.wayland_target import BACKGROUND_COLOUR, PAD_COLOUR
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 
 TARGET = (900, 300)  # on the window's plain background, away from its pad, field and the panel
-PAD_TARGET = (300, 200)  # on the pad, with the marker's label (325..485, 225..255) on the pad too
 
 
 @pytest.fixture(scope="module")
@@ -133,31 +136,13 @@ def x_input_rectangles(stack: GnomeStack, window: int) -> list[tuple[int, int, i
         connection.close()
 
 
-def test_a_click_on_the_marker_goes_through_to_the_native_window(
-    probe: OverlayProbe, remote: MutterRemote, native_window: WaylandTarget, stack: GnomeStack
-) -> None:
-    x, y = PAD_TARGET
+def test_the_markers_windows_take_no_input_on_the_x_server(probe: OverlayProbe, stack: GnomeStack) -> None:
+    """Holodesk's part of click-through, exact: XWayland lets the marker's windows take input nowhere."""
+    x, y = TARGET
     shown = probe.request({"cmd": "show", "step": 3, "action": {"kind": "click", "at": [x, y]}}, "shown")
-    # Holodesk's part, exact: the marker's windows take input nowhere on the X server.
     assert shown["click_through"], "the probe reported no marker window"
     for window in shown["click_through"]:
         assert x_input_rectangles(stack, window) == [], f"overlay window {window:#x} takes input"
-    label = (x + 100, y + 40)  # on the marker's label: the overlay window, which takes no input
-    deadline = time.monotonic() + 5
-    while tuple(int(v) for v in remote.screenshot()[label[1], label[0], 2::-1]) == PAD_COLOUR:
-        assert time.monotonic() < deadline, f"the marker's label never showed at {label}"
-        time.sleep(0.05)
-    native_window.drain()
-    remote.click(*label)
-    press = native_window.wait_for_or_none("press", 10.0)
-    if press is None and mutter_version()[:1] < (45,):
-        # mutter before 45 resets an XWayland window's input region to the whole window with each of
-        # its frames and restores the X input shape only after a shape change (GNOME mutter issue 2788,
-        # fixed in 45); when the pointer is picked again in between, clicks go to the overlay's surface
-        # and on to the X root. The shape itself is checked empty above.
-        pytest.xfail(f"mutter {mutter_version()} routed the click to the overlay's XWayland surface (fixed in 45)")
-    assert press is not None, "the click on the marker's label never reached the native window"
-    assert (press["x"], press["y"], press["widget"]) == (*label, "pad")
     probe.request({"cmd": "clear"}, "cleared")
 
 

@@ -18,12 +18,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from PIL import Image
 from Xlib import display as xdisplay
 
 from bench.rigs.target_client import TargetWindow
 from bench.rigs.window_routine import NAME, record_ok_and_hello
 from holodesk.app.cli.run_command import PICTURES_PREFIX
+from holodesk.automation.routines.routine_file import load_routine
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
@@ -107,3 +110,45 @@ def test_a_signal_while_the_routine_types_stops_it_with_no_key_held_and_no_keyco
     # The approval pictures went with the run.
     leftover = list(Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}{process.pid}-*"))
     assert leftover == []
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_while_a_routine_question_waits_stops_the_run(
+    stop: signal.Signals, recorded: Path, xvfb: XvfbServer, tmp_path: Path
+) -> None:
+    """The question "not found: retry, continue with the agent, quit?" is read while the engine waits
+    for the routine's next step; a signal then stops the run as at any other moment."""
+    routines = tmp_path / "routines"
+    shutil.copytree(recorded, routines / NAME)
+    target = load_routine(routines / NAME).steps[0].target
+    assert target is not None
+    for relative in (target.crop, target.context):  # the OK button no longer looks as recorded
+        with Image.open(routines / NAME / relative) as old:
+            size = old.size
+        noise = np.random.default_rng(1).integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8)
+        Image.fromarray(noise).save(routines / NAME / relative)
+    sessions = tmp_path / "sessions"
+    process = subprocess.Popen(
+        [*HOLODESK_COMMAND, "routine", "run", NAME, "--routines", str(routines), "--sessions", str(sessions),
+         "--no-model"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(tmp_path)},
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        shown = b""
+        while b"[r]etry" not in shown:  # the question is asked (bounded by the read below ending)
+            chunk = process.stdout.read1(65536)
+            assert chunk, shown.decode(errors="replace")
+            shown += chunk
+        process.send_signal(stop)
+        rest, _ = process.communicate(timeout=20)
+        said = (shown + rest).decode(errors="replace")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    assert process.returncode == 3, said
+    assert "Traceback" not in said and "Fatal Python error" not in said, said
+    (folder,) = iter_session_folders(sessions)
+    assert read_session(folder).outcome == "stopped"

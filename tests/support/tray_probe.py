@@ -3,7 +3,8 @@
 Prints "kind tray|window" and the clickable geometry ("geometry x y w h" of the tray icon, or
 "button x y" for the control window's New task button), then one line per command signal. Reads
 "state NAME [detail]" on stdin to change the shown state and answers with "tooltip <text>"; "where"
-prints the New task button's place inside the control window ("local x y").
+prints the New task button's place inside the control window ("local x y"); "own" prints the
+indicator's own regions ("own x y w h ...", screen pixels).
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def main() -> None:
             button = indicator.buttons["new_task"]
             local = button.mapTo(indicator.window, button.rect().center())
             print(f"local {local.x()} {local.y()}", flush=True)
+        elif command == "own":  # where the indicator says it shows without a window a grab can hide
+            regions = indicator.own_regions()
+            print("own " + " ".join(f"{r.left} {r.top} {r.width} {r.height}" for r in regions), flush=True)
         elif command == "menu":
             shown = [a.text() for a in indicator.menu.actions() if a.text() and a.isVisible()]
             print("menu " + ",".join(shown), flush=True)

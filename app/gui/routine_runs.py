@@ -150,7 +150,7 @@ class GuiRoutineApprover:
             text,
             request.repair.diff,
             [("Write the repair", True), ("Keep the routine as it is", False)],
-            None,
+            request.cancel,
             (request.step.number, shown),
         )
         return answer is True

@@ -24,7 +24,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
@@ -94,6 +94,7 @@ class RepairRequest:
     located: Located
     frame: ScreenFrame
     repair: ProposedRepair  # the routine as it would be, and the diff to review
+    cancel: CancelToken = field(default_factory=CancelToken)  # the run's: a stop withdraws the question
 
 
 class RoutineQuestions(Protocol):
@@ -388,7 +389,9 @@ class RoutinePolicy:
         except CannotRepair as exc:
             self._say(str(exc))
             return
-        if self.questions.offer_repair(RepairRequest(self.routine, step, located, frame, proposed)):
+        accepted = self.questions.offer_repair(RepairRequest(self.routine, step, located, frame, proposed, self.cancel))
+        self.cancel.raise_if_cancelled()  # a repair answered after a stop is not written
+        if accepted:
             try:
                 self.repairs_written.append(write_repair(proposed))
             except OSError as exc:

@@ -138,11 +138,6 @@ class Routine:
     def parameter(self, name: str) -> Parameter | None:
         return next((p for p in self.parameters if p.name == name), None)
 
-    def crop_path(self, relative: str) -> Path:
-        if self.folder is None:
-            raise ValueError(f"the routine {self.name!r} has no folder: its crops cannot be found")
-        return self.folder / relative
-
 
 # -- writing -------------------------------------------------------------------------------------
 

@@ -247,3 +247,18 @@ def test_the_routines_menu_shows_each_hotkey_or_why_it_is_not_bound(qtbot, routi
     assert (
         refused.text() == "⚠ Hotkey not bound: Ctrl+Alt+H is Holodesk's own hotkey for the task prompt; pick other keys"
     )
+
+
+def test_a_stop_while_a_repair_waits_withdraws_it_and_writes_nothing(qtbot, approver, routine):
+    moved_ok = Button("Okay", 400, 450)
+    drawn = DrawnScreen(screen([moved_ok, CANCEL, SEND]))
+    replay = Replay(routine, RecordingPerformer(), drawn, approver, grounder=PointingModel(Point(*moved_ok.centre)))
+    panel_asks(qtbot, approver, 1)
+    qtbot.mouseClick(approver.panel.named_widgets()["approve"], Qt.MouseButton.LeftButton)
+    question(qtbot, approver)  # write the repair?
+    replay.engine.stop()
+    qtbot.waitUntil(replay.result.done, timeout=3000)
+    assert replay.result.result().outcome is Outcome.STOPPED
+    qtbot.waitUntil(lambda: approver.window is None, timeout=3000)
+    assert replay.policy.repairs_written == [] and routine.folder is not None
+    assert not (routine.folder / "revisions").exists()

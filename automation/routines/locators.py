@@ -9,7 +9,7 @@
 4. the model (`Grounder`), from the target's description; only where the caller gives one.
 
 A rung whose best match is not clearly better than the next one elsewhere is ambiguous and gives
-way to the next rung; a target that no rung finds unambiguously is refused (the runner asks the
+way to the next rung; a target that no rung finds unambiguously is refused (the replay asks the
 user). OpenCV's normalised cross-correlation (TM_CCOEFF_NORMED) on grey images does the matching.
 """
 

@@ -152,3 +152,40 @@ def test_a_signal_while_a_routine_question_waits_stops_the_run(
     assert "Traceback" not in said and "Fatal Python error" not in said, said
     (folder,) = iter_session_folders(sessions)
     assert read_session(folder).outcome == "stopped"
+
+
+def test_the_next_routine_run_releases_what_a_killed_one_held(recorded: Path, xvfb: XvfbServer, tmp_path: Path) -> None:
+    """kill -9 during typing can leave a key held and spare keycodes rebound (nothing runs in the
+    process any more); the next `holodesk routine run` releases them before it does anything, and
+    removes the killed run's approval pictures."""
+    routines = tmp_path / "routines"
+    shutil.copytree(recorded, routines / NAME)
+    sessions = tmp_path / "sessions"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(tmp_path)}
+    command = [*HOLODESK_COMMAND, "routine", "run", NAME, "--routines", str(routines), "--sessions", str(sessions)]
+    mapping_before = keyboard_mapping()
+    window = TargetWindow.start(40, 40)
+    killed: subprocess.Popen[Any] | None = None
+    try:
+        killed = subprocess.Popen(
+            [*command, "--no-model", "--set", f"text_1={GERMAN}"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, text=True, env=env,
+        )  # fmt: skip
+        assert killed.stdin is not None
+        killed.stdin.write("A\na\n")
+        killed.stdin.flush()
+        window.wait_for(lambda e: e["event"] == "text" and len(e["text"]) >= 12, timeout_s=60)
+        killed.kill()
+        killed.wait(10)
+    finally:
+        window.close()
+        if killed is not None and killed.poll() is None:
+            killed.kill()
+            killed.wait(10)
+    assert list(Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}{killed.pid}-*")), "nothing left to clean up"
+    # The next run: it is stopped at its first question; what the killed one held is gone before that.
+    process = subprocess.run([*command, "--no-model"], input="q\n", capture_output=True, text=True, timeout=60, env=env)
+    assert process.returncode == 3, process.stdout + process.stderr
+    assert x11_probe.pressed_keycodes() == [], "a key the killed run held is still held"
+    assert keyboard_mapping() == mapping_before, "a keycode the killed run rebound is still rebound"
+    assert list(Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}{killed.pid}-*")) == []

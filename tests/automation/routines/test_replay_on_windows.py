@@ -181,3 +181,29 @@ def test_the_effect_of_a_step_without_a_target_is_checked_where_the_moved_window
         assert [e["text"] for e in moved.sync() if e["event"] == "text"][-1] == "focus typed"
     finally:
         moved.close()
+
+
+def test_a_click_on_a_plain_area_is_a_warning_at_save_and_its_replay_asks_instead_of_guessing(capture, tmp_path):
+    """The window's pad is one colour wherever it is clicked (like a terminal's background)."""
+    window = TargetWindow.start(40, 40)
+    try:
+        pad = window.centre("pad")
+        frame = capture.grab(1)
+        InputPerformer(X11Input(capture=capture)).execute(Click(pad))
+        window.sync()
+        end = settled(capture)
+        session = record_session(tmp_path / "recorded", "click the pad", [(frame, click_step(pad.x, pad.y, ""))], end)
+        compiled = compile_session(session, "pad")
+        assert compiled.warnings == [
+            "step 1: its target's picture is one plain colour (a click on a plain background): no replay can find it"
+            " again (it has no description for the model either): a replay stops there and asks"
+        ]
+        routine = load_routine(save_compiled(compiled, tmp_path / "routines"))
+        window.sync()
+        approver = ApproveAll()
+        result, _ = replay(routine, capture, approver, tmp_path / "replays")
+        assert result.outcome is Outcome.STOPPED and approver.asked == []
+        assert len(approver.problems) == 1 and "one plain colour" in approver.problems[0].problem
+        assert [e for e in window.sync() if e["event"] in ("press", "clicked")] == []  # nothing was guessed
+    finally:
+        window.close()

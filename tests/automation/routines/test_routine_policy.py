@@ -8,6 +8,7 @@ steps in the agent's own coordinates and the values given for this run.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from bench.rigs.routine_scenes import Button, click_step, record_session, screen
 from holodesk.automation.actions import Action, Click, Done, Point
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import NormalizedSpace
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineEvent, Outcome
+from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, EngineEvent, Outcome
 from holodesk.automation.input.performer import ExecutionResult
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.routines.compiler import compile_session, save_compiled
@@ -28,7 +29,7 @@ from holodesk.automation.routines.replay import (
     RoutinePolicy,
     routine_engine,
 )
-from holodesk.automation.routines.routine_file import Routine, load_routine
+from holodesk.automation.routines.routine_file import Routine, load_routine, write_routine
 from holodesk.automation.screen import ScreenFrame
 
 OK, CANCEL = Button("OK", 100, 100), Button("Cancel", 300, 100)
@@ -142,3 +143,36 @@ def test_the_agent_takes_over_the_same_run_with_the_routine_steps_in_its_own_coo
     (click,) = [p.action for p in history]
     assert click == Click(Point(round((OK.centre[0] + 0.5) * 1000 / 800), round((OK.centre[1] + 0.5) * 1000 / 600)))
     assert history[0].note.startswith("Routine 'two', step 1 of 2")
+
+
+class Recording(Answers):
+    def __init__(self) -> None:
+        super().__init__()
+        self.shown: list[ApprovalRequest] = []
+
+    def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.shown.append(request)
+        return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
+
+
+def test_a_hand_edited_file_cannot_make_a_send_step_reversible(tmp_path):
+    send = Button("Send", 100, 100)
+    frame = screen([send, CANCEL])
+    steps = [
+        (frame, click_step(*CANCEL.centre, "the Cancel button")),
+        (frame, click_step(*send.centre, "the Send button")),
+    ]
+    session = record_session(tmp_path / "sessions", "cancel then send", steps, end=frame)
+    folder = save_compiled(compile_session(session, "send"), tmp_path / "routines")
+    routine = load_routine(folder)
+    assert routine.steps[1].irreversible
+    write_routine(replace(routine, steps=tuple(replace(s, irreversible=False) for s in routine.steps)), folder)
+    edited = load_routine(folder)
+    assert not edited.steps[1].irreversible  # the file now says so
+    answers, performer, frames = Recording(), Performer(), Drawn(frame)
+    policy = RoutinePolicy(edited, {}, frames, answers)
+    engine = routine_engine(policy, answers, performer, frames, trajectory_root=None, monitor=1, agent_steps=1)
+    assert engine.run(edited.task).outcome is Outcome.DONE
+    # "Approve all" on the first click did not cover the Send click: its words make it irreversible.
+    assert [r.action for r in answers.shown] == [Click(Point(*CANCEL.centre)), Click(Point(*send.centre))]
+    assert answers.shown[1].irreversible

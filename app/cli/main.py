@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
 from holodesk.app.cli.arguments import positive_whole_number
-from holodesk.app.common.settings import BACKENDS, DEVICES
-from holodesk.inference.profiles import PROFILE_NAMES
+from holodesk.app.common.choices import BACKENDS, DEVICES, PROFILE_NAMES
 
 if TYPE_CHECKING:
     from holodesk.app.common.overrides import CommandFlags

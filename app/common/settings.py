@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 import tomli_w
 
+from holodesk.app.common.choices import BACKENDS, DEVICES
 from holodesk.automation.actions import ACTION_TYPES
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine import DEFAULT_MAX_STEPS
@@ -57,9 +58,7 @@ if TYPE_CHECKING:
 
 SETTINGS_FORMAT = 1  # the file's top-level `version`; bump it with a migration when the layout changes
 SETTINGS_FILE_NAME = "settings.toml"
-BACKENDS = ("local", "remote", "scripted")
 SCREENSHOT_WINDOWS = ("trained", "block")
-DEVICES = ("cuda", "cpu")
 DEFAULT_CHECKPOINT = DEFAULT_REPO_ID
 MAX_STEPS_LIMIT = 1000
 DEFAULT_RETENTION_MB = 2048

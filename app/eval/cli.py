@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from holodesk.app.cli.arguments import positive_whole_number as whole
-from holodesk.inference.profiles import DEFAULT_PROFILE
+from holodesk.app.common.choices import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
     from holodesk.app.common.policy_factory import PolicyOptions

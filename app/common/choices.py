@@ -1,0 +1,14 @@
+"""The fixed choices of a command line flag or a setting (backend, device, profile), with no imports.
+
+`holodesk --help` and `--version` must start fast (issue 33: <= 0.3 s), so the parser reads its choices
+from here instead of from the settings module, which imports the engine, the checkpoint code and numpy.
+The profile names are the inference package's (`holodesk.inference.profiles.PROFILE_NAMES`, whose
+module imports PIL and numpy); tests/app/test_cli_startup.py checks the two lists stay the same.
+"""
+
+from __future__ import annotations
+
+BACKENDS = ("local", "remote", "scripted")
+DEVICES = ("cuda", "cpu")
+PROFILE_NAMES: tuple[str, ...] = ("holotron", "holo1.5", "holo1")
+DEFAULT_PROFILE = "holotron"

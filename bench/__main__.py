@@ -27,7 +27,18 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 from bench.harness import BenchResult, BenchSettings, format_table, machine_description, offline_hub, write_results
 
 # In run order; the overlay last (its Qt child process is the slowest to start).
-BENCHMARKS = ("capture", "parsing", "engine", "model_step", "engine_reuse", "memory", "overlay", "wayland", "gpu_step")
+BENCHMARKS = (
+    "startup",
+    "capture",
+    "parsing",
+    "engine",
+    "model_step",
+    "engine_reuse",
+    "memory",
+    "overlay",
+    "wayland",
+    "gpu_step",
+)
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results.json"
 
 

@@ -26,6 +26,7 @@ from bench.engine_reference import REFERENCE_COMMIT, REPOSITORY
 TIMEOUT_S = 900  # the tiny model's benchmarks take minutes on two loaded cores
 
 MARKS = {
+    "startup": [pytest.mark.display],
     "capture": [pytest.mark.display],
     "parsing": [],
     "engine": [pytest.mark.display],

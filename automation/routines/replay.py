@@ -33,7 +33,7 @@ import numpy as np
 
 from holodesk.automation.actions import Action, Done, Point, TypeText
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.coords import FrameMapping, ImagePixelSpace, ModelSpace, NormalizedSpace
+from holodesk.automation.coords import FrameMapping, ImagePixelSpace, ModelSpace
 from holodesk.automation.engine import (
     ActionPerformer,
     Approver,
@@ -514,6 +514,3 @@ def routine_engine(
     )
     policy.cancel = engine.cancel
     return engine
-
-
-DEFAULT_AGENT_SPACE: ModelSpace = NormalizedSpace()

@@ -11,17 +11,20 @@ differs and, for zoom and shift, the task area moved on the screen (said in the 
 Each episode is replayed twice: without the model, and with the model fallback through a
 vLLM-like HTTP server on 127.0.0.1 (bench/rigs/fake_openai_server.py). That server's answers
 come from the DOM oracle (the element's true centre), so the fallback rows measure the plumbing
-(request, mapping, approval, acting), never a model's accuracy. Every step is approved
-automatically (the bench counts the steps that would have been asked); any problem stops the
-replay (never a guess). A parameter's value for a new episode is read from its instruction, where
+(request, mapping, approval, acting), never a model's accuracy. A replay is what the app runs: the
+step engine with the routine as its proposer, recording a session. Every step the engine's rules
+show is answered "approve all" (the bench counts them: the steps a user would be shown); any
+problem stops the replay (never a guess). A parameter's value for a new episode is read from its instruction, where
 the recorded value stood in the recorded one.
 
 Prints a table and writes JSON: success per task and condition, steps located without the model,
-time per replayed step (locating and acting; settling apart), model calls, and the oracle-driven
+time per replayed step (from the engine asking for it to its action done: locating, the step
+written ahead with its screenshot, acting; settling apart), model calls, and the oracle-driven
 agent loop on the same episodes for comparison. A wrong click is an episode the page scored below
 zero.
 
     python -m bench.routines --episodes 5
+    python -m bench.routines --episodes 2 --perturbations unperturbed --no-fallback   # quick
 """
 
 from __future__ import annotations

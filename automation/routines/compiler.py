@@ -124,6 +124,11 @@ def compile_session(session: Session, name: str) -> CompiledRoutine:
                 f"step {number}: its effect cannot be checked (the session has no screenshot after it);"
                 " a replay will not know whether it worked"
             )
+        elif before is not None and (before[1] != after[1] or before[0].size != after[0].size):
+            compiled.warnings.append(
+                f"step {number}: its effect cannot be checked (the screen's size or place changed after it);"
+                " a replay will not know whether it worked"
+            )
         text_parameter = ""
         if isinstance(action, TypeText) and action.text.strip() and action.text.strip() in session.task:
             text_parameter = _parameter_name(element, len(parameters) + 1, {p.name for p in parameters})

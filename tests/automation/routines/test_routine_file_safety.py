@@ -139,3 +139,15 @@ def test_an_effect_that_cannot_be_checked_is_said_at_save_time(tmp_path):
         "step 1: its effect cannot be checked (the session has no screenshot after it); a replay will not know"
         " whether it worked"
     ]
+
+
+def test_an_effect_across_a_change_of_screen_size_is_said_at_save_time(tmp_path):
+    frame = screen([OK, CANCEL])
+    wider = solid_frame(1024, 600, (236, 236, 236))  # the display was resized after the click
+    session = record_session(
+        tmp_path / "sessions", "press ok", [(frame, click_step(*OK.centre, "the OK button"))], end=wider
+    )
+    assert compile_session(session, "press ok").warnings == [
+        "step 1: its effect cannot be checked (the screen's size or place changed after it); a replay will not"
+        " know whether it worked"
+    ]

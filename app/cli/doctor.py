@@ -202,20 +202,20 @@ def check_transformers() -> CheckResult:
 
 
 def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
+    """The local backend's torch, GPU and Mamba kernels (the other backends need none of them)."""
     from holodesk.inference.hardware import MambaPath, detect_hardware
 
-    local = options.backend == "local"
-    wants_cuda = local and options.device == "cuda"
+    wants_cuda = options.device == "cuda"
     report = detect_hardware()
     if report.torch.error:
         yield CheckResult(
             "torch",
-            Status.FAIL if local else Status.INFO,
+            Status.FAIL,
             f"PyTorch is not usable: {report.torch.error}",
-            fix='pip install ".[holotron]"' if local else "",
-            blocking=local,
+            fix='pip install ".[holotron]"',
+            blocking=True,
         )
-    elif local:
+    else:
         yield CheckResult("torch", Status.OK, f"{report.torch.version} (CUDA {report.torch.cuda_version or 'none'})")
     if not report.devices:
         reason = report.cuda_error or "no NVIDIA GPU is visible to PyTorch"
@@ -234,13 +234,12 @@ def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
     for kernel in report.kernels:
         yield CheckResult(
             "kernel",
-            Status.OK if kernel.importable else (Status.WARN if report.devices and local else Status.INFO),
+            Status.OK if kernel.importable else (Status.WARN if report.devices else Status.INFO),
             kernel.describe(),
             fix='pip install --no-build-isolation ".[cuda]"' if report.devices and not kernel.importable else "",
         )
-    if local:
-        slow = report.path is not MambaPath.FAST_CUDA
-        yield CheckResult("mamba path", Status.WARN if slow else Status.OK, report.verdict)
+    slow = report.path is not MambaPath.FAST_CUDA
+    yield CheckResult("mamba path", Status.WARN if slow else Status.OK, report.verdict)
 
 
 def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
@@ -363,10 +362,12 @@ def check_server(options: DoctorOptions) -> CheckResult:
     return CheckResult("server", Status.OK, f"{found.base_url} serves {found.model}{key}")
 
 
-def check_desktop_backend() -> Iterator[CheckResult]:
+def check_desktop_backend(display: CheckResult) -> Iterator[CheckResult]:
     """Which capture + input backend runs and why; on Wayland, whether the portal path is ready.
 
-    Nothing here opens a portal session, so no permission dialog shows.
+    Without a display there is no backend to speak of: a bad HOLODESK_BACKEND is still reported, but
+    no backend is called OK next to the display's FAIL. Nothing here opens a portal session, so no
+    permission dialog shows.
     """
     from holodesk.automation.backends import choose_backend
     from holodesk.automation.errors import AutomationError
@@ -375,6 +376,9 @@ def check_desktop_backend() -> Iterator[CheckResult]:
         choice = choose_backend()
     except AutomationError as exc:
         yield CheckResult("backend", Status.FAIL, str(exc), fix="unset HOLODESK_BACKEND or set x11 / wayland")
+        return
+    if display.status is Status.FAIL:
+        yield CheckResult("backend", Status.INFO, "none without a display: capture, input and hotkeys need one")
         return
     if choice.name == "x11":
         yield CheckResult("backend", Status.OK, f"X11 capture (mss) and input (pyautogui): {choice.reason}")
@@ -437,18 +441,21 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
     """Every check, in the order a user would fix things."""
     display = check_display()
     yield display
-    yield from _guarded("backend", check_desktop_backend)
+    yield from _guarded("backend", lambda: check_desktop_backend(display))
     if display.status is not Status.FAIL and _x11_backend_chosen():
         # mss and pyautogui: on a Wayland session they would test XWayland, not what Holodesk uses.
         yield from _guarded("monitors", check_monitors_and_capture)
         yield from _guarded("input", lambda: iter([check_input_injection()]))
         yield from _guarded("held input", lambda: iter([check_held_input()]))
-    if options.backend == "local":  # the GPU-less install has no transformers, and needs none
-        yield check_transformers()
-    yield from _guarded("cuda", lambda: check_gpu(options))
     if options.backend == "local":
+        yield check_transformers()
+        yield from _guarded("cuda", lambda: check_gpu(options))
         yield from _guarded("weights", lambda: check_model(options))
-    elif options.backend == "remote":
+    else:  # the GPU-less install has no transformers or kernels, and needs none
+        yield CheckResult(
+            "gpu", Status.INFO, f"torch, CUDA and mamba-ssm are not needed for the {options.backend} backend"
+        )
+    if options.backend == "remote":
         yield from _guarded("server", lambda: _remote_checks(options))
     # scripted: replays recorded answers; nothing to check beyond the desktop
 

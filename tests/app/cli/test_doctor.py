@@ -60,7 +60,9 @@ def test_remote_backend_without_a_gpu_is_ready(xvfb):
         result = doctor("--backend", "remote", "--base-url", server.base_url, env=base_env(os.environ["DISPLAY"]))
     assert result.returncode == 0, result.stdout + result.stderr
     checks = lines_of(result)
-    assert checks["cuda"] == "INFO"  # no GPU is fine for a remote backend
+    # A remote install has no torch, CUDA or Mamba kernels, and needs none: one line says so.
+    assert checks["gpu"] == "INFO" and "not needed for the remote backend" in result.stdout
+    assert not {"torch", "cuda", "kernel", "mamba path"} & set(checks), result.stdout
     assert checks["server"] == "OK"
     assert "serves Hcompany/Holotron-12B" in result.stdout
     # The fake cannot count a prompt's tokens (no /tokenize), so whether a task fits is not known.
@@ -86,6 +88,9 @@ def test_no_display_is_reported_with_its_fix(tmp_path: Path):
     assert lines_of(result)["display"] == "FAIL"
     assert "DISPLAY and WAYLAND_DISPLAY are unset" in result.stdout
     assert "monitor 1" not in lines_of(result)  # nothing that needs a display is attempted
+    # ... and no capture backend or hotkeys are called OK next to the display's FAIL.
+    assert lines_of(result)["backend"] == "INFO", result.stdout
+    assert "DISPLAY=unset" not in result.stdout and "hotkeys" not in lines_of(result)
 
 
 @pytest.mark.display

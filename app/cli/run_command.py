@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TextIO
 from holodesk.app.cli.live_status import LiveStatus, progress_bar
 from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
 from holodesk.app.cli.terminal_approver import terminal_event_printer
-from holodesk.app.common.backend_problems import in_words, preflight, run_end_hint
+from holodesk.app.common.backend_problems import NO_GPU_HERE_TERMINAL, gpu_missing, in_words, preflight, run_end_hint
 from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, plain_http_key_warning
 from holodesk.automation.coords import FrameMapping
 from holodesk.automation.display_text import safe_text
@@ -188,7 +188,11 @@ def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | i
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
     except (InferenceError, OSError) as exc:
-        err.write(f"error: {in_words(exc)}\n")
+        if options.backend == "local" and options.device == "cuda" and gpu_missing():
+            # As the tray: whatever the reason says (a download, the GPU extra), only a server can help here.
+            err.write(f"error: {NO_GPU_HERE_TERMINAL}\n")
+        else:
+            err.write(f"error: {in_words(exc)}\n")
         return EXIT_CONFIG
     if problem is not None:
         err.write(f"error: {problem}\n")

@@ -130,6 +130,13 @@ NO_GPU_HERE = (
     "with the server's URL."
 )
 
+# The same, for `holodesk run` and `locate`, whose user picks the backend with flags.
+NO_GPU_HERE_TERMINAL = (
+    "This computer has no NVIDIA GPU that Holodesk can use, so the local backend cannot run the model here "
+    "(and its 25 GB download would not help). Run it on a server with a GPU (vLLM) and use the remote "
+    "backend: --backend remote --base-url http://SERVER:8000/v1 (or choose it once in the tray's Settings)."
+)
+
 
 def gpu_missing() -> bool:
     """True when the local model surely cannot run here: no torch, or (on Linux) no NVIDIA GPU at all.

@@ -7,12 +7,14 @@ do, no traceback, no keyring noise, and no session folder for a run that never s
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from bench.rigs.fake_openai_server import FakeOpenAIServer, closed_port
+from holodesk.app.common.backend_problems import gpu_missing
 from holodesk.automation.trajectory import iter_session_folders
 from tests.support.holodesk_command import HOLODESK_COMMAND
 
@@ -87,3 +89,19 @@ def test_a_wrong_local_model_path(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "no-such-checkpoint" in result.stderr and "Traceback" not in result.stderr
     assert no_session_recorded(tmp_path / "sessions")
+
+
+def test_the_local_backend_on_a_computer_without_a_gpu_points_at_the_server(tmp_path):
+    if not gpu_missing():
+        pytest.skip("this machine has an NVIDIA GPU")
+    # No weights either: the reason would say to download 25 GB, which cannot help without a GPU.
+    result = subprocess.run(
+        [*HOLODESK_COMMAND, "run", "open the mail", "--backend", "local", "--device", "cuda",
+         "--sessions", str(tmp_path / "sessions")],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_CACHE": str(tmp_path / "empty")},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "error: This computer has no NVIDIA GPU" in result.stderr  # after the progress line
+    assert "--backend remote --base-url" in result.stderr and "Traceback" not in result.stderr
+    assert no_session_recorded(tmp_path / "sessions")
+    assert "Download it once" not in result.stderr and "pip install" not in result.stderr

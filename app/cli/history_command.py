@@ -17,6 +17,7 @@ from holodesk.automation.trajectory import export_corrections, iter_session_fold
 
 TASK_WIDTH = 48
 MAX_LISTED_MATCHES = 10
+EXIT_BAD_ARGUMENTS = 2  # as for every command (holodesk --help's exit codes)
 
 
 def _shown(text: str) -> str:
@@ -54,20 +55,21 @@ def list_sessions(root: Path, out: TextIO) -> int:
     return 0
 
 
-def show_session(root: Path, name: str, out: TextIO, as_json: bool = False) -> int:
+def show_session(root: Path, name: str, out: TextIO, err: TextIO, as_json: bool = False) -> int:
+    """Print one session; a name that matches none or several is a bad argument (exit 2, said on `err`)."""
     folder = Path(name) if Path(name).is_dir() else root / name
     if not (folder / "session.jsonl").is_file():
         matches = [f for f in iter_session_folders(root) if f.name.startswith(name)]
         if not matches:
-            out.write(f"no session matches {_shown(name)!r} under {root}\n")
-            return 1
+            err.write(f"no session matches {_shown(name)!r} under {root}\n")
+            return EXIT_BAD_ARGUMENTS
         if len(matches) > 1:
-            out.write(f"{len(matches)} sessions start with {_shown(name)!r}; give more of the name:\n")
+            err.write(f"{len(matches)} sessions start with {_shown(name)!r}; give more of the name:\n")
             for match in matches[-MAX_LISTED_MATCHES:]:
-                out.write(f"  {match.name}\n")
+                err.write(f"  {match.name}\n")
             if len(matches) > MAX_LISTED_MATCHES:
-                out.write(f"  (and {len(matches) - MAX_LISTED_MATCHES} older)\n")
-            return 1
+                err.write(f"  (and {len(matches) - MAX_LISTED_MATCHES} older)\n")
+            return EXIT_BAD_ARGUMENTS
         folder = matches[0]
     session = read_session(folder)
     if as_json:

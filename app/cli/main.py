@@ -293,7 +293,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         root = _sessions_root(args.sessions)
         if args.session:
-            return show_session(root, args.session, sys.stdout, as_json=args.json)
+            return show_session(root, args.session, sys.stdout, sys.stderr, as_json=args.json)
         return list_sessions(root, sys.stdout)
     if args.command == "routine":
         return _routine_command(args)

@@ -104,7 +104,9 @@ def test_history_lists_and_shows_sessions(tmp_path):
     assert "approved  click at (10, 10)" in shown.stdout
     as_json = json.loads(holodesk("history", first, "--json", "--sessions", str(tmp_path)).stdout)
     assert as_json["end"]["outcome"] == "done"
-    assert holodesk("history", "no-such-session", "--sessions", str(tmp_path)).returncode == 1
+    missing = holodesk("history", "no-such-session", "--sessions", str(tmp_path))
+    assert missing.returncode == 2  # a bad argument, as the README and --help say
+    assert "no session matches 'no-such-session'" in missing.stderr and not missing.stdout
 
 
 def test_history_shows_what_actually_ran_the_result_in_words_and_timings(tmp_path):
@@ -200,9 +202,9 @@ def test_an_ambiguous_session_prefix_lists_the_matches(tmp_path):
     names = [record(tmp_path, f"Task {n}", edited=False) for n in range(3)]
     prefix = names[0][:4]  # the year: every session starts with it
     result = holodesk("history", prefix, "--sessions", str(tmp_path))
-    assert result.returncode == 1
-    assert f"3 sessions start with {prefix!r}; give more of the name:" in result.stdout
-    assert all(f"  {name}\n" in result.stdout for name in names)
+    assert result.returncode == 2
+    assert f"3 sessions start with {prefix!r}; give more of the name:" in result.stderr
+    assert all(f"  {name}\n" in result.stderr for name in names)
 
 
 def test_history_into_a_pipe_whose_reader_is_gone_is_not_an_error(tmp_path):

@@ -46,7 +46,7 @@ from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
 from holodesk.app.gui.thinking_status import ThinkingStatus
 from holodesk.app.gui.tray import Indicator, make_indicator
-from holodesk.automation.backends import create_backends
+from holodesk.automation.backends import BackendSettingError, choose_backend, create_backends
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.input.x11.focus_guard import FocusGuard
@@ -645,6 +645,13 @@ def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) ->
         # Started from a menu, nobody reads stderr: say it in a window too (native Wayland can show one).
         QtWidgets.QMessageBox.critical(None, "Holodesk needs XWayland", platform.blocker)
         return 1
+    try:
+        choose_backend()  # a bad HOLODESK_BACKEND: a sentence before anything starts, not a traceback
+    except BackendSettingError as exc:
+        words = f"{exc}; unset it to let Holodesk choose."
+        print(f"holodesk: {words}", file=sys.stderr, flush=True)
+        QtWidgets.QMessageBox.critical(None, "Holodesk cannot start", words)  # started from a menu: no stderr
+        return 2
     app.setQuitOnLastWindowClosed(False)  # closing the history or settings window must not quit the tray
     try:
         server = acquire_instance()

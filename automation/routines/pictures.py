@@ -37,6 +37,20 @@ def private_folder(folder: Path) -> Path:
     return folder
 
 
+def make_private(folder: Path) -> None:
+    """Make a routine folder saved before routines were private 0700, and its files 0600 (links left
+    alone, never followed). What cannot be changed (another user's folder) is left as it is."""
+    for path in (folder, *folder.rglob("*")):
+        if path.is_symlink():
+            continue
+        wanted = PRIVATE_DIR_MODE if path.is_dir() else PRIVATE_FILE_MODE
+        try:
+            if path.stat().st_mode & 0o777 != wanted:
+                os.chmod(path, wanted)
+        except OSError:
+            continue
+
+
 def write_private(path: Path, data: bytes) -> None:
     """Write `data` to `path` as a 0600 file, atomically (temp file, fsync, rename); never through a link."""
     tmp = path.with_name(path.name + ".part")

@@ -28,7 +28,7 @@ import tomli_w
 from holodesk.automation.actions import Action, TypeText, action_from_dict
 from holodesk.automation.errors import ActionError
 from holodesk.automation.hotkey_syntax import HotkeySyntaxError, check_hotkey
-from holodesk.automation.routines.pictures import check_picture, private_folder, write_private
+from holodesk.automation.routines.pictures import check_picture, make_private, private_folder, write_private
 
 FORMAT_NAME = "holodesk routine"
 FORMAT_VERSION = 1
@@ -241,6 +241,7 @@ def load_routine(folder: Path) -> Routine:
     """Read `folder/routine.toml`; RoutineFileError lists every problem (FileNotFoundError if absent)."""
     path = folder / ROUTINE_FILE
     raw = path.read_bytes()
+    make_private(folder)  # one saved before routines were private (0755/0644) is private from now on
     try:
         document = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

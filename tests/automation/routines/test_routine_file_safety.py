@@ -151,3 +151,11 @@ def test_an_effect_across_a_change_of_screen_size_is_said_at_save_time(tmp_path)
         "step 1: its effect cannot be checked (the screen's size or place changed after it); a replay will not"
         " know whether it worked"
     ]
+
+
+def test_a_routine_saved_before_routines_were_private_is_made_private_when_read(saved: Path):
+    for path in (saved, *saved.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    load_routine(saved)
+    assert {mode(p) for p in (saved, *saved.rglob("*")) if p.is_dir()} == {0o700}
+    assert {mode(p) for p in saved.rglob("*") if p.is_file()} == {0o600}

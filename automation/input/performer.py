@@ -122,10 +122,13 @@ def _words(action: Action, notes: list[tuple[Primitive, str]]) -> str:
 
 
 def _step_words(step: Primitive, note: str) -> str:
+    """One part of a typing step's result, in the past tense; the backend's note (a paste, a refocus) after it."""
     if isinstance(step, KeyPresses):
         purpose = f" {step.purpose}" if step.purpose else ""
-        return f"pressed {'+'.join(step.keys)}{purpose}" + (f" ({note})" if note else "")
-    if isinstance(step, TypedText | PastedText):
-        text = TypeText(step.text).describe()
-        return f"{text} ({note})" if note else text
-    return note
+        said = f"pressed {'+'.join(step.keys)}{purpose}"
+    elif isinstance(step, TypedText | PastedText):
+        shown = step.text if len(step.text) <= 60 else step.text[:57] + "..."
+        said = f"typed {shown!r}" if shown else ""
+    else:
+        return note
+    return f"{said} ({note})" if note and said else note or said

@@ -18,6 +18,7 @@ loaded-machine test replaces spare keycode bindings under two CPU hogs.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -275,7 +276,9 @@ def test_every_text_arrives_exactly_in_a_terminal_and_a_qt_field(
     assert not wrong, "\n".join(f"{layout}: {cell}: {what}" for cell, what in wrong.items())
 
 
-# What the step says it sent: the active group's a, the a of group 1 (a shortcut takes the Latin
+KEYS_LOG = "holodesk.automation.input.x11.backend"  # where the key presses sent are logged
+
+# What the step logs it sent: the active group's a, the a of group 1 (a shortcut takes the Latin
 # key, as a user's does), or a spare keycode where no group has a.
 SELECT_ALL_SENT = {
     "ru": "ctrl+a: 2 key presses in layout group 1, 1 on temporarily bound keys",
@@ -287,16 +290,17 @@ SELECT_ALL_SENT = {
 
 @pytest.mark.parametrize("layout", list(SELECT_ALL_SENT))
 def test_overwrite_selects_all_by_keysym_in_the_active_group(
-    layout: str, input_performer: InputPerformer, qt_field: TargetWindow
+    layout: str, input_performer: InputPerformer, qt_field: TargetWindow, caplog: pytest.LogCaptureFixture
 ) -> None:
     use_layout(layout)
     focus(qt_field.ready["window_id"])
     qt_field.reset()
     input_performer.execute(TypeText("old text", at=qt_field.centre("field")))
-    result = input_performer.execute(TypeText("new", at=qt_field.centre("field"), overwrite=True))
+    with caplog.at_level(logging.INFO, logger=KEYS_LOG):
+        result = input_performer.execute(TypeText("new", at=qt_field.centre("field"), overwrite=True))
     assert result.ok, result.detail
     assert _field_text(qt_field) == "new"
-    assert "pressed ctrl+a" in result.detail and SELECT_ALL_SENT[layout] in result.detail, result.detail
+    assert "pressed ctrl+a" in result.detail and SELECT_ALL_SENT[layout] in caplog.text, caplog.text
 
 
 @pytest.mark.parametrize(("layout", "key"), [("de", "/"), ("fr", "@"), ("us,fr@fr", "1"), ("us,ru@ru", "q")])
@@ -362,7 +366,7 @@ def two_cpu_hogs() -> Iterator[None]:
 
 
 def test_replaced_bindings_never_change_keys_a_loaded_program_has_not_read(
-    input_performer: InputPerformer, qt_field: TargetWindow, two_cpu_hogs: None
+    input_performer: InputPerformer, qt_field: TargetWindow, two_cpu_hogs: None, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Each text needs 15 keys no layout has; 19 spare keycodes force replacing bindings from the second on.
 
@@ -373,9 +377,13 @@ def test_replaced_bindings_never_change_keys_a_loaded_program_has_not_read(
     texts = ["".join(chr(0x4E00 + 15 * round_ + i) for i in range(15)) for round_ in range(6)]
     qt_field.reset()
     input_performer.execute(Click(qt_field.centre("field")))
-    details = [input_performer.execute(TypeText(text)).detail for text in texts]
+    with caplog.at_level(logging.INFO, logger=KEYS_LOG):
+        details = [input_performer.execute(TypeText(text)).detail for text in texts]
     assert _field_text(qt_field) == "".join(texts), details
-    assert all("15 key presses in layout group 2, 15 on temporarily bound keys" in detail for detail in details)
+    sent = [r.getMessage() for r in caplog.records if r.getMessage().startswith("typed as")]
+    assert len(sent) == len(texts) and all(
+        "15 key presses in layout group 2, 15 on temporarily bound keys" in m for m in sent
+    )
 
 
 def test_a_locked_caps_lock_changes_nothing_and_stays_locked(

@@ -15,6 +15,7 @@ import on machines (CI, a server) without one.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -111,6 +112,10 @@ _KEY_NAMES_MACOS: dict[str, str | None] = {
     "prevtrack": None,
     **{f"f{n}": None for n in range(21, 25)},
 }
+
+# What the keyboard sent in XKB terms (key presses, layout group, spare keycodes): for the log, not the
+# step's result, which says what happened in a person's words.
+log = logging.getLogger(__name__)
 
 
 def _platform_key_table(platform: str) -> dict[str, str | None]:
@@ -400,7 +405,8 @@ class X11Input:
     def _press(self, hold: Sequence[str], taps: Sequence[str], pyautogui: Any, cancel: CancelToken) -> str:
         """Hold `hold`, tap `taps`, release `hold` in reverse (also on a stop or a fault)."""
         if self._typer is not None:
-            return self._typer_keys(hold, taps, cancel).describe()
+            log.info("pressed %s", self._typer_keys(hold, taps, cancel).describe())
+            return ""
         held = self._key_names(hold)
         tapped = self._key_names(taps)
         pressed: list[str] = []
@@ -460,7 +466,8 @@ class X11Input:
                 window_class = focused_window_class() if self.platform.startswith("linux") else ""
                 pasted = PastedText(text, self._paste_keys(window_class), f"key events unavailable: {exc}")
                 return self._paste(pasted, pyautogui, cancel)
-            return f"typed as {sent.describe()}"
+            log.info("typed as %s", sent.describe())
+            return ""
         for begin in range(0, len(text), self.type_chunk_chars):
             cancel.raise_if_cancelled()
             chunk = text[begin : begin + self.type_chunk_chars]

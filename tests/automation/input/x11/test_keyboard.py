@@ -8,6 +8,7 @@ clipboard instead, with the paste key xterm expects.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import threading
@@ -136,7 +137,9 @@ def _wait_for_file(path: Path) -> str:
 
 @pytest.mark.display
 @pytest.mark.parametrize("layout", ["us", "de"])
-def test_a_command_typed_into_xterm_runs_exactly_on_any_layout(xterm: Path, layout: str) -> None:
+def test_a_command_typed_into_xterm_runs_exactly_on_any_layout(
+    xterm: Path, layout: str, caplog: pytest.LogCaptureFixture
+) -> None:
     subprocess.run(["setxkbmap", layout], check=True, timeout=20)
     probe = X11Typer()
     slash = probe.keymap().direct(ord("/"))
@@ -146,11 +149,12 @@ def test_a_command_typed_into_xterm_runs_exactly_on_any_layout(xterm: Path, layo
     command = f"printf '%s\\n' \"{PAYLOAD}\" > {out.name}\n"
     capture = ScreenCapture()
     try:
-        result = InputPerformer(X11Input(capture=capture)).execute(TypeText(command, at=_inside_xterm()))
+        with caplog.at_level(logging.INFO, logger="holodesk.automation.input.x11.backend"):
+            result = InputPerformer(X11Input(capture=capture)).execute(TypeText(command, at=_inside_xterm()))
     finally:
         capture.close()
     assert result.ok, result.detail
-    assert "key presses in layout group 1" in result.detail
+    assert "key presses in layout group 1" in caplog.text  # logged; the result says it in words
     assert "clipboard" not in result.detail
     assert _wait_for_file(out) == PAYLOAD + "\n"
     assert focused_window_class() == "XTerm"

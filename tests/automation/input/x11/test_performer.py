@@ -8,6 +8,7 @@ pyautogui lives in this process and is re-pointed at each layout's Xvfb by the `
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -46,6 +47,8 @@ from tests.support import x11_probe
 from tests.support.pointer_conformance import POINTER_CASES, PointerCase, PointerWindow, run_pointer_case
 
 ONE_MONITOR = (Monitor(1, Rect(0, 0, 1920, 1080)),)
+
+KEYS_LOG = "holodesk.automation.input.x11.backend"  # where the key presses sent are logged
 
 
 class FakeClock:
@@ -333,21 +336,24 @@ class TestOnDesktop:
         assert x11_probe.pressed_keycodes() == []
 
     def test_ascii_pyautogui_would_mistype_is_typed_by_keysym(
-        self, window: TargetWindow, input_performer: InputPerformer
+        self, window: TargetWindow, input_performer: InputPerformer, caplog: pytest.LogCaptureFixture
     ) -> None:
         # pyautogui would press shift + the pc105 '<' key here, which types '>'.
-        result = input_performer.execute(TypeText("if a < b: print(a)", at=window.centre("field")))
-        assert "key presses in layout group 1" in result.detail
+        with caplog.at_level(logging.INFO, logger=KEYS_LOG):
+            result = input_performer.execute(TypeText("if a < b: print(a)", at=window.centre("field")))
+        assert "key presses in layout group 1" in caplog.text  # the log's words, not the result's
+        assert "key presses" not in result.detail
         assert last_text(window.sync()) == "if a < b: print(a)"
 
     def test_non_ascii_text_is_typed_by_keysym_and_the_clipboard_untouched(
-        self, window: TargetWindow, input_performer: InputPerformer
+        self, window: TargetWindow, input_performer: InputPerformer, caplog: pytest.LogCaptureFixture
     ) -> None:
         XCLIP.write_text("what the user had copied ✓")
         text = "Grüße — 東京"
-        result = input_performer.execute(TypeText(text, at=window.centre("field")))
+        with caplog.at_level(logging.INFO, logger=KEYS_LOG):
+            result = input_performer.execute(TypeText(text, at=window.centre("field")))
         assert result.ok, result.detail
-        assert "10 key presses in layout group 1, 5 on temporarily bound keys" in result.detail
+        assert "10 key presses in layout group 1, 5 on temporarily bound keys" in caplog.text
         assert last_text(window.sync()) == text
         assert XCLIP.read_text() == "what the user had copied ✓"
         assert x11_probe.pressed_keycodes() == []
@@ -409,6 +415,11 @@ class TestOnDesktop:
         assert last_text(window.sync()) == "old text"
         result = input_performer.execute(TypeText("new", at=field, overwrite=True, press_enter=True))
         assert result.ok, result.detail
+        # The result in a person's words: what was done, not how many key presses in which layout group.
+        assert result.detail == (
+            f"replace the field's text with 'new' at {field}, then press Enter: "
+            "pressed ctrl+a to select the field's text; typed 'new'; pressed enter"
+        )
         events = window.sync()
         assert last_text(events) == "new"
         keys = [(e["event"], e["key"]) for e in events if e["event"].startswith("key_")]

@@ -42,7 +42,7 @@ from holodesk.automation.routines.replay import ProblemChoice, ProblemRequest, R
 from holodesk.automation.routines.routine_file import Routine, RoutineFileError, load_routine, routine_folders
 
 POLL_S = 0.02
-APPROVE_ALL_EXACT_WORDS = "Approve this and every later step found exactly where recorded"
+APPROVE_ALL_EXACT_WORDS = "Approve this and every later exact step that types nothing"
 
 
 class LinkedCancel(CancelToken):
@@ -79,7 +79,8 @@ def why_asked_in_words(request: ApprovalRequest) -> str:
     could cover it."""
     if request.may_approve_all:
         return ""
-    return f"Asked on its own: {request.why_asked}" if request.why_asked else ""
+    why = request.why_asked
+    return why[:1].upper() + why[1:]  # the engine's words: "found by the model (...): shown on its own"
 
 
 class GuiRoutineApprover:

@@ -149,7 +149,7 @@ def test_one_tick_approves_the_exact_steps_and_the_irreversible_one_is_still_ask
     qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
     panel_asks(qtbot, approver, 3)  # step 2 was exact: not asked again
     assert not remember.isVisible()  # asked alone: the highlighted line says why
-    assert "irreversible" in approver.panel._context.text()
+    assert "Irreversible (send, save, delete, submit...): always shown" in approver.panel._context.text()
     qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(result.done, timeout=5000)
     assert result.result().outcome is Outcome.DONE
@@ -165,7 +165,7 @@ def test_a_step_found_by_the_model_is_asked_alone_and_its_repair_shows_the_point
     result = replay.result
     panel_asks(qtbot, approver, 1)
     assert not approver.panel._remember.isVisible()
-    assert "found by the model" in approver.panel._context.text()
+    assert "Found by the model" in approver.panel._context.text()
     qtbot.mouseClick(approver.panel.named_widgets()["approve"], Qt.MouseButton.LeftButton)
     box = question(qtbot, approver)
     assert "found it at (455, 468)" in box.text()

@@ -6,10 +6,12 @@
 #   bash tests/run.sh --quick [pytest arguments]   the development loop: only the fast tier's set-up
 #                                                  (no vLLM environment, no desktop packages, no checkers),
 #                                                  no lint or types, and only the tests that start no
-#                                                  display and no vLLM (-m "not display and not vllm")
+#                                                  display and no vLLM and are no minutes-long benchmark
+#                                                  (-m "not display and not vllm and not bench")
 #
 # Lint and types alone: bash tests/lint.sh. The slow tiers by marker: -m vllm, -m wayland (the headless
-# GNOME stack), -m chromium, -m display (every display, those two included); see tests/conftest.py.
+# GNOME stack), -m chromium, -m display (every display, those two included), -m bench (benchmarks
+# run to the end); see tests/conftest.py and the README.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

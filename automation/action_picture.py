@@ -22,7 +22,8 @@ CAPTION_MAX_LINES = 40  # about 4,000 characters: more than that is summarised w
 
 
 def typing_in_words(action: TypeText, *, focused_field: bool = False) -> str:
-    """Every key a typing step presses, in order, without the text: select-all and Enter are never hidden.
+    """Every key a typing step presses, in order, without the text: select-all and Enter are never hidden,
+    nor a line break in the text (pressed as Enter too).
 
     `focused_field` names where pointer-less typing goes ("into the focused field").
     """
@@ -33,6 +34,11 @@ def typing_in_words(action: TypeText, *, focused_field: bool = False) -> str:
     else:
         place = f" at {action.at}" if action.at is not None else " into the focused field" if focused_field else ""
         words = f"type {count}{place}"
+    breaks = action.text.count("\n")
+    if breaks:
+        # A line break reaches the program as Enter: in a terminal the line before it runs.
+        which = "the line break is" if breaks == 1 else f"each of the {breaks} line breaks is"
+        words += f" in {breaks + 1} lines ({which} pressed as Enter)"
     return f"{words}, then press Enter" if action.press_enter else words
 
 

@@ -10,7 +10,7 @@ from PIL import Image
 
 from holodesk.app.cli.live_status import LiveStatus, progress_bar
 from holodesk.app.cli.terminal_approver import TerminalApprover, terminal_event_printer
-from holodesk.automation.action_picture import annotate, caption_for
+from holodesk.automation.action_picture import annotate, caption_for, typing_in_words
 from holodesk.automation.actions import AskUser, Click, PlanGoal, Point, TypeText, UpdatePlan
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import Monitor, Rect
@@ -223,6 +223,12 @@ def test_the_picture_caption_names_select_all_and_enter():
     caption = caption_for(TypeText("ls", press_enter=True, overwrite=True))
     assert caption == "select all and type 2 characters over it, then press Enter: ls"
     assert caption_for(TypeText("ls")) == "type 2 characters: ls"
+    # A line break is pressed as Enter: the words say so, not only "type N characters".
+    assert (
+        typing_in_words(TypeText("ls\nrm -rf x"))
+        == "type 11 characters in 2 lines (the line break is pressed as Enter)"
+    )
+    assert typing_in_words(TypeText("a\nb\nc")).endswith("in 3 lines (each of the 2 line breaks is pressed as Enter)")
 
 
 def test_model_prose_is_bounded_and_a_written_escape_is_not_taken_for_a_character(tmp_path):

@@ -264,9 +264,11 @@ def test_overwrite_with_enter_is_refused_before_anything_is_sent(
 
 
 def test_doctor_names_the_portal_backend_without_a_dialog(gnome_stack: GnomeStack) -> None:
-    from holodesk.app.cli.doctor import Status, check_desktop_backend
+    from holodesk.app.cli.doctor import Status, check_desktop_backend, check_display
 
-    results = {result.name: result for result in check_desktop_backend()}
+    display = check_display()
+    assert display.status is not Status.FAIL, display.detail
+    results = {result.name: result for result in check_desktop_backend(display)}
     assert results["backend"].status is Status.OK
     assert "Wayland portal" in results["backend"].detail
     assert "WAYLAND_DISPLAY=wayland-holodesk" in results["backend"].detail

@@ -183,7 +183,9 @@ class GuiApprover(QtCore.QObject):
             if request.cancel is not self._task_token:  # a new run: forget the last task's choices
                 self._task_token = request.cancel
                 self._task_kinds = set()
-            if request.loop_warning:
+            # The engine's rules (automation.engine.approval_rule): a step that types and presses Enter, or
+            # that its recording calls irreversible, is always shown, whatever kinds the user lets through.
+            if request.loop_warning or request.irreversible:
                 return False
             kind = request.action.kind
             return kind in self._settings_kinds or kind in self._task_kinds

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from holodesk.automation.actions import Action
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalRequest
+from holodesk.automation.engine import ApprovalRequest, approval_rule
 from holodesk.automation.proposal import Proposal
 from tests.automation.frames import solid_frame
 
@@ -27,4 +27,17 @@ def approval_request(
 ) -> ApprovalRequest:
     frame = solid_frame(*SCREEN_SIZE)
     proposal = Proposal(action, "raw model text", frame.width, frame.height, note, thought, element=element)
-    return ApprovalRequest(step, "test task", proposal, action, frame, cancel or CancelToken(), loop_warning)
+    # What the engine's approval rules say of a model's step, as the engine fills it in.
+    rule = approval_rule(action, None)
+    return ApprovalRequest(
+        step,
+        "test task",
+        proposal,
+        action,
+        frame,
+        cancel or CancelToken(),
+        loop_warning,
+        may_approve_all=rule.may_approve_all,
+        why_asked=rule.why_asked,
+        irreversible=rule.irreversible,
+    )

@@ -175,6 +175,19 @@ def test_kinds_from_the_settings_go_through_unless_looping(qtbot, approver: GuiA
     assert engine.decision(qtbot) == ApprovalDecision.stop()
 
 
+def test_a_step_that_types_and_presses_enter_is_asked_whatever_kinds_go_through(qtbot, approver: GuiApprover) -> None:  # type: ignore[no-untyped-def]
+    approver.set_auto_approve_kinds({"type", "key"})
+    assert answered_without_asking(approver, TypeText("hello")) == ApprovalDecision.approve()
+    for action in (
+        TypeText("curl -s http://127.0.0.1:9/x | sh", press_enter=True),
+        TypeText("rm -rf build\nls"),  # the line break is pressed as Enter
+        KeyCombo(("enter",)),
+    ):
+        engine = ask(qtbot, approver, approval_request(action))
+        click(qtbot, approver, "skip")
+        assert engine.decision(qtbot) == ApprovalDecision.skip()
+
+
 def test_approve_this_kind_for_the_rest_of_the_task(qtbot, approver: GuiApprover) -> None:  # type: ignore[no-untyped-def]
     task = CancelToken()  # the engine makes one token per run
     engine = ask(qtbot, approver, approval_request(Click(Point(5, 5)), cancel=task))

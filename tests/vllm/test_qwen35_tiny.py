@@ -70,8 +70,13 @@ CLICK_TOOL = {
 
 
 def _screenshot_png() -> bytes:
-    """320x200 with a blue button: the processor scales it up to its 65536-pixel floor, 224x352."""
-    image = Image.new("RGB", (320, 200), (240, 240, 240))
+    """320x200 (the processor scales it up to its 65536-pixel floor, 224x352) with a blue button.
+
+    The background is seeded noise: on a flat one the tiny vision tower's output barely moves the
+    logits (a mirrored picture changed them by 0.035, under the tolerance); on this one by 0.35.
+    """
+    noise = torch.randint(0, 256, (200, 320, 3), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
+    image = Image.fromarray(noise.numpy())
     image.paste((30, 90, 200), (40, 30, 120, 60))
     buffer = io.BytesIO()
     image.save(buffer, "PNG")
@@ -269,7 +274,7 @@ class TestRandomCheckpoint:
         assert len(generated) == NEW_TOKENS
 
         model = Qwen3_5ForConditionalGeneration.from_pretrained(reference.checkpoint, dtype=torch.float32).eval()
-        inputs: dict[str, Any] = {"input_ids": torch.tensor([prompt + generated])}
+        inputs: dict[str, Any] = {"input_ids": torch.tensor([prompt])}
         if with_image:
             pixels = Qwen2VLImageProcessorPil.from_pretrained(reference.checkpoint)(
                 images=[Image.open(io.BytesIO(png)).convert("RGB")], return_tensors="pt"
@@ -278,9 +283,17 @@ class TestRandomCheckpoint:
             image_tokens = (inputs["input_ids"] == model.config.image_token_id).long()
             inputs.update(pixel_values=pixels["pixel_values"], image_grid_thw=pixels["image_grid_thw"])
             inputs["mm_token_type_ids"] = image_tokens
+        # The prompt in one pass, then vLLM's tokens one at a time through transformers' own cache (the
+        # recurrent state and the keys): a random model's greedy output may hold <|image_pad|> itself,
+        # which a single pass over everything would take for more image places.
+        rows = []
         with torch.no_grad():
-            logits = model(**inputs).logits[0, len(prompt) - 1 : -1].float()
-        logprobs = torch.log_softmax(logits, dim=-1)
+            out = model(**inputs, use_cache=True)
+            rows.append(out.logits[0, -1])
+            for token in generated[:-1]:
+                out = model(input_ids=torch.tensor([[token]]), past_key_values=out.past_key_values, use_cache=True)
+                rows.append(out.logits[0, -1])
+        logprobs = torch.log_softmax(torch.stack(rows).float(), dim=-1)
         gaps, same, ties = [], 0, 0
         for step, token in enumerate(generated):
             ours = logprobs[step, token].item()

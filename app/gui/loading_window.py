@@ -50,6 +50,7 @@ class LoadingWindow(QtWidgets.QWidget):
 
     def show_progress(self, fraction: float, stage: str, title: str = "Loading the model") -> None:
         self.title.setText(title)
+        self.setWindowTitle(f"Holodesk: {title[:1].lower()}{title[1:]}")
         self.bar.setValue(round(min(max(fraction, 0.0), 1.0) * 1000))
         self.stage.setText(stage)
         self.adjustSize()

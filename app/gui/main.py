@@ -273,7 +273,7 @@ class HolodeskApp(QtCore.QObject):
         options = self.settings.to_policy_options()
         where = "asking the model server" if options.backend == "remote" else f"{options.backend} backend"
         self._show(StatusLine(AppState.LOADING, f"{where}, {options.profile} profile", 0.0))
-        self.loading.show_progress(0.0, where)
+        self.loading.show_progress(0.0, where, title=self._waiting_words()[0])
         warning = plain_http_key_warning(options)
         if warning:
             self._notify("API key sent unencrypted", warning)
@@ -307,7 +307,7 @@ class HolodeskApp(QtCore.QObject):
     def _on_load_progress(self, fraction: float, message: str) -> None:
         if self.policy is None:
             self._show(StatusLine(AppState.LOADING, message, fraction))
-            self.loading.show_progress(fraction, message)
+            self.loading.show_progress(fraction, message, title=self._waiting_words()[0])
 
     def _on_policy_ready(self, policy: ModelPolicy) -> None:
         self.policy = policy
@@ -329,6 +329,12 @@ class HolodeskApp(QtCore.QObject):
             self._notify("Task not started", self._load_failure_words(reason))
             return
         self._notify("Model not available", self._load_failure_words(reason))
+
+    def _waiting_words(self) -> tuple[str, str]:
+        """What the app is waiting for before a task can start: nothing loads for a remote backend."""
+        if self.settings.model.backend == "remote":
+            return "Asking the model server", "The task starts as soon as the server answers."
+        return "Loading the model", "The task starts as soon as the model is ready."
 
     def _load_failure_words(self, reason: str) -> str:
         return load_failure_in_words(reason, self.settings.model.backend, no_gpu=self.no_gpu_here)
@@ -360,7 +366,7 @@ class HolodeskApp(QtCore.QObject):
                 # Maybe fixed meanwhile (server started, weights downloaded): try again for this task.
                 self._load_policy()
                 return
-            self._notify("Loading the model", "The task starts as soon as the model is ready.")
+            self._notify(*self._waiting_words())
             return
         monitor = self.settings.run.capture_monitor
         screens = len(QtGui.QGuiApplication.screens())

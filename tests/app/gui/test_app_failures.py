@@ -77,3 +77,19 @@ def test_a_pause_asked_while_the_model_thinks_stays_visible(qtbot, tmp_path):
     assert not app.thinking.isVisible()
     app.toggle_pause()
     assert not engine.paused
+
+
+def test_a_task_asked_while_the_server_is_asked_says_so_not_loading_the_model(qtbot, tmp_path):
+    with FakeOpenAIServer() as server:
+        app = make_app(qtbot, remote(server.base_url), tmp_path)
+        app._load_policy()
+        # The first task races the start: nothing loads for a remote backend, the server is being asked.
+        app.start_task("open the mail")
+        assert app.indicator.last_notification == (
+            "Asking the model server",
+            "The task starts as soon as the server answers.",
+        )
+        assert app.loading.title.text() == "Asking the model server"
+        assert app.loading.windowTitle() == "Holodesk: asking the model server"
+        app.pending_task = None  # the task itself is not this test's
+        qtbot.waitUntil(lambda: app.policy is not None or app.policy_error is not None, timeout=10_000)

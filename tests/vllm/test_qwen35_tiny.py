@@ -321,7 +321,9 @@ class TestScriptedCheckpoint:
         choice = answer["choices"][0]
         assert choice["finish_reason"] == "tool_calls"
         message = choice["message"]
+        # vLLM 0.32 names the field `reasoning`; `reasoning_content` (older servers, H Company's docs) is gone.
         assert message["reasoning"] == "The inbox is on the left."
+        assert "reasoning_content" not in message
         assert not message["content"]
         [call] = message["tool_calls"]
         assert call["function"]["name"] == "click_desktop"

@@ -100,7 +100,8 @@ def test_transformers_loads_every_tensor_natively(tmp_path: Path) -> None:
     from transformers import Qwen3_5ForConditionalGeneration
 
     path = build_qwen35_tiny(tmp_path / "ckpt", dtype="float32")
-    model, info = Qwen3_5ForConditionalGeneration.from_pretrained(path, dtype=torch.float32, output_loading_info=True)
+    loaded: Any = Qwen3_5ForConditionalGeneration.from_pretrained(path, dtype=torch.float32, output_loading_info=True)
+    model, info = loaded
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
     text = model.config.text_config
     assert text.layer_types == ["linear_attention"] * 3 + ["full_attention"]
@@ -113,7 +114,7 @@ def test_chat_template_renders_tools_images_and_drops_past_reasoning(tmp_path: P
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(build_qwen35_tiny(tmp_path / "ckpt"))
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Click the inbox."}]},
         {
             "role": "assistant",
@@ -123,6 +124,7 @@ def test_chat_template_renders_tools_images_and_drops_past_reasoning(tmp_path: P
         {"role": "tool", "content": "clicked"},
     ]
     text = tokenizer.apply_chat_template(messages, tools=[CLICK_TOOL], add_generation_prompt=True, tokenize=False)
+    assert isinstance(text, str)
     assert "<tools>\n<function>\n<name>click_desktop</name>" in text
     assert "<|vision_start|><|image_pad|><|vision_end|>Click the inbox." in text
     assert "<tool_call>\n<function=click_desktop>\n<parameter=x>\n5\n</parameter>\n" in text
@@ -132,6 +134,7 @@ def test_chat_template_renders_tools_images_and_drops_past_reasoning(tmp_path: P
     quiet = tokenizer.apply_chat_template(
         messages[:1], add_generation_prompt=True, tokenize=False, enable_thinking=False
     )
+    assert isinstance(quiet, str)
     assert quiet.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     for token in ("<|im_end|>", "<|image_pad|>", "<tool_call>", "</tool_call>", "<think>", "</think>"):
         assert len(tokenizer.encode(token, add_special_tokens=False)) == 1, token

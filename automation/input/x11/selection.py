@@ -11,7 +11,12 @@ key, waits (bounded) until the focused window's program asked for the text and t
 more for a moment (a program may read it twice for one paste), and only then puts the user's
 previous text back. A window's program is known by its resource ID: the X server gives
 every client the same resource-ID mask, and the bits outside it name the client, so the requestor
-window and the focused window belong to the same program exactly when those bits agree.
+window and the focused window belong to the same X client exactly when those bits agree. A program
+may ask from a second connection of its own: alacritty's clipboard opens one, so its request came
+from another client than its window's, and a paste that arrived whole was reported not taken. So a
+requestor also counts as the focused window's program when the X server's X-Resource extension
+names the same local process ID for both clients (Xorg and Xvfb have it; a remote client has no
+process ID there, and then only the client bits decide).
 
 On XWayland (`SelectionHost.XWAYLAND`) a native Wayland program never asks itself: the compositor
 bridges the X CLIPBOARD to Wayland, and its own X client converts the selection on the program's
@@ -126,6 +131,7 @@ class SelectionRequest:
     requestor: int  # the asking program's window
     got_text: bool  # it was answered with the text (not a list of targets, not a refusal)
     after_paste_key: bool  # it came after `paste_key_pressed()`
+    requestor_pid: int | None = None  # the asking client's process ID (X-Resource), None when unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +165,39 @@ class _State:
 def client_of(window: int, resource_mask: int) -> int:
     """The client part of a resource ID: equal for all windows of one X client."""
     return window & ~resource_mask
+
+
+def client_pid(display: Any, window: int) -> int | None:
+    """The process ID of the X client that created `window` (X-Resource's QueryClientIds), or None
+    when the server lacks the extension or does not know it (a remote client)."""
+    from Xlib import error as xerror
+    from Xlib.ext import res
+
+    if not display.has_extension(res.extname):
+        return None
+    try:
+        reply = display.res_query_client_ids([{"client": window, "mask": res.LocalClientPIDMask}])
+    except xerror.XError:
+        return None
+    for entry in reply.ids:
+        if entry.spec.mask & res.LocalClientPIDMask and entry.value:
+            return int(entry.value[0])
+    return None
+
+
+def window_pid(window: int, display_name: str | None = None) -> int | None:
+    """`client_pid` on a connection of its own (None also when the display cannot be opened)."""
+    from Xlib import display as xdisplay
+    from Xlib import error as xerror
+
+    try:
+        display = xdisplay.Display(display_name)
+    except (xerror.DisplayError, OSError, KeyError):
+        return None
+    try:
+        return client_pid(display, window)
+    finally:
+        display.close()
 
 
 class SelectionOffer:
@@ -199,6 +238,7 @@ class SelectionOffer:
         self._state = _State()
         self._thread: threading.Thread | None = None
         self._wake_read, self._wake_write = -1, -1
+        self._target_pid: int | None = None  # the focused window's process, once `wait_until_taken` asked
 
     # -- set-up, in the caller's thread: nothing is served yet ------------------------------------
 
@@ -406,7 +446,9 @@ class SelectionOffer:
         event.requestor.send_event(notify, onerror=catcher)
         self._display.sync()
         got_text = payload is not None and catcher.get_error() is None and target not in ("TARGETS", "TIMESTAMP")
-        request = SelectionRequest(selection, target, int(event.requestor.id), got_text, after_key)
+        requestor = int(event.requestor.id)
+        pid = client_pid(self._display, requestor) if after_key else None
+        request = SelectionRequest(selection, target, requestor, got_text, after_key, pid)
         with self._changed:
             self._state.requests.append(request)
             self._state.last_request_at = time.monotonic()
@@ -457,16 +499,25 @@ class SelectionOffer:
     def wait_until_taken(self, target_window: int | None, timeout_s: float) -> SelectionRequest:
         """The first request for the text, after the paste key, from `target_window`'s program.
 
-        With `target_window` None any program but ours counts. Raises SelectionError, in words, when
-        none came within `timeout_s` (PasteNotTaken), or once another program took over every offered selection.
+        Its program: the same X client, or another client of the same local process (module
+        docstring). With `target_window` None any program but ours counts. Raises SelectionError, in
+        words, when none came within `timeout_s` (PasteNotTaken), or once another program took over
+        every offered selection.
         """
         wanted = None if target_window is None else client_of(target_window, self.resource_mask)
+        wanted_pid = None if target_window is None else window_pid(target_window, self.display_name)
+        self._target_pid = wanted_pid
         deadline = time.monotonic() + timeout_s
         with self._changed:
             while True:
                 for request in self._state.requests:
                     client = client_of(request.requestor, self.resource_mask)
-                    if request.got_text and request.after_paste_key and (wanted is None or client == wanted):
+                    same_process = wanted_pid is not None and request.requestor_pid == wanted_pid
+                    if (
+                        request.got_text
+                        and request.after_paste_key
+                        and (wanted is None or client == wanted or same_process)
+                    ):
                         return request
                 if self._state.failure is not None:
                     raise SelectionError(f"{self._state.failure}: the paste may not have been taken")
@@ -530,13 +581,16 @@ class SelectionOffer:
         message = f"{who} for the text within {timeout_s:g} s of the paste key: the paste was not taken"
         others = sorted(
             {
-                f"{request.requestor:#x} ({request.target})"
+                f"{request.requestor:#x} ({request.target}"
+                + (f", process {request.requestor_pid}" if request.requestor_pid is not None else "")
+                + ")"
                 for request in self._state.requests
                 if request.after_paste_key
             }
         )
         if others:
-            message += f"; only other programs asked: windows {', '.join(others)}"
+            focused = f" (process {self._target_pid})" if self._target_pid is not None else ""
+            message += f"; only other programs than the focused window's{focused} asked: windows {', '.join(others)}"
         if self._state.lost_to:
             message += f"; {self._describe_lost(self._state.lost_to)}"
         return message

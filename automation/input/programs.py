@@ -35,8 +35,9 @@ def paste_keys(platform: str = sys.platform, window_class: str = "") -> tuple[st
 
 
 # A paste key with no letter: text fields (Qt, GTK), Chromium and terminals paste with it on X11.
-# Used where no layout group has the paste key's letter (Russian alone): a program that reads
-# shortcuts by the physical key (Chromium) ignores ctrl+v sent on a spare keycode.
+# Used where the active layout group lacks the paste key's letter (Russian active): a program that
+# reads shortcuts by the physical key (Chromium) ignores ctrl+v sent on a spare keycode, and kitty
+# reads the key that has v in another group as its Cyrillic letter.
 LETTERLESS_PASTE_KEYS = ("shift", "insert")
 
 

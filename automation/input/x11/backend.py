@@ -53,7 +53,7 @@ from holodesk.automation.input.primitives import (
     WheelScroll,
     drag_path,
 )
-from holodesk.automation.input.programs import LETTERLESS_PASTE_KEYS, paste_keys, select_all_keys
+from holodesk.automation.input.programs import LETTERLESS_PASTE_KEYS, is_terminal, paste_keys, select_all_keys
 from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.input.x11.keyboard import (
     KeysSent,
@@ -62,7 +62,7 @@ from holodesk.automation.input.x11.keyboard import (
     focused_window_class,
     window_class_at,
 )
-from holodesk.automation.input.x11.selection import check_offer_size, paste_with_own_selection
+from holodesk.automation.input.x11.selection import PasteNotTaken, check_offer_size, paste_with_own_selection
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.pyautogui_import import import_pyautogui
 from holodesk.automation.screen import ScreenCapture
@@ -266,9 +266,16 @@ class X11Input:
         )
 
     def _paste_keys(self, program: str) -> tuple[str, ...]:
-        """The program's paste key, or shift+insert where no layout group has its letter (see programs)."""
+        """The program's paste key, or shift+insert where the active layout group lacks its letter.
+
+        Programs read a shortcut's letter differently once the active group has none: Chromium by
+        the physical key (a spare keycode bound to v pastes nothing), kitty only in the active group
+        (the key that has v in group 1 is ctrl+shift+м there, sent into the terminal's program as an
+        escape sequence). shift+insert has no letter: text fields and Chromium paste the clipboard
+        with it, terminals the primary selection, and Holodesk's own offer holds both.
+        """
         keys = paste_keys(self.platform, program)
-        if self._typer is not None and keys != LETTERLESS_PASTE_KEYS and not self._typer.has_real_key(keys[-1]):
+        if self._typer is not None and keys != LETTERLESS_PASTE_KEYS and not self._typer.active_group_has(keys[-1]):
             return LETTERLESS_PASTE_KEYS
         return keys
 
@@ -484,7 +491,10 @@ class X11Input:
             def press() -> None:
                 self._press(keys[:-1], keys[-1:], pyautogui, cancel)
 
-            taken = paste_with_own_selection(step.text, press, timeout_s=self.paste_offer_timeout_s)
+            try:
+                taken = paste_with_own_selection(step.text, press, timeout_s=self.paste_offer_timeout_s)
+            except PasteNotTaken as exc:
+                raise PasteNotTaken(f"{exc}; {_unpasted_key_words(keys)}") from exc
             return f"pasted through the clipboard with {'+'.join(keys)}; {taken}{reason}"
         previous = clipboard.read_text()
         clipboard.write_text(step.text)
@@ -514,6 +524,19 @@ class X11Input:
                     " nothing was pasted"
                 )
             time.sleep(0.02)
+
+
+def _unpasted_key_words(keys: Sequence[str]) -> str:
+    """What became of a paste key nobody took the text for: it reached the focused program as a key."""
+    combination = "+".join(keys)
+    program = focused_window_class()
+    if is_terminal(program):
+        return (
+            f"{combination} reached {program} as a key press, and a terminal passes a key it does not "
+            "take as its own shortcut on to the program running in it (kitty encodes a combination "
+            "such as ctrl+shift+м as the escape sequence ESC[1084;6u): that program received it"
+        )
+    return f"{combination} reached the focused program ({program or 'unnamed'}) as a key press"
 
 
 _MISTYPED_CACHE: dict[int, frozenset[str]] = {}

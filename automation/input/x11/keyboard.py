@@ -22,6 +22,15 @@ bindings are cleared by the next start. Caps Lock is unlocked while text is type
 after. Events go through XTEST, so they look like a real keyboard's to every program, terminals
 included.
 
+A keymap change also races a program that applies it late. kitty (GLFW's X11 code) only marks its
+keymap stale on XkbMapNotify and compiles it at the next key or state event it handles, taking the
+modifier state the server has at that moment, not the one the key was sent with: when it read our
+first key while Shift was already down for a later one, `a/b > c` arrived as `A/b > c`. So when the
+keymap differs from the one the focused program was last proven to have applied (our own binding,
+or the user's layout change), a text whose unshifted keys come before its first Shift waits after
+them, before Shift, until the program answered a ping (or the settle time): it has then compiled
+the keymap with those keys' state, and every later Shift reaches it as a state event in order.
+
 Also here: the WM_CLASS of the window with the keyboard focus (or under a point), which decides
 the paste key and whether select-all can be honoured.
 
@@ -177,6 +186,11 @@ class Keymap:
         """
         return next(((code, other) for code, other in self._elsewhere.get(keysym, ()) if code not in skip), None)
 
+    @property
+    def signature(self) -> tuple[tuple[int, ...], ...]:
+        """The keymap's rows, comparable: equal for the same keysyms on the same keycodes."""
+        return tuple(tuple(row) for row in self._rows)
+
     def first_keysym(self, keycode: int) -> int:
         offset = keycode - self.first_keycode
         if 0 <= offset < len(self._rows) and self._rows[offset]:
@@ -246,6 +260,9 @@ class X11Typer:
         self._lock = threading.RLock()
         self._bound: OrderedDict[int, int] = OrderedDict()  # keysym -> spare keycode, least recently used first
         self._atexit_registered = False
+        # (keymap, focused window) for which that window was proven to have applied the keymap before
+        # a Shift of ours reached it (module docstring); None: not proven for any.
+        self._applied: tuple[tuple[tuple[int, ...], ...], int] | None = None
 
     # -- connection and keymap -----------------------------------------------------------------
 
@@ -336,10 +353,16 @@ class X11Typer:
                 f"more than the {capacity} spare keycodes"
             )
 
-    def has_real_key(self, key: str) -> bool:
-        """True when a shortcut can press `key` on a real key of some layout group (not a spare keycode)."""
+    def active_group_has(self, key: str) -> bool:
+        """True when the active layout group has `key` without Shift on a real key (not a spare keycode).
+
+        A program may read a shortcut only by the active group's symbols: kitty with Russian active
+        took ctrl+shift+v on the key that has v in group 1 as ctrl+shift+м and sent the program in it
+        `ESC[1084;6u`.
+        """
         with self._lock:
-            return self._real_key(key_keysym(key), self.keymap(), shortcut=True) is not None
+            keysym = key_keysym(key)
+            return _level_one(self.keymap(), keysym) is not None and keysym not in self._bound
 
     def check_keys(self, keys: Sequence[str]) -> None:
         """Raise ActionError for a key that cannot be pressed here (named in words), before any is pressed."""
@@ -435,6 +458,11 @@ class X11Typer:
             self._bound.clear()
             self.remapped_marker.record({})
 
+    def _focused_window(self) -> int:
+        """The window with the keyboard focus (0 when it follows the pointer or is nowhere)."""
+        focus = self._open().get_input_focus().focus
+        return int(getattr(focus, "id", 0))
+
     def _wait_for_focused_program(self) -> None:
         """Return once the focused top-level window answered a ping, or after a bounded settle time."""
         answered = ping_focused_window(self.display_name, self.ping_timeout_s)
@@ -467,8 +495,13 @@ class X11Typer:
                     strokes.append((character, KeyStroke(entry[0], entry[1], False)))
             shift_entry = keymap.direct(XK_SHIFT_L)
             assert shift_entry is not None  # check() said so
+            applied = (self.keymap().signature if bound else keymap.signature, self._focused_window())
+            fence = applied != self._applied
             try:
-                return self._send_strokes(strokes, shift_entry[0], keymap.group, forced, cancel)
+                sent = self._send_strokes(strokes, shift_entry[0], keymap.group, forced, cancel, fence=fence)
+                if fence and any(stroke.shift for _, stroke in strokes):
+                    self._applied = applied  # the fence ran, or Shift came first: its state event is in order
+                return sent
             except Cancelled:
                 self.release_bindings()  # the run stops: leave the keymap as it was
                 raise
@@ -480,7 +513,11 @@ class X11Typer:
         group: int,
         forced: frozenset[int],
         cancel: CancelToken,
+        *,
+        fence: bool = False,
     ) -> KeysSent:
+        """Send `strokes`; with `fence`, wait for the focused program after the keys before the first
+        Shift (module docstring)."""
         from Xlib import X
         from Xlib.ext import xtest
 
@@ -494,8 +531,11 @@ class X11Typer:
             if state.caps_locked:
                 xkb.lock(display, unlock_mods=xkb.LOCK_MASK)  # a locked Caps Lock would change letters' case
             try:
-                for character, stroke in strokes:
+                for index, (character, stroke) in enumerate(strokes):
                     cancel.raise_if_cancelled()
+                    if fence and stroke.shift and index:
+                        self._wait_for_focused_program()  # it has read the keys before, with no Shift down
+                        fence = False
                     if stroke.shift != shift_down:
                         if stroke.shift and self.on_keys is not None:
                             self.on_keys(["shift"])

@@ -1,0 +1,196 @@
+"""The Debian package as a user gets it: built, linted, installed with apt, started, used, purged.
+
+packaging/debian/build-deb.sh builds the .deb (a venv of PyPI wheels under /usr/lib/holodesk, on Debian's
+python3); this module checks it with lintian and appstreamcli, installs it with apt on this machine,
+starts `holodesk` from /usr/bin under Xvfb with a tray host (the icon must be embedded in it), runs
+a task against the test server on 127.0.0.1 (remote backend), and purges the package: nothing of it
+may stay on disk, and the user's data (settings, sessions) must. Marked `deb` (minutes: the build
+alone compresses half a gigabyte); it needs root for apt and the package's dependencies installed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer
+from holodesk.app.cli.main import build_parser
+from tests.e2e.scripting import holotron
+from tests.e2e.test_tray_app import open_prompt_with_the_hotkey, wait_for_session_end, xdotool
+from tests.support.waiting import wait_until
+from tests.support.x11_probe import selection_owned
+
+pytestmark = [pytest.mark.deb, pytest.mark.display]
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = "holodesk"
+PREFIX = Path("/usr/lib/holodesk")
+# Everything the package puts outside /usr/lib/holodesk, and must take away again.
+SHIPPED = (
+    "/usr/bin/holodesk",
+    "/usr/share/applications/holodesk.desktop",
+    "/usr/share/applications/holodesk-new-task.desktop",
+    "/usr/share/icons/hicolor/scalable/apps/holodesk.svg",
+    "/usr/share/metainfo/io.github.holodesk.Holodesk.metainfo.xml",
+    "/usr/share/man/man1/holodesk.1.gz",
+    "/usr/share/holodesk/holodesk-autostart.desktop",
+    "/usr/share/holodesk/holotron-requirements.txt",
+    "/usr/share/doc/holodesk/copyright",
+    "/usr/share/lintian/overrides/holodesk",
+)
+TIMEOUT_S = 900
+
+
+def _run(*argv: str, timeout: float = TIMEOUT_S, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, **kwargs)  # type: ignore[call-overload]
+
+
+def _installed() -> bool:
+    status = _run("dpkg-query", "-W", "-f=${db:Status-Status}", PACKAGE, timeout=30)
+    return status.returncode == 0 and status.stdout.strip() == "installed"
+
+
+@pytest.fixture(scope="module")
+def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        pytest.fail("the package test installs with apt: run it as root on Debian 12", pytrace=False)
+    out = tmp_path_factory.mktemp("deb")
+    built = _run(str(REPO / "packaging" / "debian" / "build-deb.sh"), str(out))
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (package,) = out.glob("holodesk_*_amd64.deb")
+    return package
+
+
+@pytest.fixture(scope="module")
+def installed(deb: Path) -> Iterator[Path]:
+    done = _run("apt-get", "install", "-y", "--no-install-recommends", str(deb))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    yield deb
+    if _installed():  # the purge test did not run, or failed before purging
+        _run("apt-get", "purge", "-y", PACKAGE)
+
+
+def test_lintian_finds_nothing_unexplained(deb: Path) -> None:
+    # Each tag allowed here is explained in packaging/debian/lintian-overrides, which ships in the package.
+    result = _run("lintian", "--fail-on", "error,warning", "--tag-display-limit", "0", str(deb))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not [line for line in result.stdout.splitlines() if line[:2] in ("E:", "W:")], result.stdout
+
+
+def test_appstream_metadata_is_valid() -> None:
+    metainfo = REPO / "packaging" / "debian" / "io.github.holodesk.Holodesk.metainfo.xml"
+    result = _run("appstreamcli", "validate", "--no-net", str(metainfo), timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    desktop = _run("desktop-file-validate", str(REPO / "packaging" / "linux" / "holodesk.desktop"), timeout=60)
+    assert desktop.returncode == 0 and not desktop.stdout.strip(), desktop.stdout
+
+
+def test_the_installed_command_and_its_man_page_match_the_help(installed: Path) -> None:
+    assert Path("/usr/bin/holodesk").resolve() == PREFIX / "bin" / "holodesk"
+    version = _run("/usr/bin/holodesk", "--version", timeout=60)
+    assert re.fullmatch(r"holodesk \d+\.\d+\.\d+\n", version.stdout), version.stdout + version.stderr
+    page = _run(
+        "man", "-P", "cat", "-l", "/usr/share/man/man1/holodesk.1.gz", timeout=60, env={**os.environ, "MANWIDTH": "200"}
+    )
+    assert page.returncode == 0, page.stderr
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices  # type: ignore[union-attr]
+    for command in commands:
+        assert re.search(rf"^ +{re.escape(command)}$", page.stdout, re.M), f"the man page lacks {command}"
+    assert "exit codes: 0 done" in page.stdout
+    # Every file the package lists exists, and the venv's scripts name the installed interpreter.
+    listed = set(_run("dpkg", "-L", PACKAGE, timeout=60).stdout.split())
+    assert set(SHIPPED) <= listed
+    assert (PREFIX / "bin" / "holodesk").read_text().startswith("#!/usr/lib/holodesk/bin/python\n")
+
+
+def _tray_icon_embedded() -> bool:
+    """True when a window of the holodesk client is embedded in the tray host (its parent is not the root)."""
+    from Xlib import display
+
+    connection = display.Display()
+    try:
+        root = connection.screen().root
+
+        def walk(window: object, depth: int) -> bool:
+            for child in window.query_tree().children:  # type: ignore[attr-defined]
+                try:
+                    wm_class = child.get_wm_class()
+                except Exception:  # a window gone meanwhile
+                    continue
+                if depth > 0 and wm_class == ("holodesk", "Holodesk"):
+                    return True
+                if walk(child, depth + 1):
+                    return True
+            return False
+
+        return walk(root, 0)
+    finally:
+        connection.close()
+
+
+def test_the_packaged_app_shows_its_tray_icon_and_runs_a_task(installed: Path, xvfb, tmp_path: Path) -> None:
+    host = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--width", "10"])
+    sessions = tmp_path / "sessions"
+    with FakeOpenAIServer() as server:
+        server.queue(Completion(holotron("answer", content="The menu is open.")))
+        config = tmp_path / "config" / "holodesk"
+        config.mkdir(parents=True)
+        (config / "settings.toml").write_text(
+            f'[model]\nbackend = "remote"\n\n[model.remote]\nbase_url = "{server.base_url}"\n\n'
+            f'[sessions]\nfolder = "{sessions}"\n',
+            encoding="utf-8",
+        )
+        env = {
+            "HOME": str(tmp_path),
+            "PATH": "/usr/bin:/bin",  # the package's command, not this venv's
+            "DISPLAY": os.environ["DISPLAY"],
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "XDG_DATA_HOME": str(tmp_path / "data"),
+            "XDG_RUNTIME_DIR": str(tmp_path),
+            "HOLODESK_INSTANCE_NAME": f"deb-{os.getpid()}",
+        }
+        wait_until(lambda: selection_owned("_NET_SYSTEM_TRAY_S0"), 60, "trayer owning the tray selection")
+        app = subprocess.Popen(["holodesk"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_until(_tray_icon_embedded, 60, "the packaged app's tray icon embedded in trayer")
+            prompt = open_prompt_with_the_hotkey()
+            xdotool("windowfocus", "--sync", prompt)
+            xdotool("type", "--delay", "5", "Open the menu")
+            xdotool("key", "Return")
+            session = wait_for_session_end(sessions, app, timeout_s=60)
+        finally:
+            app.terminate()
+            try:
+                output = app.communicate(timeout=20)[0]
+            except subprocess.TimeoutExpired:
+                app.kill()
+                output = app.communicate()[0]
+            host.kill()
+            host.wait()
+        assert not server.problems, server.problems
+        assert server.chat_requests, output  # the task's step went to the server
+    assert session.outcome == "done", (session.end, output)
+    assert "Traceback" not in output, output
+
+
+def test_purge_leaves_nothing_but_the_users_data(installed: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data" / "holodesk"
+    data.mkdir(parents=True)
+    (data / "kept.txt").write_text("the user's", encoding="utf-8")
+    # Root running it once writes bytecode no package owns, unless the package shipped it all.
+    _run("/usr/bin/holodesk", "--help", timeout=60)
+    purged = _run("apt-get", "purge", "-y", PACKAGE)
+    assert purged.returncode == 0, purged.stdout + purged.stderr
+    assert not _installed()
+    assert not PREFIX.exists(), sorted(str(p) for p in PREFIX.rglob("*"))[:20]
+    left = [path for path in SHIPPED if os.path.lexists(path)]
+    assert not left, left
+    assert not Path("/usr/share/holodesk").exists() and not Path("/usr/share/doc/holodesk").exists()
+    assert _run("dpkg-query", "-W", PACKAGE, timeout=30).returncode != 0  # not even config-files state
+    assert (data / "kept.txt").read_text(encoding="utf-8") == "the user's"

@@ -30,6 +30,11 @@ What is made up:
   chat template: written for this project after the public Qwen3.5 format, not copied from it.
 - No MTP head (`mtp.*`): H Company's checkpoints ship none either.
 
+Variants: "reference" (dense, Holo3.1 0.8B-9B and Holo4 27B's `Qwen3_5ForConditionalGeneration`),
+"moe" (`Qwen3_5MoeForConditionalGeneration`, the 35B-A3B sizes' layout: a router, per-expert
+projections under `mlp.experts.N.*`, a shared expert and its gate) and "scripted" (the reference
+shapes made to say one reasoning sentence and one tool call, for the server's parsers).
+
 Deterministic: the same seed and dtype give the same bytes. Builds in about a second.
 """
 
@@ -50,6 +55,7 @@ from safetensors.torch import save_file
 Dtype = Literal["bfloat16", "float32"]
 
 ARCHITECTURE = "Qwen3_5ForConditionalGeneration"
+MOE_ARCHITECTURE = "Qwen3_5MoeForConditionalGeneration"  # Holo3, and Holo3.1 and Holo4's 35B-A3B
 MARKER = "holodesk_qwen35_tiny"  # in config.json: this is a test checkpoint, never a real one
 
 VOCAB_TARGET = 600
@@ -117,6 +123,12 @@ class Variant:
     tie_word_embeddings: bool = False
     # A scripted checkpoint answers every prompt with these pieces (see `scripted_answer`).
     script: tuple[str, ...] = ()
+    # Mixture of experts (qwen3_5_moe; the real 35B-A3B: 256 experts, 8 a token, 512 wide, one shared
+    # expert of 512): 0 for the dense model.
+    experts: int = 0
+    experts_per_token: int = 2
+    expert_hidden: int = 64
+    shared_expert_hidden: int = 64
 
 
 # What the scripted variant says after the generation prompt's "<think>\n": a reasoning sentence, the
@@ -144,6 +156,9 @@ VARIANTS: dict[str, Variant] = {
     # output head maps each piece to the next (a bigram chain; every piece is one token, used once).
     # What it is for: the server's tool and reasoning parsers on real generated tokens.
     "scripted": Variant(name="scripted", script=SCRIPT),
+    # The same attention and vision, with every MLP a routed mixture (8 experts, 2 a token) plus the
+    # gated shared expert.
+    "moe": Variant(name="moe", experts=8),
 }
 
 # --- chat template ------------------------------------------------------------------------------
@@ -400,11 +415,22 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype, v: Variant) -> d
         "linear_attention" if (i + 1) % v.full_attention_interval else "full_attention" for i in range(v.layers)
     ]
     rotary_half = int(v.head_dim * 0.25) // 2  # M-RoPE over a quarter of each head, split t/h/w
+    mlp: dict[str, Any] = {"intermediate_size": v.mlp_hidden}
+    if v.experts:
+        mlp = {
+            "num_experts": v.experts,
+            "num_experts_per_tok": v.experts_per_token,
+            "moe_intermediate_size": v.expert_hidden,
+            "shared_expert_intermediate_size": v.shared_expert_hidden,
+            "router_aux_loss_coef": 0.001,
+            "output_router_logits": False,
+        }
+    family = "qwen3_5_moe" if v.experts else "qwen3_5"
     text = {
-        "model_type": "qwen3_5_text",
+        "model_type": family + "_text",
         "vocab_size": vocab_size,
         "hidden_size": v.hidden,
-        "intermediate_size": v.mlp_hidden,
+        **mlp,
         "num_hidden_layers": v.layers,
         "layer_types": layer_types,
         "full_attention_interval": v.full_attention_interval,
@@ -438,7 +464,7 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype, v: Variant) -> d
         "dtype": dtype,
     }
     vision = {
-        "model_type": "qwen3_5",
+        "model_type": family,
         "depth": v.vit_layers,
         "hidden_size": v.vit_hidden,
         "intermediate_size": v.vit_mlp,
@@ -454,8 +480,8 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype, v: Variant) -> d
         "initializer_range": 0.02,
     }
     return {
-        "architectures": [ARCHITECTURE],
-        "model_type": "qwen3_5",
+        "architectures": [MOE_ARCHITECTURE if v.experts else ARCHITECTURE],
+        "model_type": family,
         "text_config": text,
         "vision_config": vision,
         "image_token_id": ids[IMAGE_PAD],
@@ -513,9 +539,12 @@ def text_tensors(config: dict[str, Any], seed: int, v: Variant = VARIANTS["refer
         p = f"{pre}layers.{i}."
         t[p + "input_layernorm.weight"] = draw.centred_norm(hidden)
         t[p + "post_attention_layernorm.weight"] = draw.centred_norm(hidden)
-        t[p + "mlp.gate_proj.weight"] = draw.weight(c["intermediate_size"], hidden)
-        t[p + "mlp.up_proj.weight"] = draw.weight(c["intermediate_size"], hidden)
-        t[p + "mlp.down_proj.weight"] = draw.weight(hidden, c["intermediate_size"], gain=residual_gain)
+        if "num_experts" in c:
+            t.update(_moe_tensors(c, draw, p + "mlp.", residual_gain))
+        else:
+            t[p + "mlp.gate_proj.weight"] = draw.weight(c["intermediate_size"], hidden)
+            t[p + "mlp.up_proj.weight"] = draw.weight(c["intermediate_size"], hidden)
+            t[p + "mlp.down_proj.weight"] = draw.weight(hidden, c["intermediate_size"], gain=residual_gain)
         if kind == "linear_attention":
             key_heads, value_heads = c["linear_num_key_heads"], c["linear_num_value_heads"]
             key_dim = key_heads * c["linear_key_head_dim"]
@@ -554,6 +583,23 @@ def text_tensors(config: dict[str, Any], seed: int, v: Variant = VARIANTS["refer
             )
         else:
             raise ValueError(f"unknown Qwen3.5 layer type {kind!r}")
+    return t
+
+
+def _moe_tensors(c: dict[str, Any], draw: _Draws, p: str, residual_gain: float) -> dict[str, torch.Tensor]:
+    """A routed mixture under the real names: router, each expert's projections, the shared expert and its gate."""
+    hidden, width, shared = c["hidden_size"], c["moe_intermediate_size"], c["shared_expert_intermediate_size"]
+    # Router scores spread wide (gain 3) so that the top experts rarely tie: bfloat16 rounding then
+    # does not change which experts a token goes to.
+    t = {p + "gate.weight": draw.weight(c["num_experts"], hidden, gain=3.0)}
+    for e in range(c["num_experts"]):
+        t[f"{p}experts.{e}.gate_proj.weight"] = draw.weight(width, hidden)
+        t[f"{p}experts.{e}.up_proj.weight"] = draw.weight(width, hidden)
+        t[f"{p}experts.{e}.down_proj.weight"] = draw.weight(hidden, width, gain=residual_gain)
+    t[p + "shared_expert.gate_proj.weight"] = draw.weight(shared, hidden)
+    t[p + "shared_expert.up_proj.weight"] = draw.weight(shared, hidden)
+    t[p + "shared_expert.down_proj.weight"] = draw.weight(hidden, shared, gain=residual_gain)
+    t[p + "shared_expert_gate.weight"] = draw.weight(1, hidden)
     return t
 
 

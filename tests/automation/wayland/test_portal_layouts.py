@@ -23,6 +23,7 @@ layouts, a character only the second one has types only while it is.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 import time
@@ -330,31 +331,39 @@ def test_every_text_arrives_exactly_in_a_native_gtk_entry_or_is_refused_in_words
     check_matrix(gnome_stack, layout, "GTK entry", input_performer, gtk_entry)
 
 
-def check_select_all_with_russian_active(input_performer: InputPerformer, field: LoggedField) -> None:
+def check_select_all_with_russian_active(
+    input_performer: InputPerformer, field: LoggedField, caplog: pytest.LogCaptureFixture
+) -> None:
     """ctrl+a on the key that has a in layout 1 selects the field's text: the next character replaces it."""
     field.clear()
     assert input_performer.execute(TypeText("old")).ok  # pasted: ctrl+v by keycode too
     assert field.wait_for_text("old") == "old"
-    selected = input_performer.execute(KeyCombo(("ctrl", "a")))
+    with caplog.at_level(logging.INFO, logger="holodesk.automation.input.portal.backend"):
+        selected = input_performer.execute(KeyCombo(("ctrl", "a")))
     assert selected.ok, selected.detail
-    assert selected.detail.endswith("(sent ctrl+a (the key that has a in layout 1))"), selected.detail
+    assert selected.detail == "press ctrl+a", selected.detail  # how the key went is the log's
+    assert caplog.records[-1].getMessage() == "sent ctrl+a (the key that has a in layout 1)", caplog.text
     assert input_performer.execute(TypeText(FENCE)).ok
     assert field.wait_for_text(FENCE) == FENCE, f"{field.name}: ctrl+a did not select the text"
 
 
 def test_a_shortcut_letter_the_active_layout_lacks_reaches_qt_on_its_key(
-    gnome_stack: GnomeStack, input_performer: InputPerformer, wayland_target: WaylandTarget, qt_field: LoggedField
+    gnome_stack: GnomeStack,
+    input_performer: InputPerformer,
+    wayland_target: WaylandTarget,
+    qt_field: LoggedField,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     use_layout(gnome_stack, "us,ru@ru")
     focus_qt_field(input_performer, wayland_target)
-    check_select_all_with_russian_active(input_performer, qt_field)
+    check_select_all_with_russian_active(input_performer, qt_field, caplog)
 
 
 def test_a_shortcut_letter_the_active_layout_lacks_reaches_gtk_on_its_key(
-    gnome_stack: GnomeStack, input_performer: InputPerformer, gtk_entry: LoggedField
+    gnome_stack: GnomeStack, input_performer: InputPerformer, gtk_entry: LoggedField, caplog: pytest.LogCaptureFixture
 ) -> None:
     use_layout(gnome_stack, "us,ru@ru")
-    check_select_all_with_russian_active(input_performer, gtk_entry)
+    check_select_all_with_russian_active(input_performer, gtk_entry, caplog)
 
 
 def test_a_letter_key_alone_the_active_layout_lacks_is_refused_not_pressed_on_its_key(
@@ -418,6 +427,7 @@ def test_a_capital_goes_on_shift_and_its_key_by_keycode_so_no_layout_change_can_
     input_performer: InputPerformer,
     wayland_target: WaylandTarget,
     qt_field: LoggedField,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Mutter's log (MUTTER_DEBUG=input): Shift then A, each by keycode and released by it; a keysym,
     looked up again on its release, would leave Shift counted as held after a layout change."""
@@ -426,8 +436,9 @@ def test_a_capital_goes_on_shift_and_its_key_by_keycode_so_no_layout_change_can_
     qt_field.clear()
     log = gnome_stack.logs / "mutter.log"
     start = len(log.read_bytes())
-    typed = input_performer.execute(TypeText("A"))
-    assert typed.ok and typed.detail.endswith("(typed by keycode)"), typed.detail
+    with caplog.at_level(logging.INFO, logger="holodesk.automation.input.portal.backend"):
+        typed = input_performer.execute(TypeText("A"))
+    assert typed.ok and caplog.records[-1].getMessage() == "typed by keycode", (typed.detail, caplog.text)
     assert qt_field.wait_for_text("A") == "A"
     assert not qt_field.keys_still_down()
     lines = log.read_bytes()[start:].decode(errors="replace").splitlines()

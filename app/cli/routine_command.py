@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, TextIO
 from holodesk.app.cli.run_command import EXIT_CODES, PICTURES_PREFIX, _remove_pictures_of_dead_runs
 from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
 from holodesk.app.cli.terminal_approver import TerminalApprover, terminal_event_printer
+from holodesk.app.common.session_words import steps_in_words
 from holodesk.automation.actions import Point
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine import ActionPerformer, FrameSource, RunResult
@@ -96,7 +97,9 @@ def save(sessions: Path, session_name: str, name: str, routines: Path, stdin: Te
         err.write(f"error: cannot write the routine under {routines}: {exc.strerror or exc}\n")
         return EXIT_CONFIG
     routine = compiled.routine
-    out.write(f"saved the routine {routine.name!r}: {len(routine.steps)} steps, in {saved / 'routine.toml'}\n")
+    out.write(
+        f"saved the routine {routine.name!r}: {steps_in_words(len(routine.steps))}, in {saved / 'routine.toml'}\n"
+    )
     for step in routine.steps:
         flag = "  (always asked: irreversible)" if step.irreversible else ""
         out.write(f"  {step.number}. {safe_text(step.describe())}{flag}\n")
@@ -226,7 +229,7 @@ def run(
             listener=terminal_event_printer(out),
             questions=approver,
         )
-        out.write(f"routine {routine.name!r}: {len(routine.steps)} steps (Ctrl+C stops)\n")
+        out.write(f"routine {routine.name!r}: {steps_in_words(len(routine.steps))} (Ctrl+C stops)\n")
         for name, value in values.items():
             out.write(f"  {name} = {safe_text(value)!r}\n")
         out.flush()

@@ -114,7 +114,8 @@ class TerminalApprover:
             if answer in ("s", "skip"):
                 return ApprovalDecision.skip()
             if answer in ("t", "text") and isinstance(action, TypeText):
-                self._say(f"  full text ({len(action.text)} characters, spaces as ·):")
+                count = len(action.text)
+                self._say(f"  full text ({count} character{'s' if count != 1 else ''}, spaces as ·):")
                 self._say_wrapped("    ", visible_text(action.text))
             elif answer in ("e", "edit"):
                 try:

@@ -598,7 +598,8 @@ class HolodeskApp(QtCore.QObject):
         if routine is not None:  # a replay: which routine, and what the model and repairs did
             title = f"Routine {routine.routine.name!r}: {title.lower()}"
             if routine.model_calls:
-                words += f"; the model was asked {routine.model_calls} times"
+                calls = routine.model_calls
+                words += f"; the model was asked {'once' if calls == 1 else f'{calls} times'}"
             if routine.repairs_written:
                 words += f"; repaired (the previous version is in {routine.repairs_written[-1]})"
             if routine.handed_over:

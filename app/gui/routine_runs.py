@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from holodesk.app.common.routine_hotkeys import RoutineHotkeys
-from holodesk.app.common.session_words import hotkey_in_words
+from holodesk.app.common.session_words import hotkey_in_words, steps_in_words
 from holodesk.app.gui.approval_panel import ApprovalPanel
 from holodesk.app.gui.gui_approver import GuiApprover
 from holodesk.app.gui.gui_thread import GuiThreadCaller
@@ -254,7 +254,7 @@ def fill_routines_menu(
             continue
         sub = menu.addMenu(routine.name)
         sub.setToolTip(safe_text(routine.task))
-        sub.addAction(f"Run ({len(routine.steps)} steps)", functools.partial(run, routine.name))
+        sub.addAction(f"Run ({steps_in_words(len(routine.steps))})", functools.partial(run, routine.name))
         hotkey_words = hotkey_entry_words(routine, hotkeys or RoutineHotkeys(), through_desktop)
         if hotkey_words is not None:
             sub.addAction(safe_text(hotkey_words)).setEnabled(False)

@@ -168,7 +168,7 @@ def run_from_menu(app: HolodeskApp) -> None:
     menu.aboutToShow.emit()
     (routine,) = [a for a in menu.actions() if a.text() == "go"]
     run = routine.menu().actions()[0]
-    assert run.text() == "Run (1 steps)"
+    assert run.text() == "Run (1 step)"
     run.trigger()
 
 

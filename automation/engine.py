@@ -462,7 +462,8 @@ class StepEngine:
                     log.info("screen still changing after %.1f s; going on", settings.settle_timeout_s)
                 if past is not None:
                     past = self._judge_effect(step, past, record, before, frame, writer)
-                    self._previous_result = past.result
+                    # A skipped step has no result; what became of it (its outcome) is shown instead.
+                    self._previous_result = past.result or past.outcome
                     history.append(past)
             return taken, Outcome.STEP_LIMIT, f"stopped after {settings.max_steps} steps (the step limit)"
         except _RunEnded as ended:

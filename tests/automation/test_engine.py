@@ -336,6 +336,14 @@ def engine_folder(root):
     return folder
 
 
+def test_the_step_after_a_skip_says_the_skip(tmp_path):
+    approver = ScriptedApprover(ApprovalDecision.skip())
+    engine, performer, _ = make_engine(ListPolicy([Click(Point(100, 50)), Click(Point(200, 50)), Done()]), approver)
+    assert engine.run("t").outcome is Outcome.DONE
+    assert performer.executed == [Click(Point(200, 50))]
+    assert approver.requests[1].previous_result == "skipped by the user: the action was not performed"
+
+
 def test_no_visible_change_reaches_the_user_and_the_models_next_turn(tmp_path):
     policy = ListPolicy([Click(Point(100, 50)), Click(Point(200, 50)), Done()])
     performer = RecordingPerformer(change_screen=False)

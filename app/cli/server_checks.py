@@ -6,7 +6,7 @@
   `--max-model-len` to restart with. Too many screenshots for `--limit-mm-per-prompt` is a FAIL too.
 - server flags: the vLLM command line that keeps structured answers parseable (INFO).
 - model: which H Company model the server's model name looks like, and whether the chosen profile
-  speaks its format (what is known of the newer models, and what is not verified, is in the README).
+  speaks its format (what is known of the newer models, and what is not verified, is in docs/remote-server.md).
 - try (`--try`): one real step on a canned screenshot through the profile, parsed or refused in words.
 """
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from holodesk.inference.profiles.base import Profile
     from holodesk.inference.remote import RemoteBackend
 
-# What a user should run (README: "Serving the model"); the structured-output part is what makes
+# What a user should run (docs/remote-server.md); the structured-output part is what makes
 # answers parse: guidance honours the schemas' maxLength (xgrammar let raw control characters through
 # in vLLM 0.32), and without disable_any_whitespace a constrained model may write "{" then
 # whitespace to max_tokens. Both are server flags: the request field is accepted and ignored.

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from holodesk.inference.errors import ModelLoadError
 
 START_SERVER = (
-    "Start the model server (for example `vllm serve Hcompany/Holotron-12B --trust-remote-code`; the README "
+    "Start the model server (for example `vllm serve Hcompany/Holotron-12B --trust-remote-code`; docs/remote-server.md "
     "gives the full command), "
     "or correct the server URL in the settings (or --base-url)."
 )

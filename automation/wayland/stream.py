@@ -5,7 +5,7 @@ GStreamer's streaming thread and replaces the kept frame. Mutter sends a frame o
 changes, so the newest frame is the current picture however old it is.
 
 GStreamer comes through PyGObject (`gi`), which pip cannot always build: on Debian it is the
-python3-gi package; README ("Wayland") says how a virtual environment reaches it.
+python3-gi package; docs/requirements.md ("Wayland") says how a virtual environment reaches it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def load_gstreamer() -> Any:
     except (ImportError, ValueError) as exc:
         raise CaptureError(
             f"Wayland capture needs GStreamer through PyGObject ({exc}). Install {GST_PACKAGES} and "
-            "make `gi` importable in Holodesk's Python (see README, Wayland)."
+            "make `gi` importable in Holodesk's Python (see docs/requirements.md, Wayland)."
         ) from exc
     if not Gst.is_initialized():
         Gst.init(None)

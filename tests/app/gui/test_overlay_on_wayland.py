@@ -14,7 +14,8 @@ Not checked: where mutter routes a real click on the marker. mutter before 45 (D
 only mutter these tests run on) resets an XWayland window's input region to the whole window with each
 of its frames and restores the X input shape only after a shape change (GNOME mutter issue 2788,
 fixed in 45), so a click there may reach the overlay's surface and go on to the X root, whatever
-Holodesk does; such a test could only pass or be an expected failure here. The README says so.
+Holodesk does; such a test could only pass or be an expected failure here. docs/requirements.md
+and docs/testing.md say so.
 """
 
 from __future__ import annotations

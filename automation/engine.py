@@ -22,7 +22,14 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done, HoldAndTap, KeyCombo, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, Rect, action_to_model, action_to_screen, monitor_at
-from holodesk.automation.errors import ActionError, AutomationError, Cancelled, CaptureError, OffScreenError
+from holodesk.automation.errors import (
+    ActionError,
+    AutomationError,
+    Cancelled,
+    CaptureError,
+    OffScreenError,
+    SelectAllNotHonoured,
+)
 from holodesk.automation.input.corners import nudge_off_corners
 from holodesk.automation.input.performer import ExecutionResult
 from holodesk.automation.lookahead import FramePreparer
@@ -642,7 +649,20 @@ class StepEngine:
         if adjustment:
             record["adjustment"] = adjustment
         try:
-            self.performer.validate(action)
+            try:
+                self.performer.validate(action)
+            except SelectAllNotHonoured as exc:
+                if not (isinstance(action, TypeText) and action.overwrite):
+                    raise
+                # Shown without select-all, saying so, rather than ending the run: the person decides.
+                action = replace(action, overwrite=False)
+                self.performer.validate(action)
+                note = (
+                    f"select-all is off: {exc.words}. Approve types the text without replacing what is there,"
+                    " Edit changes it, Skip leaves it"
+                )
+                adjustment = "; ".join(part for part in (adjustment, note) if part)
+                record["adjustment"] = adjustment
         except Cancelled:
             raise
         except (AutomationError, ValueError) as exc:

@@ -11,6 +11,16 @@ class ActionError(AutomationError, ValueError):
     """An action is malformed: it is rejected before anything touches the desktop."""
 
 
+class SelectAllNotHonoured(ActionError):
+    """A typing step's select-all (overwrite) cannot be honoured where the keyboard focus is (a terminal, or
+    a desktop that does not say which program has the focus). `words` say why, for the person approving:
+    the engine then shows the step without select-all instead of ending the run."""
+
+    def __init__(self, message: str, *, words: str) -> None:
+        super().__init__(message)
+        self.words = words
+
+
 class OffScreenError(AutomationError, ValueError):
     """A point maps outside every monitor, so no input may be sent there."""
 

@@ -28,7 +28,7 @@ from holodesk.automation.actions import (
     UpdatePlan,
     Wait,
 )
-from holodesk.automation.errors import ActionError
+from holodesk.automation.errors import ActionError, SelectAllNotHonoured
 from holodesk.automation.input.primitives import (
     ButtonClicks,
     ButtonDrag,
@@ -121,15 +121,19 @@ def _typing(action: TypeText, target: InputTarget) -> tuple[Primitive, ...]:
 def _check_overwrite(action: TypeText, program: str | None) -> None:
     if program is None:
         then = "press Enter as its own step" if action.press_enter else "type without overwrite"
-        raise ActionError(
+        raise SelectAllNotHonoured(
             "overwrite is refused here: Holodesk cannot see which program has the keyboard focus on this desktop "
             "(Wayland does not say), and in a terminal select-all (ctrl+a) moves to the start of the shell's line "
             f"instead, so the text would not replace it{', and Enter would run it' if action.press_enter else ''}; "
-            f"select the text with a key combination first (ctrl+a in a text field), then {then}"
+            f"select the text with a key combination first (ctrl+a in a text field), then {then}",
+            words="Holodesk cannot see which program has the keyboard focus on this desktop, and in a terminal"
+            " select-all (ctrl+a) would move to the start of the line instead",
         )
     if is_terminal(program):
-        raise ActionError(
+        raise SelectAllNotHonoured(
             f"overwrite cannot be honoured in a terminal ({program}): select-all there is ctrl+a, "
             "which moves to the start of the shell's line and would run what is already on it; "
-            "clear the line with a key combination (ctrl+e, then ctrl+u) and type without overwrite"
+            "clear the line with a key combination (ctrl+e, then ctrl+u) and type without overwrite",
+            words=f"the keyboard focus is in a terminal ({program}), where select-all (ctrl+a) moves to the start of"
+            " the line instead of selecting it",
         )

@@ -27,6 +27,7 @@ from holodesk.automation.engine import (
 )
 from holodesk.automation.errors import ActionError, CaptureError, ExecutionError
 from holodesk.automation.input.performer import ExecutionResult
+from holodesk.automation.input.plan import InputTarget, plan_action
 from holodesk.automation.proposal import PastStep, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import read_session
@@ -310,6 +311,26 @@ class Validating(RecordingPerformer):
     def validate(self, action: Action) -> None:
         if isinstance(action, KeyCombo) and "f24" in action.keys:
             raise ActionError("the key 'f24' cannot be pressed on this system")
+
+
+class TerminalFocus(RecordingPerformer):
+    """The keyboard focus is in xterm: validation is the input layer's own plan for that program."""
+
+    def validate(self, action: Action) -> None:
+        plan_action(action, InputTarget("xterm", ("ctrl", "a"), ("ctrl", "shift", "v")))
+
+
+def test_select_all_a_terminal_cannot_honour_is_shown_off_instead_of_ending_the_run(tmp_path):
+    approver = ScriptedApprover()
+    proposed = TypeText("ls -l", overwrite=True, press_enter=True)
+    engine, performer, _ = make_engine(ListPolicy([proposed, Done()]), approver, TerminalFocus(), tmp_path)
+    assert engine.run("t").outcome is Outcome.DONE
+    (request,) = approver.requests
+    assert request.action == TypeText("ls -l", press_enter=True)  # what the person approves is what runs
+    assert "select-all is off" in request.adjustment and "terminal (xterm)" in request.adjustment
+    assert request.irreversible  # it presses Enter: always shown
+    assert performer.executed == [TypeText("ls -l", press_enter=True)]
+    assert "select-all is off" in read_session(engine_folder(tmp_path)).steps[0]["adjustment"]
 
 
 def test_an_action_that_cannot_run_fails_before_the_user_is_asked(tmp_path):

@@ -245,8 +245,19 @@ def load_routine(folder: Path) -> Routine:
     try:
         document = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise RoutineFileError(path, [f"not readable TOML: {exc}"]) from None
+        raise RoutineFileError(path, [f"not readable TOML: {_in_words(str(exc))}"]) from None
     return routine_from_document(document, folder, path)
+
+
+# tomllib names a bad character by its repr ("Illegal character '\\n'"); shown as it is, the tray's menu read '\\n'.
+_CHARACTER_WORDS = {"'\\n'": "a line break", "'\\r'": "a carriage return", "'\\t'": "a tab"}
+
+
+def _in_words(message: str) -> str:
+    """tomllib's message with the characters it names by their escapes named in words."""
+    for escaped, words in _CHARACTER_WORDS.items():
+        message = message.replace(f"Illegal character {escaped}", f"{words} where TOML allows none")
+    return message
 
 
 def routine_from_document(document: Mapping[str, Any], folder: Path, path: Path) -> Routine:

@@ -18,6 +18,7 @@ import pytest
 from bench.rigs.routine_scenes import Button, click_step, record_session, screen
 from holodesk.app.cli import routine_command
 from holodesk.automation.actions import Point
+from holodesk.automation.display_text import safe_text
 from holodesk.automation.routines.compiler import compile_session, save_compiled
 from holodesk.automation.routines.repair import CannotRepair, propose_repair, repaired_step, write_repair
 from holodesk.automation.routines.routine_file import ROUTINE_FILE, RoutineFileError, load_routine
@@ -159,3 +160,14 @@ def test_a_routine_saved_before_routines_were_private_is_made_private_when_read(
     load_routine(saved)
     assert {mode(p) for p in (saved, *saved.rglob("*")) if p.is_dir()} == {0o700}
     assert {mode(p) for p in saved.rglob("*") if p.is_file()} == {0o600}
+
+
+def test_a_toml_error_names_a_bad_character_in_words_not_by_its_escape(tmp_path: Path) -> None:
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "routine.toml").write_text('task = "first line\nsecond line"\n', encoding="utf-8")
+    with pytest.raises(RoutineFileError) as caught:
+        load_routine(folder)
+    (problem,) = caught.value.problems
+    assert "a line break where TOML allows none" in problem
+    assert "\\" not in safe_text(problem)  # what the tray's menu shows: no '\\n'

@@ -241,13 +241,13 @@ def build_nemotron_tiny(
     ids = {token: tokenizer.token_to_id(token) for token in specials}
     vocab_size = math.ceil(tokenizer.get_vocab_size() / 64) * 64  # padded like the real embedding table
     config = _config(ids, vocab_size, dtype, shape)
-    _write_json(out / "config.json", config)
+    write_json(out / "config.json", config)
     shutil.copyfile(HERE / "configuration.py", out / "configuration.py")
-    _write_json(
+    write_json(
         out / "generation_config.json",
         {"bos_token_id": ids["<s>"], "eos_token_id": [ids["</s>"], ids[END_OF_TURN]], "pad_token_id": ids["<unk>"]},
     )
-    _write_json(
+    write_json(
         out / "preprocessor_config.json",
         {
             "image_size": TILE,
@@ -260,23 +260,28 @@ def build_nemotron_tiny(
         },
     )
     tokenizer.save(str(out / "tokenizer.json"))
-    _write_json(out / "tokenizer_config.json", _tokenizer_config(specials, ids))
-    _write_json(
+    write_json(out / "tokenizer_config.json", _tokenizer_config(specials, ids))
+    write_json(
         out / "special_tokens_map.json",
         {"bos_token": "<s>", "eos_token": END_OF_TURN, "unk_token": "<unk>", "pad_token": "<unk>"},
     )
     tensors = {**language_model_tensors(config, seed, shape), **vision_tensors(config, seed, shape)}
+    write_weights(out, tensors, dtype)
+    return out
+
+
+def write_weights(out: Path, tensors: dict[str, torch.Tensor], dtype: Dtype) -> None:
+    """`tensors` in `dtype` as out/model.safetensors (sorted by name) with its index, as real checkpoints ship."""
     torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
     tensors = {name: t.to(torch_dtype).contiguous() for name, t in sorted(tensors.items())}
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
-    _write_json(
+    write_json(
         out / "model.safetensors.index.json",
         {
             "metadata": {"total_parameters": sum(t.numel() for t in tensors.values())},
             "weight_map": dict.fromkeys(tensors, "model.safetensors"),
         },
     )
-    return out
 
 
 def checkpoint_digest(path: Path) -> str:
@@ -593,7 +598,7 @@ def vision_tensors(
     return t
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -40,9 +40,7 @@ Deterministic: the same seed and dtype give the same bytes. Builds in about a se
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import math
 import shutil
 from dataclasses import dataclass
@@ -50,7 +48,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from safetensors.torch import save_file
+
+from bench.nemotron_tiny import write_json, write_weights
 
 Dtype = Literal["bfloat16", "float32"]
 
@@ -270,8 +269,8 @@ def build_qwen35_tiny(
     ids = {token: tokenizer.token_to_id(token) for token in (*CONTROL_TOKENS, *TAG_TOKENS)}
     vocab_size = math.ceil(tokenizer.get_vocab_size() / 64) * 64  # padded like the real embedding table
     config = _config(ids, vocab_size, dtype, shape)
-    _write_json(out / "config.json", config)
-    _write_json(
+    write_json(out / "config.json", config)
+    write_json(
         out / "generation_config.json",
         {"eos_token_id": [ids[END_OF_TURN], ids["<|endoftext|>"]], "pad_token_id": ids["<|endoftext|>"]},
     )
@@ -283,42 +282,24 @@ def build_qwen35_tiny(
         "image_std": list(IMAGE_STD),
         "size": {"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS},
     }
-    _write_json(
+    write_json(
         out / "preprocessor_config.json",
         {**image, "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen3VLProcessor"},
     )
-    _write_json(
+    write_json(
         out / "video_preprocessor_config.json",
         {**image, "video_processor_type": "Qwen3VLVideoProcessor", "processor_class": "Qwen3VLProcessor"},
     )
     tokenizer.save(str(out / "tokenizer.json"))
     # Every added token is listed in tokenizer_config.json: transformers rebuilds the added vocabulary from it.
     added = {t.content: i for i, t in tokenizer.get_added_tokens_decoder().items()}
-    _write_json(out / "tokenizer_config.json", _tokenizer_config(added))
+    write_json(out / "tokenizer_config.json", _tokenizer_config(added))
     (out / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
     tensors = {**text_tensors(config, seed, shape), **vision_tensors(config, seed, shape)}
     if shape.script:
         tensors.update(_scripted(config, tensors, _script_chain(tokenizer, shape.script)))
-    torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-    tensors = {name: t.to(torch_dtype).contiguous() for name, t in sorted(tensors.items())}
-    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
-    _write_json(
-        out / "model.safetensors.index.json",
-        {
-            "metadata": {"total_parameters": sum(t.numel() for t in tensors.values())},
-            "weight_map": dict.fromkeys(tensors, "model.safetensors"),
-        },
-    )
+    write_weights(out, tensors, dtype)
     return out
-
-
-def checkpoint_digest(path: Path) -> str:
-    """A hash of every file of a built checkpoint (names and bytes), to show two builds are the same."""
-    digest = hashlib.sha256()
-    for file in sorted(p for p in Path(path).iterdir() if p.is_file()):
-        digest.update(file.name.encode())
-        digest.update(file.read_bytes())
-    return digest.hexdigest()
 
 
 # --- tokenizer ----------------------------------------------------------------------------------
@@ -656,10 +637,6 @@ def _scripted(config: dict[str, Any], tensors: dict[str, torch.Tensor], chain: l
         head[following] += 4.0 * direction  # logit about 4 * sqrt(hidden) = 32; other rows meet noise of about 4
     out["lm_head.weight"] = head
     return out
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

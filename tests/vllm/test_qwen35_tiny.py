@@ -35,7 +35,8 @@ import torch
 from PIL import Image
 
 import bench.rigs.vllm_server as rig
-from bench.qwen35_tiny import build_qwen35_tiny, checkpoint_digest
+from bench.nemotron_tiny import checkpoint_digest
+from bench.qwen35_tiny import build_qwen35_tiny
 from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
 
 PARSER_FLAGS = (

@@ -658,7 +658,7 @@ class StepEngine:
                 action = replace(action, overwrite=False)
                 self.performer.validate(action)
                 note = (
-                    f"select-all is off: {exc.words}. Approve types the text without replacing what is there,"
+                    f"Select-all is off: {exc.words}. Approve types the text without replacing what is there,"
                     " Edit changes it, Skip leaves it"
                 )
                 adjustment = "; ".join(part for part in (adjustment, note) if part)

@@ -327,10 +327,10 @@ def test_select_all_a_terminal_cannot_honour_is_shown_off_instead_of_ending_the_
     assert engine.run("t").outcome is Outcome.DONE
     (request,) = approver.requests
     assert request.action == TypeText("ls -l", press_enter=True)  # what the person approves is what runs
-    assert "select-all is off" in request.adjustment and "terminal (xterm)" in request.adjustment
+    assert "Select-all is off" in request.adjustment and "terminal (xterm)" in request.adjustment
     assert request.irreversible  # it presses Enter: always shown
     assert performer.executed == [TypeText("ls -l", press_enter=True)]
-    assert "select-all is off" in read_session(engine_folder(tmp_path)).steps[0]["adjustment"]
+    assert "Select-all is off" in read_session(engine_folder(tmp_path)).steps[0]["adjustment"]
 
 
 def test_an_action_that_cannot_run_fails_before_the_user_is_asked(tmp_path):

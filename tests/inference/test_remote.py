@@ -170,7 +170,7 @@ def test_the_request_object_is_not_modified(server: FakeOpenAIServer) -> None:
 
 
 def test_an_image_sent_again_is_encoded_once(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    import holodesk.inference.remote as remote
+    import holodesk.inference.remote.backend as remote
 
     encoded: list[tuple[int, int]] = []
     real = remote.image_data_url

@@ -40,6 +40,14 @@ document.addEventListener("keyup", function (e) { delete window.held[e.code]; },
 """
 FIELD = "line"  # one line: Enter is counted, not inserted
 AREA = "area"  # several lines: Enter inserts a line break
+# How long one chromedriver command may take. A page that does not answer a one-line script within
+# this has stopped (seen once in CI under load, cause unknown): selenium's own 120 s, retried, held
+# the run for minutes and said only "Read timed out".
+PAGE_ANSWER_S = 30
+
+
+class PageStoppedAnswering(AssertionError):
+    """The page did not answer a script within PAGE_ANSWER_S; the message lists the display's windows."""
 
 
 class ChromiumField:
@@ -81,6 +89,8 @@ class ChromiumField:
             shutil.rmtree(self._scratch, ignore_errors=True)
             raise
         self._driver.set_script_timeout(5)
+        self._driver.command_executor.client_config.timeout = PAGE_ANSWER_S
+        self._stopped = False
         self.window_id = self._find_window()
 
     def _find_window(self, timeout_s: float = 30.0) -> int:
@@ -107,29 +117,45 @@ class ChromiumField:
     def focus(self, element: str) -> None:
         """Give the window the X keyboard focus, then `element` the page's focus, emptied."""
         subprocess.run(["xdotool", "windowfocus", "--sync", str(self.window_id)], check=True, timeout=20)
-        self._driver.execute_script(
+        self._script(
             "var e = document.getElementById(arguments[0]); e.value = ''; e.focus();"
             " window.enters = 0; window.keys = [];",
             element,
         )
         deadline = time.monotonic() + 10
-        while not self._driver.execute_script("return document.hasFocus();"):
+        while not self._script("return document.hasFocus();"):
             assert time.monotonic() < deadline, "the Chromium page did not get the keyboard focus"
             time.sleep(0.02)
 
+    def _script(self, source: str, *arguments: object) -> Any:
+        """`source` run in the page; PageStoppedAnswering when the page did not answer in time."""
+        import urllib3
+
+        if self._stopped:
+            raise PageStoppedAnswering("the page stopped answering earlier in this test")
+        try:
+            return self._driver.execute_script(source, *arguments)
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            self._stopped = True
+            raise PageStoppedAnswering(
+                f"the Chromium page did not answer a one-line script within {PAGE_ANSWER_S} s "
+                f"(a hung renderer, or a modal dialog); the named windows on the display: "
+                f"{display_windows()}"
+            ) from exc
+
     def value(self, element: str) -> str:
-        return str(self._driver.execute_script("return document.getElementById(arguments[0]).value;", element))
+        return str(self._script("return document.getElementById(arguments[0]).value;", element))
 
     def keys(self) -> list[tuple[str, bool]]:
         """Each keydown the page was given since the last `focus`: the key's value and whether Shift was down."""
-        return [(str(key), bool(shift)) for key, shift in self._driver.execute_script("return window.keys;")]
+        return [(str(key), bool(shift)) for key, shift in self._script("return window.keys;")]
 
     def held(self) -> list[str]:
         """The keys (by code) the page saw go down and not yet up."""
-        return [str(code) for code in self._driver.execute_script("return Object.keys(window.held);")]
+        return [str(code) for code in self._script("return Object.keys(window.held);")]
 
     def enters(self) -> int:
-        return int(self._driver.execute_script("return window.enters;"))
+        return int(self._script("return window.enters;"))
 
     def wait_for_value(self, element: str, expected: str, timeout_s: float = 15.0) -> str:
         """The element's value once it equals `expected`, or what it holds when `timeout_s` ran out."""
@@ -150,5 +176,23 @@ class ChromiumField:
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # the browser may already be gone
-            self._driver.quit()
+            if self._stopped:  # quit would wait on the page again: end chromedriver, which ends Chromium
+                self._driver.service.stop()
+            else:
+                self._driver.quit()
         shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def display_windows(most: int = 12) -> str:
+    """The names of the visible windows on the current X display, for a failure's words."""
+    found = subprocess.run(
+        ["xdotool", "search", "--onlyvisible", "--name", ""], check=False, timeout=10, capture_output=True, text=True
+    )
+    names = []
+    for window in found.stdout.split()[:most]:
+        name = subprocess.run(
+            ["xdotool", "getwindowname", window], check=False, timeout=10, capture_output=True, text=True
+        )
+        if name.stdout.strip():
+            names.append(repr(name.stdout.strip()))
+    return ", ".join(names) or "none"

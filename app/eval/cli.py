@@ -19,6 +19,7 @@ from holodesk.app.common.choices import DEFAULT_PROFILE
 if TYPE_CHECKING:
     from holodesk.app.common.policy_factory import PolicyOptions
     from holodesk.app.eval.grounding import GroundingItem
+    from holodesk.app.eval.miniwob_eval import MiniWoBOptions
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -59,6 +60,17 @@ def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None
     miniwob.add_argument("--sessions", type=Path, help="where trajectories go (default: the user data folder)")
     miniwob.add_argument("--chromium", help="the Chromium binary (default: chromium on PATH)")
     miniwob.add_argument("--chromedriver", help="the chromedriver binary (default: chromedriver on PATH)")
+    miniwob.add_argument(
+        "--workers",
+        type=whole,
+        default=1,
+        help="episodes at once, each on its own private Xvfb desktop with its own Chromium (default 1: this display)",
+    )
+    miniwob.add_argument(
+        "--ray",
+        metavar="auto|ADDRESS",
+        help="run the workers as Ray actors on a cluster (needs holodesk[cluster]; see docs/parallel-runs.md)",
+    )
     add_backend_options(miniwob)
 
     grounding = kinds.add_parser("grounding", help="score a grounding set (JSONL: image, instruction, bbox)")
@@ -133,6 +145,8 @@ def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: Te
     if args.json is not None and not args.json.parent.is_dir():
         err.write(f"error: the folder of {args.json} does not exist\n")
         return EXIT_CONFIG
+    if args.workers > 1 or args.ray is not None:
+        return _miniwob_parallel(args, options, policy_options, out, err)
 
     from holodesk.app.cli.run_command import _policy_or_exit_code
     from holodesk.automation.errors import AutomationError
@@ -182,6 +196,75 @@ def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: Te
         return EXIT_FAILED
     finally:
         browser.close()
+    progress.close()
+    return _print_report(report, args.json, out)
+
+
+def _miniwob_parallel(
+    args: argparse.Namespace, options: MiniWoBOptions, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO
+) -> int:
+    """`--workers N` / `--ray`: the episodes spread over private desktops (app/eval/parallel.py)."""
+    from holodesk.app.cli.run_command import _policy_or_exit_code
+    from holodesk.app.eval.parallel import ParallelRun, RunnerStarter, jobs_for
+    from holodesk.app.eval.progress import ProgressBar
+    from holodesk.app.eval.workers import (
+        EpisodeError,
+        LocalWorker,
+        OptionsPolicySource,
+        WorkerSetup,
+        WorkerStartError,
+    )
+    from holodesk.automation.trajectory import default_root
+
+    model_options = policy_options(args)
+    if isinstance(model_options, int):
+        return model_options
+    # The server is checked once here, so a wrong URL stops the run before any desktop starts; a local
+    # model is loaded by each worker instead (loading it here too would only cost time).
+    if model_options.backend != "local":
+        checked = _policy_or_exit_code(model_options, err)
+        if isinstance(checked, int):
+            return checked
+    setup = WorkerSetup(
+        options=options,
+        policy=OptionsPolicySource(model_options),
+        session_meta={"backend": args.backend, "profile": args.profile},
+        chromium=args.chromium,
+        chromedriver=args.chromedriver,
+    )
+    start: RunnerStarter
+    close_cluster: Callable[[], None] = lambda: None  # noqa: E731 - nothing to close without Ray
+    if args.ray is not None:
+        from holodesk.app.eval.ray_backend import ClusterError, RayDesktops
+
+        try:
+            desktops = RayDesktops(args.ray, setup)
+        except ClusterError as exc:
+            err.write(f"error: {exc}\n")
+            return EXIT_CONFIG
+        start, close_cluster = desktops.start, desktops.close
+    else:
+
+        def start(slot: int) -> LocalWorker:
+            return LocalWorker(setup)
+
+    jobs = jobs_for(options)
+    progress = ProgressBar(len(jobs), err, unit="episodes", every=1)
+    run = ParallelRun(
+        jobs,
+        start,
+        args.workers,
+        args.sessions if args.sessions is not None else default_root(),
+        on_episode=lambda episode: progress.advance(failed=not episode.success, note=episode.task),
+    )
+    try:
+        report = run.run()
+    except (WorkerStartError, EpisodeError) as exc:
+        progress.close()
+        err.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    finally:
+        close_cluster()
     progress.close()
     return _print_report(report, args.json, out)
 

@@ -119,7 +119,11 @@ def task_names() -> list[str]:
 
 
 class MiniWoBBrowser:
-    """A Chromium window at `origin` (screen pixels) showing one MiniWoB task at a time, `zoom` times enlarged."""
+    """A Chromium window at `origin` (screen pixels) showing one MiniWoB task at a time, `zoom` times enlarged.
+
+    `display` names the X display Chromium opens on (default: this process's $DISPLAY); a parallel
+    eval worker passes its own desktop's.
+    """
 
     def __init__(
         self,
@@ -128,6 +132,7 @@ class MiniWoBBrowser:
         origin: tuple[int, int] = (0, 0),
         chromium: str | None = None,
         chromedriver: str | None = None,
+        display: str | None = None,
     ) -> None:
         if not 0.5 <= zoom <= 8:
             raise ValueError(f"zoom must be between 0.5 and 8, got {zoom:g}")
@@ -163,6 +168,9 @@ class MiniWoBBrowser:
             options.add_argument(argument)
         options.add_experimental_option("excludeSwitches", ["enable-automation"])
         environment = {**os.environ, "TMPDIR": str(self._scratch)}
+        if display is not None:
+            environment["DISPLAY"] = display
+            environment.pop("WAYLAND_DISPLAY", None)
         try:
             self._driver: Any = webdriver.Chrome(
                 service=Service(executable_path=driver_path, env=environment), options=options

@@ -101,6 +101,7 @@ class MiniWoBReport:
     """Everything an evaluation found, in the order it ran."""
 
     episodes: list[EpisodeResult] = field(default_factory=list)
+    retried: int = 0  # episodes run again after their worker died (parallel runs: app/eval/parallel.py)
 
     def summaries(self) -> list[TaskSummary]:
         tasks: dict[str, list[EpisodeResult]] = {}
@@ -128,6 +129,7 @@ class MiniWoBReport:
         return {
             "success_rate": self.success_rate,
             "episodes_run": len(self.episodes),
+            "retried": self.retried,
             "tasks": [{**asdict(s), "success_rate": s.success_rate} for s in self.summaries()],
             "episodes": [{**asdict(e), "seconds_per_step": e.seconds_per_step} for e in self.episodes],
         }
@@ -139,6 +141,8 @@ class MiniWoBReport:
             per_step = f"{s.median_seconds_per_step:7.2f}" if s.median_seconds_per_step is not None else "      -"
             rows.append(f"{s.task:<28} {s.episodes:>8} {s.success_rate:>8.0%} {s.mean_steps:>6.1f} {per_step}")
         rows.append(f"{'all':<28} {len(self.episodes):>8} {self.success_rate:>8.0%}")
+        if self.retried:
+            rows.append(f"{self.retried} episode(s) were run again after their worker died (each counted once)")
         return "\n".join(rows)
 
 

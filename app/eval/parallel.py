@@ -1,0 +1,200 @@
+"""Runs MiniWoB episodes on several workers at once and gathers them into one report and one sessions folder.
+
+Each slot (a local worker process, or a Ray actor) takes the next episode from a shared queue. A
+worker that dies mid-episode (`WorkerLost`) is replaced by a fresh one in its slot and the episode
+goes back on the queue, up to `max_attempts` tries in all; after that it is counted once, as an
+error that says so. An episode counts only when its result came back, so a lost attempt is never
+counted and a retried one never twice. Trajectory folders come back packed with the results and
+are unpacked under the command's sessions root (app/eval/workers.py).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from holodesk.app.eval.miniwob_eval import EpisodeResult, MiniWoBOptions, MiniWoBReport
+from holodesk.app.eval.workers import (
+    EpisodeDone,
+    EpisodeError,
+    EpisodeJob,
+    WorkerLost,
+    WorkerStartError,
+    unpack_trajectory,
+)
+
+DEFAULT_MAX_ATTEMPTS = 3
+
+
+class EpisodeRunner(Protocol):
+    """One started worker: runs one episode at a time (WorkerLost when it died first)."""
+
+    def run(self, job: EpisodeJob) -> EpisodeDone: ...
+
+    def close(self) -> None: ...
+
+
+# Starts the worker for slot `n` (WorkerStartError when it cannot).
+RunnerStarter = Callable[[int], EpisodeRunner]
+
+
+def jobs_for(options: MiniWoBOptions) -> list[EpisodeJob]:
+    """The episodes the options name, in the single-desktop eval's order (task by task, seeds up)."""
+    pairs = [(task, options.seed + number) for task in options.tasks for number in range(options.episodes)]
+    return [EpisodeJob(index, task, seed) for index, (task, seed) in enumerate(pairs)]
+
+
+class ParallelRun:
+    """`slots` workers from `start` running `jobs`; `run()` returns the report in the jobs' order."""
+
+    def __init__(
+        self,
+        jobs: Sequence[EpisodeJob],
+        start: RunnerStarter,
+        slots: int,
+        sessions: Path,
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        on_episode: Callable[[EpisodeResult], None] | None = None,
+    ) -> None:
+        if slots < 1:
+            raise ValueError(f"at least one worker is needed, got {slots}")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+        self.jobs = list(jobs)
+        self.start = start
+        self.slots = min(slots, len(self.jobs)) or 1
+        self.sessions = sessions
+        self.max_attempts = max_attempts
+        self.on_episode = on_episode
+        self._queue: queue.Queue[EpisodeJob] = queue.Queue()
+        for job in self.jobs:
+            self._queue.put(job)
+        self._lock = threading.Lock()
+        self._results: dict[int, EpisodeResult] = {}
+        self._attempts: dict[int, int] = {}
+        self._runners: dict[int, EpisodeRunner] = {}
+        self._problems: list[BaseException] = []
+        self._stopping = threading.Event()
+        self.where: dict[int, str] = {}  # job index -> the worker that finished it
+
+    @property
+    def retried(self) -> int:
+        """Episodes that needed more than one try."""
+        return sum(1 for attempts in self._attempts.values() if attempts > 0)
+
+    def run(self) -> MiniWoBReport:
+        threads = [threading.Thread(target=self._slot, args=(n,), name=f"eval-slot-{n}") for n in range(self.slots)]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(timeout=0.5)  # wakes for Ctrl+C
+        except KeyboardInterrupt:
+            self._stopping.set()
+            self._close_all()
+            for thread in threads:
+                thread.join(timeout=30)
+            raise
+        if self._problems:
+            problem = self._problems[0]
+            if isinstance(problem, EpisodeError):
+                raise problem
+            raise EpisodeError(str(problem)) from problem
+        missing = [job for job in self.jobs if job.index not in self._results]
+        if missing:  # every slot failed to restart its worker while episodes were left
+            raise EpisodeError(f"{len(missing)} episodes were not run: no worker could be started for them")
+        return MiniWoBReport(episodes=[self._results[job.index] for job in self.jobs], retried=self.retried)
+
+    def _slot(self, slot: int) -> None:
+        try:
+            runner = self._started(slot)
+            while not self._stopping.is_set():
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done = runner.run(job)
+                except WorkerLost as exc:
+                    runner.close()
+                    if self._stopping.is_set():
+                        return
+                    self._lost(job, exc)
+                    runner = self._started(slot)
+                    continue
+                self._finished(done)
+        except (WorkerStartError, EpisodeError) as exc:
+            with self._lock:
+                self._problems.append(exc)
+            self._stopping.set()
+        except BaseException as exc:  # a bug: stop everything and report it, rather than hang the other slots
+            with self._lock:
+                self._problems.append(exc)
+            self._stopping.set()
+        finally:
+            with self._lock:
+                runner_left = self._runners.pop(slot, None)
+            if runner_left is not None:
+                runner_left.close()
+
+    def _started(self, slot: int) -> EpisodeRunner:
+        runner = self.start(slot)
+        with self._lock:
+            self._runners[slot] = runner
+        return runner
+
+    def _lost(self, job: EpisodeJob, exc: WorkerLost) -> None:
+        with self._lock:
+            attempts = self._attempts.get(job.index, 0) + 1
+            self._attempts[job.index] = attempts
+            if attempts < self.max_attempts:
+                self._queue.put(job)
+                return
+        # Out of tries: counted once, as an error in words (never lost, never twice).
+        self._record(
+            EpisodeResult(
+                task=job.task,
+                seed=job.seed,
+                instruction="",
+                success=False,
+                reward=0.0,
+                raw_reward=0.0,
+                steps=0,
+                outcome="error",
+                detail=f"the worker died on each of {attempts} tries: {exc}",
+                seconds=0.0,
+                trajectory=None,
+            ),
+            job.index,
+            "",
+        )
+
+    def _finished(self, done: EpisodeDone) -> None:
+        with self._lock:
+            if done.job.index in self._results:
+                return  # already counted (cannot happen with one answer per try; guarded all the same)
+        trajectory = None
+        if done.folder_name is not None:
+            trajectory = str(unpack_trajectory(done.archive, done.folder_name, self.sessions))
+        self._record(replace(done.result, trajectory=trajectory), done.job.index, done.worker)
+
+    def _record(self, result: EpisodeResult, index: int, where: str) -> None:
+        with self._lock:
+            if index in self._results:
+                return
+            self._results[index] = result
+            self.where[index] = where
+            if self.on_episode is not None:
+                self.on_episode(result)
+
+    def _close_all(self) -> None:
+        with self._lock:
+            runners = list(self._runners.values())
+        for runner in runners:
+            runner.close()

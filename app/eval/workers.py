@@ -1,0 +1,240 @@
+"""Eval workers: one process per private desktop, running MiniWoB episodes it is sent one at a time.
+
+The parent (the `holodesk eval miniwob --workers N` command, or a Ray actor) starts a worker with
+`LocalWorker(setup)`: a `python -m holodesk.app.eval.episode_worker` process that starts its own
+desktop (app/eval/desktop.py), Chromium on it, and a step engine whose policy `setup.policy` builds
+there. Messages are pickles over the worker's stdin and stdout, between processes of the same
+install (never from the network): an `EpisodeJob` in, an `EpisodeDone` (the result and the episode's
+trajectory folder as a tar archive) or an `EpisodeFailed` out.
+
+A worker that dies (killed, crashed, its machine gone) is a `WorkerLost` to whoever sent the job: the
+scheduler (app/eval/parallel.py) runs that episode again on a fresh worker. A trajectory folder is
+sent back only with a finished episode, so a lost attempt leaves nothing in the results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pickle
+import select
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+from holodesk.app.common.policy_factory import PolicyOptions
+from holodesk.app.eval.miniwob_eval import EpisodeResult, MiniWoBOptions
+from holodesk.automation.coords import Rect
+from holodesk.inference.model_policy import ModelPolicy
+
+if TYPE_CHECKING:  # without importing selenium here
+    from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
+
+WORKER_MODULE = "holodesk.app.eval.episode_worker"
+START_TIMEOUT_S = 180.0  # Xvfb, openbox, Chromium and a model's load on two loaded cores
+LOG_TAIL_CHARS = 1500
+
+
+class PolicySource(Protocol):
+    """Builds a worker's policy inside the worker, next to its browser (picklable: it travels there)."""
+
+    def build(self, browser: MiniWoBBrowser, region: Rect) -> ModelPolicy: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OptionsPolicySource:
+    """The policy the command's settings and flags describe (local, remote or scripted backend)."""
+
+    options: PolicyOptions
+
+    def build(self, browser: MiniWoBBrowser, region: Rect) -> ModelPolicy:
+        from holodesk.app.common.policy_factory import build_policy
+
+        return build_policy(self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSetup:
+    """Everything a worker needs to start: what to run, the policy, and where Chromium is."""
+
+    options: MiniWoBOptions
+    policy: PolicySource
+    session_meta: dict[str, str | None] = field(default_factory=dict)
+    chromium: str | None = None
+    chromedriver: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeJob:
+    """One episode to run: `index` is its place in the command's order (and its identity for retries)."""
+
+    index: int
+    task: str
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeDone:
+    """A finished episode: its result and its trajectory folder (`folder_name`) as a tar archive."""
+
+    job: EpisodeJob
+    result: EpisodeResult
+    folder_name: str | None
+    archive: bytes
+    worker: str  # where it ran (host and display), for the JSON
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeFailed:
+    """The episode could not be run for a reason a retry would not change (a page that does not load)."""
+
+    job: EpisodeJob
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerReady:
+    """Sent once the worker's desktop, browser and policy are up."""
+
+    where: str
+
+
+class WorkerLost(RuntimeError):
+    """The worker process (or its machine) went away before answering; the message says what is known."""
+
+
+class WorkerStartError(RuntimeError):
+    """A worker could not start (no Xvfb, no Chromium, a model that does not load); the message says why."""
+
+
+class EpisodeError(RuntimeError):
+    """A worker reported an `EpisodeFailed`: the run stops, as the single-desktop eval does."""
+
+
+def pack_trajectory(folder: Path) -> bytes:
+    """`folder` as an uncompressed tar archive (its PNGs are compressed already), named by its own name."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(folder, arcname=folder.name)
+    return buffer.getvalue()
+
+
+def unpack_trajectory(archive: bytes, folder_name: str, root: Path) -> Path:
+    """Unpack a packed trajectory under `root`; the folder appears under its name only when complete.
+
+    The archive is unpacked into a hidden folder beside it first, then renamed into place, so a
+    command killed mid-unpack never leaves a half folder that reads as a session.
+    """
+    if "/" in folder_name or folder_name in ("", ".", ".."):
+        raise ValueError(f"not a trajectory folder name: {folder_name!r}")
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    incoming = Path(tempfile.mkdtemp(prefix=".incoming-", dir=root))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as opened:
+            opened.extractall(incoming, filter="data")
+        target = root / folder_name
+        if target.exists():  # the same folder twice would mean an episode counted twice
+            raise FileExistsError(f"{target} is there already")
+        os.rename(incoming / folder_name, target)
+        return target
+    finally:
+        for leftover in sorted(incoming.rglob("*"), reverse=True):
+            leftover.unlink() if not leftover.is_dir() else leftover.rmdir()
+        incoming.rmdir()
+
+
+def send(stream: IO[bytes], message: object) -> None:
+    pickle.dump(message, stream, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.flush()
+
+
+def receive(stream: IO[bytes]) -> Any:
+    """The next message; EOFError when the other side is gone."""
+    return pickle.load(stream)
+
+
+class LocalWorker:
+    """A worker process on this machine, on its own desktop (see the module docstring)."""
+
+    def __init__(self, setup: WorkerSetup, *, start_timeout_s: float = START_TIMEOUT_S) -> None:
+        self._log = tempfile.NamedTemporaryFile(prefix="holodesk-worker-", suffix=".log", delete=False)  # noqa: SIM115
+        # The worker starts its own desktop and names it to itself: this process's DISPLAY is never touched.
+        env = {key: value for key, value in os.environ.items() if key != "WAYLAND_DISPLAY"}
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", WORKER_MODULE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env,
+        )
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._to, self._from = self._process.stdin, self._process.stdout
+        self.where = f"pid {self._process.pid}"
+        try:
+            send(self._to, setup)
+            readable, _, _ = select.select([self._from], [], [], start_timeout_s)
+            if not readable:
+                raise WorkerStartError(f"the worker did not start within {start_timeout_s:g} s{self._log_tail()}")
+            ready = receive(self._from)
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            self.close()
+            raise WorkerStartError(f"the worker exited while starting{self._log_tail()}") from exc
+        except WorkerStartError:
+            self.close()
+            raise
+        if isinstance(ready, EpisodeFailed):
+            self.close()
+            raise WorkerStartError(ready.message)
+        if not isinstance(ready, WorkerReady):
+            self.close()
+            raise WorkerStartError(f"the worker sent {type(ready).__name__} instead of its ready message")
+        self.where = ready.where
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def run(self, job: EpisodeJob) -> EpisodeDone:
+        """Run `job` there; WorkerLost when the process dies first, EpisodeError when it could not run it."""
+        try:
+            send(self._to, job)
+            answer = receive(self._from)
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            status = self._process.poll()
+            raise WorkerLost(
+                f"the worker on {self.where} went away during episode {job.task} seed {job.seed}"
+                f" ({'still running' if status is None else f'exit status {status}'})"
+            ) from exc
+        if isinstance(answer, EpisodeFailed):
+            raise EpisodeError(answer.message)
+        if not isinstance(answer, EpisodeDone) or answer.job != job:
+            raise WorkerLost(f"the worker on {self.where} answered out of turn")
+        return answer
+
+    def _log_tail(self) -> str:
+        try:
+            text = Path(self._log.name).read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:].strip()
+        except OSError:
+            return ""
+        return f"; its log ends:\n{text}" if text else ""
+
+    def close(self) -> None:
+        """Ask the worker to stop (it closes Chromium and its desktop), else kill it; never raises."""
+        if self._process.poll() is None:
+            try:
+                send(self._to, None)
+                self._to.close()
+                self._process.wait(timeout=20)
+            except (OSError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait(timeout=10)
+        for stream in (self._to, self._from):
+            with contextlib.suppress(OSError):
+                stream.close()
+        self._log.close()
+        Path(self._log.name).unlink(missing_ok=True)

@@ -10,10 +10,11 @@ so a window manager does not frame them and take the clicks). Each window is als
 draws, so without a compositor (where transparent pixels are black) it still covers nothing else.
 
 Editing the target: an input-transparent window cannot be dragged, so each point of a pointer action
-gets a small separate `MarkerHandle` window: a ring around the target that accepts the mouse (its
-centre is a hole, so a click on the target itself still goes through). Dragging it moves the point
-by the physical distance the pointer moved (both ends converted with `coords.logical_to_screen`), and
-`OverlayController.target_edited` carries the edited screen-space action.
+gets a small separate `MarkerHandle` window: a disc over the target that accepts the mouse anywhere,
+its centre dot included, so no press on the marker reaches the application below. It paints the
+target's dot itself, on the same physical pixel as the overlay's (placed on whole native pixels).
+Dragging it moves the point by the physical distance the pointer moved (both ends converted with
+`coords.logical_to_screen`), and `OverlayController.target_edited` carries the edited screen-space action.
 
 Keeping the overlay out of the model's screenshot: app/gui/own_windows_capture.py's `grab()` (on the
 engine thread) hides the overlay through a blocking call into the GUI thread, waits
@@ -26,6 +27,7 @@ hidden, so it grabs only a picture painted after that.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -33,22 +35,31 @@ from contextlib import contextmanager
 
 from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows
 from holodesk.app.gui.gui_thread import GuiCallTimeout, GuiThreadCaller
-from holodesk.app.gui.overlay_drawing import MARKER, OUTLINE, RING_RADIUS, OverlayScene, painted_region, render_scene
+from holodesk.app.gui.overlay_drawing import (
+    MARKER,
+    OUTLINE,
+    RING_RADIUS,
+    OverlayScene,
+    paint_dot,
+    painted_region,
+    render_scene,
+)
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_screens import (
+    engine_to_window_system,
     global_logical_to_screen,
     global_logical_to_screen_or_none,
     primary_screen_centre,
     screen_monitor,
     screen_point_to_global_logical,
+    whole_native_step,
 )
 from holodesk.automation.actions import Action, Point
 from holodesk.automation.errors import CaptureError, OffScreenError
 
-HANDLE_RADIUS = 21  # the handle window is a ring between HANDLE_HOLE and HANDLE_RADIUS
-# The hole is just the centre dot: the target pixel stays visible without a compositor, and a press
-# anywhere else on the marker, its centre included, grabs it (a wider hole let presses go through).
-HANDLE_HOLE = 4
+# The handle window is a disc this wide around the target, with no hole: a hole the size of the
+# centre dot let a press on the dot (where the panel says to grab it) click the application below.
+HANDLE_RADIUS = 21
 # After the unmap, without a compositor: time for the apps below to repaint what the overlay covered.
 # (What still shows the overlay itself is checked, not guessed: capture_hiding.grab_without.)
 CAPTURE_SETTLE_S = 0.06
@@ -122,9 +133,10 @@ class OverlayWindow(QtWidgets.QWidget):
 class MarkerHandle(QtWidgets.QWidget):
     """A small disc window over one target that accepts the mouse: drag it to move the target.
 
-    Its only hole is the size of the centre dot, centred on the target, so the target pixel shows.
-    Near a screen's edge the window is kept inside the screen (a window straddling two screens is
-    scaled by the wrong one) and the ring drawn off its centre, still around the target.
+    It covers the overlay's centre dot, so it paints the dot itself on the target's physical pixel:
+    the window sits on whole native pixels (`whole_native_step`), so the target's pixel in the window
+    is exact at any scale factor. Near a screen's edge the window is kept inside the screen (a window
+    straddling two screens is scaled by the wrong one) and the ring drawn off its centre.
     """
 
     dropped = Signal(int, object)  # point index, new screen-space Point
@@ -141,32 +153,45 @@ class MarkerHandle(QtWidgets.QWidget):
         self.setFixedSize(2 * HANDLE_RADIUS, 2 * HANDLE_RADIUS)
         self.point = Point(0, 0)
         self._centre = QtCore.QPointF(HANDLE_RADIUS, HANDLE_RADIUS)  # the target, in this window
+        self._dot = (HANDLE_RADIUS, HANDLE_RADIUS)  # the target's device pixel in this window
+        self._scale = 1.0
         self._press: QtCore.QPointF | None = None
         self._start_position = QtCore.QPoint()
 
     def place(self, point: Point) -> None:
-        """Put the ring around a screen pixel."""
+        """Put the disc over a screen pixel."""
         self.point = point
         centre = screen_point_to_global_logical(point)
         screen = QtGui.QGuiApplication.screenAt(centre.toPoint()) or QtGui.QGuiApplication.primaryScreen()
         area = screen.geometry()
-        left = min(max(round(centre.x() - HANDLE_RADIUS), area.left()), area.right() + 1 - self.width())
-        top = min(max(round(centre.y() - HANDLE_RADIUS), area.top()), area.bottom() + 1 - self.height())
+        scale = screen.devicePixelRatio()
+        step = whole_native_step(scale)
+
+        def snapped(wanted: float, low: int, high: int) -> int:
+            """A logical position near `wanted` on the native grid, kept within [low, high]."""
+            offset = step * round((wanted - low) / step)
+            return low + max(0, min(offset, step * ((high - low) // step)))
+
+        left = snapped(centre.x() - HANDLE_RADIUS, area.left(), area.right() + 1 - self.width())
+        top = snapped(centre.y() - HANDLE_RADIUS, area.top(), area.bottom() + 1 - self.height())
         self._centre = centre - QtCore.QPointF(left, top)
+        # Qt keeps a screen's top-left native (qt_screens.screen_monitor): the window's native
+        # top-left is that plus its whole-pixel logical offset times the scale.
+        native = engine_to_window_system(point)
+        self._dot = (
+            native.x - area.left() - round((left - area.left()) * scale),
+            native.y - area.top() - round((top - area.top()) * scale),
+        )
+        self._scale = scale
         self.setScreen(screen)
         self.move(left, top)
-        self.setMask(self._ring())
+        self.setMask(self._disc())
         self.update()
 
-    def _ring(self, hole: bool = True) -> QtGui.QRegion:
+    def _disc(self) -> QtGui.QRegion:
         x, y = round(self._centre.x()), round(self._centre.y())
         ellipse = QtGui.QRegion.RegionType.Ellipse
-        outer = QtGui.QRegion(x - HANDLE_RADIUS, y - HANDLE_RADIUS, 2 * HANDLE_RADIUS, 2 * HANDLE_RADIUS, ellipse)
-        if not hole:
-            return outer
-        return outer.subtracted(
-            QtGui.QRegion(x - HANDLE_HOLE, y - HANDLE_HOLE, 2 * HANDLE_HOLE, 2 * HANDLE_HOLE, ellipse)
-        )
+        return QtGui.QRegion(x - HANDLE_RADIUS, y - HANDLE_RADIUS, 2 * HANDLE_RADIUS, 2 * HANDLE_RADIUS, ellipse)
 
     def paintEvent(self, event: QtGui.QPaintEvent) -> None:
         painter = QtGui.QPainter(self)
@@ -175,18 +200,28 @@ class MarkerHandle(QtWidgets.QWidget):
         painter.fillRect(self.rect(), Qt.GlobalColor.transparent)
         painter.setCompositionMode(QtGui.QPainter.CompositionMode.CompositionMode_SourceOver)
         centre = self._centre
-        # A faint band over the whole ring shows where it can be grabbed; the marker ring on top.
-        middle = (HANDLE_RADIUS + HANDLE_HOLE) / 2
-        painter.setPen(QtGui.QPen(QtGui.QColor(255, 255, 255, 70), HANDLE_RADIUS - HANDLE_HOLE - 1))
-        painter.drawEllipse(centre, middle, middle)
+        # A faint disc shows where it can be grabbed; the marker ring on top.
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QtGui.QColor(255, 255, 255, 70))
+        painter.drawEllipse(centre, HANDLE_RADIUS - 1, HANDLE_RADIUS - 1)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.setPen(QtGui.QPen(OUTLINE, 4))
         painter.drawEllipse(centre, RING_RADIUS, RING_RADIUS)
         painter.setPen(QtGui.QPen(MARKER, 2))
         painter.drawEllipse(centre, RING_RADIUS, RING_RADIUS)
-        if self._press is not None:  # while dragging, the overlay's dot stays behind: show one here
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(MARKER)
-            painter.drawEllipse(centre, 2.5, 2.5)
+        # The dot in device pixels, copied one to one (as the overlay's window draws its image).
+        scale = self._scale
+        dot = QtGui.QImage(
+            math.ceil(self.width() * scale),
+            math.ceil(self.height() * scale),
+            QtGui.QImage.Format.Format_ARGB32_Premultiplied,
+        )
+        dot.fill(Qt.GlobalColor.transparent)
+        dot_painter = QtGui.QPainter(dot)
+        paint_dot(dot_painter, self._dot[0], self._dot[1], scale)
+        dot_painter.end()
+        dot.setDevicePixelRatio(scale)
+        painter.drawImage(QtCore.QPoint(0, 0), dot)
         painter.end()
 
     def mousePressEvent(self, event: QtGui.QMouseEvent) -> None:
@@ -195,8 +230,6 @@ class MarkerHandle(QtWidgets.QWidget):
         self._press = event.globalPosition()
         self._start_position = self.pos()
         self.setCursor(Qt.CursorShape.ClosedHandCursor)
-        self.setMask(self._ring(hole=False))  # while dragging, the hole would let the pointer slip through
-        self.update()
 
     def mouseMoveEvent(self, event: QtGui.QMouseEvent) -> None:
         if self._press is None:

@@ -87,6 +87,17 @@ def _on_qt_screens(point: Point) -> Point:
         return point  # off every monitor: drawn nowhere, as before
 
 
+def paint_dot(painter: QtGui.QPainter, x: int, y: int, unit: float) -> None:
+    """The centre dot on device pixel (x, y): a solid square centred exactly on it, with a dark rim;
+    antialiasing off to stay exact. The overlay and the marker's handle both paint it with this."""
+    half = 1 if unit < 1.5 else 2
+    painter.save()
+    painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, False)
+    painter.fillRect(QtCore.QRect(x - half - 1, y - half - 1, 2 * half + 3, 2 * half + 3), OUTLINE)
+    painter.fillRect(QtCore.QRect(x - half, y - half, 2 * half + 1, 2 * half + 1), MARKER)
+    painter.restore()
+
+
 class _Sketch:
     """Draws a scene on one window's device pixels."""
 
@@ -125,15 +136,8 @@ class _Sketch:
         draw()
 
     def dot(self, point: Point) -> None:
-        """A solid square centred exactly on the pixel, with a dark rim; antialiasing off to stay exact."""
         x, y = self.device(point)
-        half = 1 if self.unit < 1.5 else 2
-        painter = self.painter
-        painter.save()
-        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, False)
-        painter.fillRect(QtCore.QRect(x - half - 1, y - half - 1, 2 * half + 3, 2 * half + 3), OUTLINE)
-        painter.fillRect(QtCore.QRect(x - half, y - half, 2 * half + 1, 2 * half + 1), MARKER)
-        painter.restore()
+        paint_dot(self.painter, x, y, self.unit)
 
     def crosshair(self, point: Point, ring: bool = True) -> None:
         u = self.unit

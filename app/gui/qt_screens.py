@@ -39,6 +39,16 @@ def screen_monitor(screen: QtGui.QScreen, index: int) -> Monitor:
     return Monitor(index, rect, scale, screen.name(), screen is QtGui.QGuiApplication.primaryScreen())
 
 
+def whole_native_step(scale: float, most: int = 16) -> int:
+    """The fewest logical pixels that span a whole number of native ones at `scale` (4 at 1.25, 2 at
+    1.5), so a window placed on a multiple of it from its screen's top-left has no rounded native
+    position; 1 where none up to `most` does (the window may then sit half a pixel off)."""
+    for step in range(1, most + 1):
+        if abs(step * scale - round(step * scale)) < 1e-6:
+            return step
+    return 1
+
+
 def qt_monitors() -> list[tuple[QtGui.QScreen, Monitor]]:
     """Every QScreen with its Monitor, in Qt's order."""
     return [(screen, screen_monitor(screen, index)) for index, screen in enumerate(QtGui.QGuiApplication.screens(), 1)]

@@ -5,8 +5,10 @@ QApplication stays bound to the X display it opened, so every test that needs re
 module's Xvfb runs this script: `OverlayProbe.start(scale=1.25)` from the test side.
 
 Commands (JSON lines on stdin) and what the probe answers (JSON lines on stdout):
-  {"cmd": "show", "step": N, "action": {...}}  -> {"event": "shown", "handles": [[x, y], ...], "click_through": [...]}
-        (the targets that have a drag handle on them; the X window ids of the marker's other windows)
+  {"cmd": "show", "step": N, "action": {...}, "editable": bool}
+        -> {"event": "shown", "handles": [[x, y], ...], "click_through": [...]}
+        (the targets that have a drag handle on them, none when editable is false; the X window ids
+        of the marker's other windows)
   {"cmd": "clear"}                              -> {"event": "cleared"}
   {"cmd": "grab", "points": [[x, y], ...], "wrapped": bool, "changed_in_s": float}
         a worker thread grabs the desktop (through OwnWindowsHiddenCapture when wrapped; after telling a
@@ -222,7 +224,8 @@ def main() -> int:
         QtCore.QTimer.singleShot(10, lambda: when_exposed(widgets, then))
 
     def on_show(command: Event) -> None:
-        controller.show_proposal(command["step"], action_from_dict(command["action"]))
+        action = action_from_dict(command["action"])
+        controller.show_proposal(command["step"], action, editable=bool(command.get("editable", True)))
         handles = [h for h in controller.windows() if isinstance(h, MarkerHandle)]
         when_exposed(
             controller.windows,

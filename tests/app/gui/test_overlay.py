@@ -89,8 +89,10 @@ def overlay(probes: Callable[..., OverlayProbe]) -> Iterator[Callable[..., Overl
         probe.request({"cmd": "clear"}, "cleared")
 
 
-def show_click(probe: OverlayProbe, point: Point, step: int = 1) -> dict:
-    return probe.request({"cmd": "show", "step": step, "action": {"kind": "click", "at": [point.x, point.y]}}, "shown")
+def show_click(probe: OverlayProbe, point: Point, step: int = 1, *, editable: bool = True) -> dict:
+    """Show a click at `point`; with `editable` its marker has a handle that takes the mouse."""
+    action = {"kind": "click", "at": [point.x, point.y]}
+    return probe.request({"cmd": "show", "step": step, "action": action, "editable": editable}, "shown")
 
 
 def screen_when(condition: Callable[[ScreenFrame], bool], timeout_s: float = 3.0) -> ScreenFrame:
@@ -155,9 +157,11 @@ def test_the_marker_is_exact_on_monitors_with_different_scales(
 
 
 def test_clicks_go_through_the_overlay(overlay: Callable[..., OverlayProbe], target_window: TargetWindow) -> None:
+    """The overlay's own windows take no input: without a handle (a marker that cannot be dragged),
+    a click on its centre dot reaches the button below."""
     probe = overlay(1.25)
     ok = target_window.centre("ok")
-    show_click(probe, ok)
+    assert show_click(probe, ok, editable=False)["handles"] == []
     frame = screen_when(lambda f: f.pixel_rgb(ok.x, ok.y) == MARKER)
     assert frame.pixel_rgb(ok.x, ok.y) == MARKER
     target_window.reset()
@@ -170,7 +174,7 @@ def test_clicks_go_through_the_overlay(overlay: Callable[..., OverlayProbe], tar
     # A click on the overlay's label (painted, opaque) also reaches the window below.
     pad = target_window.widget_rect("pad")
     point = Point(pad.left + 60, pad.top + 60)
-    show_click(probe, point, 2)
+    show_click(probe, point, 2, editable=False)
     label = Point(point.x + 80, point.y + 48)
     frame = screen_when(lambda f: max(f.pixel_rgb(label.x, label.y)) < 90)
     assert max(frame.pixel_rgb(label.x, label.y)) < 90, "expected the dark label there"
@@ -298,20 +302,22 @@ def test_dragging_the_marker_edits_the_target(
     assert_marker_centred_on(frame, moved)
 
 
-def test_the_marker_can_be_dragged_by_its_centre(
-    overlay: Callable[..., OverlayProbe], target_window: TargetWindow
+@pytest.mark.parametrize(("scale", "grip"), [(1, (0, 0)), (1, (6, 5)), (1.25, (0, 0)), (1.25, (-1, 1)), (2, (1, 0))])
+def test_the_marker_can_be_dragged_by_its_centre_dot_and_nothing_reaches_the_window_below(
+    overlay: Callable[..., OverlayProbe], target_window: TargetWindow, scale: float, grip: tuple[int, int]
 ) -> None:
-    """A press just beside the target (inside the crosshair, where a person grabs a marker) drags it."""
-    probe = overlay(1)
+    """A press on the target's own pixel (the dot the panel says to grab), or just beside it, drags it."""
+    probe = overlay(scale)
     pad = target_window.widget_rect("pad")
     start = Point(pad.left + 150, pad.top + 120)
     show_click(probe, start)
-    screen_when(lambda f: f.pixel_rgb(start.x, start.y) == MARKER)
+    frame = screen_when(lambda f: f.pixel_rgb(start.x, start.y) == MARKER)
+    assert_marker_centred_on(frame, start)  # the handle's own dot, on the overlay's pixel
     target_window.reset()
-    grip = Point(start.x + 6, start.y + 5)
-    xdotool("mousemove", grip.x, grip.y, "mousedown", 1)
-    xdotool("mousemove", grip.x + 10, grip.y + 5)
-    xdotool("mousemove", grip.x + 40, grip.y + 30, "mouseup", 1)
+    press = Point(start.x + grip[0], start.y + grip[1])
+    xdotool("mousemove", press.x, press.y, "mousedown", 1)
+    xdotool("mousemove", press.x + 10, press.y + 5)
+    xdotool("mousemove", press.x + 40, press.y + 30, "mouseup", 1)
     edited = probe.wait_for("target_edited")
     assert edited["action"]["at"] == [start.x + 40, start.y + 30]
     assert [e for e in target_window.sync() if e["event"] in ("press", "release")] == [], "the press went through"

@@ -322,8 +322,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._element.setText(f"Target: {_shorten(element, MAX_THOUGHT_CHARS)}" if element else "")
         self._element.setVisible(bool(element))
         self._show_model_words(request.proposal.note, request.proposal.thought)
-        kind = kind_in_words(action.kind)
-        self._remember.setText(f"Approve every step of this kind ({kind}) for the rest of this task")
+        self._remember.setText(_remember_words(request))
         self._remember.setChecked(False)
         # A looping step is asked about one at a time; no blanket approval from here.
         self._remember.setEnabled(not request.loop_warning)
@@ -701,6 +700,19 @@ def _breakable(text: str, every: int = 24) -> str:
     word-wrapped label wrongly for one unbreakable run: the panel would clip it.
     """
     return "\u200b".join(text[i : i + every] for i in range(0, len(text), every))
+
+
+def _remember_words(request: ApprovalRequest) -> str:
+    """The approve-all box's words; for a step that is always shown (the engine's approval_rule), the
+    box still covers later steps of its kind, and says which of them it never covers."""
+    kind = kind_in_words(request.action.kind)
+    words = f"Approve every step of this kind ({kind}) for the rest of this task"
+    if not request.irreversible:
+        return words
+    action = request.action
+    if isinstance(action, TypeText) and action.press_enter:
+        return f"{words}, except those that press Enter: they are always asked"
+    return f"{words}, except irreversible ones: they are always asked"
 
 
 def _sentence(text: str) -> str:

@@ -58,7 +58,7 @@ QLabel {{ color: #e6e6ee; font-size: 13px; }}
 #context {{ color: #ffd27a; font-size: 12px; }}
 #warning {{ background: #5b1f24; color: #ffdada; border: 1px solid #a5404a; border-radius: 5px; padding: 6px; }}
 #error {{ color: #ff9393; }}
-#hint {{ color: #9fa1b5; font-size: 12px; }}
+#hint, #remember_note {{ color: #9fa1b5; font-size: 12px; }}
 #question {{ color: white; font-size: 16px; font-weight: 600; }}
 QCheckBox {{ color: #c9cad8; font-size: 12px; }}
 QLineEdit, QPlainTextEdit, QSpinBox {{ background: #2a2b37; color: white; border: 1px solid #4b4d63;
@@ -214,6 +214,9 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._remember.setObjectName("remember")
         self._remember.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         layout.addWidget(self._remember)
+        # A check box does not wrap: which later steps the box never covers goes on a line of its own.
+        self._remember_note = self._label("remember_note", wrap=True)
+        layout.addWidget(self._remember_note)
 
         buttons = QtWidgets.QHBoxLayout()
         buttons.setSpacing(8)
@@ -273,6 +276,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             "skip": self._skip,
             "stop": self._stop,
             "remember": self._remember,
+            "remember_note": self._remember_note,
             "action": self._action_label,
             "element": self._element,
             "context": self._context,
@@ -322,7 +326,10 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._element.setText(f"Target: {_shorten(element, MAX_THOUGHT_CHARS)}" if element else "")
         self._element.setVisible(bool(element))
         self._show_model_words(request.proposal.note, request.proposal.thought)
-        self._remember.setText(_remember_words(request))
+        kind = kind_in_words(action.kind)
+        self._remember.setText(f"Approve every step of this kind ({kind}) for the rest of this task")
+        self._remember_note.setText(_never_covered(request))
+        self._remember_note.setVisible(bool(self._remember_note.text()))
         self._remember.setChecked(False)
         # A looping step is asked about one at a time; no blanket approval from here.
         self._remember.setEnabled(not request.loop_warning)
@@ -389,6 +396,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._reply.setVisible(question)
         self._send.setVisible(question)
         self._warning.setVisible(False)
+        self._remember_note.setVisible(False)
         self._editor.setVisible(False)
         self.setWindowTitle("Holodesk: a question for you" if question else "Holodesk: approve this step?")
         if not question:
@@ -702,17 +710,15 @@ def _breakable(text: str, every: int = 24) -> str:
     return "\u200b".join(text[i : i + every] for i in range(0, len(text), every))
 
 
-def _remember_words(request: ApprovalRequest) -> str:
-    """The approve-all box's words; for a step that is always shown (the engine's approval_rule), the
-    box still covers later steps of its kind, and says which of them it never covers."""
-    kind = kind_in_words(request.action.kind)
-    words = f"Approve every step of this kind ({kind}) for the rest of this task"
+def _never_covered(request: ApprovalRequest) -> str:
+    """For a step that is always shown (the engine's approval_rule), which later steps of its kind the
+    approve-all box never covers; empty for any other step."""
     if not request.irreversible:
-        return words
+        return ""
     action = request.action
     if isinstance(action, TypeText) and action.press_enter:
-        return f"{words}, except those that press Enter: they are always asked"
-    return f"{words}, except irreversible ones: they are always asked"
+        return "Typing that presses Enter is asked every time, as this step is."
+    return "Irreversible steps (send, save, delete...) are asked every time, as this step is."
 
 
 def _sentence(text: str) -> str:

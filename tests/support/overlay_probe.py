@@ -180,7 +180,7 @@ def main() -> int:
     from holodesk.automation.actions import action_from_dict
     from holodesk.automation.cancel import CancelToken
     from holodesk.automation.coords import virtual_desktop
-    from holodesk.automation.engine import ApprovalRequest
+    from holodesk.automation.engine import ApprovalRequest, approval_rule
     from holodesk.automation.proposal import Proposal
     from holodesk.automation.screen import ScreenCapture
 
@@ -267,8 +267,18 @@ def main() -> int:
         )
         cancel = CancelToken()
         pending_cancel[:] = [cancel]
+        rule = approval_rule(action, None)  # as the engine fills a model step's request in
         request = ApprovalRequest(
-            command["step"], "test task", proposal, action, frame, cancel, command.get("loop_warning", "")
+            command["step"],
+            "test task",
+            proposal,
+            action,
+            frame,
+            cancel,
+            command.get("loop_warning", ""),
+            may_approve_all=rule.may_approve_all,
+            why_asked=rule.why_asked,
+            irreversible=rule.irreversible,
         )
 
         def work() -> None:

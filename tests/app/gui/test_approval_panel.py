@@ -382,19 +382,15 @@ def test_a_plan_is_continued_not_approved(qtbot, panel: ApprovalPanel) -> None: 
 
 def test_the_remember_box_on_a_step_always_asked_says_which_steps_it_never_covers(panel: ApprovalPanel) -> None:
     """A typing step that presses Enter is shown every time (automation.engine.approval_rule); the box
-    still approves later typing, and its words must not promise the Enter steps too."""
+    still approves later typing, and the panel must not let it promise the Enter steps too."""
     panel.present(approval_request(TypeText("ls", press_enter=True)))
-    assert panel.named_widgets()["remember"].text() == (
-        "Approve every step of this kind (typing) for the rest of this task,"
-        " except those that press Enter: they are always asked"
-    )
-    recorded_irreversible = dataclasses.replace(approval_request(Click(Point(120, 80))), irreversible=True)
-    panel.present(recorded_irreversible)
-    assert panel.named_widgets()["remember"].text() == (
-        "Approve every step of this kind (click) for the rest of this task,"
-        " except irreversible ones: they are always asked"
+    widgets = panel.named_widgets()
+    assert widgets["remember"].text() == "Approve every step of this kind (typing) for the rest of this task"
+    assert widgets["remember_note"].isVisible()
+    assert widgets["remember_note"].text() == "Typing that presses Enter is asked every time, as this step is."
+    panel.present(dataclasses.replace(approval_request(Click(Point(120, 80))), irreversible=True))  # a recording's
+    assert widgets["remember_note"].text() == (
+        "Irreversible steps (send, save, delete...) are asked every time, as this step is."
     )
     panel.present(approval_request(TypeText("ls")))
-    assert panel.named_widgets()["remember"].text() == (
-        "Approve every step of this kind (typing) for the rest of this task"
-    )
+    assert not widgets["remember_note"].isVisible()

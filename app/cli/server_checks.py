@@ -5,13 +5,14 @@
   and the sum is compared with the model's `max_model_len`; too small is a FAIL naming the
   `--max-model-len` to restart with. Too many screenshots for `--limit-mm-per-prompt` is a FAIL too.
 - server flags: the vLLM command line that keeps structured answers parseable (INFO).
-- model: which H Company model the server's model name looks like, and whether the chosen profile
-  speaks its format (what is known of the newer models, and what is not verified, is in docs/remote-server.md).
+- model: which H Company model the server's model name looks like, whether the chosen profile speaks
+  its format, and for Holo3, Holo3.1 and Holo4 the vLLM command they need (docs/remote-server.md).
 - try (`--try`): one real step on a canned screenshot through the profile, parsed or refused in words.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -32,36 +33,66 @@ STRUCTURED_OUTPUTS_FLAG = '--structured-outputs-config \'{"backend":"guidance","
 DEFAULT_SCREEN = (1920, 1080)
 
 
-# Served-model names of H Company's newer models (their hub ids, or the names their own CLI serves
-# them under) -> what Holodesk knows of their format. Holo4 and Holo3.1 answer through OpenAI tool
-# calls in H Company's agent-runtime format (vLLM --tool-call-parser qwen3_coder); Holodesk's
-# profiles ask for one JSON step in the message text, so they do not speak it.
-_NEWER_MODELS = (
-    (
-        ("holo4", "holo3-1", "holo3.1", "holo3"),
-        "H Company's Holo3/Holo4 answer through tool calls in their agent runtime's format, which no "
-        "Holodesk profile speaks yet: steps will not parse",
-    ),
-    (
-        ("holotron-3", "holotron3"),
-        "Holotron-3-Nano is served with a tool-call parser in NVIDIA's cookbook; whether it keeps "
-        "Holotron-12B's JSON step (the holotron profile) is not verified",
-    ),
+# H Company's Qwen3.5-based agents by the names they are served under: their hub ids
+# (Hcompany/Holo3-35B-A3B, Hcompany/Holo-3.1-35B-A3B, Hcompany/Holo4-35B-A3B-FP8...) or the names
+# holo-desktop-cli serves them as (holo4-35b-a3b, holo4-27b, holo3-1-35b-a3b). Holo3.1 before Holo3,
+# and "3.1" only when no digit follows (holo3-122b-a10b is Holo3).
+_HOLO_FAMILIES = (
+    ("holo4", re.compile(r"holo[-_ ]?4(?!\d)")),
+    ("holo3.1", re.compile(r"holo[-_ ]?3[._-]1(?!\d)")),
+    ("holo3", re.compile(r"holo[-_ ]?3(?!\d)")),
+)
+_NANO_MARKERS = ("holotron-3", "holotron3")
+_NANO_NOTE = (
+    "Holotron-3-Nano is served with a tool-call parser in NVIDIA's cookbook; whether it keeps "
+    "Holotron-12B's JSON step (the holotron profile) is not verified"
 )
 
 
-def model_family_check(model: str, profile: str) -> CheckResult | None:
-    """A WARN when the served model is one of H Company's newer models (see _NEWER_MODELS); else None."""
+def served_family(model: str) -> str | None:
+    """The profile for a served model name of H Company's Qwen3.5-based agents (holo3, holo3.1, holo4), or None."""
     lowered = model.lower()
-    for markers, note in _NEWER_MODELS:
-        if any(marker in lowered for marker in markers):
-            return CheckResult(
-                "model",
-                Status.WARN,
-                f"{model} with the {profile} profile: {note}",
-                fix="Holotron-12B (Hcompany/Holotron-12B) is the model Holodesk is built and tested for; "
-                "`holodesk doctor --try` shows whether a step parses",
-            )
+    for profile, pattern in _HOLO_FAMILIES:
+        if pattern.search(lowered):
+            return profile
+    return None
+
+
+def vllm_command_for(model: str, profile: str) -> str:
+    """The vLLM command that serves `model` as the profile needs (parsers, image limit), under its own name."""
+    from holodesk.inference.profiles import get_profile
+    from holodesk.inference.profiles.holo3 import HoloAgentProfile
+
+    chosen = get_profile(profile)
+    assert isinstance(chosen, HoloAgentProfile), profile
+    if "/" in model:  # a hub id: served under its own name
+        return chosen.vllm_command(model)
+    return f"{chosen.vllm_command('<the checkpoint>')} --served-model-name {model}"
+
+
+def model_family_check(model: str, profile: str) -> CheckResult | None:
+    """What doctor says of the served model's family: the vLLM command an H Company agent needs, a WARN
+    when the chosen profile does not speak its format, and what is not verified of Holotron-3-Nano."""
+    family = served_family(model)
+    if family is not None:
+        command = vllm_command_for(model, family)
+        if family == profile:
+            return CheckResult("model", Status.INFO, f"{model} with the {profile} profile; serve it with: {command}")
+        return CheckResult(
+            "model",
+            Status.WARN,
+            f"{model} looks like H Company's {family}, which the {profile} profile does not ask as it was "
+            "trained (reasoning, image limit, tool calls)",
+            fix=f"choose the {family} profile (--profile {family}), and serve it with: {command}",
+        )
+    if any(marker in model.lower() for marker in _NANO_MARKERS):
+        return CheckResult(
+            "model",
+            Status.WARN,
+            f"{model} with the {profile} profile: {_NANO_NOTE}",
+            fix="Holotron-12B (Hcompany/Holotron-12B) is the model Holodesk is built and tested for; "
+            "`holodesk doctor --try` shows whether a step parses",
+        )
     return None
 
 

@@ -2,7 +2,8 @@
 
 A profile is a model family's prompt, parser, coordinate convention and image budget (see
 `inference.profiles.base`). `holotron` is the default; `holo1.5` and `holo1` speak the formats of
-H Company's earlier Qwen2.5-VL based models.
+H Company's earlier Qwen2.5-VL based models; `holo3`, `holo3.1` and `holo4` its Qwen3.5-based agents
+(inference.profiles.holo3).
 """
 
 from __future__ import annotations
@@ -14,9 +15,20 @@ from holodesk.inference.errors import InferenceError
 from holodesk.inference.profiles.base import Profile
 
 DEFAULT_PROFILE = "holotron"
-PROFILE_NAMES: tuple[str, ...] = ("holotron", "holo1.5", "holo1")
+PROFILE_NAMES: tuple[str, ...] = ("holotron", "holo4", "holo3.1", "holo3", "holo1.5", "holo1")
 # Spellings people type for the same profiles.
-_ALIASES = {"holo15": "holo1.5", "holo1_5": "holo1.5", "holo-1.5": "holo1.5", "holo-1": "holo1"}
+_ALIASES = {
+    "holo15": "holo1.5",
+    "holo1_5": "holo1.5",
+    "holo-1.5": "holo1.5",
+    "holo-1": "holo1",
+    "holo-3": "holo3",
+    "holo3-1": "holo3.1",
+    "holo3_1": "holo3.1",
+    "holo-3.1": "holo3.1",
+    "holo31": "holo3.1",
+    "holo-4": "holo4",
+}
 
 
 class UnknownProfileError(InferenceError, ValueError):
@@ -24,7 +36,11 @@ class UnknownProfileError(InferenceError, ValueError):
 
 
 def _factory(name: str) -> Callable[..., Profile]:
-    # Imported on demand: each profile module is small, but there is no need to load all three.
+    # Imported on demand: each profile module is small, but there is no need to load them all.
+    if name in ("holo3", "holo3.1", "holo4"):
+        from holodesk.inference.profiles.holo3 import Holo3Profile, Holo4Profile, Holo31Profile
+
+        return {"holo3": Holo3Profile, "holo3.1": Holo31Profile, "holo4": Holo4Profile}[name]
     if name == "holotron":
         from holodesk.inference.profiles.holotron import HolotronProfile
 

@@ -78,6 +78,12 @@ class ChatRequest:
     response_schema: dict[str, Any] | None = None
     # Passed to the chat template (for example {"enable_thinking": False}).
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Native tool calling (OpenAI `tools`, each {"type": "function", "function": {...}}), for a profile
+    # whose model answers with `tool_calls`; empty for the profiles that ask for JSON in the text.
+    tools: tuple[dict[str, Any], ...] = ()
+    # OpenAI `tool_choice` with `tools`: "auto" lets the server's tool parser read the model's own
+    # format; None leaves the field out.
+    tool_choice: str | None = None
 
     def __post_init__(self) -> None:
         placeholders = sum(

@@ -422,7 +422,8 @@ def localization_schema() -> dict[str, Any]:
     }
 
 
-def _observation(image: bool) -> list[dict[str, Any]]:
+def observation(image: bool) -> list[dict[str, Any]]:
+    """One observation's parts: the screenshot in its wrapper, or the placeholder that stands for it."""
     if not image:
         return [text_part(f"<observation>\n{IMAGE_PLACEHOLDER}\n</observation>")]
     return [text_part("<observation>\n"), IMAGE_PART, text_part("\n</observation>")]
@@ -436,11 +437,11 @@ def conversation(system: str, task: str, history: Sequence[PastStep], images_sho
     observations = len(history) + 1
     first_image = observations - images_shown
     user: list[dict[str, Any]] = [text_part(f'<message from="user">\n{task.strip()}\n</message>\n')]
-    user.extend(_observation(first_image <= 0))
+    user.extend(observation(first_image <= 0))
     messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     for number, step in enumerate(history, start=1):
         messages.append({"role": "assistant", "content": step_json(step)})
-        user = [text_part(tool_output(step) + "\n"), *_observation(number >= first_image)]
+        user = [text_part(tool_output(step) + "\n"), *observation(number >= first_image)]
         messages.append({"role": "user", "content": user})
     return messages
 

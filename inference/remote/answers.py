@@ -35,6 +35,72 @@ def with_reasoning(reasoning: str, content: str) -> str:
     return f"<think>{reasoning}</think>{content}" if reasoning else content
 
 
+@dataclass(slots=True)
+class ToolCallPiece:
+    """One OpenAI tool call as it arrives: whole in a JSON answer, in fragments in a stream."""
+
+    name: str = ""
+    arguments: str = ""
+
+
+def tool_call_text(calls: list[ToolCallPiece]) -> str:
+    """Tool calls the server parsed (`tool_calls`), written into the answer's text for the profile's parser.
+
+    Each becomes `<tool_call>{"type": "function", "function": {"name": ..., "arguments": ...}}</tool_call>`
+    with the arguments exactly as the server sent them (a JSON string, decoded by the parser, so a
+    malformed one is refused there in words). Every "<" inside is escaped as JSON allows, so nothing the
+    model wrote in an argument can close the block early.
+    """
+    blocks = []
+    for call in calls:
+        body = json.dumps({"type": "function", "function": {"name": call.name, "arguments": call.arguments}})
+        blocks.append("<tool_call>" + body.replace("<", "\\u003c") + "</tool_call>")
+    return "".join(blocks)
+
+
+def answer_text(reasoning: str, content: str, calls: list[ToolCallPiece]) -> str:
+    """The answer as one text: reasoning in <think>, the content, then the tool calls."""
+    return with_reasoning(reasoning, content + tool_call_text(calls))
+
+
+def _tool_calls_of_message(http: Transport, message: dict[str, Any], body: bytes) -> list[ToolCallPiece]:
+    raw = message.get("tool_calls")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise http.malformed("a list of 'tool_calls'", body)
+    calls = []
+    for item in raw:
+        function = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise http.malformed("a named function in each of its 'tool_calls'", body)
+        arguments = function.get("arguments")
+        # OpenAI sends a JSON string; a server that sends the object itself is taken at its word.
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
+        calls.append(ToolCallPiece(function["name"], text))
+    return calls
+
+
+def _add_tool_call_deltas(http: Transport, deltas: Any, calls: dict[int, ToolCallPiece], data: str) -> bool:
+    """Fragments of streamed tool calls added to `calls` (by their `index`); whether any arrived."""
+    if deltas is None:
+        return False
+    if not isinstance(deltas, list):
+        raise http.malformed("a list of 'tool_calls' in an event of its stream", data)
+    for delta in deltas:
+        index = delta.get("index", 0) if isinstance(delta, dict) else None
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise http.malformed("an 'index' in each streamed tool call", data)
+        piece = calls.setdefault(index, ToolCallPiece())
+        function = delta.get("function") if isinstance(delta, dict) else None
+        if isinstance(function, dict):
+            if isinstance(function.get("name"), str):
+                piece.name += function["name"]
+            if isinstance(function.get("arguments"), str):
+                piece.arguments += function["arguments"]
+    return bool(deltas)
+
+
 def parse_completion(http: Transport, body: bytes) -> Answer:
     parsed = http.parse_json(body, "an answer")
     if not isinstance(parsed, dict):
@@ -48,11 +114,13 @@ def parse_completion(http: Transport, body: bytes) -> Answer:
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise http.malformed("a text 'content'", body)
+    # `reasoning_content` in H Company's docs and older vLLM; vLLM 0.32 names it `reasoning`.
     reasoning = message.get("reasoning_content") or message.get("reasoning")
+    calls = _tool_calls_of_message(http, message, body)
     raw_usage = parsed.get("usage")
     usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     return Answer(
-        text=with_reasoning(reasoning if isinstance(reasoning, str) else "", content or ""),
+        text=answer_text(reasoning if isinstance(reasoning, str) else "", content or "", calls),
         tokens_in=as_int(usage.get("prompt_tokens")),
         tokens_out=as_int(usage.get("completion_tokens")),
         finish_reason=choices[0].get("finish_reason"),
@@ -62,6 +130,7 @@ def parse_completion(http: Transport, body: bytes) -> Answer:
 def read_stream(http: Transport, response: httpx.Response, exchange: Exchange, sent_at: float) -> Answer:
     content: list[str] = []
     reasoning: list[str] = []
+    calls: dict[int, ToolCallPiece] = {}
     first_token_at: float | None = None
     last_token_at: float | None = None
     usage: dict[str, Any] = {}
@@ -92,7 +161,8 @@ def read_stream(http: Transport, response: httpx.Response, exchange: Exchange, s
                 content.append(piece)
             if isinstance(thought, str) and thought:
                 reasoning.append(thought)
-            if (isinstance(piece, str) and piece) or (isinstance(thought, str) and thought):
+            called = _add_tool_call_deltas(http, delta.get("tool_calls"), calls, data)
+            if (isinstance(piece, str) and piece) or (isinstance(thought, str) and thought) or called:
                 last_token_at = time.perf_counter()
                 if first_token_at is None:
                     first_token_at = last_token_at
@@ -104,7 +174,7 @@ def read_stream(http: Transport, response: httpx.Response, exchange: Exchange, s
         raise Retryable(reason="the answer stream ended before [DONE]")
     ended_at = time.perf_counter()
     return Answer(
-        text=with_reasoning("".join(reasoning), "".join(content)),
+        text=answer_text("".join(reasoning), "".join(content), [calls[index] for index in sorted(calls)]),
         tokens_in=as_int(usage.get("prompt_tokens")),
         tokens_out=as_int(usage.get("completion_tokens")),
         prefill_s=(first_token_at if first_token_at is not None else ended_at) - sent_at,

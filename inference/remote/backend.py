@@ -276,6 +276,8 @@ class RemoteBackend:
         payload: dict[str, Any] = {"model": self.model, "messages": messages, "add_generation_prompt": True}
         if request.chat_template_kwargs:
             payload["chat_template_kwargs"] = dict(request.chat_template_kwargs)
+        if request.tools:  # the template writes the declared tools into the prompt: they count
+            payload["tools"] = list(request.tools)
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         with self._http.open("POST", "/tokenize", body, root=True) as (exchange, response):
             raw = self._http.read_body(response, exchange)

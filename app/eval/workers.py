@@ -171,6 +171,7 @@ class LocalWorker:
             stdout=subprocess.PIPE,
             stderr=self._log,
             env=env,
+            start_new_session=True,  # its own process group, which its reaper ends (see episode_worker)
         )
         assert self._process.stdin is not None and self._process.stdout is not None
         self._to, self._from = self._process.stdin, self._process.stdout

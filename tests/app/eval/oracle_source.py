@@ -55,7 +55,10 @@ class _CrashingOnce:
         os.close(claimed)
         if not self.pause_s:
             os._exit(CRASH_STATUS)
+        parent = os.getppid()
         deadline = time.monotonic() + self.pause_s
         while time.monotonic() < deadline:  # the test kills this worker's node meanwhile
+            if os.getppid() != parent:  # the actor that started this worker is gone: so is its episode
+                os._exit(CRASH_STATUS)
             time.sleep(0.1)
         return self.oracle.generate(request)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from holodesk.app.eval.parallel import ParallelRun, jobs_for
 from holodesk.app.eval.workers import LocalWorker, WorkerSetup
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.app.eval.oracle_source import OracleSource
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.display, pytest.mark.chromium]
 
@@ -63,8 +65,24 @@ def test_a_worker_that_dies_mid_episode_is_replaced_and_its_episode_run_again_on
     assert all(e.success for e in report.episodes), report.table()
     assert report.retried == 1
     assert "1 episode(s) were run again" in report.table()
-    # The crashed try left nothing behind: one folder per episode.
+    # The crashed try left nothing behind: one folder per episode, and no process of its desktop
+    # (Xvfb, openbox, chromedriver, Chromium: the dead worker's process group, ended by its reaper).
     assert len(list(iter_session_folders(tmp_path / "sessions"))) == 3
+    dead_worker = int(marker.read_text().split()[0])
+    wait_until(lambda: not processes_in_group(dead_worker), 15, "the crashed worker's desktop to be gone")
+
+
+def processes_in_group(group: int) -> list[str]:
+    """Names of the live processes whose process group is `group`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if text and int(text.rsplit(")", 1)[1].split()[3]) == group:
+            found.append(text[text.index("(") + 1 : text.rindex(")")])
+    return found
 
 
 def test_the_command_with_two_workers_prints_the_table_and_writes_json(tmp_path, capsys):

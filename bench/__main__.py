@@ -35,6 +35,7 @@ BENCHMARKS = (
     "model_step",
     "engine_reuse",
     "memory",
+    "eval_scaling",
     "overlay",
     "wayland",
     "gpu_step",

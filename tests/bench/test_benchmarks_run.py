@@ -33,6 +33,7 @@ MARKS = {
     "model_step": [pytest.mark.bench],
     "engine_reuse": [pytest.mark.bench],
     "memory": [pytest.mark.display],
+    "eval_scaling": [pytest.mark.display, pytest.mark.chromium],
     "overlay": [pytest.mark.display],
     "wayland": [pytest.mark.display, pytest.mark.wayland],
     "gpu_step": [],

@@ -59,7 +59,7 @@ fi
 # requirement is already met and pip does not pull several GB of CUDA packages. pip runs only when
 # pyproject.toml or this script changed since the last set-up with these extras (a stamp in .venv).
 extras=test
-$quick || extras=test,lint
+$quick || extras=test,lint,cluster  # cluster: Ray, for the --ray tests (display tier)
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 stamp=.venv/.holodesk-setup-${extras/,/-}

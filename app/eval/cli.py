@@ -63,8 +63,8 @@ def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None
     miniwob.add_argument(
         "--workers",
         type=whole,
-        default=1,
-        help="episodes at once, each on its own private Xvfb desktop with its own Chromium (default 1: this display)",
+        help="episodes at once, each on its own private Xvfb desktop with its own Chromium (default: 1, on this"
+        " display; with --ray, as many as the cluster offers desktops)",
     )
     miniwob.add_argument(
         "--ray",
@@ -145,7 +145,7 @@ def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: Te
     if args.json is not None and not args.json.parent.is_dir():
         err.write(f"error: the folder of {args.json} does not exist\n")
         return EXIT_CONFIG
-    if args.workers > 1 or args.ray is not None:
+    if (args.workers or 1) > 1 or args.ray is not None:
         return _miniwob_parallel(args, options, policy_options, out, err)
 
     from holodesk.app.cli.run_command import _policy_or_exit_code
@@ -243,7 +243,9 @@ def _miniwob_parallel(
             err.write(f"error: {exc}\n")
             return EXIT_CONFIG
         start, close_cluster = desktops.start, desktops.close
+        slots = args.workers or desktops.offered
     else:
+        slots = args.workers or 1
 
         def start(slot: int) -> LocalWorker:
             return LocalWorker(setup)
@@ -253,7 +255,7 @@ def _miniwob_parallel(
     run = ParallelRun(
         jobs,
         start,
-        args.workers,
+        slots,
         args.sessions if args.sessions is not None else default_root(),
         on_episode=lambda episode: progress.advance(failed=not episode.success, note=episode.task),
     )

@@ -122,3 +122,18 @@ def test_an_unpacked_trajectory_appears_whole_or_not_at_all(tmp_path):
     with pytest.raises(ValueError):
         unpack_trajectory(archive, "../elsewhere", tmp_path / "sessions")
     assert [p.name for p in (tmp_path / "sessions").iterdir()] == [writer.folder.name]
+
+
+def test_ray_missing_is_said_with_the_extra_that_brings_it(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from holodesk.app.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as on a base install: `import ray` fails
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('"{}"\n', encoding="utf-8")
+    arguments = ["eval", "miniwob", "--tasks", "click-button", "--ray", "auto"]
+    code = main([*arguments, "--backend", "scripted", "--script", str(answers)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "pip install 'holodesk[cluster]'" in err and "--ray needs Ray" in err

@@ -58,8 +58,8 @@ fi
 # A project-local virtual environment; the CPU build of torch first, so the holotron extra's torch
 # requirement is already met and pip does not pull several GB of CUDA packages. pip runs only when
 # pyproject.toml or this script changed since the last set-up with these extras (a stamp in .venv).
-extras=test
-$quick || extras=test,lint,cluster  # cluster: Ray, for the --ray tests (display tier)
+extras=test,cluster  # cluster: Ray and Ray Data, for the --ray tests
+$quick || extras=test,cluster,lint
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 stamp=.venv/.holodesk-setup-${extras/,/-}

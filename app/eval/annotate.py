@@ -110,6 +110,26 @@ def finished_ids(output: Path) -> set[str]:
     return done
 
 
+def close_cut_line(output: Path) -> None:
+    """End a last line a kill cut off with a newline, so the next record starts on a line of its own.
+
+    The cut line stays unreadable (finished_ids skips it, and its item is done again); without
+    the newline the first record appended would join it and be lost the same way.
+    """
+    try:
+        with open(output, "rb") as handle:
+            handle.seek(0, 2)
+            if handle.tell() == 0:
+                return
+            handle.seek(-1, 2)
+            if handle.read(1) == b"\n":
+                return
+    except FileNotFoundError:
+        return
+    with open(output, "ab") as handle:
+        handle.write(b"\n")
+
+
 def localize(policy: ModelPolicy, item: AnnotateItem) -> dict[str, Any]:
     """One item's result line: the point in the image's own pixels, or the error in words."""
     started = time.perf_counter()
@@ -166,6 +186,7 @@ class BatchAnnotator:
         skip = finished_ids(output)
         todo = [item for item in items if item.id not in skip]
         localized = failed = 0
+        close_cut_line(output)
         with open(output, "a", encoding="utf-8") as handle, ThreadPoolExecutor(len(self._policies)) as pool:
             pending: set[Future[dict[str, Any]]] = set()
             remaining = iter(todo)

@@ -103,6 +103,11 @@ def add_commands(commands: Any, add_backend_options: BackendOptionAdder) -> None
     )
     annotate.add_argument("--profile", help=f"model profile (default: the settings file's, else {DEFAULT_PROFILE})")
     annotate.add_argument("--concurrency", type=whole, default=16, help="requests in flight (default 16)")
+    annotate.add_argument(
+        "--ray",
+        metavar="auto|ADDRESS",
+        help="run the batch on a Ray cluster with Ray Data, --concurrency actors (needs holodesk[cluster])",
+    )
 
 
 def run(args: argparse.Namespace, policy_options: PolicyOptionsFor) -> int:
@@ -335,12 +340,35 @@ def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except InferenceError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_FAILED
-    annotator = BatchAnnotator([ModelPolicy(profile, b) for b in backends], [b.base_url for b in backends])
     already = len({item.id for item in items} & finished_ids(args.output))
     progress = ProgressBar(len(items) - already, err, unit="items", every=max(1, len(items) // 20))
     if already:
         err.write(f"{already} of {len(items)} items were already done; resuming\n")
-    localized, failed = annotator.run(items, args.output, lambda record: progress.advance(failed="error" in record))
+    if args.ray is not None:
+        from holodesk.app.eval.ray_annotate import annotate_on_ray
+        from holodesk.app.eval.ray_backend import ClusterError
+        from holodesk.inference.secrets import find_api_key
+
+        try:
+            localized, failed = annotate_on_ray(
+                args.ray,
+                items,
+                args.output,
+                urls,
+                [models[url] for url in urls],
+                # Looked up here, where the user's environment and keyring are, and handed to the actors.
+                [find_api_key(url).key for url in urls],
+                profile.name,
+                args.concurrency,
+                lambda record: progress.advance(failed="error" in record),
+            )
+        except ClusterError as exc:
+            progress.close()
+            err.write(f"error: {exc}\n")
+            return EXIT_CONFIG
+    else:
+        annotator = BatchAnnotator([ModelPolicy(profile, b) for b in backends], [b.base_url for b in backends])
+        localized, failed = annotator.run(items, args.output, lambda record: progress.advance(failed="error" in record))
     progress.close()
     out.write(f"localized {localized}, failed {failed}, skipped {already}; results in {args.output}\n")
     return EXIT_OK if failed == 0 else EXIT_FAILED

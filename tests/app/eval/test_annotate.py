@@ -154,3 +154,20 @@ def test_a_server_url_with_credentials_is_refused_without_repeating_them(tmp_pat
     assert main(["annotate", str(batch), str(tmp_path / "out.jsonl"), "--base-url", url]) == 2
     said = capsys.readouterr().err
     assert "user name or password" in said and "hunter2" not in said and "alice" not in said
+
+
+def test_a_line_cut_off_by_a_kill_stays_apart_and_its_item_is_done_again(tmp_path, capsys):
+    batch = make_batch(tmp_path / "in", 4)
+    output = tmp_path / "out.jsonl"
+    done = {"id": "item-0", "point": [1, 2]}
+    output.write_text(json.dumps(done) + "\n" + '{"id": "item-1", "poi', encoding="utf-8")  # killed mid-write
+    with FakeOpenAIServer() as server:
+        server.default_reply = POINT_ANSWER
+        assert main(["annotate", str(batch), str(output), "--base-url", server.base_url, "--concurrency", "2"]) == 0
+        assert len(server.chat_requests) == 3
+
+    lines = output.read_text(encoding="utf-8").splitlines()
+    assert lines[1] == '{"id": "item-1", "poi'  # closed, not joined to the next record
+    records = [json.loads(line) for line in lines if line != lines[1]]
+    assert sorted(record["id"] for record in records) == ["item-0", "item-1", "item-2", "item-3"]
+    assert "1 of 4 items were already done" in capsys.readouterr().err

@@ -45,6 +45,7 @@ from holodesk.inference.profiles.base import ChatRequest, ImageBudget, Message, 
 from holodesk.inference.profiles.holotron import (
     HOLOTRON_TOOLS,
     LOCALIZATION_PROMPT,
+    MAX_REFUSED_ANSWER_CHARS,
     NAVIGATION_PROMPT,
     NAVIGATION_TOKENS,
     NAVIGATION_TOKENS_THINKING,
@@ -213,12 +214,20 @@ class HoloAgentProfile(HolotronProfile):
         )
 
     def retry_request(self, request: ChatRequest, answer: str, error: str) -> ChatRequest:
-        """As Holotron's, but the refused answer goes back without its reasoning (never fed back)."""
+        """As Holotron's, but the refused answer goes back without its reasoning (never fed back), and
+        in native mode the model is asked for a function call rather than a JSON object."""
         try:
-            said = split_reasoning(answer).answer
+            said = split_reasoning(answer).answer or NO_ANSWER
         except MalformedAnswer:
-            said = ""
-        return super().retry_request(request, said or NO_ANSWER, error)
+            said = NO_ANSWER
+        if not self.native_tools:
+            return super().retry_request(request, said, error)
+        refused = said if len(said) <= MAX_REFUSED_ANSWER_CHARS else said[:MAX_REFUSED_ANSWER_CHARS] + "..."
+        feedback = (
+            f'<error tool="tool_call">\nYour answer could not be used: {error}\n'
+            "Nothing was done. Answer again: call exactly one of the declared tools.\n</error>"
+        )
+        return self._with_turns(request, refused, feedback)
 
     def localization_request(self, instruction: str, image: PreparedImage) -> ChatRequest:
         # H Company's element-localization guide: single turn, no thinking, the {x, y} schema.

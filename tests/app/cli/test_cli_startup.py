@@ -9,6 +9,7 @@ needed to parse the command line.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -52,3 +53,29 @@ def test_parsing_the_command_line_loads_nothing_heavy(argv: list[str]) -> None:
 def test_the_parser_offers_the_profiles_there_are() -> None:
     assert choices.PROFILE_NAMES == PROFILE_NAMES
     assert choices.DEFAULT_PROFILE == DEFAULT_PROFILE
+
+
+WAIT_POLICY_PROBE = """
+import contextlib, io, os, sys
+from holodesk.app.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(["--version"])
+    except SystemExit:
+        pass
+print(os.environ.get("OMP_WAIT_POLICY", "unset"))
+"""
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_holodesk_lets_openmp_threads_sleep_unless_the_user_chose(given: str | None, expected: str) -> None:
+    """OpenMP reads OMP_WAIT_POLICY when torch loads: set before any command runs, a user's own value kept
+    (spinning threads made the model's CPU decode many times slower beside busy programs:
+    bench/cpu_wait_policy.py)."""
+    env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    done = subprocess.run(
+        [sys.executable, "-c", WAIT_POLICY_PROBE], env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == expected, done.stderr

@@ -98,4 +98,5 @@ bash tests/vllm/install.sh
 bash tests/lint.sh
 # One run: the in-process engine's tests run here too (the holotron extra's transformers); the
 # reference tier starts vLLM from .venv-vllm as a server process only.
-exec .venv/bin/python -m pytest "$@"
+# The slowest tests are listed at the end: where the next minutes of this command can be won.
+exec .venv/bin/python -m pytest --durations=15 "$@"

@@ -170,6 +170,9 @@ class _Kept:
     def run(self, job: EpisodeJob) -> EpisodeDone:
         return self.worker.run(job)
 
+    def stop(self) -> None:
+        self.worker.stop()
+
     def close(self) -> None:
         pass
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
+EXIT_STOPPED = 3  # as `holodesk run` stopped by the user
 DEFAULT_MINIWOB_TASKS = (
     "click-button,click-link,focus-text,enter-text,enter-password,login-user,click-checkboxes,"
     "click-option,click-tab,click-dialog,click-collapsible,choose-list,scroll-text-2"
@@ -270,6 +271,10 @@ def _miniwob_parallel(
         progress.close()
         err.write(f"error: {exc}\n")
         return EXIT_FAILED
+    except KeyboardInterrupt:  # the workers and their desktops are ended already (ParallelRun.run)
+        progress.close()
+        err.write(f"stopped (Ctrl+C) after {progress.done} episodes; their trajectories are in the sessions folder\n")
+        return EXIT_STOPPED
     finally:
         close_cluster()
     progress.close()

@@ -35,6 +35,10 @@ class EpisodeRunner(Protocol):
 
     def run(self, job: EpisodeJob) -> EpisodeDone: ...
 
+    def stop(self) -> None:
+        """End the worker at once, from another thread; its pending `run` then raises WorkerLost."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -97,7 +101,7 @@ class ParallelRun:
                     thread.join(timeout=0.5)  # wakes for Ctrl+C
         except KeyboardInterrupt:
             self._stopping.set()
-            self._close_all()
+            self._stop_all()
             for thread in threads:
                 thread.join(timeout=30)
             raise
@@ -200,8 +204,9 @@ class ParallelRun:
             if self.on_episode is not None:
                 self.on_episode(result)
 
-    def _close_all(self) -> None:
+    def _stop_all(self) -> None:
+        """Ends every worker mid-episode; each slot's thread then closes its own (Ctrl+C)."""
         with self._lock:
             runners = list(self._runners.values())
         for runner in runners:
-            runner.close()
+            runner.stop()

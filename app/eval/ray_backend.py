@@ -118,6 +118,11 @@ class RayRunner:
             raise WorkerLost(f"the actor on {self.where} answered with {type(done).__name__}")
         return replace(done, worker=self.where)  # with the node it ran on
 
+    def stop(self) -> None:
+        """End the actor now (its worker process and desktop go with it: see episode_worker's reaper)."""
+        with contextlib.suppress(self._ray.exceptions.RayError):
+            self._ray.kill(self._actor)
+
     def close(self) -> None:
         ray = self._ray
         with contextlib.suppress(ray.exceptions.RayError):  # gone already: the usual case after a loss

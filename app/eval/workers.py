@@ -224,6 +224,13 @@ class LocalWorker:
             return ""
         return f"; its log ends:\n{text}" if text else ""
 
+    def stop(self) -> None:
+        """End the worker now, mid-episode or not, from any thread (Ctrl+C): SIGTERM, which it answers
+        by closing Chromium and its desktop; the thread waiting on its answer then sees it gone."""
+        if self._process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.terminate()
+
     def close(self) -> None:
         """Ask the worker to stop (it closes Chromium and its desktop), else kill it; never raises."""
         if self._process.poll() is None:

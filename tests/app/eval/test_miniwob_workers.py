@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer, SlowReply
 from holodesk.app.cli.main import main
 from holodesk.app.eval.miniwob_eval import MiniWoBOptions
 from holodesk.app.eval.parallel import ParallelRun, jobs_for
 from holodesk.app.eval.workers import LocalWorker, WorkerSetup
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.app.eval.oracle_source import OracleSource
+from tests.support.holodesk_command import HOLODESK_COMMAND
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.display, pytest.mark.chromium]
@@ -105,3 +109,43 @@ def test_the_command_with_two_workers_prints_the_table_and_writes_json(tmp_path,
     assert written["episodes_run"] == 4 and written["success_rate"] == 0 and written["retried"] == 0
     assert [e["outcome"] for e in written["episodes"]] == ["step_limit"] * 4
     assert len(list(iter_session_folders(tmp_path / "sessions"))) == 4
+
+
+def test_ctrl_c_ends_the_workers_and_their_desktops_mid_episode(tmp_path):
+    corner = '{"note": "", "thought": "", "action": {"name": "click_desktop", "x": 995, "y": 995}}'
+    with FakeOpenAIServer() as server:
+        server.default_reply = SlowReply(120, Completion(text=corner))  # both workers wait on their first step
+        command = subprocess.Popen(
+            [*HOLODESK_COMMAND, "eval", "miniwob", "--tasks", "click-button", "--episodes", "4", "--zoom", "2",
+             "--workers", "2", "--backend", "remote", "--base-url", server.base_url,
+             "--sessions", str(tmp_path / "sessions")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "HOLODESK_API_KEY": "test-key"},
+        )  # fmt: skip
+        try:
+            wait_until(lambda: len(server.chat_requests) >= 2, 120, "both workers to ask for a step")
+            workers = children_of(command.pid)
+            assert len(workers) == 2, workers
+            command.send_signal(signal.SIGINT)
+            _out, err = command.communicate(timeout=60)
+        finally:
+            if command.poll() is None:
+                command.kill()
+                command.wait()
+    assert command.returncode == 3, err
+    assert "stopped (Ctrl+C) after 0 episodes" in err
+    for worker in workers:  # each worker led its own process group: its desktop went with it
+        wait_until(lambda worker=worker: not processes_in_group(worker), 15, "the workers' desktops to be gone")
+
+
+def children_of(parent: int) -> list[int]:
+    """Pids of the live processes whose parent is `parent`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if text and int(text.rsplit(")", 1)[1].split()[1]) == parent:
+            found.append(int(entry.name))
+    return found

@@ -46,6 +46,9 @@ class StandIn:
         archive = pack_trajectory(writer.folder)
         return EpisodeDone(job, _result(job), writer.folder.name, archive, f"slot {self.slot}")
 
+    def stop(self) -> None:
+        pass
+
     def close(self) -> None:
         self.closed = True
 

@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # without importing selenium here
 
 WORKER_MODULE = "holodesk.app.eval.episode_worker"
 START_TIMEOUT_S = 180.0  # Xvfb, openbox, Chromium and a model's load on two loaded cores
-LOG_TAIL_CHARS = 1500
+LOG_TAIL_CHARS = 1500  # of the worker's log, in a start failure's message
+LOST_TAIL_CHARS = 400  # in a lost episode's detail (the JSON), where a traceback's last lines say why
 
 
 class PolicySource(Protocol):
@@ -209,7 +210,7 @@ class LocalWorker:
             status = self._process.poll()
             raise WorkerLost(
                 f"the worker on {self.where} went away during episode {job.task} seed {job.seed}"
-                f" ({'still running' if status is None else f'exit status {status}'})"
+                f" ({'still running' if status is None else f'exit status {status}'}){self._log_tail(LOST_TAIL_CHARS)}"
             ) from exc
         if isinstance(answer, EpisodeFailed):
             raise EpisodeError(answer.message)
@@ -217,9 +218,9 @@ class LocalWorker:
             raise WorkerLost(f"the worker on {self.where} answered out of turn")
         return answer
 
-    def _log_tail(self) -> str:
+    def _log_tail(self, chars: int = LOG_TAIL_CHARS) -> str:
         try:
-            text = Path(self._log.name).read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:].strip()
+            text = Path(self._log.name).read_text(encoding="utf-8", errors="replace")[-chars:].strip()
         except OSError:
             return ""
         return f"; its log ends:\n{text}" if text else ""

@@ -34,6 +34,7 @@ BENCHMARKS = (
     "engine",
     "model_step",
     "engine_reuse",
+    "cpu_wait_policy",
     "memory",
     "eval_scaling",
     "overlay",

@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def run(settings: BenchSettings) -> BenchResult:
         result.notes.append(f"not run: {problem}")
         return result
     rounds = 1 if settings.quick else settings.rounds(3)
-    tokens = 48 if settings.quick else 128
+    tokens = 16 if settings.quick else 128
     times: dict[tuple[str, str], list[float]] = {(load, policy): [] for load in LOADS for policy in POLICIES}
     with tempfile.TemporaryDirectory(prefix="holodesk-bench-") as work:
         checkpoint = build_nemotron_tiny(Path(work) / "nemotron_tiny", dtype="float32")
@@ -122,19 +123,21 @@ def run(settings: BenchSettings) -> BenchResult:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cpu_wait_policy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one round, fewer tokens")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds per case")
+    parser.add_argument("--repeats", type=int, default=15, help="measured rounds (scaled: 15 gives 3)")
+    parser.add_argument("--output", type=Path, help="also write the JSON results here")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # a measured process: the checkpoint
     parser.add_argument("--tokens", type=int, default=128, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
     if arguments.child is not None:
         print(json.dumps({"ms_per_token": decode_ms_per_token(arguments.child, arguments.tokens)}))
         return 0
-    settings = BenchSettings(repeats=1 if arguments.quick else arguments.repeats, quick=arguments.quick)
-    result = run(settings)
+    started = time.perf_counter()
+    result = run(BenchSettings(repeats=arguments.repeats, quick=arguments.quick))
     print(format_table(result.figures))
     for note in result.notes:
-        print(note)
-    write_results(Path(__file__).resolve().parent / f"{NAME}_results.json", [result], machine_description(), 0.0)
+        print(f"[{NAME}] {note}")
+    if arguments.output is not None:
+        write_results(arguments.output, [result], machine_description(), time.perf_counter() - started)
     return 0
 
 

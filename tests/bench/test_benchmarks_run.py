@@ -32,6 +32,7 @@ MARKS = {
     "engine": [pytest.mark.display],
     "model_step": [pytest.mark.bench],
     "engine_reuse": [pytest.mark.bench],
+    "cpu_wait_policy": [pytest.mark.bench],
     "memory": [pytest.mark.display],
     "eval_scaling": [pytest.mark.display, pytest.mark.chromium],
     "overlay": [pytest.mark.display],

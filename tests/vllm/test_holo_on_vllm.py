@@ -14,12 +14,16 @@ through RemoteBackend, as `holodesk run` does:
   words, and the model was asked once more with that reason;
 - the random dense and mixture-of-experts checkpoints: the server accepts every request the holo4
   profile makes (tools, several screenshots, tool calls and tool messages in the history) and the
-  holo3 profile's (structured output), and each step ends in an action or a refusal in words.
+  holo3 profile's (structured output), and each step ends in an action or a refusal in words;
+- the commands as a user runs them: `holodesk locate --profile holo4` on the random checkpoints, and
+  `holodesk run --profile holo4` (under Xvfb: it acts) on the scripted one, two approved steps.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -40,7 +44,7 @@ from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.errors import ParseError
 from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.policy import PastStep
-from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo3Profile, Holo4Profile, HoloAgentProfile
+from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo3Profile, Holo4Profile, Holo31Profile, HoloAgentProfile
 from holodesk.inference.remote import RemoteBackend, RetryPolicy
 
 REASONING = "The inbox is on the left."
@@ -205,10 +209,10 @@ def rendered_prompt(server: VllmServer, sent: dict[str, Any]) -> str:
 
 @pytest.mark.vllm
 @pytest.mark.parametrize("proxy", ["clicking"], indirect=True)
+@pytest.mark.parametrize("profile", [Holo4Profile(), Holo31Profile(native_tools=True)], ids=["holo4", "holo3.1-tools"])
 def test_the_tool_call_becomes_the_click_and_the_reasoning_stays_out_of_the_next_request(
-    clicking: VllmServer, proxy: RecordingProxy
+    clicking: VllmServer, proxy: RecordingProxy, profile: HoloAgentProfile
 ) -> None:
-    profile = Holo4Profile()
     steps = policy(profile, proxy.base_url)
     first_frame = screen(seed=1)
     proposal = steps.propose(TASK, [], [first_frame])
@@ -235,7 +239,8 @@ def test_the_tool_call_becomes_the_click_and_the_reasoning_stays_out_of_the_next
     assert call["name"] == "click_desktop"
     assert json.loads(call["arguments"]) == {"element": "Inbox folder", "x": 120, "y": 340}
     parts = [part for m in following["messages"] if isinstance(m["content"], list) for part in m["content"]]
-    assert [part["type"] for part in parts].count("image_url") == 2
+    # Both screenshots for Holo4 (the last 3 of up to 5), the current one alone for Holo3.1 (1 a request).
+    assert [part["type"] for part in parts].count("image_url") == min(2, profile.budget.keep_screenshots)
     prompt = rendered_prompt(clicking, following)
     assert "<function=click_desktop>" in prompt and THOUGHT in prompt
     assert REASONING not in prompt
@@ -284,3 +289,55 @@ def test_steps_with_history_are_accepted_and_judged(random_model: VllmServer, pr
         # Structured output holds the answer to the schema's shape (its values may still be nonsense,
         # a key name no keyboard has, which the vocabulary refuses): one JSON step, never free text.
         assert "JSON object" not in outcome and "unmatched" not in outcome, outcome
+
+
+# --- the commands, as a user runs them ------------------------------------------------------------------
+
+
+def holodesk(*args: str, stdin: str = "", timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    from tests.support.holodesk_command import HOLODESK_COMMAND
+
+    environment = {**os.environ, "HOLODESK_API_KEY": "", "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        [*HOLODESK_COMMAND, *args], input=stdin, capture_output=True, text=True, errors="replace",
+        env=environment, timeout=timeout,
+    )  # fmt: skip
+
+
+@pytest.mark.vllm
+def test_locate_with_the_holo4_profile_gives_a_point_in_the_image(random_model: VllmServer, tmp_path: Path) -> None:
+    from PIL import Image
+
+    image = tmp_path / "shot.png"
+    Image.fromarray(np.ascontiguousarray(screen(1280, 800).pixels[..., 2::-1])).save(image)  # BGRA to RGB
+    result = holodesk(
+        "locate", str(image), "the blue button", "--backend", "remote", "--base-url", random_model.base_url,
+        "--profile", "holo4",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = json.loads(result.stdout)
+    assert 0 <= found["x"] < 1280 and 0 <= found["y"] < 800
+    # Reasoning off for localization (H Company's guide): the answer is the bare {x, y} object.
+    assert json.loads(found["raw_text"]).keys() == {"x", "y"}
+
+
+@pytest.mark.vllm
+@pytest.mark.display
+def test_run_with_the_holo4_profile_proposes_the_scripted_click_step_after_step(
+    xvfb: Any, clicking: VllmServer, tmp_path: Path
+) -> None:
+    from holodesk.automation.trajectory import iter_session_folders, read_session
+
+    sessions = tmp_path / "sessions"
+    result = holodesk(
+        "run", TASK, "--backend", "remote", "--base-url", clicking.base_url, "--profile", "holo4",
+        "--max-steps", "2", "--sessions", str(sessions), stdin="a\n" * 6,
+    )  # fmt: skip
+    out = result.stdout + result.stderr
+    assert "Step 1 proposes:" in out and "Step 2 proposes:" in out, out
+    assert "unusable" not in out, out
+    assert result.returncode == 5 and "step_limit" in out, out
+    (folder,) = iter_session_folders(sessions)
+    steps = read_session(folder).steps
+    assert [step["index"] for step in steps] == [1, 2]
+    assert all(step["thought"] == THOUGHT for step in steps), steps

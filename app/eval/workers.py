@@ -184,8 +184,9 @@ class LocalWorker:
                 raise WorkerStartError(f"the worker did not start within {start_timeout_s:g} s{self._log_tail()}")
             ready = receive(self._from)
         except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            message = f"the worker exited while starting{self._log_tail()}"  # before close() removes the log
             self.close()
-            raise WorkerStartError(f"the worker exited while starting{self._log_tail()}") from exc
+            raise WorkerStartError(message) from exc
         except WorkerStartError:
             self.close()
             raise

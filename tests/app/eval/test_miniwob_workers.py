@@ -20,7 +20,7 @@ from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer, SlowRepl
 from holodesk.app.cli.main import main
 from holodesk.app.eval.miniwob_eval import MiniWoBOptions
 from holodesk.app.eval.parallel import ParallelRun, jobs_for
-from holodesk.app.eval.workers import LocalWorker, WorkerSetup
+from holodesk.app.eval.workers import LocalWorker, WorkerSetup, WorkerStartError
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.app.eval.oracle_source import OracleSource
 from tests.support.holodesk_command import HOLODESK_COMMAND
@@ -87,6 +87,12 @@ def processes_in_group(group: int) -> list[str]:
         if text and int(text.rsplit(")", 1)[1].split()[3]) == group:
             found.append(text[text.index("(") + 1 : text.rindex(")")])
     return found
+
+
+def test_a_worker_that_cannot_start_says_why_in_words():
+    options = MiniWoBOptions(tasks=("click-button",), episodes=1)
+    with pytest.raises(WorkerStartError, match="install Debian's `chromium`"):
+        LocalWorker(WorkerSetup(options=options, policy=OracleSource(), chromium="no-such-chromium"))
 
 
 def test_the_command_with_two_workers_prints_the_table_and_writes_json(tmp_path, capsys):

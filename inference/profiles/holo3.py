@@ -81,6 +81,14 @@ PARSER_FLAGS = (
     "--chat-template-content-format",
     "openai",
 )
+# A tool call still in the model's own XML form: the server's tool parser did not read it (it is not
+# started with one, or the call is malformed).
+UNPARSED_CALL = "<function="
+UNPARSED_HINT = (
+    "the tool call is still in the model's XML form (<function=...>), which the server's tool parser did"
+    " not turn into tool_calls: it is malformed, or vLLM runs without --enable-auto-tool-choice"
+    " --tool-call-parser qwen3_coder"
+)
 # What a refused answer is written back as when it held nothing but (unfinished) reasoning.
 NO_ANSWER = "(no answer: the reasoning did not end)"
 NATIVE_SECTION = (
@@ -241,7 +249,13 @@ class HoloAgentProfile(HolotronProfile):
         def parse(raw: str) -> ParsedStep:
             # The reasoning is set aside first: only the answer's own note and thought are kept, so
             # nothing of the reasoning reaches the history of the next request.
-            return read_json_step(step_answer(raw).answer, HOLOTRON_TOOLS, context)
+            answer = step_answer(raw).answer
+            try:
+                return read_json_step(answer, HOLOTRON_TOOLS, context)
+            except MalformedAnswer as exc:
+                if UNPARSED_CALL in answer:
+                    raise MalformedAnswer(f"{exc}: {UNPARSED_HINT}") from exc
+                raise
 
         return run_parser(parse, text, self.name)
 

@@ -81,6 +81,7 @@ BROKEN_SCRIPT = (
     END_OF_TURN,
 )
 TASK = "Open the inbox."
+SERVED_AS = "holo4-35b-a3b"
 
 
 def screen(width: int = 640, height: int = 400, seed: int = 0) -> ScreenFrame:
@@ -143,25 +144,29 @@ class RecordingProxy:
 # --- servers ----------------------------------------------------------------------------------------
 
 
-def _serve(checkpoint: Path, work: Path) -> Iterator[VllmServer]:
+def _serve(checkpoint: Path, work: Path, served_as: tuple[str, ...] = ()) -> Iterator[VllmServer]:
     started = time.monotonic()
+    flags = PARSER_FLAGS + served_as
     try:
-        with serve(checkpoint, work, dtype="bfloat16", max_model_len=32768, max_images=5, extra_args=PARSER_FLAGS) as s:
+        with serve(checkpoint, work, dtype="bfloat16", max_model_len=32768, max_images=5, extra_args=flags) as s:
             print(f"\nvLLM serving {checkpoint.name}: ready in {time.monotonic() - started:.1f} s")
             yield s
     except ServerStartError as exc:
         pytest.fail(str(exc), pytrace=False)
 
 
-def _scripted(factory: pytest.TempPathFactory, name: str, script: tuple[str, ...]) -> Iterator[VllmServer]:
+def _scripted(
+    factory: pytest.TempPathFactory, name: str, script: tuple[str, ...], served_as: tuple[str, ...] = ()
+) -> Iterator[VllmServer]:
     work = factory.mktemp(name)
     variant = Variant(name=name, script=script)
-    yield from _serve(build_qwen35_tiny(work / name, dtype="bfloat16", variant=variant), work)
+    yield from _serve(build_qwen35_tiny(work / name, dtype="bfloat16", variant=variant), work, served_as)
 
 
 @pytest.fixture(scope="module")
 def clicking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    yield from _scripted(tmp_path_factory, "holo_click", CLICK_SCRIPT)
+    # Served under the name holo-desktop-cli gives Holo4 (the later flag wins), so doctor recognises it.
+    yield from _scripted(tmp_path_factory, "holo_click", CLICK_SCRIPT, ("--served-model-name", SERVED_AS))
 
 
 @pytest.fixture(scope="module")
@@ -294,10 +299,12 @@ def test_steps_with_history_are_accepted_and_judged(random_model: VllmServer, pr
 # --- the commands, as a user runs them ------------------------------------------------------------------
 
 
-def holodesk(*args: str, stdin: str = "", timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def holodesk(
+    *args: str, stdin: str = "", timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     from tests.support.holodesk_command import HOLODESK_COMMAND
 
-    environment = {**os.environ, "HOLODESK_API_KEY": "", "PYTHONUNBUFFERED": "1"}
+    environment = {**os.environ, "HOLODESK_API_KEY": "", "PYTHONUNBUFFERED": "1", **(env or {})}
     return subprocess.run(
         [*HOLODESK_COMMAND, *args], input=stdin, capture_output=True, text=True, errors="replace",
         env=environment, timeout=timeout,
@@ -341,3 +348,30 @@ def test_run_with_the_holo4_profile_proposes_the_scripted_click_step_after_step(
     steps = read_session(folder).steps
     assert [step["index"] for step in steps] == [1, 2]
     assert all(step["thought"] == THOUGHT for step in steps), steps
+
+
+@pytest.mark.vllm
+@pytest.mark.display
+def test_doctor_recognises_holo4_prints_its_command_and_tries_a_step(
+    xvfb: Any, clicking: VllmServer, tmp_path: Path
+) -> None:
+    # doctor reads the profile from the settings, as the tray saves it.
+    (tmp_path / "holodesk").mkdir()
+    (tmp_path / "holodesk" / "settings.toml").write_text('version = 1\n[model]\nprofile = "holo4"\n', encoding="utf-8")
+    result = holodesk(
+        "doctor",
+        "--backend",
+        "remote",
+        "--base-url",
+        clicking.base_url,
+        "--try",
+        env={"XDG_CONFIG_HOME": str(tmp_path)},
+    )
+    lines = {line.split(":")[0].split(maxsplit=1)[-1]: line for line in result.stdout.splitlines() if ":" in line}
+    assert "model" in lines, result.stdout + result.stderr
+    model = lines["model"]
+    assert model.startswith("INFO") and f"{SERVED_AS} with the holo4 profile" in model, result.stdout
+    assert Holo4Profile.vllm_command("<the checkpoint>") in model and f"--served-model-name {SERVED_AS}" in model
+    assert lines["try"].startswith("OK") and "click" in lines["try"], result.stdout
+    # A request with the holo4 profile's three screenshots is accepted by the server's image limit.
+    assert lines["images"].startswith("OK"), result.stdout

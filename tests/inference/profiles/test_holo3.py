@@ -171,8 +171,9 @@ def test_a_malformed_tool_call_is_refused_in_words(name: str, arguments: str, sa
 def test_a_tool_call_left_in_the_text_unparsed_is_refused() -> None:
     """What vLLM returns when its qwen3_coder parser cannot read the call: the raw XML as content."""
     raw = "<tool_call>\n<function=click_desktop>\n<parameter=x>\n120\n</parameter>\n</function>\n</tool_call>"
-    with pytest.raises(ParseError, match=r"holo4: .*tool_call"):
+    with pytest.raises(ParseError, match=r"holo4: .*tool_call") as caught:
         Holo4Profile().parse_navigation(f"<think>{REASONING}</think>{raw}")
+    assert "vLLM runs without --enable-auto-tool-choice --tool-call-parser qwen3_coder" in str(caught.value)
 
 
 def test_an_answer_cut_inside_its_reasoning_is_refused() -> None:

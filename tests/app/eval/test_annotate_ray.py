@@ -113,3 +113,14 @@ def test_a_batch_killed_mid_way_resumes_with_no_duplicate_and_no_missing_line(cl
     # The second run asked only for what the first had not written (and the first's requests in
     # flight at the kill may have reached the server as well).
     assert asked >= count
+
+
+def test_eval_on_a_cluster_without_desktops_says_how_to_offer_them(cluster, tmp_path, capsys):
+    # This cluster's nodes offer no holodesk_desktop: the command stops before starting anything.
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('"{}"\n', encoding="utf-8")
+    arguments = ["eval", "miniwob", "--tasks", "click-button", "--ray", cluster.address]
+    assert main([*arguments, "--backend", "scripted", "--script", str(answers)]) == 2
+    err = capsys.readouterr().err
+    assert "no node of the Ray cluster offers the holodesk_desktop resource" in err
+    assert "--resources '{\"holodesk_desktop\": N}'" in err

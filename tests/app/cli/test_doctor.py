@@ -142,6 +142,27 @@ def test_the_newer_h_company_models_are_named_with_what_is_not_verified():
     assert model_family_check("Hcompany/Holotron-12B", "holotron") is None
 
 
+@pytest.mark.parametrize(
+    ("served", "family"),
+    [
+        ("holo4-35b-a3b", "holo4"),
+        ("holo4-27b", "holo4"),
+        ("Hcompany/Holo4-35B-A3B-FP8", "holo4"),
+        ("holo3-1-35b-a3b", "holo3.1"),
+        ("Hcompany/Holo-3.1-35B-A3B", "holo3.1"),
+        ("Hcompany/Holo3-35B-A3B", "holo3"),
+        ("holo3-122b-a10b", "holo3"),  # "3-1" followed by a digit is not 3.1
+        ("Hcompany/Holotron-12B", None),
+        ("Hcompany/Holo1.5-7B", None),
+        ("Hcompany/Holotron-3-Nano", None),
+    ],
+)
+def test_served_names_are_recognised_by_family(served: str, family: str | None) -> None:
+    from holodesk.app.cli.server_checks import served_family
+
+    assert served_family(served) == family
+
+
 @pytest.mark.display
 def test_a_server_serving_holo4_gets_the_warning_in_the_report(xvfb):
     with FakeOpenAIServer(models=("holo4-35b-a3b",)) as server:

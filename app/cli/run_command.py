@@ -31,7 +31,7 @@ from holodesk.app.cli.terminal_approver import terminal_event_printer
 from holodesk.app.common.backend_problems import NO_GPU_HERE_TERMINAL, gpu_missing, in_words, preflight, run_end_hint
 from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, plain_http_key_warning
 from holodesk.automation.coords import FrameMapping
-from holodesk.automation.display_text import safe_text
+from holodesk.automation.display_text import safe_lines, safe_text
 from holodesk.automation.engine import EngineEvent, EngineSettings, Outcome, RunResult, StepEngine
 from holodesk.automation.errors import AutomationError
 from holodesk.automation.held_input import release_leftover_input
@@ -231,7 +231,9 @@ def locate(image_path: Path, instruction: str, options: PolicyOptions, out: Text
         (model_point,) = proposal.action.points()
         point = mapping.model_to_screen(model_point, proposal.space)
     except UnusableProposal as exc:
-        err.write(f"error: the model's answer was unusable: {exc}\nraw answer: {exc.raw_text}\n")
+        # The model's text escaped (a terminal would act on its control sequences), line breaks kept.
+        err.write(f"error: the model's answer was unusable: {safe_text(str(exc))}\n")
+        err.write(f"the model's answer: {safe_lines(exc.raw_text)}\n")
         return EXIT_CODES[Outcome.ERROR]
     except (InferenceError, AutomationError) as exc:
         err.write(f"error: {exc}\n")

@@ -58,6 +58,17 @@ def test_locate_with_an_unusable_answer_exits_1_and_shows_it(tmp_path):
     assert result.stdout == ""
 
 
+def test_locate_never_prints_the_models_control_characters_raw(tmp_path):
+    """A terminal acts on escape sequences: the model's text is shown escaped, never raw."""
+    image = tmp_path / "shot.png"
+    Image.new("RGB", (64, 64)).save(image)
+    answers = script(tmp_path, "left\x1b]0;owned\x07 side\x1b[2J")
+    result = holodesk("locate", str(image), "x", "--backend", "scripted", "--script", answers)
+    assert result.returncode == 1
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert "left" in result.stderr and "owned" in result.stderr  # shown, escaped
+
+
 def test_locate_with_an_unreadable_image_exits_2(tmp_path):
     bad = tmp_path / "shot.png"
     bad.write_text("not an image", encoding="utf-8")

@@ -86,6 +86,14 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
             profile = get_profile(options.profile, budget=block_window(profile.budget))
     except (ValueError, InferenceError) as exc:  # unknown name, missing or broken prompt file
         raise PolicyConfigError(str(exc)) from None
+    if options.backend == "local" and not profile.runs_in_process:
+        # Refused before any weight is read: the engine would be prompted in another family's format.
+        raise PolicyConfigError(
+            f"the {profile.name} profile cannot run in the in-process backend, which runs Holotron-12B"
+            " (Nemotron-H) checkpoints only: serve the model with vLLM and use the remote backend"
+            " (`holodesk doctor --backend remote --base-url URL` names the vLLM command a served model"
+            " needs), or choose the holotron profile"
+        )
     if options.backend == "local":
         from holodesk.inference.local import LoadProgress, LocalBackend
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image
 
@@ -116,6 +116,9 @@ class Profile(ABC):
     name: str
     space: ModelSpace
     budget: ImageBudget
+    # Whether the in-process backend can run this family: its engine runs Holotron-12B's architecture
+    # (Nemotron-H) only; every other family needs an OpenAI-compatible server.
+    runs_in_process: ClassVar[bool] = False
 
     @abstractmethod
     def prepare_image(self, frame: ScreenFrame) -> PreparedImage:

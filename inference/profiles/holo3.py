@@ -155,6 +155,7 @@ class HoloAgentProfile(HolotronProfile):
 
     name: str
     space = NormalizedSpace(NORMALIZED_MAX)
+    runs_in_process = False  # Qwen3.5 models: not in the in-process engine (yet); served by vLLM
     default_budget: ClassVar[ImageBudget]
     # Whether the model answers with native tool calls by default, and whether it can at all.
     native_by_default: ClassVar[bool]

@@ -451,6 +451,7 @@ class HolotronProfile(Profile):
 
     name = "holotron"
     space = NormalizedSpace(NORMALIZED_MAX)
+    runs_in_process = True
 
     def __init__(self, budget: ImageBudget | None = None, *, think: bool = False, prompts_dir: Path | None = None):
         self.budget = budget or ImageBudget()

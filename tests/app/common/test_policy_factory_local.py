@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
-from holodesk.app.common.policy_factory import PolicyOptions, build_policy
+import pytest
+
+from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy
 from holodesk.inference.local import LocalBackend
 from holodesk.inference.profiles import get_profile
 
@@ -42,3 +46,11 @@ def test_the_block_window_is_an_option(tiny_checkpoint: Path) -> None:
     assert policy.profile.budget.drop_block == default.keep_screenshots
     assert isinstance(policy.backend, LocalBackend)
     policy.backend.unload()
+
+
+@pytest.mark.parametrize("profile", ["holo4", "holo3.1", "holo1.5"])
+def test_a_profile_the_engine_cannot_run_is_refused_before_any_weight_is_read(tmp_path: Path, profile: str) -> None:
+    """The engine runs Holotron's architecture only: another family's prompts would reach it unnoticed."""
+    options = dataclasses.replace(_options(tmp_path / "no-checkpoint-here", "trained"), profile=profile)
+    with pytest.raises(PolicyConfigError, match=f"the {re.escape(profile)} profile cannot run in the in-process"):
+        build_policy(options)

@@ -70,6 +70,7 @@ class RoutinePanel(ApprovalPanel):
         self._remember.setText(APPROVE_ALL_EXACT_WORDS)
         self._remember.setEnabled(allowed)
         self._remember.setVisible(allowed)  # otherwise the highlighted line says why it is asked alone
+        self._remember_note.setVisible(False)  # the highlighted line says it for a routine's step
         self._edit.setVisible(False)
         self._fit_height()
 

@@ -148,8 +148,9 @@ def test_one_tick_approves_the_exact_steps_and_the_irreversible_one_is_still_ask
     remember.setChecked(True)
     qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
     panel_asks(qtbot, approver, 3)  # step 2 was exact: not asked again
-    assert not remember.isVisible()  # asked alone: the highlighted line says why
+    assert not remember.isVisible()  # asked alone: the highlighted line says why, and only it
     assert "Irreversible (send, save, delete, submit...): always shown" in approver.panel._context.text()
+    assert not widgets["remember_note"].isVisible()
     qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(result.done, timeout=5000)
     assert result.result().outcome is Outcome.DONE

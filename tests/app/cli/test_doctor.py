@@ -168,5 +168,7 @@ def test_a_server_serving_holo4_gets_the_warning_in_the_report(xvfb):
     with FakeOpenAIServer(models=("holo4-35b-a3b",)) as server:
         result = doctor("--backend", "remote", "--base-url", server.base_url, env=base_env(os.environ["DISPLAY"]))
     assert lines_of(result)["model"] == "WARN", result.stdout
-    assert "holo4-35b-a3b with the holotron profile" in result.stdout
+    assert "holo4-35b-a3b looks like H Company's holo4, which the holotron profile does not ask" in result.stdout
+    assert "choose the holo4 profile (--profile holo4)" in result.stdout
+    assert "--tool-call-parser qwen3_coder" in result.stdout  # the command it needs
     assert result.returncode == 0  # a warning, not a block: the user may know better

@@ -6,7 +6,8 @@
   `--max-model-len` to restart with. Too many screenshots for `--limit-mm-per-prompt` is a FAIL too.
 - server flags: the vLLM command line that keeps structured answers parseable (INFO).
 - model: which H Company model the server's model name looks like, whether the chosen profile speaks
-  its format, and for Holo3, Holo3.1 and Holo4 the vLLM command they need (docs/remote-server.md).
+  its format, and for Holo3, Holo3.1, Holo4 and Holotron-3-Nano the vLLM command they need
+  (docs/remote-server.md).
 - try (`--try`): one real step on a canned screenshot through the profile, parsed or refused in words.
 """
 
@@ -33,24 +34,22 @@ STRUCTURED_OUTPUTS_FLAG = '--structured-outputs-config \'{"backend":"guidance","
 DEFAULT_SCREEN = (1920, 1080)
 
 
-# H Company's Qwen3.5-based agents by the names they are served under: their hub ids
-# (Hcompany/Holo3-35B-A3B, Hcompany/Holo-3.1-35B-A3B, Hcompany/Holo4-35B-A3B-FP8...) or the names
-# holo-desktop-cli serves them as (holo4-35b-a3b, holo4-27b, holo3-1-35b-a3b). Holo3.1 before Holo3,
-# and "3.1" only when no digit follows (holo3-122b-a10b is Holo3).
+# H Company's current agents by the names they are served under: their hub ids
+# (Hcompany/Holo3-35B-A3B, Hcompany/Holo-3.1-35B-A3B, Hcompany/Holo4-35B-A3B-FP8, Hcompany/Holotron-3-Nano...)
+# or the names holo-desktop-cli serves them as (holo4-35b-a3b, holo4-27b, holo3-1-35b-a3b). Holo3.1
+# before Holo3, and "3.1" only when no digit follows (holo3-122b-a10b is Holo3); Holotron-3 but not
+# Holotron-12B (no profile: that is the holotron profile's own model, which needs no special command).
 _HOLO_FAMILIES = (
+    ("holotron3-nano", re.compile(r"holotron[-_ ]?3(?!\d)")),
     ("holo4", re.compile(r"holo[-_ ]?4(?!\d)")),
     ("holo3.1", re.compile(r"holo[-_ ]?3[._-]1(?!\d)")),
     ("holo3", re.compile(r"holo[-_ ]?3(?!\d)")),
 )
-_NANO_MARKERS = ("holotron-3", "holotron3")
-_NANO_NOTE = (
-    "Holotron-3-Nano is served with a tool-call parser in NVIDIA's cookbook; whether it keeps "
-    "Holotron-12B's JSON step (the holotron profile) is not verified"
-)
 
 
 def served_family(model: str) -> str | None:
-    """The profile for a served model name of H Company's Qwen3.5-based agents (holo3, holo3.1, holo4), or None."""
+    """The profile for a served model name of H Company's current agents (holo3, holo3.1, holo4,
+    holotron3-nano), or None."""
     lowered = model.lower()
     for profile, pattern in _HOLO_FAMILIES:
         if pattern.search(lowered):
@@ -71,8 +70,8 @@ def vllm_command_for(model: str, profile: str) -> str:
 
 
 def model_family_check(model: str, profile: str) -> CheckResult | None:
-    """What doctor says of the served model's family: the vLLM command an H Company agent needs, a WARN
-    when the chosen profile does not speak its format, and what is not verified of Holotron-3-Nano."""
+    """What doctor says of the served model's family: the vLLM command an H Company agent needs, and a
+    WARN when the chosen profile does not speak its format."""
     family = served_family(model)
     if family is not None:
         command = vllm_command_for(model, family)
@@ -84,14 +83,6 @@ def model_family_check(model: str, profile: str) -> CheckResult | None:
             f"{model} looks like H Company's {family}, which the {profile} profile does not ask as it was "
             "trained (reasoning, image limit, tool calls)",
             fix=f"choose the {family} profile (--profile {family}), and serve it with: {command}",
-        )
-    if any(marker in model.lower() for marker in _NANO_MARKERS):
-        return CheckResult(
-            "model",
-            Status.WARN,
-            f"{model} with the {profile} profile: {_NANO_NOTE}",
-            fix="Holotron-12B (Hcompany/Holotron-12B) is the model Holodesk is built and tested for; "
-            "`holodesk doctor --try` shows whether a step parses",
         )
     return None
 

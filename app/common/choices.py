@@ -10,5 +10,5 @@ from __future__ import annotations
 
 BACKENDS = ("local", "remote", "scripted")
 DEVICES = ("cuda", "cpu")
-PROFILE_NAMES: tuple[str, ...] = ("holotron", "holo4", "holo3.1", "holo3", "holo1.5", "holo1")
+PROFILE_NAMES: tuple[str, ...] = ("holotron", "holotron3-nano", "holo4", "holo3.1", "holo3", "holo1.5", "holo1")
 DEFAULT_PROFILE = "holotron"

@@ -138,7 +138,12 @@ def test_the_newer_h_company_models_are_named_with_what_is_not_verified():
     assert served is not None and served.status.value == "INFO"
     assert "vllm serve Hcompany/Holo-3.1-35B-A3B " in served.detail and '{"image": 1, "video": 0}' in served.detail
     nano = model_family_check("Hcompany/Holotron-3-Nano", "holotron")
-    assert nano is not None and "not verified" in nano.detail
+    assert (
+        nano is not None
+        and nano.status.value == "WARN"
+        and "--profile holotron3-nano" in nano.fix
+        and "--reasoning-parser nemotron_v3" in nano.fix
+    )
     assert model_family_check("Hcompany/Holotron-12B", "holotron") is None
 
 
@@ -154,7 +159,8 @@ def test_the_newer_h_company_models_are_named_with_what_is_not_verified():
         ("holo3-122b-a10b", "holo3"),  # "3-1" followed by a digit is not 3.1
         ("Hcompany/Holotron-12B", None),
         ("Hcompany/Holo1.5-7B", None),
-        ("Hcompany/Holotron-3-Nano", None),
+        ("Hcompany/Holotron-3-Nano", "holotron3-nano"),
+        ("holotron_3_nano", "holotron3-nano"),
     ],
 )
 def test_served_names_are_recognised_by_family(served: str, family: str | None) -> None:

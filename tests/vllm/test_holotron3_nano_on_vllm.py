@@ -11,8 +11,10 @@ RemoteBackend, as `holodesk run` does:
   and the step is that click, at the screen point the coordinate module makes of it. On the next step
   the request the server received (recorded by a pass-through proxy) and the prompt it rendered from
   it hold the click but not the reasoning;
-- a scripted checkpoint that reasons and never answers (NVIDIA's "lost in thought" failure): nothing
-  is proposed, the refusal says why in words, and the model was asked once more without its reasoning;
+- scripted checkpoints with a malformed answer, one that reasons and never answers (the "lost in
+  thought" failure reported of Nemotron-3-Nano) and one whose step the grammar allows but names a key
+  no keyboard has: nothing is proposed, the refusal says why in words, and the model was asked once
+  more without its reasoning;
 - the random checkpoint: a step with history (three screenshots, placeholders for older ones) is
   accepted and ends in an action or a refusal in words;
 - the commands: `holodesk locate --profile holotron3-nano`, and `holodesk doctor --try` recognising
@@ -58,6 +60,13 @@ STEP = {
 CLICK_SCRIPT = (REASONING, "</think>", json.dumps(STEP, separators=(",", ":")), END_OF_TURN)
 # Reasoning that never ends: the turn is over before any answer.
 LOST_SCRIPT = ("I keep weighing the inbox against the archive.", END_OF_TURN)
+# A step the grammar allows (keys are any short strings) and the vocabulary refuses: no such key.
+BAD_KEY_STEP = {
+    "note": None,
+    "thought": "Save it.",
+    "tool_call": {"tool_name": "hotkey_desktop", "keys": ["ctrl", "banana"]},
+}
+BAD_KEY_SCRIPT = ("A shortcut saves it.", "</think>", json.dumps(BAD_KEY_STEP, separators=(",", ":")), END_OF_TURN)
 TASK = "Open the inbox."
 SERVED_AS = "holotron-3-nano"
 
@@ -89,6 +98,11 @@ def clicking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
 @pytest.fixture(scope="module")
 def lost(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
     yield from _scripted(tmp_path_factory, "nano_lost", LOST_SCRIPT)
+
+
+@pytest.fixture(scope="module")
+def bad_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    yield from _scripted(tmp_path_factory, "nano_bad_key", BAD_KEY_SCRIPT)
 
 
 @pytest.fixture(scope="module")
@@ -189,18 +203,33 @@ def test_the_step_becomes_the_click_and_the_reasoning_stays_out_of_the_next_requ
 
 
 @pytest.mark.vllm
-@pytest.mark.parametrize("proxy", ["lost"], indirect=True)
-def test_reasoning_that_never_ends_executes_nothing_and_says_why(lost: VllmServer, proxy: RecordingProxy) -> None:
+@pytest.mark.parametrize(
+    ("proxy", "said", "reasoning", "refused"),
+    [
+        ("lost", "the answer holds only reasoning, no action", LOST_SCRIPT[0], "the reasoning did not end"),
+        ("bad_key", "unknown key name 'banana'", BAD_KEY_SCRIPT[0], '"banana"'),
+    ],
+    indirect=["proxy"],
+    ids=["reasoning-never-ends", "unknown-key"],
+)
+def test_a_malformed_answer_executes_nothing_and_says_why(
+    proxy: RecordingProxy, said: str, reasoning: str, refused: str
+) -> None:
     with pytest.raises(ParseError) as caught:
         policy(proxy.base_url).propose(TASK, [], [screen()])
-    said = str(caught.value)
-    assert said.startswith("holotron3-nano: the answer holds only reasoning, no action"), said
-    assert "(and before that: holotron3-nano: the answer holds only reasoning, no action)" in said
-    # The model was asked once more, told why, and without its reasoning.
+    message = str(caught.value)
+    assert message.startswith(f"holotron3-nano: {said}"), message
+    assert f"(and before that: holotron3-nano: {said})" in message
+    # The model was asked once more, told why, shown what it answered, and never its reasoning.
     assert len(proxy.chats) == 2
-    retry = json.dumps(proxy.chats[1]["messages"][-2:])
-    assert "Nothing was done" in retry and "the reasoning did not end" in retry
-    assert LOST_SCRIPT[0] not in retry and LOST_SCRIPT[0] not in said
+    retry = "\n".join(
+        turn["content"]
+        if isinstance(turn["content"], str)
+        else "".join(part.get("text", "") for part in turn["content"])
+        for turn in proxy.chats[1]["messages"][-2:]
+    )
+    assert "Nothing was done" in retry and said in retry and refused in retry, retry
+    assert reasoning not in retry and reasoning not in message
 
 
 # --- the random checkpoint accepts a step with history and answers something the parser judges --------

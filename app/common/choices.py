@@ -12,3 +12,6 @@ BACKENDS = ("local", "remote", "scripted")
 DEVICES = ("cuda", "cpu")
 PROFILE_NAMES: tuple[str, ...] = ("holotron", "holotron3-nano", "holo4", "holo3.1", "holo3", "holo1.5", "holo1")
 DEFAULT_PROFILE = "holotron"
+# The profiles whose family the in-process engine runs (`Profile.runs_in_process`: Holotron-12B's
+# architecture only); the others need a model server. tests/app/cli/test_cli_startup.py checks they agree.
+IN_PROCESS_PROFILES: tuple[str, ...] = ("holotron",)

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from holodesk.app.common import choices
-from holodesk.inference.profiles import DEFAULT_PROFILE, PROFILE_NAMES
+from holodesk.inference.profiles import DEFAULT_PROFILE, PROFILE_NAMES, get_profile
 
 HEAVY = (
     "numpy",
@@ -52,6 +52,7 @@ def test_parsing_the_command_line_loads_nothing_heavy(argv: list[str]) -> None:
 
 def test_the_parser_offers_the_profiles_there_are() -> None:
     assert choices.PROFILE_NAMES == PROFILE_NAMES
+    assert tuple(name for name in PROFILE_NAMES if get_profile(name).runs_in_process) == choices.IN_PROCESS_PROFILES
     assert choices.DEFAULT_PROFILE == DEFAULT_PROFILE
 
 

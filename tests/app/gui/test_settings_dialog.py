@@ -150,3 +150,14 @@ def test_a_toml_syntax_error_keeps_the_other_lines_and_saving_keeps_the_server_u
     assert saved.problem is None
     assert saved.settings.model.backend == "remote"
     assert saved.settings.model.remote.base_url == "http://gpu-box:8000/v1"
+
+
+def test_a_profile_the_local_backend_cannot_run_is_refused_before_saving(qtbot, tmp_path):
+    path = tmp_path / "settings.toml"
+    dialog = make_dialog(qtbot, path)
+    dialog.backend.setCurrentText("local")
+    dialog.profile.setCurrentText("holo4")
+    with qtbot.assertNotEmitted(dialog.saved):
+        assert not dialog.save()
+    assert "model.profile" in dialog.problem.text() and "model.backend = 'remote'" in dialog.problem.text()
+    assert not path.exists()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from holodesk.app.common.choices import local_profile_problem
 from holodesk.app.common.settings import BACKENDS
 from holodesk.inference.model_policy import ModelPolicy
 
@@ -88,12 +89,7 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
         raise PolicyConfigError(str(exc)) from None
     if options.backend == "local" and not profile.runs_in_process:
         # Refused before any weight is read: the engine would be prompted in another family's format.
-        raise PolicyConfigError(
-            f"the {profile.name} profile cannot run in the in-process backend, which runs Holotron-12B"
-            " (Nemotron-H) checkpoints only: serve the model with vLLM and use the remote backend"
-            " (`holodesk doctor --backend remote --base-url URL` names the vLLM command a served model"
-            " needs), or choose the holotron profile"
-        )
+        raise PolicyConfigError(local_profile_problem(profile.name))
     if options.backend == "local":
         from holodesk.inference.local import LoadProgress, LocalBackend
 

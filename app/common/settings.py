@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 import tomli_w
 
-from holodesk.app.common.choices import BACKENDS, DEVICES, IN_PROCESS_PROFILES
+from holodesk.app.common.choices import BACKENDS, DEVICES
 from holodesk.automation.actions import ACTION_TYPES
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine import DEFAULT_MAX_STEPS
@@ -372,13 +372,6 @@ class ModelSettings(_Section):
         if self.backend == "scripted" and self.script is None:
             raise SettingValueError(
                 "model.script", "not set, but model.backend = 'scripted' needs a JSONL file of answers"
-            )
-        if self.backend == "local" and self.profile not in IN_PROCESS_PROFILES:
-            raise SettingValueError(
-                "model.profile",
-                f"{self.profile!r} runs behind a model server only, but model.backend = 'local' runs"
-                f" Holotron-12B checkpoints ({' or '.join(map(repr, IN_PROCESS_PROFILES))}): set"
-                " model.backend = 'remote' and model.remote.base_url",
             )
 
 

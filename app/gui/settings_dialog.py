@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from holodesk.app.common.choices import IN_PROCESS_PROFILES, local_profile_problem
 from holodesk.app.common.session_words import kind_in_words
 from holodesk.app.common.settings import (
     BACKENDS,
@@ -214,6 +215,10 @@ class SettingsDialog(QtWidgets.QDialog):
             settings = self.edited_settings()
         except (SettingValueError, ValueError) as exc:
             return self._fail(str(exc))
+        # The tray runs what the file says: a pair the in-process engine cannot run is refused here.
+        # (The file itself may hold it: `holodesk run --backend remote` overrides its backend.)
+        if settings.model.backend == "local" and settings.model.profile not in IN_PROCESS_PROFILES:
+            return self._fail(f"model.profile: {local_profile_problem(settings.model.profile)}")
         try:
             save_settings(settings, self.path)
         except BrokenSettingsFileError as problem:

@@ -153,8 +153,6 @@ INVALID = [
     ("[model.remote]\nmodel = 5", "model.remote.model", "5"),
     ('[model]\nbackend = "remote"', "model.remote.base_url", "needs the server's URL"),
     ('[model]\nbackend = "scripted"', "model.script", "JSONL"),
-    ('[model]\nprofile = "holo4"', "model.profile", "'holo4' runs behind a model server only"),
-    ('[model]\nbackend = "local"\nprofile = "holo1.5"', "model.profile", "model.backend = 'remote'"),
     ("[model]\nscript = 3", "model.script", "3"),
     ('[hotkeys]\nprompt = "<ctrl>+<alt>"', "hotkeys.prompt", "no ordinary key"),
     ('[hotkeys]\nprompt = "h"', "hotkeys.prompt", "fire while typing"),

@@ -52,7 +52,7 @@ from safetensors.torch import save_file
 
 from bench.nemotron_tiny import VARIANTS as HOLOTRON_VARIANTS
 from bench.nemotron_tiny import Dtype, language_model_tensors, vision_tensors, write_json
-from bench.qwen35_tiny import _byte_level as byte_level
+from bench.scripted_tokens import script_chain, train_tokenizer
 
 ARCHITECTURE = "NemotronH_Nano_Omni_Reasoning_V3"
 MARKER = "holodesk_nemotron_omni_tiny"  # in config.json: this is a test checkpoint, never a real one
@@ -174,7 +174,7 @@ def build_nemotron_omni_tiny(
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    tokenizer = _train_tokenizer(shape.script)
+    tokenizer = train_tokenizer(_CORPUS, VOCAB_TARGET, CONTROL_TOKENS, TAG_TOKENS, shape.script, unk_token="<unk>")
     ids = {token: tokenizer.token_to_id(token) for token in (*CONTROL_TOKENS, *TAG_TOKENS)}
     vocab_size = math.ceil(tokenizer.get_vocab_size() / 64) * 64  # padded like the real embedding table
     config = _config(ids, vocab_size, dtype, shape)
@@ -207,47 +207,13 @@ def build_nemotron_omni_tiny(
     (out / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
     tensors = {**text_tensors(config, seed, shape), **omni_vision_tensors(config, seed)}
     if shape.script:
-        tensors.update(_scripted(config, tensors, _script_chain(tokenizer, shape.script)))
+        chain = script_chain(tokenizer, shape.script, (*CONTROL_TOKENS, *TAG_TOKENS))
+        tensors.update(_scripted(config, tensors, chain))
     write_weights(out, tensors, dtype)
     return out
 
 
 # --- tokenizer ----------------------------------------------------------------------------------
-
-
-def _train_tokenizer(script: tuple[str, ...] = ()) -> Any:
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_TARGET,
-        special_tokens=[AddedToken(t, special=True, normalized=False) for t in CONTROL_TOKENS],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    bpe.train_from_iterator(list(_CORPUS) * 4, trainer)
-    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in TAG_TOKENS])
-    # A script piece is stored in the byte-level alphabet, like every learned token, so it decodes to its text.
-    known = set(CONTROL_TOKENS) | set(TAG_TOKENS)
-    bpe.add_tokens([AddedToken(byte_level(t), special=False, normalized=False) for t in script if t not in known])
-    return bpe
-
-
-def _script_chain(tokenizer: Any, script: tuple[str, ...]) -> list[int]:
-    """The script's token ids, from the generation prompt's last token (the "\\n" after <think>)."""
-    known = set(CONTROL_TOKENS) | set(TAG_TOKENS)
-    pieces = [byte_level("\n"), *(piece if piece in known else byte_level(piece) for piece in script)]
-    chain = []
-    for piece in pieces:
-        found = tokenizer.token_to_id(piece)
-        if found is None:
-            raise ValueError(f"{piece!r} is not a token of this tokenizer")
-        chain.append(int(found))
-    if len(set(chain)) != len(chain):
-        raise ValueError(f"a scripted answer needs every piece to be a different token: {script!r}")
-    return chain
 
 
 def _tokenizer_config(added: dict[str, int]) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from typing import Any, Literal
 import torch
 
 from bench.nemotron_tiny import write_json, write_weights
+from bench.scripted_tokens import script_chain, train_tokenizer
 
 Dtype = Literal["bfloat16", "float32"]
 
@@ -265,7 +266,7 @@ def build_qwen35_tiny(
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    tokenizer = _train_tokenizer(shape.script)
+    tokenizer = train_tokenizer(_CORPUS, VOCAB_TARGET, CONTROL_TOKENS, TAG_TOKENS, shape.script)
     ids = {token: tokenizer.token_to_id(token) for token in (*CONTROL_TOKENS, *TAG_TOKENS)}
     vocab_size = math.ceil(tokenizer.get_vocab_size() / 64) * 64  # padded like the real embedding table
     config = _config(ids, vocab_size, dtype, shape)
@@ -297,64 +298,13 @@ def build_qwen35_tiny(
     (out / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
     tensors = {**text_tensors(config, seed, shape), **vision_tensors(config, seed, shape)}
     if shape.script:
-        tensors.update(_scripted(config, tensors, _script_chain(tokenizer, shape.script)))
+        chain = script_chain(tokenizer, shape.script, (*CONTROL_TOKENS, *TAG_TOKENS))
+        tensors.update(_scripted(config, tensors, chain))
     write_weights(out, tensors, dtype)
     return out
 
 
 # --- tokenizer ----------------------------------------------------------------------------------
-
-
-def _train_tokenizer(script: tuple[str, ...] = ()) -> Any:
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_TARGET,
-        special_tokens=[AddedToken(t, special=True, normalized=False) for t in CONTROL_TOKENS],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    bpe.train_from_iterator(list(_CORPUS) * 4, trainer)
-    # The tags come after the learned vocabulary, as added (not special) tokens: Qwen's decode keeps
-    # them in the text, where the tool and reasoning parsers look for them.
-    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in TAG_TOKENS])
-    # A script piece is stored in the byte-level alphabet, like every learned token, so that it decodes
-    # to its text (a space or newline in an added token's content would be dropped by the decoder).
-    known = set(CONTROL_TOKENS) | set(TAG_TOKENS)
-    bpe.add_tokens([AddedToken(_byte_level(t), special=False, normalized=False) for t in script if t not in known])
-    return bpe
-
-
-def _byte_level(text: str) -> str:
-    """`text` in the byte-level BPE's alphabet (GPT-2's mapping of the 256 bytes to printable characters)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    mapping = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in mapping:
-            mapping[b] = chr(256 + extra)
-            extra += 1
-    return "".join(mapping[b] for b in text.encode("utf-8"))
-
-
-def _script_chain(tokenizer: Any, script: tuple[str, ...]) -> list[int]:
-    """The token ids of the script, starting from the generation prompt's last token ("\\n" after <think>)."""
-    known = set(CONTROL_TOKENS) | set(TAG_TOKENS)
-    chain = [_single_token(tokenizer, _byte_level("\n"))]
-    chain += [_single_token(tokenizer, piece if piece in known else _byte_level(piece)) for piece in script]
-    if len(set(chain)) != len(chain):
-        raise ValueError(f"a scripted answer needs every piece to be a different token: {script!r}")
-    return chain
-
-
-def _single_token(tokenizer: Any, token: str) -> int:
-    found = tokenizer.token_to_id(token)
-    if found is None:
-        raise ValueError(f"{token!r} is not a token of this tokenizer")
-    return int(found)
 
 
 def _tokenizer_config(added: dict[str, int]) -> dict[str, Any]:

@@ -45,7 +45,6 @@ from holodesk.inference.profiles.base import ChatRequest, ImageBudget, Message, 
 from holodesk.inference.profiles.holotron import (
     HOLOTRON_TOOLS,
     LOCALIZATION_PROMPT,
-    MAX_REFUSED_ANSWER_CHARS,
     NAVIGATION_PROMPT,
     NAVIGATION_TOKENS,
     NAVIGATION_TOKENS_THINKING,
@@ -229,14 +228,12 @@ class HoloAgentProfile(HolotronProfile):
             said = split_reasoning(answer).answer or NO_ANSWER
         except MalformedAnswer:
             said = NO_ANSWER
-        if not self.native_tools:
-            return super().retry_request(request, said, error)
-        refused = said if len(said) <= MAX_REFUSED_ANSWER_CHARS else said[:MAX_REFUSED_ANSWER_CHARS] + "..."
-        feedback = (
-            f'<error tool="tool_call">\nYour answer could not be used: {error}\n'
-            "Nothing was done. Answer again: call exactly one of the declared tools.\n</error>"
-        )
-        return self._with_turns(request, refused, feedback)
+        return super().retry_request(request, said, error)
+
+    def _answer_again(self) -> str:
+        if self.native_tools:
+            return "Answer again: call exactly one of the declared tools."
+        return super()._answer_again()
 
     def localization_request(self, instruction: str, image: PreparedImage) -> ChatRequest:
         # H Company's element-localization guide: single turn, no thinking, the {x, y} schema.

@@ -488,9 +488,13 @@ class HolotronProfile(Profile):
         refused = answer if len(answer) <= MAX_REFUSED_ANSWER_CHARS else answer[:MAX_REFUSED_ANSWER_CHARS] + "..."
         feedback = (
             f'<error tool="tool_call">\nYour answer could not be used: {error}\n'
-            "Nothing was done. Answer again with exactly one JSON object that follows the output format.\n</error>"
+            f"Nothing was done. {self._answer_again()}\n</error>"
         )
         return self._with_turns(request, refused, feedback)
+
+    def _answer_again(self) -> str:
+        """What a retry asks for: the answer's format."""
+        return "Answer again with exactly one JSON object that follows the output format."
 
     def localization_request(self, instruction: str, image: PreparedImage) -> ChatRequest:
         if not instruction.strip():

@@ -153,8 +153,7 @@ class MarkerHandle(QtWidgets.QWidget):
         self.setFixedSize(2 * HANDLE_RADIUS, 2 * HANDLE_RADIUS)
         self.point = Point(0, 0)
         self._centre = QtCore.QPointF(HANDLE_RADIUS, HANDLE_RADIUS)  # the target, in this window
-        self._dot = (HANDLE_RADIUS, HANDLE_RADIUS)  # the target's device pixel in this window
-        self._scale = 1.0
+        self._dot: QtGui.QImage | None = None  # the target's dot in this window's device pixels
         self._press: QtCore.QPointF | None = None
         self._start_position = QtCore.QPoint()
 
@@ -178,11 +177,12 @@ class MarkerHandle(QtWidgets.QWidget):
         # Qt keeps a screen's top-left native (qt_screens.screen_monitor): the window's native
         # top-left is that plus its whole-pixel logical offset times the scale.
         native = engine_to_window_system(point)
-        self._dot = (
+        self._dot = _dot_image(
+            self.size(),
+            scale,
             native.x - area.left() - round((left - area.left()) * scale),
             native.y - area.top() - round((top - area.top()) * scale),
         )
-        self._scale = scale
         self.setScreen(screen)
         self.move(left, top)
         self.setMask(self._disc())
@@ -209,19 +209,8 @@ class MarkerHandle(QtWidgets.QWidget):
         painter.drawEllipse(centre, RING_RADIUS, RING_RADIUS)
         painter.setPen(QtGui.QPen(MARKER, 2))
         painter.drawEllipse(centre, RING_RADIUS, RING_RADIUS)
-        # The dot in device pixels, copied one to one (as the overlay's window draws its image).
-        scale = self._scale
-        dot = QtGui.QImage(
-            math.ceil(self.width() * scale),
-            math.ceil(self.height() * scale),
-            QtGui.QImage.Format.Format_ARGB32_Premultiplied,
-        )
-        dot.fill(Qt.GlobalColor.transparent)
-        dot_painter = QtGui.QPainter(dot)
-        paint_dot(dot_painter, self._dot[0], self._dot[1], scale)
-        dot_painter.end()
-        dot.setDevicePixelRatio(scale)
-        painter.drawImage(QtCore.QPoint(0, 0), dot)
+        if self._dot is not None:  # device pixels, copied one to one (as the overlay's window draws its image)
+            painter.drawImage(QtCore.QPoint(0, 0), self._dot)
         painter.end()
 
     def mousePressEvent(self, event: QtGui.QMouseEvent) -> None:
@@ -251,6 +240,18 @@ class MarkerHandle(QtWidgets.QWidget):
         except OffScreenError:
             target = self.point
         self.dropped.emit(self.index, target)
+
+
+def _dot_image(size: QtCore.QSize, scale: float, x: int, y: int) -> QtGui.QImage:
+    """A window's worth of transparent device pixels with the centre dot on device pixel (x, y)."""
+    width, height = math.ceil(size.width() * scale), math.ceil(size.height() * scale)
+    image = QtGui.QImage(width, height, QtGui.QImage.Format.Format_ARGB32_Premultiplied)
+    image.fill(Qt.GlobalColor.transparent)
+    painter = QtGui.QPainter(image)
+    paint_dot(painter, x, y, scale)
+    painter.end()
+    image.setDevicePixelRatio(scale)
+    return image
 
 
 # -- the controller -----------------------------------------------------------------------------

@@ -33,9 +33,10 @@ What is made up:
 Variants: "reference" (dense, Holo3.1 0.8B-9B and Holo4 27B's `Qwen3_5ForConditionalGeneration`),
 "moe" (`Qwen3_5MoeForConditionalGeneration`, the 35B-A3B sizes' layout: a router, per-expert
 projections under `mlp.experts.N.*`, a shared expert and its gate) and "scripted" (the reference
-shapes made to say one reasoning sentence and one tool call, for the server's parsers).
+shapes made to say one reasoning sentence and one tool call, for the server's parsers), and one that
+is not tiny: "holo31-0.8b", Holo3.1-0.8B's real shapes with random weights, for measuring a step.
 
-Deterministic: the same seed and dtype give the same bytes. Builds in about a second.
+Deterministic: the same seed and dtype give the same bytes. The tiny variants build in about a second.
 """
 
 from __future__ import annotations
@@ -121,6 +122,9 @@ class Variant:
     vit_mlp: int = 128
     position_grid: int = 48  # the real 48x48 grid of learned positions, interpolated to the image
     tie_word_embeddings: bool = False
+    # The embedding table's rows: 0 takes the trained tokenizer's size padded to 64 (every tiny
+    # variant); a real-shaped variant names the real table's size, the rows past the tokenizer unused.
+    vocab_size: int = 0
     # A scripted checkpoint answers every prompt with these pieces (see `scripted_answer`).
     script: tuple[str, ...] = ()
     # Mixture of experts (qwen3_5_moe; the real 35B-A3B: 256 experts, 8 a token, 512 wide, one shared
@@ -159,6 +163,29 @@ VARIANTS: dict[str, Variant] = {
     # The same attention and vision, with every MLP a routed mixture (8 experts, 2 a token) plus the
     # gated shared expert.
     "moe": Variant(name="moe", experts=8),
+    # Not tiny: Holo3.1-0.8B's real shapes (Qwen3.5-0.8B's public config: 24 layers of 1024, FFN 3584,
+    # 8 query and 2 key-value heads of 256, 16 + 16 Gated DeltaNet heads of 128, tied embeddings over
+    # 248,320 rows; a ViT of 12 blocks of 768, 12 heads, MLP 3072), random weights, 0.85 B parameters
+    # (1.7 GB in bfloat16, about 15 s to build). The M-RoPE split is the builder's ([12, 10, 10] where
+    # the real one is [11, 11, 10]: the same work) and the tokenizer the tiny one. For
+    # bench/holo31_cpu_step.py: compute and memory as the real model's, answers meaningless.
+    "holo31-0.8b": Variant(
+        name="holo31-0.8b",
+        hidden=1024,
+        layers=24,
+        attention_heads=8,
+        kv_heads=2,
+        head_dim=256,
+        mlp_hidden=3584,
+        linear_key_heads=16,
+        linear_value_heads=16,
+        vit_hidden=768,
+        vit_layers=12,
+        vit_heads=12,
+        vit_mlp=3072,
+        tie_word_embeddings=True,
+        vocab_size=248320,
+    ),
 }
 
 # --- chat template ------------------------------------------------------------------------------
@@ -268,7 +295,7 @@ def build_qwen35_tiny(
     out.mkdir(parents=True)
     tokenizer = train_tokenizer(_CORPUS, VOCAB_TARGET, CONTROL_TOKENS, TAG_TOKENS, shape.script)
     ids = {token: tokenizer.token_to_id(token) for token in (*CONTROL_TOKENS, *TAG_TOKENS)}
-    vocab_size = math.ceil(tokenizer.get_vocab_size() / 64) * 64  # padded like the real embedding table
+    vocab_size = shape.vocab_size or math.ceil(tokenizer.get_vocab_size() / 64) * 64  # padded like the real table
     config = _config(ids, vocab_size, dtype, shape)
     write_json(out / "config.json", config)
     write_json(

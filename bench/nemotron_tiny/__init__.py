@@ -114,6 +114,10 @@ class Variant:
     realistic: bool = False
     dt_range: tuple[float, float] = (1e-3, 1e-1)
     d_range: tuple[float, float] = (1.0, 1.0)
+    # Embedding and output rows beyond the tokenizer's (the real table has 131072); None pads to a multiple of 64.
+    vocab_rows: int | None = None
+    # timm's name for the ViT (the sizes above override it; a real-shaped variant names the real one).
+    vit_model: str = "vit_small_patch16_224"
 
 
 VARIANTS: dict[str, Variant] = {
@@ -167,6 +171,36 @@ VARIANTS: dict[str, Variant] = {
         realistic=True,
         dt_range=(3e-6, 3e-2),
         d_range=(-2.0, 2.0),
+    ),
+    # Holotron-12B's real shapes (Nemotron-Nano-12B-v2-VL: a 62-layer Nemotron-H of hidden 5120 and a
+    # ViT-H/16 RADIO), with realistic random weights: for a GPU's first contact (bf16, kernels, memory
+    # plan, timings) where the real weights are not at hand. About 12.6 billion parameters; build it on
+    # the GPU (`device="cuda"`): drawing it on a CPU takes minutes. The tokenizer stays the tiny one, so
+    # most of the 131072 rows are never a prompt token; answers are random text, timed all the same.
+    "holotron-12b-shapes": Variant(
+        name="holotron-12b-shapes",
+        pattern="M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M-",
+        hidden=5120,
+        attention_heads=40,
+        kv_heads=8,
+        head_dim=128,
+        mlp_hidden=20480,
+        mamba_heads=128,
+        mamba_head_dim=80,
+        mamba_groups=8,
+        mamba_state=128,
+        vit_hidden=1280,
+        vit_layers=32,
+        vit_heads=16,
+        vit_mlp=5120,
+        cls_tokens=4,
+        register_multiple=8,
+        projector_hidden=20480,
+        realistic=True,
+        dt_range=(1e-4, 1e-1),
+        d_range=(0.5, 1.5),
+        vocab_rows=131072,
+        vit_model="vit_huge_patch16_224",
     ),
 }
 
@@ -228,9 +262,17 @@ _CORPUS = (
 
 
 def build_nemotron_tiny(
-    directory: Path, *, dtype: Dtype = "bfloat16", seed: int = 0, variant: Variant | str = "reference"
+    directory: Path,
+    *,
+    dtype: Dtype = "bfloat16",
+    seed: int = 0,
+    variant: Variant | str = "reference",
+    device: str = "cpu",
 ) -> Path:
-    """Write the checkpoint into `directory` (created; replaced if it exists) and return it."""
+    """Write the checkpoint into `directory` (created; replaced if it exists) and return it.
+
+    `device` is where the weights are drawn: the same seed draws other numbers on a GPU than on the CPU.
+    """
     shape = VARIANTS[variant] if isinstance(variant, str) else variant
     out = Path(directory)
     if out.exists():
@@ -240,6 +282,8 @@ def build_nemotron_tiny(
     tokenizer = _train_tokenizer(specials)
     ids = {token: tokenizer.token_to_id(token) for token in specials}
     vocab_size = math.ceil(tokenizer.get_vocab_size() / 64) * 64  # padded like the real embedding table
+    if shape.vocab_rows is not None:
+        vocab_size = max(vocab_size, shape.vocab_rows)
     config = _config(ids, vocab_size, dtype, shape)
     write_json(out / "config.json", config)
     shutil.copyfile(HERE / "configuration.py", out / "configuration.py")
@@ -265,7 +309,11 @@ def build_nemotron_tiny(
         out / "special_tokens_map.json",
         {"bos_token": "<s>", "eos_token": END_OF_TURN, "unk_token": "<unk>", "pad_token": "<unk>"},
     )
-    tensors = {**language_model_tensors(config, seed, shape), **vision_tensors(config, seed, shape)}
+    with torch.device(device):  # every tensor the builders make is made there
+        tensors = {
+            **language_model_tensors(config, seed, shape, device),
+            **vision_tensors(config, seed, shape, device),
+        }
     write_weights(out, tensors, dtype)
     return out
 
@@ -273,7 +321,7 @@ def build_nemotron_tiny(
 def write_weights(out: Path, tensors: dict[str, torch.Tensor], dtype: Dtype) -> None:
     """`tensors` in `dtype` as out/model.safetensors (sorted by name) with its index, as real checkpoints ship."""
     torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-    tensors = {name: t.to(torch_dtype).contiguous() for name, t in sorted(tensors.items())}
+    tensors = {name: t.to(torch_dtype).contiguous().cpu() for name, t in sorted(tensors.items())}
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
     write_json(
         out / "model.safetensors.index.json",
@@ -389,7 +437,7 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype, v: Variant) -> d
         "max_resolution": 2048,
         "args": {
             # The ViT is looked up by name, then these sizes override it.
-            "model": "vit_small_patch16_224",
+            "model": v.vit_model,
             "hidden_size": v.vit_hidden,
             "num_hidden_layers": v.vit_layers,
             "num_attention_heads": v.vit_heads,
@@ -440,9 +488,9 @@ class _Draws:
     norms and biases from a second generator.
     """
 
-    def __init__(self, seed: int, variant: Variant, std: float = 0.02) -> None:
-        self.g = torch.Generator().manual_seed(seed)
-        self.extra = torch.Generator().manual_seed(seed + 7919)
+    def __init__(self, seed: int, variant: Variant, std: float = 0.02, device: str = "cpu") -> None:
+        self.g = torch.Generator(device=device).manual_seed(seed)
+        self.extra = torch.Generator(device=device).manual_seed(seed + 7919)
         self.realistic = variant.realistic
         self.std = std
 
@@ -470,11 +518,11 @@ class _Draws:
 
 
 def language_model_tensors(
-    config: dict[str, Any], seed: int, variant: Variant = VARIANTS["reference"]
+    config: dict[str, Any], seed: int, variant: Variant = VARIANTS["reference"], device: str = "cpu"
 ) -> dict[str, torch.Tensor]:
-    """Nemotron-H's tensors under the real checkpoint's names, from the config alone."""
+    """Nemotron-H's tensors under the real checkpoint's names, from the config alone (made under `torch.device`)."""
     c = config["llm_config"]
-    draw = _Draws(seed, variant)
+    draw = _Draws(seed, variant, device=device)
     g = draw.g
     hidden, vocab = c["hidden_size"], c["vocab_size"]
 
@@ -547,10 +595,10 @@ def language_model_tensors(
 
 
 def vision_tensors(
-    config: dict[str, Any], seed: int, variant: Variant = VARIANTS["reference"]
+    config: dict[str, Any], seed: int, variant: Variant = VARIANTS["reference"], device: str = "cpu"
 ) -> dict[str, torch.Tensor]:
-    """C-RADIO's ViT (timm names) and the projector, under the real checkpoint's names."""
-    draw = _Draws(seed + 1, variant)
+    """C-RADIO's ViT (timm names) and the projector, under the real checkpoint's names (made under `torch.device`)."""
+    draw = _Draws(seed + 1, variant, device=device)
     vc = config["vision_config"]
     args = vc["args"]
     h, mlp, p = args["hidden_size"], args["intermediate_size"], vc["patch_size"]

@@ -26,6 +26,8 @@ class StepTimings:
     total_s: float = 0.0
     tokens_in: int = 0
     tokens_out: int = 0
+    # Prompt tokens whose state an earlier step left (the in-process engine keeps it): in tokens_in, not computed.
+    tokens_reused: int = 0
 
     def to_dict(self) -> dict[str, float | int]:
         return {
@@ -35,6 +37,7 @@ class StepTimings:
             "total_s": self.total_s,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "tokens_reused": self.tokens_reused,
         }
 
 

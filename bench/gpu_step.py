@@ -194,20 +194,23 @@ def require_cuda(device: str) -> str:
 
 def _step_report(timings: Any, peak_bytes: int, parameters: int, weight_bytes: int, spec: GpuSpec) -> dict[str, Any]:
     decode_tokens = max(0, timings.tokens_out - 1)  # the first token comes out of the prefill
-    prefill_floor = prefill_floor_s(parameters, timings.tokens_in, spec)
+    # Tokens whose state the engine kept from the last step cost nothing: rates and floors count the rest.
+    computed = timings.tokens_in - timings.tokens_reused
+    prefill_floor = prefill_floor_s(parameters, computed, spec)
     token_floor = decode_floor_s(weight_bytes, spec)
     return {
         "tokens_in": timings.tokens_in,
+        "tokens_prefilled": computed,
         "tokens_out": timings.tokens_out,
         "preprocess_s": timings.preprocess_s,
         "prefill_s": timings.prefill_s,
         "decode_s": timings.decode_s,
         "step_s": timings.total_s,
-        "prefill_tokens_per_s": timings.tokens_in / timings.prefill_s if timings.prefill_s > 0 else None,
+        "prefill_tokens_per_s": computed / timings.prefill_s if timings.prefill_s > 0 else None,
         "decode_tokens_per_s": decode_tokens / timings.decode_s if timings.decode_s > 0 and decode_tokens else None,
         "prefill_floor_s": prefill_floor,
         "decode_floor_s_per_token": token_floor,
-        "prefill_ceiling_tokens_per_s": timings.tokens_in / prefill_floor if prefill_floor > 0 else None,
+        "prefill_ceiling_tokens_per_s": computed / prefill_floor if prefill_floor > 0 else None,
         "decode_ceiling_tokens_per_s": 1 / token_floor,
         "peak_vram_bytes": peak_bytes,
     }
@@ -269,7 +272,15 @@ def run_steps(arguments: argparse.Namespace, device_name: str, backend: LocalBac
             print(format_step(len(steps), step), file=sys.stderr, flush=True)
     summary = {
         key: statistics.median(s[key] for s in steps if s[key] is not None)
-        for key in ("step_s", "prefill_s", "decode_s", "prefill_tokens_per_s", "decode_tokens_per_s", "tokens_in")
+        for key in (
+            "step_s",
+            "prefill_s",
+            "decode_s",
+            "prefill_tokens_per_s",
+            "decode_tokens_per_s",
+            "tokens_in",
+            "tokens_prefilled",
+        )
         if any(s[key] is not None for s in steps)
     }
     summary["peak_vram_gib"] = max(s["peak_vram_bytes"] for s in steps) / 2**30
@@ -286,10 +297,26 @@ def run_steps(arguments: argparse.Namespace, device_name: str, backend: LocalBac
         "parameters": parameters,
         "weight_bytes_bf16": weight_bytes,
         "mamba_kernels": backend.load_notice is None,
+        "memory_plan": _planned(backend),
         "screenshots": screenshots,
         "parsed_steps": sum(1 for step in steps if step["parsed"]),
         "summary": summary,
         "steps": steps,
+    }
+
+
+def _planned(backend: LocalBackend) -> dict[str, int] | None:
+    """The memory the engine planned before loading (what placement checked against free memory), in bytes."""
+    placement = backend.placement
+    if placement is None:
+        return None
+    plan = placement.memory
+    return {
+        "weights": plan.weights,
+        "cache": plan.cache,
+        "prefill_peak": plan.prefill_peak,
+        "vision_peak": plan.vision_peak,
+        "total": plan.total,
     }
 
 
@@ -333,6 +360,12 @@ def format_summary(report: dict[str, Any]) -> str:
     lines = [f"{report['device']} ({report['gpu']['name']}): {len(report['steps'])} steps of {report['checkpoint']}"]
     for key, value in summary.items():
         lines.append(f"  {key:32s} {value:.4g}")
+    plan = report.get("memory_plan")
+    if plan is not None:
+        lines.append(
+            f"  memory planned before loading      {plan['total'] / 2**30:.1f} GiB (weights"
+            f" {plan['weights'] / 2**30:.1f}), measured peak {summary['peak_vram_gib']:.1f} GiB"
+        )
     if "parsed_steps" in report:
         lines.append(f"  answers that parsed               {report['parsed_steps']} of {len(report['steps'])}")
     if not report["mamba_kernels"]:

@@ -320,6 +320,7 @@ class Engine:
             total_s=ended - started,
             tokens_in=len(prompt.ids),
             tokens_out=len(new_ids),
+            tokens_reused=reused,
         )
         return EngineResult(
             text=text,

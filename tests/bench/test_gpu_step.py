@@ -88,6 +88,15 @@ def test_step_report_rates_against_floors() -> None:
     assert report["peak_vram_bytes"] == 30 * 2**30
 
 
+def test_a_step_that_reused_the_kept_state_is_rated_on_the_tokens_it_computed() -> None:
+    spec = GpuSpec("test", 2.0, 100.0)
+    timings = StepTimings(prefill_s=0.5, decode_s=1.0, total_s=1.5, tokens_in=4000, tokens_out=51, tokens_reused=3000)
+    report = gpu_step._step_report(timings, 30 * 2**30, TWELVE_B, 2 * TWELVE_B, spec)
+    assert report["tokens_prefilled"] == 1000
+    assert report["prefill_tokens_per_s"] == pytest.approx(2000)
+    assert report["prefill_floor_s"] == pytest.approx(2 * 12e9 * 1000 / 100e12)
+
+
 def test_screenshots_from_files_and_folders(tmp_path: Path) -> None:
     folder = tmp_path / "shots"
     folder.mkdir()

@@ -42,6 +42,8 @@ def test_kept_state_prefills_only_what_was_appended_and_matches_a_fresh_prefill(
     assert second.reused_tokens > 0
     assert second.prefilled_tokens == len(second.prompt_ids) - second.reused_tokens
     assert second.reused_tokens >= len(first.prompt_ids) - 16
+    # The step's timings say so too (what the benchmarks rate the prefill on).
+    assert second.timings.tokens_reused == second.reused_tokens and first.timings.tokens_reused == 0
     # The first screenshot's features were computed once.
     assert engine.vision_runs == runs_after_first + 1
     engine.forget()

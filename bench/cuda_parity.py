@@ -1,0 +1,114 @@
+"""The in-process engine on a CUDA GPU against the same engine on the CPU: same tokens, how close the log-probs.
+
+    python -m bench.cuda_parity [--tokens 48] [--output report.json]
+
+The CPU's float32 run is the reference the rest of the suite proves token for token against vLLM; this
+says what moving to the GPU changes. It builds the tiny checkpoints with realistic statistics
+(bench.nemotron_tiny's "realistic" and "wide-heads": the layouts that showed vLLM's and transformers'
+Mamba differences) in float32, answers one request with a screenshot (a two-turn history, so the kept
+state is used) greedily on each device, decoding past stop tokens, and prints per checkpoint and dtype
+how many leading tokens agree and the largest gap between the chosen tokens' log-probabilities over
+that common prefix. CUDA float32 should agree with the CPU to rounding; bf16 shows what the product's
+GPU dtype costs. Refuses at once without CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+VARIANTS = ("realistic", "wide-heads")
+
+
+def _screenshot(width: int, height: int, seed: int) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+
+
+def _requests(tokens: int) -> list[Any]:
+    """A first step and the step after it (the second reuses the state the first left)."""
+    from holodesk.inference.profiles.base import ChatRequest
+
+    system = {"role": "system", "content": "You are a computer-use agent. /no_think"}
+    first = {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Open the inbox."}]}
+    answer = {"role": "assistant", "content": '{"thought": "click the inbox"}'}
+    second = {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Now archive it."}]}
+    shots = [_screenshot(1280, 800, 1), _screenshot(1024, 768, 2)]
+    return [
+        ChatRequest(messages=[system, first], images=shots[:1], max_new_tokens=tokens),
+        ChatRequest(messages=[system, first, answer, second], images=shots, max_new_tokens=tokens),
+    ]
+
+
+Answers = list[tuple[list[int], list[float]]]
+
+
+def _run(checkpoint: Path, device: str, dtype: str, tokens: int) -> Answers:
+    """Each request's greedy ids and each chosen token's log-prob, on one engine that keeps its state."""
+    from holodesk.inference.engine.runner import Engine
+
+    engine = Engine(checkpoint, device=device, dtype=dtype)
+    answers = []
+    for request in _requests(tokens):
+        result = engine.generate(request, top_logprobs=1, ignore_stop=True)
+        chosen = [step[token] for step, token in zip(result.top_logprobs, result.new_ids, strict=True)]
+        answers.append((list(result.new_ids), chosen))
+    return answers
+
+
+def compare(reference: Answers, other: Answers) -> dict[str, Any]:
+    """Per request: tokens that agree before the first difference, and the largest log-prob gap among them."""
+    rows = []
+    for (ids_a, lp_a), (ids_b, lp_b) in zip(reference, other, strict=True):
+        pairs = zip(ids_a, ids_b, strict=False)
+        same = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(ids_a), len(ids_b)))
+        gap = max((abs(a - b) for a, b in zip(lp_a[:same], lp_b[:same], strict=True)), default=0.0)
+        rows.append({"tokens": len(ids_a), "agree": same, "max_logprob_gap": gap})
+    return {"requests": rows}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.cuda_parity", description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=48, help="tokens decoded per request")
+    parser.add_argument("--output", type=Path, help="also write the JSON report here")
+    arguments = parser.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("bench.cuda_parity needs a CUDA GPU; the CPU-only proofs are the engine's tests.", file=sys.stderr)
+        return 2
+    from bench.nemotron_tiny import build_nemotron_tiny
+
+    report: dict[str, Any] = {"device": torch.cuda.get_device_name(0), "tokens": arguments.tokens, "checkpoints": {}}
+    with tempfile.TemporaryDirectory() as folder:
+        for variant in VARIANTS:
+            checkpoint = build_nemotron_tiny(Path(folder) / variant, dtype="float32", variant=variant)
+            reference = _run(checkpoint, "cpu", "float32", arguments.tokens)
+            results = {
+                dtype: compare(reference, _run(checkpoint, "cuda", dtype, arguments.tokens))
+                for dtype in ("float32", "bfloat16")
+            }
+            report["checkpoints"][variant] = results
+            for dtype, result in results.items():
+                cells = ", ".join(
+                    f"{row['agree']}/{row['tokens']} tokens agree, max log-prob gap {row['max_logprob_gap']:.2e}"
+                    for row in result["requests"]
+                )
+                print(f"{variant:>10} cuda {dtype:>8} vs cpu float32: {cells}", file=sys.stderr)
+    text = json.dumps(report)
+    if arguments.output is not None:
+        arguments.output.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

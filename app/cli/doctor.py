@@ -223,7 +223,7 @@ def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
             "cuda",
             Status.FAIL if wants_cuda else Status.INFO,
             f"no CUDA GPU on this machine ({reason})",
-            fix="the local backend needs an NVIDIA GPU with about 28 GB free (L40S / A100 class);"
+            fix="the local backend needs an NVIDIA GPU with about 32 GiB free (L40S / A100 class);"
             " without one, use a shared server: --backend remote --base-url URL"
             if wants_cuda
             else "",

@@ -74,8 +74,11 @@ def model_family_check(model: str, profile: str) -> CheckResult | None:
     WARN when the chosen profile does not speak its format."""
     family = served_family(model)
     if family is not None:
+        from holodesk.inference.profiles import get_profile
+
         command = vllm_command_for(model, family)
-        if family == profile:
+        # A profile of the family asked another way (holo3.1-tools: native tool calls) is the family's too.
+        if isinstance(get_profile(profile), type(get_profile(family))):
             return CheckResult("model", Status.INFO, f"{model} with the {profile} profile; serve it with: {command}")
         return CheckResult(
             "model",

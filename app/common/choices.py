@@ -10,7 +10,16 @@ from __future__ import annotations
 
 BACKENDS = ("local", "remote", "scripted")
 DEVICES = ("cuda", "cpu")
-PROFILE_NAMES: tuple[str, ...] = ("holotron", "holotron3-nano", "holo4", "holo3.1", "holo3", "holo1.5", "holo1")
+PROFILE_NAMES: tuple[str, ...] = (
+    "holotron",
+    "holotron3-nano",
+    "holo4",
+    "holo3.1",
+    "holo3.1-tools",
+    "holo3",
+    "holo1.5",
+    "holo1",
+)
 DEFAULT_PROFILE = "holotron"
 # The profiles whose family the in-process engine runs (`Profile.runs_in_process`: Holotron-12B's
 # architecture only); the others need a model server. tests/app/cli/test_cli_startup.py checks they agree.

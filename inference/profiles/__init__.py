@@ -3,8 +3,8 @@
 A profile is a model family's prompt, parser, coordinate convention and image budget (see
 `inference.profiles.base`). `holotron` is the default; `holo1.5` and `holo1` speak the formats of
 H Company's earlier Qwen2.5-VL based models; `holo3`, `holo3.1` and `holo4` its Qwen3.5-based agents
-(inference.profiles.holo3); `holotron3-nano` its Nemotron-3-Nano-Omni based agent
-(inference.profiles.holotron3_nano).
+(inference.profiles.holo3; `holo3.1-tools` is Holo3.1 asked for native tool calls); `holotron3-nano`
+its Nemotron-3-Nano-Omni based agent (inference.profiles.holotron3_nano).
 """
 
 from __future__ import annotations
@@ -16,7 +16,16 @@ from holodesk.inference.errors import InferenceError
 from holodesk.inference.profiles.base import Profile
 
 DEFAULT_PROFILE = "holotron"
-PROFILE_NAMES: tuple[str, ...] = ("holotron", "holotron3-nano", "holo4", "holo3.1", "holo3", "holo1.5", "holo1")
+PROFILE_NAMES: tuple[str, ...] = (
+    "holotron",
+    "holotron3-nano",
+    "holo4",
+    "holo3.1",
+    "holo3.1-tools",
+    "holo3",
+    "holo1.5",
+    "holo1",
+)
 # Spellings people type for the same profiles.
 _ALIASES = {
     "holo15": "holo1.5",
@@ -28,6 +37,9 @@ _ALIASES = {
     "holo3_1": "holo3.1",
     "holo-3.1": "holo3.1",
     "holo31": "holo3.1",
+    "holo3.1-native": "holo3.1-tools",
+    "holo3.1_tools": "holo3.1-tools",
+    "holo31-tools": "holo3.1-tools",
     "holo-4": "holo4",
     "holotron-3-nano": "holotron3-nano",
     "holotron3_nano": "holotron3-nano",
@@ -42,10 +54,15 @@ class UnknownProfileError(InferenceError, ValueError):
 
 def _factory(name: str) -> Callable[..., Profile]:
     # Imported on demand: each profile module is small, but there is no need to load them all.
-    if name in ("holo3", "holo3.1", "holo4"):
-        from holodesk.inference.profiles.holo3 import Holo3Profile, Holo4Profile, Holo31Profile
+    if name in ("holo3", "holo3.1", "holo3.1-tools", "holo4"):
+        from holodesk.inference.profiles import holo3
 
-        return {"holo3": Holo3Profile, "holo3.1": Holo31Profile, "holo4": Holo4Profile}[name]
+        return {
+            "holo3": holo3.Holo3Profile,
+            "holo3.1": holo3.Holo31Profile,
+            "holo3.1-tools": holo3.Holo31ToolsProfile,
+            "holo4": holo3.Holo4Profile,
+        }[name]
     if name == "holotron3-nano":
         from holodesk.inference.profiles.holotron3_nano import Holotron3NanoProfile
 

@@ -278,6 +278,13 @@ class Holo31Profile(HoloAgentProfile):
     served_images = 1
 
 
+class Holo31ToolsProfile(Holo31Profile):
+    """Holo3.1 asked for native tool calls (`tools` in, `tool_calls` out) instead of structured output."""
+
+    name = "holo3.1-tools"
+    native_by_default = True
+
+
 class Holo4Profile(HoloAgentProfile):
     """Holo4 (27B, 35B-A3B): native tool calls, the last 3 of up to 5 screenshots a request."""
 

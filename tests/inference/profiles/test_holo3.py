@@ -64,6 +64,20 @@ def test_each_model_has_its_image_limit_and_format() -> None:
         Holo3Profile(native_tools=True)
 
 
+@pytest.mark.parametrize("name", ["holo3.1-tools", "Holo3.1-native"])
+def test_holo31_with_native_tool_calls_is_a_profile_the_settings_and_the_command_line_can_name(name: str) -> None:
+    profile = get_profile(name)
+    assert profile.name == "holo3.1-tools" and profile.native_tools
+    assert profile.budget == Holo31Profile().budget
+    request = profile.navigation_request("Archive the mail", history(2), images(profile, 3))
+    assert request.tool_choice == "auto" and request.response_schema is None
+    assert "click_desktop" in [tool["function"]["name"] for tool in request.tools]
+    assert len(request.images) == 1  # Holo3.1's image limit either way
+    # The plain name keeps structured output.
+    plain = get_profile("holo3.1").navigation_request("Archive the mail", history(2), images(profile, 3))
+    assert plain.tools == () and plain.response_schema is not None
+
+
 def test_the_vllm_command_names_the_parsers_and_the_image_limit() -> None:
     command = Holo4Profile.vllm_command("Hcompany/Holo4-35B-A3B")
     assert command.startswith("vllm serve Hcompany/Holo4-35B-A3B ")

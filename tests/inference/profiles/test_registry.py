@@ -70,7 +70,16 @@ def frame(width: int = 1920, height: int = 1080) -> ScreenFrame:
 
 
 def test_names_and_default() -> None:
-    assert PROFILE_NAMES == ("holotron", "holotron3-nano", "holo4", "holo3.1", "holo3", "holo1.5", "holo1")
+    assert PROFILE_NAMES == (
+        "holotron",
+        "holotron3-nano",
+        "holo4",
+        "holo3.1",
+        "holo3.1-tools",
+        "holo3",
+        "holo1.5",
+        "holo1",
+    )
     assert DEFAULT_PROFILE == "holotron"
     assert isinstance(get_profile(), holotron.HolotronProfile)
 
@@ -110,9 +119,8 @@ def test_forgiving_spellings(spelling: str, name: str) -> None:
 
 @pytest.mark.parametrize("name", ["holo2", "", "qwen", "holotron-12b", "holo1.6"])
 def test_unknown_name_lists_the_known_ones(name: str) -> None:
-    with pytest.raises(
-        UnknownProfileError, match=r"known profiles: holotron, holotron3-nano, holo4, holo3\.1, holo3, holo1\.5, holo1"
-    ):
+    known = r"known profiles: holotron, holotron3-nano, holo4, holo3\.1, holo3\.1-tools, holo3, holo1\.5, holo1"
+    with pytest.raises(UnknownProfileError, match=known):
         get_profile(name)
 
 
@@ -197,6 +205,7 @@ ANSWER_WRITERS: dict[str, Callable[[Action], str]] = {
     # H Company's Qwen3.5-based agents answer in Holotron's step format (inference/profiles/holo3.py).
     "holo4": holotron_answer,
     "holo3.1": holotron_answer,
+    "holo3.1-tools": holotron_answer,
     "holo3": holotron_answer,
     "holo1.5": holo15_answer,
     "holo1": holo1_answer,

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -34,27 +33,12 @@ STRUCTURED_OUTPUTS_FLAG = '--structured-outputs-config \'{"backend":"guidance","
 DEFAULT_SCREEN = (1920, 1080)
 
 
-# H Company's current agents by the names they are served under: their hub ids
-# (Hcompany/Holo3-35B-A3B, Hcompany/Holo-3.1-35B-A3B, Hcompany/Holo4-35B-A3B-FP8, Hcompany/Holotron-3-Nano...)
-# or the names holo-desktop-cli serves them as (holo4-35b-a3b, holo4-27b, holo3-1-35b-a3b). Holo3.1
-# before Holo3, and "3.1" only when no digit follows (holo3-122b-a10b is Holo3); Holotron-3 but not
-# Holotron-12B (no profile: that is the holotron profile's own model, which needs no special command).
-_HOLO_FAMILIES = (
-    ("holotron3-nano", re.compile(r"holotron[-_ ]?3(?!\d)")),
-    ("holo4", re.compile(r"holo[-_ ]?4(?!\d)")),
-    ("holo3.1", re.compile(r"holo[-_ ]?3[._-]1(?!\d)")),
-    ("holo3", re.compile(r"holo[-_ ]?3(?!\d)")),
-)
-
-
 def served_family(model: str) -> str | None:
     """The profile for a served model name of H Company's current agents (holo3, holo3.1, holo4,
     holotron3-nano), or None."""
-    lowered = model.lower()
-    for profile, pattern in _HOLO_FAMILIES:
-        if pattern.search(lowered):
-            return profile
-    return None
+    from holodesk.inference.profiles import model_family
+
+    return model_family(model)
 
 
 def vllm_command_for(model: str, profile: str) -> str:

@@ -9,6 +9,8 @@ its Nemotron-3-Nano-Omni based agent (inference.profiles.holotron3_nano).
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -48,8 +50,41 @@ _ALIASES = {
 }
 
 
+# H Company's current agents by the names they are published or served under: their hub ids
+# (Hcompany/Holo3-35B-A3B, Hcompany/Holo-3.1-35B-A3B, Hcompany/Holo4-35B-A3B-FP8, Hcompany/Holotron-3-Nano...)
+# or the names holo-desktop-cli serves them as (holo4-35b-a3b, holo4-27b, holo3-1-35b-a3b). Holo3.1
+# before Holo3, and "3.1" only when no digit follows (holo3-122b-a10b is Holo3); Holotron-3 but not
+# Holotron-12B (that is the holotron profile's own model).
+_MODEL_FAMILIES = (
+    ("holotron3-nano", re.compile(r"holotron[-_ ]?3(?!\d)")),
+    ("holo4", re.compile(r"holo[-_ ]?4(?!\d)")),
+    ("holo3.1", re.compile(r"holo[-_ ]?3[._-]1(?!\d)")),
+    ("holo3", re.compile(r"holo[-_ ]?3(?!\d)")),
+)
+_HOLOTRON_12B = re.compile(r"holotron[-_ ]?12b")
+
+
 class UnknownProfileError(InferenceError, ValueError):
-    """No profile has that name; the message lists the ones there are."""
+    """No profile has that name; the message names the closest one, if any, and lists the ones there are."""
+
+
+def model_family(model: str) -> str | None:
+    """The profile for a model name of H Company's current agents (holo3, holo3.1, holo4, holotron3-nano), or None."""
+    lowered = model.lower()
+    return next((profile for profile, pattern in _MODEL_FAMILIES if pattern.search(lowered)), None)
+
+
+def closest_profile(name: str) -> str | None:
+    """The profile a name that is none meant, if one is close: a model's name (Hcompany/Holo4-35B-A3B is
+    holo4), or a near spelling (holo3.2 is holo3.1); None when nothing is close."""
+    spellings = {**{profile: profile for profile in PROFILE_NAMES}, **_ALIASES}
+    # 0.85: one wrong character in a short name ("holo3.2"), but not another model ("holo2" is not holo1).
+    near = difflib.get_close_matches(name.strip().lower(), list(spellings), n=1, cutoff=0.85)
+    if near:
+        return spellings[near[0]]
+    if _HOLOTRON_12B.search(name.lower()):
+        return "holotron"
+    return model_family(name)
 
 
 def _factory(name: str) -> Callable[..., Profile]:
@@ -87,7 +122,9 @@ def canonical_profile_name(name: str) -> str:
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in PROFILE_NAMES:
-        raise UnknownProfileError(f"unknown model profile {name!r}; known profiles: {', '.join(PROFILE_NAMES)}")
+        closest = closest_profile(name)
+        hint = f"; the closest is {closest}" if closest else ""
+        raise UnknownProfileError(f"unknown model profile {name!r}{hint}; known profiles: {', '.join(PROFILE_NAMES)}")
     return key
 
 
@@ -96,4 +133,12 @@ def get_profile(name: str = DEFAULT_PROFILE, **options: Any) -> Profile:
     return _factory(canonical_profile_name(name))(**options)
 
 
-__all__ = ["DEFAULT_PROFILE", "PROFILE_NAMES", "UnknownProfileError", "canonical_profile_name", "get_profile"]
+__all__ = [
+    "DEFAULT_PROFILE",
+    "PROFILE_NAMES",
+    "UnknownProfileError",
+    "canonical_profile_name",
+    "closest_profile",
+    "get_profile",
+    "model_family",
+]

@@ -124,6 +124,30 @@ def test_unknown_name_lists_the_known_ones(name: str) -> None:
         get_profile(name)
 
 
+@pytest.mark.parametrize(
+    ("name", "closest"),
+    [
+        ("Hcompany/Holo4-35B-A3B", "holo4"),  # a model's own name
+        ("holo3-1-35b-a3b", "holo3.1"),
+        ("Hcompany/Holotron-12B", "holotron"),
+        ("holo3.2", "holo3.1"),  # a near spelling
+        ("holo-3.1-tools", "holo3.1-tools"),
+        ("holotorn", "holotron"),
+        ("holo2", None),  # another model, not a typo
+        ("qwen", None),
+        ("", None),
+    ],
+)
+def test_a_name_that_is_no_profile_is_refused_naming_the_closest(name: str, closest: str | None) -> None:
+    with pytest.raises(UnknownProfileError) as refused:
+        get_profile(name)
+    message = str(refused.value)
+    if closest is None:
+        assert "closest" not in message
+    else:
+        assert f"the closest is {closest};" in message
+
+
 def test_unknown_profile_error_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="must be text"):
         get_profile(None)  # type: ignore[arg-type]

@@ -183,7 +183,7 @@ def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | i
     """
     try:
         policy = build_policy(options, progress_bar(err))
-        problem = preflight(policy)
+        problem = preflight(policy.backend)
     except PolicyConfigError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG

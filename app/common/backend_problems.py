@@ -13,7 +13,7 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, runtime_checkable
 
 from holodesk.inference.errors import ModelLoadError
 
@@ -52,6 +52,22 @@ class ServerCheckLike(Protocol):
     reachable: bool
     authenticated: bool | None
     problem: str | None
+    model: str | None
+    model_listed: bool
+
+
+@runtime_checkable
+class ChecksServer(Protocol):
+    """A backend that can be asked, before a run, whether its server can serve (the remote backend)."""
+
+    def check_server(self) -> ServerCheckLike: ...
+
+
+@runtime_checkable
+class _WithStatus(Protocol):
+    """An error that carries the HTTP status it came with (the remote backend's errors)."""
+
+    status: int | None
 
 
 def advice_for(problem: str, kind: str | None = None, *, reachable: bool = True, status: int | None = None) -> str:
@@ -83,8 +99,8 @@ def in_words(exc: BaseException) -> str:
     what = str(exc).strip() or type(exc).__name__
     if isinstance(exc, ModelLoadError):
         return what  # its messages already end with the fix
-    status: Any = getattr(exc, "status", None)
-    advice = advice_for(what, _kind(exc), status=status if isinstance(status, int) else None)
+    status = exc.status if isinstance(exc, _WithStatus) and isinstance(exc.status, int) else None
+    advice = advice_for(what, _kind(exc), status=status)
     return _joined(what, advice)
 
 
@@ -92,7 +108,7 @@ def check_in_words(check: ServerCheckLike) -> str | None:
     """A server check's problem in words, or None when the server is ready."""
     if check.problem is None:
         return None
-    kind = "ModelNotFoundError" if getattr(check, "model", None) and not getattr(check, "model_listed", True) else None
+    kind = "ModelNotFoundError" if check.model and not check.model_listed else None
     status = 401 if check.authenticated is False else None
     advice = advice_for(check.problem, kind, reachable=check.reachable, status=status)
     return _joined(check.problem.strip(), advice)
@@ -104,15 +120,14 @@ def _joined(what: str, advice: str) -> str:
     return f"{what.rstrip()}{'' if what.rstrip().endswith(('.', '?', '!')) else '.'} {advice}"
 
 
-def preflight(policy: Any) -> str | None:
+def preflight(backend: object) -> str | None:
     """Ask a remote backend whether it can serve before a run starts: a problem in words, or None.
 
     Backends without a server (local, scripted) have nothing to check here.
     """
-    check_server = getattr(getattr(policy, "backend", None), "check_server", None)
-    if not callable(check_server):
+    if not isinstance(backend, ChecksServer):
         return None
-    return check_in_words(check_server())
+    return check_in_words(backend.check_server())
 
 
 # Advice transformers prints that Holodesk's pinned version forbids following.

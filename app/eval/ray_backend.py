@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 from types import ModuleType
+from typing import Protocol, runtime_checkable
 
 from holodesk.app.eval.workers import (
     EpisodeDone,
@@ -33,6 +34,13 @@ MISSING_RAY = (
     "--ray needs Ray, which the base install leaves out: install Holodesk's cluster extra, "
     "pip install 'holodesk[cluster]' (from a source tree: pip install -e '.[cluster]')"
 )
+
+
+@runtime_checkable
+class _HasCause(Protocol):
+    """Ray's task and actor errors: the exception raised in the worker, where Ray kept it."""
+
+    cause: object
 
 
 class ClusterError(RuntimeError):
@@ -131,8 +139,9 @@ class RayRunner:
             ray.kill(self._actor)
 
 
-def _cause(exc: BaseException) -> str:
-    cause = getattr(exc, "cause", None)
+def _cause(exc: Exception) -> str:
+    """The last line of what went wrong inside Ray: the task's own exception where Ray kept it."""
+    cause = exc.cause if isinstance(exc, _HasCause) else None
     text = str(cause if isinstance(cause, BaseException) else exc).strip()
     return text.splitlines()[-1] if text else type(exc).__name__
 

@@ -283,7 +283,7 @@ class HolodeskApp(QtCore.QObject):
                 policy = build_policy(
                     options, lambda fraction, message: self.bridge.load_progress.emit(fraction, message)
                 )
-                problem = preflight(policy)  # a remote server is asked once, before any task
+                problem = preflight(policy.backend)  # a remote server is asked once, before any task
             except PolicyConfigError as exc:
                 self.bridge.policy_failed.emit(f"configuration: {exc}")
             except InferenceError as exc:  # no weights, no GPU memory, server down: expected, said plainly

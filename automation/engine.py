@@ -524,6 +524,8 @@ class StepEngine:
         )
         if proposal.element:
             record["element"] = proposal.element
+        if proposal.task_asked:
+            record["task_asked"] = proposal.task_asked
         if proposal.rejected:
             record["rejected_answers"] = [{"raw_text": r.raw_text, "error": r.error} for r in proposal.rejected]
         if proposal.grounding is not None:

@@ -92,6 +92,8 @@ class Proposal:
     rejected: tuple[RejectedAnswer, ...] = ()
     # How a recorded target was found again (a routine's step); None for the model's own proposals.
     grounding: Grounding | None = None
+    # The task the model was given, where it is not the run's own (the agent after a routine hands over).
+    task_asked: str = ""
 
 
 @dataclass(frozen=True, slots=True)

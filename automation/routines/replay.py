@@ -440,7 +440,7 @@ class RoutinePolicy:
         shown = [in_agent_space(p) for p in history[:routine_steps]] + list(history[routine_steps:])
         proposal = self._handover.policy.propose(self.handover_task, shown, frames)
         self._agent_proposals += 1
-        return proposal
+        return replace(proposal, task_asked=self.handover_task)  # recorded: the run's task is the routine's
 
     # -- helpers ---------------------------------------------------------------------------------------
 

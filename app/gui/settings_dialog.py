@@ -27,7 +27,7 @@ from holodesk.app.common.settings import (
 )
 from holodesk.app.gui.qt import QtGui, QtWidgets, Signal
 from holodesk.automation.actions import ACTION_TYPES, TERMINAL_KINDS
-from holodesk.inference.profiles import PROFILE_NAMES
+from holodesk.inference.profiles import PROFILE_MODELS, PROFILE_NAMES
 
 AUTO_APPROVABLE = tuple(kind for kind in ACTION_TYPES if kind not in TERMINAL_KINDS)
 
@@ -47,7 +47,8 @@ class SettingsDialog(QtWidgets.QDialog):
         self.backend = QtWidgets.QComboBox()
         self.backend.addItems(BACKENDS)
         self.profile = QtWidgets.QComboBox()
-        self.profile.addItems(PROFILE_NAMES)
+        for name in PROFILE_NAMES:  # shown by model and where it runs; the item's data is the profile's name
+            self.profile.addItem(profile_label(name), name)
         self.checkpoint = QtWidgets.QLineEdit()
         self.device = QtWidgets.QComboBox()
         self.device.addItems(DEVICES)
@@ -93,6 +94,10 @@ class SettingsDialog(QtWidgets.QDialog):
             "scripted": (self.script,),
         }
         self.backend.currentTextChanged.connect(self._show_backend_fields)
+        # A pair the in-process engine cannot run is said as soon as it is chosen, not only at Save.
+        self.backend.currentTextChanged.connect(self._check_pair)
+        self.profile.currentIndexChanged.connect(self._check_pair)
+        self._pair_problem_shown = False
         form.addRow("Task prompt hotkey", self.prompt_hotkey)
         form.addRow("Stop key", self.stop_key)
         form.addRow("Stop key presses", self.stop_presses)
@@ -138,11 +143,31 @@ class SettingsDialog(QtWidgets.QDialog):
                 self.form.setRowVisible(widget, name == backend)
         self.adjustSize()
 
+    def _pair_problem(self) -> str | None:
+        profile = self.chosen_profile()
+        if self.backend.currentText() == "local" and profile not in IN_PROCESS_PROFILES:
+            return f"model.profile: {local_profile_problem(profile)}"
+        return None
+
+    def _check_pair(self) -> None:
+        problem = self._pair_problem()
+        if problem is not None:
+            self._pair_problem_shown = True
+            self.problem.setText(problem)
+            self.problem.setVisible(True)
+        elif self._pair_problem_shown:  # only the line this check showed is taken away
+            self._pair_problem_shown = False
+            self.problem.setVisible(False)
+
+    def chosen_profile(self) -> str:
+        """The profile's name (the combo box shows it with its models)."""
+        return str(self.profile.currentData())
+
     def _show(self, settings: Settings) -> None:
         model = settings.model
         self.backend.setCurrentText(model.backend)
         self._show_backend_fields(model.backend)
-        self.profile.setCurrentText(model.profile)
+        self.profile.setCurrentIndex(max(0, self.profile.findData(model.profile)))
         self.checkpoint.setText(model.local.checkpoint)
         self.device.setCurrentText(model.local.device)
         self.base_url.setText(model.remote.base_url or "")
@@ -167,7 +192,7 @@ class SettingsDialog(QtWidgets.QDialog):
             model=dataclasses.replace(
                 s.model,
                 backend=self.backend.currentText(),
-                profile=self.profile.currentText(),
+                profile=self.chosen_profile(),
                 script=Path(self.script.text().strip()).expanduser() if self.script.text().strip() else None,
                 local=dataclasses.replace(
                     s.model.local, checkpoint=self.checkpoint.text().strip(), device=self.device.currentText()
@@ -217,8 +242,9 @@ class SettingsDialog(QtWidgets.QDialog):
             return self._fail(str(exc))
         # The tray runs what the file says: a pair the in-process engine cannot run is refused here.
         # (The file itself may hold it: `holodesk run --backend remote` overrides its backend.)
-        if settings.model.backend == "local" and settings.model.profile not in IN_PROCESS_PROFILES:
-            return self._fail(f"model.profile: {local_profile_problem(settings.model.profile)}")
+        pair = self._pair_problem()
+        if pair is not None:
+            return self._fail(pair)
         try:
             save_settings(settings, self.path)
         except BrokenSettingsFileError as problem:
@@ -248,3 +274,9 @@ class SettingsDialog(QtWidgets.QDialog):
 
 def _monitor_number(settings: Settings) -> int:
     return settings.run.monitor if isinstance(settings.run.monitor, int) else 1
+
+
+def profile_label(name: str) -> str:
+    """A profile as the settings window lists it: its name, its models, where they can run."""
+    where = "in Holodesk or on a server" if name in IN_PROCESS_PROFILES else "on a vLLM server"
+    return f"{name}: {PROFILE_MODELS[name]} ({where})"

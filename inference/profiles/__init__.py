@@ -18,6 +18,17 @@ from holodesk.inference.errors import InferenceError
 from holodesk.inference.profiles.base import Profile
 
 DEFAULT_PROFILE = "holotron"
+# The models each profile is for, in the words a user knows them by (the settings window shows them).
+PROFILE_MODELS: dict[str, str] = {
+    "holotron": "Holotron-12B",
+    "holotron3-nano": "Holotron-3-Nano",
+    "holo4": "Holo4 27B, 35B-A3B",
+    "holo3.1": "Holo3.1 0.8B to 35B-A3B, structured output",
+    "holo3.1-tools": "Holo3.1 with native tool calls",
+    "holo3": "Holo3 35B-A3B",
+    "holo1.5": "Holo1.5 (Qwen2.5-VL)",
+    "holo1": "Holo1 (Qwen2.5-VL)",
+}
 PROFILE_NAMES: tuple[str, ...] = (
     "holotron",
     "holotron3-nano",
@@ -135,6 +146,7 @@ def get_profile(name: str = DEFAULT_PROFILE, **options: Any) -> Profile:
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "PROFILE_MODELS",
     "PROFILE_NAMES",
     "UnknownProfileError",
     "canonical_profile_name",

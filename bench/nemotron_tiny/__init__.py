@@ -174,7 +174,7 @@ VARIANTS: dict[str, Variant] = {
     ),
     # Holotron-12B's real shapes (Nemotron-Nano-12B-v2-VL: a 62-layer Nemotron-H of hidden 5120 and a
     # ViT-H/16 RADIO), with realistic random weights: for a GPU's first contact (bf16, kernels, memory
-    # plan, timings) where the real weights are not at hand. About 12.6 billion parameters; build it on
+    # plan, timings) where the real weights are not at hand. 13.2 billion parameters; build it on
     # the GPU (`device="cuda"`): drawing it on a CPU takes minutes. The tokenizer stays the tiny one, so
     # most of the 131072 rows are never a prompt token; answers are random text, timed all the same.
     "holotron-12b-shapes": Variant(

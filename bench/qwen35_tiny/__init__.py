@@ -32,8 +32,9 @@ What is made up:
 
 Variants: "reference" (dense, Holo3.1 0.8B-9B and Holo4 27B's `Qwen3_5ForConditionalGeneration`),
 "moe" (`Qwen3_5MoeForConditionalGeneration`, the 35B-A3B sizes' layout: a router, per-expert
-projections under `mlp.experts.N.*`, a shared expert and its gate) and "scripted" (the reference
-shapes made to say one reasoning sentence and one tool call, for the server's parsers), and one that
+projections under `mlp.experts.N.*`, a shared expert and its gate), "scripted" (the reference
+shapes made to say one reasoning sentence and one tool call, for the server's parsers),
+"positional" (the reference shapes with position-sensitive attention, for engines' positions), and one that
 is not tiny: "holo31-0.8b", Holo3.1-0.8B's real shapes with random weights, for measuring a step.
 
 Deterministic: the same seed and dtype give the same bytes. The tiny variants build in about a second.
@@ -133,6 +134,10 @@ class Variant:
     experts_per_token: int = 2
     expert_hidden: int = 64
     shared_expert_hidden: int = 64
+    # The text model's rotary base (the real 10,000,000 by default).
+    rope_theta: int = 10000000
+    # Added to the attention's q_norm and k_norm weights (applied as 1 + w): sharper attention.
+    qk_norm_shift: float = 0.0
 
 
 # What the scripted variant says after the generation prompt's "<think>\n": a reasoning sentence, the
@@ -163,6 +168,12 @@ VARIANTS: dict[str, Variant] = {
     # The same attention and vision, with every MLP a routed mixture (8 experts, 2 a token) plus the
     # gated shared expert.
     "moe": Variant(name="moe", experts=8),
+    # The reference shapes with attention that depends on position: q_norm and k_norm scaled up
+    # (about 3x each, so the scores 9x: attention picks few keys) and a rotary base of 10,000 where
+    # the real one is 10,000,000 (every rotary pair of these 8 dims turns within a prompt). On the
+    # reference checkpoint attention over thousands of keys is close to an average, and decoding at
+    # positions off by the image's M-RoPE offset changes no token; here it changes them from the third.
+    "positional": Variant(name="positional", rope_theta=10000, qk_norm_shift=2.0),
     # Not tiny: Holo3.1-0.8B's real shapes (Qwen3.5-0.8B's public config: 24 layers of 1024, FFN 3584,
     # 8 query and 2 key-value heads of 256, 16 + 16 Gated DeltaNet heads of 128, tied embeddings over
     # 248,320 rows; a ViT of 12 blocks of 768, 12 heads, MLP 3072), random weights, 0.85 B parameters
@@ -408,7 +419,7 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype, v: Variant) -> d
         "max_position_embeddings": 262144,
         "rope_parameters": {
             "rope_type": "default",
-            "rope_theta": 10000000,
+            "rope_theta": v.rope_theta,
             "partial_rotary_factor": 0.25,
             "mrope_interleaved": True,
             "mrope_section": [rotary_half - 2 * (rotary_half // 3), rotary_half // 3, rotary_half // 3],
@@ -535,8 +546,8 @@ def text_tensors(config: dict[str, Any], seed: int, v: Variant = VARIANTS["refer
                     p + "self_attn.k_proj.weight": draw.weight(kv * head_dim, hidden),
                     p + "self_attn.v_proj.weight": draw.weight(kv * head_dim, hidden),
                     p + "self_attn.o_proj.weight": draw.weight(hidden, heads * head_dim, gain=residual_gain),
-                    p + "self_attn.q_norm.weight": draw.centred_norm(head_dim),
-                    p + "self_attn.k_norm.weight": draw.centred_norm(head_dim),
+                    p + "self_attn.q_norm.weight": draw.centred_norm(head_dim) + v.qk_norm_shift,
+                    p + "self_attn.k_norm.weight": draw.centred_norm(head_dim) + v.qk_norm_shift,
                 }
             )
         else:

@@ -54,6 +54,9 @@ from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles.base import ChatRequest, Message
 
 MODEL_TYPES = ("qwen3_5", "qwen3_5_moe")
+# The profiles the local backend runs this family with (inference/profiles/holo3.py: structured output;
+# native tool calls need vLLM's tool parser).
+PROFILES = ("holo3.1", "holo3")
 IMAGE_PAD = "<|image_pad|>"
 TURN_START = "<|im_start|>"
 # Tensors of the checkpoint that no step reads: the multi-token-prediction head (speculative decoding).
@@ -72,6 +75,19 @@ def checkpoint_model_type(path: str | Path) -> str | None:
 
 def is_qwen35(path: str | Path) -> bool:
     return checkpoint_model_type(path) in MODEL_TYPES
+
+
+def checkpoint_dtype(path: str | Path) -> str:
+    """The dtype the checkpoint says its weights are in (config.json, or its text config), else bfloat16."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "bfloat16"
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    for value in (config.get("dtype"), config.get("torch_dtype"), text.get("dtype"), text.get("torch_dtype")):
+        if value in ("bfloat16", "float16", "float32"):
+            return str(value)
+    return "bfloat16"
 
 
 def vllm_conversation(messages: list[Message]) -> list[Message]:
@@ -216,7 +232,7 @@ class Qwen35Engine:
         config = json.loads((self.path / "config.json").read_text(encoding="utf-8"))
         self.model_type = str(config.get("model_type"))
         self.device = torch.device(device)
-        self.dtype: torch.dtype = getattr(torch, dtype or str(config.get("dtype") or "bfloat16"))
+        self.dtype: torch.dtype = getattr(torch, dtype or checkpoint_dtype(self.path))
         self.reuse = reuse
         self.prefill_chunk = prefill_chunk
         try:

@@ -10,6 +10,11 @@ end-of-turn tokens and can be interrupted between tokens. No code from the check
 State is kept across steps (`keep_state`, on by default): the engine keeps the cache at the end of
 the last conversation and at the start of the oldest screenshot's turn, so a step whose prompt
 extends the previous one, or whose window slid by one screenshot, prefills only what changed.
+
+A checkpoint whose config.json says `model_type` qwen3_5 or qwen3_5_moe (H Company's Holo3, Holo3.1,
+Holo4) goes to that family's engine (`engine.qwen35`, the same loop and kept state) instead; its
+memory check is its weights against the free memory (the engine's memory plan is Holotron's).
+Given the profile's name, a checkpoint of the other family is refused before a weight is read.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from holodesk.inference.checkpoint import CheckpointLocation, find_checkpoint
 from holodesk.inference.engine.placement import (
@@ -43,7 +48,7 @@ from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles.base import ChatRequest, ImageBudget
 
 if TYPE_CHECKING:
-    from holodesk.inference.engine.runner import Engine
+    from holodesk.inference.engine.runner import Engine, EngineResult
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +67,23 @@ def block_window(budget: ImageBudget) -> ImageBudget:
     history it was not trained on.
     """
     return dataclasses.replace(budget, drop_block=budget.keep_screenshots)
+
+
+class StepEngine(Protocol):
+    """What the backend asks of a family's engine (`runner.Engine`, `qwen35.Qwen35Engine`)."""
+
+    def generate(
+        self,
+        request: ChatRequest,
+        *,
+        max_new_tokens: int | None = None,
+        on_token: Callable[[int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        top_logprobs: int = 0,
+        ignore_stop: bool = False,
+    ) -> EngineResult: ...
+
+    def forget(self) -> None: ...
 
 
 class GenerationInterrupted(BackendError):
@@ -123,6 +145,7 @@ class LocalBackend:
         keep_state: bool = True,
         context: int = DEFAULT_CONTEXT,
         prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
+        profile: str | None = None,
     ) -> None:
         if max_tiles < 1:
             raise ValueError(f"max_tiles must be at least 1, got {max_tiles}")
@@ -139,13 +162,15 @@ class LocalBackend:
         self.keep_state = keep_state
         self.context = context
         self.prefill_chunk = prefill_chunk
+        self.profile = profile
         # Filled in by loading; read by doctor and the settings page.
         self.checkpoint: CheckpointLocation | None = None
         self.placement: Placement | None = None
         # What the user should know about the loaded model's speed or setup; None if nothing.
         self.load_notice: str | None = None
         self.load_seconds: float | None = None
-        self._engine: Engine | None = None
+        self._engine: Engine | None = None  # Holotron's, for doctor and the benchmarks
+        self._runner: StepEngine | None = None  # whichever family's engine generates
         self._load_future: Future[None] | None = None
         self._state_lock = threading.Lock()
         self._generate_lock = threading.Lock()
@@ -156,12 +181,14 @@ class LocalBackend:
 
     @property
     def is_loaded(self) -> bool:
-        return self._engine is not None
+        return self._runner is not None
 
     @property
     def engine(self) -> Engine:
-        """The loaded engine (for doctor and benchmarks); BackendError before loading."""
+        """The loaded Holotron engine (for doctor and benchmarks); BackendError before loading."""
         if self._engine is None:
+            if self._runner is not None:
+                raise BackendError("The local model is a Qwen3.5 checkpoint: it has no Holotron engine.")
             raise BackendError("The local model is not loaded.")
         return self._engine
 
@@ -215,6 +242,14 @@ class LocalBackend:
         self.checkpoint = checkpoint
 
         report("checking", 0.05, f"Checking {self.device_name} for {checkpoint.describe()}")
+        from holodesk.inference.engine.qwen35 import PROFILES as QWEN35_PROFILES
+        from holodesk.inference.engine.qwen35 import is_qwen35
+
+        if is_qwen35(checkpoint.path):
+            self._check_profile(QWEN35_PROFILES, "a Qwen3.5 (Holo3, Holo3.1, Holo4)", checkpoint)
+            self._load_qwen35(checkpoint, report, started)
+            return
+        self._check_profile(("holotron",), "a Holotron-12B (Nemotron-Nano-VL-v2)", checkpoint)
         from holodesk.inference.engine.spec import read_spec
 
         spec = read_spec(checkpoint.path)
@@ -261,8 +296,54 @@ class LocalBackend:
         if placement.notice:
             logger.warning("%s", placement.notice)
         self._engine = engine
+        self._runner = engine
         self.load_seconds = time.perf_counter() - started
         report("ready", 1.0, f"Model ready on {placement.device} in {self.load_seconds:.1f} s")
+
+    def _check_profile(self, profiles: tuple[str, ...], family: str, checkpoint: CheckpointLocation) -> None:
+        if self.profile is not None and self.profile not in profiles:
+            raise ModelLoadError(
+                f"{checkpoint.describe()} is {family} checkpoint: the in-process engine runs it with the"
+                f" {' or '.join(profiles)} profile, not {self.profile}; choose that profile, or a checkpoint"
+                f" for the {self.profile} profile"
+            )
+
+    def _load_qwen35(
+        self, checkpoint: CheckpointLocation, report: Callable[[str, float, str], None], started: float
+    ) -> None:
+        from holodesk.inference.checkpoint import estimate_weight_bytes
+        from holodesk.inference.engine.placement import DTYPE_BYTES
+        from holodesk.inference.engine.qwen35 import Qwen35Engine, checkpoint_dtype
+
+        dtype = self.dtype_name or checkpoint_dtype(checkpoint.path)
+        stored = checkpoint_dtype(checkpoint.path)
+        weights = estimate_weight_bytes(checkpoint.path) * DTYPE_BYTES[dtype] // DTYPE_BYTES[stored]
+        if self.device_name == "cpu":
+            room = available_memory_bytes()
+            where = "this machine's memory"
+        else:
+            gpu = self.hardware_probe().device(int(self.device_name.split(":")[1]))
+            if gpu is None:
+                raise ModelLoadError(f"There is no {self.device_name} to load the model on; use device 'cpu'.")
+            room, where = gpu.free_bytes, gpu.label
+        if room is not None and weights > room:
+            raise ModelLoadError(
+                f"The model's weights alone take {gib(weights)} as {dtype} but {where} has {gib(room)} free:"
+                " use a smaller model, another device, or the remote (vLLM) backend."
+            )
+        report("weights", 0.1, f"Loading {gib(weights)} of weights as {dtype} on {self.device_name}")
+        engine = Qwen35Engine(
+            checkpoint.path,
+            device=self.device_name,
+            dtype=dtype,
+            reuse=self.keep_state,
+            prefill_chunk=self.prefill_chunk,
+        )
+        if self.device_name == "cpu":
+            self.load_notice = "The model runs on the CPU: PyTorch's Gated DeltaNet scan and attention, no GPU kernels."
+        self._runner = engine
+        self.load_seconds = time.perf_counter() - started
+        report("ready", 1.0, f"Model ready on {self.device_name} in {self.load_seconds:.1f} s")
 
     def unload(self) -> None:
         """Drop the model and free its memory; a later `load_async` loads it again."""
@@ -270,6 +351,7 @@ class LocalBackend:
             if self._load_future is not None and not self._load_future.done():
                 raise BackendError("the model is still loading; wait for it before unloading")
             self._engine = None
+            self._runner = None
             self._load_future = None
         gc.collect()
         try:
@@ -282,10 +364,10 @@ class LocalBackend:
     def forget(self) -> None:
         """Drop the state kept from earlier steps (a new task starts): the next step prefills everything."""
         with self._generate_lock:
-            if self._engine is not None:
-                self._engine.forget()
+            if self._runner is not None:
+                self._runner.forget()
 
-    def _require_loaded(self) -> Engine:
+    def _require_loaded(self) -> StepEngine:
         future = self._load_future
         if future is None:
             raise BackendError("The local model is not loaded: start loading it with load_async() (or load()) first.")
@@ -295,7 +377,7 @@ class LocalBackend:
             future.result(timeout=self.load_wait_s)
         except TimeoutError:
             raise BackendError(f"The local model is still loading after {self.load_wait_s:.0f} s.") from None
-        engine = self._engine
+        engine = self._runner
         if engine is None:
             raise BackendError("The local model was unloaded: load it again before generating.")
         return engine

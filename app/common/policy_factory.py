@@ -93,7 +93,9 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
     if options.backend == "local":
         from holodesk.inference.local import LoadProgress, LocalBackend
 
-        backend = LocalBackend(options.model, device=options.device, max_tiles=profile.budget.max_tiles)
+        backend = LocalBackend(
+            options.model, device=options.device, max_tiles=profile.budget.max_tiles, profile=profile.name
+        )
 
         def report(step: LoadProgress) -> None:
             if progress is not None:

@@ -4,4 +4,7 @@ transformers' own Nemotron-H language model, a C-RADIO vision tower and the proj
 all loaded from the checkpoint's real tensor names (`model`), fed by tiles (`tiles`) and prompts
 (`prompt`) made here, and driven by Holodesk's own generation loop with an explicit hybrid cache
 (`runner`). No code from the checkpoint runs. `spec` reads and checks config.json first.
+
+One other family runs here too, in its own module: Qwen3.5 VL (H Company's Holo3, Holo3.1, Holo4;
+`qwen35`), transformers' native model with the same generation loop and kept state.
 """

@@ -42,6 +42,7 @@ import torch
 from PIL import Image
 
 from holodesk.inference.control_text import neutral_messages
+from holodesk.inference.engine.qwen_tool_calls import parsed_tool_calls
 from holodesk.inference.engine.runner import (
     EngineResult,
     GenerationCancelled,
@@ -54,9 +55,9 @@ from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles.base import ChatRequest, Message
 
 MODEL_TYPES = ("qwen3_5", "qwen3_5_moe")
-# The profiles the local backend runs this family with (inference/profiles/holo3.py: structured output;
-# native tool calls need vLLM's tool parser).
-PROFILES = ("holo3.1", "holo3")
+# The profiles the local backend runs this family with (inference/profiles/holo3.py); native tool calls
+# are read as vLLM's qwen3_coder parser reads them (qwen_tool_calls).
+PROFILES = ("holo3.1", "holo3", "holo4", "holo3.1-tools")
 IMAGE_PAD = "<|image_pad|>"
 TURN_START = "<|im_start|>"
 # Tensors of the checkpoint that no step reads: the multi-token-prediction head (speculative decoding).
@@ -495,6 +496,8 @@ class Qwen35Engine:
         answer = new_ids[:-1] if stopped_on is not None else new_ids
         text = self.tokenizer.decode(answer, skip_special_tokens=True)
         assert isinstance(text, str)  # one sequence in, one text out
+        if request.tools:  # what vLLM's qwen3_coder tool parser does behind the remote backend
+            text = parsed_tool_calls(text, request.tools)
         timings = StepTimings(
             preprocess_s=prepared - started,
             prefill_s=first_at - prepared,

@@ -154,9 +154,9 @@ class HoloAgentProfile(HolotronProfile):
 
     name: str
     space = NormalizedSpace(NORMALIZED_MAX)
-    # The in-process engine (engine.qwen35) runs the family and is proven against vLLM on the structured
-    # requests; native tool calls (holo4's default) need vLLM's qwen3_coder parser, which has no local twin yet.
-    runs_in_process = False
+    # The in-process engine (engine.qwen35) runs the family, proven against vLLM token for token, and
+    # reads native tool calls as vLLM's qwen3_coder parser does (engine.qwen_tool_calls).
+    runs_in_process = True
     default_budget: ClassVar[ImageBudget]
     # Whether the model answers with native tool calls by default, and whether it can at all.
     native_by_default: ClassVar[bool]
@@ -264,7 +264,6 @@ class Holo3Profile(HoloAgentProfile):
     """Holo3 35B-A3B (Qwen3.5-35B-A3B fine-tune): structured output only, one screenshot a request."""
 
     name = "holo3"
-    runs_in_process = True
     default_budget = ImageBudget(images_per_request=1, keep_screenshots=1)
     native_by_default = False
     native_supported = False
@@ -275,7 +274,6 @@ class Holo31Profile(HoloAgentProfile):
     """Holo3.1 (0.8B, 4B, 9B, 35B-A3B): structured output by default, native tool calls on request."""
 
     name = "holo3.1"
-    runs_in_process = True
     default_budget = ImageBudget(images_per_request=1, keep_screenshots=1)
     native_by_default = False
     native_supported = True
@@ -286,7 +284,6 @@ class Holo31ToolsProfile(Holo31Profile):
     """Holo3.1 asked for native tool calls (`tools` in, `tool_calls` out) instead of structured output."""
 
     name = "holo3.1-tools"
-    runs_in_process = False  # native tool calls: see HoloAgentProfile
     native_by_default = True
 
 

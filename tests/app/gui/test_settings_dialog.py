@@ -159,15 +159,15 @@ def test_a_profile_the_local_backend_cannot_run_is_refused_before_saving(qtbot, 
     path = tmp_path / "settings.toml"
     dialog = make_dialog(qtbot, path)
     dialog.backend.setCurrentText("remote")
-    dialog.profile.setCurrentIndex(dialog.profile.findData("holo4"))
+    dialog.profile.setCurrentIndex(dialog.profile.findData("holo1.5"))
     assert not dialog.problem.isVisibleTo(dialog)  # served by vLLM: nothing to say
     dialog.backend.setCurrentText("local")
     # Said as soon as the pair is chosen, in the same words as at Save.
-    assert dialog.problem.isVisibleTo(dialog) and "the holo4 profile cannot run" in dialog.problem.text()
+    assert dialog.problem.isVisibleTo(dialog) and "the holo1.5 profile cannot run" in dialog.problem.text()
     with qtbot.assertNotEmitted(dialog.saved):
         assert not dialog.save()
     problem = dialog.problem.text()
-    assert problem.startswith("model.profile: the holo4 profile cannot run in the in-process backend"), problem
+    assert problem.startswith("model.profile: the holo1.5 profile cannot run in the in-process backend"), problem
     assert "use the remote backend" in problem
     assert not path.exists()
     dialog.backend.setCurrentText("remote")  # the fix the words name takes the line away
@@ -178,7 +178,8 @@ def test_profiles_are_listed_by_their_models_and_where_they_run(qtbot, tmp_path)
     dialog = make_dialog(qtbot, tmp_path / "settings.toml")
     labels = {dialog.profile.itemData(i): dialog.profile.itemText(i) for i in range(dialog.profile.count())}
     assert set(labels) == set(PROFILE_NAMES)
-    assert labels["holo4"] == "holo4: Holo4 27B, 35B-A3B (on a vLLM server)"
+    assert labels["holo4"] == "holo4: Holo4 27B, 35B-A3B (in Holodesk or on a server)"
+    assert labels["holo1.5"].endswith("(on a vLLM server)")
     assert labels["holotron"] == "holotron: Holotron-12B (in Holodesk or on a server)"
     dialog.profile.setCurrentIndex(dialog.profile.findData("holo3.1-tools"))
     assert dialog.edited_settings().model.profile == "holo3.1-tools"  # the name is saved, not the label

@@ -1,4 +1,4 @@
-"""The local backend runs Qwen3.5 checkpoints (Holo3, Holo3.1) through the family's engine, by config.json's model_type.
+"""The local backend runs Qwen3.5 checkpoints (Holo3, Holo3.1, Holo4) with the family engine, by model_type.
 
 On the tiny dense checkpoint of bench/qwen35_tiny (float32, the CPU): `LocalBackend` routes it to
 `engine.qwen35` (the engine tests/inference/engine/test_qwen35_against_vllm.py proves against vLLM),
@@ -95,10 +95,9 @@ def test_a_qwen_checkpoint_with_the_holotron_profile_is_refused_before_loading(q
     local = LocalBackend(qwen_checkpoint, device="cpu", profile="holotron")
     error = local.load_async(lambda s: stages.append(s.stage)).exception(timeout=60)
     assert isinstance(error, ModelLoadError)
-    assert "is a Qwen3.5 (Holo3, Holo3.1, Holo4) checkpoint: the in-process engine runs it with the holo3.1 or" in str(
-        error
-    )
-    assert "holo3 profile, not holotron" in str(error)
+    said = str(error)
+    assert "is a Qwen3.5 (Holo3, Holo3.1, Holo4) checkpoint: the in-process engine runs it with the holo3.1" in said
+    assert "or holo3.1-tools profile, not holotron; choose that profile" in said
     assert stages == ["locating", "checking"]
 
 

@@ -35,6 +35,7 @@ BENCHMARKS = (
     "model_step",
     "engine_reuse",
     "cpu_wait_policy",
+    "holo31_cpu_step",
     "memory",
     "eval_scaling",
     "overlay",

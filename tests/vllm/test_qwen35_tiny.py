@@ -24,7 +24,6 @@ import base64
 import io
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,9 @@ from PIL import Image
 
 from bench.nemotron_tiny import checkpoint_digest
 from bench.qwen35_tiny import build_qwen35_tiny
-from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+from bench.rigs.vllm_server import VllmServer
+from tests.support.vllm_pool import Checkpoint, ServerSpec, pooled
+from tests.support.vllm_servers import QWEN35_MOE, QWEN35_REFERENCE
 
 PARSER_FLAGS = (
     "--enable-auto-tool-choice",
@@ -146,29 +147,26 @@ def test_chat_template_renders_tools_images_and_drops_past_reasoning(tmp_path: P
 # --- on vLLM ---------------------------------------------------------------------------------------
 
 
-def _serve(checkpoint: Path, work: Path) -> Iterator[VllmServer]:
-    started = time.monotonic()
-    try:
-        with serve(checkpoint, work, dtype="bfloat16", max_model_len=8192, max_images=1, extra_args=PARSER_FLAGS) as s:
-            print(f"\nvLLM serving {checkpoint.name}: ready in {time.monotonic() - started:.1f} s")
-            yield s
-    except ServerStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
+def _scripted_checkpoint(folder: Path) -> Path:
+    return build_qwen35_tiny(folder / "qwen35_scripted", dtype="bfloat16", variant="scripted")
 
 
-@pytest.fixture(scope="class", params=["reference", "moe"])
-def reference(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+# The random checkpoints' servers are the holo profiles' (tests/support/vllm_servers.py): more images
+# and tokens than these tests need, one start for both files.
+SCRIPTED = ServerSpec(
+    "scripted", Checkpoint("qwen35_scripted-bfloat16", _scripted_checkpoint), max_model_len=8192, max_images=1,
+    extra_args=PARSER_FLAGS,
+)  # fmt: skip
+
+
+@pooled({"reference": QWEN35_REFERENCE, "moe": QWEN35_MOE})
+def reference() -> None:
     """The random checkpoint, dense (Holo3.1's small sizes, Holo4 27B) and mixture of experts (the 35B-A3B's)."""
-    work = tmp_path_factory.mktemp(f"qwen35_{request.param}")
-    yield from _serve(
-        build_qwen35_tiny(work / f"qwen35_{request.param}", dtype="bfloat16", variant=request.param), work
-    )
 
 
-@pytest.fixture(scope="class")
-def scripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    work = tmp_path_factory.mktemp("qwen35_scripted")
-    yield from _serve(build_qwen35_tiny(work / "qwen35_scripted", dtype="bfloat16", variant="scripted"), work)
+@pooled(SCRIPTED)
+def scripted() -> None:
+    """The scripted checkpoint: one reasoning sentence and one click_desktop call."""
 
 
 def _chat(server: VllmServer, content: Any, **extra: Any) -> dict[str, Any]:

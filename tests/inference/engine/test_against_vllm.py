@@ -29,7 +29,6 @@ GPU only (bench/gpu_step.py); this CPU's bfloat16 kernels are not what either en
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +37,7 @@ import numpy as np
 import pytest
 
 from bench.nemotron_tiny import build_nemotron_tiny
-from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+from bench.rigs.vllm_server import ServerStartError, VllmServer
 from holodesk.automation.actions import Click, Point, Scroll, TypeText
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
@@ -48,6 +47,8 @@ from holodesk.inference.profiles import get_profile
 from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.profiles.holotron import HolotronProfile
 from holodesk.inference.remote import image_data_url, messages_with_images
+from tests.support.vllm_pool import Checkpoint, ServerSpec, VllmPool
+from tests.support.vllm_servers import HOLOTRON_TINY
 
 pytestmark = pytest.mark.vllm
 
@@ -56,9 +57,22 @@ TOP_K = 5
 TOLERANCE = 1e-4  # float32, absolute, on log-probabilities
 # One file per case, rewritten by each run: the figures the last run measured.
 REPORTS = Path(__file__).resolve().parents[3] / "build" / "reference-tier"
-# (variant, seed): three independently generated checkpoints.
-REALISTIC = ("realistic", 11)
-CHECKPOINTS = [("reference", 0), REALISTIC, ("wide-heads", 23)]
+
+
+def _checkpoint(variant: str, seed: int) -> Checkpoint:
+    def build(folder: Path) -> Path:
+        return build_nemotron_tiny(
+            folder / f"nemotron_{variant.replace('-', '_')}", dtype="float32", seed=seed, variant=variant
+        )
+
+    return Checkpoint(f"nemotron_{variant}-seed{seed}-float32", build)
+
+
+# Three independently generated checkpoints, served as the session's vllm_server is (float32, the rig's
+# defaults); the first is that server's own (tests/support/vllm_servers.py), which it shares.
+REFERENCE = dataclasses.replace(HOLOTRON_TINY, label="reference-seed0")
+REALISTIC = ServerSpec("realistic-seed11", _checkpoint("realistic", 11), dtype="float32")
+CHECKPOINTS = [REFERENCE, REALISTIC, ServerSpec("wide-heads-seed23", _checkpoint("wide-heads", 23), dtype="float32")]
 # Screen sizes of real desktops and phones: 16:9, 21:9, portrait, and one that tiles 4x2.
 SIZES = [(1366, 768), (3440, 1440), (800, 1280), (1920, 1080)]
 
@@ -68,28 +82,27 @@ class Pair:
     """A checkpoint served by vLLM and loaded by the engine (state not kept: each request prefilled whole)."""
 
     name: str
-    server: VllmServer
     engine: Engine
+    pool: VllmPool
+    spec: ServerSpec
+
+    @property
+    def server(self) -> VllmServer:
+        """The pool's server for the checkpoint (asked each time: the pool may have stopped an idle one)."""
+        try:
+            return self.pool.server(self.spec)
+        except ServerStartError as exc:
+            pytest.fail(str(exc), pytrace=False)
 
 
-@pytest.fixture(scope="module", params=CHECKPOINTS, ids=[f"{v}-seed{s}" for v, s in CHECKPOINTS])
-def pair(
-    request: pytest.FixtureRequest, vllm_server: VllmServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Pair]:
-    variant, seed = request.param
-    name = f"{variant}-seed{seed}"
-    if (variant, seed) == ("reference", 0):  # the session's server already serves this one
-        yield Pair(name, vllm_server, Engine(vllm_server.checkpoint, device="cpu", dtype="float32", reuse=False))
-        return
-    work = tmp_path_factory.mktemp(f"vllm-{variant}")
-    checkpoint = build_nemotron_tiny(
-        work / f"nemotron_{variant.replace('-', '_')}", dtype="float32", seed=seed, variant=variant
-    )
-    try:
-        with serve(checkpoint, work, dtype="float32") as server:
-            yield Pair(name, server, Engine(checkpoint, device="cpu", dtype="float32", reuse=False))
-    except ServerStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
+@pytest.fixture(scope="module", params=CHECKPOINTS, ids=str)
+def pair(request: pytest.FixtureRequest, vllm_pool: VllmPool) -> Pair:
+    spec = request.param
+    assert isinstance(spec, ServerSpec)
+    checkpoint = vllm_pool.checkpoint(spec.checkpoint)
+    made = Pair(spec.label, Engine(checkpoint, device="cpu", dtype="float32", reuse=False), vllm_pool, spec)
+    assert made.server.pid  # started with the module's first test of it: a failure to start fails its set-up
+    return made
 
 
 def _frame(width: int, height: int, seed: int) -> ScreenFrame:
@@ -170,7 +183,7 @@ def test_one_screenshot(pair: Pair) -> None:
 
 # On the realistic checkpoint only: the sizes exercise the tiling and the vision tower, which the other
 # checkpoints' conversations with 1280x800, 640x480, 1280x720 and 900x1200 screenshots cover too.
-@pytest.mark.parametrize("pair", [REALISTIC], indirect=True, ids=[f"{REALISTIC[0]}-seed{REALISTIC[1]}"])
+@pytest.mark.parametrize("pair", [REALISTIC], indirect=True, ids=str)
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_screenshots_of_real_sizes_at_full_size(pair: Pair, size: tuple[int, int]) -> None:
     profile = HolotronProfile()

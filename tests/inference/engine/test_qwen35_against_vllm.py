@@ -28,7 +28,6 @@ gives (the same tokens and log-probs to 1e-4, float32 against float32) while pre
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,8 +36,8 @@ import numpy as np
 import pytest
 
 from bench.qwen35_tiny import build_qwen35_tiny
-from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
-from holodesk.automation.actions import Click, Point, Scroll, TypeText
+from bench.rigs.vllm_server import ServerStartError, VllmServer
+from holodesk.automation.actions import Click, Point, Scroll, ScrollDirection, TypeText
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.engine.qwen35 import Qwen35Engine
@@ -48,6 +47,8 @@ from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo4Profile, Holo31Profile
 from holodesk.inference.remote import image_data_url, messages_with_images
 from holodesk.inference.remote.request import build_payload
+from tests.support.vllm_pool import Checkpoint, ServerSpec, VllmPool
+from tests.support.vllm_servers import QWEN35_MOE, QWEN35_REFERENCE
 
 pytestmark = pytest.mark.vllm
 
@@ -60,30 +61,51 @@ KEPT_TOLERANCE = 1e-4  # float32 against float32: kept state against a fresh pre
 # the conversation, the fourth from the turn of the oldest screenshot still shown (the window slid).
 COMPARED_STEPS = (1, 3)
 REPORTS = Path(__file__).resolve().parents[3] / "build" / "reference-tier"
-# Dense, mixture of experts, and dense with attention that depends on position (positions, M-RoPE's
-# offset after an image, are seen there: on the other two a wrong decode offset changes no token).
-VARIANTS = ["reference", "moe", "positional"]
+
+
+def _positional(folder: Path) -> Path:
+    return build_qwen35_tiny(folder / "qwen35_positional", dtype="bfloat16", variant="positional")
+
+
+# Dense and mixture of experts (the servers the vLLM tier's holo tests use too: one start each), and
+# dense with attention that depends on position (positions, M-RoPE's offset after an image, are seen
+# there: on the other two a wrong decode offset changes no token).
+QWEN35_POSITIONAL = ServerSpec(
+    "positional",
+    Checkpoint("qwen35_positional-bfloat16", _positional),
+    max_model_len=32768,
+    max_images=5,
+    extra_args=PARSER_FLAGS,
+)
+SPECS = [QWEN35_REFERENCE, QWEN35_MOE, QWEN35_POSITIONAL]
 
 
 @dataclass(frozen=True)
 class Pair:
+    """A checkpoint served by the session's pool and loaded by the engine (each request prefilled whole)."""
+
     name: str
-    server: VllmServer
     engine: Qwen35Engine
+    pool: VllmPool
+    spec: ServerSpec
+
+    @property
+    def server(self) -> VllmServer:
+        """The pool's server for the checkpoint (asked each time: the pool may have stopped an idle one)."""
+        try:
+            return self.pool.server(self.spec)
+        except ServerStartError as exc:
+            pytest.fail(str(exc), pytrace=False)
 
 
-@pytest.fixture(scope="module", params=VARIANTS)
-def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    variant = request.param
-    work = tmp_path_factory.mktemp(f"qwen35-engine-{variant}")
-    checkpoint = build_qwen35_tiny(work / f"qwen35_{variant}", dtype="bfloat16", variant=variant)
-    try:
-        with serve(
-            checkpoint, work, dtype="bfloat16", max_model_len=16384, max_images=5, extra_args=PARSER_FLAGS
-        ) as server:
-            yield Pair(variant, server, Qwen35Engine(checkpoint, device="cpu", dtype="float32", reuse=False))
-    except ServerStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
+@pytest.fixture(scope="module", params=SPECS, ids=str)
+def pair(request: pytest.FixtureRequest, vllm_pool: VllmPool) -> Pair:
+    spec = request.param
+    assert isinstance(spec, ServerSpec)
+    checkpoint = vllm_pool.checkpoint(spec.checkpoint)
+    made = Pair(spec.label, Qwen35Engine(checkpoint, device="cpu", dtype="float32", reuse=False), vllm_pool, spec)
+    assert made.server.pid  # started with the module's first test of it: a failure to start fails its set-up
+    return made
 
 
 def _frame(width: int, height: int, seed: int) -> ScreenFrame:
@@ -180,16 +202,16 @@ def test_holo31_structured_step_with_history(pair: Pair) -> None:
 
 # On the dense checkpoint only: the kept state is the engine's, whatever the layers (the MoE and
 # positional checkpoints are compared with vLLM above), and each session costs minutes of CPU.
-@pytest.mark.parametrize("pair", ["reference"], indirect=True, scope="module")
+@pytest.mark.parametrize("pair", [QWEN35_REFERENCE], indirect=True, ids=str, scope="module")
 def test_holo4_session_with_state_kept_gives_what_a_fresh_prefill_gives(pair: Pair) -> None:
     """Four holo4 steps (native tool calls in the history, the last 3 screenshots) through an engine that
     keeps its state, the second and fourth against the same engine prefilling afresh, the last against vLLM."""
     profile = Holo4Profile()
-    kept = Qwen35Engine(pair.server.checkpoint, device="cpu", dtype="float32", reuse=True)
+    kept = Qwen35Engine(pair.pool.checkpoint(pair.spec.checkpoint), device="cpu", dtype="float32", reuse=True)
     actions = [
         Click(Point(412, 318)),
         TypeText("weekly digest"),
-        Scroll("down", 3, Point(500, 500)),
+        Scroll(ScrollDirection.DOWN, 3, Point(500, 500)),
         Click(Point(9, 9)),
     ]
     history: list[PastStep] = []

@@ -311,13 +311,15 @@ class LocalBackend:
     def _load_qwen35(
         self, checkpoint: CheckpointLocation, report: Callable[[str, float, str], None], started: float
     ) -> None:
-        from holodesk.inference.checkpoint import estimate_weight_bytes
-        from holodesk.inference.engine.placement import DTYPE_BYTES
         from holodesk.inference.engine.qwen35 import Qwen35Engine, checkpoint_dtype
+        from holodesk.inference.qwen35_memory import CheckpointLayoutError, plan_checkpoint
 
         dtype = self.dtype_name or checkpoint_dtype(checkpoint.path)
-        stored = checkpoint_dtype(checkpoint.path)
-        weights = estimate_weight_bytes(checkpoint.path) * DTYPE_BYTES[dtype] // DTYPE_BYTES[stored]
+        try:
+            plan = plan_checkpoint(checkpoint.path, dtype=dtype)
+        except (CheckpointLayoutError, OSError, ValueError) as exc:
+            raise ModelLoadError(f"cannot read the layout of {checkpoint.path}: {exc}") from exc
+        needed = plan.total(self.context)
         if self.device_name == "cpu":
             room = available_memory_bytes()
             where = "this machine's memory"
@@ -326,12 +328,12 @@ class LocalBackend:
             if gpu is None:
                 raise ModelLoadError(f"There is no {self.device_name} to load the model on; use device 'cpu'.")
             room, where = gpu.free_bytes, gpu.label
-        if room is not None and weights > room:
+        if room is not None and needed > room:
             raise ModelLoadError(
-                f"The model's weights alone take {gib(weights)} as {dtype} but {where} has {gib(room)} free:"
-                " use a smaller model, another device, or the remote (vLLM) backend."
+                f"The model needs about {gib(needed)} as {dtype} ({plan.describe(self.context)}) but {where} has"
+                f" {gib(room)} free: use a smaller model, another device, or the remote (vLLM) backend."
             )
-        report("weights", 0.1, f"Loading {gib(weights)} of weights as {dtype} on {self.device_name}")
+        report("weights", 0.1, f"Loading {gib(plan.weights)} of weights as {dtype} on {self.device_name}")
         engine = Qwen35Engine(
             checkpoint.path,
             device=self.device_name,

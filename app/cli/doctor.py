@@ -14,7 +14,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from holodesk.inference.checkpoint import CheckpointLocation
 
 
 class Status(StrEnum):
@@ -246,12 +249,16 @@ def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
     """The weights, the engine's reading of their config, and where they would load, all before loading anything."""
     from holodesk.inference.checkpoint import find_checkpoint
     from holodesk.inference.engine.placement import available_memory_bytes, flash_attention_available, place
+    from holodesk.inference.engine.qwen35 import is_qwen35
     from holodesk.inference.engine.spec import read_spec
     from holodesk.inference.errors import ModelLoadError
     from holodesk.inference.hardware import detect_hardware
 
     try:
         found = find_checkpoint(options.model)
+        if is_qwen35(found.path):
+            yield from _check_qwen35_model(found, options)
+            return
         spec = read_spec(found.path)
     except ModelLoadError as exc:
         yield CheckResult("weights", Status.FAIL, str(exc), blocking=True)
@@ -274,6 +281,88 @@ def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
     )
     if options.try_step:
         yield try_one_step(str(found.path), options.device)
+
+
+def _check_qwen35_model(found: CheckpointLocation, options: DoctorOptions) -> Iterator[CheckResult]:
+    """A Qwen3.5 checkpoint (Holo3, Holo3.1, Holo4) for the in-process engine: its memory plan against
+    what is free (from its headers, before loading), and with --try one step through the profile."""
+    from holodesk.inference.engine.placement import DEFAULT_CONTEXT, available_memory_bytes
+    from holodesk.inference.engine.qwen35 import PROFILES
+    from holodesk.inference.hardware import detect_hardware
+    from holodesk.inference.qwen35_memory import CheckpointLayoutError, plan_checkpoint
+
+    yield CheckResult("weights", Status.OK, f"{found.describe()}; a Qwen3.5 checkpoint (Holo3, Holo3.1, Holo4)")
+    if options.profile not in PROFILES:
+        yield CheckResult(
+            "profile",
+            Status.FAIL,
+            f"the {options.profile} profile does not speak this checkpoint's format",
+            fix=f"choose one of {', '.join(PROFILES)} (--profile or the settings file's model.profile)",
+            blocking=True,
+        )
+        return
+    try:
+        plan = plan_checkpoint(found.path)
+    except (CheckpointLayoutError, OSError, ValueError) as exc:
+        yield CheckResult("load plan", Status.FAIL, f"cannot read the layout of {found.path}: {exc}", blocking=True)
+        return
+    needed = plan.total(DEFAULT_CONTEXT)
+    if options.device == "cpu":
+        room, where = available_memory_bytes(), "this machine's available memory"
+    else:
+        gpu = detect_hardware().device(int(options.device.split(":")[1]) if ":" in options.device else 0)
+        room, where = (gpu.free_bytes, f"{gpu.label}'s free memory") if gpu is not None else (None, "")
+    if room is not None and needed > room:
+        yield CheckResult(
+            "load plan",
+            Status.FAIL,
+            f"needs {plan.describe(DEFAULT_CONTEXT)}, more than {where} ({room / 2**30:.1f} GiB)",
+            fix="a smaller Holo model, another device, or a vLLM server (--backend remote)",
+            blocking=True,
+        )
+        return
+    yield CheckResult("load plan", Status.OK, f"{plan.describe(DEFAULT_CONTEXT)} on {options.device}")
+    if options.try_step:
+        yield try_local_profile_step(str(found.path), options.device, options.profile)
+
+
+def try_local_profile_step(model: str, device: str, profile_name: str) -> CheckResult:
+    """Load a checkpoint in the in-process backend and propose one step on the canned screenshot through
+    `profile_name` (never acted on): the proposal, or why there is none, in words."""
+    from holodesk.inference.errors import InferenceError, ParseError
+    from holodesk.inference.local import LocalBackend
+    from holodesk.inference.model_policy import ModelPolicy
+    from holodesk.inference.profiles import get_profile
+
+    backend = LocalBackend(model, device=device, profile=profile_name)
+    try:
+        started = time.perf_counter()
+        backend.load()
+        loaded_in = time.perf_counter() - started
+        proposal = ModelPolicy(get_profile(profile_name), backend).propose(
+            "Archive the first unread email.",
+            [],
+            [canned_screenshot()],  # type: ignore[list-item]
+        )
+    except ParseError as exc:
+        return CheckResult(
+            "try",
+            Status.WARN,
+            f"loaded in {loaded_in:.1f} s; the model answered, but the answer did not parse: {printable(str(exc))}",
+            fix=f"check that the checkpoint is an H Company model for the {profile_name} profile",
+        )
+    except InferenceError as exc:
+        return CheckResult("try", Status.FAIL, printable(str(exc), limit=400), blocking=True)
+    finally:
+        backend.unload()
+    timings = proposal.timings
+    spent = f"{timings.total_s:.1f} s, {timings.tokens_in} tokens in, {timings.tokens_out} out"
+    return CheckResult(
+        "try",
+        Status.OK,
+        f"loaded in {loaded_in:.1f} s (in-process engine); one step ({spent}) proposed:"
+        f" {printable(proposal.action.describe())}",
+    )
 
 
 def printable(text: str, limit: int = 160) -> str:

@@ -38,7 +38,8 @@ def test_a_process_groups_resident_memory_is_summed_and_its_peak_kept() -> None:
             now = group_rss(leader.pid)
         assert now >= 2 * HOLD_BYTES
         assert peak[0] >= now - 50 * 1024 * 1024
-        assert group_rss(os.getpgid(0)) < now  # this test's own group holds neither
+        # Only that group: not this process (pytest with torch loaded holds far more than 200 MB beside them).
+        assert now < 2 * HOLD_BYTES + 200 * 1024 * 1024
     finally:
         os.killpg(leader.pid, 9)
         leader.wait(timeout=30)

@@ -1,4 +1,4 @@
-"""The `holo3`, `holo3.1` and `holo4` profiles: H Company's Qwen3.5-based agents over an OpenAI-compatible server.
+"""The `holo3`, `holo3.1` and `holo4` profiles: H Company's Qwen3.5-based agents, served (vLLM) or in process.
 
 What is public, and where it is from (checked for this module; H Company's pages are the source):
 - H Company's "Agent loop" guide (its developer hub): each step is one object `{note, thought,

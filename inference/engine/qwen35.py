@@ -33,7 +33,7 @@ import copy
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,13 +45,15 @@ from holodesk.inference.control_text import neutral_messages
 from holodesk.inference.engine.qwen_tool_calls import parsed_tool_calls
 from holodesk.inference.engine.runner import (
     EngineResult,
-    GenerationCancelled,
+    StepClock,
+    answer_ids,
+    engine_result,
+    greedy_tokens,
     image_fingerprint,
     stop_token_ids,
 )
 from holodesk.inference.engine.spec import weight_files
 from holodesk.inference.errors import BackendError, ModelLoadError
-from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles.base import ChatRequest, Message
 
 MODEL_TYPES = ("qwen3_5", "qwen3_5_moe")
@@ -461,24 +463,7 @@ class Qwen35Engine:
         self._sync()
         first_at = time.perf_counter()
 
-        new_ids: list[int] = []
-        tops: list[dict[int, float]] = []
-        stopped_on: int | None = None
-        for step in _count():
-            if cancelled is not None and cancelled():
-                raise GenerationCancelled("generation was cancelled")
-            if top_logprobs:
-                values, indices = torch.log_softmax(logits[0].float(), dim=-1).topk(top_logprobs)
-                tops.append(dict(zip(indices.tolist(), values.tolist(), strict=True)))
-            token = int(logits[0].argmax())
-            new_ids.append(token)
-            if on_token is not None:
-                on_token(token)
-            if token in self.stop_ids and not ignore_stop:
-                stopped_on = token
-                break
-            if len(new_ids) >= limit:
-                break
+        def next_logits(token: int, step: int) -> torch.Tensor:
             index = len(prompt.ids) + step
             position = prompt.next_position + step
             positions = torch.tensor([[[index]], [[position]], [[position]], [[position]]], device=self.device)
@@ -488,43 +473,28 @@ class Qwen35Engine:
                 past_key_values=cache,
                 use_cache=True,
             ).last_hidden_state
-            logits = self.model.lm_head(hidden[:, -1:])[:, -1]
+            return self.model.lm_head(hidden[:, -1:])[:, -1]
+
+        decoded = greedy_tokens(
+            logits,
+            next_logits,
+            limit=limit,
+            stop_ids=self.stop_ids,
+            ignore_stop=ignore_stop,
+            top_logprobs=top_logprobs,
+            on_token=on_token,
+            cancelled=cancelled,
+        )
         self._sync()
         ended = time.perf_counter()
         if self.reuse:
             self._saved = snapshots
-        answer = new_ids[:-1] if stopped_on is not None else new_ids
-        text = self.tokenizer.decode(answer, skip_special_tokens=True)
+        text = self.tokenizer.decode(answer_ids(decoded[0], decoded[2]), skip_special_tokens=True)
         assert isinstance(text, str)  # one sequence in, one text out
         if request.tools:  # what vLLM's qwen3_coder tool parser does behind the remote backend
             text = parsed_tool_calls(text, request.tools)
-        timings = StepTimings(
-            preprocess_s=prepared - started,
-            prefill_s=first_at - prepared,
-            decode_s=ended - first_at,
-            total_s=ended - started,
-            tokens_in=len(prompt.ids),
-            tokens_out=len(new_ids),
-            tokens_reused=reused,
-        )
-        return EngineResult(
-            text=text,
-            prompt_ids=tuple(prompt.ids),
-            new_ids=tuple(new_ids),
-            timings=timings,
-            prefilled_tokens=len(prompt.ids) - reused,
-            reused_tokens=reused,
-            top_logprobs=tops,
-            stopped_on=stopped_on,
-        )
+        return engine_result(text, prompt.ids, decoded, reused, StepClock(started, prepared, first_at, ended))
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-
-
-def _count() -> Iterator[int]:
-    step = 0
-    while True:
-        yield step
-        step += 1

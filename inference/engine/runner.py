@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,86 @@ def image_fingerprint(image: Image.Image) -> str:
     digest = hashlib.blake2b(image.tobytes(), digest_size=16)
     digest.update(f"{image.mode}{image.size}".encode())
     return digest.hexdigest()
+
+
+def greedy_tokens(
+    logits: torch.Tensor,
+    next_logits: Callable[[int, int], torch.Tensor],
+    *,
+    limit: int,
+    stop_ids: Sequence[int],
+    ignore_stop: bool = False,
+    top_logprobs: int = 0,
+    on_token: Callable[[int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[list[int], list[dict[int, float]], int | None]:
+    """Holodesk's greedy loop, the same for every family: from the prefill's last `logits`, choose a token,
+    and ask `next_logits(token, step)` (the family's forward of that token at decoding step `step`) for
+    the next, up to `limit` tokens or a stop token. Returns the ids, each step's top log-probs (when
+    asked) and the stop token that ended it, if one did."""
+    new_ids: list[int] = []
+    tops: list[dict[int, float]] = []
+    for step in itertools.count():
+        if cancelled is not None and cancelled():
+            raise GenerationCancelled("generation was cancelled")
+        if top_logprobs:
+            values, indices = torch.log_softmax(logits[0].float(), dim=-1).topk(top_logprobs)
+            tops.append(dict(zip(indices.tolist(), values.tolist(), strict=True)))
+        token = int(logits[0].argmax())
+        new_ids.append(token)
+        if on_token is not None:
+            on_token(token)
+        if token in stop_ids and not ignore_stop:
+            return new_ids, tops, token
+        if len(new_ids) >= limit:
+            return new_ids, tops, None
+        logits = next_logits(token, step)
+    raise AssertionError("unreachable: itertools.count() never ends")
+
+
+def answer_ids(new_ids: list[int], stopped_on: int | None) -> list[int]:
+    """The tokens that are the answer: the stop token that ended it is not."""
+    return new_ids[:-1] if stopped_on is not None else new_ids
+
+
+@dataclass(frozen=True, slots=True)
+class StepClock:
+    """When a generation started, finished preparing its prompt, produced its first token and ended."""
+
+    started: float
+    prepared: float
+    first_at: float
+    ended: float
+
+
+def engine_result(
+    text: str,
+    prompt_ids: list[int],
+    decoded: tuple[list[int], list[dict[int, float]], int | None],
+    reused: int,
+    clock: StepClock,
+) -> EngineResult:
+    """A generation's result and its timings, as both families' engines report them."""
+    new_ids, tops, stopped_on = decoded
+    timings = StepTimings(
+        preprocess_s=clock.prepared - clock.started,
+        prefill_s=clock.first_at - clock.prepared,
+        decode_s=clock.ended - clock.first_at,
+        total_s=clock.ended - clock.started,
+        tokens_in=len(prompt_ids),
+        tokens_out=len(new_ids),
+        tokens_reused=reused,
+    )
+    return EngineResult(
+        text=text,
+        prompt_ids=tuple(prompt_ids),
+        new_ids=tuple(new_ids),
+        timings=timings,
+        prefilled_tokens=len(prompt_ids) - reused,
+        reused_tokens=reused,
+        top_logprobs=tops,
+        stopped_on=stopped_on,
+    )
 
 
 class Engine:
@@ -285,53 +366,28 @@ class Engine:
         self._sync()
         first_at = time.perf_counter()
 
-        new_ids: list[int] = []
-        tops: list[dict[int, float]] = []
-        stopped_on: int | None = None
-        while True:
-            if cancelled is not None and cancelled():
-                raise GenerationCancelled("generation was cancelled")
-            if top_logprobs:
-                values, indices = torch.log_softmax(logits[0].float(), dim=-1).topk(top_logprobs)
-                tops.append(dict(zip(indices.tolist(), values.tolist(), strict=True)))
-            token = int(logits[0].argmax())
-            new_ids.append(token)
-            if on_token is not None:
-                on_token(token)
-            if token in self.stop_ids and not ignore_stop:
-                stopped_on = token
-                break
-            if len(new_ids) >= limit:
-                break
+        def next_logits(token: int, step: int) -> torch.Tensor:
             ids = torch.tensor([[token]], device=self.device)
-            logits = self.model.language_model(
+            return self.model.language_model(
                 input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1
             ).logits[:, -1]
+
+        decoded = greedy_tokens(
+            logits,
+            next_logits,
+            limit=limit,
+            stop_ids=self.stop_ids,
+            ignore_stop=ignore_stop,
+            top_logprobs=top_logprobs,
+            on_token=on_token,
+            cancelled=cancelled,
+        )
         self._sync()
         ended = time.perf_counter()
         if self.reuse:
             self._saved = snapshots
-        answer = new_ids[:-1] if stopped_on is not None else new_ids
-        text = self.tokenizer.decode(answer, skip_special_tokens=True)
-        timings = StepTimings(
-            preprocess_s=prepared - started,
-            prefill_s=first_at - prepared,
-            decode_s=ended - first_at,
-            total_s=ended - started,
-            tokens_in=len(prompt.ids),
-            tokens_out=len(new_ids),
-            tokens_reused=reused,
-        )
-        return EngineResult(
-            text=text,
-            prompt_ids=tuple(prompt.ids),
-            new_ids=tuple(new_ids),
-            timings=timings,
-            prefilled_tokens=len(prompt.ids) - reused,
-            reused_tokens=reused,
-            top_logprobs=tops,
-            stopped_on=stopped_on,
-        )
+        text = self.tokenizer.decode(answer_ids(decoded[0], decoded[2]), skip_special_tokens=True)
+        return engine_result(text, prompt.ids, decoded, reused, StepClock(started, prepared, first_at, ended))
 
     def _sync(self) -> None:
         if self.device.type == "cuda":

@@ -204,7 +204,7 @@ def pooled(specs: ServerSpec | Mapping[str, ServerSpec]) -> Callable[[Callable[[
             _SINGLE[(stub.__module__, stub.__name__)] = specs
 
             def one(vllm_pool: VllmPool) -> VllmServer:
-                return _serve_or_fail(vllm_pool, specs)
+                return serve_or_fail(vllm_pool, specs)
 
             one.__doc__ = stub.__doc__
             return pytest.fixture(name=stub.__name__)(one)
@@ -212,7 +212,7 @@ def pooled(specs: ServerSpec | Mapping[str, ServerSpec]) -> Callable[[Callable[[
         def each(request: pytest.FixtureRequest, vllm_pool: VllmPool) -> VllmServer:
             spec = request.param
             assert isinstance(spec, ServerSpec)
-            return _serve_or_fail(vllm_pool, spec)
+            return serve_or_fail(vllm_pool, spec)
 
         each.__doc__ = stub.__doc__
         return pytest.fixture(name=stub.__name__, params=list(specs.values()), ids=list(specs))(each)
@@ -220,7 +220,8 @@ def pooled(specs: ServerSpec | Mapping[str, ServerSpec]) -> Callable[[Callable[[
     return make
 
 
-def _serve_or_fail(pool: VllmPool, spec: ServerSpec) -> VllmServer:
+def serve_or_fail(pool: VllmPool, spec: ServerSpec) -> VllmServer:
+    """The spec's server from the pool, or the test failed with the start's own words (no traceback)."""
     try:
         return pool.server(spec)
     except ServerStartError as exc:

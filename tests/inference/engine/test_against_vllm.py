@@ -37,7 +37,7 @@ import numpy as np
 import pytest
 
 from bench.nemotron_tiny import build_nemotron_tiny
-from bench.rigs.vllm_server import ServerStartError, VllmServer
+from bench.rigs.vllm_server import VllmServer
 from holodesk.automation.actions import Click, Point, Scroll, TypeText
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
@@ -47,7 +47,7 @@ from holodesk.inference.profiles import get_profile
 from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.profiles.holotron import HolotronProfile
 from holodesk.inference.remote import image_data_url, messages_with_images
-from tests.support.vllm_pool import Checkpoint, ServerSpec, VllmPool
+from tests.support.vllm_pool import Checkpoint, ServerSpec, VllmPool, serve_or_fail
 from tests.support.vllm_servers import HOLOTRON_TINY
 
 pytestmark = pytest.mark.vllm
@@ -89,10 +89,7 @@ class Pair:
     @property
     def server(self) -> VllmServer:
         """The pool's server for the checkpoint (asked each time: the pool may have stopped an idle one)."""
-        try:
-            return self.pool.server(self.spec)
-        except ServerStartError as exc:
-            pytest.fail(str(exc), pytrace=False)
+        return serve_or_fail(self.pool, self.spec)
 
 
 @pytest.fixture(scope="module", params=CHECKPOINTS, ids=str)

@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 from bench.qwen35_tiny import build_qwen35_tiny
-from bench.rigs.vllm_server import ServerStartError, VllmServer
+from bench.rigs.vllm_server import VllmServer
 from holodesk.automation.actions import Click, Point, Scroll, ScrollDirection, TypeText
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
@@ -47,7 +47,7 @@ from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo4Profile, Holo31Profile
 from holodesk.inference.remote import image_data_url, messages_with_images
 from holodesk.inference.remote.request import build_payload
-from tests.support.vllm_pool import Checkpoint, ServerSpec, VllmPool
+from tests.support.vllm_pool import Checkpoint, ServerSpec, VllmPool, serve_or_fail
 from tests.support.vllm_servers import QWEN35_MOE, QWEN35_REFERENCE
 
 pytestmark = pytest.mark.vllm
@@ -92,10 +92,7 @@ class Pair:
     @property
     def server(self) -> VllmServer:
         """The pool's server for the checkpoint (asked each time: the pool may have stopped an idle one)."""
-        try:
-            return self.pool.server(self.spec)
-        except ServerStartError as exc:
-            pytest.fail(str(exc), pytrace=False)
+        return serve_or_fail(self.pool, self.spec)
 
 
 @pytest.fixture(scope="module", params=SPECS, ids=str)

@@ -36,7 +36,7 @@ import httpx
 import numpy as np
 import pytest
 
-from bench.qwen35_tiny import END_OF_TURN, Variant, build_qwen35_tiny
+from bench.qwen35_tiny import Variant, build_qwen35_tiny
 from bench.rigs.vllm_server import VllmServer
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
@@ -46,42 +46,10 @@ from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo3Profile, Holo4Profile, Holo31Profile, HoloAgentProfile
 from holodesk.inference.remote import RemoteBackend, RetryPolicy
+from tests.support.qwen35_scripts import BROKEN_SCRIPT, CLICK_SCRIPT, REASONING, THOUGHT
 from tests.support.vllm_pool import Checkpoint, ServerSpec, pooled
 from tests.support.vllm_servers import QWEN35_MOE, QWEN35_REFERENCE
 
-REASONING = "The inbox is on the left."
-THOUGHT = "Open the inbox."
-# What the scripted model says after the generation prompt's "<think>\n": reasoning, its end, the
-# step's note and thought as the message text, then click_desktop in Qwen3.5's XML tool-call form.
-# Every piece is one token and used once (bench/qwen35_tiny's scripted chain).
-CLICK_SCRIPT = (
-    REASONING,
-    "</think>",
-    "\n\n",
-    json.dumps({"note": None, "thought": THOUGHT}),
-    "<tool_call>",
-    "\n<function=click_desktop>\n<parameter=element>\n",
-    "Inbox folder",
-    "\n</parameter>\n<parameter=x>\n",
-    "120",
-    "\n</parameter>\n<parameter=y>\n",
-    "340",
-    "\n</parameter>\n</function>\n",
-    "</tool_call>",
-    END_OF_TURN,
-)
-# The same click with its y parameter left out: the parser returns the call, the vocabulary refuses it.
-BROKEN_SCRIPT = (
-    "I click the inbox.",
-    "</think>",
-    "\n\n",
-    "<tool_call>",
-    "\n<function=click_desktop>\n<parameter=x>\n",
-    "120",
-    "\n</parameter>\n</function>\n",
-    "</tool_call>",
-    END_OF_TURN,
-)
 TASK = "Open the inbox."
 SERVED_AS = "holo4-35b-a3b"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.qwen35_tiny import END_OF_TURN, Variant, build_qwen35_tiny
+from bench.qwen35_tiny import Variant, build_qwen35_tiny
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
@@ -28,38 +28,9 @@ from holodesk.inference.local import LocalBackend
 from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.holo3 import Holo4Profile, Holo31Profile, HoloAgentProfile, function_tools
+from tests.support.qwen35_scripts import BROKEN_SCRIPT, CLICK_SCRIPT, THOUGHT
 
-REASONING = "The inbox is on the left."
-THOUGHT = "Open the inbox."
 TASK = "Open the inbox."
-# The vLLM tier's scripts (tests/vllm/test_holo_on_vllm.py): every piece one token, used once.
-CLICK_SCRIPT = (
-    REASONING,
-    "</think>",
-    "\n\n",
-    json.dumps({"note": None, "thought": THOUGHT}),
-    "<tool_call>",
-    "\n<function=click_desktop>\n<parameter=element>\n",
-    "Inbox folder",
-    "\n</parameter>\n<parameter=x>\n",
-    "120",
-    "\n</parameter>\n<parameter=y>\n",
-    "340",
-    "\n</parameter>\n</function>\n",
-    "</tool_call>",
-    END_OF_TURN,
-)
-BROKEN_SCRIPT = (
-    "I click the inbox.",
-    "</think>",
-    "\n\n",
-    "<tool_call>",
-    "\n<function=click_desktop>\n<parameter=x>\n",
-    "120",
-    "\n</parameter>\n</function>\n",
-    "</tool_call>",
-    END_OF_TURN,
-)
 
 
 def _backend(folder: Path, name: str, script: tuple[str, ...], profile: str) -> Iterator[LocalBackend]:

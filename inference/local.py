@@ -38,6 +38,7 @@ from holodesk.inference.engine.placement import (
     available_memory_bytes,
     check_dtype,
     flash_attention_available,
+    free_memory,
     normalize_device,
     place,
 )
@@ -320,14 +321,7 @@ class LocalBackend:
         except (CheckpointLayoutError, OSError, ValueError) as exc:
             raise ModelLoadError(f"cannot read the layout of {checkpoint.path}: {exc}") from exc
         needed = plan.total(self.context)
-        if self.device_name == "cpu":
-            room = available_memory_bytes()
-            where = "this machine's memory"
-        else:
-            gpu = self.hardware_probe().device(int(self.device_name.split(":")[1]))
-            if gpu is None:
-                raise ModelLoadError(f"There is no {self.device_name} to load the model on; use device 'cpu'.")
-            room, where = gpu.free_bytes, gpu.label
+        room, where = free_memory(self.device_name, self.hardware_probe)
         if room is not None and needed > room:
             raise ModelLoadError(
                 f"The model needs about {gib(needed)} as {dtype} ({plan.describe(self.context)}) but {where} has"

@@ -286,8 +286,9 @@ def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
 def _check_qwen35_model(found: CheckpointLocation, options: DoctorOptions) -> Iterator[CheckResult]:
     """A Qwen3.5 checkpoint (Holo3, Holo3.1, Holo4) for the in-process engine: its memory plan against
     what is free (from its headers, before loading), and with --try one step through the profile."""
-    from holodesk.inference.engine.placement import DEFAULT_CONTEXT, available_memory_bytes
+    from holodesk.inference.engine.placement import DEFAULT_CONTEXT, free_memory
     from holodesk.inference.engine.qwen35 import PROFILES
+    from holodesk.inference.errors import ModelLoadError
     from holodesk.inference.hardware import detect_hardware
     from holodesk.inference.qwen35_memory import CheckpointLayoutError, plan_checkpoint
 
@@ -307,16 +308,16 @@ def _check_qwen35_model(found: CheckpointLocation, options: DoctorOptions) -> It
         yield CheckResult("load plan", Status.FAIL, f"cannot read the layout of {found.path}: {exc}", blocking=True)
         return
     needed = plan.total(DEFAULT_CONTEXT)
-    if options.device == "cpu":
-        room, where = available_memory_bytes(), "this machine's available memory"
-    else:
-        gpu = detect_hardware().device(int(options.device.split(":")[1]) if ":" in options.device else 0)
-        room, where = (gpu.free_bytes, f"{gpu.label}'s free memory") if gpu is not None else (None, "")
+    try:
+        room, where = free_memory(options.device, detect_hardware)
+    except ModelLoadError as exc:
+        yield CheckResult("load plan", Status.FAIL, str(exc), blocking=True)
+        return
     if room is not None and needed > room:
         yield CheckResult(
             "load plan",
             Status.FAIL,
-            f"needs {plan.describe(DEFAULT_CONTEXT)}, more than {where} ({room / 2**30:.1f} GiB)",
+            f"needs {plan.describe(DEFAULT_CONTEXT)}, but {where} has {room / 2**30:.1f} GiB free",
             fix="a smaller Holo model, another device, or a vLLM server (--backend remote)",
             blocking=True,
         )

@@ -12,6 +12,7 @@ plan's notice. Imports neither torch nor transformers.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +80,19 @@ def available_memory_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def free_memory(device: str, probe: Callable[[], HardwareReport]) -> tuple[int | None, str]:
+    """What a model loaded on `device` can take, and the words for where: the machine's available memory
+    on the CPU (None when unknown), the GPU's free memory on CUDA (`probe` is asked only then); a
+    ModelLoadError when there is no such GPU."""
+    device = normalize_device(device)
+    if device == "cpu":
+        return available_memory_bytes(), "this machine's memory"
+    gpu = probe().device(int(device.split(":")[1]))
+    if gpu is None:
+        raise ModelLoadError(f"There is no {device} to load the model on; use device 'cpu'.")
+    return gpu.free_bytes, gpu.label
 
 
 def place(

@@ -47,5 +47,16 @@ def test_a_plan_larger_than_the_free_memory_blocks_before_loading(
     monkeypatch.setattr(holodesk.inference.engine.placement, "available_memory_bytes", lambda: 1 << 20)
     found = checks(scripted, "holo3.1", try_step=True)
     plan = found["load plan"]
-    assert plan.status.value == "FAIL" and plan.blocking and "more than this machine's available memory" in plan.detail
+    assert plan.status.value == "FAIL" and plan.blocking and "but this machine's memory has" in plan.detail
+    assert "try" not in found
+
+
+def test_a_gpu_that_is_not_there_blocks_before_loading(scripted: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    options = DoctorOptions("local", str(scripted), None, "cuda", try_step=True, profile="holo3.1")
+    found = {result.name: result for result in check_model(options)}
+    assert found["load plan"].status.value == "FAIL" and "There is no cuda:0" in found["load plan"].detail
     assert "try" not in found

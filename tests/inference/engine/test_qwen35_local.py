@@ -116,12 +116,12 @@ def test_a_holotron_checkpoint_with_a_holo_profile_is_refused_before_loading(tin
 def test_a_checkpoint_whose_plan_exceeds_the_free_memory_is_refused_before_loading(
     qwen_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import holodesk.inference.local
+    import holodesk.inference.engine.placement
     from holodesk.inference.qwen35_memory import plan_checkpoint
 
     plan = plan_checkpoint(qwen_checkpoint, dtype="float32")
     room = plan.weights + plan.cache(16384) // 2  # the weights fit, the weights and the cache do not
-    monkeypatch.setattr(holodesk.inference.local, "available_memory_bytes", lambda: room)
+    monkeypatch.setattr(holodesk.inference.engine.placement, "available_memory_bytes", lambda: room)
     local = LocalBackend(qwen_checkpoint, device="cpu", dtype="float32", profile="holo3.1")
     with pytest.raises(ModelLoadError, match=r"cache for 16,384 tokens .* free: use a smaller model"):
         local.load()

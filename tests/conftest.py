@@ -56,6 +56,7 @@ from bench.rigs.target_client import TargetWindow, window_origin
 from holodesk.automation import virtual_display
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
 from holodesk.automation.xlib_connections import give_each_connection_its_own_tables
+from tests.support import parallel
 from tests.support import vllm_pool as pool
 from tests.support.vllm_servers import HOLOTRON_TINY
 
@@ -207,6 +208,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for tier in _tiers(item):
             item.add_marker(tier)
+    parallel.group_items(items)  # after the tiers: the wayland tier is one worker's group
     unmarked = [
         f"{item.nodeid} (uses {', '.join(sorted(DISPLAY_FIXTURES & set(item.fixturenames)))})"
         for item in items
@@ -219,8 +221,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The pool's ordering, its plan of when each server stops, and its summary line."""
+    """The pool's ordering, its plan of when each server stops, and its summary line; the workers' groups."""
     config.pluginmanager.register(pool.PoolPlugin(), "holodesk-vllm-pool")
+    config.pluginmanager.register(parallel.ParallelPlugin(), "holodesk-parallel")
 
 
 @pytest.hookimpl(tryfirst=True)

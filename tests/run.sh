@@ -89,8 +89,11 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # with a vLLM server or a desktop busy beside it, spinning made the tiny model's decode many times
 # slower (bench/cpu_wait_policy.py).
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+# Parallel workers (pytest-xdist): each test group on one worker (tests/support/parallel.py).
+# HOLODESK_TEST_WORKERS=0 runs everything in this one process.
+workers=(-n "${HOLODESK_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder)
 if $quick; then
-  exec .venv/bin/python -m pytest -m "not display and not vllm and not bench" "$@"
+  exec .venv/bin/python -m pytest "${workers[@]}" -m "not display and not vllm and not bench" "$@"
 fi
 
 # The vLLM tier's server lives in its own environment (.venv-vllm); a no-op once installed.
@@ -99,4 +102,4 @@ bash tests/lint.sh
 # One run: the in-process engine's tests run here too (the holotron extra's transformers); the
 # reference tier starts vLLM from .venv-vllm as a server process only.
 # The slowest tests are listed at the end: where the next minutes of this command can be won.
-exec .venv/bin/python -m pytest --durations=15 "$@"
+exec .venv/bin/python -m pytest "${workers[@]}" --durations=15 "$@"

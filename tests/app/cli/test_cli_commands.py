@@ -198,7 +198,8 @@ def test_doctor_and_history_follow_the_settings_file(tmp_path):
         f'[sessions]\nfolder = "{sessions}"\n',
         encoding="utf-8",
     )
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "DISPLAY": ""}
+    # A terminal wide enough for the task's whole text (a parallel worker's pytest sets COLUMNS to 80).
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "DISPLAY": "", "COLUMNS": "160"}
     doctor = subprocess.run([*HOLODESK_COMMAND, "doctor"], capture_output=True, text=True, timeout=120, env=env)
     assert "holodesk doctor: backend remote" in doctor.stdout, doctor.stdout + doctor.stderr
     assert "127.0.0.1:9" in doctor.stdout  # the server it checked is the file's

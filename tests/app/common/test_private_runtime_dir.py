@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,16 +26,20 @@ ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 @pytest.fixture
-def bare_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """A fresh shared temp folder and no XDG_RUNTIME_DIR, as on a server login or under cron."""
-    shared = tmp_path / "tmp"
-    shared.mkdir()
+def bare_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh shared temp folder and no XDG_RUNTIME_DIR, as on a server login or under cron.
+
+    Made directly under the system's temp folder, not pytest's `tmp_path`: a parallel worker's
+    `tmp_path` is long enough to push the socket's path past the 107 bytes a Unix socket allows.
+    """
+    shared = Path(tempfile.mkdtemp(prefix="hd-"))
     shared.chmod(0o1777)
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     monkeypatch.setenv("TMPDIR", str(shared))
     monkeypatch.setattr(tempfile, "tempdir", str(shared))
     monkeypatch.setenv(INSTANCE_NAME_ENV, f"hd-test-{uuid.uuid4().hex[:8]}")
-    return shared
+    yield shared
+    shutil.rmtree(shared, ignore_errors=True)
 
 
 def _mode(path: Path) -> int:

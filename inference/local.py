@@ -1,5 +1,9 @@
 """The in-process backend: Holotron-12B (a Nemotron-Nano-VL-v2 checkpoint) run here by Holodesk's own engine.
 
+Holotron-3-Nano (a Nemotron-3-Nano-Omni checkpoint, architecture `NemotronH_Nano_Omni_Reasoning_V3`)
+runs on the same engine (`engine.runner.Engine`: Nemotron-H with its mixture-of-experts layers, its
+images resized whole by `engine.omni_images`) with the holotron3-nano profile.
+
 The checkpoint is found offline (a local directory or the local Hugging Face cache, never the
 network: `inference.checkpoint`), placed before any weight is read (`engine.placement`: device,
 dtype, attention, the engine's memory plan against free memory), then loaded once by
@@ -14,7 +18,7 @@ extends the previous one, or whose window slid by one screenshot, prefills only 
 A checkpoint whose config.json says `model_type` qwen3_5 or qwen3_5_moe (H Company's Holo3, Holo3.1,
 Holo4) goes to that family's engine (`engine.qwen35`, the same loop and kept state) instead; its
 memory check is its weights against the free memory (the engine's memory plan is Holotron's).
-Given the profile's name, a checkpoint of the other family is refused before a weight is read.
+Given the profile's name, a checkpoint of another family than the profile's is refused before a weight is read.
 """
 
 from __future__ import annotations
@@ -250,8 +254,12 @@ class LocalBackend:
             self._check_profile(QWEN35_PROFILES, "a Qwen3.5 (Holo3, Holo3.1, Holo4)", checkpoint)
             self._load_qwen35(checkpoint, report, started)
             return
-        self._check_profile(("holotron",), "a Holotron-12B (Nemotron-Nano-VL-v2)", checkpoint)
-        from holodesk.inference.engine.spec import read_spec
+        from holodesk.inference.engine.spec import OMNI_ARCHITECTURE, is_architecture, read_spec
+
+        if is_architecture(checkpoint.path, OMNI_ARCHITECTURE):
+            self._check_profile(("holotron3-nano",), "a Holotron-3-Nano (Nemotron-3-Nano-Omni)", checkpoint)
+        else:
+            self._check_profile(("holotron",), "a Holotron-12B (Nemotron-Nano-VL-v2)", checkpoint)
 
         spec = read_spec(checkpoint.path)
         placement = place(
@@ -287,6 +295,7 @@ class LocalBackend:
                 reuse=self.keep_state,
                 prefill_chunk=self.prefill_chunk,
                 attention=placement.attention,
+                context=self.context,
             )
         except torch.cuda.OutOfMemoryError as exc:
             raise ModelLoadError(

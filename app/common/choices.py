@@ -21,17 +21,19 @@ PROFILE_NAMES: tuple[str, ...] = (
     "holo1",
 )
 DEFAULT_PROFILE = "holotron"
-# The profiles whose family the in-process engine runs (`Profile.runs_in_process`: Holotron-12B's
-# architecture, and Qwen3.5's: H Company's Holo3, Holo3.1 and Holo4); the others need a model server.
+# The profiles whose family the in-process engine runs (`Profile.runs_in_process`: Holotron-12B's and
+# Holotron-3-Nano's architectures, and Qwen3.5's: H Company's Holo3, Holo3.1 and Holo4); the others need a
+# model server.
 # tests/app/cli/test_cli_startup.py checks they agree.
-IN_PROCESS_PROFILES: tuple[str, ...] = ("holotron", "holo4", "holo3.1", "holo3.1-tools", "holo3")
+IN_PROCESS_PROFILES: tuple[str, ...] = ("holotron", "holotron3-nano", "holo4", "holo3.1", "holo3.1-tools", "holo3")
 
 
 def local_profile_problem(profile: str) -> str:
     """Why the in-process backend cannot take `profile` (one that IN_PROCESS_PROFILES lacks)."""
     return (
         f"the {profile} profile cannot run in the in-process backend (model.backend = 'local'), which runs"
-        " Holotron-12B (Nemotron-H) and Qwen3.5 (Holo3, Holo3.1, Holo4) checkpoints only: serve the model with"
+        " Holotron-12B, Holotron-3-Nano (Nemotron-H) and Qwen3.5 (Holo3, Holo3.1, Holo4) checkpoints only: serve"
+        " the model with"
         " vLLM and use the remote backend"
         " (`holodesk doctor --backend remote --base-url URL` names the vLLM command a served model needs),"
         " or choose the holotron profile"

@@ -87,6 +87,9 @@ def plan_memory(
     vision = spec.vision
     tokens = (spec.tile_size // vision.patch) ** 2 + vision.skipped_tokens
     tiles = max_tiles + 1
+    if spec.dynamic is not None:  # Nemotron-3-Nano-Omni: one image resized whole, up to its patch cap
+        tokens = (spec.dynamic.max_patches or 4 * context) + vision.skipped_tokens
+        tiles = 1
     vision_peak = tiles * (
         _LIVE_COPIES * tokens * max(vision.mlp, 3 * vision.hidden) * dtype_bytes
         + vision.heads * tokens * tokens * _FLOAT32

@@ -13,10 +13,18 @@ safetensors files straight to the target device in the target dtype. A tensor th
 expect, or a parameter the files do not provide, fails the load by name: nothing is left at random.
 `vision_model.radio_model.input_conditioner.*` (RADIO's own pixel normalization) is not a weight here:
 the tiler normalizes with the config's mean and std, which must agree with it.
+
+Nemotron-3-Nano-Omni checkpoints (Holotron-3-Nano) load here too. Their mixture-of-experts layers
+store each expert apart (`mixer.experts.N.{up,down}_proj.weight`); transformers' Nemotron-H holds
+them stacked (`mixer.experts.up_proj[N]`), so each is copied into its slice. The router's
+`e_score_correction_bias` is a buffer, loaded and kept in float32 whatever the model's dtype (as
+transformers and vLLM keep it). Their video patch embedder and audio tower (`sound*`) are not
+loaded: Holodesk sends neither video nor audio.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +40,12 @@ from holodesk.inference.errors import ModelLoadError
 _VISION = "vision_model.radio_model.model."
 _CONDITIONER = "vision_model.radio_model.input_conditioner."
 _IGNORED = ("vision_model.radio_model.summary_idxs",)
+# Omni checkpoints only: video frames and audio, which the engine never takes.
+_OMNI_IGNORED = (_VISION + "patch_generator.video_embedder.", "sound")
+# One expert of a mixture-of-experts layer, stored apart: its slice of transformers' stacked tensor.
+_EXPERT = re.compile(r"(.*\.mixer\.experts)\.(\d+)\.(up_proj|down_proj)\.weight")
+# Buffers that are weights of the checkpoint (the router's load-balancing bias), kept in float32.
+_FLOAT32_BUFFERS = (".e_score_correction_bias",)
 
 
 class HolotronModel(nn.Module):
@@ -101,35 +115,55 @@ def load_model(spec: ModelSpec, device: torch.device, dtype: torch.dtype, attent
     with torch.device("meta"):
         model = HolotronModel(spec, attention)
     model = model.to(dtype).to_empty(device=device)
+    buffers = {name: b for name, b in model.named_buffers() if name.endswith(_FLOAT32_BUFFERS)}
+    for name, buffer in buffers.items():
+        owner, _, attribute = name.rpartition(".")
+        model.get_submodule(owner).register_buffer(attribute, torch.empty_like(buffer, dtype=torch.float32))
+    buffers = {name: b for name, b in model.named_buffers() if name in buffers}
     params = dict(model.named_parameters())
+    targets: dict[str, torch.Tensor] = {**params, **buffers}
     loaded: set[str] = set()
+    experts: dict[str, set[int]] = {}
     for name, tensor in _tensors(spec.path):
+        if spec.is_omni and name.startswith(_OMNI_IGNORED):
+            continue
         target = _rename(name)
         if target is None:
             if name.startswith(_CONDITIONER):
                 _check_conditioner(spec, name, tensor)
             continue
         # timm stores layer scale as `ls1.gamma`; some exports drop `.gamma`.
-        if target not in params and target + ".gamma" in params:
+        if target not in targets and target + ".gamma" in targets:
             target += ".gamma"
-        param = params.get(target)
+        expert = _EXPERT.fullmatch(target)
+        if expert is not None:
+            target = f"{expert[1]}.{expert[3]}"
+        param = targets.get(target)
         if param is None:
             raise ModelLoadError(f"the checkpoint holds a tensor the model has no place for: {name}")
+        if expert is not None:
+            index = int(expert[2])
+            if index >= param.shape[0]:
+                raise ModelLoadError(f"{name}: expert {index} of a layer with {param.shape[0]} experts")
+            param = param[index]
+            experts.setdefault(target, set()).add(index)
         if tuple(param.shape) != tuple(tensor.shape):
             raise ModelLoadError(f"{name} has shape {tuple(tensor.shape)}, the model expects {tuple(param.shape)}")
         with torch.no_grad():
-            param.copy_(tensor.to(dtype))
-        loaded.add(target)
+            param.copy_(tensor.to(param.dtype))
+        if expert is None or len(experts[target]) == targets[target].shape[0]:
+            loaded.add(target)
     # Layer scale is optional in the checkpoint: where absent it is the config's constant.
     with torch.no_grad():
         for name, param in params.items():
             if name not in loaded and name.endswith((".ls1.gamma", ".ls2.gamma")):
                 param.fill_(spec.vision.layer_scale)
                 loaded.add(name)
-    missing = sorted(set(params) - loaded)
+    missing = sorted(set(targets) - loaded)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise ModelLoadError(f"the checkpoint lacks {len(missing)} weights of the model: {shown}")
     for name, buffer in model.named_buffers():
-        raise ModelLoadError(f"unexpected buffer {name} {tuple(buffer.shape)}: it would be left uninitialized")
+        if name not in buffers:
+            raise ModelLoadError(f"unexpected buffer {name} {tuple(buffer.shape)}: it would be left uninitialized")
     return model.eval()

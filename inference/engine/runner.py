@@ -14,6 +14,10 @@
   turned into placeholders (the screenshot window moved on). transformers' Nemotron-H continues its
   Mamba layers from a saved state for chunks of any length. Each screenshot's image embeddings are
   computed once and kept while it is in use.
+
+The same engine runs Nemotron-3-Nano-Omni checkpoints (Holotron-3-Nano): the language model has
+mixture-of-experts layers (transformers' Nemotron-H runs them) and each image is resized whole
+instead of tiled (`omni_images`, vLLM's rule, whose patch budget is the `context` the text leaves).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import torch
 from PIL import Image
 
 from holodesk.inference.engine.model import HolotronModel, load_model
+from holodesk.inference.engine.omni_images import PatchGrid, embed_image, image_pixels, patch_grids
 from holodesk.inference.engine.prompt import PromptTokens, tokenize_request
 from holodesk.inference.engine.spec import ModelSpec, read_spec
 from holodesk.inference.engine.tiles import image_tiles
@@ -174,7 +179,12 @@ def engine_result(
 
 
 class Engine:
-    """A loaded Nemotron-Nano-VL-v2 checkpoint (Holotron-12B) and its generation loop; one request at a time."""
+    """A loaded Nemotron-Nano-VL-v2 checkpoint (Holotron-12B) or Nemotron-3-Nano-Omni checkpoint
+    (Holotron-3-Nano) and its generation loop; one request at a time.
+
+    `context` matters to dynamic-resolution images only: the images of a request share what it leaves
+    after the text (as vLLM's `max_model_len` does); the default is placement.DEFAULT_CONTEXT.
+    """
 
     def __init__(
         self,
@@ -186,6 +196,7 @@ class Engine:
         reuse: bool = True,
         prefill_chunk: int = 2048,
         attention: str = "sdpa",
+        context: int = 16384,
     ) -> None:
         from transformers import PreTrainedTokenizerFast
 
@@ -194,6 +205,7 @@ class Engine:
         self.dtype: torch.dtype = getattr(torch, dtype or self.spec.dtype)
         self.reuse = reuse
         self.prefill_chunk = prefill_chunk
+        self.context = context
         self.tiling = TilingSpec(
             tile_size=self.spec.tile_size,
             max_tiles=max_tiles,
@@ -221,15 +233,35 @@ class Engine:
     # -- inputs ----------------------------------------------------------------------------------
 
     def image_token_count(self, image: Image.Image) -> int:
+        """Image tokens of `image` alone in a request (dynamic resolution: with no text beside it)."""
+        if self.spec.dynamic is not None:
+            [grid] = self._patch_grids([image], text_tokens=0)
+            return grid.tokens
         return choose_grid(image.width, image.height, self.tiling).count * self.spec.tokens_per_tile
 
-    def _image_embeddings(self, image: Image.Image, key: str) -> torch.Tensor:
+    def _patch_grids(self, images: Sequence[Image.Image], *, text_tokens: int) -> list[PatchGrid]:
+        assert self.spec.dynamic is not None
+        sizes = [(image.width, image.height) for image in images]
+        patch = self.spec.vision.patch
+        return patch_grids(sizes, self.spec.dynamic, patch=patch, context=self.context, text_tokens=text_tokens)
+
+    def _layouts(self, request: ChatRequest) -> list[PatchGrid | None]:
+        """How each image of `request` becomes tokens: its patch grid (dynamic resolution), or None (tiles)."""
+        if self.spec.dynamic is None or not request.images:
+            return [None] * len(request.images)
+        # vLLM budgets the images with the prompt's text length, counted without the images' tags.
+        text = tokenize_request(self.tokenizer, request, [0] * len(request.images))
+        return [*self._patch_grids(request.images, text_tokens=len(text.ids) - 2 * len(request.images))]
+
+    def _image_embeddings(self, image: Image.Image, key: str, layout: PatchGrid | None = None) -> torch.Tensor:
         cached = self._image_cache.get(key)
         if cached is not None:
             self._image_cache.move_to_end(key)
             return cached
-        tiles = image_tiles(image, self.tiling).to(self.device)
-        embeddings = self.model.embed_images(tiles)
+        if layout is not None:
+            embeddings = embed_image(self.model, image_pixels(image, layout, self.spec).to(self.device), layout)
+        else:
+            embeddings = self.model.embed_images(image_tiles(image, self.tiling).to(self.device))
         self.vision_runs += 1
         self._image_cache[key] = embeddings
         while len(self._image_cache) > self.image_cache_size:
@@ -237,7 +269,14 @@ class Engine:
         return embeddings
 
     def tokenize(self, request: ChatRequest) -> PromptTokens:
-        return tokenize_request(self.tokenizer, request, [self.image_token_count(i) for i in request.images])
+        return self._tokenize(request, self._layouts(request))
+
+    def _tokenize(self, request: ChatRequest, layouts: list[PatchGrid | None]) -> PromptTokens:
+        counts = [
+            layout.tokens if layout is not None else self.image_token_count(image)
+            for image, layout in zip(request.images, layouts, strict=True)
+        ]
+        return tokenize_request(self.tokenizer, request, counts)
 
     def _generation_prompt_length(self, request: ChatRequest) -> int:
         """Tokens of the generation prompt at the end (`<SPECIAL_11>Assistant\\n<think></think>`)."""
@@ -254,16 +293,18 @@ class Engine:
 
     # -- the loop --------------------------------------------------------------------------------
 
-    def _embed(self, ids: list[int], offset: int, images: list[tuple[int, str, Image.Image, int]]) -> torch.Tensor:
+    def _embed(
+        self, ids: list[int], offset: int, images: list[tuple[int, str, Image.Image, int, PatchGrid | None]]
+    ) -> torch.Tensor:
         """Embeddings of ids (which begin at prompt position `offset`), image tokens replaced by the image's."""
         tensor = torch.tensor(ids, device=self.device).unsqueeze(0)
         embeds = self.model.embed_tokens(tensor)
         end = offset + len(ids)
-        for start, key, image, count in images:
+        for start, key, image, count, layout in images:
             lo, hi = max(start, offset), min(start + count, end)
             if lo >= hi:
                 continue
-            features = self._image_embeddings(image, key)
+            features = self._image_embeddings(image, key, layout)
             embeds[0, lo - offset : hi - offset] = features[lo - start : hi - start].to(embeds.dtype)
         return embeds
 
@@ -313,16 +354,21 @@ class Engine:
         limit = request.max_new_tokens if max_new_tokens is None else max_new_tokens
         if limit < 1:
             raise BackendError(f"max_new_tokens must be at least 1, got {limit}")
-        prompt = self.tokenize(request)
-        keys = [image_fingerprint(image) for image in request.images]
+        layouts = self._layouts(request)
+        prompt = self._tokenize(request, layouts)
+        # An image resized to another grid is another input: its embeddings and kept state are not shared.
+        keys = [
+            image_fingerprint(image) + (f"@{layout.rows}x{layout.columns}" if layout is not None else "")
+            for image, layout in zip(request.images, layouts, strict=True)
+        ]
         images = [
-            (start, key, image, count)
-            for start, key, image, count in zip(
-                prompt.image_starts, keys, request.images, prompt.image_token_counts, strict=True
+            (start, key, image, count, layout)
+            for start, key, image, count, layout in zip(
+                prompt.image_starts, keys, request.images, prompt.image_token_counts, layouts, strict=True
             )
         ]
         cut = len(prompt.ids) - self._generation_prompt_length(request)
-        prefix_images = [(start, key) for start, key, _, count in images if start + count <= cut]
+        prefix_images = [(start, key) for start, key, _, count, _ in images if start + count <= cut]
 
         saved = self._saved if self.reuse else []
         self._saved = []  # rebuilt below; a failure leaves no half-updated state behind
@@ -333,7 +379,7 @@ class Engine:
                 and len(point.ids) < len(prompt.ids)  # at least one token must go through the model for logits
                 and prompt.ids[: len(point.ids)] == point.ids
                 and prefix_images[: len(point.images)] == point.images
-                and all(start + count <= len(point.ids) or start >= len(point.ids) for start, _, _, count in images)
+                and all(start + count <= len(point.ids) or start >= len(point.ids) for start, _, _, count, _ in images)
             )
 
         usable = [point for point in saved if resumable(point)]

@@ -4,8 +4,13 @@ Nemotron-Nano-VL-v2 checkpoints (Holotron-12B) differ between revisions in key n
 model's config is `llm_config` or `text_config`, the image token id `img_context_token_id` or
 `image_context_token_id`. The vision tower is C-RADIO, a timm ViT whose sizes are named by
 `vision_config.args.model` and may be overridden by explicit sizes in the same `args`. Whatever this
-engine cannot run (dynamic-resolution tiling, a vision layer norm before the projector, another
-pixel-shuffle order) is refused here, by name, before any weight is read.
+engine cannot run (a vision layer norm before the projector, another pixel-shuffle order) is refused
+here, by name, before any weight is read.
+
+Nemotron-3-Nano-Omni checkpoints (Holotron-3-Nano; architecture `NemotronH_Nano_Omni_Reasoning_V3`)
+are the same family to this engine: a Nemotron-H language model (with mixture-of-experts layers),
+C-RADIO and the same projector. Where `vision_config.args` names `min_num_patches`, images are not
+tiled but resized whole (dynamic resolution, `omni_images`), as vLLM decides by the same key.
 
 The weight files and their safetensors headers (names and shapes, no weights) are read here too.
 """
@@ -22,6 +27,9 @@ from holodesk.inference.engine.vllm_parity import config_problem
 from holodesk.inference.errors import ModelLoadError
 
 ARCHITECTURE = "NemotronH_Nano_VL_V2"
+# Nemotron-3-Nano-Omni (Holotron-3-Nano's base): the same engine, dynamic-resolution images, MoE layers.
+OMNI_ARCHITECTURE = "NemotronH_Nano_Omni_Reasoning_V3"
+ARCHITECTURES = (ARCHITECTURE, OMNI_ARCHITECTURE)
 # transformers' native Nemotron-H (with a hybrid DynamicCache that continues Mamba state over chunks).
 TRANSFORMERS_MIN = (5, 3)
 
@@ -77,6 +85,14 @@ class VisionSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class DynamicResolution:
+    """Images resized whole to between `min_patches` and `max_patches` patches (`vision_config.args`)."""
+
+    min_patches: int
+    max_patches: int  # 0: no cap
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSpec:
     """The whole model: language-model config (for transformers' NemotronHConfig), vision, glue."""
 
@@ -92,6 +108,14 @@ class ModelSpec:
     use_thumbnail: bool
     image_token_id: int
     dtype: str
+    architecture: str = ARCHITECTURE
+    # None: the fixed tiles of Nemotron-Nano-VL-v2.
+    dynamic: DynamicResolution | None = None
+
+    @property
+    def is_omni(self) -> bool:
+        """A Nemotron-3-Nano-Omni checkpoint (Holotron-3-Nano), not a Nemotron-Nano-VL-v2 one (Holotron-12B)."""
+        return self.architecture == OMNI_ARCHITECTURE
 
     @property
     def shuffle_factor(self) -> int:
@@ -131,11 +155,6 @@ def _vision_spec(config: dict[str, Any]) -> VisionSpec:
     args = vision.get("args") or {}
     if not isinstance(args, dict):
         raise ModelLoadError("config.json: vision_config.args must be an object")
-    if "min_num_patches" in args:
-        raise ModelLoadError(
-            "config.json asks for dynamic-resolution images (vision_config.args.min_num_patches): this engine"
-            " runs the fixed 512-pixel tiles of Nemotron-Nano-VL-v2 only"
-        )
     name = args.get("model")
     defaults = _VIT_SIZES.get(name) if isinstance(name, str) else None
     sizes: list[int] = []
@@ -187,9 +206,11 @@ def read_spec(path: str | Path) -> ModelSpec:
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"cannot read {root / 'config.json'}: {exc}") from exc
     architectures = config.get("architectures") or []
-    if ARCHITECTURE not in architectures:
+    known = [name for name in ARCHITECTURES if name in architectures]
+    if not known:
         raise ModelLoadError(
-            f"{root} is not a Nemotron-Nano-VL-v2 checkpoint (architectures {architectures}, expected {ARCHITECTURE})"
+            f"{root} is not a Nemotron-Nano-VL-v2 checkpoint nor a Nemotron-3-Nano-Omni one (architectures"
+            f" {architectures}, expected {' or '.join(ARCHITECTURES)})"
         )
     llm = config.get("llm_config") or config.get("text_config")
     if not isinstance(llm, dict):
@@ -210,6 +231,7 @@ def read_spec(path: str | Path) -> ModelSpec:
     factor = round(1 / ratio)
     if (tile // vision.patch) % factor:
         raise ModelLoadError(f"config.json: a {tile}-pixel tile does not fold by {factor} (downsample {ratio})")
+    dynamic = _dynamic_resolution(config, factor)
     return ModelSpec(
         path=root,
         llm_config=llm,
@@ -223,7 +245,33 @@ def read_spec(path: str | Path) -> ModelSpec:
         use_thumbnail=bool(config.get("use_thumbnail", True)),
         image_token_id=image_token,
         dtype=str(config.get("torch_dtype") or llm.get("torch_dtype") or "bfloat16"),
+        architecture=known[0],
+        dynamic=dynamic,
     )
+
+
+def _dynamic_resolution(config: dict[str, Any], factor: int) -> DynamicResolution | None:
+    """vLLM resizes images whole when `vision_config.args` names `min_num_patches` (whatever the architecture)."""
+    args = config["vision_config"].get("args") or {}
+    if "min_num_patches" not in args:
+        return None
+    low, high = args["min_num_patches"], args.get("max_num_patches", 0)
+    if not isinstance(low, int) or not isinstance(high, int) or low < 1 or (high and high < low):
+        raise ModelLoadError(
+            f"config.json: vision_config.args min_num_patches {low!r} and max_num_patches {high!r} are not a range"
+        )
+    if factor != 2:  # vLLM's dynamic tiler asserts it
+        raise ModelLoadError("config.json: dynamic-resolution images need pixel shuffle 0.5 (downsample_ratio)")
+    return DynamicResolution(min_patches=low, max_patches=high)
+
+
+def is_architecture(path: Path, architecture: str) -> bool:
+    """Whether `path/config.json` names `architecture` (False when it cannot be read: read_spec says why)."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and architecture in (config.get("architectures") or [])
 
 
 def weight_files(path: Path) -> list[Path]:

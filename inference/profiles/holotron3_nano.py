@@ -1,4 +1,8 @@
-"""The `holotron3-nano` profile: H Company's Holotron-3-Nano over an OpenAI-compatible server (vLLM).
+"""The `holotron3-nano` profile: H Company's Holotron-3-Nano, over an OpenAI-compatible server (vLLM) or in process.
+
+In process, Holodesk's engine runs the checkpoint (inference/engine: Nemotron-H with its
+mixture-of-experts layers, C-RADIO on images resized whole as vLLM resizes them) and this profile's
+parser reads its text as it reads the server's: the `<think>` reasoning set aside, the JSON step kept.
 
 What is public, and where it is from (checked for this module):
 - NVIDIA's computer-use cookbook for Nemotron-3-Nano-Omni (its README and its Holotron agent, a port
@@ -52,8 +56,8 @@ class Holotron3NanoProfile(HoloAgentProfile):
     """Holotron-3-Nano (Nemotron-3-Nano-Omni base): structured JSON steps, reasoning on, the last 3 screenshots."""
 
     name = "holotron3-nano"
-    # Not Holotron-12B's architecture: the in-process engine does not run it; vLLM does.
-    runs_in_process = False
+    # Served by vLLM, or run by the in-process engine (the same engine as Holotron-12B's, see above).
+    runs_in_process = True
     default_budget = ImageBudget(images_per_request=SCREENSHOTS, keep_screenshots=SCREENSHOTS)
     native_by_default = False
     native_supported = False  # no tool-call parser in its vLLM command: the step is JSON in the text

@@ -48,9 +48,10 @@ def test_the_block_window_is_an_option(tiny_checkpoint: Path) -> None:
     policy.backend.unload()
 
 
-@pytest.mark.parametrize("profile", ["holotron3-nano", "holo1.5", "holo1"])
+@pytest.mark.parametrize("profile", ["holo1.5", "holo1"])
 def test_a_profile_the_engine_cannot_run_is_refused_before_any_weight_is_read(tmp_path: Path, profile: str) -> None:
-    """The engine runs Holotron's and Qwen3.5's families only: another family's prompts would reach it unnoticed."""
+    """The engine runs Holotron's, Holotron-3-Nano's and Qwen3.5's families only: another family's prompts would
+    reach it unnoticed."""
     options = dataclasses.replace(_options(tmp_path / "no-checkpoint-here", "trained"), profile=profile)
     with pytest.raises(PolicyConfigError, match=f"the {re.escape(profile)} profile cannot run in the in-process"):
         build_policy(options)

@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from xdist import is_xdist_worker
+from xdist.workermanage import WorkerController
 
 from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
 
@@ -54,6 +56,7 @@ MAX_RUNNING = int(os.environ.get("HOLODESK_VLLM_SERVERS", "2"))
 POOL_KEY = pytest.StashKey["VllmPool"]()
 PLAN_KEY = pytest.StashKey[dict[str, "ServerSpec"]]()  # nodeid of a spec's last test -> the spec
 STARTS_KEY = pytest.StashKey[list[tuple[str, float]]]()  # (label, seconds to /health), in order
+WORKER_OUTPUT = "holodesk_vllm_starts"  # the starts, as a parallel worker hands them to the controller
 
 
 @dataclass(frozen=True)
@@ -364,6 +367,18 @@ class PoolPlugin:
             pool = item.config.stash.get(POOL_KEY, None)
             if pool is not None:
                 pool.after(item)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # On a parallel worker the summary line would be lost with the worker's terminal: hand the
+        # starts to the controller (pytest_testnodedown below), which prints it.
+        if is_xdist_worker(session):
+            session.config.workeroutput[WORKER_OUTPUT] = session.config.stash.get(STARTS_KEY, [])  # type: ignore[attr-defined]
+
+    @pytest.hookimpl(optionalhook=True)  # an xdist hook: absent when pytest runs without it
+    def pytest_testnodedown(self, node: WorkerController, error: object) -> None:
+        starts = node.workeroutput.get(WORKER_OUTPUT)
+        if starts:
+            node.config.stash[STARTS_KEY] = [(str(label), float(seconds)) for label, seconds in starts]
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
         line = summary(config)

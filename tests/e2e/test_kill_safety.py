@@ -1,8 +1,12 @@
 """Kill `holodesk run` at random moments during long drags and typing; nothing stays held, no step is lost.
 
 Each run gets its approvals as soon as it asks for step 1 and is then killed (SIGKILL, SIGTERM or
-SIGINT, 20 of each in a shuffled order) after a random delay, while it drags across the screen or
-types a long text. Then the X server is asked (not pyautogui) which buttons and keys it considers
+SIGINT, 10 of each in a shuffled order) after a chosen delay, while it drags across the screen or
+types a long text. The delays are laid out, not drawn blindly: for each signal and each first step
+(a drag, or typing), one kill right after approving (before the pointer moves) and one at a random
+moment in each quarter of the first second, which holds the first drag, the typing, the moment
+between the typing and the next step, and that next drag (a plain random draw of 20 a signal left
+some of these to luck). Then the X server is asked (not pyautogui) which buttons and keys it considers
 held, and the project's reader is asked which steps the session has:
 
 - SIGTERM and SIGINT stop the run like the Stop button: exit 3 within a few seconds, an end record
@@ -40,7 +44,9 @@ from tests.support.holodesk_command import HOLODESK_COMMAND
 
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 
-KILLS_PER_SIGNAL = int(os.environ.get("HOLODESK_KILLS_PER_SIGNAL", "20"))
+# Per signal, split evenly between the two scripts (drag first, typing first): each gets a kill at 0 s
+# and one in each of the (KILLS_PER_SIGNAL / 2 - 1) equal slices of MAX_DELAY_S.
+KILLS_PER_SIGNAL = int(os.environ.get("HOLODESK_KILLS_PER_SIGNAL", "10"))
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
 PARK = Point(5, 5)  # where the pointer waits between runs; no action goes near it
 MAX_DELAY_S = 1.0  # kill this long at most after approving: inside the first action or just after it
@@ -59,6 +65,26 @@ def _steps(screen: Rect, drag_first: bool) -> list[tuple[str, int, str]]:
         else:
             steps.append(("type", row, holotron("write_desktop", content=TEXT, x=start.x, y=start.y)))
     return steps
+
+
+def kill_plan(rng: random.Random, kills_per_signal: int) -> list[tuple[signal.Signals, bool, float]]:
+    """(signal, drag first, delay after approving) for every run, shuffled.
+
+    For each signal and script: delay 0 (killed before the first action moves anything), then one
+    delay drawn inside each equal slice of (0, MAX_DELAY_S], so that every part of the first second
+    is hit by every signal in both scripts, and where in its slice varies with the seed.
+    """
+    if kills_per_signal < 4 or kills_per_signal % 2:
+        raise ValueError(f"HOLODESK_KILLS_PER_SIGNAL must be even and at least 4, not {kills_per_signal}")
+    slices = kills_per_signal // 2 - 1
+    plan = []
+    for sig in SIGNALS:
+        for drag_first in (True, False):
+            plan.append((sig, drag_first, 0.0))
+            width = MAX_DELAY_S / slices
+            plan += [(sig, drag_first, rng.uniform(k * width, (k + 1) * width)) for k in range(slices)]
+    rng.shuffle(plan)
+    return plan
 
 
 def _begun_step(pointer: tuple[int, int]) -> int:
@@ -123,18 +149,17 @@ def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_p
     runtime.mkdir(mode=0o700)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(runtime)}
     sessions = tmp_path / "sessions"
-    plan = [sig for sig in SIGNALS for _ in range(KILLS_PER_SIGNAL)]
-    rng.shuffle(plan)
+    plan = kill_plan(rng, KILLS_PER_SIGNAL)
 
     figures: dict[str, Counter[str]] = {sig.name: Counter() for sig in SIGNALS}
     exit_times: dict[str, list[float]] = {sig.name: [] for sig in SIGNALS}
     problems: list[str] = []
     started = time.monotonic()
-    for attempt, sig in enumerate(plan):
+    for attempt, (sig, drag_first, delay_s) in enumerate(plan):
         name = sig.name
         x11_probe.move_pointer_like_the_user(PARK.x, PARK.y)
         before = set(iter_session_folders(sessions))
-        run = _Run(scripts[rng.random() < 0.5], sessions, env)
+        run = _Run(scripts[drag_first], sessions, env)
         try:
             run.wait_for("Step 1 proposes:", 60)
             # The start released whatever an earlier SIGKILL left held, before asking anything.
@@ -144,7 +169,7 @@ def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_p
             assert run.process.stdin is not None
             run.process.stdin.write("a\n" * len(ROWS))
             run.process.stdin.flush()
-            time.sleep(rng.uniform(0.0, MAX_DELAY_S))
+            time.sleep(delay_s)
             killed_at = time.monotonic()
             run.process.send_signal(sig)
             try:
@@ -178,6 +203,8 @@ def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_p
         figures[name]["lost steps"] += len(lost)
         figures[name]["interrupted steps"] += len(session.interrupted_steps)
         figures[name]["killed mid-action"] += int(begun > 0 and begun not in {n - 1 for n in prompts})
+        figures[name]["before any action"] += int(begun == 0)
+        figures[name]["past step 1"] += int(len(prompts) > 1)  # between steps or in step 2's action
         if lost:
             problems.append(f"run {attempt}: {name} lost steps {lost} (begun: {begun}, prompts {prompts})")
         for index, step in recorded.items():
@@ -225,7 +252,8 @@ def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_p
     for name, counts in figures.items():
         times = sorted(exit_times[name])
         print(
-            f"{name:8} kills {counts['kills']:3}  mid-action {counts['killed mid-action']:3}  "
+            f"{name:8} kills {counts['kills']:3}  before any action {counts['before any action']:3}  "
+            f"mid-action {counts['killed mid-action']:3}  past step 1 {counts['past step 1']:3}  "
             f"held right after {counts['held right after']:3}  stuck {counts['stuck']:3}  "
             f"lost steps {counts['lost steps']:3}  interrupted steps {counts['interrupted steps']:3}  "
             f"exit median {times[len(times) // 2] * 1000:5.0f} ms, max {times[-1] * 1000:5.0f} ms"

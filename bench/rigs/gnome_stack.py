@@ -417,6 +417,37 @@ def _wait_for_switch_on(remote: object, switch: tuple[int, int], timeout_s: floa
     return False
 
 
+def _settled_dialog(
+    remote: object, deadline: float, timeout_s: float
+) -> tuple[np.ndarray, tuple[int, int, int, int], tuple[int, int]]:
+    """The dialog's frame, Share button and switch once two frames in a row show both in the same place.
+
+    Waiting a fixed time for the first layout was too short under load (a loaded run found no
+    switch): the dialog is answered once it is drawn and still, or StackError at the deadline.
+    """
+    from bench.rigs.mutter_remote import MutterRemote
+
+    assert isinstance(remote, MutterRemote)
+    seen: tuple[tuple[int, int, int, int], tuple[int, int]] | None = None
+    frame: np.ndarray | None = None
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        frame = remote.screenshot()
+        share_box = _accent_box(frame)
+        switch = _switch_centre(frame, share_box) if share_box is not None else None
+        if share_box is not None and switch is not None:
+            if seen == (share_box, switch):
+                return frame, share_box, switch
+            seen = (share_box, switch)
+    if frame is not None:
+        _save_debug_frame(frame, "dialog-not-found")
+    if seen is None and (frame is None or _accent_box(frame) is None):
+        raise StackError(f"the portal's permission dialog did not show within {timeout_s:g} s")
+    raise StackError(
+        f"the dialog's 'Allow remote interaction' switch was not found (or still moving) within {timeout_s:g} s"
+    )
+
+
 def answer_consent(
     remote: object, *, share: bool = True, allow_interaction: bool = True, timeout_s: float = 30.0
 ) -> None:
@@ -429,15 +460,7 @@ def answer_consent(
 
     assert isinstance(remote, MutterRemote)
     deadline = time.monotonic() + timeout_s
-    share_box = None
-    while share_box is None:
-        if time.monotonic() > deadline:
-            raise StackError(f"the portal's permission dialog did not show within {timeout_s:g} s")
-        time.sleep(0.1)
-        share_box = _accent_box(remote.screenshot())
-    time.sleep(0.3)  # let the dialog finish its first layout
-    frame = remote.screenshot()
-    share_box = _accent_box(frame) or share_box
+    frame, share_box, switch = _settled_dialog(remote, deadline, timeout_s)
     share_centre = ((share_box[0] + share_box[2]) // 2, (share_box[1] + share_box[3]) // 2)
     # Wake mutter's virtual pointer: the first events after a device appears are dropped.
     remote.move(share_centre[0], share_box[3] + 380)  # below the dialog: no hover effects
@@ -447,9 +470,6 @@ def answer_consent(
         remote.click(frame.shape[1] - 1 - share_centre[0], share_centre[1])
         return
     if allow_interaction:
-        switch = _switch_centre(frame, share_box)
-        if switch is None:
-            raise StackError("the dialog's 'Allow remote interaction' switch was not found")
         # Click the row's label, not the switch: GTK 4's switch ignored mutter's virtual clicks here,
         # while its row (an activatable AdwActionRow) toggles the switch on a click.
         row_label = (frame.shape[1] - 1 - switch[0] + 60, switch[1])

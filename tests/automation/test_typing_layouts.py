@@ -36,7 +36,7 @@ from holodesk.automation.errors import ActionError
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11 import xkb
 from holodesk.automation.input.x11.backend import X11Input
-from holodesk.automation.input.x11.keyboard import LayoutChanged, X11Typer
+from holodesk.automation.input.x11.keyboard import PING_TIMEOUT_S, LayoutChanged, X11Typer, ping_focused_window
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from tests.support.chromium_field import AREA, FIELD, ChromiumField
@@ -274,6 +274,16 @@ def test_every_text_arrives_exactly_in_a_terminal_and_a_qt_field(
         if cell:
             wrong[f"Qt field / {name}"] = cell
     assert not wrong, "\n".join(f"{layout}: {cell}: {what}" for cell, what in wrong.items())
+
+
+def test_the_focused_qt_field_answers_the_ping_the_typer_waits_for(qt_field: TargetWindow) -> None:
+    """Before it rebinds a spare keycode the typer pings the focused window (automation.input.x11.keyboard).
+
+    Qt answers on the root window with its own event mask; unheard, every rebind in a Qt program
+    waited out the ping's timeout and a settle time (3 s) instead of the program's answer.
+    """
+    focus(qt_field.ready["window_id"])
+    assert ping_focused_window(None, PING_TIMEOUT_S), "the Qt window's answer to _NET_WM_PING was not heard"
 
 
 KEYS_LOG = "holodesk.automation.input.x11.backend"  # where the key presses sent are logged

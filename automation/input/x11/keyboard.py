@@ -715,7 +715,9 @@ def ping_focused_window(display_name: str | None, timeout_s: float) -> bool:
         protocols = display.intern_atom("WM_PROTOCOLS")
         if ping not in (window.get_wm_protocols() or ()):
             return False
-        root.change_attributes(event_mask=X.SubstructureNotifyMask)
+        # The answer goes to the root window with a mask each toolkit chooses: Qt's is StructureNotify
+        # (with SubstructureRedirect), which SubstructureNotify alone never heard (a 2 s wait each time).
+        root.change_attributes(event_mask=X.SubstructureNotifyMask | X.StructureNotifyMask)
         stamp = int(time.monotonic() * 1000) & 0x7FFFFFFF
         message = event.ClientMessage(window=window, client_type=protocols, data=(32, [ping, stamp, window.id, 0, 0]))
         window.send_event(message, event_mask=0)

@@ -2,17 +2,21 @@
 
 Too long for the context and too many images are the shared server's own 400s. A server that dies
 mid-answer gets a server of its own: its engine process is killed while it streams an answer, as an
-out-of-memory kill or an engine crash would end it.
+out-of-memory kill or an engine crash would end it. The moment of death is fixed by a proxy between
+the backend and that server (DyingProxy): after the answer's fourth event, never sooner or later.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
+import socket
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from PIL import Image
@@ -24,7 +28,7 @@ from holodesk.inference.remote import (
     ContextLengthError,
     RemoteBackend,
     RemoteBackendError,
-    ServerError,
+    ServerCrashedError,
     TooManyImagesError,
 )
 from tests.support.vllm_pool import VllmPool
@@ -84,32 +88,141 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def test_a_server_that_dies_mid_answer_is_reported_as_a_crash(doomed_server: VllmServer) -> None:
-    backend = RemoteBackend(doomed_server.base_url, api_key="", read_timeout_s=60)
-    outcome: dict[str, BaseException | str] = {}
+EVENTS_BEFORE_DEATH = 4  # the answer's events the backend has been sent when the engine is killed
+EVENT = b"data: "  # how each server-sent event starts
 
-    def ask() -> None:
-        try:  # no schema and a long budget: random weights write until the engine is gone
+
+class DyingProxy:
+    """Forwards each connection to the server, byte for byte, and makes the server die at a set point.
+
+    The chat request is forwarded with `ignore_eos`, so that random weights cannot end the answer
+    before the point; once EVENTS_BEFORE_DEATH events of its answer have been sent on, the proxy stops
+    accepting connections (the port is gone, as a dead server's) and runs `kill`, then forwards
+    whatever the dying server still sends. Without it the kill raced the answer (an answer that
+    ended first is a text), and the retries raced the API server, which outlives its engine for a
+    while: still listening, it took a retry and sent nothing (a timeout after 60 s, seen with the
+    port left open on purpose); answering 500s it read as "kept failing"; gone, as a crash.
+    """
+
+    def __init__(self, upstream_port: int, kill: Callable[[], None]) -> None:
+        self.upstream_port = upstream_port
+        self.kill = kill
+        self.killed = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.problems: list[str] = []  # what went wrong in a forwarding thread, for the test to show
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def close(self) -> None:
+        """Stop listening: a connection attempt from now on is refused."""
+        # close() alone leaves the socket listening while the accepting thread is blocked on it
+        # (Linux): a retry would still connect. shutdown() ends the accept and the listening.
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+
+    def _accept(self) -> None:
+        while not self.killed.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:  # closed: the server is dead, or the test is over
+                return
+            threading.Thread(target=self._forward, args=(client,), daemon=True).start()
+
+    def _forward(self, client: socket.socket) -> None:
+        try:
+            with client, socket.create_connection(("127.0.0.1", self.upstream_port)) as upstream:
+                head, body = _read_request(client)
+                chat = head.split(b" ", 2)[1].endswith(b"/chat/completions")
+                if chat:
+                    body = json.dumps({**json.loads(body), "ignore_eos": True}).encode()
+                upstream.sendall(_with_length(head, len(body)) + body)
+                self._relay(upstream, client, count_events=chat)
+        except (OSError, ValueError, AssertionError) as exc:  # shown by the test's own assertions
+            self.problems.append(f"{type(exc).__name__}: {exc}")
+
+    def _relay(self, upstream: socket.socket, client: socket.socket, *, count_events: bool) -> None:
+        received = b""  # the answer so far, while the point is still ahead
+        while data := upstream.recv(65536):
+            if count_events and not self.killed.is_set():
+                received += data
+                if received.count(EVENT) >= EVENTS_BEFORE_DEATH + 1:
+                    # The events before the point go to the backend; the rest only after the kill.
+                    point = _start_of(received, EVENT, EVENTS_BEFORE_DEATH + 1) - (len(received) - len(data))
+                    client.sendall(data[:point])
+                    data = data[point:]
+                    self.close()  # a retry finds nothing listening, as at a dead server
+                    self.killed.set()
+                    self.kill()
+            client.sendall(data)
+
+
+def _start_of(data: bytes, marker: bytes, number: int) -> int:
+    """Where the `number`th `marker` in `data` starts."""
+    index = -1
+    for _ in range(number):
+        index = data.index(marker, index + 1)
+    return index
+
+
+def _read_request(client: socket.socket) -> tuple[bytes, bytes]:
+    """One HTTP request from the backend: its head (through the blank line) and its body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = client.recv(65536)
+        if not chunk:
+            raise ValueError("the backend closed the connection before a whole request")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = client.recv(65536)
+        if not chunk:
+            raise ValueError("the backend closed the connection before the whole body")
+        body += chunk
+    return head, body
+
+
+def _with_length(head: bytes, length: int) -> bytes:
+    """The request head with its Content-Length set to `length`, and the connection closed after the answer."""
+    lines = [
+        line
+        for line in head.split(b"\r\n")
+        if line.partition(b":")[0].strip().lower() not in (b"content-length", b"connection")
+    ]
+    return b"\r\n".join([*lines, b"Content-Length: %d" % length, b"Connection: close"]) + b"\r\n\r\n"
+
+
+def test_a_server_that_dies_mid_answer_is_reported_as_a_crash(doomed_server: VllmServer) -> None:
+    def kill_the_engine() -> None:
+        engine = descendants(doomed_server.pid)
+        assert engine, "the server has no engine process to kill"
+        for pid in engine:
+            os.kill(pid, signal.SIGKILL)
+
+    port = urlsplit(doomed_server.base_url).port
+    assert port is not None
+    proxy = DyingProxy(port, kill_the_engine)
+    try:
+        backend = RemoteBackend(proxy.base_url, api_key="", read_timeout_s=60)
+        outcome: dict[str, BaseException | str] = {}
+        try:  # no schema and a long budget that ignore_eos holds it to: the answer outlives the point
             outcome["text"] = backend.generate(images_request(1, max_new_tokens=4000)).text
         except RemoteBackendError as exc:
             outcome["error"] = exc
+    finally:
+        proxy.close()
 
-    asking = threading.Thread(target=ask, daemon=True)
-    asking.start()
-    # Kill the engine once the answer is streaming (the server's log shows the request running).
-    deadline = time.monotonic() + 120
-    while "POST /v1/chat/completions" not in doomed_server.log.read_text(errors="replace"):
-        assert time.monotonic() < deadline, "the request never reached the server"
-        time.sleep(0.2)
-    engine = descendants(doomed_server.pid)
-    assert engine, "the server has no engine process to kill"
-    for pid in engine:
-        os.kill(pid, signal.SIGKILL)
-    asking.join(timeout=180)
-    assert not asking.is_alive(), "the request did not end after the engine died"
-
+    assert proxy.killed.is_set(), f"the answer ended before event {EVENTS_BEFORE_DEATH + 1}: {outcome} {proxy.problems}"
     error = outcome.get("error")
-    assert isinstance(error, ServerError), outcome  # a crash (or a server that kept failing), never a text
+    assert isinstance(error, ServerCrashedError), outcome  # a crash, never a text
     message = str(error)
-    assert "Nothing is listening" not in message
-    assert "failed while answering" in message or "kept failing" in message, message
+    assert "failed while answering" in message and "then stopped accepting connections" in message, message

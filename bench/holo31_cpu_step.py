@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import resource
@@ -79,6 +80,12 @@ class StepFigures:
 
 def step_request(history: int, new_tokens: int) -> Any:
     """The holo3.1 profile's navigation request at `history` earlier steps, cut to `new_tokens` new tokens."""
+    return dataclasses.replace(navigation_request(history), max_new_tokens=new_tokens)
+
+
+@functools.cache  # the prompt's characters and the vLLM runner ask for the same histories: screenshots made once
+def navigation_request(history: int) -> Any:
+    """The holo3.1 profile's navigation request at `history` earlier steps (its screenshots are the slow part)."""
     from bench.model_step import past_steps
     from bench.screens import desktop_picture
     from holodesk.automation.screen import frame_from_image
@@ -86,8 +93,7 @@ def step_request(history: int, new_tokens: int) -> Any:
 
     profile = Holo31Profile()
     shots = [profile.prepare_image(frame_from_image(desktop_picture(*SCREEN, seed=n))) for n in range(history + 1)]
-    request = profile.navigation_request(TASK, past_steps(history), shots)
-    return dataclasses.replace(request, max_new_tokens=new_tokens)
+    return profile.navigation_request(TASK, past_steps(history), shots)
 
 
 # --- vLLM -------------------------------------------------------------------------------------------

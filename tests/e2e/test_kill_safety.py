@@ -1,13 +1,13 @@
 """Kill `holodesk run` at random moments during long drags and typing; nothing stays held, no step is lost.
 
 Each run gets its approvals as soon as it asks for step 1 and is then killed (SIGKILL, SIGTERM or
-SIGINT, 10 of each in a shuffled order) after a chosen delay, while it drags across the screen or
-types a long text. The delays are laid out, not drawn blindly: for each signal and each first step
-(a drag, or typing), one kill right after approving (before the pointer moves) and one at a random
-moment in each quarter of the first second, which holds the first drag, the typing, the moment
-between the typing and the next step, and that next drag (a plain random draw of 20 a signal left
-some of these to luck). Then the X server is asked (not pyautogui) which buttons and keys it considers
-held, and the project's reader is asked which steps the session has:
+SIGINT, 10 of each in a shuffled order) at a chosen moment, while it drags across the screen or
+types a long text. The moments are laid out, not drawn blindly: for each signal and each first step
+(a drag, or typing), one kill right after approving (before the pointer moves), one at a random
+moment in each third of the first second (the first action), and one once step 2 was proposed
+(between the steps or in step 2's action, whatever the machine's speed; a plain random draw of 20
+a signal left some of these to luck and to the load). Then the X server is asked (not pyautogui)
+which buttons and keys it considers held, and the project's reader is asked which steps the session has:
 
 - SIGTERM and SIGINT stop the run like the Stop button: exit 3 within a few seconds, an end record
   "stopped", nothing held.
@@ -32,6 +32,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -44,8 +45,8 @@ from tests.support.holodesk_command import HOLODESK_COMMAND
 
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 
-# Per signal, split evenly between the two scripts (drag first, typing first): each gets a kill at 0 s
-# and one in each of the (KILLS_PER_SIGNAL / 2 - 1) equal slices of MAX_DELAY_S.
+# Per signal, split evenly between the two scripts (drag first, typing first): each gets a kill at 0 s,
+# one in each of the (KILLS_PER_SIGNAL / 2 - 2) equal slices of MAX_DELAY_S, and one after step 2's prompt.
 KILLS_PER_SIGNAL = int(os.environ.get("HOLODESK_KILLS_PER_SIGNAL", "10"))
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
 PARK = Point(5, 5)  # where the pointer waits between runs; no action goes near it
@@ -67,22 +68,33 @@ def _steps(screen: Rect, drag_first: bool) -> list[tuple[str, int, str]]:
     return steps
 
 
-def kill_plan(rng: random.Random, kills_per_signal: int) -> list[tuple[signal.Signals, bool, float]]:
-    """(signal, drag first, delay after approving) for every run, shuffled.
+class Kill(NamedTuple):
+    """One run's kill: the signal, the script, which step's prompt to wait for, then how long after it."""
 
-    For each signal and script: delay 0 (killed before the first action moves anything), then one
-    delay drawn inside each equal slice of (0, MAX_DELAY_S], so that every part of the first second
-    is hit by every signal in both scripts, and where in its slice varies with the seed.
+    sig: signal.Signals
+    drag_first: bool
+    after_prompt: int  # 1: counted from the approvals (sent at step 1's prompt); 2: from step 2's prompt
+    delay_s: float
+
+
+def kill_plan(rng: random.Random, kills_per_signal: int) -> list[Kill]:
+    """Every run's kill, shuffled.
+
+    For each signal and script: delay 0 (killed before the first action moves anything), one delay
+    drawn inside each equal slice of (0, MAX_DELAY_S] (every part of the first action, where in its
+    slice varying with the seed), and one within MAX_DELAY_S / 2 of step 2's prompt, which a time
+    from the start reaches only on a fast machine.
     """
-    if kills_per_signal < 4 or kills_per_signal % 2:
-        raise ValueError(f"HOLODESK_KILLS_PER_SIGNAL must be even and at least 4, not {kills_per_signal}")
-    slices = kills_per_signal // 2 - 1
+    if kills_per_signal < 6 or kills_per_signal % 2:
+        raise ValueError(f"HOLODESK_KILLS_PER_SIGNAL must be even and at least 6, not {kills_per_signal}")
+    slices = kills_per_signal // 2 - 2
+    width = MAX_DELAY_S / slices
     plan = []
     for sig in SIGNALS:
         for drag_first in (True, False):
-            plan.append((sig, drag_first, 0.0))
-            width = MAX_DELAY_S / slices
-            plan += [(sig, drag_first, rng.uniform(k * width, (k + 1) * width)) for k in range(slices)]
+            plan.append(Kill(sig, drag_first, 1, 0.0))
+            plan += [Kill(sig, drag_first, 1, rng.uniform(k * width, (k + 1) * width)) for k in range(slices)]
+            plan.append(Kill(sig, drag_first, 2, rng.uniform(0.0, MAX_DELAY_S / 2)))
     rng.shuffle(plan)
     return plan
 
@@ -155,7 +167,7 @@ def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_p
     exit_times: dict[str, list[float]] = {sig.name: [] for sig in SIGNALS}
     problems: list[str] = []
     started = time.monotonic()
-    for attempt, (sig, drag_first, delay_s) in enumerate(plan):
+    for attempt, (sig, drag_first, after_prompt, delay_s) in enumerate(plan):
         name = sig.name
         x11_probe.move_pointer_like_the_user(PARK.x, PARK.y)
         before = set(iter_session_folders(sessions))
@@ -169,6 +181,8 @@ def test_kills_at_random_moments_leave_nothing_held_and_lose_no_step(xvfb, tmp_p
             assert run.process.stdin is not None
             run.process.stdin.write("a\n" * len(ROWS))
             run.process.stdin.flush()
+            if after_prompt == 2:
+                run.wait_for("Step 2 proposes:", 60)
             time.sleep(delay_s)
             killed_at = time.monotonic()
             run.process.send_signal(sig)

@@ -7,17 +7,21 @@ that dies or does not come up in time fails the test in words with the tail of i
 
 The flags are the ones that make this architecture run on a CPU and keep structured output
 parseable (each is explained where it is set). Everything the server writes (caches, compiled
-kernels, temporary files) stays under `workdir`; it runs offline and reports no usage.
+kernels) stays under `workdir`, its temporary files in a short folder of their own (`server_env`);
+it runs offline and reports no usage.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -91,8 +95,11 @@ def server_args(
 def server_env(workdir: Path) -> dict[str, str]:
     """The server's environment: offline, private caches, and the CPU settings that work here."""
     cache = workdir / "cache"
-    tmp = workdir / "tmp"
-    tmp.mkdir(parents=True, exist_ok=True)
+    # Temporary files go to a short folder of their own, not under `workdir`: vLLM binds ZeroMQ
+    # sockets there, and a path past 107 bytes (a parallel test worker's tmp_path is that long) fails
+    # the start. Removed when this process exits.
+    tmp = Path(tempfile.mkdtemp(prefix="vllm-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "USER")
     env = {k: v for k, v in os.environ.items() if k in keep}
     env.update(

@@ -38,7 +38,9 @@ pytestmark = [
     pytest.mark.parametrize("xvfb", [DisplayLayout(1600, 900)], indirect=True, ids=str, scope="module"),
 ]
 
-GERMAN = "Grüße aus Köln, süße Äpfel für Jörg; " * 12
+# Long enough that the typing is still going when the test acts on the window's first 12 characters:
+# with 444 characters, a loaded machine's window reported them after the run had typed the rest.
+GERMAN = "Grüße aus Köln, süße Äpfel für Jörg; " * 60
 SIGNAL_WORDS = {
     signal.SIGINT: "Ctrl+C",
     signal.SIGTERM: "SIGTERM",

@@ -32,6 +32,10 @@ chromedriver: MiniWoB++ and the Chromium fields). `vllm` is set by hand. So `-m 
 `-m chromium` or `-m vllm` runs one tier and `-m "not wayland"` leaves one out. Starting the GNOME
 stack or Chromium from a test without its marker fails that test, so the tables cannot fall behind.
 
+The test command runs on parallel pytest-xdist workers; `tests/support/parallel.py` gives each test
+its worker group (the vLLM tier one, the GNOME stack's tests one, every other file its own) and
+starts the two long groups first.
+
 `tiny_checkpoint` (session-scoped) is a tiny random-weight checkpoint in Holotron-12B's real layout
 (bench/nemotron_tiny, float32) that Holodesk's in-process engine loads on the CPU; `answering_checkpoint`
 is the same, taught to answer one valid holotron step (bench/nemotron_tiny/chosen_answer.py). Nothing

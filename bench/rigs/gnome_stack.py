@@ -50,6 +50,15 @@ _PORTALS = ("/usr/libexec/xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal-
 SYSTEM_PYTHON = "/usr/bin/python3"
 MUTTER_TYPELIBS = "/usr/lib/x86_64-linux-gnu/mutter-11"
 GI_PACKAGES = "python3-gi gir1.2-mutter-11"
+# The desktop's settings (GLib's keyfile backend, read by mutter and the portal). No key repeat: on a
+# loaded machine a key's release can reach mutter more than the repeat delay after its press, and
+# the program repeats the key (XWayland for X programs: a loaded run typed "jummmps over theeee"
+# into Chromium, 1 run in 10). Holodesk sends each press and its release back to back; a repeat is
+# the machine's stall, not the input under test. mutter tells every program (XWayland included)
+# to repeat or not (wl_keyboard.repeat_info); `xset r off` does not hold, a keymap change resets it.
+SETTINGS_KEYFILE = """[org/gnome/desktop/peripherals/keyboard]
+repeat=false
+"""
 # GNOME's accent blue: the dialog's default ("Share") button and a switch that is on.
 ACCENT_BLUE = (53, 132, 228)
 
@@ -114,7 +123,7 @@ class GnomeStack:
             XDG_CURRENT_DESKTOP="GNOME",
             XDG_SESSION_TYPE="wayland",
             WAYLAND_DISPLAY=WAYLAND_SOCKET,
-            GSETTINGS_BACKEND="memory",
+            GSETTINGS_BACKEND="keyfile",  # SETTINGS_KEYFILE, written at start: the stack's own settings
             NO_AT_BRIDGE="1",
             GTK_A11Y="none",
         )
@@ -137,6 +146,9 @@ class GnomeStack:
             raise StackError(f"the headless GNOME stack needs {', '.join(missing)}: apt-get install {DEBIAN_PACKAGES}")
         for folder in (self.home, self.runtime_dir, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
+        keyfile = self.home / ".config" / "glib-2.0" / "settings" / "keyfile"
+        keyfile.parent.mkdir(parents=True, exist_ok=True)
+        keyfile.write_text(SETTINGS_KEYFILE, encoding="utf-8")
         self.runtime_dir.chmod(0o700)
         deadline = time.monotonic() + self.start_timeout_s
         try:

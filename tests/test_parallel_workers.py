@@ -1,7 +1,7 @@
 """The parallel workers' groups (tests/support/parallel.py), on a real pytest-xdist run of a small suite.
 
-A throwaway suite in its own folder: `vllm`-marked tests in two files, `wayland`-marked tests in two
-files, and plain files (a test that uses a pooled server by fixture only is found by the pool's own
+A throwaway suite in its own folder: tests of the vLLM pool (its `vllm_pool` fixture) in two files,
+a `vllm`-marked file with no pool, `wayland`-marked tests in two files, and plain files (a test that uses a pooled server by fixture only is found by the pool's own
 `item_specs`, which needs real servers' specs and is left to the real suite). Each test writes which
 worker ran it. Run with the test command's own worker options, every vLLM test must land on one
 worker (the pool plans in one process), every GNOME-stack test on one worker, the two long groups
@@ -25,6 +25,10 @@ from tests.support import parallel
 def pytest_collection_modifyitems(items):
     parallel.group_items(items)
 
+@pytest.fixture(scope="session")
+def vllm_pool():
+    return "the pool"  # what the real suite's pool fixture is named: the tests using it are one group
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "vllm: talks to vLLM")
     config.addinivalue_line("markers", "wayland: the GNOME stack")
@@ -35,7 +39,7 @@ TEST = """
 import os, pathlib, pytest
 {mark}
 @pytest.mark.parametrize("n", range({count}))
-def test_{name}(n):
+def test_{name}(n, {fixtures}):
     log = pathlib.Path(os.environ["RUN_LOG"])
     with log.open("a") as f:
         f.write(f"{{os.environ['PYTEST_XDIST_WORKER']}} {name}\\n")
@@ -48,14 +52,17 @@ def _suite(root: Path) -> None:
         # The plain files first in collection: front-loading must still start the long groups first.
         "test_a_plain": ("", 6),
         "test_b_plain": ("", 6),
-        "test_c_vllm": ("pytestmark = pytest.mark.vllm", 4),
+        "test_c_vllm": ("pytestmark = pytest.mark.vllm", 4),  # the pool's users
+        "test_cc_own_server": ("pytestmark = pytest.mark.vllm", 2),  # marked vllm, a server of its own
         "test_d_wayland": ("pytestmark = pytest.mark.wayland", 3),
         "test_e_plain": ("", 6),
         "test_f_vllm": ("pytestmark = pytest.mark.vllm", 4),
         "test_g_wayland": ("pytestmark = pytest.mark.wayland", 3),
     }
     for name, (mark, count) in files.items():
-        (root / f"{name}.py").write_text(TEST.format(mark=mark, count=count, name=name.removeprefix("test_")))
+        fixtures = "vllm_pool" if name.endswith("_vllm") else "tmp_path"
+        text = TEST.format(mark=mark, count=count, name=name.removeprefix("test_"), fixtures=fixtures)
+        (root / f"{name}.py").write_text(text)
 
 
 def test_each_long_group_runs_on_one_worker_and_they_start_first(tmp_path: Path) -> None:
@@ -73,13 +80,13 @@ def test_each_long_group_runs_on_one_worker_and_they_start_first(tmp_path: Path)
     )
     assert run.returncode == 0, run.stdout + run.stderr
     ran = [line.split() for line in log.read_text().splitlines()]
-    assert len(ran) == 32
+    assert len(ran) == 34
     workers = {name: {worker for worker, test in ran if test == name} for _, name in ran}
     # Each of the long groups on one worker, whichever it is.
     assert len(workers["c_vllm"] | workers["f_vllm"]) == 1, ran
     assert len(workers["d_wayland"] | workers["g_wayland"]) == 1, ran
     # Every plain file on one worker (its module fixtures set up once).
-    assert all(len(workers[name]) == 1 for name in ("a_plain", "b_plain", "e_plain")), ran
+    assert all(len(workers[name]) == 1 for name in ("a_plain", "b_plain", "cc_own_server", "e_plain")), ran
     # Each worker's first test belongs to a long group: vLLM on one, the GNOME stack on the other.
     first = {worker: test for worker, test in reversed(ran)}
     assert sorted(first.values()) == ["c_vllm", "d_wayland"], ran

@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -58,6 +58,7 @@ class VllmServer:
     max_images: int
     log: Path
     pid: int
+    process: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
 
 
 def server_args(
@@ -156,11 +157,14 @@ def serve(
     extra_args: tuple[str, ...] = (),
     start_deadline_s: float = START_DEADLINE_S,
     env: Mapping[str, str] | None = None,
+    wait: bool = True,
 ) -> Iterator[VllmServer]:
     """Run a vLLM server on `checkpoint` for the duration of the block (see the module docstring).
 
     `env` adds to or overrides the server's environment (tests/support/vllm_pool.py: a cache shared
-    by the session's servers, the worker inside the engine process)."""
+    by the session's servers, the worker inside the engine process). With `wait=False` the block
+    starts as soon as the process does, and `wait_ready` waits for /health later: the server boots
+    while the caller does something else."""
     python = VLLM_VENV / "bin" / "python"
     if not python.exists():
         raise ServerStartError(f"vLLM is not installed: {python} is missing. Run `{INSTALL}` (tests/run.sh does).")
@@ -182,19 +186,29 @@ def serve(
             preexec_fn=_die_with_parent,
         )
     try:
-        base = f"http://127.0.0.1:{port}"
-        _wait_healthy(proc, base, log, start_deadline_s)
-        yield VllmServer(
-            base_url=base + "/v1",
+        server = VllmServer(
+            base_url=f"http://127.0.0.1:{port}/v1",
             checkpoint=Path(checkpoint),
             model=SERVED_MODEL,
             max_model_len=max_model_len,
             max_images=max_images,
             log=log,
             pid=proc.pid,
+            process=proc,
         )
+        if wait:
+            wait_ready(server, start_deadline_s)
+        yield server
     finally:
         stop_group(proc)
+
+
+def wait_ready(server: VllmServer, deadline_s: float = START_DEADLINE_S) -> None:
+    """Return once a server `serve(wait=False)` started answers /health; ServerStartError in words if
+    it exits first or does not answer within `deadline_s`."""
+    if server.process is None:
+        raise ValueError("wait_ready needs a server that serve() started")
+    _wait_healthy(server.process, server.base_url.removesuffix("/v1"), server.log, deadline_s)
 
 
 def _die_with_parent() -> None:

@@ -5,9 +5,11 @@ Most of the suite waits on other processes (Xvfb, programs, a vLLM server comput
 workers on two cores overlap those waits. xdist's `loadgroup` sends each group of tests to one worker
 whole; `group_items` names the groups:
 
-- `vllm`: every test that talks to a vLLM server. The session's pool (tests/support/vllm_pool.py)
-  lives in one process and plans when each server stops from the order it collected; one worker must
-  run all of its tests for that plan to hold, and it keeps at most its two servers beside the rest.
+- `vllm`: every test that uses the session's vLLM pool (tests/support/vllm_pool.py). The pool lives
+  in one process and plans when each server starts and stops from the order it collected; one worker
+  must run all of its tests for that plan to hold, and it keeps at most its two servers beside the
+  rest. A `vllm` test with a server of its own (a benchmark, a test that kills its server) is not
+  in it: it runs with its file, on whichever worker is free.
 - `wayland`: the headless GNOME stack's tests. Each module starts its own stack; two stacks (mutter,
   PipeWire, the portal, XWayland) at once on two cores made their bounded waits the slow part.
 - every other test: its file. A module's fixtures (its Xvfb, its programs) are then set up once.
@@ -28,6 +30,7 @@ import pytest
 from tests.support import vllm_pool
 
 VLLM = "vllm"
+POOL_FIXTURE = "vllm_pool"  # tests/conftest.py's session fixture; every pooled server's fixture uses it
 WAYLAND = "wayland"
 # The groups that start first, in this order (see the module docstring).
 FIRST = (VLLM, WAYLAND)
@@ -35,7 +38,7 @@ FIRST = (VLLM, WAYLAND)
 
 def group_of(item: pytest.Item) -> str:
     """The xdist group of `item`: `vllm`, `wayland`, or its file relative to the rootdir."""
-    if item.get_closest_marker(VLLM) is not None or vllm_pool.item_specs(item):
+    if POOL_FIXTURE in item.fixturenames or vllm_pool.item_specs(item):
         return VLLM
     if item.get_closest_marker(WAYLAND) is not None:
         return WAYLAND

@@ -13,6 +13,8 @@ use and keeps it for the next test that asks:
   proportional memory here), the least recently used stopped to make room;
 - a server is stopped right after the last test the session's plan gives it (`plan`, from the
   collected order), so the slow tiers after it do not run beside it;
+- while a server's tests run, the next server the order needs (`first_use_order`) is started beside
+  it if there is room, so it boots during those tests instead of before its own;
 - a server that died is started again (it says so); one that failed to start fails every later
   test that asks for it at once, with the same words, rather than waiting out the deadline again;
 - everything is stopped at the session's end, last started first.
@@ -42,7 +44,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,12 +52,13 @@ import pytest
 from xdist import is_xdist_worker
 from xdist.workermanage import WorkerController
 
-from bench.rigs.vllm_server import ServerStartError, VllmServer, serve
+from bench.rigs.vllm_server import ServerStartError, VllmServer, serve, wait_ready
 
 MAX_RUNNING = int(os.environ.get("HOLODESK_VLLM_SERVERS", "2"))
 POOL_KEY = pytest.StashKey["VllmPool"]()
 PLAN_KEY = pytest.StashKey[dict[str, "ServerSpec"]]()  # nodeid of a spec's last test -> the spec
-STARTS_KEY = pytest.StashKey[list[tuple[str, float]]]()  # (label, seconds to /health), in order
+ORDER_KEY = pytest.StashKey[list["ServerSpec"]]()  # the specs in the order of their first tests
+STARTS_KEY = pytest.StashKey[list[tuple[str, float]]]()  # (label, seconds its first test waited), in order
 WORKER_OUTPUT = "holodesk_vllm_starts"  # the starts, as a parallel worker hands them to the controller
 
 
@@ -87,18 +90,27 @@ class ServerSpec:
 class _Running:
     server: VllmServer
     stack: ExitStack
+    launched: float  # time.monotonic() at its start
+    ready: bool  # it answered /health (a server started ahead has not been asked yet)
 
 
 class VllmPool:
     """The session's vLLM servers (see the module docstring)."""
 
-    def __init__(self, root: Path, max_running: int = MAX_RUNNING, plan: Mapping[str, ServerSpec] | None = None):
+    def __init__(
+        self,
+        root: Path,
+        max_running: int = MAX_RUNNING,
+        plan: Mapping[str, ServerSpec] | None = None,
+        order: Sequence[ServerSpec] = (),
+    ):
         if max_running < 1:
             raise ValueError(f"HOLODESK_VLLM_SERVERS must be 1 or more, not {max_running}")
         self.root = root
         self.max_running = max_running
         self.plan = dict(plan or {})
-        self.starts: list[tuple[str, float]] = []  # (label, seconds to /health), in order
+        self.order = list(order)  # the specs in the order the session's tests first use them
+        self.starts: list[tuple[str, float]] = []  # (label, seconds its first test waited for it), in order
         self._running: dict[ServerSpec, _Running] = {}  # least recently used first
         self._checkpoints: dict[str, Path] = {}
         self._failed: dict[ServerSpec, str] = {}
@@ -131,15 +143,20 @@ class VllmPool:
         if spec in self._failed:
             raise ServerStartError(f"{self._failed[spec]}\n(this server already failed to start in this session)")
         running = self._running.pop(spec, None)
+        if running is not None and not running.ready:
+            self._wait(spec, running)
         if running is not None and _alive(running.server.pid):
             self._running[spec] = running  # now the most recently used
+            self._start_next(spec)
             return running.server
         if running is not None:
             running.stack.close()
             print(f"\nvLLM server {spec.label} had died; starting it again (log {running.server.log})")
         while len(self._running) >= self.max_running:
             self.stop(next(iter(self._running)))
-        return self._start(spec)
+        started = self._start(spec, wait=True)
+        self._start_next(spec)
+        return started.server
 
     def stop(self, spec: ServerSpec) -> None:
         """Stop the spec's server if it runs."""
@@ -157,11 +174,12 @@ class VllmPool:
         for spec in reversed(list(self._running)):
             self.stop(spec)
 
-    def _start(self, spec: ServerSpec) -> VllmServer:
+    def _start(self, spec: ServerSpec, *, wait: bool) -> _Running:
+        """Start the spec's server; with `wait`, return once it answers (else it boots on its own)."""
         checkpoint = self.checkpoint(spec.checkpoint)
-        work = self.root / "servers" / f"{spec.label}-{len(self.starts)}"
+        work = self.root / "servers" / f"{spec.label}-{len(self.starts) + len(self._running)}"
         stack = ExitStack()
-        started = time.monotonic()
+        launched = time.monotonic()
         try:
             server = stack.enter_context(
                 serve(
@@ -172,15 +190,45 @@ class VllmPool:
                     max_images=spec.max_images,
                     extra_args=spec.extra_args,
                     env=self.env,
+                    wait=False,
                 )
             )
         except ServerStartError as exc:
             stack.close()
             self._failed[spec] = str(exc)
             raise
-        self.starts.append((spec.label, time.monotonic() - started))
-        self._running[spec] = _Running(server, stack)
-        return server
+        running = _Running(server, stack, launched, ready=False)
+        if wait:
+            self._wait(spec, running)
+        self._running[spec] = running
+        return running
+
+    def _wait(self, spec: ServerSpec, running: _Running) -> None:
+        """Wait for a started server to answer /health; a failed start is kept, and said to later tests."""
+        waited = time.monotonic()
+        try:
+            wait_ready(running.server)
+        except ServerStartError as exc:
+            running.stack.close()
+            self._failed[spec] = str(exc)
+            raise
+        running.ready = True
+        self.starts.append((spec.label, time.monotonic() - waited))
+
+    def _start_next(self, spec: ServerSpec) -> None:
+        """Start, ahead of its tests, the server the session uses after `spec`'s, if there is room.
+
+        A start is mostly Python importing torch and vLLM on one core (15-30 s here): it overlaps
+        the tests of the server in use instead of adding to them. The room is `max_running`, the
+        server in use counted."""
+        if spec not in self.order or len(self._running) >= self.max_running:
+            return
+        later = self.order[self.order.index(spec) + 1 :]
+        upcoming = next((s for s in later if s not in self._running and s not in self._failed), None)
+        if upcoming is None:
+            return
+        with suppress(ServerStartError):  # said to the test that asks for it (`_failed`)
+            self._start(upcoming, wait=False)
 
 
 def _alive(pid: int) -> bool:
@@ -328,9 +376,14 @@ def plan(items: Sequence[pytest.Item]) -> dict[str, ServerSpec]:
     return {nodeid: spec for spec, nodeid in last.items()}
 
 
+def first_use_order(items: Sequence[pytest.Item]) -> list[ServerSpec]:
+    """The pooled servers in the order the session's tests first use them (which one to start ahead)."""
+    return list(dict.fromkeys(spec for item in items for spec in item_specs(item)))
+
+
 def open_pool(config: pytest.Config, root: Path) -> Iterator[VllmPool]:
     """The session's pool (tests/conftest.py's `vllm_pool`), stopped at the end."""
-    pool = VllmPool(root, plan=config.stash.get(PLAN_KEY, {}))
+    pool = VllmPool(root, plan=config.stash.get(PLAN_KEY, {}), order=config.stash.get(ORDER_KEY, []))
     config.stash[POOL_KEY] = pool
     config.stash[STARTS_KEY] = pool.starts
     try:
@@ -341,12 +394,13 @@ def open_pool(config: pytest.Config, root: Path) -> Iterator[VllmPool]:
 
 
 def summary(config: pytest.Config) -> str | None:
-    """One line for the end of the run: the servers the pool started and how long each took."""
+    """One line for the end of the run: the servers the pool started and how long their tests waited for each."""
     starts = config.stash.get(STARTS_KEY, [])
     if not starts:
         return None
     each = ", ".join(f"{label} {seconds:.0f} s" for label, seconds in starts)
-    return f"vLLM servers the pool started: {len(starts)} in {sum(s for _, s in starts):.0f} s ({each})"
+    total = sum(s for _, s in starts)
+    return f"vLLM servers the pool started: {len(starts)}; their tests waited {total:.0f} s for them ({each})"
 
 
 class PoolPlugin:
@@ -358,6 +412,7 @@ class PoolPlugin:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         session.config.stash[PLAN_KEY] = plan(session.items)
+        session.config.stash[ORDER_KEY] = first_use_order(session.items)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Iterator[None]:

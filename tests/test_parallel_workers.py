@@ -1,11 +1,12 @@
 """The parallel workers' groups (tests/support/parallel.py), on a real pytest-xdist run of a small suite.
 
 A throwaway suite in its own folder: tests of the vLLM pool (its `vllm_pool` fixture) in two files,
-a `vllm`-marked file with no pool, `wayland`-marked tests in two files, and plain files (a test that uses a pooled server by fixture only is found by the pool's own
-`item_specs`, which needs real servers' specs and is left to the real suite). Each test writes which
-worker ran it. Run with the test command's own worker options, every vLLM test must land on one
-worker (the pool plans in one process), every GNOME-stack test on one worker, the two long groups
-must be the first two handed out, and a plain file stays on one worker.
+a `vllm`-marked file with no pool, `wayland`-marked tests in two files, and plain files. (A test that
+uses a pooled server through its own fixture only is found by the pool's `item_specs`, which needs
+real servers' specs: the real suite decides that one.) Each test writes which worker ran it. Run
+with the test command's own worker options, every test of the pool must land on one worker (the pool
+plans in one process), every GNOME-stack test on one worker, the two long groups must be the first
+two handed out, and a plain file stays on one worker.
 """
 
 from __future__ import annotations

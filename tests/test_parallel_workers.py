@@ -1,12 +1,13 @@
 """The parallel workers' groups (tests/support/parallel.py), on a real pytest-xdist run of a small suite.
 
 A throwaway suite in its own folder: tests of the vLLM pool (its `vllm_pool` fixture) in two files,
-a `vllm`-marked file with no pool, `wayland`-marked tests in two files, and plain files. (A test that
-uses a pooled server through its own fixture only is found by the pool's `item_specs`, which needs
-real servers' specs: the real suite decides that one.) Each test writes which worker ran it. Run
-with the test command's own worker options, every test of the pool must land on one worker (the pool
-plans in one process), every GNOME-stack test on one worker, the two long groups must be the first
-two handed out, and a plain file stays on one worker.
+a `vllm`-marked file with no pool, `wayland`-marked tests in two files, benchmarks (`bench`) in one
+file, and plain files. (A test that uses a pooled server through its own fixture only is found by the
+pool's `item_specs`, which needs real servers' specs: the real suite decides that one.) Each test
+writes which worker ran it. Run with the test command's own worker options, every test of the pool
+must land on one worker (the pool plans in one process), every GNOME-stack test on one worker, the two
+long groups must be the first two handed out, a plain file stays on one worker, and the benchmarks of
+one file run on both.
 """
 
 from __future__ import annotations
@@ -33,17 +34,20 @@ def vllm_pool():
 def pytest_configure(config):
     config.addinivalue_line("markers", "vllm: talks to vLLM")
     config.addinivalue_line("markers", "wayland: the GNOME stack")
+    config.addinivalue_line("markers", "bench: a benchmark")
     config.pluginmanager.register(parallel.ParallelPlugin(), "holodesk-parallel")
 """
 
 TEST = """
-import os, pathlib, pytest
+import os, pathlib, time, pytest
 {mark}
 @pytest.mark.parametrize("n", range({count}))
 def test_{name}(n, {fixtures}):
     log = pathlib.Path(os.environ["RUN_LOG"])
     with log.open("a") as f:
         f.write(f"{{os.environ['PYTEST_XDIST_WORKER']}} {name}\\n")
+    if "bench" in "{name}":
+        time.sleep(1)  # a benchmark takes a while: the other worker is free for the next one meanwhile
 """
 
 
@@ -59,6 +63,7 @@ def _suite(root: Path) -> None:
         "test_e_plain": ("", 6),
         "test_f_vllm": ("pytestmark = pytest.mark.vllm", 4),
         "test_g_wayland": ("pytestmark = pytest.mark.wayland", 3),
+        "test_h_bench": ("pytestmark = pytest.mark.bench", 4),
     }
     for name, (mark, count) in files.items():
         fixtures = "vllm_pool" if name.endswith("_vllm") else "tmp_path"
@@ -81,13 +86,15 @@ def test_each_long_group_runs_on_one_worker_and_they_start_first(tmp_path: Path)
     )
     assert run.returncode == 0, run.stdout + run.stderr
     ran = [line.split() for line in log.read_text().splitlines()]
-    assert len(ran) == 34
+    assert len(ran) == 38
     workers = {name: {worker for worker, test in ran if test == name} for _, name in ran}
     # Each of the long groups on one worker, whichever it is.
     assert len(workers["c_vllm"] | workers["f_vllm"]) == 1, ran
     assert len(workers["d_wayland"] | workers["g_wayland"]) == 1, ran
     # Every plain file on one worker (its module fixtures set up once).
     assert all(len(workers[name]) == 1 for name in ("a_plain", "b_plain", "cc_own_server", "e_plain")), ran
+    # The benchmarks are a group each: two workers share one file's.
+    assert len(workers["h_bench"]) == 2, ran
     # Each worker's first test belongs to a long group: vLLM on one, the GNOME stack on the other.
     first = {worker: test for worker, test in reversed(ran)}
     assert sorted(first.values()) == ["c_vllm", "d_wayland"], ran

@@ -12,12 +12,17 @@ whole; `group_items` names the groups:
   in it: it runs with its file, on whichever worker is free.
 - `wayland`: the headless GNOME stack's tests. Each module starts its own stack; two stacks (mutter,
   PipeWire, the portal, XWayland) at once on two cores made their bounded waits the slow part.
+- a benchmark (marked `bench`): itself. Each runs `python -m bench` in a process of its own and shares
+  no fixture, so the minutes of them spread over the workers instead of running one after another.
 - every other test: its file. A module's fixtures (its Xvfb, its programs) are then set up once.
 
-`front_load` then puts the `vllm` group first and `wayland` second in the collected order: with
-`--no-loadscope-reorder` the scheduler hands out groups in that order, so the two long groups start at
-once on the two workers and the short files fill in around them. xdist gives a busy worker no new group
-while it has more than two tests waiting, so the `vllm` worker is not handed files to hold up.
+`front_load` then orders the groups longest first, as measured in the fresh-clone runs: `vllm` (about
+8 min), `wayland` (about 4), the benchmarks, then the files in `LONG_FILES`, then the rest as
+collected. With `--no-loadscope-reorder` the scheduler hands out groups in that order, so the two long
+groups start at once on the two workers, the minute-long ones follow and the short files fill in at
+the end: handed out last, a 95 s file kept one worker busy 85 s after the other had finished. xdist
+gives a busy worker no new group while it has more than two tests waiting, so the `vllm` worker is
+not handed files to hold up.
 
 Without xdist (`pytest` alone, or `-p no:xdist`) the marks change nothing and the order is the same
 tests, the vLLM tier first.
@@ -32,17 +37,42 @@ from tests.support import vllm_pool
 VLLM = "vllm"
 POOL_FIXTURE = "vllm_pool"  # tests/conftest.py's session fixture; every pooled server's fixture uses it
 WAYLAND = "wayland"
-# The groups that start first, in this order (see the module docstring).
-FIRST = (VLLM, WAYLAND)
+BENCH = "bench"
+# The files of more than half a minute that are one group each, longest first (seconds in a
+# fresh-clone run on two workers).
+LONG_FILES = (
+    "tests/packaging/test_deb.py",  # 95: builds the package, lintian
+    "tests/automation/test_typing_layouts.py",  # 81
+    "tests/app/eval/test_miniwob_ray.py",  # 52
+    "tests/e2e/test_kill_safety.py",  # 36
+    "tests/automation/input/x11/test_performer.py",  # 28
+)
 
 
 def group_of(item: pytest.Item) -> str:
-    """The xdist group of `item`: `vllm`, `wayland`, or its file relative to the rootdir."""
+    """The xdist group of `item`: `vllm`, `wayland`, a benchmark's own node id, or its file relative to
+    the rootdir."""
     if POOL_FIXTURE in item.fixturenames or vllm_pool.item_specs(item):
         return VLLM
     if item.get_closest_marker(WAYLAND) is not None:
         return WAYLAND
+    if item.get_closest_marker(BENCH) is not None:
+        return item.nodeid
     return item.path.relative_to(item.config.rootpath).as_posix()
+
+
+def rank_of(item: pytest.Item) -> int:
+    """Where `item`'s group starts: the longest groups first (see the module docstring)."""
+    group = group_of(item)
+    if group == VLLM:
+        return 0
+    if group == WAYLAND:
+        return 1
+    if item.get_closest_marker(BENCH) is not None:
+        return 2
+    if group in LONG_FILES:
+        return 3 + LONG_FILES.index(group)
+    return 3 + len(LONG_FILES)
 
 
 def group_items(items: list[pytest.Item]) -> None:
@@ -52,9 +82,8 @@ def group_items(items: list[pytest.Item]) -> None:
 
 
 def front_load(items: list[pytest.Item]) -> None:
-    """Reorder `items` in place: the `vllm` group, then `wayland`, then the rest; each keeps its own order."""
-    rank = {group: index for index, group in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(group_of(item), len(FIRST)))  # sort is stable
+    """Reorder `items` in place, the longest groups first (`rank_of`); within a rank the collected order."""
+    items.sort(key=rank_of)  # sort is stable
 
 
 class ParallelPlugin:

@@ -141,7 +141,7 @@ class PortalInput:
         drag_step_interval_s: float = 0.008,
         focus_settle_s: float = 0.05,
         device_warmup_s: float = 0.3,
-        scroll_settle_s: float = 0.1,
+        scroll_settle_s: float = 0.3,
         clipboard: Clipboard | None = None,
         paste_timeout_s: float = 5.0,
         paste_settle_s: float = 0.3,
@@ -163,6 +163,9 @@ class PortalInput:
         self.drag_step_interval_s = drag_step_interval_s
         self.focus_settle_s = focus_settle_s
         self.device_warmup_s = device_warmup_s
+        # After a scroll, the motion that hands the window its last notch must be handled before the
+        # next action's motion: a loaded fresh-clone run saw the notch at the next click's spot after a
+        # settle of 0.1 s (likely a stalled mutter taking both motions in one go, the last one winning).
         self.scroll_settle_s = scroll_settle_s
         # Through XWayland: the bound on each wait for the desktop (noting the offer, the paste asking).
         self.paste_timeout_s = paste_timeout_s

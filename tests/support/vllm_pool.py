@@ -9,12 +9,12 @@ one server, whatever file asks for it (`ServerSpec.label` is only its name in te
 `VllmPool` (the session fixture `vllm_pool`, tests/conftest.py) starts a spec's server on first
 use and keeps it for the next test that asks:
 
-- at most `max_running` at once (HOLODESK_VLLM_SERVERS, default 3; one measured 3.0-3.3 GB of
+- at most `max_running` at once (HOLODESK_VLLM_SERVERS, default 2; one measured 3.0-3.3 GB of
   proportional memory here), the least recently used stopped to make room;
 - a server is stopped right after the last test the session's plan gives it (`plan`, from the
   collected order), so the slow tiers after it do not run beside it;
-- while a server's tests run, the next servers the order needs (`first_use_order`) are started
-  beside it while there is room, so they boot during those tests instead of before their own;
+- while a server's tests run, the next server the order needs (`first_use_order`) is started beside
+  it if there is room, so it boots during those tests instead of before its own;
 - a server that died is started again (it says so); one that failed to start fails every later
   test that asks for it at once, with the same words, rather than waiting out the deadline again;
 - everything is stopped at the session's end, last started first.
@@ -54,7 +54,7 @@ from xdist.workermanage import WorkerController
 
 from bench.rigs.vllm_server import ServerStartError, VllmServer, serve, wait_ready
 
-MAX_RUNNING = int(os.environ.get("HOLODESK_VLLM_SERVERS", "3"))
+MAX_RUNNING = int(os.environ.get("HOLODESK_VLLM_SERVERS", "2"))
 POOL_KEY = pytest.StashKey["VllmPool"]()
 PLAN_KEY = pytest.StashKey[dict[str, "ServerSpec"]]()  # nodeid of a spec's last test -> the spec
 ORDER_KEY = pytest.StashKey[list["ServerSpec"]]()  # the specs in the order of their first tests
@@ -216,21 +216,19 @@ class VllmPool:
         self.starts.append((spec.label, time.monotonic() - waited))
 
     def _start_next(self, spec: ServerSpec) -> None:
-        """Start, ahead of their tests, the servers the session uses after `spec`'s, while there is room.
+        """Start, ahead of its tests, the server the session uses after `spec`'s, if there is room.
 
         A start is mostly Python importing torch and vLLM on one core (15-30 s here): it overlaps
-        the tests of the server in use instead of adding to them. Most servers' tests take a few
-        seconds, less than a start, so two started ahead (the default room of three, the server in
-        use counted) each have the tests of two servers to boot in, where one had those of one."""
-        if spec not in self.order:
+        the tests of the server in use instead of adding to them. The room is `max_running`, the
+        server in use counted."""
+        if spec not in self.order or len(self._running) >= self.max_running:
             return
-        for upcoming in self.order[self.order.index(spec) + 1 :]:
-            if len(self._running) >= self.max_running:
-                return
-            if upcoming in self._running or upcoming in self._failed:
-                continue
-            with suppress(ServerStartError):  # said to the test that asks for it (`_failed`)
-                self._start(upcoming, wait=False)
+        later = self.order[self.order.index(spec) + 1 :]
+        upcoming = next((s for s in later if s not in self._running and s not in self._failed), None)
+        if upcoming is None:
+            return
+        with suppress(ServerStartError):  # said to the test that asks for it (`_failed`)
+            self._start(upcoming, wait=False)
 
 
 def _alive(pid: int) -> bool:

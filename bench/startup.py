@@ -68,13 +68,18 @@ def run(settings: BenchSettings) -> BenchResult:
     with tempfile.TemporaryDirectory(prefix="holodesk-bench-startup-") as home, FakeOpenAIServer() as server:
         xvfb = start_xvfb(1280, 800)
         try:
-            # A user's first start: no settings file, nothing cached, X11 only.
+            # A user's first start: no settings file, nothing cached, X11 only. A runtime folder of its
+            # own too: in the shared one, a marker that a killed run on another display of the same
+            # number had left made `holodesk run` say so before the task (a test run saw it).
+            runtime = Path(home, "runtime")
+            runtime.mkdir(mode=0o700)
             env = xvfb.env()
             env.update(
                 HOME=home,
                 XDG_CONFIG_HOME=str(Path(home, "config")),
                 XDG_DATA_HOME=str(Path(home, "data")),
                 XDG_CACHE_HOME=str(Path(home, "cache")),
+                XDG_RUNTIME_DIR=str(runtime),
                 PYTHONUNBUFFERED="1",
             )
             env.pop("HOLODESK_BACKEND", None)

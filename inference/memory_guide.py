@@ -455,9 +455,6 @@ def _radio_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
     return t
 
 
-_SAFETENSORS_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "I64": 8}
-
-
 def write_headers(folder: Path, config: Mapping[str, Any], tensors: Mapping[str, TensorHeader]) -> Path:
     """config.json and a model.safetensors that is only its header (every tensor's name, dtype, shape
     and place, no data): what the engine's planner reads of a checkpoint, without 60 GB of weights."""
@@ -465,9 +462,12 @@ def write_headers(folder: Path, config: Mapping[str, Any], tensors: Mapping[str,
     header: dict[str, Any] = {}
     offset = 0
     for name, tensor in sorted(tensors.items()):
-        size = math.prod(tensor.shape) * _SAFETENSORS_BYTES[tensor.dtype]
-        header[name] = {"dtype": tensor.dtype, "shape": list(tensor.shape), "data_offsets": [offset, offset + size]}
-        offset += size
+        header[name] = {
+            "dtype": tensor.dtype,
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + tensor.nbytes],
+        }
+        offset += tensor.nbytes
     blob = json.dumps(header).encode()
     (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(blob)) + blob)
     return folder

@@ -34,6 +34,7 @@ from holodesk.inference.memory_guide import (
     holotron3_nano_fit,
     markdown_rows,
     omni_checkpoint_tensors,
+    write_headers,
 )
 from holodesk.inference.qwen35_memory import (
     GIB,
@@ -109,19 +110,7 @@ def test_the_memory_guides_header_sets_are_the_real_layout(tiny: Path) -> None:
 def _write_header_only(folder: Path, config: dict[str, object]) -> Path:
     """A checkpoint of headers without data: what the plan reads, at a real model's size, in a few kB."""
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(config))
-    header: dict[str, object] = {}
-    offset = 0
-    for name, tensor in checkpoint_tensors(config).items():
-        header[name] = {
-            "dtype": tensor.dtype,
-            "shape": list(tensor.shape),
-            "data_offsets": [offset, offset + tensor.nbytes],
-        }
-        offset += tensor.nbytes
-    raw = json.dumps(header).encode()
-    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw)
-    return folder
+    return write_headers(folder, config, checkpoint_tensors(config))
 
 
 def test_a_header_only_checkpoint_plans_as_the_real_shapes(tmp_path: Path) -> None:

@@ -90,7 +90,6 @@ class ServerSpec:
 class _Running:
     server: VllmServer
     stack: ExitStack
-    launched: float  # time.monotonic() at its start
     ready: bool  # it answered /health (a server started ahead has not been asked yet)
 
 
@@ -179,7 +178,6 @@ class VllmPool:
         checkpoint = self.checkpoint(spec.checkpoint)
         work = self.root / "servers" / f"{spec.label}-{len(self.starts) + len(self._running)}"
         stack = ExitStack()
-        launched = time.monotonic()
         try:
             server = stack.enter_context(
                 serve(
@@ -197,7 +195,7 @@ class VllmPool:
             stack.close()
             self._failed[spec] = str(exc)
             raise
-        running = _Running(server, stack, launched, ready=False)
+        running = _Running(server, stack, ready=False)
         if wait:
             self._wait(spec, running)
         self._running[spec] = running

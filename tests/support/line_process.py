@@ -10,16 +10,20 @@ import queue
 import subprocess
 import sys
 import threading
+from typing import IO
 
 
 class LineProcess:
     """`python -m MODULE ARGS...` with line-based stdin/stdout."""
 
-    def __init__(self, module: str, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, module: str, *args: str, env: dict[str, str] | None = None, stderr: IO[str] | None = None
+    ) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=stderr,
             text=True,
             env=env,
         )

@@ -106,7 +106,12 @@ def pointer_records(events: Iterable[dict[str, Any]], pad: Point) -> list[Pointe
             button = _BUTTON_NAMES.get(event["button"], event["button"])
             records.append((kind, button, event["x"] - pad.x, event["y"] - pad.y))
         elif kind == "wheel":
-            records.append(("wheel", event["direction"], event["x"] - pad.x, event["y"] - pad.y))
+            record = ("wheel", event["direction"], event["x"] - pad.x, event["y"] - pad.y)
+            notches = event.get("notches", 1)  # the X11 window's events are one notch each
+            if notches != int(notches):  # a part of a notch: no case expects one, so it shows as a miss
+                records.append((*record, f"{notches:g} notches"))
+            else:
+                records.extend([record] * int(notches))
         elif kind == "drag":
             (sx, sy), (ex, ey) = event["start"], event["end"]
             records.append(("drag", sx - pad.x, sy - pad.y, ex - pad.x, ey - pad.y))

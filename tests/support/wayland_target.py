@@ -5,7 +5,7 @@ A Wayland client cannot place itself or learn its global position, so the window
 on the only monitor: window coordinates are then screen coordinates. It writes JSON lines:
   ready   once the window has been shown full screen: size, and each widget's rectangle
   press, release, double_click   button, x, y (window = screen coordinates), widget
-  wheel   direction, x, y, widget (one per notch)
+  wheel   direction, x, y, notches (how many the event carries), widget
   drag    start [x, y], end [x, y]: a press, moves with the button held, a release
   text    the text field's full content after each change
   enter   Enter pressed in the text field, with its content then
@@ -80,8 +80,11 @@ class PointerLogger(QObject):
             delta = event.angleDelta()
             vertical = "up" if delta.y() > 0 else "down"
             horizontal = "left" if delta.x() > 0 else "right"  # Qt: positive x is towards the left
+            # One event may carry several notches (the desktop handed them over in one frame): each
+            # notch is 120 (QWheelEvent's eighths of a degree).
+            notches = abs(delta.y() or delta.x()) / 120
             emit({"event": "wheel", "direction": vertical if delta.y() else horizontal, "x": local.x(),
-                  "y": local.y(), "widget": self._widget_at(local)})  # fmt: skip
+                  "y": local.y(), "notches": notches, "widget": self._widget_at(local)})  # fmt: skip
         return False
 
     def _widget_at(self, local: QPoint) -> str:

@@ -85,7 +85,11 @@ class WaylandTarget:
         import os
 
         env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-        self.process = LineProcess("tests.support.wayland_target", env=env)
+        # libwayland's log of every message the window got, for a failure's report (pointer_wire)
+        env["WAYLAND_DEBUG"] = "client"
+        self._wire_path = stack.logs / "wayland-target-wire.log"
+        self._wire = self._wire_path.open("w")
+        self.process = LineProcess("tests.support.wayland_target", env=env, stderr=self._wire)
         self.seen: list[dict[str, Any]] = []
         self.ready = self.wait_for("ready", 30.0)
         self.input_settled = False
@@ -152,8 +156,20 @@ class WaylandTarget:
             records.append(json.loads(line))
         return records
 
+    def wire_mark(self) -> int:
+        """Where the window's Wayland log ends now, for pointer_wire."""
+        return self._wire_path.stat().st_size
+
+    def pointer_wire(self, since: int, last: int = 80) -> str:
+        """The pointer events the window's Wayland connection carried since `since` (its last lines)."""
+        with self._wire_path.open("rb") as log:
+            log.seek(since)
+            lines = log.read().decode(errors="replace").splitlines()
+        return "\n".join([line for line in lines if "wl_pointer" in line][-last:])
+
     def close(self) -> None:
         self.process.close()
+        self._wire.close()
 
 
 @pytest.fixture(scope="module")

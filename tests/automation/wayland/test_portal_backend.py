@@ -429,5 +429,6 @@ def test_the_pointer_conformance_cases(
     def read_until_fence() -> list[dict[str, object]]:
         return wayland_target.records_until("release", 10.0, **fence)  # the whole fence click
 
+    wire = wayland_target.wire_mark()
     problem = run_pointer_case(input_performer, PointerWindow(Point(left, top), read_until_fence), case)
-    assert problem is None, problem
+    assert problem is None, f"{problem}\nthe window's pointer events:\n{wayland_target.pointer_wire(wire)}"

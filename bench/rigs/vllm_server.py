@@ -14,7 +14,6 @@ it runs offline and reports no usage.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import json
 import os
 import shutil
@@ -23,22 +22,25 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 
+from bench.rigs.vllm_forkserver import SERVER_MODULE, ForkServerError, die_with_parent
+
 REPO = Path(__file__).resolve().parents[2]
 VLLM_VENV = REPO / ".venv-vllm"
+VLLM_PYTHON = VLLM_VENV / "bin" / "python"
 SHIM = REPO / "tests" / "vllm" / "shim"
 INSTALL = "bash tests/vllm/install.sh"
 SERVED_MODEL = "holotron-tiny"
 # A cold start on a loaded 2-core machine took 24-84 s; the deadline leaves room for a slower CI.
 START_DEADLINE_S = float(os.environ.get("HOLODESK_VLLM_START_S", "420"))
 STOP_GRACE_S = 20.0
-PR_SET_PDEATHSIG = 1
 LOG_TAIL_LINES = 40
 # What the structured-output tests need: guidance honours maxLength on strings (xgrammar let raw
 # control characters through); without disable_any_whitespace greedy decoding of random weights
@@ -58,16 +60,50 @@ class VllmServer:
     max_images: int
     log: Path
     pid: int
-    process: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
+    process: ServerProcess | None = field(default=None, compare=False, repr=False)
+
+
+class ServerProcess(Protocol):
+    """A started server's leading process, as far as starting and stopping it needs
+    (subprocess.Popen, or bench.rigs.vllm_forkserver's ForkedProcess)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+class Launcher(Protocol):
+    """Starts `python -m vllm.entrypoints.openai.api_server ARGV` in its own process group, stdin from
+    /dev/null, stdout and stderr to `log`, in `cwd` with exactly `env`."""
+
+    def launch(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, log: Path) -> ServerProcess: ...
+
+
+class CommandLauncher:
+    """The server as its own command: vLLM's Python, run afresh (stopped with the test process)."""
+
+    def launch(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, log: Path) -> ServerProcess:
+        with log.open("wb") as out:
+            return subprocess.Popen(
+                [str(VLLM_PYTHON), "-m", SERVER_MODULE, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=dict(env),
+                cwd=cwd,
+                start_new_session=True,  # its own process group: the engine core is a child process
+                preexec_fn=die_with_parent,
+            )
 
 
 def server_args(
     checkpoint: Path, port: int, *, max_model_len: int, max_images: int, dtype: str, extra: tuple[str, ...] = ()
 ) -> list[str]:
-    """The server's command line (after the interpreter)."""
+    """The server's arguments (after `python -m vllm.entrypoints.openai.api_server`)."""
     return [
-        "-m",
-        "vllm.entrypoints.openai.api_server",
         "--model",
         str(checkpoint),
         "--served-model-name",
@@ -158,33 +194,27 @@ def serve(
     start_deadline_s: float = START_DEADLINE_S,
     env: Mapping[str, str] | None = None,
     wait: bool = True,
+    launcher: Launcher | None = None,
 ) -> Iterator[VllmServer]:
     """Run a vLLM server on `checkpoint` for the duration of the block (see the module docstring).
 
     `env` adds to or overrides the server's environment (tests/support/vllm_pool.py: a cache shared
     by the session's servers, the worker inside the engine process). With `wait=False` the block
     starts as soon as the process does, and `wait_ready` waits for /health later: the server boots
-    while the caller does something else."""
-    python = VLLM_VENV / "bin" / "python"
-    if not python.exists():
-        raise ServerStartError(f"vLLM is not installed: {python} is missing. Run `{INSTALL}` (tests/run.sh does).")
+    while the caller does something else. `launcher` starts the process (default: its own command;
+    the test session's pool forks its servers from bench.rigs.vllm_forkserver)."""
+    if not VLLM_PYTHON.exists():
+        raise ServerStartError(f"vLLM is not installed: {VLLM_PYTHON} is missing. Run `{INSTALL}` (tests/run.sh does).")
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = workdir / "vllm-server.log"
     args = server_args(
         checkpoint, port, max_model_len=max_model_len, max_images=max_images, dtype=dtype, extra=extra_args
     )
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(python), *args],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**server_env(workdir), **(env or {})},
-            cwd=workdir,
-            start_new_session=True,  # its own process group: the engine core is a child process
-            preexec_fn=_die_with_parent,
-        )
+    try:
+        proc = (launcher or CommandLauncher()).launch(args, {**server_env(workdir), **(env or {})}, workdir, log)
+    except ForkServerError as exc:
+        raise ServerStartError(str(exc)) from exc
     try:
         server = VllmServer(
             base_url=f"http://127.0.0.1:{port}/v1",
@@ -211,20 +241,7 @@ def wait_ready(server: VllmServer, deadline_s: float = START_DEADLINE_S) -> None
     _wait_healthy(server.process, server.base_url.removesuffix("/v1"), server.log, deadline_s)
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the test process dies, even by SIGKILL (Linux's PDEATHSIG).
-
-    The fixture stops the server on a normal end or Ctrl+C; this covers a killed test run, which
-    would otherwise leave a 3 GB server behind (it then stops its own engine process).
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass  # not Linux: the fixture's own stop is all there is
-
-
-def _wait_healthy(proc: subprocess.Popen[bytes], base: str, log: Path, deadline_s: float) -> None:
+def _wait_healthy(proc: ServerProcess, base: str, log: Path, deadline_s: float) -> None:
     started = time.monotonic()
     with httpx.Client(timeout=httpx.Timeout(5.0), trust_env=False) as client:
         while True:
@@ -245,7 +262,7 @@ def _wait_healthy(proc: subprocess.Popen[bytes], base: str, log: Path, deadline_
             time.sleep(0.5)
 
 
-def stop_group(proc: subprocess.Popen[bytes]) -> None:
+def stop_group(proc: ServerProcess) -> None:
     """SIGTERM the server's process group, then SIGKILL what is left after a grace period."""
     if proc.poll() is None:
         with suppress(ProcessLookupError):

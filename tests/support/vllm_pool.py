@@ -1,7 +1,9 @@
 """One vLLM server per distinct (checkpoint, arguments) for the whole test session, shared across files.
 
-A vLLM start costs 25-45 s on this 2-core machine, mostly three Python processes importing torch
-and vLLM, and many test files serve the same tiny checkpoint with the same arguments. A
+A vLLM start on its own command costs 30-38 s of this 2-core machine (quiet), half of it importing
+vLLM's API server, and many test files serve the same tiny checkpoint with the same arguments. The
+pool forks each server from one process that imported it once (bench/rigs/vllm_forkserver.py:
+14-17 s a start), and shares servers. A
 `ServerSpec` names one such server: the checkpoint (`Checkpoint`: a name for one build and the
 function that builds it) and the arguments `bench.rigs.vllm_server.serve` takes. Equal specs are
 one server, whatever file asks for it (`ServerSpec.label` is only its name in test ids and logs).
@@ -52,7 +54,8 @@ import pytest
 from xdist import is_xdist_worker
 from xdist.workermanage import WorkerController
 
-from bench.rigs.vllm_server import ServerStartError, VllmServer, serve, wait_ready
+from bench.rigs.vllm_forkserver import ForkServer
+from bench.rigs.vllm_server import VLLM_PYTHON, ServerStartError, VllmServer, serve, server_env, wait_ready
 
 MAX_RUNNING = int(os.environ.get("HOLODESK_VLLM_SERVERS", "2"))
 POOL_KEY = pytest.StashKey["VllmPool"]()
@@ -130,6 +133,9 @@ class VllmPool:
             "OMP_NUM_THREADS": "1",
             "OMP_WAIT_POLICY": "PASSIVE",
         }
+        # Each server forked from one process that imported vLLM's API server once (15 s of a start
+        # here), started with the first server: bench/rigs/vllm_forkserver.py.
+        self._forkserver: ForkServer | None = None
 
     def checkpoint(self, checkpoint: Checkpoint) -> Path:
         """The checkpoint's files, built once a session."""
@@ -144,7 +150,7 @@ class VllmPool:
         running = self._running.pop(spec, None)
         if running is not None and not running.ready:
             self._wait(spec, running)
-        if running is not None and _alive(running.server.pid):
+        if running is not None and _alive(running.server):
             self._running[spec] = running  # now the most recently used
             self._start_next(spec)
             return running.server
@@ -172,6 +178,16 @@ class VllmPool:
     def close(self) -> None:
         for spec in reversed(list(self._running)):
             self.stop(spec)
+        if self._forkserver is not None:
+            self._forkserver.close()
+
+    def launcher(self) -> ForkServer | None:
+        """The fork server, started on first use (None without vLLM: `serve` says what to install)."""
+        if self._forkserver is None and VLLM_PYTHON.exists():
+            folder = self.root / "forkserver"
+            folder.mkdir(parents=True, exist_ok=True)
+            self._forkserver = ForkServer(VLLM_PYTHON, {**server_env(folder), **self.env}, folder / "forkserver.log")
+        return self._forkserver
 
     def _start(self, spec: ServerSpec, *, wait: bool) -> _Running:
         """Start the spec's server; with `wait`, return once it answers (else it boots on its own)."""
@@ -189,6 +205,7 @@ class VllmPool:
                     extra_args=spec.extra_args,
                     env=self.env,
                     wait=False,
+                    launcher=self.launcher(),
                 )
             )
         except ServerStartError as exc:
@@ -216,7 +233,7 @@ class VllmPool:
     def _start_next(self, spec: ServerSpec) -> None:
         """Start, ahead of its tests, the server the session uses after `spec`'s, if there is room.
 
-        A start is mostly Python importing torch and vLLM on one core (15-30 s here): it overlaps
+        A forked start is mostly vLLM's engine process importing torch and vLLM (14-17 s here): it overlaps
         the tests of the server in use instead of adding to them. The room is `max_running`, the
         server in use counted."""
         if spec not in self.order or len(self._running) >= self.max_running:
@@ -229,9 +246,11 @@ class VllmPool:
             self._start(upcoming, wait=False)
 
 
-def _alive(pid: int) -> bool:
+def _alive(server: VllmServer) -> bool:
+    if server.process is not None:  # a dead child not yet reaped still answers a signal
+        return server.process.poll() is None
     try:
-        os.kill(pid, 0)
+        os.kill(server.pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:

@@ -1,0 +1,63 @@
+"""The fork server the pool starts its vLLM servers from (bench/rigs/vllm_forkserver.py): a forked server
+that fails says why and with which status, and no server outlives a killed fork server.
+
+Every pooled test (the rest of the vLLM tier) is served by a forked server, so that it serves as one
+started on its own command would is what those tests show; these two check what only a fork can get
+wrong. The second has a fork server of its own, since it kills it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from bench.rigs.vllm_forkserver import ForkServer
+from bench.rigs.vllm_server import VLLM_PYTHON, ServerStartError, serve, server_args, server_env
+from tests.support.vllm_pool import VllmPool
+from tests.support.vllm_servers import HOLOTRON_TINY
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.vllm
+
+
+def _gone(pid: int) -> bool:
+    """True once `pid` has ended and been reaped (a zombie still answers a signal)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except OSError:
+        return True
+
+
+def test_a_forked_server_that_cannot_start_ends_with_its_status_and_its_log_says_why(
+    vllm_pool: VllmPool, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-checkpoint"
+    with pytest.raises(ServerStartError) as failure, serve(missing, tmp_path / "server", launcher=vllm_pool.launcher()):
+        pass
+    words = str(failure.value)
+    assert "vLLM exited with status 1 before it was ready" in words, words
+    assert str(missing) in words, words  # the server's own error, from the log the fork gave it
+
+
+def test_a_killed_fork_server_takes_its_servers_with_it(vllm_pool: VllmPool, tmp_path: Path) -> None:
+    checkpoint = vllm_pool.checkpoint(HOLOTRON_TINY.checkpoint)
+    forkserver = ForkServer(VLLM_PYTHON, server_env(tmp_path / "forkserver"), tmp_path / "forkserver.log")
+    log = tmp_path / "vllm-server.log"
+    args = server_args(checkpoint, 1, max_model_len=4096, max_images=1, dtype="float32")
+    process = forkserver.launch(args, server_env(tmp_path), tmp_path, log)
+    # Running vLLM's own code (its first log line is the arguments it parsed), then its fork server dies.
+    wait_until(
+        lambda: log.exists() and "non-default args" in log.read_text(errors="replace"),
+        120,
+        "the forked server's first log line",
+    )
+    os.kill(forkserver.pid, signal.SIGKILL)
+    wait_until(lambda: _gone(process.pid), 60, f"the server {process.pid} ending after its fork server was killed")
+    forkserver.close()

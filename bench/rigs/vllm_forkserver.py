@@ -126,6 +126,8 @@ class ForkServer:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
 
     def _ask(self, request: dict[str, object]) -> dict[str, object]:
         with self._lock:

@@ -4,7 +4,7 @@ Asked with `tools`, a Qwen3.5 model (Holo3.1, Holo4) writes each call in its tra
 `<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...</function>\\n</tool_call>`.
 Behind vLLM, the `qwen3_coder` tool parser turns that into OpenAI `tool_calls` and the remote backend
 writes them into the answer's text as `<tool_call>{"type": "function", "function": {...}}</tool_call>`
-(`remote.answers.tool_call_text`), which the holo profiles' parser reads. The engine has no server,
+(`holodesk.inference.tool_call_text`), which the holo profiles' parser reads. The engine has no server,
 so this module does the parser's part, as vLLM 0.32's does it:
 
 - one newline after `<parameter=KEY>` and one before `</parameter>` belong to the format, not the value;
@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from holodesk.inference.remote.answers import ToolCallPiece, tool_call_text
+from holodesk.inference.tool_call_text import ToolCallPiece, tool_call_text
 
 _BLOCK = re.compile(r"<tool_call>\s*<function=([^>\n]+)>\n?(.*?)</function>\s*</tool_call>", re.DOTALL)
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)</parameter>", re.DOTALL)

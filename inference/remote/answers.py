@@ -12,6 +12,7 @@ import httpx
 
 from holodesk.inference.remote.errors import RequestRejectedError, Retryable, ServerTimeoutError
 from holodesk.inference.remote.transport import Exchange, Transport, excerpt, is_retryable_status
+from holodesk.inference.tool_call_text import ToolCallPiece, tool_call_text
 
 
 @dataclass(slots=True)
@@ -33,29 +34,6 @@ def as_int(value: Any) -> int:
 def with_reasoning(reasoning: str, content: str) -> str:
     """Keep reasoning a server split off (vLLM's --reasoning-parser) in the text, as the model wrote it."""
     return f"<think>{reasoning}</think>{content}" if reasoning else content
-
-
-@dataclass(slots=True)
-class ToolCallPiece:
-    """One OpenAI tool call as it arrives: whole in a JSON answer, in fragments in a stream."""
-
-    name: str = ""
-    arguments: str = ""
-
-
-def tool_call_text(calls: list[ToolCallPiece]) -> str:
-    """Tool calls the server parsed (`tool_calls`), written into the answer's text for the profile's parser.
-
-    Each becomes `<tool_call>{"type": "function", "function": {"name": ..., "arguments": ...}}</tool_call>`
-    with the arguments exactly as the server sent them (a JSON string, decoded by the parser, so a
-    malformed one is refused there in words). Every "<" inside is escaped as JSON allows, so nothing the
-    model wrote in an argument can close the block early.
-    """
-    blocks = []
-    for call in calls:
-        body = json.dumps({"type": "function", "function": {"name": call.name, "arguments": call.arguments}})
-        blocks.append("<tool_call>" + body.replace("<", "\\u003c") + "</tool_call>")
-    return "".join(blocks)
 
 
 def answer_text(reasoning: str, content: str, calls: list[ToolCallPiece]) -> str:

@@ -53,3 +53,24 @@ def test_importing_anything_outside_the_gui_loads_no_qt() -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", f"Qt loaded by a non-GUI module: {result.stdout}"
+
+
+def test_the_in_process_engine_loads_without_the_remote_backend() -> None:
+    """The local backend and every engine module import without the HTTP client, the keyring or `remote`.
+
+    A GPU machine runs the engine with only torch and transformers beside it; an import that reaches
+    the remote backend pulls httpx and keyring in, and the engine fails to load there.
+    """
+    script = (
+        "import importlib, pkgutil, sys\n"
+        "import holodesk.inference.engine as engine\n"
+        "names = ['holodesk.inference.local'] + [f'holodesk.inference.engine.{m.name}'"
+        " for m in pkgutil.iter_modules(engine.__path__)]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules"
+        " if m.startswith(('holodesk.inference.remote', 'holodesk.inference.secrets', 'httpx', 'keyring'))"
+        " and '.' not in m.removeprefix('holodesk.inference.')))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", f"the engine loads parts of the remote backend: {result.stdout}"

@@ -25,7 +25,8 @@ REASONING = "The secret plan is to click the inbox."
 
 def native_answer(name: str, arguments: str, content: str = "", reasoning: str = REASONING) -> str:
     """What the remote backend makes of a vLLM answer with `tool_calls` (inference/remote/answers.py)."""
-    from holodesk.inference.remote.answers import ToolCallPiece, answer_text
+    from holodesk.inference.remote.answers import answer_text
+    from holodesk.inference.tool_call_text import ToolCallPiece
 
     return answer_text(reasoning, content, [ToolCallPiece(name, arguments)])
 

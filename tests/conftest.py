@@ -60,7 +60,7 @@ from bench.rigs.target_client import TargetWindow, window_origin
 from holodesk.automation import virtual_display
 from holodesk.automation.virtual_display import FULL_HD, XVFB_MISSING, DisplayLayout, XvfbServer, xvfb_display
 from holodesk.automation.xlib_connections import give_each_connection_its_own_tables
-from tests.support import parallel
+from tests.support import parallel, timeline
 from tests.support import vllm_pool as pool
 from tests.support.vllm_servers import HOLOTRON_TINY
 
@@ -228,6 +228,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """The pool's ordering, its plan of when each server stops, and its summary line; the workers' groups."""
     config.pluginmanager.register(pool.PoolPlugin(), "holodesk-vllm-pool")
     config.pluginmanager.register(parallel.ParallelPlugin(), "holodesk-parallel")
+    recorder = timeline.plugin_for()
+    if recorder is not None:
+        config.pluginmanager.register(recorder, "holodesk-timeline")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -12,16 +12,19 @@ one file run on both.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import parallel, timeline
+
 REPO = Path(__file__).resolve().parent.parent
 
 CONFTEST = """
 import pytest
-from tests.support import parallel
+from tests.support import parallel, timeline
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
@@ -36,6 +39,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "wayland: the GNOME stack")
     config.addinivalue_line("markers", "bench: a benchmark")
     config.pluginmanager.register(parallel.ParallelPlugin(), "holodesk-parallel")
+    recorder = timeline.plugin_for()
+    if recorder is not None:
+        config.pluginmanager.register(recorder, "holodesk-timeline")
 """
 
 TEST = """
@@ -74,7 +80,8 @@ def _suite(root: Path) -> None:
 def test_each_long_group_runs_on_one_worker_and_they_start_first(tmp_path: Path) -> None:
     _suite(tmp_path)
     log = tmp_path / "run.log"
-    env = {**os.environ, "RUN_LOG": str(log), "PYTHONPATH": str(REPO)}
+    recorded = tmp_path / "timeline.jsonl"
+    env = {**os.environ, "RUN_LOG": str(log), "PYTHONPATH": str(REPO), "HOLODESK_TEST_TIMELINE": str(recorded)}
     options = ["-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder"]  # as tests/run.sh gives them
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options],
@@ -98,3 +105,11 @@ def test_each_long_group_runs_on_one_worker_and_they_start_first(tmp_path: Path)
     # Each worker's first test belongs to a long group: vLLM on one, the GNOME stack on the other.
     first = {worker: test for worker, test in reversed(ran)}
     assert sorted(first.values()) == ["c_vllm", "d_wayland"], ran
+    # The timeline (tests/support/timeline.py) has each test once, on the worker that ran it, in its group.
+    lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+    recorded_runs = [[line["worker"], line["test"].split("::")[1].split("[")[0][5:]] for line in lines]
+    assert sorted(recorded_runs) == sorted(ran)
+    assert {line["group"] for line in lines if "_vllm.py" in line["test"]} == {parallel.VLLM}
+    assert all(line["end"] >= line["start"] for line in lines)
+    summary = timeline.summary(lines)
+    assert summary.count(" tests, busy ") == 2 and " s  vllm" in summary, summary

@@ -2,8 +2,8 @@
 
 A vLLM start on its own command costs 30-38 s of this 2-core machine (quiet), half of it importing
 vLLM's API server, and many test files serve the same tiny checkpoint with the same arguments. The
-pool forks each server from one process that imported it once (bench/rigs/vllm_forkserver.py:
-14-17 s a start), and shares servers. A
+pool forks each server, and each server's engine core, from one process that imported vLLM once
+(bench/rigs/vllm_forkserver.py: 8-9 s a start once the first has run), and shares servers. A
 `ServerSpec` names one such server: the checkpoint (`Checkpoint`: a name for one build and the
 function that builds it) and the arguments `bench.rigs.vllm_server.serve` takes. Equal specs are
 one server, whatever file asks for it (`ServerSpec.label` is only its name in test ids and logs).
@@ -186,7 +186,8 @@ class VllmPool:
         if self._forkserver is None and VLLM_PYTHON.exists():
             folder = self.root / "forkserver"
             folder.mkdir(parents=True, exist_ok=True)
-            self._forkserver = ForkServer(VLLM_PYTHON, {**server_env(folder), **self.env}, folder / "forkserver.log")
+            env = {**server_env(folder), **self.env}
+            self._forkserver = ForkServer(VLLM_PYTHON, env, folder / "forkserver.log", fork_engine_core=True)
         return self._forkserver
 
     def _start(self, spec: ServerSpec, *, wait: bool) -> _Running:
@@ -233,9 +234,9 @@ class VllmPool:
     def _start_next(self, spec: ServerSpec) -> None:
         """Start, ahead of its tests, the server the session uses after `spec`'s, if there is room.
 
-        A forked start is mostly vLLM's engine process importing torch and vLLM (14-17 s here): it overlaps
-        the tests of the server in use instead of adding to them. The room is `max_running`, the
-        server in use counted."""
+        A forked start (8-9 s here, mostly vLLM checking the model and warming up its image processor)
+        then overlaps the tests of the server in use instead of adding to them. The room is
+        `max_running`, the server in use counted."""
         if spec not in self.order or len(self._running) >= self.max_running:
             return
         later = self.order[self.order.index(spec) + 1 :]

@@ -1,5 +1,6 @@
 """The fork server the pool starts its vLLM servers from (bench/rigs/vllm_forkserver.py): a forked server
-that fails says why and with which status, and no server outlives a killed fork server.
+that fails says why and with which status, no server outlives a killed fork server, and a pooled
+server's engine core is forked from it rather than spawned.
 
 Every pooled test (the rest of the vLLM tier) is served by a forked server, so that it serves as one
 started on its own command would is what those tests show; these two check what only a fork can get
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.rigs.vllm_forkserver import ForkServer
-from bench.rigs.vllm_server import VLLM_PYTHON, ServerStartError, serve, server_args, server_env
+from bench.rigs.vllm_server import VLLM_PYTHON, ServerStartError, VllmServer, serve, server_args, server_env
 from tests.support.vllm_pool import VllmPool
 from tests.support.vllm_servers import HOLOTRON_TINY
 from tests.support.waiting import wait_until
@@ -61,3 +62,27 @@ def test_a_killed_fork_server_takes_its_servers_with_it(vllm_pool: VllmPool, tmp
     os.kill(forkserver.pid, signal.SIGKILL)
     wait_until(lambda: _gone(process.pid), 60, f"the server {process.pid} ending after its fork server was killed")
     forkserver.close()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_pooled_servers_engine_core_is_forked_not_spawned(vllm_server: VllmServer) -> None:
+    """A spawned engine core runs multiprocessing's spawn_main in a fresh interpreter; a forked one is
+    still the fork server's program (what its command line says), with vLLM's engine running in it."""
+    assert vllm_server.process is not None
+    commands = [
+        Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() for pid in _children(vllm_server.pid)
+    ]
+    assert commands, f"the API server {vllm_server.pid} has no engine process"
+    assert all("vllm_forkserver.py" in command for command in commands), commands
+    assert "EngineCore" in vllm_server.log.read_text(errors="replace")

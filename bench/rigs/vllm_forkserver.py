@@ -10,10 +10,11 @@ the environment and folder it was given), then exits with that module's status.
 vLLM starts the engine core (the process that holds the model) itself. Its CPU platform spawns it: a
 fresh interpreter that imports torch and vLLM again, 9 s of a tiny server's 19 s start here. With
 `fork_engine_core`, the fork server has the engine's modules imported too, and each server forks its
-engine core instead (what vLLM does by default where CUDA is not in use): a start took 8-9 s instead of
-19 s, with the same answers. The engine core's code, its arguments and its messages are vLLM's; what
-differs is that it begins with the API server's memory rather than a fresh import (OpenMP has not
-started a thread there: the servers run with one OpenMP thread).
+engine core instead (vLLM's default method on other platforms; its CPU platform picks spawn): a start
+took 8-9 s instead of 19 s, with the same answers. The engine core's code, its arguments and its
+messages are vLLM's; what differs is that it begins with the API server's memory rather than a fresh
+import. A fork is safe only while the API server has started no OpenMP threads, so whoever asks for it
+runs the servers with OMP_NUM_THREADS=1 (the test session's pool and the quick benchmark do).
 
 Where a forked server differs from a started one: what a module read from the environment while the
 fork server imported it stays as the fork server had it. So the fork server is started with the
@@ -112,6 +113,8 @@ class ForkServer:
         *,
         fork_engine_core: bool = False,
     ) -> None:
+        if fork_engine_core and env.get("OMP_NUM_THREADS") != "1":
+            raise ValueError("fork_engine_core needs OMP_NUM_THREADS=1 in env (see the module docstring)")
         self._lock = threading.Lock()
         self._log = log
         with log.open("wb") as out:

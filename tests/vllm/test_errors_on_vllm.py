@@ -68,7 +68,9 @@ def test_more_images_than_the_server_allows_names_limit_mm_per_prompt(vllm_serve
 def doomed_server(tmp_path_factory: pytest.TempPathFactory, vllm_pool: VllmPool) -> Iterator[VllmServer]:
     """A server of its own, for the test that kills its engine (the pool's cache of model facts only)."""
     work = tmp_path_factory.mktemp("vllm-doomed")
-    with serve(build_nemotron_tiny(work / "ckpt"), work, max_model_len=8192, env=vllm_pool.cache_env) as server:
+    with serve(
+        build_nemotron_tiny(work / "ckpt"), work, max_model_len=LONG_ANSWER + 2048, env=vllm_pool.cache_env
+    ) as server:
         yield server
 
 
@@ -89,6 +91,10 @@ def descendants(pid: int) -> list[int]:
 
 
 EVENTS_BEFORE_DEATH = 4  # the answer's events the backend has been sent when the engine is killed
+# The dying answer's budget. The tiny model writes 4,000 tokens in seconds, and a loaded run once
+# starved the API server until its engine had written them all: the kill then came after the answer,
+# which arrived whole (a text, not a crash). 30,000 leaves that race half a minute.
+LONG_ANSWER = 30000
 EVENT = b"data: "  # how each server-sent event starts
 
 
@@ -215,7 +221,7 @@ def test_a_server_that_dies_mid_answer_is_reported_as_a_crash(doomed_server: Vll
         backend = RemoteBackend(proxy.base_url, api_key="", read_timeout_s=60)
         outcome: dict[str, BaseException | str] = {}
         try:  # no schema and a long budget that ignore_eos holds it to: the answer outlives the point
-            outcome["text"] = backend.generate(images_request(1, max_new_tokens=4000)).text
+            outcome["text"] = backend.generate(images_request(1, max_new_tokens=LONG_ANSWER)).text
         except RemoteBackendError as exc:
             outcome["error"] = exc
     finally:

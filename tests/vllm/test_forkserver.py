@@ -86,3 +86,9 @@ def test_a_pooled_servers_engine_core_is_forked_not_spawned(vllm_server: VllmSer
     assert commands, f"the API server {vllm_server.pid} has no engine process"
     assert all("vllm_forkserver.py" in command for command in commands), commands
     assert "EngineCore" in vllm_server.log.read_text(errors="replace")
+
+
+def test_forking_the_engine_core_is_refused_without_one_openmp_thread(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="OMP_NUM_THREADS=1"):
+        ForkServer(VLLM_PYTHON, {"OMP_NUM_THREADS": "2"}, tmp_path / "forkserver.log", fork_engine_core=True)
+    assert not (tmp_path / "forkserver.log").exists()  # refused before anything started

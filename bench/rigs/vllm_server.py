@@ -47,6 +47,14 @@ LOG_TAIL_LINES = 40
 # writes "{" then whitespace to max_tokens. In vLLM 0.32 that is a server setting: the per-request
 # field is accepted and ignored.
 STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True}
+# The test session's server layout (tests/support/vllm_pool.py; a quick benchmark run uses it too): the
+# CPU worker inside the engine process instead of a third process that imports torch and vLLM again
+# (7-10 s of each start here), vLLM's own layout for one worker (its "uni" executor). The HTTP side and
+# the model code are the same; a test that needs the usual layout (one that kills the engine) starts a
+# server of its own. Without the separate worker vLLM does not bind its OpenMP threads: two spinning
+# threads decoded 300 tokens in 9.2 s instead of 1.2 s, so one thread (what the bound worker runs on
+# here) that sleeps when idle (1.0 s). One thread is also what lets a fork server fork the engine core.
+ONE_PROCESS_ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from holodesk.automation.actions import Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.e2e.scripting import holotron, model_point
-from tests.support.holodesk_command import HOLODESK_COMMAND
+from tests.support.holodesk_command import HOLODESK_COMMAND, ctrl_c_as_from_a_terminal
 
 
 def _run(script: Path, sessions: Path, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -87,9 +87,7 @@ def test_ctrl_c_while_the_server_is_asked_before_the_run_is_a_stop_in_words(tmp_
             [*HOLODESK_COMMAND, "run", "x", "--backend", "remote", "--base-url", server.base_url,
              "--sessions", str(tmp_path / "sessions")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            # A test run started in the background by a non-interactive shell inherits SIGINT
-            # ignored; a user's terminal gives the default, which this Ctrl+C is about.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=ctrl_c_as_from_a_terminal,
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while not server.requests:  # the pre-run check is waiting for the server

@@ -62,11 +62,11 @@ def summary(lines: list[dict[str, object]], top: int = 8) -> str:
     for line in lines:
         by_worker[str(line["worker"])].append(line)
     for worker, own in sorted(by_worker.items()):
-        busy = sum(float(str(line["end"])) - float(str(line["start"])) for line in own)
         ended = max(float(str(line["end"])) for line in own)
         groups: dict[str, float] = defaultdict(float)
         for line in own:
             groups[str(line["group"])] += float(str(line["end"])) - float(str(line["start"]))
+        busy = sum(groups.values())
         rows.append(
             f"{worker}: {len(own)} tests, busy {busy:.0f} s, done {ended - first:.0f} s after the first start"
             f" (idle {last - ended:.0f} s at the end)"

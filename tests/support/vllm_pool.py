@@ -55,7 +55,15 @@ from xdist import is_xdist_worker
 from xdist.workermanage import WorkerController
 
 from bench.rigs.vllm_forkserver import ForkServer
-from bench.rigs.vllm_server import VLLM_PYTHON, ServerStartError, VllmServer, serve, server_env, wait_ready
+from bench.rigs.vllm_server import (
+    ONE_PROCESS_ENGINE_ENV,
+    VLLM_PYTHON,
+    ServerStartError,
+    VllmServer,
+    serve,
+    server_env,
+    wait_ready,
+)
 
 MAX_RUNNING = int(os.environ.get("HOLODESK_VLLM_SERVERS", "2"))
 POOL_KEY = pytest.StashKey["VllmPool"]()
@@ -120,19 +128,7 @@ class VllmPool:
         # answer: one cache for the session's servers (a test's own server may use it too), so only the
         # first of an architecture pays. It holds facts about model classes, nothing a test could see.
         self.cache_env = {"VLLM_CACHE_ROOT": str(root / "vllm-cache")}
-        # The CPU worker inside the engine process instead of a third process that imports torch and
-        # vLLM again (7-10 s of each start here): vLLM's own layout for one worker (its "uni"
-        # executor). The HTTP side and the model code are the same; a test that needs the usual
-        # layout (one that kills the engine) starts a server of its own. Without the separate worker
-        # vLLM does not bind its OpenMP threads: two spinning threads decoded 300 tokens in 9.2 s
-        # instead of 1.2 s, so one thread (what the bound worker runs on here) that sleeps when idle
-        # (1.0 s).
-        self.env = {
-            **self.cache_env,
-            "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-            "OMP_NUM_THREADS": "1",
-            "OMP_WAIT_POLICY": "PASSIVE",
-        }
+        self.env = {**self.cache_env, **ONE_PROCESS_ENGINE_ENV}  # one process a server (bench.rigs.vllm_server)
         # Each server forked from one process that imported vLLM's API server once (15 s of a start
         # here), started with the first server: bench/rigs/vllm_forkserver.py.
         self._forkserver: ForkServer | None = None

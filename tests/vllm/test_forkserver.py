@@ -17,6 +17,7 @@ import pytest
 
 from bench.rigs.vllm_forkserver import ForkServer
 from bench.rigs.vllm_server import VLLM_PYTHON, ServerStartError, VllmServer, serve, server_args, server_env
+from tests.support.processes import children_of
 from tests.support.vllm_pool import VllmPool
 from tests.support.vllm_servers import HOLOTRON_TINY
 from tests.support.waiting import wait_until
@@ -64,24 +65,12 @@ def test_a_killed_fork_server_takes_its_servers_with_it(vllm_pool: VllmPool, tmp
     forkserver.close()
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(") ", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
 def test_a_pooled_servers_engine_core_is_forked_not_spawned(vllm_server: VllmServer) -> None:
     """A spawned engine core runs multiprocessing's spawn_main in a fresh interpreter; a forked one is
     still the fork server's program (what its command line says), with vLLM's engine running in it."""
     assert vllm_server.process is not None
     commands = [
-        Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() for pid in _children(vllm_server.pid)
+        Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() for pid in children_of(vllm_server.pid)
     ]
     assert commands, f"the API server {vllm_server.pid} has no engine process"
     assert all("vllm_forkserver.py" in command for command in commands), commands

@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -23,7 +22,8 @@ from holodesk.app.eval.parallel import ParallelRun, jobs_for
 from holodesk.app.eval.workers import LocalWorker, WorkerSetup, WorkerStartError
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.app.eval.oracle_source import OracleSource
-from tests.support.holodesk_command import HOLODESK_COMMAND
+from tests.support.holodesk_command import HOLODESK_COMMAND, ctrl_c_as_from_a_terminal
+from tests.support.processes import children_of, processes_in_group
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.display, pytest.mark.chromium]
@@ -76,19 +76,6 @@ def test_a_worker_that_dies_mid_episode_is_replaced_and_its_episode_run_again_on
     wait_until(lambda: not processes_in_group(dead_worker), 15, "the crashed worker's desktop to be gone")
 
 
-def processes_in_group(group: int) -> list[str]:
-    """Names of the live processes whose process group is `group`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        if text and int(text.rsplit(")", 1)[1].split()[3]) == group:
-            found.append(text[text.index("(") + 1 : text.rindex(")")])
-    return found
-
-
 def test_a_worker_that_cannot_start_says_why_in_words():
     options = MiniWoBOptions(tasks=("click-button",), episodes=1)
     with pytest.raises(WorkerStartError, match="install Debian's `chromium`"):
@@ -129,10 +116,7 @@ def test_ctrl_c_ends_the_workers_and_their_desktops_mid_episode(tmp_path):
              "--sessions", str(tmp_path / "sessions")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "HOLODESK_API_KEY": "test-key"},
-            # A test run started in the background by a non-interactive shell inherits SIGINT ignored,
-            # and the command with it (its stacks showed it never saw this Ctrl+C); a user's terminal
-            # gives the default, which this Ctrl+C is about.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=ctrl_c_as_from_a_terminal,
         )  # fmt: skip
         try:
             wait_until(lambda: len(server.chat_requests) >= 2, 120, "both workers to ask for a step")
@@ -154,16 +138,3 @@ def test_ctrl_c_ends_the_workers_and_their_desktops_mid_episode(tmp_path):
     assert "stopped (Ctrl+C) after 0 episodes" in err
     for worker in workers:  # each worker led its own process group: its desktop went with it
         wait_until(lambda worker=worker: not processes_in_group(worker), 15, "the workers' desktops to be gone")
-
-
-def children_of(parent: int) -> list[int]:
-    """Pids of the live processes whose parent is `parent`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        if text and int(text.rsplit(")", 1)[1].split()[1]) == parent:
-            found.append(int(entry.name))
-    return found

@@ -31,6 +31,10 @@ asked nothing for a moment, and any program's request for the text after the key
 XWayland program such as xterm asks itself, which counts too). Only CLIPBOARD is offered there:
 ctrl+v pastes it.
 
+An owner that does not hand over the previous content within OWNER_TIMEOUT_S fails the paste before
+anything is claimed, naming the program. Its late answer still finds our window: the connection stays
+open for it a while, because an answer to a window that is gone ends xclip, and with it the user's text.
+
 Served targets: TARGETS, TIMESTAMP, UTF8_STRING, text/plain;charset=utf-8, TEXT, and STRING (ISO
 Latin-1, so only for a text that has no other character). MULTIPLE and INCR are not offered: a
 text larger than one X request can carry is refused before approval (`check_offer_size`, called
@@ -47,13 +51,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from holodesk.automation.clipboard import XCLIP, XCLIP_PRIMARY, CommandClipboard
 from holodesk.automation.errors import ClipboardError
 
-# Bounds for the X round trips of setting up and reading the previous content.
+# Bound for the X server's own round trips (a server time, the claim).
 REPLY_TIMEOUT_S = 3.0
+# Bound for the selection's owner, a program that may be busy, to hand over the previous content: Qt's
+# X11 clipboard waits 5 s for an owner too. 3 s failed once on a loaded XWayland desktop.
+OWNER_TIMEOUT_S = 5.0
+# How long the connection of an offer whose owner did not answer stays open for the late answer: an
+# owner answering a window that is gone gets BadWindow, which ends xclip (and with it the user's text).
+LATE_ANSWER_S = 60.0
 # How long the thread may take to end once asked to.
 STOP_TIMEOUT_S = 2.0
 
@@ -69,6 +80,10 @@ _CURRENT_TIME = 0
 
 class SelectionError(ClipboardError):
     """Holodesk's own selection could not do what a paste needs; the message says what did not happen."""
+
+
+class OwnerSilent(SelectionError):
+    """The selection's owner did not hand over its content in time, so nothing was offered."""
 
 
 class PasteNotTaken(SelectionError):
@@ -162,6 +177,26 @@ class _State:
     last_request_at: float = 0.0  # time.monotonic() of the latest request
 
 
+def _close_after_late_answer(display: Any) -> None:
+    """Close `display` once the owner answered the pending conversion, or after LATE_ANSWER_S, on a thread."""
+
+    def wait_then_close() -> None:
+        from Xlib import X
+
+        deadline = time.monotonic() + LATE_ANSWER_S
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                if not display.pending_events():
+                    select.select([display.fileno()], [], [], left)
+                    continue
+                if display.next_event().type == X.SelectionNotify:
+                    break
+        finally:
+            display.close()
+
+    threading.Thread(target=wait_then_close, name="holodesk-selection-late-answer", daemon=True).start()
+
+
 def client_of(window: int, resource_mask: int) -> int:
     """The client part of a resource ID: equal for all windows of one X client."""
     return window & ~resource_mask
@@ -183,6 +218,18 @@ def client_pid(display: Any, window: int) -> int | None:
         if entry.spec.mask & res.LocalClientPIDMask and entry.value:
             return int(entry.value[0])
     return None
+
+
+def program_words(pid: int | None, window: int) -> str:
+    """The X client that created `window`, in words: "xclip, process 1234"; its window when its process
+    is unknown or has ended (xclip forks: the process that opened the connection exits, its child serves)."""
+    if pid is None:
+        return f"window {window:#x}"
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return f"window {window:#x}; its X connection was opened by process {pid}, which has ended"
+    return f"{''.join(c for c in name if c.isprintable())}, process {pid}"
 
 
 def window_pid(window: int, display_name: str | None = None) -> int | None:
@@ -273,6 +320,9 @@ class SelectionOffer:
             for selection in self.selections:
                 self._window.set_selection_owner(self._atoms[selection], self._acquired)
             self._confirm_ownership()
+        except OwnerSilent:
+            _close_after_late_answer(self._display)
+            raise
         except SelectionError:
             self._display.close()
             raise
@@ -329,23 +379,24 @@ class SelectionOffer:
         if owner == X.NONE:
             return PreviousContent(selection, owned=False, text=None)
         for target in ("UTF8_STRING", "STRING"):
-            text = self._convert(selection, target, now)
+            text = self._convert(selection, target, now, int(owner.id))
             if text is not None:
                 return PreviousContent(selection, owned=True, text=text)
         return PreviousContent(selection, owned=True, text=None)
 
-    def _convert(self, selection: str, target: str, now: int) -> str | None:
+    def _convert(self, selection: str, target: str, now: int, owner: int) -> str | None:
         from Xlib import X
 
         self._window.convert_selection(self._atoms[selection], self._atoms[target], self._atoms[_PROPERTY], now)
-        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        deadline = time.monotonic() + OWNER_TIMEOUT_S
         while (event := self._next_event(deadline)) is not None:
             if event.type == X.SelectionNotify and event.selection == self._atoms[selection]:
                 break
         else:
-            raise SelectionError(
-                f"the program owning {selection} did not answer within {REPLY_TIMEOUT_S:g} s, so its content "
-                "could not be kept for afterwards: nothing was pasted"
+            raise OwnerSilent(
+                f"the program owning {selection} ({program_words(client_pid(self._display, owner), owner)}) did "
+                f"not answer within {OWNER_TIMEOUT_S:g} s, so its content could not be kept for afterwards: "
+                "nothing was pasted"
             )
         if event.property == X.NONE:
             return None

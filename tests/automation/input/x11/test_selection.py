@@ -11,7 +11,9 @@ reader independent of the module.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -24,7 +26,12 @@ from holodesk.automation.actions import TypeText
 from holodesk.automation.clipboard import XCLIP, XCLIP_PRIMARY
 from holodesk.automation.input.performer import ExecutionResult, InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
-from holodesk.automation.input.x11.selection import SelectionError, SelectionOffer, paste_with_own_selection
+from holodesk.automation.input.x11.selection import (
+    SelectionError,
+    SelectionOffer,
+    paste_with_own_selection,
+    program_words,
+)
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from tests.support.line_process import LineProcess
@@ -66,8 +73,12 @@ def assert_user_selections_back() -> None:
     assert (XCLIP.read_text(), XCLIP_PRIMARY.read_text()) == (USER_CLIPBOARD, USER_PRIMARY)
 
 
+def no_thread_named(name: str) -> bool:
+    return not any(thread.name == name for thread in threading.enumerate())
+
+
 def no_serving_thread() -> bool:
-    return not any(thread.name == "holodesk-selection" for thread in threading.enumerate())
+    return no_thread_named("holodesk-selection")
 
 
 @pytest.fixture(scope="module")
@@ -259,6 +270,53 @@ def test_a_claim_the_server_ignored_is_an_error_not_an_offer(xvfb: XvfbServer) -
     with pytest.raises(SelectionError, match=r"could not take over the CLIPBOARD selection \(window 0x[0-9a-f]+ still"):
         offer.start()
     assert XCLIP.read_text() == USER_CLIPBOARD
+
+
+def test_an_owner_that_never_answers_is_named_and_nothing_is_claimed(xvfb: XvfbServer) -> None:
+    """A frozen program (xclip in the foreground, stopped with SIGSTOP) owns CLIPBOARD: the offer fails
+    after its bound, naming the program, and the user's clipboard stays the user's."""
+    xclip = subprocess.Popen(
+        ["xclip", "-selection", "clipboard", "-i", "-quiet"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert xclip.stdin is not None
+        xclip.stdin.write(USER_CLIPBOARD.encode())
+        xclip.stdin.close()
+        wait_until(lambda: XCLIP.read_text() == USER_CLIPBOARD, WAIT_S, "xclip serving the user's clipboard")
+        xclip.send_signal(signal.SIGSTOP)
+        try:
+            offer = SelectionOffer("never offered", ("CLIPBOARD",))
+            with pytest.raises(SelectionError) as failed:
+                offer.start()
+        finally:
+            xclip.send_signal(signal.SIGCONT)
+        assert str(failed.value) == (
+            f"the program owning CLIPBOARD (xclip, process {xclip.pid}) did not answer within 5 s, so its "
+            "content could not be kept for afterwards: nothing was pasted"
+        )
+        # It answers once it runs again, to a window still there: an answer to a closed one ends xclip.
+        assert XCLIP.read_text() == USER_CLIPBOARD
+        wait_until(lambda: no_thread_named("holodesk-selection-late-answer"), WAIT_S, "the late answer taken")
+        assert xclip.poll() is None, "xclip ended"
+        assert XCLIP.read_text() == USER_CLIPBOARD
+        assert no_thread_named("holodesk-selection")
+    finally:
+        xclip.kill()
+        xclip.wait(WAIT_S)
+
+
+def test_a_program_whose_process_ended_is_named_by_its_window() -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait(WAIT_S)
+    assert program_words(gone.pid, 0x400001) == (
+        f"window 0x400001; its X connection was opened by process {gone.pid}, which has ended"
+    )
+    assert program_words(None, 0x400001) == "window 0x400001"
+    own_name = Path("/proc/self/comm").read_text().strip()
+    assert program_words(os.getpid(), 0x400001) == f"{own_name}, process {os.getpid()}"
 
 
 def test_latin1_text_is_also_served_as_string_and_other_text_is_refused_there(xvfb: XvfbServer) -> None:

@@ -34,6 +34,9 @@ ctrl+v pastes it.
 An owner that does not hand over the previous content within OWNER_TIMEOUT_S fails the paste before
 anything is claimed, naming the program. Its late answer still finds our window: the connection stays
 open for it a while, because an answer to a window that is gone ends xclip, and with it the user's text.
+An owner that exits or loses the selection while asked never answers, so the wait looks at the owner
+as it goes and asks the new one; each request has a property of its own, so the old owner's late
+answer cannot pass for the new one's.
 
 Served targets: TARGETS, TIMESTAMP, UTF8_STRING, text/plain;charset=utf-8, TEXT, and STRING (ISO
 Latin-1, so only for a text that has no other character). MULTIPLE and INCR are not offered: a
@@ -65,6 +68,10 @@ OWNER_TIMEOUT_S = 5.0
 # How long the connection of an offer whose owner did not answer stays open for the late answer: an
 # owner answering a window that is gone gets BadWindow, which ends xclip (and with it the user's text).
 LATE_ANSWER_S = 60.0
+# While waiting for the owner, how often to look whether it still owns the selection, and how many
+# successive owners to ask before giving up.
+OWNER_CHECK_S = 0.25
+OWNER_CHANGES = 3
 # How long the thread may take to end once asked to.
 STOP_TIMEOUT_S = 2.0
 
@@ -84,6 +91,14 @@ class SelectionError(ClipboardError):
 
 class OwnerSilent(SelectionError):
     """The selection's owner did not hand over its content in time, so nothing was offered."""
+
+
+class _OwnerChanged(Exception):
+    """The selection changed owner while its content was asked for; `owner` is the new one (X.NONE: none)."""
+
+    def __init__(self, owner: Any) -> None:
+        super().__init__("the selection changed owner")
+        self.owner = owner
 
 
 class PasteNotTaken(SelectionError):
@@ -286,6 +301,9 @@ class SelectionOffer:
         self._thread: threading.Thread | None = None
         self._wake_read, self._wake_write = -1, -1
         self._target_pid: int | None = None  # the focused window's process, once `wait_until_taken` asked
+        self._requests_sent = 0  # conversions of the previous content asked for
+        # The window whose answer `start()` waits for (the previous content's owner), 0 when none.
+        self.waiting_for_owner = 0
 
     # -- set-up, in the caller's thread: nothing is served yet ------------------------------------
 
@@ -372,40 +390,72 @@ class SelectionOffer:
         )
 
     def _read_previous(self, selection: str, now: int) -> PreviousContent:
-        """The selection's text before the offer, converted to our own window (bounded)."""
+        """The selection's text before the offer, converted to our own window (bounded). An owner that
+        gives the selection up while asked (it exited, or lost it) never answers: its successor is asked."""
         from Xlib import X
 
         owner = self._display.get_selection_owner(self._atoms[selection])
-        if owner == X.NONE:
-            return PreviousContent(selection, owned=False, text=None)
-        for target in ("UTF8_STRING", "STRING"):
-            text = self._convert(selection, target, now, int(owner.id))
-            if text is not None:
-                return PreviousContent(selection, owned=True, text=text)
-        return PreviousContent(selection, owned=True, text=None)
+        for _ in range(OWNER_CHANGES):
+            if owner == X.NONE:
+                return PreviousContent(selection, owned=False, text=None)
+            try:
+                for target in ("UTF8_STRING", "STRING"):
+                    text = self._convert(selection, target, now, int(owner.id))
+                    if text is not None:
+                        return PreviousContent(selection, owned=True, text=text)
+                return PreviousContent(selection, owned=True, text=None)
+            except _OwnerChanged as changed:
+                owner = changed.owner
+        raise SelectionError(
+            f"{selection} changed owner {OWNER_CHANGES} times while its content was read, so it could not be "
+            "kept for afterwards: nothing was pasted"
+        )
 
     def _convert(self, selection: str, target: str, now: int, owner: int) -> str | None:
         from Xlib import X
 
-        self._window.convert_selection(self._atoms[selection], self._atoms[target], self._atoms[_PROPERTY], now)
+        # A property of its own per request: a late answer to an earlier one cannot pass for this one.
+        self._requests_sent += 1
+        into = self._atom(f"{_PROPERTY}_{self._requests_sent}")
+        self._window.convert_selection(self._atoms[selection], self._atoms[target], into, now)
+        self._display.flush()
+        self.waiting_for_owner = owner
         deadline = time.monotonic() + OWNER_TIMEOUT_S
-        while (event := self._next_event(deadline)) is not None:
-            if event.type == X.SelectionNotify and event.selection == self._atoms[selection]:
-                break
-        else:
-            raise OwnerSilent(
-                f"the program owning {selection} ({program_words(client_pid(self._display, owner), owner)}) did "
-                f"not answer within {OWNER_TIMEOUT_S:g} s, so its content could not be kept for afterwards: "
-                "nothing was pasted"
-            )
+        try:
+            event = self._answer_from(owner, selection, target, into, deadline)
+        finally:
+            self.waiting_for_owner = 0
         if event.property == X.NONE:
             return None
-        value = self._window.get_full_property(self._atoms[_PROPERTY], X.AnyPropertyType)
-        self._window.delete_property(self._atoms[_PROPERTY])
+        value = self._window.get_full_property(into, X.AnyPropertyType)
+        self._window.delete_property(into)
         if value is None or value.format != 8 or self._name(value.property_type) == "INCR":
             return None  # INCR: larger than one request; Holodesk does not keep it
         data = bytes(value.value) if not isinstance(value.value, str) else value.value.encode("latin-1")
         return data.decode("latin-1" if target == "STRING" else "utf-8", "replace")
+
+    def _answer_from(self, owner: int, selection: str, target: str, into: int, deadline: float) -> Any:
+        """The owner's SelectionNotify for the request into `into`; _OwnerChanged or OwnerSilent."""
+        from Xlib import X
+
+        while True:
+            event = self._next_event(min(deadline, time.monotonic() + OWNER_CHECK_S))
+            if event is None:
+                current = self._display.get_selection_owner(self._atoms[selection])
+                if (0 if current == X.NONE else int(current.id)) != owner:
+                    raise _OwnerChanged(current)
+                if time.monotonic() >= deadline:
+                    raise OwnerSilent(
+                        f"the program owning {selection} ({program_words(client_pid(self._display, owner), owner)}) "
+                        f"did not answer within {OWNER_TIMEOUT_S:g} s, so its content could not be kept for "
+                        "afterwards: nothing was pasted"
+                    )
+            elif (
+                event.type == X.SelectionNotify
+                and event.selection == self._atoms[selection]
+                and (event.property == into or (event.property == X.NONE and event.target == self._atoms[target]))
+            ):
+                return event
 
     def _confirm_ownership(self) -> None:
         for selection in self.selections:

@@ -17,9 +17,12 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from Xlib import X
+from Xlib.display import Display
 
 from bench.rigs.target_client import TargetWindow
 from holodesk.automation.actions import TypeText
@@ -27,10 +30,12 @@ from holodesk.automation.clipboard import XCLIP, XCLIP_PRIMARY
 from holodesk.automation.input.performer import ExecutionResult, InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.input.x11.selection import (
+    PreviousContent,
     SelectionError,
     SelectionOffer,
     paste_with_own_selection,
     program_words,
+    restore_previous,
 )
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
@@ -272,9 +277,11 @@ def test_a_claim_the_server_ignored_is_an_error_not_an_offer(xvfb: XvfbServer) -
     assert XCLIP.read_text() == USER_CLIPBOARD
 
 
-def test_an_owner_that_never_answers_is_named_and_nothing_is_claimed(xvfb: XvfbServer) -> None:
-    """A frozen program (xclip in the foreground, stopped with SIGSTOP) owns CLIPBOARD: the offer fails
-    after its bound, naming the program, and the user's clipboard stays the user's."""
+@contextmanager
+def frozen_clipboard_owner(text: str) -> Iterator[subprocess.Popen[bytes]]:
+    """xclip in the foreground serving `text` on CLIPBOARD, then stopped (SIGSTOP): an owner that never
+    answers while the block runs. It runs again after the block, and is ended."""
+    before = clipboard_owner()
     xclip = subprocess.Popen(
         ["xclip", "-selection", "clipboard", "-i", "-quiet"],
         stdin=subprocess.PIPE,
@@ -283,29 +290,86 @@ def test_an_owner_that_never_answers_is_named_and_nothing_is_claimed(xvfb: XvfbS
     )
     try:
         assert xclip.stdin is not None
-        xclip.stdin.write(USER_CLIPBOARD.encode())
+        xclip.stdin.write(text.encode())
         xclip.stdin.close()
-        wait_until(lambda: XCLIP.read_text() == USER_CLIPBOARD, WAIT_S, "xclip serving the user's clipboard")
+        # Read back only once it owns CLIPBOARD: the owner before may be frozen too.
+        wait_until(lambda: clipboard_owner() not in (before, 0), WAIT_S, "xclip taking CLIPBOARD")
+        assert XCLIP.read_text() == text
         xclip.send_signal(signal.SIGSTOP)
         try:
-            offer = SelectionOffer("never offered", ("CLIPBOARD",))
-            with pytest.raises(SelectionError) as failed:
-                offer.start()
+            yield xclip
         finally:
             xclip.send_signal(signal.SIGCONT)
+    finally:
+        xclip.kill()
+        xclip.wait(WAIT_S)
+
+
+def clipboard_owner() -> int:
+    """CLIPBOARD's owner window (0: none), asked on a connection of the test's own."""
+    display = Display()
+    try:
+        owner = display.get_selection_owner(display.intern_atom("CLIPBOARD"))
+        return 0 if owner == X.NONE else int(owner.id)
+    finally:
+        display.close()
+
+
+def test_an_owner_that_never_answers_is_named_and_nothing_is_claimed(xvfb: XvfbServer) -> None:
+    """A frozen program owns CLIPBOARD: the offer fails after its bound, naming the program, and the
+    user's clipboard stays the user's."""
+    frozen_text = "what a frozen program copied"
+    with frozen_clipboard_owner(frozen_text) as xclip:
+        offer = SelectionOffer("never offered", ("CLIPBOARD",))
+        with pytest.raises(SelectionError) as failed:
+            offer.start()
         assert str(failed.value) == (
             f"the program owning CLIPBOARD (xclip, process {xclip.pid}) did not answer within 5 s, so its "
             "content could not be kept for afterwards: nothing was pasted"
         )
+        xclip.send_signal(signal.SIGCONT)
         # It answers once it runs again, to a window still there: an answer to a closed one ends xclip.
-        assert XCLIP.read_text() == USER_CLIPBOARD
+        assert XCLIP.read_text() == frozen_text
         wait_until(lambda: no_thread_named("holodesk-selection-late-answer"), WAIT_S, "the late answer taken")
         assert xclip.poll() is None, "xclip ended"
-        assert XCLIP.read_text() == USER_CLIPBOARD
+        assert XCLIP.read_text() == frozen_text
         assert no_thread_named("holodesk-selection")
+
+
+def test_an_owner_that_loses_the_selection_while_asked_is_not_taken_for_its_successor(xvfb: XvfbServer) -> None:
+    """While the offer waits for a frozen owner, a second frozen program takes CLIPBOARD. The first then
+    runs, answers the offer's request late and exits; the offer must take the second one's text, not
+    that late answer, and put it back afterwards."""
+    with frozen_clipboard_owner("the first owner's text") as first:
+        first_window = clipboard_owner()
+        offer = SelectionOffer("offered", ("CLIPBOARD",))
+        started: list[BaseException | None] = []
+
+        def start() -> None:
+            try:
+                offer.start()
+                started.append(None)
+            except BaseException as exc:
+                started.append(exc)
+
+        thread = threading.Thread(target=start)
+        thread.start()
+        wait_until(lambda: offer.waiting_for_owner == first_window, WAIT_S, "the offer asking the first owner")
+        with frozen_clipboard_owner("the second owner's text") as second:
+            second_window = clipboard_owner()
+            wait_until(lambda: offer.waiting_for_owner == second_window, WAIT_S, "the offer asking the second")
+            first.send_signal(signal.SIGCONT)
+            first.wait(WAIT_S)  # it answered the offer's first request, saw it lost CLIPBOARD, and exited
+            second.send_signal(signal.SIGCONT)
+            thread.join(WAIT_S)
+    assert started == [None]
+    try:
+        assert offer.previous["CLIPBOARD"] == PreviousContent("CLIPBOARD", owned=True, text="the second owner's text")
+        assert XCLIP.read_text() == "offered"
     finally:
-        xclip.kill()
-        xclip.wait(WAIT_S)
+        problems = restore_previous(offer, 5.0)
+    assert problems == []
+    assert XCLIP.read_text() == "the second owner's text"
 
 
 def test_a_program_whose_process_ended_is_named_by_its_window() -> None:

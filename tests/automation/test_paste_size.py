@@ -16,7 +16,7 @@ from holodesk.automation.input.primitives import PastedText
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.input.x11.selection import SelectionError
 from holodesk.automation.virtual_display import XvfbServer
-from tests.support.waiting import wait_until
+from tests.support.user_clipboard import serve_user_text
 
 pytestmark = pytest.mark.display
 
@@ -26,8 +26,7 @@ USER_CLIPBOARD = "what the user copied ✓"
 def test_the_check_refuses_a_pasted_text_larger_than_one_request_and_lets_an_actions_text_through(
     xvfb: XvfbServer,
 ) -> None:
-    XCLIP.write_text(USER_CLIPBOARD)
-    wait_until(lambda: XCLIP.read_text() == USER_CLIPBOARD, 30.0, "xclip serving the user's clipboard")
+    serve_user_text(USER_CLIPBOARD)
     backend = X11Input(x11_typing=False)
     with pytest.raises(SelectionError, match=r"280000 bytes in UTF-8, more than one X request carries here"):
         backend.check(PastedText("é" * 140_000, ("ctrl", "v")))

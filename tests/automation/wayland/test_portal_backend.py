@@ -43,6 +43,7 @@ from tests.support.pointer_conformance import (
     PointerWindow,
     run_pointer_case,
 )
+from tests.support.user_clipboard import serve_user_text
 from tests.support.wayland_target import PAD_COLOUR
 
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
@@ -134,7 +135,7 @@ def test_text_the_layout_lacks_is_pasted_and_the_result_says_so(
 ) -> None:
     """Mutter drops keysyms its layout (US here) lacks; the text goes through XWayland's clipboard."""
     wayland, _ = session
-    XCLIP.write_text("the user's own clipboard")
+    serve_user_text("the user's own clipboard")
     text = "Grüße — 東京"
     detail = type_into_field(InputPerformer(PortalInput(wayland)), wayland_target, text)
     wayland_target.wait_for("text", 5.0, text=text)

@@ -24,6 +24,7 @@ from holodesk.automation.input.primitives import PastedText
 from holodesk.automation.input.x11.selection import SelectionOffer
 from holodesk.automation.wayland.session import WaylandSession
 from tests.automation.wayland.conftest import WaylandTarget
+from tests.support.user_clipboard import serve_user_text
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.display
@@ -36,8 +37,7 @@ WAIT_S = 30.0
 
 def set_user_clipboard() -> None:
     """The user's own clipboard text, served by xclip on XWayland, confirmed by reading it back."""
-    XCLIP.write_text(USER_CLIPBOARD)
-    wait_until(lambda: XCLIP.read_text() == USER_CLIPBOARD, WAIT_S, "xclip serving the user's clipboard")
+    serve_user_text(USER_CLIPBOARD)
 
 
 def empty_field(input_performer: InputPerformer, target: WaylandTarget) -> None:

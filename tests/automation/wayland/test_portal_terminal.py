@@ -34,6 +34,7 @@ from holodesk.automation.wayland.session import WaylandSession
 from tests.automation.test_typing_layouts import TEXTS
 from tests.automation.wayland.test_portal_layouts import use_layout
 from tests.support.gnome_session import inside_gnome_session
+from tests.support.user_clipboard import serve_user_text
 from tests.support.waiting import wait_until
 from tests.support.xterm_shell import shell_env, wait_for_prompt
 
@@ -108,8 +109,7 @@ def xterm(gnome_stack: GnomeStack, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def set_user_clipboard() -> None:
     """The user's own clipboard text, served by xclip on XWayland, confirmed by reading it back."""
-    XCLIP.write_text(USER_CLIPBOARD)
-    wait_until(lambda: XCLIP.read_text() == USER_CLIPBOARD, WAIT_S, "xclip serving the user's clipboard")
+    serve_user_text(USER_CLIPBOARD)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import FULL_HD, LAPTOP, TWO_MONITORS, XvfbServer
 from tests.support import x11_probe
 from tests.support.pointer_conformance import POINTER_CASES, PointerCase, PointerWindow, run_pointer_case
+from tests.support.user_clipboard import serve_user_text
 
 ONE_MONITOR = (Monitor(1, Rect(0, 0, 1920, 1080)),)
 
@@ -348,7 +349,7 @@ class TestOnDesktop:
     def test_non_ascii_text_is_typed_by_keysym_and_the_clipboard_untouched(
         self, window: TargetWindow, input_performer: InputPerformer, caplog: pytest.LogCaptureFixture
     ) -> None:
-        XCLIP.write_text("what the user had copied ✓")
+        serve_user_text("what the user had copied ✓")
         text = "Grüße — 東京"
         with caplog.at_level(logging.INFO, logger=KEYS_LOG):
             result = input_performer.execute(TypeText(text, at=window.centre("field")))
@@ -362,7 +363,7 @@ class TestOnDesktop:
         input_performer = InputPerformer(
             X11Input(capture=ScreenCapture(), x11_typing=False)
         )  # as on a display without XTEST
-        XCLIP.write_text("what the user had copied ✓")
+        serve_user_text("what the user had copied ✓")
         text = "Grüße — 東京"
         result = input_performer.execute(TypeText(text, at=window.centre("field")))
         assert result.ok, result.detail

@@ -21,8 +21,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from Xlib import X
-from Xlib.display import Display
 
 from bench.rigs.target_client import TargetWindow
 from holodesk.automation.actions import TypeText
@@ -40,6 +38,7 @@ from holodesk.automation.input.x11.selection import (
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from tests.support.line_process import LineProcess
+from tests.support.user_clipboard import selection_owner, serve_user_text
 from tests.support.waiting import wait_until
 from tests.support.xterm_shell import shell_env, wait_for_prompt
 
@@ -68,10 +67,8 @@ def xdotool(*args: str) -> str:
 
 def set_user_selections() -> None:
     """The user's own CLIPBOARD and PRIMARY texts, served by xclip, confirmed by reading them back."""
-    XCLIP.write_text(USER_CLIPBOARD)
-    XCLIP_PRIMARY.write_text(USER_PRIMARY)
-    wait_until(lambda: XCLIP.read_text() == USER_CLIPBOARD, WAIT_S, "xclip serving the user's clipboard")
-    wait_until(lambda: XCLIP_PRIMARY.read_text() == USER_PRIMARY, WAIT_S, "xclip serving the user's primary")
+    serve_user_text(USER_CLIPBOARD)
+    serve_user_text(USER_PRIMARY, "PRIMARY")
 
 
 def assert_user_selections_back() -> None:
@@ -281,7 +278,7 @@ def test_a_claim_the_server_ignored_is_an_error_not_an_offer(xvfb: XvfbServer) -
 def frozen_clipboard_owner(text: str) -> Iterator[subprocess.Popen[bytes]]:
     """xclip in the foreground serving `text` on CLIPBOARD, then stopped (SIGSTOP): an owner that never
     answers while the block runs. It runs again after the block, and is ended."""
-    before = clipboard_owner()
+    before = selection_owner()
     xclip = subprocess.Popen(
         ["xclip", "-selection", "clipboard", "-i", "-quiet"],
         stdin=subprocess.PIPE,
@@ -293,7 +290,7 @@ def frozen_clipboard_owner(text: str) -> Iterator[subprocess.Popen[bytes]]:
         xclip.stdin.write(text.encode())
         xclip.stdin.close()
         # Read back only once it owns CLIPBOARD: the owner before may be frozen too.
-        wait_until(lambda: clipboard_owner() not in (before, 0), WAIT_S, "xclip taking CLIPBOARD")
+        wait_until(lambda: selection_owner() not in (before, 0), WAIT_S, "xclip taking CLIPBOARD")
         assert XCLIP.read_text() == text
         xclip.send_signal(signal.SIGSTOP)
         try:
@@ -303,16 +300,6 @@ def frozen_clipboard_owner(text: str) -> Iterator[subprocess.Popen[bytes]]:
     finally:
         xclip.kill()
         xclip.wait(WAIT_S)
-
-
-def clipboard_owner() -> int:
-    """CLIPBOARD's owner window (0: none), asked on a connection of the test's own."""
-    display = Display()
-    try:
-        owner = display.get_selection_owner(display.intern_atom("CLIPBOARD"))
-        return 0 if owner == X.NONE else int(owner.id)
-    finally:
-        display.close()
 
 
 def test_an_owner_that_never_answers_is_named_and_nothing_is_claimed(xvfb: XvfbServer) -> None:
@@ -341,7 +328,7 @@ def test_an_owner_that_loses_the_selection_while_asked_is_not_taken_for_its_succ
     runs, answers the offer's request late and exits; the offer must take the second one's text, not
     that late answer, and put it back afterwards."""
     with frozen_clipboard_owner("the first owner's text") as first:
-        first_window = clipboard_owner()
+        first_window = selection_owner()
         offer = SelectionOffer("offered", ("CLIPBOARD",))
         started: list[BaseException | None] = []
 
@@ -356,7 +343,7 @@ def test_an_owner_that_loses_the_selection_while_asked_is_not_taken_for_its_succ
         thread.start()
         wait_until(lambda: offer.waiting_for_owner == first_window, WAIT_S, "the offer asking the first owner")
         with frozen_clipboard_owner("the second owner's text") as second:
-            second_window = clipboard_owner()
+            second_window = selection_owner()
             wait_until(lambda: offer.waiting_for_owner == second_window, WAIT_S, "the offer asking the second")
             first.send_signal(signal.SIGCONT)
             first.wait(WAIT_S)  # it answered the offer's first request, saw it lost CLIPBOARD, and exited

@@ -94,9 +94,9 @@ class OwnerSilent(SelectionError):
 
 
 class _OwnerChanged(Exception):
-    """The selection changed owner while its content was asked for; `owner` is the new one (X.NONE: none)."""
+    """The selection changed owner while its content was asked for; `owner` is the new one's window (0: none)."""
 
-    def __init__(self, owner: Any) -> None:
+    def __init__(self, owner: int) -> None:
         super().__init__("the selection changed owner")
         self.owner = owner
 
@@ -210,6 +210,14 @@ def _close_after_late_answer(display: Any) -> None:
             display.close()
 
     threading.Thread(target=wait_then_close, name="holodesk-selection-late-answer", daemon=True).start()
+
+
+def _owner_window(display: Any, selection_atom: int) -> int:
+    """The window owning the selection `selection_atom` on `display`, 0 when none does."""
+    from Xlib import X
+
+    owner = display.get_selection_owner(selection_atom)
+    return 0 if owner == X.NONE else int(owner.id)
 
 
 def client_of(window: int, resource_mask: int) -> int:
@@ -392,15 +400,13 @@ class SelectionOffer:
     def _read_previous(self, selection: str, now: int) -> PreviousContent:
         """The selection's text before the offer, converted to our own window (bounded). An owner that
         gives the selection up while asked (it exited, or lost it) never answers: its successor is asked."""
-        from Xlib import X
-
-        owner = self._display.get_selection_owner(self._atoms[selection])
+        owner = _owner_window(self._display, self._atoms[selection])
         for _ in range(OWNER_CHANGES):
-            if owner == X.NONE:
+            if not owner:
                 return PreviousContent(selection, owned=False, text=None)
             try:
                 for target in ("UTF8_STRING", "STRING"):
-                    text = self._convert(selection, target, now, int(owner.id))
+                    text = self._convert(selection, target, now, owner)
                     if text is not None:
                         return PreviousContent(selection, owned=True, text=text)
                 return PreviousContent(selection, owned=True, text=None)
@@ -441,8 +447,8 @@ class SelectionOffer:
         while True:
             event = self._next_event(min(deadline, time.monotonic() + OWNER_CHECK_S))
             if event is None:
-                current = self._display.get_selection_owner(self._atoms[selection])
-                if (0 if current == X.NONE else int(current.id)) != owner:
+                current = _owner_window(self._display, self._atoms[selection])
+                if current != owner:
                     raise _OwnerChanged(current)
                 if time.monotonic() >= deadline:
                     raise OwnerSilent(
@@ -459,8 +465,7 @@ class SelectionOffer:
 
     def _confirm_ownership(self) -> None:
         for selection in self.selections:
-            owner = self._display.get_selection_owner(self._atoms[selection])
-            owner_id = int(getattr(owner, "id", owner))
+            owner_id = _owner_window(self._display, self._atoms[selection])
             if owner_id != self.window_id:
                 held_by = f"window {owner_id:#x} still owns it" if owner_id else "it has no owner"
                 raise SelectionError(
@@ -573,12 +578,10 @@ class SelectionOffer:
         return None  # not Latin-1, MULTIPLE, images, ...: refused, the requestor may ask for another target
 
     def _lost(self, event: Any) -> None:
-        from Xlib import X
-
         selection = self._name(event.atom)
-        owner = self._display.get_selection_owner(event.atom)
+        owner = _owner_window(self._display, event.atom)
         with self._changed:
-            self._state.lost_to[selection] = 0 if owner == X.NONE else int(owner.id)
+            self._state.lost_to[selection] = owner
             self._changed.notify_all()
 
     # -- for the caller -----------------------------------------------------------------------------
@@ -745,7 +748,6 @@ def focused_window(display_name: str | None = None) -> int | None:
 
 def _owner(selection: str, display_name: str | None) -> int:
     """The window owning `selection` now, 0 when none does."""
-    from Xlib import X
     from Xlib import display as xdisplay
     from Xlib import error as xerror
 
@@ -754,8 +756,7 @@ def _owner(selection: str, display_name: str | None) -> int:
     except (xerror.DisplayError, OSError, KeyError) as exc:
         raise SelectionError(f"cannot open the X display: {exc}") from exc
     try:
-        owner = display.get_selection_owner(display.intern_atom(selection))
-        return 0 if owner == X.NONE else int(owner.id)
+        return _owner_window(display, display.intern_atom(selection))
     finally:
         display.close()
 

@@ -36,7 +36,7 @@ WAIT_S = 30.0
 
 
 def set_user_clipboard() -> None:
-    """The user's own clipboard text, served by xclip on XWayland, confirmed by reading it back."""
+    """The user's own clipboard text, served on XWayland by a new xclip known to own it (serve_user_text)."""
     serve_user_text(USER_CLIPBOARD)
 
 

@@ -108,7 +108,7 @@ def xterm(gnome_stack: GnomeStack, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def set_user_clipboard() -> None:
-    """The user's own clipboard text, served by xclip on XWayland, confirmed by reading it back."""
+    """The user's own clipboard text, served on XWayland by a new xclip known to own it (serve_user_text)."""
     serve_user_text(USER_CLIPBOARD)
 
 

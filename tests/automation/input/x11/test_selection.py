@@ -66,7 +66,7 @@ def xdotool(*args: str) -> str:
 
 
 def set_user_selections() -> None:
-    """The user's own CLIPBOARD and PRIMARY texts, served by xclip, confirmed by reading them back."""
+    """The user's own CLIPBOARD and PRIMARY texts, each served by a new xclip known to own it (serve_user_text)."""
     serve_user_text(USER_CLIPBOARD)
     serve_user_text(USER_PRIMARY, "PRIMARY")
 

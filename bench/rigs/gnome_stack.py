@@ -19,6 +19,12 @@ root (seen on Debian 12, as root in a container; only sway, not used here, does)
 mutter's own screen cast (bench.rigs.mutter_remote) and clicks its switch and buttons with
 mutter's own virtual pointer. The product never answers its own dialog.
 
+XWayland's socket folder: mutter 43 puts XWayland's socket in /tmp/.X11-unix and refuses to start it
+when that folder is missing (it then makes one itself with the wrong mode: "Directory /tmp/.X11-unix
+is not writable"). A desktop has it from systemd-tmpfiles at boot; a fresh machine that never ran an
+X server has not, so `start()` makes it as systemd-tmpfiles does (root-owned, 1777) first, or says
+in words what to run where it cannot (`ensure_x11_socket_folder`).
+
 Run `python -m bench.rigs.gnome_stack [--xwayland]` to start the stack and print its environment.
 """
 
@@ -29,6 +35,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -65,6 +72,41 @@ ACCENT_BLUE = (53, 132, 228)
 
 class StackError(RuntimeError):
     """The headless stack could not be brought up (the message holds the components' logs)."""
+
+
+X11_SOCKET_FOLDER = Path("/tmp/.X11-unix")
+# What systemd-tmpfiles' x11.conf makes at boot: "D! /tmp/.X11-unix 1777 root root".
+X11_SOCKET_MODE = 0o1777
+
+
+def ensure_x11_socket_folder(folder: Path = X11_SOCKET_FOLDER) -> None:
+    """Make `folder` as systemd-tmpfiles would (root-owned, mode 1777), or refuse in words.
+
+    A folder already there is used only when it is a real folder with mode 1777, owned by root or by
+    this user (mutter's own rule); anything else raises StackError naming the command that makes it
+    right, and nothing is changed.
+    """
+    fix = f"sudo rm -rf {folder} && sudo install -d -o root -g root -m 1777 {folder}"
+    try:
+        found = folder.lstat()
+    except FileNotFoundError:
+        if os.geteuid() != 0:
+            raise StackError(
+                f"XWayland needs {folder} (root-owned, mode 1777, as systemd-tmpfiles makes it at boot) and it is "
+                f"missing; only root can make it: sudo install -d -o root -g root -m 1777 {folder}"
+            ) from None
+        with contextlib.suppress(FileExistsError):  # another stack or X server made it meanwhile
+            folder.mkdir()
+            folder.chmod(X11_SOCKET_MODE)  # mkdir's mode passes through the umask; chmod's does not
+        found = folder.lstat()
+    if not stat.S_ISDIR(found.st_mode):
+        raise StackError(f"{folder} is not a folder (XWayland keeps its sockets there): {fix}")
+    # mutter trusts a folder owned by root or by its own user (another owner could take its socket).
+    if found.st_uid not in (0, os.geteuid()) or stat.S_IMODE(found.st_mode) != X11_SOCKET_MODE:
+        raise StackError(
+            f"{folder} is owned by uid {found.st_uid} with mode {stat.S_IMODE(found.st_mode):o}; XWayland needs it "
+            f"root-owned with mode 1777: {fix}"
+        )
 
 
 def mutter_version() -> tuple[int, ...]:
@@ -150,6 +192,8 @@ class GnomeStack:
         keyfile.parent.mkdir(parents=True, exist_ok=True)
         keyfile.write_text(SETTINGS_KEYFILE, encoding="utf-8")
         self.runtime_dir.chmod(0o700)
+        if self.xwayland:
+            ensure_x11_socket_folder()
         deadline = time.monotonic() + self.start_timeout_s
         try:
             self._start_bus(deadline)

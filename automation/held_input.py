@@ -12,6 +12,9 @@ keys that are, and removes the marker.
 Key names are pyautogui's (what the X11 backend passes to pyautogui keyDown/write); keycodes are X keycodes (what
 the X11 typer presses); buttons are X button numbers. A second marker names the spare keycodes the
 X11 typer bound to keysyms, for as long as they stay bound; the same call clears them.
+
+A marker that cannot be written stops the action before its first key or button (MarkerUnavailable, an
+AutomationError the backend reports in words): input nobody could repair after a kill is not sent.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from holodesk.automation.errors import AutomationError
 from holodesk.automation.private_dir import user_runtime_dir
 
 log = logging.getLogger(__name__)
@@ -38,6 +42,11 @@ REMAPPED_PREFIX = "remapped-keys-"
 BUTTON_NUMBERS = {"left": 1, "middle": 2, "right": 3}
 # X's state mask bits for buttons 1-5 (Button1Mask is 1 << 8); 6 and 7 are never reported held.
 _BUTTON_MASK_SHIFT = 7
+
+
+class MarkerUnavailable(AutomationError):
+    """The crash marker for an action could not be written (an unsafe or unwritable runtime folder), so the
+    action was not performed: after a kill nothing could release or unbind what it pressed."""
 
 
 def _display_tag(display: str | None) -> str:
@@ -56,6 +65,8 @@ class LeftoverRelease:
 
     def describe(self) -> str:
         if not self.markers:
+            if self.problems:  # the markers could not even be looked for: say why, never "nothing held"
+                return "; ".join(self.problems)
             return "no input was left held by an earlier run"
         released = [f"mouse button {b}" for b in self.buttons] + [f"key {k!r}" for k in self.keys]
         if self.cleared_keycodes:
@@ -97,7 +108,11 @@ class HeldInputMarker:
             return
         with self._lock:
             self._open.append(entry)
-            self._write()
+            try:
+                self._write()
+            except MarkerUnavailable:
+                self._open.remove(entry)
+                raise
         try:
             yield
         finally:
@@ -106,7 +121,10 @@ class HeldInputMarker:
                 self._write()
 
     def _write(self) -> None:
-        """Write the union of the open blocks, or remove the marker when none is open."""
+        """Write the union of the open blocks, or remove the marker when none is open.
+
+        MarkerUnavailable when a block opens and its marker cannot be written; a failed removal is logged.
+        """
         try:
             path = self.path
             if not self._open:
@@ -125,8 +143,10 @@ class HeldInputMarker:
             temp = path.with_name(path.name + ".part")
             temp.write_text(json.dumps(record), encoding="utf-8")
             os.replace(temp, path)
-        except OSError as exc:  # the action still runs: without a marker only a kill -9 could not be repaired
-            log.warning("cannot write the held-input marker: %s", exc)
+        except OSError as exc:
+            if self._open:
+                raise MarkerUnavailable(f"cannot write the held-input marker, so nothing was pressed: {exc}") from exc
+            log.warning("cannot remove the held-input marker: %s", exc)
 
 
 class RemappedKeysMarker:
@@ -146,7 +166,10 @@ class RemappedKeysMarker:
         return folder / f"{REMAPPED_PREFIX}{_display_tag(self.display)}-{os.getpid()}.json"
 
     def record(self, bound: dict[int, int]) -> None:
-        """Name `bound` (keycode -> keysym) as bound now; an empty mapping removes the marker."""
+        """Name `bound` (keycode -> keysym) as bound now; an empty mapping removes the marker.
+
+        MarkerUnavailable when a binding cannot be named on disk (the typer then types nothing with it).
+        """
         try:
             path = self.path
             if not bound:
@@ -158,7 +181,9 @@ class RemappedKeysMarker:
             temp.write_text(json.dumps(record), encoding="utf-8")
             os.replace(temp, path)
         except OSError as exc:
-            log.warning("cannot write the remapped-keys marker: %s", exc)
+            if bound:
+                raise MarkerUnavailable(f"cannot write the rebound-keys marker, so nothing was typed: {exc}") from exc
+            log.warning("cannot remove the rebound-keys marker: %s", exc)
 
 
 def _alive(pid: int) -> bool:

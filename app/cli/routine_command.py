@@ -24,7 +24,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from holodesk.app.cli.run_command import EXIT_CODES, PICTURES_PREFIX, _remove_pictures_of_dead_runs
+from holodesk.app.cli.run_command import (
+    EXIT_CODES,
+    PICTURES_PREFIX,
+    _remove_pictures_of_dead_runs,
+    unsafe_runtime_dir,
+)
 from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
 from holodesk.app.cli.terminal_approver import TerminalApprover, terminal_event_printer
 from holodesk.app.common.session_words import steps_in_words
@@ -201,6 +206,8 @@ def run(
         check_writable(sessions)
     except TrajectoryWriteError as exc:
         err.write(f"error: {exc}; choose another folder with --sessions\n")
+        return EXIT_CONFIG
+    if unsafe_runtime_dir(err):  # before the first key: the crash markers could not be trusted there
         return EXIT_CONFIG
     leftover = release_leftover_input()  # what a killed run left held (a button, a key, bound keycodes)
     if leftover.markers:

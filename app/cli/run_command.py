@@ -6,8 +6,10 @@ the user, 4 the model asks the user a question, 5 the step limit was reached.
 
 Ctrl+C, SIGTERM and SIGHUP (the terminal closed) stop the run like a "quit" (exit 3, with an end
 record; app.cli.stop_signals).
-Before anything else, input left held by a run that was killed outright is released
-(automation.held_input). The annotated pictures shown at approval live in a private temporary
+Before anything else, the runtime folder that holds the crash markers is checked (ours alone: owned by
+the user, mode 0700, not a link, the folder $XDG_RUNTIME_DIR names included); an unsafe one is
+refused in words, exit 2, before anything is pressed. Then input left held by a run that was killed
+outright is released (automation.held_input). The annotated pictures shown at approval live in a private temporary
 folder that is removed when the run ends.
 Configuration problems (a server that is down, a wrong URL or model path, a 404 page, a TLS
 mismatch, a refused key) are found before the run starts, said in words with what to do, and exit
@@ -35,6 +37,7 @@ from holodesk.automation.display_text import safe_lines, safe_text
 from holodesk.automation.engine import EngineEvent, EngineSettings, Outcome, RunResult, StepEngine
 from holodesk.automation.errors import AutomationError
 from holodesk.automation.held_input import release_leftover_input
+from holodesk.automation.private_dir import runtime_dir_problem
 from holodesk.automation.proposal import UnusableProposal
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable
 from holodesk.inference.errors import InferenceError
@@ -76,6 +79,8 @@ def run_task(
     except TrajectoryWriteError as exc:
         err.write(f"error: {exc}; choose another folder with --sessions\n")
         return EXIT_CONFIG
+    if unsafe_runtime_dir(err):
+        return EXIT_CONFIG
     # Before a model loads (minutes, for a local one): release a button a killed run left pressed.
     leftover = release_leftover_input()
     if leftover.markers:
@@ -104,6 +109,18 @@ def run_task(
         return _run_engine(task, policy, backends, pictures, max_steps, monitor, sessions, options, stdin, out)
     finally:
         shutil.rmtree(pictures, ignore_errors=True)
+
+
+def unsafe_runtime_dir(err: TextIO) -> bool:
+    """Say so and return True when the runtime folder is not ours alone: the markers that repair a
+    killed run's held keys and rebound keycodes live there, and another user could hide or forge them."""
+    problem = runtime_dir_problem()
+    if problem is None:
+        return False
+    err.write(
+        f"error: {problem}\nnothing was done: Holodesk keeps the markers that undo a killed run's held keys there\n"
+    )
+    return True
 
 
 def _remove_pictures_of_dead_runs() -> None:

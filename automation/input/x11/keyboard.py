@@ -430,10 +430,11 @@ class X11Typer:
             self._bound.move_to_end(keysym)
         if new:
             display.sync()
-            self.remapped_marker.record(dict((code, keysym) for keysym, code in self._bound.items()))
             if not self._atexit_registered:
                 atexit.register(self.close)
                 self._atexit_registered = True
+            # Before any key is sent with them; raises (nothing typed) when the marker cannot be written.
+            self.remapped_marker.record(dict((code, keysym) for keysym, code in self._bound.items()))
         return {keysym: self._bound[keysym] for keysym in wanted}
 
     def release_bindings(self) -> None:

@@ -31,7 +31,8 @@ echo "building holodesk $version: the wheel"
 
 echo "the venv in $prefix (Debian's $("$system_python" --version))"
 "$system_python" -m venv --without-pip "$venv"
-# pip into the venv too: the in-process extra is installed with it (the man page and README say how).
+# pip into the venv too: the in-process extra is installed with its bin/pip (the man page and README say
+# how; not python's -m as root, which puts the current folder first on the module path).
 # A cache of its own: a wheel this machine once built from source for another Python (evdev, under
 # pyenv) would carry that Python's library path (RUNPATH); here every such wheel is built anew.
 PIP_CACHE_DIR="$stage/pip-cache" "$host_python" -m pip --python "$venv/bin/python" install -q \
@@ -67,7 +68,8 @@ install -D -m 644 "$here/io.github.holodesk.Holodesk.metainfo.xml" \
 "$host_python" - "$repo/pyproject.toml" > "$stage/holotron-requirements.txt" <<'PY'
 import sys, tomllib
 extra = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["holotron"]
-print("# The in-process backend (a GPU in this computer): sudo /usr/lib/holodesk/bin/python -m pip install -r THIS_FILE")
+print("# The in-process backend (a GPU in this computer): sudo /usr/lib/holodesk/bin/pip install -r THIS_FILE")
+print("# (the environment's own pip: `python -m pip` as root would first run a pip.py in the current folder)")
 print("\n".join(extra))
 PY
 install -D -m 644 "$stage/holotron-requirements.txt" "$root/usr/share/holodesk/holotron-requirements.txt"

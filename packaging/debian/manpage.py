@@ -86,7 +86,8 @@ def manpage() -> str:
         ".TP",
         "\\fI/usr/share/holodesk/holotron\\-requirements.txt\\fR",
         "The in\\-process backend (a GPU in this computer): "
-        "\\fBsudo /usr/lib/holodesk/bin/python \\-m pip install \\-r\\fR this file.",
+        "\\fBsudo /usr/lib/holodesk/bin/pip install \\-r\\fR this file (not \\fBpython \\-m pip\\fR, which as "
+        "root would first run a \\fIpip.py\\fR in the current folder).",
         ".SH SEE ALSO",
         "\\fBholodesk \\fICOMMAND\\fB \\-\\-help\\fR",
     ]

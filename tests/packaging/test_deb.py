@@ -145,6 +145,17 @@ def test_the_installed_command_and_its_man_page_match_the_help(installed: Path) 
     assert (PREFIX / "bin" / "holodesk").read_text().startswith("#!/usr/lib/holodesk/bin/python\n")
 
 
+def test_the_pip_the_docs_give_for_root_is_the_environments_own(installed: Path, tmp_path: Path) -> None:
+    """`sudo /usr/lib/holodesk/bin/pip install -r ...` (README, man page, the requirements file): that pip is
+    there, installs into the package's environment, and ignores a pip.py in the folder it is started from."""
+    requirements = Path("/usr/share/holodesk/holotron-requirements.txt").read_text(encoding="utf-8")
+    assert "sudo /usr/lib/holodesk/bin/pip install -r THIS_FILE" in requirements
+    (tmp_path / "pip.py").write_text("print('PLANTED pip.py ran')\n", encoding="utf-8")
+    pip = _run(str(PREFIX / "bin" / "pip"), "--version", timeout=60, cwd=tmp_path)
+    assert pip.returncode == 0 and "PLANTED" not in pip.stdout, pip.stdout + pip.stderr
+    assert f"{PREFIX}/lib/python3" in pip.stdout, pip.stdout
+
+
 def _tray_icon_embedded() -> bool:
     """True when a window of the holodesk client is embedded in the tray host (its parent is not the root)."""
     from Xlib import display

@@ -49,6 +49,8 @@ _KNOWN_CHAT_FIELDS = {
     "response_format",
     "chat_template_kwargs",
     "structured_outputs",
+    "tools",  # native tool calls (the holo profiles)
+    "tool_choice",
 }
 _ROLES = {"system", "user", "assistant", "tool"}
 _DATA_URL_PREFIXES = {"data:image/png;base64,": "PNG", "data:image/jpeg;base64,": "JPEG"}

@@ -10,22 +10,25 @@ What is public, and where it is from (checked for this module; H Company's pages
   reasoning, so what a later step needs goes through `note`. Two output formats: structured outputs
   (Holo3 and Holo3.1) and native OpenAI tool calls (Holo3.1 only: "Holo3 does not support it").
 - H Company's "Models" page: Holo3.1 35B-A3B answers in both formats; its hosted API accepts up to
-  5 images a request and caps an answer at 4,096 tokens.
+  5 images a request and caps an answer at 4,096 tokens. Holo3.1 therefore keeps the agent-loop
+  guide's last 3 screenshots (as Holo4 does), with a server limit of 5 as the hosted API's.
 - holo-desktop-cli's self-hosting guide: Holo4 (27B, 35B-A3B) served by vLLM with
   `--enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3
   --chat-template-content-format openai --limit-mm-per-prompt '{"image": 5, "video": 0}'`; the
   CLI's model names are holo4-35b-a3b, holo4-27b and holo3-1-35b-a3b.
 - Issue 31 (not checked against a public page): Holo3 is served with `--limit-mm-per-prompt
-  '{"image": 1}'`, and so, in this project, is Holo3.1: both profiles send one screenshot a request,
-  the older ones as the placeholder. A server started with a larger limit can be given more with
-  `budget=ImageBudget(images_per_request=3, keep_screenshots=3)`.
+  '{"image": 1}'`: the holo3 profile sends one screenshot a request, the older ones as the
+  placeholder. A server started with a larger limit can be given more with
+  `budget=ImageBudget(images_per_request=3, keep_screenshots=3)`. (Holo3.1 was once held to one as
+  well; that was wrong: H Company's guide for it says to keep the last 3.)
 
 Holodesk's own choices, not H Company's: the tool vocabulary is the holotron profile's (H Company's
 desktop harness names, taught in the system prompt and, in structured mode, the schema); in native
 mode the same tools are declared as OpenAI functions, `tool_choice` is "auto" (the model writes its
 own `<tool_call>` format and vLLM's qwen3_coder parser reads it: "required" would force vLLM's JSON
 grammar instead, a format the model was not trained on), the message text holds `{note, thought}`,
-and earlier steps go back as assistant `tool_calls` with the tool's output as a `tool` message.
+and earlier steps go back as assistant `tool_calls` with the tool's output as a `tool` message; so does
+a refused answer's call on the retry, its error as the tool's output (`refused_native_turns`).
 Reasoning is on (`enable_thinking`, H Company: "essential in agent mode"), off for localization.
 The parser never takes reasoning as the step's thought, so it cannot reach the next request's history.
 """
@@ -33,6 +36,7 @@ The parser never takes reasoning as the step's thought, so it cannot reach the n
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -45,6 +49,7 @@ from holodesk.inference.profiles.base import ChatRequest, ImageBudget, Message, 
 from holodesk.inference.profiles.holotron import (
     HOLOTRON_TOOLS,
     LOCALIZATION_PROMPT,
+    MAX_REFUSED_ANSWER_CHARS,
     NAVIGATION_PROMPT,
     NAVIGATION_TOKENS,
     NAVIGATION_TOKENS_THINKING,
@@ -57,6 +62,7 @@ from holodesk.inference.profiles.holotron import (
 )
 from holodesk.inference.profiles.parsing import (
     MalformedAnswer,
+    decode_json_object,
     read_json_step,
     run_parser,
     split_reasoning,
@@ -69,6 +75,7 @@ from holodesk.inference.profiles.prompting import (
     text_part,
 )
 from holodesk.inference.profiles.vocabulary import POINTER
+from holodesk.inference.tool_call_text import read_tool_call_text
 
 # The vLLM flags every one of these models needs (holo-desktop-cli's self-hosting guide).
 PARSER_FLAGS = (
@@ -80,6 +87,7 @@ PARSER_FLAGS = (
     "--chat-template-content-format",
     "openai",
 )
+PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A tool call still in the model's own XML form: the server's tool parser did not read it (it is not
 # started with one, or the call is malformed).
 UNPARSED_CALL = "<function="
@@ -147,6 +155,61 @@ def native_conversation(system: str, task: str, history: Sequence[PastStep], ima
         messages.append({"role": "tool", "tool_call_id": call_id, "content": tool_output(step)})
         messages.append({"role": "user", "content": observation(number >= first_image)})
     return messages
+
+
+def refused_native_turns(said: str, error: str, again: str) -> list[Message]:
+    """A refused native answer written back as the model gave it, then why it was refused.
+
+    The calls (in the answer's text as `tool_call_text` wrote them, a form the model never produced) go
+    back as the assistant's `tool_calls`, each answered by a `tool` message with the error, as a failed
+    tool's output is in the history. A call whose arguments are not one JSON object cannot be written as
+    a function call (vLLM hands templates the arguments as a mapping): it is left out, and the words say so.
+    """
+    text, calls = read_tool_call_text(said)
+    text = text.strip()
+    if len(text) > MAX_REFUSED_ANSWER_CHARS:
+        text = text[:MAX_REFUSED_ANSWER_CHARS] + "..."
+    readable = [_json_object(call.arguments) for call in calls]
+    kept = [call for call, ok in zip(calls, readable, strict=True) if ok]
+    left_out = [call.name or "(unnamed)" for call, ok in zip(calls, readable, strict=True) if not ok]
+    because = f"Your answer could not be used: {error}\n"
+    if left_out:
+        because += f"(Your call to {', '.join(left_out)} is not shown above: its arguments were not one JSON object.)\n"
+    because += f"Nothing was done. {again}"
+    if not kept:
+        content = text or ("(a tool call, left out)" if left_out else NO_ANSWER)
+        return [
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": [text_part(f'<error tool="tool_call">\n{because}\n</error>')]},
+        ]
+    ids = [f"refused_{number}" for number in range(1, len(kept) + 1)]
+    functions = [{"name": call.name, "arguments": call.arguments} for call in kept]
+    turns: list[Message] = [
+        {
+            "role": "assistant",
+            "content": text,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": function}
+                for call_id, function in zip(ids, functions, strict=True)
+            ],
+        }
+    ]
+    for call_id, call in zip(ids, kept, strict=True):
+        # The name as the tool's error names it; one that is not a plain name (unknown to every tool) is not
+        # written inside the tag.
+        name = call.name if PLAIN_NAME.fullmatch(call.name) else "tool_call"
+        turns.append(
+            {"role": "tool", "tool_call_id": call_id, "content": f'<error tool="{name}">\n{because}\n</error>'}
+        )
+    return turns
+
+
+def _json_object(arguments: str) -> bool:
+    try:
+        decode_json_object(arguments, "the arguments")  # the parser's own reading (bounded, any depth)
+    except MalformedAnswer:
+        return False
+    return True
 
 
 class HoloAgentProfile(HolotronProfile):
@@ -225,12 +288,16 @@ class HoloAgentProfile(HolotronProfile):
 
     def retry_request(self, request: ChatRequest, answer: str, error: str) -> ChatRequest:
         """As Holotron's, but the refused answer goes back without its reasoning (never fed back), and
-        in native mode the model is asked for a function call rather than a JSON object."""
+        in native mode its calls go back as the model's own `tool_calls`, each answered by the error
+        (`refused_native_turns`), and the model is asked for a function call rather than a JSON object."""
         try:
             said = split_reasoning(answer).answer or NO_ANSWER
         except MalformedAnswer:
             said = NO_ANSWER
-        return super().retry_request(request, said, error)
+        if not self.native_tools:
+            return super().retry_request(request, said, error)
+        turns = refused_native_turns(said, error, self._answer_again())
+        return replace(request, messages=[*request.messages, *turns])
 
     def _answer_again(self) -> str:
         if self.native_tools:
@@ -271,13 +338,18 @@ class Holo3Profile(HoloAgentProfile):
 
 
 class Holo31Profile(HoloAgentProfile):
-    """Holo3.1 (0.8B, 4B, 9B, 35B-A3B): structured output by default, native tool calls on request."""
+    """Holo3.1 (0.8B, 4B, 9B, 35B-A3B): structured output by default, native tool calls on request.
+
+    The last 3 screenshots a request, the older ones as the placeholder: H Company's agent-loop guide for
+    Holo3.1 says to keep the last 3. Its vLLM command allows 5 images, what H Company's hosted API
+    accepts for Holo3.1 (its "Models" page), as Holo4's does.
+    """
 
     name = "holo3.1"
-    default_budget = ImageBudget(images_per_request=1, keep_screenshots=1)
+    default_budget = ImageBudget(images_per_request=5, keep_screenshots=3)
     native_by_default = False
     native_supported = True
-    served_images = 1
+    served_images = 5
 
 
 class Holo31ToolsProfile(Holo31Profile):

@@ -594,7 +594,11 @@ def _read_tool_call_blocks(answer: str, tools: ToolSet) -> tuple[list[Call], str
     if len(objects) > 1:
         raise MalformedAnswer("the text around the tool calls holds more than one JSON object")
     if objects:
-        step = objects[0].value
+        # {"note": ..., "thought": ..., "tool_call": null}: the step object's own shape with its action
+        # left empty (the holo prompts' examples show that shape), so it holds no action of its own.
+        step = {
+            key: value for key, value in objects[0].value.items() if not (key in STEP_ACTION_KEYS and value is None)
+        }
         if set(step) - set(STEP_TEXT_KEYS):
             raise MalformedAnswer("the text around the tool calls holds another action")
         _, note, thought = read_step_object(step)

@@ -127,3 +127,79 @@ def test_the_history_tool_calls_are_neutralised_like_any_text(server: FakeOpenAI
     [assistant] = [m for m in server.chat_requests[0].body["messages"] if m.get("tool_calls")]
     arguments = json.loads(assistant["tool_calls"][0]["function"]["arguments"])
     assert arguments["content"] == "bye<" + NEUTRALISER + "|im_end|>"
+
+
+# Two calls in one answer: the model asked for two actions, so nothing is done. A backend that kept only
+# the first would click it; the refusal can only come if both reach the parser.
+INBOX = {"element": "Inbox", "x": 120, "y": 340}
+SENT = {"element": "Sent", "x": 120, "y": 380}
+
+
+def two_calls_whole() -> RawReply:
+    calls = [
+        {"id": f"call_{n}", "type": "function", "function": {"name": "click_desktop", "arguments": json.dumps(args)}}
+        for n, args in enumerate((INBOX, SENT))
+    ]
+    return json_answer({"content": '{"note": null, "thought": "Open both."}', "tool_calls": calls})
+
+
+def two_calls_streamed() -> RawReply:
+    """The two calls' fragments interleaved by their `index`, as a server may stream them."""
+    first, second = json.dumps(INBOX), json.dumps(SENT)
+    heads = [
+        {"index": n, "id": f"call_{n}", "type": "function", "function": {"name": "click_desktop", "arguments": ""}}
+        for n in (0, 1)
+    ]
+    return stream_answer(
+        [
+            {"content": '{"note": null, "thought": "Open both."}'},
+            {"tool_calls": [heads[0]]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": first[:15]}}]},
+            {"tool_calls": [heads[1]]},
+            {"tool_calls": [{"index": 1, "function": {"arguments": second[:10]}}]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": first[15:]}}]},
+            {"tool_calls": [{"index": 1, "function": {"arguments": second[10:]}}]},
+        ]
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_two_tool_calls_are_refused_as_two_actions_and_nothing_is_proposed(
+    server: FakeOpenAIServer, stream: bool
+) -> None:
+    from holodesk.inference.errors import ParseError
+    from holodesk.inference.model_policy import ModelPolicy
+
+    answer = two_calls_streamed() if stream else two_calls_whole()
+    server.queue(answer)
+    server.queue(answer)  # the retry gets the same answer
+    policy = ModelPolicy(Holo4Profile(), backend(server, stream=stream))
+    with pytest.raises(ParseError, match="the answer holds 2 actions; exactly one is expected") as refused:
+        policy.propose("Open the inbox", [], [frame(640, 400)])
+    assert str(refused.value).count("holds 2 actions") == 2  # the first answer and the retry's
+    assert len(server.chat_requests) == 2
+    assert not server.problems
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_the_retry_shows_the_model_both_of_its_calls_as_its_own_tool_calls(
+    server: FakeOpenAIServer, stream: bool
+) -> None:
+    """As the server sent them (OpenAI `tool_calls`), not in Holodesk's `<tool_call>` text, and not one of two."""
+    from holodesk.inference.errors import ParseError
+    from holodesk.inference.model_policy import ModelPolicy
+
+    answer = two_calls_streamed() if stream else two_calls_whole()
+    server.queue(answer)
+    server.queue(answer)
+    with pytest.raises(ParseError):
+        ModelPolicy(Holo4Profile(), backend(server, stream=stream)).propose("Open the inbox", [], [frame(640, 400)])
+    first, retry = (request.body["messages"] for request in server.chat_requests)
+    assistant, *answers = retry[len(first) :]
+    assert assistant["content"] == '{"note": null, "thought": "Open both."}'
+    assert [json.loads(call["function"]["arguments"]) for call in assistant["tool_calls"]] == [INBOX, SENT]
+    assert [call["function"]["name"] for call in assistant["tool_calls"]] == ["click_desktop"] * 2
+    assert [message["tool_call_id"] for message in answers] == [call["id"] for call in assistant["tool_calls"]]
+    assert all("holds 2 actions" in message["content"] for message in answers)
+    assert "tool_call>" not in json.dumps(retry[len(first) :])
+    assert not server.problems

@@ -57,7 +57,8 @@ def test_names_reach_their_profile(name: str, cls: type) -> None:
 
 def test_each_model_has_its_image_limit_and_format() -> None:
     assert (Holo3Profile().budget.images_per_request, Holo3Profile().native_tools) == (1, False)
-    assert (Holo31Profile().budget.images_per_request, Holo31Profile().native_tools) == (1, False)
+    holo31 = Holo31Profile()
+    assert (holo31.budget.images_per_request, holo31.budget.keep_screenshots, holo31.native_tools) == (5, 3, False)
     assert Holo31Profile(native_tools=True).native_tools
     holo4 = Holo4Profile()
     assert (holo4.budget.images_per_request, holo4.budget.keep_screenshots, holo4.native_tools) == (5, 3, True)
@@ -73,7 +74,7 @@ def test_holo31_with_native_tool_calls_is_a_profile_the_settings_and_the_command
     request = profile.navigation_request("Archive the mail", history(2), images(profile, 3))
     assert request.tool_choice == "auto" and request.response_schema is None
     assert "click_desktop" in [tool["function"]["name"] for tool in request.tools]
-    assert len(request.images) == 1  # Holo3.1's image limit either way
+    assert len(request.images) == 3  # Holo3.1's last 3 screenshots either way
     # The plain name keeps structured output.
     plain = get_profile("holo3.1").navigation_request("Archive the mail", history(2), images(profile, 3))
     assert plain.tools == () and plain.response_schema is not None
@@ -86,6 +87,7 @@ def test_the_vllm_command_names_the_parsers_and_the_image_limit() -> None:
         assert flag in command
     assert '--limit-mm-per-prompt \'{"image": 5, "video": 0}\'' in command
     assert '\'{"image": 1, "video": 0}\'' in Holo3Profile.vllm_command("x")
+    assert '\'{"image": 5, "video": 0}\'' in Holo31Profile.vllm_command("x")  # what the hosted API accepts
 
 
 # -- requests ---------------------------------------------------------------------------------------
@@ -117,21 +119,26 @@ def test_the_declared_tools_are_the_schema_variants_without_their_tag() -> None:
     assert click["parameters"]["properties"]["x"] == {"type": "integer", "minimum": 0, "maximum": 1000}
 
 
-@pytest.mark.parametrize("cls", [Holo3Profile, Holo31Profile])
-def test_holo3_asks_for_the_schema_with_one_screenshot(cls: type[Holo3Profile]) -> None:
+@pytest.mark.parametrize(("cls", "shown"), [(Holo3Profile, 1), (Holo31Profile, 3)], ids=["holo3", "holo3.1"])
+def test_holo3_and_holo31_ask_for_the_schema_with_their_last_screenshots(cls: type[Holo3Profile], shown: int) -> None:
+    """Holo3 one screenshot (its served limit), Holo3.1 the last 3 (H Company's guide for Holo3.1)."""
     profile = cls()
-    request = profile.navigation_request("Archive the mail", history(2), images(profile, 3))
+    shots = images(profile, 5)
+    request = profile.navigation_request("Archive the mail", history(4), shots)
     assert request.tools == () and request.tool_choice is None
     assert request.response_schema is not None and "tool_call" in request.response_schema["properties"]
-    assert len(request.images) == 1
-    assert json.dumps(request.messages).count(IMAGE_PLACEHOLDER) == 2
+    assert len(request.images) == shown
+    assert all(sent is shot.image for sent, shot in zip(request.images, shots[-shown:], strict=True))
+    assert json.dumps(request.messages).count(IMAGE_PLACEHOLDER) == 5 - shown  # the older observations
     assert "/no_think" not in request.messages[0]["content"] and "/think" not in request.messages[0]["content"]
     assert request.max_new_tokens == 4096
 
 
-def test_a_larger_budget_is_honoured() -> None:
-    profile = Holo31Profile(ImageBudget(images_per_request=3, keep_screenshots=3))
-    assert len(profile.navigation_request("task", history(4), images(profile, 5)).images) == 3
+def test_another_budget_is_honoured() -> None:
+    larger = Holo3Profile(ImageBudget(images_per_request=3, keep_screenshots=3))
+    assert len(larger.navigation_request("task", history(4), images(larger, 5)).images) == 3
+    smaller = Holo31Profile(ImageBudget(images_per_request=1, keep_screenshots=1))
+    assert len(smaller.navigation_request("task", history(4), images(smaller, 5)).images) == 1
 
 
 def test_localization_turns_reasoning_off() -> None:
@@ -159,6 +166,27 @@ def test_note_and_thought_come_from_the_message_text() -> None:
     step = Holo4Profile().parse_navigation(text)
     assert step.action == TypeText("12")
     assert (step.note, step.thought) == ("Total is 12 EUR", "Type the total.")
+
+
+def test_a_message_text_with_an_empty_tool_call_field_is_only_the_note_and_thought() -> None:
+    """The step object's shape with its action left null: the holo prompt's examples invite it (held-out Holo4)."""
+    content = '{"note": null, "thought": "Open the inbox.", "tool_call": null}'
+    step = Holo4Profile().parse_navigation(native_answer("click_desktop", '{"x": 120, "y": 340}', content=content))
+    assert step.action == Click(Point(120, 340))
+    assert (step.note, step.thought) == ("", "Open the inbox.")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"note": null, "thought": "Both.", "tool_call": {"tool_name": "click_desktop", "x": 5, "y": 6}}',
+        '{"thought": "Both.", "action": "wait"}',
+        '{"thought": "Both.", "tool_call": null, "button": "left"}',
+    ],
+)
+def test_a_message_text_that_holds_an_action_beside_the_tool_call_is_refused(content: str) -> None:
+    with pytest.raises(ParseError, match="the text around the tool calls holds another action"):
+        Holo4Profile().parse_navigation(native_answer("click_desktop", '{"x": 120, "y": 340}', content=content))
 
 
 def test_a_structured_answer_after_reasoning_is_read_without_it() -> None:
@@ -211,6 +239,62 @@ def test_a_retry_sends_the_refused_answer_back_without_its_reasoning() -> None:
     )
     cut = profile.retry_request(request, "<think>never ends", "no action")
     assert "never ends" not in json.dumps(cut.messages[-2:])
+
+
+def test_a_refused_native_call_goes_back_as_the_models_own_tool_call() -> None:
+    """Not as Holodesk's `<tool_call>` text (the form the backends hand the parser), which the model never wrote."""
+    profile = Holo4Profile()
+    request = profile.navigation_request("task", history(1), images(profile, 2))
+    content = '{"note": null, "thought": "Launch them."}'
+    refused = native_answer("launch_rockets", '{"count": 3}', content=content)
+    retry = profile.retry_request(request, refused, "holo4: unknown action 'launch_rockets'")
+    assert retry.messages[: len(request.messages)] == request.messages
+    added = retry.messages[len(request.messages) :]
+    assert [message["role"] for message in added] == ["assistant", "tool"]
+    call = {"id": "refused_1", "type": "function", "function": {"name": "launch_rockets", "arguments": '{"count": 3}'}}
+    assert added[0] == {"role": "assistant", "content": content, "tool_calls": [call]}
+    assert added[1]["tool_call_id"] == "refused_1"
+    assert added[1]["content"].startswith(
+        '<error tool="launch_rockets">\nYour answer could not be used: holo4: unknown'
+    )
+    assert "Nothing was done. Answer again: call exactly one of the declared tools." in added[1]["content"]
+    written = json.dumps(added)
+    assert "tool_call>" not in written and "\\u003c" not in written and "secret plan" not in written
+
+
+def test_each_of_two_refused_calls_goes_back_with_its_answer() -> None:
+    profile = Holo4Profile()
+    request = profile.navigation_request("task", [], images(profile, 1))
+    from holodesk.inference.remote.answers import answer_text
+    from holodesk.inference.tool_call_text import ToolCallPiece
+
+    calls = [ToolCallPiece("click_desktop", '{"x": 1, "y": 2}'), ToolCallPiece("write_desktop", '{"content": "<b>"}')]
+    retry = profile.retry_request(request, answer_text(REASONING, "", calls), "the answer holds 2 actions")
+    assistant, *answers = retry.messages[len(request.messages) :]
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in assistant["tool_calls"]] == [
+        ("click_desktop", '{"x": 1, "y": 2}'),
+        ("write_desktop", '{"content": "<b>"}'),
+    ]
+    assert assistant["content"] == ""
+    assert [(m["role"], m["tool_call_id"]) for m in answers] == [("tool", "refused_1"), ("tool", "refused_2")]
+    assert all("the answer holds 2 actions" in m["content"] for m in answers)
+
+
+def test_a_refused_call_whose_arguments_are_not_json_is_left_out_and_the_words_say_so() -> None:
+    """It cannot be a function call (vLLM hands the template its arguments as a mapping)."""
+    profile = Holo4Profile()
+    request = profile.navigation_request("task", [], images(profile, 1))
+    refused = native_answer("click_desktop", '{"x": 120, "y"')
+    error = "holo4: the arguments of click_desktop must be exactly one JSON object"
+    added = profile.retry_request(request, refused, error).messages[len(request.messages) :]
+    assert added[0] == {"role": "assistant", "content": "(a tool call, left out)"}
+    [feedback] = added[1]["content"]
+    assert added[1]["role"] == "user"
+    assert feedback["text"] == (
+        f'<error tool="tool_call">\nYour answer could not be used: {error}\n'
+        "(Your call to click_desktop is not shown above: its arguments were not one JSON object.)\n"
+        "Nothing was done. Answer again: call exactly one of the declared tools.\n</error>"
+    )
 
 
 def test_a_parsed_step_goes_back_without_reasoning() -> None:

@@ -19,7 +19,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn, Protocol, runtime_checkable
 
-from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done, HoldAndTap, KeyCombo, TypeText
+from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done, TypeText
+from holodesk.automation.approval_rules import approval_rule, paste_in_words, pastes
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, Rect, action_to_model, action_to_screen, monitor_at
 from holodesk.automation.errors import (
@@ -34,7 +35,8 @@ from holodesk.automation.input.corners import nudge_off_corners
 from holodesk.automation.input.performer import ExecutionResult
 from holodesk.automation.lookahead import FramePreparer
 from holodesk.automation.loop_guard import LoopGuard
-from holodesk.automation.proposal import EndRun, Grounding, PastStep, Policy, PreparesAhead, Proposal, UnusableProposal
+from holodesk.automation.primary_selection import PasteUnreadable, read_primary_selection
+from holodesk.automation.proposal import EndRun, PastStep, Policy, PreparesAhead, Proposal, UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import SCREENSHOT_WAIT_S, StepLog, TrajectoryWriteError, TrajectoryWriter
@@ -68,49 +70,13 @@ class ApprovalRequest:
     loop_warning: str = ""  # set when the same action keeps coming back on an unchanged screen
     adjustment: str = ""  # set when the engine moved the target (off a fail-safe corner) before asking
     previous_result: str = ""  # what became of the step before ("no visible change", ...)
-    # From `approval_rule`: whether "approve all" may cover this step, why it is shown, and whether it
-    # is irreversible (the approver says so).
+    # From `approval_rule` (automation/approval_rules.py): whether "approve all" may cover this step, why
+    # it is shown, and whether it is irreversible (the approver says so).
     may_approve_all: bool = False
     why_asked: str = ""
     irreversible: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalRule:
-    """What the engine's approval rules say about one step (see `approval_rule`)."""
-
-    may_approve_all: bool
-    irreversible: bool
-    why_asked: str
-
-
-ENTER_KEYS = frozenset({"enter", "return"})
-
-
-def approval_rule(action: Action, grounding: Grounding | None) -> ApprovalRule:
-    """The approval rules, stated once for every kind of step.
-
-    "Approve all" (Decision.APPROVE_ALL_EXACT) covers only a step whose target was found exactly on
-    its recorded picture and that types nothing. A step that types (text, keys), presses Enter, or
-    whose target was found any other way (or that the model proposed) is shown. A step that types
-    and presses Enter is irreversible whatever its recording says; so is one its recording calls
-    irreversible (send, save, delete...).
-    """
-    presses_enter = (isinstance(action, TypeText) and (action.press_enter or "\n" in action.text)) or (
-        isinstance(action, KeyCombo) and bool(ENTER_KEYS & set(action.keys))
-    )
-    types = isinstance(action, TypeText | KeyCombo | HoldAndTap)
-    irreversible = presses_enter or (grounding is not None and grounding.irreversible)
-    if irreversible:
-        why = "irreversible (it presses Enter)" if presses_enter else "irreversible (send, save, delete, submit...)"
-        return ApprovalRule(False, True, f"{why}: always shown")
-    if grounding is None:
-        return ApprovalRule(False, False, "proposed by the model")
-    if types:
-        return ApprovalRule(False, False, "it types: always shown")
-    if not grounding.exact:
-        return ApprovalRule(False, False, f"{grounding.how}: shown on its own")
-    return ApprovalRule(True, False, grounding.how)
+    # For a step that pastes (a middle click): the primary selection's text, read when it was asked.
+    paste_text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,8 +271,11 @@ class StepEngine:
         listener: Callable[[EngineEvent], None] | None = None,
         *,
         questions: QuestionAnswerer | None = None,
+        read_paste: Callable[[], str] = read_primary_selection,
     ) -> None:
         self.policy = policy
+        # What a pasting step (a middle click) would paste, read when it is asked; PasteUnreadable refuses it.
+        self.read_paste = read_paste
         self.approver = approver
         # Who answers the model's questions; None ends the run with the question (ASK_USER), as
         # scripts and the eval's auto-approval want.
@@ -562,7 +531,11 @@ class StepEngine:
         if looping:
             record["loop_warning"] = warning
 
-        rule = approval_rule(screen_action, proposal.grounding)
+        paste_text = self._paste_text(step, screen_action, record) if pastes(screen_action) else None
+        if paste_text is not None:
+            words = paste_in_words(paste_text)
+            adjustment = "; ".join(part for part in (adjustment, words[:1].upper() + words[1:]) if part)
+        rule = approval_rule(screen_action, proposal.grounding, paste_text)
         if self._approved_all_exact and rule.may_approve_all and not looping:
             decision = ApprovalDecision.approve()
             record["approved_by"] = "approve all: found exactly where recorded, types nothing"
@@ -581,6 +554,7 @@ class StepEngine:
                 may_approve_all=rule.may_approve_all,
                 why_asked=rule.why_asked,
                 irreversible=rule.irreversible,
+                paste_text=paste_text,
             )
             decision = self.approver.decide(request)
             self.cancel.raise_if_cancelled()
@@ -612,6 +586,11 @@ class StepEngine:
             except OffScreenError:
                 past = replace(past, outcome=corrected)  # moved off the captured monitor
 
+        # What was shown is what is pasted: a selection changed since it was read is not approved.
+        unedited_paste = paste_text is not None and decision.decision is not Decision.EDIT
+        if unedited_paste and self._paste_text(step, screen_action, {}) != paste_text:
+            record["error"] = "the primary selection changed after the step was shown"
+            self._fail_step(step, f"{screen_action.describe()}: the primary selection changed after it was shown")
         self._write_step_ahead(step)
         self._emit(EngineState.ACTING, step, screen_action.describe())
         started = time.perf_counter()
@@ -635,6 +614,16 @@ class StepEngine:
         """End the run as FAILED, telling the listener first (the tray and terminal show it)."""
         self._emit(EngineState.STEP_FAILED, step, reason)
         raise _RunEnded(Outcome.FAILED, reason) from cause
+
+    def _paste_text(self, step: int, action: Action, record: dict[str, Any]) -> str:
+        """What a pasting step would paste, read now and recorded; the step fails in words when it cannot be read."""
+        try:
+            text = self.read_paste()
+        except PasteUnreadable as exc:
+            record["error"] = str(exc)
+            self._fail_step(step, f"{action.describe()}: {exc}", exc)
+        record["pastes"] = text
+        return text
 
     def _checked_before_approval(
         self, step: int, action: Action, frame: ScreenFrame, record: dict[str, Any], what: str = "proposed action"

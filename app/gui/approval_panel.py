@@ -30,6 +30,7 @@ from holodesk.app.gui.qt_screens import screen_point_to_global_logical
 from holodesk.app.gui.x11_focus import FocusReturn
 from holodesk.automation.action_picture import typing_in_words
 from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText, UpdatePlan
+from holodesk.automation.approval_rules import pastes, presses_enter
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.display_text import bounded_prose, safe_lines, safe_text, text_summary
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, QuestionRequest
@@ -716,8 +717,12 @@ def _never_covered(request: ApprovalRequest) -> str:
     if not request.irreversible:
         return ""
     action = request.action
-    if isinstance(action, TypeText) and action.press_enter:
+    if pastes(action):
+        return "A middle click pastes the selection: it is asked every time, with the text, as this step is."
+    if isinstance(action, TypeText) and presses_enter(action):
         return "Typing that presses Enter is asked every time, as this step is."
+    if presses_enter(action):
+        return "Keys that press Enter (ctrl+m and ctrl+j too) are asked every time, as this step is."
     return "Irreversible steps (send, save, delete...) are asked every time, as this step is."
 
 

@@ -138,6 +138,10 @@ class Variant:
     rope_theta: int = 10000000
     # Added to the attention's q_norm and k_norm weights (applied as 1 + w): sharper attention.
     qk_norm_shift: float = 0.0
+    # The output head's scale. At 1 (fan-in scaled) the logits spread about 1 nat and the best token
+    # leads the next by a median 0.2-0.3: nearly flat, so rounding decides many steps. A real model's
+    # best token usually leads by more (tests/inference/engine/test_qwen35_against_vllm.py). Untied heads only.
+    logit_gain: float = 1.0
 
 
 # What the scripted variant says after the generation prompt's "<think>\n": a reasoning sentence, the
@@ -502,7 +506,7 @@ def text_tensors(config: dict[str, Any], seed: int, v: Variant = VARIANTS["refer
         pre + "norm.weight": draw.centred_norm(hidden),
     }
     if not c["tie_word_embeddings"]:
-        t["lm_head.weight"] = draw.weight(vocab, hidden)
+        t["lm_head.weight"] = draw.weight(vocab, hidden, gain=v.logit_gain)
     residual_gain = 1.0 / math.sqrt(2 * c["num_hidden_layers"])  # keep the residual stream from growing
     for i, kind in enumerate(c["layer_types"]):
         p = f"{pre}layers.{i}."

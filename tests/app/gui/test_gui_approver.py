@@ -6,6 +6,7 @@ Runs in this process on Qt's offscreen platform with real queued signals between
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ import pytest
 from holodesk.app.gui.gui_approver import GuiApprover, answer_keys_grabbed
 from holodesk.app.gui.overlay import HANDLE_RADIUS, MarkerHandle, OverlayController
 from holodesk.app.gui.qt import Qt, QtCore
-from holodesk.automation.actions import Action, Click, KeyCombo, Point, TypeText
+from holodesk.automation.actions import Action, Click, Drag, HoldAndTap, KeyCombo, MouseButton, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision
 from tests.app.gui.approval_requests import approval_request
@@ -236,3 +237,23 @@ def test_the_panel_offers_enter_and_esc_only_where_they_are_grabbed(approver: Gu
     assert [buttons[name].text() for name in ("approve", "stop")] == ["Approve", "Stop"]
     approver.panel.set_key_hints(True)
     assert [buttons[name].text() for name in ("approve", "stop")] == ["Approve  ⏎", "Stop  Esc"]
+
+
+def test_ticked_kinds_never_cover_an_enter_in_disguise_or_a_paste(qtbot, approver: GuiApprover) -> None:  # type: ignore[no-untyped-def]
+    """The approver asks the approval rule itself: a request that says nothing of Enter (irreversible
+    left False) is still shown when its keys are Enter to a terminal, or when it pastes."""
+    approver.set_auto_approve_kinds({"type", "key", "hold_and_tap", "click", "drag"})
+    assert answered_without_asking(approver, KeyCombo(("ctrl", "a"))) == ApprovalDecision.approve()
+    assert answered_without_asking(approver, HoldAndTap(("shift",), ("end",))) == ApprovalDecision.approve()
+    for action in (
+        KeyCombo(("ctrl", "m")),
+        KeyCombo(("ctrl", "j")),
+        KeyCombo(("shift", "enter")),
+        HoldAndTap(("ctrl",), ("j",)),
+        Click(Point(5, 5), MouseButton.MIDDLE),
+        Drag(Point(5, 5), Point(50, 50), MouseButton.MIDDLE),
+    ):
+        request = dataclasses.replace(approval_request(action), irreversible=False)
+        engine = ask(qtbot, approver, request)
+        click(qtbot, approver, "skip")
+        assert engine.decision(qtbot) == ApprovalDecision.skip()

@@ -147,7 +147,10 @@ def list_routines(routines: Path, out: TextIO) -> int:
         try:
             routine = load_routine(folder)
         except RoutineFileError as exc:
-            rows.append((folder.name, "-", "-", f"cannot be read: {exc.problems[0]}"))
+            rows.append((folder.name, "-", "-", f"cannot be read: {safe_text(exc.problems[0])}"))
+            continue
+        except Exception as exc:  # whatever breaks one routine, the others are still listed
+            rows.append((folder.name, "-", "-", f"cannot be read: {type(exc).__name__}: {safe_text(str(exc))}"))
             continue
         params = ", ".join(p.name for p in routine.parameters) or "-"
         task = safe_text(routine.task)

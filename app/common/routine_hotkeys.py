@@ -14,7 +14,7 @@ from pathlib import Path
 
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.automation.hotkey_syntax import HotkeySyntaxError, hotkey_keys, key_part
-from holodesk.automation.routines.routine_file import Routine, RoutineFileError, load_routine, routine_folders
+from holodesk.automation.routines.routine_file import Routine, load_routine, routine_folders
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +68,6 @@ def readable_routines(root: Path) -> list[Routine]:
     for folder in routine_folders(root):
         try:
             routines.append(load_routine(folder))
-        except (OSError, RoutineFileError):
+        except Exception:  # whatever breaks one routine (the Routines menu says what): the others keep their keys
             continue
     return routines

@@ -246,10 +246,11 @@ def fill_routines_menu(
     for folder in folders:
         try:
             routine = load_routine(folder)
-        except RoutineFileError as exc:
+        except Exception as exc:  # whatever breaks one routine, the others are still in the menu
+            problem = exc.problems[0] if isinstance(exc, RoutineFileError) else f"{type(exc).__name__}: {exc}"
             broken = menu.addMenu(f"⚠ {folder.name}")
             broken.setToolTipsVisible(True)
-            why = broken.addAction(f"Cannot be read: {safe_text(exc.problems[0])}")
+            why = broken.addAction(f"Cannot be read: {safe_text(problem)}")
             why.setEnabled(False)
             broken.addAction("Open its folder", functools.partial(open_folder, folder))
             continue

@@ -26,7 +26,7 @@ from holodesk.automation.actions import Action, KeyCombo, TypeText, action_from_
 from holodesk.automation.errors import ActionError
 from holodesk.automation.routines.effects import changed_box
 from holodesk.automation.routines.locators import matches_elsewhere
-from holodesk.automation.routines.pictures import featureless, private_folder, save_png
+from holodesk.automation.routines.pictures import MAX_PICTURE_PIXELS, featureless, private_folder, save_png
 from holodesk.automation.routines.routine_file import (
     CROPS_DIR,
     ExpectedEffect,
@@ -213,8 +213,10 @@ def _screenshot(folder: Path, step: Mapping[str, Any]) -> tuple[Image.Image, tup
         return None
     try:
         with Image.open(folder / shot) as image:
+            if image.size[0] * image.size[1] > MAX_PICTURE_PIXELS:  # a bomb: refused before it is decoded
+                return None
             picture = image.convert("RGB")
-    except OSError:
+    except (OSError, Image.DecompressionBombError):
         return None
     region = step.get("region") or {}
     return picture, (int(region.get("left", 0)), int(region.get("top", 0)))

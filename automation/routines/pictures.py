@@ -2,8 +2,10 @@
 
 A routine folder holds typed text and pieces of the screen, so it is private like a session: the
 folders are 0700 and the files 0600. A crop is read only when its path stays inside the routine's
-folder with no symbolic link on the way, the file is a PNG and it decodes whole; anything else is
-a `PictureError` that says what is wrong with which file (never a traceback).
+folder with no symbolic link on the way, the file is a PNG, its header names no more than
+MAX_PICTURE_PIXELS and it decodes whole; anything else is a `PictureError` that says what is wrong
+with which file (never a traceback). The size is read from the PNG header before anything is decoded:
+a 100 KB file can name 30000x30000 pixels (a decompression bomb: gigabytes once decoded).
 
 `featureless` is the check both the compiler and a repair use before writing a crop: a picture of
 one colour (a click into a terminal's or an editor's plain background) matches anywhere, so no
@@ -24,6 +26,9 @@ PRIVATE_FILE_MODE = 0o600
 # crop needs some margin above it to be told apart from its neighbourhood).
 FEATURELESS_SPREAD = 4.0
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# A routine's picture is a piece of the screen: 50 megapixels is more than three 4K monitors side by
+# side (25 MP), and decodes to 150 MB of RGB; above it a file is refused before it is decoded.
+MAX_PICTURE_PIXELS = 50_000_000
 
 
 class PictureError(ValueError):
@@ -100,16 +105,39 @@ def load_picture(folder: Path, relative: str) -> np.ndarray:
         raise PictureError(f"the picture {path} is missing")
     try:
         with open(path, "rb", opener=_no_follow) as handle:
-            if handle.read(len(PNG_SIGNATURE)) != PNG_SIGNATURE:
+            header = handle.read(len(PNG_SIGNATURE) + 16)
+            if header[: len(PNG_SIGNATURE)] != PNG_SIGNATURE:
                 raise PictureError(f"the picture {path} is not a PNG file")
+            check_pixels(path, *png_size(path, header))
             handle.seek(0)
             with Image.open(handle, formats=["PNG"]) as image:
+                check_pixels(path, *image.size)  # what the decoder will make, whatever the header said
                 image.load()  # a truncated file fails here, not later in the middle of a replay
                 return np.asarray(image.convert("RGB"))
     except PictureError:
         raise
+    except Image.DecompressionBombError as exc:  # PIL's own bound, should ours ever be raised above it
+        raise PictureError(f"the picture {path} is too large to decode ({exc})") from None
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
         raise PictureError(f"the picture {path} cannot be read as a PNG ({exc})") from None
+
+
+def png_size(path: Path, header: bytes) -> tuple[int, int]:
+    """Width and height from a PNG file's first 24 bytes (its IHDR chunk), without decoding anything."""
+    start = len(PNG_SIGNATURE)
+    if len(header) < start + 16 or header[start + 4 : start + 8] != b"IHDR":
+        raise PictureError(f"the picture {path} is not a PNG file (no IHDR header)")
+    return int.from_bytes(header[start + 8 : start + 12], "big"), int.from_bytes(header[start + 12 : start + 16], "big")
+
+
+def check_pixels(path: Path, width: int, height: int) -> None:
+    """PictureError, in words, for a picture larger than MAX_PICTURE_PIXELS (before it is decoded)."""
+    if width * height > MAX_PICTURE_PIXELS:
+        raise PictureError(
+            f"the picture {path} is {width}x{height} pixels ({width * height / 1e6:.0f} megapixels), more than "
+            f"the {MAX_PICTURE_PIXELS / 1e6:.0f} a routine's picture may have; it was not decoded (a piece of "
+            "the screen is never that large: the file was made or changed by something else)"
+        )
 
 
 def check_picture(folder: Path, relative: str) -> str:

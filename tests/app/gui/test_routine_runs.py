@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from bench.rigs.routine_scenes import Button, click_step, record_session, screen
+from holodesk.app.common import routine_hotkeys
 from holodesk.app.common.routine_hotkeys import plan_routine_hotkeys, readable_routines
+from holodesk.app.gui import routine_runs
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import Qt, QtWidgets
 from holodesk.app.gui.routine_runs import (
@@ -35,6 +37,7 @@ from holodesk.automation.routines.compiler import compile_session, save_compiled
 from holodesk.automation.routines.replay import HandOver, RoutinePolicy, routine_engine
 from holodesk.automation.routines.routine_file import Routine, load_routine, write_routine
 from holodesk.automation.screen import ScreenFrame
+from tests.support.png_bomb import write_bomb_png
 
 PIXELS = ImagePixelSpace()
 OK, CANCEL, SEND = Button("OK", 100, 100), Button("Cancel", 300, 100), Button("Send", 500, 300)
@@ -230,6 +233,40 @@ def test_the_routines_menu_runs_a_routine_and_opens_its_folder(qtbot, routine, t
     fill_routines_menu(menu, tmp_path / "none", ran.append, opened.append)
     (empty,) = menu.actions()
     assert not empty.isEnabled() and "Save as routine" in empty.text()
+
+
+def test_a_bomb_crop_or_any_error_in_one_routine_leaves_the_others_in_the_menu(qtbot, routine, tmp_path, monkeypatch):
+    """A real decompression-bomb crop (30000x30000 in about 110 KB) is said in the menu; an error the loader
+    does not know (here a MemoryError) is too, and the good routine keeps its entry and its hotkey."""
+    root = tmp_path / "routines"
+    write_routine(replace(routine, hotkey="<ctrl>+<alt>+3"), root / "three")
+    bombed = root / "bombed"
+    shutil.copytree(root / "three", bombed)
+    first = load_routine(bombed).steps[0].target
+    assert first is not None
+    write_bomb_png(bombed / first.crop, 30000, 30000)
+    menu = QtWidgets.QMenu()
+    qtbot.addWidget(menu)
+    fill_routines_menu(menu, root, lambda _: None, lambda _: None)
+    entries = {a.text(): a.menu().actions() for a in menu.actions()}
+    assert list(entries) == ["⚠ bombed", "three"]
+    assert "30000x30000 pixels" in entries["⚠ bombed"][0].text() and not entries["⚠ bombed"][0].isEnabled()
+    assert entries["three"][0].text() == "Run (3 steps)"
+
+    real_load = routine_runs.load_routine
+
+    def load(folder: Path) -> Routine:
+        if folder.name == "bombed":
+            raise MemoryError("cannot allocate 2.7 GB")
+        return real_load(folder)
+
+    monkeypatch.setattr(routine_runs, "load_routine", load)
+    monkeypatch.setattr(routine_hotkeys, "load_routine", load)
+    fill_routines_menu(menu, root, lambda _: None, lambda _: None)
+    entries = {a.text(): a.menu().actions() for a in menu.actions()}
+    assert list(entries) == ["⚠ bombed", "three"]
+    assert entries["⚠ bombed"][0].text() == "Cannot be read: MemoryError: cannot allocate 2.7 GB"
+    assert [r.name for r in readable_routines(root)] == [routine.name]
 
 
 def test_the_routines_menu_shows_each_hotkey_or_why_it_is_not_bound(qtbot, routine, tmp_path):

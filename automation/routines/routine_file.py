@@ -12,6 +12,12 @@ rules (`holodesk.automation.hotkey_syntax`).
 
 Loading checks every field and reports every problem at once, each with where it is
 (`steps[2].target.crop: ...`), so a hand edit that broke the file says what to fix.
+
+A click or drag's `button` is one the engine can show: left, right or middle (anything else is
+refused at load). A middle button pastes the primary selection, so such a step loads but is shown
+every time, with the text it would paste read at replay, whatever "approve all" or the file's
+`irreversible` say (automation/approval_rules.py): the agent's middle click can be saved as a
+routine, and what it pastes at replay is never the text it pasted when recorded.
 """
 
 from __future__ import annotations

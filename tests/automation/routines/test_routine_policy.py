@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.rigs.routine_scenes import Button, click_step, record_session, screen
-from holodesk.automation.actions import Action, Click, Done, Point
+from holodesk.automation.actions import Action, Click, Done, MouseButton, Point
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import NormalizedSpace
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, EngineEvent, Outcome
@@ -181,3 +181,30 @@ def test_a_hand_edited_file_cannot_make_a_send_step_reversible(tmp_path):
     # "Approve all" on the first click did not cover the Send click: its words make it irreversible.
     assert [r.action for r in answers.shown] == [Click(Point(*CANCEL.centre)), Click(Point(*send.centre))]
     assert answers.shown[1].irreversible
+
+
+def test_a_routine_step_with_the_middle_button_loads_and_is_always_shown_with_what_it_pastes(tmp_path):
+    """A routine file may say button = "middle" (the agent's middle click, saved as a routine): it loads,
+    and its replay shows the step every time, with the selection it would paste, whatever "approve all"
+    or a hand-edited `irreversible = false` say (automation/approval_rules.py)."""
+    frame = screen([OK, CANCEL])
+    steps = [(frame, click_step(*CANCEL.centre, "the Cancel button")), (frame, click_step(*OK.centre, "the OK button"))]
+    session = record_session(tmp_path / "sessions", "cancel then paste", steps, end=frame)
+    folder = save_compiled(compile_session(session, "paste"), tmp_path / "routines")
+    routine = load_routine(folder)
+    middle = replace(routine.steps[1], action=Click(Point(*OK.centre), MouseButton.MIDDLE), irreversible=False)
+    write_routine(replace(routine, steps=(routine.steps[0], middle)), folder)
+    assert 'button = "middle"' in (folder / "routine.toml").read_text(encoding="utf-8")
+    edited = load_routine(folder)
+    assert edited.steps[1].action == Click(Point(*OK.centre), MouseButton.MIDDLE) and not edited.steps[1].irreversible
+    answers, performer, frames = Recording(), Performer(), Drawn(frame)
+    policy = RoutinePolicy(edited, {}, frames, answers)
+    engine = routine_engine(policy, answers, performer, frames, trajectory_root=None, monitor=1, agent_steps=1)
+    engine.read_paste = lambda: "echo PWNED\n"  # the selection, as the engine reads it when it asks
+    assert engine.run(edited.task).outcome is Outcome.DONE
+    assert [r.action for r in answers.shown] == [
+        Click(Point(*CANCEL.centre)),
+        Click(Point(*OK.centre), MouseButton.MIDDLE),
+    ]
+    assert answers.shown[1].irreversible and answers.shown[1].paste_text == "echo PWNED\n"
+    assert "echo·PWNED\\n" in answers.shown[1].why_asked

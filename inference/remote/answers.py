@@ -120,6 +120,8 @@ def read_stream(http: Transport, response: httpx.Response, exchange: Exchange, s
             break
         try:
             event = json.loads(data)
+        except RecursionError:
+            raise http.nested_too_deeply("an event of its stream", data) from None
         except ValueError:
             raise http.malformed("JSON in an event of its stream", data) from None
         if not isinstance(event, dict):

@@ -16,6 +16,7 @@ import json
 import logging
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -92,7 +93,7 @@ def server_message(body: bytes) -> str:
     """
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read: its start is all we say
         return excerpt(body)
     if isinstance(parsed, dict):
         error = parsed.get("error")
@@ -300,14 +301,27 @@ class Transport:
             f"(the server may be overloaded; raise the read timeout for long answers)."
         )
 
-    def parse_json(self, body: bytes, what: str) -> Any:
+    def parse_json(self, body: bytes | str, what: str) -> Any:
+        """`body` decoded as JSON; MalformedResponseError, in words, when it is not JSON or is nested too deeply."""
         try:
             return json.loads(body)
+        except RecursionError:
+            raise self.nested_too_deeply(what, body) from None
         except ValueError:
             raise MalformedResponseError(
                 f"The server at {self.base_url} sent {what} that is not JSON (body starts: {excerpt(body)!r}).",
                 body_excerpt=excerpt(body),
             ) from None
+
+    def nested_too_deeply(self, what: str, body: bytes | str) -> MalformedResponseError:
+        """Python's JSON reader gives up near its recursion limit (about a thousand levels of arrays and objects
+        inside each other); an OpenAI-compatible answer is a handful of levels deep, so this is no answer."""
+        return MalformedResponseError(
+            f"The server at {self.base_url} sent {what} nested deeper than Holodesk reads (its JSON reader stops "
+            f"near {sys.getrecursionlimit()} levels of arrays or objects inside each other; an answer needs a "
+            f"few): nothing of it was used (body starts: {excerpt(body)!r}).",
+            body_excerpt=excerpt(body),
+        )
 
     def malformed(self, what: str, body: bytes | str) -> MalformedResponseError:
         return MalformedResponseError(

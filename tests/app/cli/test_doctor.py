@@ -136,7 +136,7 @@ def test_the_newer_h_company_models_are_named_with_what_is_not_verified():
     assert "--tool-call-parser qwen3_coder" in holo4.fix and "--served-model-name holo4-35b-a3b" in holo4.fix
     served = model_family_check("Hcompany/Holo-3.1-35B-A3B", "holo3.1")
     assert served is not None and served.status.value == "INFO"
-    assert "vllm serve Hcompany/Holo-3.1-35B-A3B " in served.detail and '{"image": 1, "video": 0}' in served.detail
+    assert "vllm serve Hcompany/Holo-3.1-35B-A3B " in served.detail and '{"image": 5, "video": 0}' in served.detail
     # Holo3.1 asked for native tool calls is still Holo3.1; Holo3 is not Holo3.1 (nor the other way round).
     tools = model_family_check("Hcompany/Holo-3.1-35B-A3B", "holo3.1-tools")
     assert tools is not None and tools.status.value == "INFO"

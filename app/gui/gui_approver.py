@@ -9,7 +9,12 @@ trip), before `decide()` returns: the action never lands on the panel, and keyst
 Keys: while a step waits, on X11, Enter and Esc are grabbed (app/gui/key_grab.py) so that they
 answer the panel and never reach the user's focused window, whichever window that is; the grab is
 released when the panel is withdrawn, before the action runs, and while the task prompt is open
-(`set_keys_suspended`): Enter there submits the prompt, never approves the waiting step. In a
+(`set_keys_suspended`): Enter there submits the prompt, never approves the waiting step. When the
+answer is a stop (Esc, the Stop button, or the stop gesture while the step waits), the keys are kept
+for the stop gesture's window after it (`stop_gesture_s`, and while a grabbed key is still down): the
+second Esc of "Esc twice" comes after the first has already stopped the run, and must not reach the
+user's window either (it would cancel their dialog). No action follows a stop, so nothing of ours
+needs the keys then. In a
 Wayland session no grab can keep them from the user's window, so there the panel offers no keys
 (answer_keys_grabbed).
 
@@ -34,12 +39,14 @@ Wiring, on the GUI thread at start-up (the engine thread then calls `frames.grab
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from holodesk.app.common.hotkey_path import is_wayland_session
 from holodesk.app.gui.approval_panel import ApprovalPanel
 from holodesk.app.gui.gui_thread import GuiThreadCaller
+from holodesk.app.gui.hotkeys import DOUBLE_PRESS_WINDOW_S
 from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import QtCore, QtGui, Signal
@@ -50,6 +57,7 @@ from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
 
 POLL_S = 0.02  # how often a waiting decide() looks at the cancel token
+HELD_KEY_WAIT_S = 2.0  # after the gesture window, how long a key still held keeps the keys (then they go)
 
 
 @dataclass
@@ -112,6 +120,9 @@ class GuiApprover(QtCore.QObject):
         self._pending: _Pending | None = None  # GUI thread only
         self._question: _PendingQuestion | None = None  # GUI thread only
         self._keys_suspended = False  # GUI thread only: another Holodesk window has Enter and Esc
+        self.stop_gesture_s = DOUBLE_PRESS_WINDOW_S  # the stop gesture's window (the settings' stop.within_s)
+        self._keys_kept_until: float | None = None  # GUI thread only: after a stop, the keys stay ours until then
+        self._keys_held_limit = 0.0  # GUI thread only: and no longer than this, even with a key still down
         self._present.connect(self._on_present, QtCore.Qt.ConnectionType.QueuedConnection)
         self._ask.connect(self._on_ask, QtCore.Qt.ConnectionType.QueuedConnection)
         self._grabbed_key.connect(self._on_grabbed_key, QtCore.Qt.ConnectionType.QueuedConnection)
@@ -153,7 +164,7 @@ class GuiApprover(QtCore.QObject):
             if request.cancel.cancelled:
                 # Answer now; the GUI hides the panel when it gets to it.
                 pending.abandoned = True
-                self._gui.post(lambda: self._withdraw(pending))
+                self._gui.post(lambda: self._withdraw(pending, stopping=True))
                 return ApprovalDecision.stop()
         decision = pending.decision
         assert decision is not None
@@ -206,6 +217,7 @@ class GuiApprover(QtCore.QObject):
         use_engine_layout(request.frame.monitors)  # the marker lands on the capture's pixel (qt_screens)
         self.overlay.show_proposal(request.step, request.action)
         self.panel.present(request)
+        self._keys_kept_until = None  # the step's own grab now, for as long as it waits
         if self._key_grab is not None and not self._keys_suspended:
             self._key_grab.start()
 
@@ -218,6 +230,7 @@ class GuiApprover(QtCore.QObject):
         if self._key_grab is None:
             return
         if suspended:
+            self._keys_kept_until = None
             self._key_grab.stop()
         elif self._pending is not None:
             self._key_grab.start()
@@ -225,6 +238,9 @@ class GuiApprover(QtCore.QObject):
     def _on_grabbed_key(self, key: str) -> None:
         if self._pending is not None:
             self.panel.answer_with_key(key)
+        elif self._keys_kept_until is not None and key == "esc":
+            # A further Esc of the gesture, taken from the user's window: the window runs on from it.
+            self._keys_kept_until = time.monotonic() + self.stop_gesture_s
 
     def _on_ask(self, pending: _PendingQuestion) -> None:
         if pending.abandoned:
@@ -264,17 +280,40 @@ class GuiApprover(QtCore.QObject):
 
     def _finish(self, pending: _Pending, decision: ApprovalDecision, remember_kind: bool) -> None:
         # Hidden and confirmed by the window system first: the engine acts as soon as `done` is set.
-        self._withdraw(pending)
+        self._withdraw(pending, stopping=decision.decision is Decision.STOP)
         pending.decision = decision
         pending.remember_kind = remember_kind
         pending.done.set()
 
-    def _withdraw(self, pending: _Pending) -> None:
+    def _withdraw(self, pending: _Pending, stopping: bool = False) -> None:
         if self._pending is not pending:
             return
         self._pending = None
         if self._key_grab is not None:
-            self._key_grab.stop()
+            if stopping and self._key_grab.active:
+                self._keep_keys_after_stop()
+            else:
+                self._key_grab.stop()
         self.panel.retract()
         self.overlay.clear()
         QtGui.QGuiApplication.sync()
+
+    def _keep_keys_after_stop(self) -> None:
+        """Keep the answer keys for the stop gesture's window, then give them back (`_give_keys_back`)."""
+        now = time.monotonic()
+        self._keys_kept_until = now + self.stop_gesture_s
+        self._keys_held_limit = now + self.stop_gesture_s + HELD_KEY_WAIT_S
+        QtCore.QTimer.singleShot(int(self.stop_gesture_s * 1000) + 1, self._give_keys_back)
+
+    def _give_keys_back(self) -> None:
+        if self._keys_kept_until is None or self._key_grab is None or self._pending is not None:
+            return  # suspended meanwhile, or a new step holds the keys for itself
+        now = time.monotonic()
+        waiting = now < self._keys_kept_until or (self._key_grab.held and now < self._keys_held_limit)
+        if waiting:
+            # Released now, a key that is down would send its release to the user's window.
+            later = max(self._keys_kept_until - now, 0.05)
+            QtCore.QTimer.singleShot(int(later * 1000) + 1, self._give_keys_back)
+            return
+        self._keys_kept_until = None
+        self._key_grab.stop()

@@ -76,10 +76,16 @@ class KeyGrab:
         self._grabbed: list[tuple[int, int]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._held = 0  # grabbed keys pressed and not yet released (written by the grab's thread only)
 
     @property
     def active(self) -> bool:
         return self._display is not None
+
+    @property
+    def held(self) -> bool:
+        """Whether a grabbed key is down now: giving the keys back then would send its release elsewhere."""
+        return self._held > 0
 
     def start(self) -> bool:
         """Grab the keys. False when there is no X display or another client holds one of them."""
@@ -139,6 +145,7 @@ class KeyGrab:
             self._thread.join(2.0)
         self._thread = None
         self._display = None
+        self._held = 0
         try:
             self._ungrab(display)
             display.sync()
@@ -156,6 +163,7 @@ class KeyGrab:
         from Xlib import X
 
         pressed: set[int] = set()
+        self._held = 0
         while not self._stop.is_set():
             try:
                 readable, _, _ = select.select([display.fileno()], [], [], POLL_S)
@@ -168,10 +176,12 @@ class KeyGrab:
                         continue
                     if event.type == X.KeyPress:
                         pressed.add(keycode)
+                        self._held = len(pressed)
                     elif event.type == X.KeyRelease and keycode in pressed:
                         # Answer on the release, as the panel does: the press and the release
                         # both stay with Holodesk.
                         pressed.discard(keycode)
+                        self._held = len(pressed)
                         self._call(keycodes[keycode])
             except Exception:  # the connection closed under us (stop() from another thread)
                 if not self._stop.is_set():

@@ -189,6 +189,8 @@ class HolodeskApp(QtCore.QObject):
         told how to set it up)."""
         self._stop_hotkeys()
         keys = self.settings.hotkeys
+        for approver in (self.approver, self.routine_approver.steps):
+            approver.stop_gesture_s = keys.stop.within_s  # how long the panel's keys stay ours after a stop
         self.routine_hotkeys = self._plan_routine_hotkeys()
         if is_wayland_session():
             # Nothing global hears Holodesk's own windows here: the stop gesture is caught inside them.

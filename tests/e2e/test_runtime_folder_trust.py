@@ -14,12 +14,16 @@ still bound on the X server, for the next start to clear.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,3 +199,59 @@ def test_holodesk_run_refuses_a_planted_runtime_folder_before_acting(
     assert f"belongs to user id {other_user}, not to you" in done.stderr and "nothing was done" in done.stderr
     assert [e for e in seen if e["event"] in ("press", "clicked")] == [], "the command clicked anyway"
     assert list(iter_session_folders(sessions)) == []
+
+
+def test_a_folder_that_turns_unsafe_mid_run_stops_the_typing_before_its_first_key(
+    recorded: Path, xvfb: XvfbServer, tmp_path: Path
+) -> None:
+    """The start's check passed; before the typing step is approved the folder is opened to others. The
+    marker cannot be written there any more, so the step types nothing and says why (the marker gate,
+    behind the start's check)."""
+    routines = tmp_path / "routines"
+    shutil.copytree(recorded, routines / NAME)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(runtime)}
+    sessions = tmp_path / "sessions"
+    window = TargetWindow.start(40, 40)
+    process = subprocess.Popen(
+        [*HOLODESK_COMMAND, "routine", "run", NAME, "--routines", str(routines), "--sessions", str(sessions),
+         "--no-model", "--set", "text_1=never typed"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stdin is not None and process.stdout is not None
+    output = process.stdout
+
+    def read() -> None:
+        for line in output:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    said: list[str] = []
+    try:
+        process.stdin.write("A\n")  # the click (exact): approve all
+        process.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not any("Step 2 proposes" in line for line in said):
+            assert time.monotonic() < deadline, "".join(said)
+            with contextlib.suppress(queue.Empty):
+                said.append(lines.get(timeout=1))
+        runtime.chmod(0o755)
+        process.stdin.write("a\n")  # approve the typing
+        process.stdin.flush()
+        process.wait(60)
+        seen = window.sync()
+    finally:
+        runtime.chmod(0o700)
+        window.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    while not lines.empty():
+        said.append(lines.get_nowait())
+    out = "".join(said)
+    assert process.returncode == 1, out
+    assert "so nothing was" in out and f"XDG_RUNTIME_DIR names {runtime}" in out, out
+    assert [e["widget"] for e in seen if e["event"] == "clicked"] == ["ok"]  # step 1 acted
+    assert [e for e in seen if e["event"] in ("text", "key_press")] == [], "keys went out with no marker"

@@ -7,9 +7,12 @@ imports (selenium, the backends) happen only when a command runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -19,7 +22,7 @@ from holodesk.app.common.choices import DEFAULT_PROFILE
 if TYPE_CHECKING:
     from holodesk.app.common.policy_factory import PolicyOptions
     from holodesk.app.eval.grounding import GroundingItem
-    from holodesk.app.eval.miniwob_eval import MiniWoBOptions
+    from holodesk.app.eval.miniwob_eval import MiniWoBOptions, MiniWoBReport
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -126,7 +129,7 @@ def run(args: argparse.Namespace, policy_options: PolicyOptionsFor) -> int:
 
 def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO) -> int:
     from holodesk.app.eval.miniwob_browser import BrowserError, MiniWoBBrowser, task_names
-    from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions, parse_task_list
+    from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions, MiniWoBReport, parse_task_list
     from holodesk.app.eval.progress import ProgressBar
 
     try:
@@ -194,12 +197,20 @@ def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: Te
         session_meta={"backend": args.backend, "profile": args.profile},
         keep_screenshots=policy.profile.budget.keep_screenshots,
     )
+    report = MiniWoBReport()
     try:
-        report = evaluation.run(lambda episode: progress.advance(failed=not episode.success, note=episode.task))
+        evaluation.run(lambda episode: progress.advance(failed=not episode.success, note=episode.task), report)
     except BrowserError as exc:
         progress.close()
         err.write(f"error: {exc}\n")
-        return EXIT_FAILED
+        return _write_partial(report, f"error: {exc}", options, args.json, err, EXIT_FAILED)
+    except KeyboardInterrupt:
+        progress.close()
+        err.write(f"stopped (Ctrl+C) after {len(report.episodes)} episodes\n")
+        return _write_partial(report, "stopped (Ctrl+C)", options, args.json, err, EXIT_STOPPED)
+    except BaseException as exc:
+        _write_partial(report, f"crashed: {type(exc).__name__}: {exc}", options, args.json, err, EXIT_FAILED)
+        raise
     finally:
         browser.close()
     progress.close()
@@ -265,20 +276,56 @@ def _miniwob_parallel(
         args.sessions if args.sessions is not None else default_root(),
         on_episode=lambda episode: progress.advance(failed=not episode.success, note=episode.task),
     )
+    # The results are written however the run ends: SIGTERM and SIGHUP (the terminal closed) stop
+    # it as Ctrl+C does, and the JSON then says what was finished and what was not.
     try:
-        report = run.run()
+        with _signals_as_ctrl_c():
+            report = run.run()
     except (WorkerStartError, EpisodeError) as exc:
         progress.close()
         err.write(f"error: {exc}\n")
-        return EXIT_FAILED
+        return _write_partial(run.report(), f"error: {exc}", options, args.json, err, EXIT_FAILED)
     except KeyboardInterrupt:  # the workers and their desktops are ended already (ParallelRun.run)
         progress.close()
         err.write(f"stopped (Ctrl+C) after {progress.done} episodes; their trajectories are in the sessions folder\n")
-        return EXIT_STOPPED
+        return _write_partial(run.report(), "stopped (Ctrl+C)", options, args.json, err, EXIT_STOPPED)
+    except BaseException as exc:
+        _write_partial(run.report(), f"crashed: {type(exc).__name__}: {exc}", options, args.json, err, EXIT_FAILED)
+        raise
     finally:
         close_cluster()
     progress.close()
     return _print_report(report, args.json, out)
+
+
+@contextlib.contextmanager
+def _signals_as_ctrl_c() -> Iterator[None]:
+    """While the block runs (on the main thread), SIGTERM and SIGHUP raise KeyboardInterrupt as Ctrl+C does."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _write_partial(
+    report: MiniWoBReport, why: str, options: MiniWoBOptions, json_path: Path | None, err: TextIO, code: int
+) -> int:
+    """The JSON of a run that ended early (`why`), naming the episodes it did not finish; returns `code`."""
+    report.ended_early(why, options.planned())
+    if json_path is not None:
+        try:
+            _write_json(report, json_path)
+        except OSError as exc:
+            err.write(f"error: the results could not be written to {json_path}: {exc}\n")
+            return code
+        err.write(f"results so far ({len(report.episodes)} finished, {len(report.not_finished)} not): {json_path}\n")
+    return code
 
 
 class _Report(Protocol):
@@ -293,9 +340,17 @@ def _print_report(report: _Report, json_path: Path | None, out: TextIO) -> int:
     """The report's table on `out`, and its JSON at `json_path` when asked for; the command succeeded."""
     out.write(report.table() + "\n")
     if json_path is not None:
-        json_path.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _write_json(report, json_path)
         out.write(f"results: {json_path}\n")
     return EXIT_OK
+
+
+def _write_json(report: _Report, json_path: Path) -> None:
+    """Write whole or not at all: a temporary file beside it, renamed into place (a kill mid-write
+    leaves the last complete results, never half a file)."""
+    partial = json_path.with_name(f".{json_path.name}.partial")
+    partial.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, json_path)
 
 
 def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

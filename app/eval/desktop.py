@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from holodesk.app.eval.desktop_parts import Part
 from holodesk.automation.virtual_display import XvfbServer, start_xvfb
 
 WINDOW_MANAGER = "openbox"
@@ -71,6 +72,13 @@ class PrivateDesktop:
     @property
     def display(self) -> str:
         return self.server.display
+
+    def parts(self) -> list[Part]:
+        """Its processes, for the worker to watch (app/eval/desktop_parts.py)."""
+        found = [Part("Xvfb", self.server.process.pid, self.server.process)]
+        if self._window_manager is not None:
+            found.append(Part("openbox", self._window_manager.pid, self._window_manager))
+        return found
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """`base` (default: this process's environment) on this desktop: its DISPLAY and runtime folder."""

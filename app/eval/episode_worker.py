@@ -2,7 +2,12 @@
 
 It reads a `WorkerSetup` from stdin, starts its private desktop (Xvfb + openbox), Chromium and the
 step engine on it, says `WorkerReady`, then runs each `EpisodeJob` it reads and answers with the
-result and the packed trajectory, until stdin closes or brings None; then it closes everything.
+result and the packed trajectory (app/eval/worker_loop.py), until stdin closes or brings None; then
+it closes everything. When a part of its desktop dies (Chromium, chromedriver, Xvfb, openbox), it
+says so (`WorkerBroken`) and exits with EXIT_BROKEN: the parent runs the episode on a fresh worker.
+
+Its arguments, from the parent: `--root ROOT` (its temp folder, also TMPDIR) and `--parent PID`;
+its reaper (app/eval/reaper.py) ends its processes and removes ROOT however it dies.
 
 The desktop is named to this process alone: DISPLAY and XDG_RUNTIME_DIR are set in this process's
 own environment before anything opens the display (pyautogui and mss read $DISPLAY, the held-input
@@ -13,6 +18,7 @@ prints cannot corrupt it.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import shutil
@@ -24,6 +30,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
+from holodesk.app.eval.desktop_parts import DesktopParts
+from holodesk.app.eval.reaper import start_reaper
+from holodesk.app.eval.worker_loop import serve_jobs
 from holodesk.app.eval.workers import (
     EpisodeDone,
     EpisodeFailed,
@@ -35,6 +44,8 @@ from holodesk.app.eval.workers import (
     send,
 )
 
+EXIT_BROKEN = 75  # a part of the desktop died; the parent has been told (WorkerBroken)
+
 # Set once WorkerReady is sent: a failure after it is a crash (the parent retries the episode
 # elsewhere), before it a start that failed (said in words).
 _started = [False]
@@ -44,8 +55,8 @@ def _stop(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through the `finally` blocks that close Chromium and Xvfb
 
 
-def serve(setup: WorkerSetup, inbox: IO[bytes], outbox: IO[bytes]) -> None:
-    """Start the desktop, then run episodes until told to stop (see the module docstring)."""
+def serve(setup: WorkerSetup, inbox: IO[bytes], outbox: IO[bytes]) -> bool:
+    """Start the desktop, then run episodes until told to stop (True) or a part died (False)."""
     from holodesk.app.eval.desktop import PrivateDesktop, screen_size_for
     from holodesk.app.eval.miniwob_browser import WINDOW_HEIGHT_CSS, WINDOW_WIDTH_CSS
 
@@ -56,18 +67,19 @@ def serve(setup: WorkerSetup, inbox: IO[bytes], outbox: IO[bytes]) -> None:
         with PrivateDesktop(*size) as desktop:
             os.environ.update(DISPLAY=desktop.display, XDG_RUNTIME_DIR=str(desktop.runtime_dir))
             os.environ.pop("WAYLAND_DISPLAY", None)
-            _run_on(desktop.display, setup, scratch, inbox, outbox)
+            return _run_on(desktop.display, DesktopParts(desktop.parts()), setup, scratch, inbox, outbox)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _run_on(
     display: str,
+    parts: DesktopParts,
     setup: WorkerSetup,
     scratch: Path,
     inbox: IO[bytes],
     outbox: IO[bytes],
-) -> None:
+) -> bool:
     from holodesk.app.eval.miniwob_browser import BrowserError, MiniWoBBrowser
     from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation
     from holodesk.automation.held_input import HeldInputMarker
@@ -99,64 +111,35 @@ def _run_on(
             session_meta={**setup.session_meta, "worker": where},
             keep_screenshots=policy.profile.budget.keep_screenshots,
         )
+        for part in browser.parts():
+            parts.add(part)
         send(outbox, WorkerReady(where))
         _started[0] = True
-        while True:
-            try:
-                job = receive(inbox)
-            except EOFError:
-                return
-            if job is None:
-                return
-            assert isinstance(job, EpisodeJob), type(job)
-            try:
-                if browser.task != job.task:
-                    browser.open_task(job.task)
-                result = evaluation.run_episode(job.task, job.seed)
-            except BrowserError as exc:
-                send(outbox, EpisodeFailed(job, str(exc)))
-                continue
+
+        def run_job(job: EpisodeJob) -> EpisodeDone:
+            if browser.task != job.task:
+                browser.open_task(job.task)
+            result = evaluation.run_episode(job.task, job.seed)
             folder = Path(result.trajectory) if result.trajectory is not None else None
             archive = pack_trajectory(folder) if folder is not None else b""
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)  # sent: the parent's copy is the one that counts
-            done = EpisodeDone(job, replace(result, trajectory=None), folder.name if folder else None, archive, where)
-            send(outbox, done)
+            return EpisodeDone(job, replace(result, trajectory=None), folder.name if folder else None, archive, where)
+
+        return serve_jobs(inbox, outbox, run_job, parts, refused=(BrowserError,))
     finally:
         backend.close()
         browser.close()
 
 
-def _start_reaper() -> None:
-    """Fork a reaper that kills this worker's process group once the worker is gone, however it went.
-
-    The worker leads its own process group (LocalWorker starts it in a new session), and so do the
-    Xvfb, openbox, chromedriver and Chromium it starts. A worker killed outright (SIGKILL, a crash,
-    Ray ending its actor's children) cannot stop them itself: the reaper waits on a pipe whose
-    write end only the worker holds, and the kernel closes it when the worker dies.
-    """
-    if os.getpgrp() != os.getpid():
-        return  # not a group of our own (started by hand): killing the group could hit others
-    read_end, write_end = os.pipe()
-    if os.fork() != 0:
-        os.close(read_end)
-        return  # the worker keeps write_end open for its whole life, never writing to it
-    try:
-        os.close(write_end)
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        os.closerange(3, read_end)
-        os.closerange(read_end + 1, 65536)
-        while os.read(read_end, 1):
-            pass
-    finally:
-        os.killpg(os.getpgrp(), signal.SIGKILL)  # this reaper included, last of all
-        os._exit(0)
-
-
-def main() -> int:
-    _start_reaper()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name if __spec__ else __name__}")
+    parser.add_argument("--root", type=Path, help="this worker's temp folder, removed when it ends")
+    parser.add_argument("--parent", type=int, default=os.getppid(), help="the process that started it")
+    args = parser.parse_args(argv)
+    if os.getppid() != args.parent:
+        return 1  # the parent is gone before we began: nobody would read an answer
+    start_reaper(args.root, args.parent)
     outbox = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # see the module docstring: stdout's fd is the log from here on
     signal.signal(signal.SIGTERM, _stop)
@@ -167,14 +150,14 @@ def main() -> int:
         return 0
     assert isinstance(setup, WorkerSetup), type(setup)
     try:
-        serve(setup, inbox, outbox)
+        whole = serve(setup, inbox, outbox)
     except Exception as exc:  # anything that kept the worker from starting is told to the parent in words
         if _started[0]:
             raise
         with contextlib.suppress(OSError):
             send(outbox, EpisodeFailed(EpisodeJob(-1, "", 0), f"the worker could not start: {exc}"))
         raise
-    return 0
+    return 0 if whole else EXIT_BROKEN
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from holodesk.app.eval.desktop_parts import Part, children
+
 # The MiniWoB task area in CSS pixels (miniwob.constants.TASK_WIDTH/HEIGHT) and the window around
 # it: the instruction and the reward panel to its right are part of the page.
 TASK_WIDTH_CSS = 160
@@ -180,6 +182,14 @@ class MiniWoBBrowser:
             raise BrowserError(f"Chromium did not start through {driver_path}: {_first_line(exc)}") from exc
         self._driver.set_page_load_timeout(PAGE_LOAD_TIMEOUT_S)
         self._driver.set_script_timeout(5)
+
+    def parts(self) -> list[Part]:
+        """chromedriver and the Chromium it started, for a parallel worker to watch (app/eval/desktop_parts.py)."""
+        driver = self._driver.service.process
+        found = [Part("chromedriver", driver.pid, driver)]
+        # Chromium's browser process is chromedriver's child (the wrapper script execs it in place).
+        found += [Part("Chromium", pid) for pid, name in children(driver.pid) if "chrom" in name.lower()]
+        return found
 
     def _task_url(self, task: str) -> str:
         return (self._html / f"{task}.html").as_uri()

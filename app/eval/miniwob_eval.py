@@ -59,6 +59,10 @@ class MiniWoBOptions:
     def episode_time_limit_s(self) -> float:
         return self.time_limit_s if self.time_limit_s is not None else SECONDS_PER_STEP_ALLOWED * self.max_steps
 
+    def planned(self) -> list[tuple[str, int]]:
+        """Every (task, seed) to run, in the order they run: task by task, seeds counting up."""
+        return [(task, self.seed + number) for task in self.tasks for number in range(self.episodes)]
+
 
 @dataclass(frozen=True, slots=True)
 class EpisodeResult:
@@ -96,12 +100,32 @@ class TaskSummary:
         return self.successes / self.episodes if self.episodes else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class NotFinished:
+    """An episode the run was to have run and did not finish (the run stopped first)."""
+
+    task: str
+    seed: int
+
+
 @dataclass(slots=True)
 class MiniWoBReport:
-    """Everything an evaluation found, in the order it ran."""
+    """Everything an evaluation found, in the order it ran.
+
+    A run that ended early (Ctrl+C, an error) still reports what it finished: `stopped` says why it
+    ended, and `not_finished` lists the episodes it did not finish.
+    """
 
     episodes: list[EpisodeResult] = field(default_factory=list)
     retried: int = 0  # episodes run again after their worker died (parallel runs: app/eval/parallel.py)
+    stopped: str | None = None
+    not_finished: list[NotFinished] = field(default_factory=list)
+
+    def ended_early(self, why: str, planned: Sequence[tuple[str, int]]) -> None:
+        """Say that the run stopped (`why`) before finishing every (task, seed) of `planned`."""
+        finished = {(e.task, e.seed) for e in self.episodes}
+        self.stopped = why
+        self.not_finished = [NotFinished(task, seed) for task, seed in planned if (task, seed) not in finished]
 
     def summaries(self) -> list[TaskSummary]:
         tasks: dict[str, list[EpisodeResult]] = {}
@@ -130,6 +154,9 @@ class MiniWoBReport:
             "success_rate": self.success_rate,
             "episodes_run": len(self.episodes),
             "retried": self.retried,
+            "complete": self.stopped is None and not self.not_finished,
+            "stopped": self.stopped,
+            "not_finished": [asdict(n) for n in self.not_finished],
             "tasks": [{**asdict(s), "success_rate": s.success_rate} for s in self.summaries()],
             "episodes": [{**asdict(e), "seconds_per_step": e.seconds_per_step} for e in self.episodes],
         }
@@ -143,6 +170,8 @@ class MiniWoBReport:
         rows.append(f"{'all':<28} {len(self.episodes):>8} {self.success_rate:>8.0%}")
         if self.retried:
             rows.append(f"{self.retried} episode(s) were run again after their worker died (each counted once)")
+        if self.stopped is not None:
+            rows.append(f"the run ended early: {self.stopped}; {len(self.not_finished)} episode(s) were not finished")
         return "\n".join(rows)
 
 
@@ -170,8 +199,12 @@ class MiniWoBEvaluation:
         self.session_meta = dict(session_meta or {})
         self.keep_screenshots = keep_screenshots
 
-    def run(self, on_episode: Callable[[EpisodeResult], None] | None = None) -> MiniWoBReport:
-        report = MiniWoBReport()
+    def run(
+        self, on_episode: Callable[[EpisodeResult], None] | None = None, report: MiniWoBReport | None = None
+    ) -> MiniWoBReport:
+        """Every episode in order, added to `report` (a new one by default) as each ends, so a caller
+        holding it still has the finished ones when the run raises."""
+        report = report if report is not None else MiniWoBReport()
         for task in self.options.tasks:
             self.browser.open_task(task)
             for number in range(self.options.episodes):

@@ -48,8 +48,7 @@ RunnerStarter = Callable[[int], EpisodeRunner]
 
 def jobs_for(options: MiniWoBOptions) -> list[EpisodeJob]:
     """The episodes the options name, in the single-desktop eval's order (task by task, seeds up)."""
-    pairs = [(task, options.seed + number) for task in options.tasks for number in range(options.episodes)]
-    return [EpisodeJob(index, task, seed) for index, (task, seed) in enumerate(pairs)]
+    return [EpisodeJob(index, task, seed) for index, (task, seed) in enumerate(options.planned())]
 
 
 class ParallelRun:
@@ -113,7 +112,13 @@ class ParallelRun:
         missing = [job for job in self.jobs if job.index not in self._results]
         if missing:  # every slot failed to restart its worker while episodes were left
             raise EpisodeError(f"{len(missing)} episodes were not run: no worker could be started for them")
-        return MiniWoBReport(episodes=[self._results[job.index] for job in self.jobs], retried=self.retried)
+        return self.report()
+
+    def report(self) -> MiniWoBReport:
+        """The episodes finished so far, in the jobs' order (after `run` raised: what it did finish)."""
+        with self._lock:
+            finished = [self._results[job.index] for job in self.jobs if job.index in self._results]
+        return MiniWoBReport(episodes=finished, retried=self.retried)
 
     def _slot(self, slot: int) -> None:
         try:

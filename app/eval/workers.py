@@ -5,11 +5,17 @@ The parent (the `holodesk eval miniwob --workers N` command, or a Ray actor) sta
 desktop (app/eval/desktop.py), Chromium on it, and a step engine whose policy `setup.policy` builds
 there. Messages are pickles over the worker's stdin and stdout, between processes of the same
 install (never from the network): an `EpisodeJob` in, an `EpisodeDone` (the result and the episode's
-trajectory folder as a tar archive) or an `EpisodeFailed` out.
+trajectory folder as a tar archive), an `EpisodeFailed` or a `WorkerBroken` out.
 
-A worker that dies (killed, crashed, its machine gone) is a `WorkerLost` to whoever sent the job: the
-scheduler (app/eval/parallel.py) runs that episode again on a fresh worker. A trajectory folder is
-sent back only with a finished episode, so a lost attempt leaves nothing in the results.
+A worker that dies (killed, crashed, its machine gone), or whose desktop lost a part (Chromium,
+chromedriver, Xvfb or openbox died: `WorkerBroken`, app/eval/worker_loop.py), is a `WorkerLost` to
+whoever sent the job: the scheduler (app/eval/parallel.py) runs that episode again on a fresh worker.
+That turn happens here, in `LocalWorker.run`, from what the worker process really does: it exits, or
+it says its desktop broke. A trajectory folder is sent back only with a finished episode, so a lost
+attempt leaves nothing in the results.
+
+Everything a worker writes to temp goes under one folder this side makes for it (its root, named to
+it in TMPDIR); its reaper (app/eval/reaper.py) removes it when the worker dies, and `close` does too.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
@@ -36,6 +43,7 @@ if TYPE_CHECKING:  # without importing selenium here
     from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
 
 WORKER_MODULE = "holodesk.app.eval.episode_worker"
+WORKER_COMMAND = (sys.executable, "-m", WORKER_MODULE)
 START_TIMEOUT_S = 180.0  # Xvfb, openbox, Chromium and a model's load on two loaded cores
 LOG_TAIL_CHARS = 1500  # of the worker's log, in a start failure's message
 LOST_TAIL_CHARS = 400  # in a lost episode's detail (the JSON), where a traceback's last lines say why
@@ -96,6 +104,14 @@ class EpisodeFailed:
 
     job: EpisodeJob
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBroken:
+    """A part of the worker's desktop died (`reason` says which and when): the worker gives it up and exits."""
+
+    job: EpisodeJob
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,19 +176,33 @@ def receive(stream: IO[bytes]) -> Any:
 
 
 class LocalWorker:
-    """A worker process on this machine, on its own desktop (see the module docstring)."""
+    """A worker process on this machine, on its own desktop (see the module docstring).
 
-    def __init__(self, setup: WorkerSetup, *, start_timeout_s: float = START_TIMEOUT_S) -> None:
-        self._log = tempfile.NamedTemporaryFile(prefix="holodesk-worker-", suffix=".log", delete=False)  # noqa: SIM115
+    `command` starts the worker process (default: this install's episode worker); it is given
+    `--root ROOT --parent PID` and speaks the protocol above.
+    """
+
+    def __init__(
+        self,
+        setup: WorkerSetup,
+        *,
+        start_timeout_s: float = START_TIMEOUT_S,
+        command: Sequence[str] = WORKER_COMMAND,
+    ) -> None:
+        from holodesk.app.eval.reaper import LOG_NAME
+
+        self.root = Path(tempfile.mkdtemp(prefix="holodesk-worker-"))
+        self._log = open(self.root / LOG_NAME, "wb")  # noqa: SIM115 - the worker's stderr for its whole life
         # The worker starts its own desktop and names it to itself: this process's DISPLAY is never touched.
         env = {key: value for key, value in os.environ.items() if key != "WAYLAND_DISPLAY"}
+        env["TMPDIR"] = str(self.root)  # everything it and its programs put in temp, removed with the root
         self._process = subprocess.Popen(
-            [sys.executable, "-m", WORKER_MODULE],
+            [*command, "--root", str(self.root), "--parent", str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
             env=env,
-            start_new_session=True,  # its own process group, which its reaper ends (see episode_worker)
+            start_new_session=True,  # its own process group, which its reaper ends (app/eval/reaper.py)
         )
         assert self._process.stdin is not None and self._process.stdout is not None
         self._to, self._from = self._process.stdin, self._process.stdout
@@ -203,7 +233,8 @@ class LocalWorker:
         return self._process.pid
 
     def run(self, job: EpisodeJob) -> EpisodeDone:
-        """Run `job` there; WorkerLost when the process dies first, EpisodeError when it could not run it."""
+        """Run `job` there; WorkerLost when the process dies first or its desktop broke, EpisodeError
+        when it could not run it."""
         try:
             send(self._to, job)
             answer = receive(self._from)
@@ -213,6 +244,8 @@ class LocalWorker:
                 f"the worker on {self.where} went away during episode {job.task} seed {job.seed}"
                 f" ({'still running' if status is None else f'exit status {status}'}){self._log_tail(LOST_TAIL_CHARS)}"
             ) from exc
+        if isinstance(answer, WorkerBroken) and answer.job == job:
+            raise WorkerLost(f"the desktop of the worker on {self.where} broke: {answer.reason}")
         if isinstance(answer, EpisodeFailed):
             raise EpisodeError(answer.message)
         if not isinstance(answer, EpisodeDone) or answer.job != job:
@@ -234,7 +267,10 @@ class LocalWorker:
                 self._process.terminate()
 
     def close(self) -> None:
-        """Ask the worker to stop (it closes Chromium and its desktop), else kill it; never raises."""
+        """Ask the worker to stop (it closes Chromium and its desktop), else kill it; then, once its
+        process group has gone (its reaper ends what is left), remove its root; never raises."""
+        from holodesk.app.eval.reaper import remove_root, wait_for_group
+
         if self._process.poll() is None:
             try:
                 send(self._to, None)
@@ -247,4 +283,5 @@ class LocalWorker:
             with contextlib.suppress(OSError):
                 stream.close()
         self._log.close()
-        Path(self._log.name).unlink(missing_ok=True)
+        wait_for_group(self._process.pid)  # the group outlives its leader while its reaper works
+        remove_root(self.root)

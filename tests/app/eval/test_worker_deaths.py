@@ -1,0 +1,170 @@
+"""A parallel eval's workers die the ways real ones do, with no display: the fast tier's check of the
+step that turns a dead worker, or a worker whose desktop lost a part, into `WorkerLost`.
+
+Each worker is a real process (tests/app/eval/standin_worker.py) started by the real `LocalWorker`,
+with the real reaper and job loop; only its desktop is a stand-in (a `sleep` for Chromium). It never
+says `WorkerLost` itself: it exits, or its Chromium is killed and the episode raises the page's error.
+Real desktops, Chromium and Xvfb killed from outside, are in test_miniwob_deaths.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from holodesk.app.eval.miniwob_eval import MiniWoBOptions
+from holodesk.app.eval.parallel import ParallelRun, jobs_for
+from holodesk.app.eval.workers import EpisodeError, EpisodeJob, LocalWorker, WorkerLost, WorkerSetup
+from holodesk.automation.trajectory import iter_session_folders
+from tests.app.eval.oracle_source import OracleSource
+from tests.support.processes import processes_in_group
+from tests.support.waiting import wait_until
+
+OPTIONS = MiniWoBOptions(tasks=("click-button", "focus-text"), episodes=2)
+
+
+@pytest.fixture
+def temp_root(tmp_path, monkeypatch) -> Path:
+    """The folder every worker's root goes in (this process's temp folder), empty at the start."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(folder))
+    return folder
+
+
+def _worker(tmp_path: Path, *on: str) -> LocalWorker:
+    claims = tmp_path / "claims"
+    claims.mkdir(exist_ok=True)
+    command = [sys.executable, "-m", "tests.app.eval.standin_worker", "--claims", str(claims)]
+    for item in on:
+        command += ["--on", item]
+    return LocalWorker(WorkerSetup(options=OPTIONS, policy=OracleSource()), command=command, start_timeout_s=60)
+
+
+def _run(tmp_path: Path, *on: str) -> ParallelRun:
+    return ParallelRun(jobs_for(OPTIONS), lambda slot: _worker(tmp_path, *on), 2, tmp_path / "sessions")
+
+
+def test_a_worker_that_exits_mid_episode_is_lost_and_its_episode_runs_again_once(tmp_path, temp_root):
+    run = _run(tmp_path, "1=exit")
+    report = run.run()
+    assert [(e.task, e.seed, e.success) for e in report.episodes] == [
+        ("click-button", 0, True), ("click-button", 1, True), ("focus-text", 0, True), ("focus-text", 1, True),
+    ]  # fmt: skip
+    assert report.retried == 1
+    assert len(list(iter_session_folders(tmp_path / "sessions"))) == 4
+    assert list(temp_root.iterdir()) == []  # every worker's root went with it
+
+
+def test_a_dead_chromium_gives_up_the_desktop_and_its_episode_runs_again_once(tmp_path, temp_root):
+    run = _run(tmp_path, "2=chromium")
+    report = run.run()
+    assert all(e.success for e in report.episodes) and len(report.episodes) == 4
+    assert report.retried == 1
+    assert len(list(iter_session_folders(tmp_path / "sessions"))) == 4
+    assert list(temp_root.iterdir()) == []
+
+
+def test_an_episode_whose_chromium_dies_on_every_try_is_one_failure_in_words_and_the_run_goes_on(tmp_path):
+    run = _run(tmp_path, "0=chromium!")
+    report = run.run()
+    assert len(report.episodes) == 4
+    [failed] = [e for e in report.episodes if not e.success]
+    assert (failed.task, failed.seed, failed.outcome) == ("click-button", 0, "error")
+    assert "died on each of 3 tries" in failed.detail
+    assert "Chromium (pid " in failed.detail and "killed by signal 9" in failed.detail
+    assert "invalid session id" in failed.detail
+    assert len(list(iter_session_folders(tmp_path / "sessions"))) == 3
+
+
+def test_a_page_that_fails_on_a_whole_desktop_still_stops_the_run_in_words(tmp_path):
+    run = _run(tmp_path, "1=refuse")
+    with pytest.raises(EpisodeError, match="did not load: net::ERR_FILE_NOT_FOUND"):
+        run.run()
+    assert run.retried == 0
+
+
+def _hang(tmp_path: Path) -> tuple[LocalWorker, list[BaseException], threading.Thread]:
+    worker = _worker(tmp_path, "0=hang")
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run(EpisodeJob(0, "click-button", 0))
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_until((tmp_path / "claims" / "hanging").is_file, 30, "the worker to be mid-episode")
+    return worker, raised, thread
+
+
+def _chromium_scratch(root: Path) -> list[Path]:
+    return list(root.glob("holodesk-chromium-*"))
+
+
+def test_a_sigkilled_worker_is_lost_and_its_reaper_ends_its_processes_and_removes_its_folders(tmp_path, temp_root):
+    worker, raised, thread = _hang(tmp_path)
+    assert _chromium_scratch(worker.root)
+    os.kill(worker.pid, signal.SIGKILL)
+    thread.join(timeout=30)
+    [lost] = raised
+    assert isinstance(lost, WorkerLost) and "exit status -9" in str(lost)
+    # The reaper, not the parent: before close() it has ended the group and removed all but the log.
+    wait_until(lambda: processes_in_group(worker.pid) == [], 15, "the worker's group to end")
+    wait_until(lambda: not _chromium_scratch(worker.root), 15, "the reaper to remove the worker's folders")
+    assert [p.name for p in worker.root.iterdir()] == ["worker.log"]
+    worker.close()
+    assert list(temp_root.iterdir()) == []
+
+
+def test_a_worker_killed_with_its_reaper_is_cleaned_up_by_its_parent(tmp_path, temp_root):
+    worker, raised, thread = _hang(tmp_path)
+    os.killpg(worker.pid, signal.SIGKILL)  # the whole group: the reaper too
+    thread.join(timeout=30)
+    assert isinstance(raised[0], WorkerLost)
+    wait_until(lambda: processes_in_group(worker.pid) == [], 15, "the worker's group to end")
+    assert _chromium_scratch(worker.root)  # nobody was left to remove it ...
+    worker.close()
+    assert list(temp_root.iterdir()) == []  # ... but its parent
+
+
+def test_a_worker_whose_parent_dies_mid_episode_is_ended_by_its_reaper(tmp_path):
+    """The parent here is a throwaway process waiting on a LocalWorker's episode, killed with SIGKILL:
+    the worker, busy, would never notice (it reads its inbox only between episodes)."""
+    import subprocess
+
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    program = (
+        "import sys, tempfile, time\n"
+        "from holodesk.app.eval.workers import EpisodeJob, LocalWorker, WorkerSetup\n"
+        "from holodesk.app.eval.miniwob_eval import MiniWoBOptions\n"
+        "from tests.app.eval.oracle_source import OracleSource\n"
+        f"tempfile.tempdir = {str(tmp_path / 'tmp')!r}\n"
+        "w = LocalWorker(WorkerSetup(options=MiniWoBOptions(tasks=('click-button',)), policy=OracleSource()),\n"
+        f"    command=[sys.executable, '-m', 'tests.app.eval.standin_worker', '--claims', {str(claims)!r},"
+        " '--on', '0=hang'])\n"
+        "print(w.pid, flush=True)\n"
+        "w.run(EpisodeJob(0, 'click-button', 0))\n"
+    )
+    (tmp_path / "tmp").mkdir()
+    parent = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        worker_pid = int(parent.stdout.readline())
+        wait_until((claims / "hanging").is_file, 30, "the worker to be mid-episode")
+        parent.kill()
+        parent.wait()
+        wait_until(lambda: processes_in_group(worker_pid) == [], 15, "the orphaned worker's group to end")
+        wait_until(lambda: list((tmp_path / "tmp").iterdir()) == [], 15, "its root, log included, to be removed")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()

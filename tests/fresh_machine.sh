@@ -8,8 +8,10 @@
 #   - on a fresh clone of the committed HEAD (uncommitted changes are not in it, as in CI), in a
 #     folder of its own outside the repository;
 #   - in a private mount namespace (unshare -m, root) where /tmp, /dev/shm and /run/user are empty;
-#   - with an empty HOME (no pip or Hugging Face cache, no settings), no XDG_RUNTIME_DIR, no
-#     display and no D-Bus session inherited; CI=true, as CI sets it.
+#   - with a new HOME (no pip or Hugging Face cache, no settings) holding only the machine's pip
+#     configuration (~/.config/pip: where this kind of machine finds its registries and its CPU torch
+#     wheel, part of the machine's image, not something a run left), no XDG_RUNTIME_DIR, no display
+#     and no D-Bus session inherited; CI=true, as CI sets it.
 # What it cannot make fresh: the Debian packages already installed (the test command installs what
 # is missing; the stop hook lists packages installed by hand that it does not name), the kernel and
 # the CPU. Set HOLODESK_FRESH_KEEP=1 to keep the clone and its logs afterwards.
@@ -26,7 +28,8 @@ if [ "${HOLODESK_FRESH_INSIDE:-}" != 1 ]; then
   # On the disk, not in memory: the environments the test command builds take several GB.
   fresh=$(mktemp -d "${HOLODESK_FRESH_ROOT:-/var/tmp}/holodesk-fresh.XXXXXX")
   [ "${HOLODESK_FRESH_KEEP:-}" = 1 ] || trap 'rm -rf "$fresh"' EXIT
-  mkdir -p "$fresh/tmp" "$fresh/home"
+  mkdir -p "$fresh/tmp" "$fresh/home/.config"
+  [ -d "$HOME/.config/pip" ] && cp -r "$HOME/.config/pip" "$fresh/home/.config/pip"
   chmod 1777 "$fresh/tmp"
   git clone -q --no-local "$repo" "$fresh/clone"
   echo "fresh machine: clone of $(git -C "$fresh/clone" log --oneline -1) in $fresh/clone"
@@ -42,7 +45,7 @@ fi
 mount --bind "$FRESH/tmp" /tmp
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 [ -d /run/user ] && mount -t tmpfs -o mode=755 tmpfs /run/user
-for name in $(env | sed -n 's/^\(XDG_[A-Z_]*\|DISPLAY\|WAYLAND_DISPLAY\|XAUTHORITY\|DBUS_SESSION_BUS_ADDRESS\|SESSION_MANAGER\|HF_HOME\|PIP_[A-Z_]*\|VIRTUAL_ENV\)=.*/\1/p'); do
+for name in $(env | sed -n 's/^\(XDG_[A-Z_]*\|DISPLAY\|WAYLAND_DISPLAY\|XAUTHORITY\|DBUS_SESSION_BUS_ADDRESS\|SESSION_MANAGER\|HF_HOME\|VIRTUAL_ENV\)=.*/\1/p'); do
   unset "$name"
 done
 export HOME="$FRESH/home" CI=true

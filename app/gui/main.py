@@ -566,8 +566,10 @@ class HolodeskApp(QtCore.QObject):
         self._show(StatusLine(state, detail))
 
     def _on_auto_approved(self, step: int, action: str) -> None:
-        # The user chose this kind for auto-approval; still, every such step is announced.
-        self._notify(f"Step {step} approved automatically", action)
+        # The user chose this kind for auto-approval; still, every such step is announced, held long
+        # enough to read, and listed in the menu (app/gui/tray.py).
+        print(f"holodesk: Step {step} approved automatically: {action}", file=sys.stderr, flush=True)
+        self.indicator.announce_auto_approved(step, action)
 
     def _hold_stop_key(self, held: bool) -> None:
         """While the model thinks, the stop key is grabbed (X11): Esc Esc stops the run without also

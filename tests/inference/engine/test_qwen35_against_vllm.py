@@ -24,11 +24,12 @@ Intel Xeon). Ran on: Intel Xeon (family 6 model 207, AMX and AVX512-BF16; 2 core
 largest log-prob difference was 7.2e-6 to 9.3e-6 (build/reference-tier/qwen35-*.txt). Not yet run on
 an AMD CPU.
 
-Why 1e-4 means something here: the checkpoints are built with realistic margins (`logit_gain`
-MARGIN_GAIN: the best token leads the next by a median of about 1 nat, top-1 probability about 0.6,
-where the tier's bfloat16 checkpoints lead by 0.2-0.3: nearly flat). One GDN layer's `A_log` moved
-by 1e-3 in the engine moves its log-probs by 1.2e-3 here (holo4, dense and MoE): this comparison
-fails, and the bfloat16 one it replaces (tolerance 5e-2, rounding alone 1e-2 to 1e-1) passed.
+Why 1e-4 means something here: the checkpoints are built with realistic margins (bench/qwen35_tiny's
+`logit_gain` at tests/support/vllm_servers.py's MARGIN_GAIN: the best token leads the next by a median
+of about 1 nat, top-1 probability about 0.6, where the tier's bfloat16 checkpoints lead by 0.2-0.3:
+nearly flat). One GDN layer's `A_log` moved by 1e-3 in the engine moves its log-probs by 1.2e-3 here
+(holo4, dense and MoE): this comparison fails, and the bfloat16 one it replaces (tolerance 5e-2,
+rounding alone 1e-2 to 1e-1) passed.
 
 A bfloat16 server is still run, as a smoke test only (`test_bfloat16_server_smoke`): vLLM's own
 kernels against the float32 engine, within twice the engine's own bfloat16-against-float32
@@ -48,7 +49,6 @@ import httpx
 import numpy as np
 import pytest
 
-from bench.qwen35_tiny import VARIANTS, build_qwen35_tiny
 from bench.rigs.vllm_server import VllmServer
 from holodesk.automation.actions import Click, Point, Scroll, ScrollDirection, TypeText
 from holodesk.automation.coords import Rect
@@ -57,18 +57,22 @@ from holodesk.inference.engine.qwen35 import Qwen35Engine
 from holodesk.inference.engine.runner import EngineResult
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ChatRequest
-from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo4Profile, Holo31Profile
+from holodesk.inference.profiles.holo3 import Holo4Profile, Holo31Profile
 from holodesk.inference.remote import image_data_url, messages_with_images
 from holodesk.inference.remote.request import build_payload
-from tests.support.vllm_pool import Checkpoint, ServerSpec, VllmPool, serve_or_fail
-from tests.support.vllm_servers import QWEN35_REFERENCE
+from tests.support.vllm_pool import ServerSpec, VllmPool, serve_or_fail
+from tests.support.vllm_servers import (
+    QWEN35_MOE_FLOAT32,
+    QWEN35_REFERENCE,
+    QWEN35_REFERENCE_FLOAT32,
+    qwen35_float32,
+)
 
 pytestmark = pytest.mark.vllm
 
 STEPS = 16
 TOP_K = 5
 TOLERANCE = 1e-4  # float32 against float32, absolute, on log-probabilities
-MARGIN_GAIN = 5.0  # the output head's scale in these checkpoints (bench/qwen35_tiny `logit_gain`)
 # The bfloat16 smoke test: vLLM (bfloat16) against the float32 engine within this many times the
 # engine's own bfloat16-against-float32 difference on the same request.
 SMOKE_FACTOR = 2.0
@@ -78,21 +82,10 @@ COMPARED_STEPS = (1, 3)
 REPORTS = Path(__file__).resolve().parents[3] / "build" / "reference-tier"
 
 
-def _float32_spec(variant: str) -> ServerSpec:
-    """A float32 server on the variant's shapes with realistic margins (see the module docstring)."""
-    shape = dataclasses.replace(VARIANTS[variant], name=f"{variant}-margins", logit_gain=MARGIN_GAIN)
-
-    def build(folder: Path) -> Path:
-        return build_qwen35_tiny(folder / f"qwen35_{shape.name}", dtype="float32", variant=shape)
-
-    checkpoint = Checkpoint(f"qwen35_{shape.name}-float32", build)
-    return ServerSpec(variant, checkpoint, dtype="float32", max_model_len=32768, max_images=5, extra_args=PARSER_FLAGS)
-
-
 # Dense and mixture of experts, and dense with attention that depends on position (positions,
 # M-RoPE's offset after an image, are seen there: on the other two a wrong decode offset changes no
 # token). Each is a server of this file's (float32: the tier's shared servers are bfloat16).
-SPECS = [_float32_spec("reference"), _float32_spec("moe"), _float32_spec("positional")]
+SPECS = [QWEN35_REFERENCE_FLOAT32, QWEN35_MOE_FLOAT32, qwen35_float32("positional")]
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,17 @@ packaging/debian/build-deb.sh builds the .deb (a venv of PyPI wheels under /usr/
 python3); this module checks it with lintian and appstreamcli, installs it with apt on this machine,
 starts `holodesk` from /usr/bin under Xvfb with a tray host (the icon must be embedded in it), runs
 a task against the test server on 127.0.0.1 (remote backend), and purges the package: nothing of it
-may stay on disk, and the user's data (settings, sessions) must. Marked `deb` (minutes: the build
-alone compresses half a gigabyte); it needs root for apt and the package's dependencies installed.
+may stay on disk, and the users' data (settings, sessions) must, byte for byte, in the real folders
+(~/.config/holodesk, ~/.local/share/holodesk) of a user the test makes with useradd under /home (and
+removes after) and of root, who purges (root's own folders moved aside first if there, and put back).
+Marked `deb` (minutes: the build alone compresses half a gigabyte); it needs root for apt and the
+package's dependencies installed.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -226,13 +230,94 @@ def test_the_packaged_app_shows_its_tray_icon_and_runs_a_task(installed: Path, x
     assert "Traceback" not in output, output
 
 
-def test_purge_leaves_nothing_but_the_users_data(installed: Path, tmp_path: Path) -> None:
-    data = tmp_path / "data" / "holodesk"
-    data.mkdir(parents=True)
-    (data / "kept.txt").write_text("the user's", encoding="utf-8")
+# A user's data as Holodesk writes it: settings, sessions (text and images), a private file.
+USER_DATA = {
+    ".config/holodesk/settings.toml": (b'[model]\nprofile = "holo4"\n', 0o644),
+    ".config/holodesk/routines/weekly.toml": (b'name = "weekly"\n', 0o644),
+    ".local/share/holodesk/sessions/2026-01-01T10-00-00/steps.jsonl": (b'{"step": 1}\n', 0o644),
+    ".local/share/holodesk/sessions/2026-01-01T10-00-00/step-001.png": (bytes(range(256)) * 4, 0o644),
+    ".local/share/holodesk/history.db": (b"\x00\x01private\xff", 0o600),
+}
+USER_FOLDERS = (".config/holodesk", ".local/share/holodesk")
+
+
+def _write_user_data(home: Path, uid: int, gid: int) -> None:
+    for relative, (content, mode) in USER_DATA.items():
+        path = home / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        path.chmod(mode)
+    for folder in USER_FOLDERS:
+        for path in [home / folder, *(home / folder).rglob("*")]:
+            os.chown(path, uid, gid)
+    for path in (home / ".config", home / ".local", home / ".local/share"):
+        os.chown(path, uid, gid)
+
+
+def _tree(home: Path) -> dict[str, tuple[str, int, int, int, bytes]]:
+    """Every entry of the user's Holodesk folders: kind, mode, owner, group and bytes (a link: its target)."""
+    found = {}
+    for folder in USER_FOLDERS:
+        top = home / folder
+        for path in [top, *top.rglob("*")] if top.exists() else []:
+            info = path.lstat()
+            if path.is_symlink():
+                kind, content = "link", os.readlink(path).encode()
+            elif path.is_dir():
+                kind, content = "dir", b""
+            else:
+                kind, content = "file", path.read_bytes()
+            found[str(path.relative_to(home))] = (kind, info.st_mode, info.st_uid, info.st_gid, content)
+    return found
+
+
+@pytest.fixture
+def user_home() -> Iterator[tuple[str, Path]]:
+    """A real user of this machine, made for the test with useradd (its home under /home) and removed after."""
+    name = f"hdpurge{os.getpid()}"
+    made = _run("useradd", "--create-home", "--shell", "/bin/sh", name, timeout=60)
+    assert made.returncode == 0, made.stdout + made.stderr
+    try:
+        yield name, Path(pwd.getpwnam(name).pw_dir)
+    finally:
+        removed = _run("userdel", "--remove", name, timeout=60)
+        assert removed.returncode == 0, removed.stdout + removed.stderr
+
+
+@pytest.fixture
+def root_home() -> Iterator[Path]:
+    """Root's own home (apt purges as root, with root's HOME): its Holodesk folders moved aside first if
+    they exist, and put back after."""
+    home = Path(pwd.getpwuid(0).pw_dir)
+    backups = {}
+    for folder in USER_FOLDERS:
+        if os.path.lexists(home / folder):
+            backups[home / folder] = home / f"{folder}.before-test-deb-{os.getpid()}"
+            (home / folder).rename(backups[home / folder])
+    try:
+        yield home
+    finally:
+        for folder in USER_FOLDERS:
+            shutil.rmtree(home / folder, ignore_errors=True)
+        for original, backup in backups.items():
+            backup.rename(original)
+
+
+def test_purge_leaves_nothing_but_the_users_data(installed: Path, user_home: tuple[str, Path], root_home: Path) -> None:
+    """The users' real folders (a user under /home, and root, who purges) are left byte for byte."""
+    name, home = user_home
+    account = pwd.getpwnam(name)
+    _write_user_data(home, account.pw_uid, account.pw_gid)
+    _write_user_data(root_home, 0, 0)
+    # The user has run it: the installed command, as that user, in that home.
+    used = _run("runuser", "-u", name, "--", "/usr/bin/holodesk", "--help", timeout=60, env=_env_of(home))
+    assert used.returncode == 0, used.stdout + used.stderr
+    before = {home: _tree(home), root_home: _tree(root_home)}
+    files = [{path for path, entry in tree.items() if entry[0] == "file"} for tree in before.values()]
+    assert all(set(USER_DATA) <= each for each in files), before  # the check below is not of empty folders
     # Root running it once writes bytecode no package owns, unless the package shipped it all.
-    _run("/usr/bin/holodesk", "--help", timeout=60)
-    purged = _run("apt-get", "purge", "-y", PACKAGE)
+    _run("/usr/bin/holodesk", "--help", timeout=60, env=_env_of(root_home))
+    purged = _run("apt-get", "purge", "-y", PACKAGE, env=_env_of(root_home))
     assert purged.returncode == 0, purged.stdout + purged.stderr
     assert not _installed()
     assert not PREFIX.exists(), sorted(str(p) for p in PREFIX.rglob("*"))[:20]
@@ -240,7 +325,14 @@ def test_purge_leaves_nothing_but_the_users_data(installed: Path, tmp_path: Path
     assert not left, left
     assert not Path("/usr/share/holodesk").exists() and not Path("/usr/share/doc/holodesk").exists()
     assert _run("dpkg-query", "-W", PACKAGE, timeout=30).returncode != 0  # not even config-files state
-    assert (data / "kept.txt").read_text(encoding="utf-8") == "the user's"
+    changed = [str(where) for where, tree in before.items() if _tree(where) != tree]
+    assert not changed, f"purging changed the Holodesk folders of {', '.join(changed)}"
+
+
+def _env_of(home: Path) -> dict[str, str]:
+    """The environment with `home` as HOME and no XDG folders pointing elsewhere."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("XDG_")}
+    return {**env, "HOME": str(home)}
 
 
 def test_lintian_finds_nothing_unexplained(lintian: LintianRun) -> None:

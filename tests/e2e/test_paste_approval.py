@@ -36,7 +36,7 @@ from holodesk.automation.screen import ScreenCapture, ScreenFrame
 from holodesk.automation.virtual_display import FULL_HD, XvfbServer
 from tests.support.user_clipboard import serve_user_text
 from tests.support.waiting import wait_until
-from tests.support.xterm_shell import PROMPTED, shell_env, wait_for_prompt
+from tests.support.xterm_shell import bash_in_xterm, history_lines
 
 pytestmark = [
     pytest.mark.display,
@@ -58,30 +58,10 @@ def xdotool(*args: str) -> None:
 @pytest.fixture
 def shell(xvfb: XvfbServer, tmp_path: Path) -> Iterator[Path]:
     """bash in an xterm; returns the file its history is appended to before each prompt."""
-    if shutil.which("xterm") is None or shutil.which("xclip") is None:
-        pytest.fail("xterm and xclip are needed (Debian: apt install xterm xclip)", pytrace=False)
-    (tmp_path / "inputrc").write_text("set enable-bracketed-paste off\n")
-    history = tmp_path / "history"
-    env = {
-        **shell_env(tmp_path),
-        "INPUTRC": str(tmp_path / "inputrc"),
-        "HISTFILE": str(history),
-        "PROMPT_COMMAND": f"history -a; touch {tmp_path / PROMPTED}",
-    }
-    geometry = f"80x10+{XTERM_ORIGIN[0]}+{XTERM_ORIGIN[1]}"
-    process = subprocess.Popen(
-        ["xterm", "-u8", "-geometry", geometry, "-e", "bash", "--norc", "--noprofile"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_prompt(tmp_path)
+    if shutil.which("xclip") is None:
+        pytest.fail("xclip is needed (Debian: apt install xclip)", pytrace=False)
+    with bash_in_xterm(tmp_path, XTERM_ORIGIN) as history:
         yield history
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 class Steps:
@@ -130,10 +110,6 @@ def run_routine(on_paste: ApprovalDecision) -> Approver:
     assert paste.paste_text == PASTE and paste.irreversible and not paste.may_approve_all
     assert "echo·PWNED\\n" in paste.adjustment and "1 line break pressed as Enter" in paste.adjustment
     return approver
-
-
-def history_lines(history: Path) -> list[str]:
-    return history.read_text(encoding="utf-8").splitlines() if history.exists() else []
 
 
 def type_line(line: str) -> None:

@@ -7,6 +7,10 @@ wait for the shell to be ready instead of sleeping for a time a loaded machine m
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.waiting import wait_until
@@ -30,3 +34,38 @@ def shell_env(folder: Path) -> dict[str, str]:
 def wait_for_prompt(folder: Path) -> None:
     """Wait (bounded) until the shell started with `shell_env(folder)` has printed its prompt."""
     wait_until((folder / PROMPTED).exists, PROMPT_WAIT_S, "bash in xterm printing its prompt")
+
+
+def history_lines(history: Path) -> list[str]:
+    """The lines bash ran, as `bash_in_xterm` keeps them (appended before each prompt)."""
+    return history.read_text(encoding="utf-8").splitlines() if history.exists() else []
+
+
+@contextmanager
+def bash_in_xterm(folder: Path, origin: tuple[int, int], size: str = "80x10") -> Iterator[Path]:
+    """bash in an xterm at `origin` on $DISPLAY, ready at its prompt; yields the file bash appends each
+    line it ran to before its next prompt. Bracketed paste is off (an older bash, or another shell), so
+    a pasted newline runs the line."""
+    if shutil.which("xterm") is None:
+        raise AssertionError("xterm is not installed (Debian: apt install xterm)")
+    (folder / "inputrc").write_text("set enable-bracketed-paste off\n")
+    history = folder / "history"
+    env = {
+        **shell_env(folder),
+        "INPUTRC": str(folder / "inputrc"),
+        "HISTFILE": str(history),
+        "PROMPT_COMMAND": f"history -a; touch {folder / PROMPTED}",
+    }
+    process = subprocess.Popen(
+        ["xterm", "-u8", "-geometry", f"{size}+{origin[0]}+{origin[1]}", "-e", "bash", "--norc", "--noprofile"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_prompt(folder)
+        yield history
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

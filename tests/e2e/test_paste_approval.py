@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from holodesk.automation.actions import Action, Click, Done, MouseButton, Point
+from holodesk.automation.actions import Action, Click, Done, Drag, MouseButton, Point
 from holodesk.automation.coords import ImagePixelSpace
 from holodesk.automation.engine import (
     ApprovalDecision,
@@ -80,7 +80,7 @@ class Steps:
 
 
 class Approver:
-    """Answers "approve all" to every step it is shown, and `on_paste` to a middle click."""
+    """Answers "approve all" to the first click, and `on_paste` to the paste."""
 
     def __init__(self, on_paste: ApprovalDecision) -> None:
         self.on_paste = on_paste
@@ -88,24 +88,31 @@ class Approver:
 
     def decide(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)
-        if isinstance(request.action, Click) and request.action.button is MouseButton.MIDDLE:
+        if request.action != Click(ON_THE_DESKTOP):  # the paste
             return self.on_paste
         return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
 
 
-def run_routine(on_paste: ApprovalDecision) -> Approver:
+MIDDLE_CLICK = Click(ON_THE_TERMINAL, MouseButton.MIDDLE)
+MIDDLE_DRAG = Drag(
+    ON_THE_TERMINAL, Point(ON_THE_TERMINAL.x + 60, ON_THE_TERMINAL.y), MouseButton.MIDDLE
+)  # pastes at release
+PASTES = pytest.mark.parametrize("paste", [MIDDLE_CLICK, MIDDLE_DRAG], ids=["middle click", "middle drag"])
+
+
+def run_routine(on_paste: ApprovalDecision, paste_step: Action) -> Approver:
     serve_user_text(PASTE, "PRIMARY")
     approver = Approver(on_paste)
     capture = ScreenCapture()
     try:
-        steps = Steps([Click(ON_THE_DESKTOP), Click(ON_THE_TERMINAL, MouseButton.MIDDLE)])
+        steps = Steps([Click(ON_THE_DESKTOP), paste_step])
         engine = StepEngine(steps, approver, InputPerformer(X11Input(capture=capture)), capture, EngineSettings())
         result = engine.run("paste")
     finally:
         capture.close()
     assert result.outcome is Outcome.DONE, result.detail
     # Shown: the first click (answered "approve all") and the middle click, which it did not cover.
-    assert [r.action for r in approver.asked] == [Click(ON_THE_DESKTOP), Click(ON_THE_TERMINAL, MouseButton.MIDDLE)]
+    assert [r.action for r in approver.asked] == [Click(ON_THE_DESKTOP), paste_step]
     paste = approver.asked[1]
     assert paste.paste_text == PASTE and paste.irreversible and not paste.may_approve_all
     assert "echo·PWNED\\n" in paste.adjustment and "1 line break pressed as Enter" in paste.adjustment
@@ -120,16 +127,20 @@ def type_line(line: str) -> None:
     xdotool("key", "Return")
 
 
-def test_a_skipped_middle_click_is_shown_with_its_text_and_the_terminal_receives_nothing(shell: Path) -> None:
-    run_routine(ApprovalDecision.skip())
+@PASTES
+def test_a_skipped_middle_click_is_shown_with_its_text_and_the_terminal_receives_nothing(
+    shell: Path, paste: Action
+) -> None:
+    run_routine(ApprovalDecision.skip(), paste)
     type_line("echo END")
     wait_until(lambda: "echo END" in history_lines(shell), WAIT_S, "bash running the test's own line")
     assert history_lines(shell) == ["echo END"]  # no PWNED line, and nothing pasted before END
 
 
-def test_an_approved_middle_click_pastes_and_runs_the_line(shell: Path) -> None:
+@PASTES
+def test_an_approved_middle_click_pastes_and_runs_the_line(shell: Path, paste: Action) -> None:
     """The control: the same run, approved, reaches the shell, so the skipped run's check can fail."""
-    run_routine(ApprovalDecision.approve())
+    run_routine(ApprovalDecision.approve(), paste)
     wait_until(lambda: "echo PWNED" in history_lines(shell), WAIT_S, "bash running the pasted line")
     type_line("echo END")
     wait_until(lambda: "echo END" in history_lines(shell), WAIT_S, "bash running the test's own line")

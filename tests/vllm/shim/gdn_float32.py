@@ -211,7 +211,7 @@ class Float32Ops:
         cache_indices: Tensor, has_initial_state: Tensor, silu_activation: bool, is_weight_packed: bool,
     ) -> Tensor:  # fmt: skip
         if x.dtype != torch.float32:
-            return self._vllm.causal_conv1d_fwd_cpu(  # type: ignore[no-any-return]
+            return self._vllm.causal_conv1d_fwd_cpu(
                 x=x, weight=weight, bias=bias, conv_states=conv_states, query_start_loc=query_start_loc,
                 cache_indices=cache_indices, has_initial_state=has_initial_state, silu_activation=silu_activation,
                 is_weight_packed=is_weight_packed,
@@ -225,7 +225,7 @@ class Float32Ops:
         conv_state_indices: Tensor, is_weight_packed: bool, num_accepted_tokens: Tensor | None = None,
     ) -> Tensor:  # fmt: skip
         if x.dtype != torch.float32:
-            return self._vllm.causal_conv1d_update_cpu(  # type: ignore[no-any-return]
+            return self._vllm.causal_conv1d_update_cpu(
                 x=x, conv_states=conv_states, weight=weight, bias=bias, silu_activation=silu_activation,
                 conv_state_indices=conv_state_indices, is_weight_packed=is_weight_packed,
                 num_accepted_tokens=num_accepted_tokens,
@@ -236,7 +236,7 @@ class Float32Ops:
 
     def fused_gdn_gating_cpu(self, *, A_log: Tensor, a: Tensor, b: Tensor, dt_bias: Tensor) -> tuple[Tensor, Tensor]:
         if a.dtype != torch.float32:
-            return self._vllm.fused_gdn_gating_cpu(A_log=A_log, a=a, b=b, dt_bias=dt_bias)  # type: ignore[no-any-return]
+            return self._vllm.fused_gdn_gating_cpu(A_log=A_log, a=a, b=b, dt_bias=dt_bias)
         return gating(A_log, a, b, dt_bias)
 
     def chunk_gated_delta_rule_cpu(
@@ -245,7 +245,7 @@ class Float32Ops:
         initial_state_indices: Tensor,
     ) -> tuple[Tensor, Tensor]:  # fmt: skip
         if value.dtype != torch.float32:
-            return self._vllm.chunk_gated_delta_rule_cpu(  # type: ignore[no-any-return]
+            return self._vllm.chunk_gated_delta_rule_cpu(
                 query=query, key=key, value=value, g=g, beta=beta, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens, head_first=head_first,
                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, initial_state_indices=initial_state_indices,
@@ -263,7 +263,7 @@ class Float32Ops:
         use_qk_l2norm_in_kernel: bool,
     ) -> Tensor:  # fmt: skip
         if v.dtype != torch.float32:
-            return self._vllm.fused_sigmoid_gating_delta_rule_update_cpu(  # type: ignore[no-any-return]
+            return self._vllm.fused_sigmoid_gating_delta_rule_update_cpu(
                 A_log=A_log, dt_bias=dt_bias, q=q, k=k, v=v, a=a, b=b, initial_state_source=initial_state_source,
                 initial_state_indices=initial_state_indices, cu_seqlens=cu_seqlens,
                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
@@ -275,4 +275,4 @@ class Float32Ops:
 
     def fused_sigmoid_gating_delta_rule_update_spec_cpu(self, **arguments: Tensor | bool) -> Tensor:
         # Speculative decoding: the tier never configures it; in float32 vLLM's kernel refuses it itself.
-        return self._vllm.fused_sigmoid_gating_delta_rule_update_spec_cpu(**arguments)  # type: ignore[no-any-return]
+        return self._vllm.fused_sigmoid_gating_delta_rule_update_spec_cpu(**arguments)

@@ -47,11 +47,11 @@ routine "approve all", which exists only for a routine's recorded steps.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from holodesk.automation.actions import Action, Click, Drag, HoldAndTap, KeyCombo, MouseButton, TypeText
-from holodesk.automation.display_text import text_summary
 from holodesk.automation.proposal import Grounding
 
 # normalize_key (automation/keys.py) folds return, ret and kp_enter into "enter" before any rule sees them.
@@ -63,6 +63,7 @@ CTRL_ENTER_LETTERS = frozenset({"m", "j", "o"})
 PASTE_BUTTONS = frozenset({MouseButton.MIDDLE})
 # How much of the text a paste would type is shown (its start and end; the length is said).
 PASTE_SHOWN_CHARS = 160
+_PICTURES = {"\n": "⏎", "\r": "⏎", " ": "·", "\t": "⇥", "\x7f": "␡"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,14 +102,40 @@ def pastes(action: Action) -> bool:
     return isinstance(action, Click | Drag) and action.button in PASTE_BUTTONS
 
 
+def pictured(text: str) -> str:
+    """`text` with every character that is not plainly printable shown as a visible picture: line breaks
+    as ⏎, spaces as ·, tabs as ⇥, other controls as their Unicode control pictures (␛, ␇...), and
+    invisible or format characters (bidi overrides, other spaces) as ⟨U+202E⟩.
+
+    No backslash escapes: the words go into the request's prose, which every front end escapes again
+    (automation/display_text.py), and an escape escaped twice would read as a backslash in the text.
+    """
+    out: list[str] = []
+    for character in text:
+        code = ord(character)
+        if character in _PICTURES:
+            out.append(_PICTURES[character])
+        elif code < 0x20:
+            out.append(chr(0x2400 + code))  # the Control Pictures block: ␀ to ␟
+        elif unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp", "Zs", "Cs", "Co", "Cn"):
+            out.append(f"⟨U+{code:04X}⟩")
+        else:
+            out.append(character)
+    return "".join(out)
+
+
 def paste_in_words(text: str) -> str:
-    """What a paste would type, safe to show: control characters escaped, line breaks and spaces
-    visible, bounded; its line breaks counted, since a terminal runs each line."""
+    """What a paste would type, safe to show (`pictured`), bounded (its start and end); its line breaks
+    counted, since a terminal runs each line."""
     if not text:
         return "the primary selection is empty: it pastes nothing"
     breaks = text.count("\n") + text.count("\r")
     lines = f", its {breaks} line break{'s' if breaks != 1 else ''} pressed as Enter" if breaks else ""
-    return f"it pastes the primary selection ({len(text)} characters{lines}): {text_summary(text, PASTE_SHOWN_CHARS)}"
+    shown = pictured(text)
+    if len(shown) > PASTE_SHOWN_CHARS:
+        head, tail = PASTE_SHOWN_CHARS * 2 // 3, PASTE_SHOWN_CHARS // 3
+        shown = f"{shown[:head]} …[{len(shown) - head - tail} more]… {shown[-tail:]}"
+    return f"it pastes the primary selection ({len(text)} characters{lines}): {shown}"
 
 
 def approval_rule(action: Action, grounding: Grounding | None, paste_text: str | None = None) -> ApprovalRule:

@@ -26,6 +26,7 @@ from holodesk.automation.actions import (
     Wait,
 )
 from holodesk.automation.approval_rules import approval_rule, paste_in_words, pastes, presses_enter
+from holodesk.automation.display_text import bounded_prose
 from holodesk.automation.engine import EngineSettings, Outcome, StepEngine
 from holodesk.automation.keys import parse_combination
 from holodesk.automation.primary_selection import PasteUnreadable, read_primary_selection
@@ -108,7 +109,7 @@ def test_a_paste_is_shown_under_every_box_with_its_text(action: Action) -> None:
     for grounding in (EXACT, FILE_SAYS_REVERSIBLE, None):
         rule = approval_rule(action, grounding, "echo PWNED\n")
         assert (rule.may_approve_all, rule.per_kind_may_cover, rule.irreversible) == (False, False, True)
-        assert "echo·PWNED\\n" in rule.why_asked and "1 line break pressed as Enter" in rule.why_asked
+        assert "echo·PWNED⏎" in rule.why_asked and "1 line break pressed as Enter" in rule.why_asked
 
 
 # (action, routine "approve all" may cover it when found exactly, a ticked kind may cover it)
@@ -140,11 +141,21 @@ def test_each_action_of_the_vocabulary_follows_the_table(action: Action, approve
     assert not approval_rule(action, None).may_approve_all  # the model's own step
 
 
-def test_paste_words_escape_control_characters_and_make_line_breaks_visible() -> None:
-    words = paste_in_words("clear\x1b[2J\x07\necho hi\u202e\n")
-    assert "\x1b" not in words and "\x07" not in words and "\u202e" not in words and "\n" not in words
-    assert "\\x1b" in words and "\\n" in words and "2 line breaks pressed as Enter" in words
+def test_paste_words_picture_control_characters_and_line_breaks() -> None:
+    words = paste_in_words("clear\x1b[2J\x07\necho hi\u202e a\\n\xa0\t\x7f\n")
+    assert words == (
+        "it pastes the primary selection (27 characters, its 2 line breaks pressed as Enter): "
+        "clear␛[2J␇⏎echo·hi⟨U+202E⟩·a\\n⟨U+00A0⟩⇥␡⏎"  # the backslash-n the text holds stays one backslash
+    )
     assert paste_in_words("") == "the primary selection is empty: it pastes nothing"
+    long = paste_in_words("x" * 500 + "\n; rm -rf ~\n")
+    assert len(long) < 300 and long.endswith("x⏎;·rm·-rf·~⏎") and "…[353 more]…" in long
+
+
+def test_paste_words_survive_the_front_ends_escaping_unchanged() -> None:
+    """The panel and the terminal show the words through bounded_prose: nothing in them is escaped again."""
+    words = paste_in_words("echo PWNED\n\x1b[31m\u202e")
+    assert bounded_prose(words, 300) == words
 
 
 def test_a_wayland_session_refuses_to_read_the_selection_in_words() -> None:
@@ -169,7 +180,7 @@ def test_approve_all_never_covers_a_middle_click_and_the_approver_reads_what_it_
     assert [r.action for r in approver.shown] == [Click(P), middle]  # the second exact click was covered
     request = approver.shown[1]
     assert request.paste_text == "echo PWNED\n" and request.irreversible and not request.may_approve_all
-    assert "echo·PWNED\\n" in request.adjustment and "echo·PWNED\\n" in request.why_asked
+    assert "echo·PWNED⏎" in request.adjustment and "echo·PWNED⏎" in request.why_asked
     assert len(performer.executed) == 3
 
 

@@ -115,7 +115,7 @@ def run_routine(on_paste: ApprovalDecision, paste_step: Action) -> Approver:
     assert [r.action for r in approver.asked] == [Click(ON_THE_DESKTOP), paste_step]
     paste = approver.asked[1]
     assert paste.paste_text == PASTE and paste.irreversible and not paste.may_approve_all
-    assert "echo·PWNED\\n" in paste.adjustment and "1 line break pressed as Enter" in paste.adjustment
+    assert "echo·PWNED⏎" in paste.adjustment and "1 line break pressed as Enter" in paste.adjustment
     return approver
 
 

@@ -20,7 +20,7 @@ import pytest
 from holodesk.app.gui.gui_approver import GuiApprover
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import Qt
-from holodesk.automation.actions import Action, Done, KeyCombo, Point, TypeText
+from holodesk.automation.actions import Action, Click, Done, KeyCombo, MouseButton, Point, TypeText
 from holodesk.automation.coords import ImagePixelSpace
 from holodesk.automation.engine import EngineSettings, Outcome, RunResult, StepEngine
 from holodesk.automation.input.performer import InputPerformer
@@ -28,6 +28,7 @@ from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
 from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
+from tests.support.user_clipboard import serve_user_text
 from tests.support.waiting import wait_until
 from tests.support.xterm_shell import bash_in_xterm, history_lines
 
@@ -113,3 +114,36 @@ def test_ctrl_m_is_asked_under_ticked_kinds_and_skipped_the_line_never_runs(qtbo
 def test_ctrl_m_approved_at_the_panel_runs_the_typed_line(qtbot, shell: Path) -> None:  # type: ignore[no-untyped-def]
     run_with_ticked_kinds(qtbot, "approve")
     wait_until(lambda: "echo ctrl-m-ran" in history_lines(shell), WAIT_S, "bash running the typed line")
+
+
+def test_a_middle_click_under_ticked_clicks_is_asked_with_the_text_it_would_paste(qtbot, shell: Path) -> None:  # type: ignore[no-untyped-def]
+    """ "click" ticked: the model's middle click still reaches the panel, which says what it would paste
+    (PRIMARY holds `echo PWNED` and a newline, set with xclip), escaped and with its line break visible.
+    Skipped there, the terminal received nothing."""
+    serve_user_text("echo PWNED\n", "PRIMARY")
+    overlay = OverlayController()
+    approver = GuiApprover(overlay, auto_approve_kinds={"click"})
+    qtbot.addWidget(approver.panel)
+    capture = ScreenCapture()
+    steps = ModelSteps([Click(ON_THE_TERMINAL, MouseButton.MIDDLE)])
+    engine = StepEngine(steps, approver, InputPerformer(X11Input(capture=capture)), capture, EngineSettings())
+    result: list[RunResult] = []
+    thread = threading.Thread(target=lambda: result.append(engine.run("paste")), daemon=True)
+    thread.start()
+    try:
+        qtbot.waitUntil(approver.panel.isVisible, timeout=int(WAIT_S * 1000))
+        context = approver.panel.named_widgets()["context"].text()
+        assert "echo·PWNED⏎" in context and "1 line break pressed as Enter" in context, context
+        assert "middle click" in approver.panel.named_widgets()["action"].text().lower()
+        qtbot.mouseClick(approver.panel.named_widgets()["skip"], Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not thread.is_alive(), timeout=int(WAIT_S * 1000))
+    finally:
+        engine.stop()
+        thread.join(10)
+        capture.close()
+        approver.panel.retract()
+        overlay.clear()
+    assert result and result[0].outcome is Outcome.DONE, result
+    type_line("echo END")
+    wait_until(lambda: "echo END" in history_lines(shell), WAIT_S, "bash running the test's own line")
+    assert history_lines(shell) == ["echo END"]

@@ -207,4 +207,4 @@ def test_a_routine_step_with_the_middle_button_loads_and_is_always_shown_with_wh
         Click(Point(*OK.centre), MouseButton.MIDDLE),
     ]
     assert answers.shown[1].irreversible and answers.shown[1].paste_text == "echo PWNED\n"
-    assert "echo·PWNED\\n" in answers.shown[1].why_asked
+    assert "echo·PWNED⏎" in answers.shown[1].why_asked

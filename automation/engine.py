@@ -297,6 +297,8 @@ class StepEngine:
         self._preparer = FramePreparer(None)  # the run's: prepares the next screenshot while it settles
         self._approved_all_exact = False  # the user chose "approve all" (approval_rule says what it covers)
         self._clicks = ClickSpacer()  # clicks one after another stay single clicks (automation/click_spacing.py)
+        # Steps whose keys went out but could not be confirmed read as sent (the performer's `unconfirmed`).
+        self._unconfirmed: list[tuple[int, str]] = []
 
     # -- control -------------------------------------------------------------------------------
 
@@ -350,6 +352,7 @@ class StepEngine:
         writer: TrajectoryWriter | None = None
         self._recording_failed = False
         self._approved_all_exact = False
+        self._unconfirmed = []
         try:
             writer = self._open_trajectory(task)
             step, outcome, detail = self._loop(task, writer)
@@ -359,6 +362,7 @@ class StepEngine:
             log.exception("engine crashed")
             outcome, detail = Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}"
         self._release_input()
+        detail += _unconfirmed_words(self._unconfirmed)
         if writer is not None:
             outcome, detail = self._confirm_recording(writer, outcome, detail)
         result = RunResult(outcome, detail, step, writer.folder if writer else None)
@@ -611,6 +615,9 @@ class StepEngine:
         self._clicks.performed(screen_action)
         ok, detail = result.ok, result.detail
         record["result"] = {"ok": ok, "detail": detail, "duration_s": round(time.perf_counter() - started, 4)}
+        if result.unconfirmed:
+            record["result"]["unconfirmed"] = result.unconfirmed
+            self._unconfirmed.append((step, result.unconfirmed))
         if not ok:
             self._fail_step(step, f"the desktop refused the action: {detail}")
         return replace(past, result=detail or screen_action.describe())
@@ -790,6 +797,16 @@ class StepEngine:
             self.listener(EngineEvent(state, step, detail, result))
         except Exception:  # a broken listener must not break the run
             log.exception("engine listener failed")
+
+
+def _unconfirmed_words(steps: list[tuple[int, str]]) -> str:
+    """What the run's summary adds for steps whose keys could not be confirmed received ("" for none)."""
+    if not steps:
+        return ""
+    which = ", ".join(str(step) for step, _ in steps)
+    whys = "; ".join(dict.fromkeys(why for _, why in steps))
+    plural = "s" if len(steps) > 1 else ""
+    return f"; the text of step{plural} {which} was sent but could not be confirmed to have arrived as sent ({whys})"
 
 
 def _frame_meta(frame: ScreenFrame) -> dict[str, Any]:

@@ -34,6 +34,7 @@ display_debs=(xvfb xfonts-base xdotool x11-xserver-utils x11-utils xauth trayer 
       xterm x11-xkb-utils openbox  # a real terminal, setxkbmap for other layouts, a window manager
       zenity  # a GTK text entry that prints what it received (tests/automation/test_typing_layouts.py)
       kitty alacritty  # GL terminals on Mesa's llvmpipe (tests/automation/test_typing_terminals.py)
+      rxvt-unicode  # urxvt, frozen and continued while text is typed (tests/automation/test_typing_freeze.py)
       chromium chromium-driver  # holodesk eval miniwob
       # The headless GNOME Wayland stack (bench/rigs/gnome_stack.py) and the portal backend's
       # PipeWire reader; wl-clipboard for the portal's wl-copy paste (tests/automation/wayland).

@@ -22,6 +22,16 @@ from holodesk.automation.input.primitives import Primitive
 
 
 @dataclass(frozen=True, slots=True)
+class Unconfirmed:
+    """What `perform` gives back when keys went out but the program they went to could not be shown
+    to have read them as sent (keys on temporarily bound keycodes, automation.input.x11.unread):
+    `why`, in words, and the step's usual note. The step's result then never says "typed"."""
+
+    why: str
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class InputCapabilities:
     """What a backend can do, declared. `knows_focused_program`: it can name the program keys go to
     (else the plan refuses options that depend on it); `refuses_corners`: points on a monitor's corner
@@ -58,8 +68,9 @@ class InputBackend(Protocol):
         desktop's refusals into DesktopRefused (a stop stays Cancelled)."""
         ...
 
-    def perform(self, step: Primitive, cancel: CancelToken) -> str:
-        """Send one primitive; returns words on how it went ("" when there is nothing to add)."""
+    def perform(self, step: Primitive, cancel: CancelToken) -> str | Unconfirmed:
+        """Send one primitive; returns words on how it went ("" when there is nothing to add), or
+        Unconfirmed when what the program received cannot be known."""
         ...
 
     def close(self) -> None:

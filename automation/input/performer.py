@@ -6,7 +6,8 @@ refused there) and has the backend check every primitive; nothing is sent until 
 `execute` validates again, then performs the steps inside the backend's `acting` block, checking the
 CancelToken between steps; pauses (a Wait, the focus settling after a click) are the performer's own
 and stoppable. The result says what was sent, in the backend's words; a refusal of the desktop
-part-way is ok=False with its reason.
+part-way is ok=False with its reason. Keys the program could not be shown to have read (the
+backend's Unconfirmed) make the result say the text was sent, never typed, and why (`unconfirmed`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from holodesk.automation.actions import Action, HoldAndTap, KeyCombo, TypeText, 
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import monitor_at
 from holodesk.automation.errors import ActionError, DesktopRefused
-from holodesk.automation.input.backend import InputBackend
+from holodesk.automation.input.backend import InputBackend, Unconfirmed
 from holodesk.automation.input.corners import is_corner
 from holodesk.automation.input.injected import InjectedInput
 from holodesk.automation.input.plan import plan_action
@@ -28,12 +29,14 @@ from holodesk.automation.input.primitives import KeyPresses, PastedText, Pause, 
 
 @dataclass(frozen=True, slots=True)
 class ExecutionResult:
-    """What happened to one action. `ok` is False when the desktop refused it part-way."""
+    """What happened to one action. `ok` is False when the desktop refused it part-way. `unconfirmed`:
+    why what the program received could not be confirmed, in words ("" when it could)."""
 
     action: Action
     ok: bool
     detail: str
     duration_s: float
+    unconfirmed: str = ""
 
 
 class InputPerformer:
@@ -85,7 +88,7 @@ class InputPerformer:
             cancel.raise_if_cancelled()
             if isinstance(action, UpdatePlan):  # a plan changes nothing on screen
                 return ExecutionResult(action, True, action.listing(), time.monotonic() - started)
-            notes: list[tuple[Primitive, str]] = []
+            notes: list[tuple[Primitive, str | Unconfirmed]] = []
             try:
                 pauses = [step for step in steps if isinstance(step, Pause)]
                 if len(pauses) == len(steps):  # a Wait sends nothing: no device is opened for it
@@ -101,7 +104,10 @@ class InputPerformer:
                                 notes.append((step, self.backend.perform(step, cancel)))
             except DesktopRefused as exc:
                 return ExecutionResult(action, False, f"{action.describe()} failed: {exc}", time.monotonic() - started)
-            return ExecutionResult(action, True, _words(action, notes), time.monotonic() - started)
+            whys = [note.why for _, note in notes if isinstance(note, Unconfirmed)]
+            return ExecutionResult(
+                action, True, _words(action, notes), time.monotonic() - started, unconfirmed="; ".join(whys)
+            )
 
     @staticmethod
     def _pause(step: Pause, cancel: CancelToken) -> None:
@@ -109,26 +115,43 @@ class InputPerformer:
             cancel.raise_if_cancelled()
 
 
-def _words(action: Action, notes: list[tuple[Primitive, str]]) -> str:
+def _words(action: Action, notes: list[tuple[Primitive, str | Unconfirmed]]) -> str:
     """The step's result: the action, and what each step sent in the backend's words."""
     described = action.describe()
-    if isinstance(action, TypeText) and (action.overwrite or action.press_enter):
+    unconfirmed = any(isinstance(note, Unconfirmed) for _, note in notes)
+    if isinstance(action, TypeText) and (action.overwrite or action.press_enter or unconfirmed):
         parts = [
             _step_words(step, note) for step, note in notes if isinstance(step, KeyPresses | TypedText | PastedText)
         ]
+        if unconfirmed:  # never "type ...": what arrived is not known
+            return "; ".join(parts)
         return f"{described}: {'; '.join(parts)}" if parts else described
-    said = [note for step, note in notes if note and isinstance(action, TypeText | KeyCombo | HoldAndTap)]
+    said = [_note(note) for step, note in notes if note and isinstance(action, TypeText | KeyCombo | HoldAndTap)]
+    if unconfirmed:
+        return f"{described}: sent, {'; '.join(said)}"
     return f"{described} ({'; '.join(said)})" if said else described
 
 
-def _step_words(step: Primitive, note: str) -> str:
+def _note(note: str | Unconfirmed) -> str:
+    """The backend's words for a step; for unconfirmed keys, that they could not be confirmed and why."""
+    if not isinstance(note, Unconfirmed):
+        return note
+    extra = f"; {note.note}" if note.note else ""
+    return f"but whether the program read them as sent could not be confirmed: {note.why}{extra}"
+
+
+def _step_words(step: Primitive, note: str | Unconfirmed) -> str:
     """One part of a typing step's result, in the past tense; the backend's note (a paste, a refocus) after it."""
     if isinstance(step, KeyPresses):
         purpose = f" {step.purpose}" if step.purpose else ""
-        said = f"pressed {'+'.join(step.keys)}{purpose}"
+        said = f"{'sent' if isinstance(note, Unconfirmed) else 'pressed'} {'+'.join(step.keys)}{purpose}"
     elif isinstance(step, TypedText | PastedText):
         shown = step.text if len(step.text) <= 60 else step.text[:57] + "..."
-        said = f"typed {shown!r}" if shown else ""
+        verb = "sent the keys of" if isinstance(note, Unconfirmed) else "typed"
+        said = f"{verb} {shown!r}" if shown else ""
     else:
-        return note
-    return f"{said} ({note})" if note and said else note or said
+        return _note(note)
+    words = _note(note)
+    if isinstance(note, Unconfirmed):
+        return f"{said}, {words}" if said else words
+    return f"{said} ({words})" if words and said else words or said

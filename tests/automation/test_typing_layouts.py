@@ -36,7 +36,8 @@ from holodesk.automation.errors import ActionError
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11 import xkb
 from holodesk.automation.input.x11.backend import X11Input
-from holodesk.automation.input.x11.keyboard import PING_TIMEOUT_S, LayoutChanged, X11Typer, ping_focused_window
+from holodesk.automation.input.x11.keyboard import LayoutChanged, X11Typer
+from holodesk.automation.input.x11.unread import PING_TIMEOUT_S, ping_focused_window
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.virtual_display import XvfbServer
 from tests.support.chromium_field import AREA, FIELD, ChromiumField

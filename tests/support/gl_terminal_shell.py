@@ -1,5 +1,7 @@
 """kitty or alacritty (Debian's packages) on the test's Xvfb, running `cat > file`: the file is what the terminal sent.
 
+xterm and urxvt (rxvt-unicode) run the same way for the freeze tests (tests/automation/test_typing_freeze.py).
+
 The terminal's own program is `sh -c 'exec cat > received.txt'`: every key the terminal passes on,
 escape sequences included (kitty's keyboard protocol turns a shortcut it does not take as its own into
 `ESC[...u`), reaches the file once Enter ends the line, and a paste arrives as its text. The file is
@@ -70,14 +72,20 @@ def _command(program: str, folder: Path) -> list[str]:
         config = folder / "alacritty.yml"
         config.write_text("")
         return ["alacritty", "--config-file", str(config), "--working-directory", str(folder), "-e", *run]
-    raise ValueError(f"not a GL terminal of these tests: {program!r}")
+    if program == "xterm":
+        return ["xterm", "-u8", "-e", *run]
+    if program == "urxvt":
+        return ["urxvt", "-e", *run]
+    raise ValueError(f"not a terminal of these tests: {program!r}")
 
 
 @contextmanager
 def gl_terminal(program: str, folder: Path) -> Iterator[GlTerminal]:
-    """Start `program` (kitty or alacritty) running `cat > received.txt` in `folder`; stop it after the block."""
+    """Start `program` (kitty, alacritty, xterm or urxvt) running `cat > received.txt` in `folder`; stop it
+    after the block."""
     if shutil.which(program) is None:
-        pytest.fail(f"{program} is not installed (Debian: apt install {program})", pytrace=False)
+        package = {"urxvt": "rxvt-unicode"}.get(program, program)
+        pytest.fail(f"{program} is not installed (Debian: apt install {package})", pytrace=False)
     env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "LIBGL_ALWAYS_SOFTWARE": "1"}
     env["WINIT_UNIX_BACKEND"] = "x11"
     env.pop("WAYLAND_DISPLAY", None)

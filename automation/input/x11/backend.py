@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from holodesk.automation.actions import Action, Click, Drag, HoldAndTap, KeyCombo, Scroll, ScrollDirection, TypeText
@@ -37,7 +38,7 @@ from holodesk.automation.errors import (
     OffScreenError,
 )
 from holodesk.automation.held_input import BUTTON_NUMBERS, HeldInputMarker
-from holodesk.automation.input.backend import InputCapabilities
+from holodesk.automation.input.backend import InputCapabilities, Unconfirmed
 from holodesk.automation.input.corners import corner_pixels
 from holodesk.automation.input.injected import InjectedInput, keys_for_text
 from holodesk.automation.input.plan import TYPED, InputTarget, TextRoute
@@ -238,9 +239,11 @@ class X11Input:
         return self._injected
 
     def close(self) -> None:
-        """Give back the X11 typer's spare keycode bindings."""
+        """Give back the X11 typer's spare keycode bindings (those no program may still read keys on)."""
         if self._typer is not None:
-            self._typer.close()
+            kept = self._typer.close()
+            if kept:
+                log.warning("%s", kept)
 
     # -- what the plan needs, and checks: nothing here sends input -------------------------------
 
@@ -381,9 +384,9 @@ class X11Input:
                 keys.update(self._key_names(step.keys))
         return buttons, sorted(keys)
 
-    def perform(self, step: Primitive, cancel: CancelToken) -> str:
+    def perform(self, step: Primitive, cancel: CancelToken) -> str | Unconfirmed:
         pyautogui = self._load()
-        note = ""
+        note: str | Unconfirmed = ""
         if isinstance(step, PointerTo):
             pyautogui.moveTo(step.at.x, step.at.y)
         elif isinstance(step, ButtonClicks):
@@ -406,14 +409,19 @@ class X11Input:
         elif isinstance(step, Pause):
             raise AssertionError("the performer waits itself")
         if self._refocused:
-            note, self._refocused = f"{note}; {self._refocused}" if note else self._refocused, ""
+            said = note.note if isinstance(note, Unconfirmed) else note
+            said, self._refocused = f"{said}; {self._refocused}" if said else self._refocused, ""
+            note = replace(note, note=said) if isinstance(note, Unconfirmed) else said
         return note
 
-    def _press(self, hold: Sequence[str], taps: Sequence[str], pyautogui: Any, cancel: CancelToken) -> str:
+    def _press(
+        self, hold: Sequence[str], taps: Sequence[str], pyautogui: Any, cancel: CancelToken
+    ) -> str | Unconfirmed:
         """Hold `hold`, tap `taps`, release `hold` in reverse (also on a stop or a fault)."""
         if self._typer is not None:
-            log.info("pressed %s", self._typer_keys(hold, taps, cancel).describe())
-            return ""
+            sent = self._typer_keys(hold, taps, cancel)
+            log.info("pressed %s", sent.describe())
+            return Unconfirmed(sent.unconfirmed) if sent.unconfirmed else ""
         held = self._key_names(hold)
         tapped = self._key_names(taps)
         pressed: list[str] = []
@@ -463,7 +471,7 @@ class X11Input:
             else:
                 pyautogui.hscroll(notch)
 
-    def _type(self, text: str, pyautogui: Any, cancel: CancelToken) -> str:
+    def _type(self, text: str, pyautogui: Any, cancel: CancelToken) -> str | Unconfirmed:
         if self._typer is not None:
             self._typer.key_interval_s = self.type_interval_s
             try:
@@ -474,7 +482,7 @@ class X11Input:
                 pasted = PastedText(text, self._paste_keys(window_class), f"key events unavailable: {exc}")
                 return self._paste(pasted, pyautogui, cancel)
             log.info("typed as %s", sent.describe())
-            return ""
+            return Unconfirmed(sent.unconfirmed) if sent.unconfirmed else ""
         for begin in range(0, len(text), self.type_chunk_chars):
             cancel.raise_if_cancelled()
             chunk = text[begin : begin + self.type_chunk_chars]

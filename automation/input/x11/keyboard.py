@@ -8,19 +8,20 @@ level 1, or level 2 with Shift. A keysym the active group lacks is bound to a sp
 with no symbols), the technique xdotool uses; a modifier the layout lacks is refused, since a
 spare keycode carries no modifier.
 
-Bindings race the programs that read them: a program fetches the keymap when told it changed, and
-a slow one may fetch it after a later change and read earlier keys with later symbols. So a
-binding is only ever added while a text is typed, never replaced: the text's characters are all
-bound before its first key, and a text needing more spare keycodes than there are goes through
-the clipboard instead. Bindings stay for the next action; replacing one (the least recently used)
-or clearing them all waits until the focused program answered a _NET_WM_PING, which it can only do
-after reading every key sent before it. A program that does not answer pings (xterm; the Qt of our
-tests did not either, GTK does) gets a bounded settle time instead: that is a wait, not a proof,
-and the clipboard is no better (the program fetches the paste as late as it reads keys). A marker
-on disk names what is bound (automation.held_input), so a killed run's
-bindings are cleared by the next start. Caps Lock is unlocked while text is typed and locked again
-after. Events go through XTEST, so they look like a real keyboard's to every program, terminals
-included.
+Bindings race the programs that read them: a program turns a key into a character with the keymap
+it has when it reads the key, so a slow one (busy, stopped) reads keys sent on a spare keycode with
+whatever that keycode carries by then. So a binding is only ever added while a text is typed, and
+the text's characters are all bound before its first key (a text needing more spare keycodes than
+there are goes through the clipboard). Bindings stay for the next action. One is cleared or replaced
+(the least recently used) only once every program that was sent keys on it showed it read them, by
+answering a _NET_WM_PING sent after them, or is gone (automation.input.x11.unread). After each text
+or key combination with keys on spare keycodes, the program is asked at once: when it does not
+answer in time, or takes no pings at all (xterm), the result says so (KeysSent.unconfirmed) and the
+step says the text was sent, not typed. Bindings that cannot be given back stay bound past the
+run's end; a text that would need to replace one goes through the clipboard instead. A marker on
+disk names what is bound (automation.held_input), so a killed run's bindings are cleared by the
+next start. Caps Lock is unlocked while text is typed and locked again after. Events go through
+XTEST, so they look like a real keyboard's to every program, terminals included.
 
 A keymap change also races a program that applies it late. kitty (GLFW's X11 code) only marks its
 keymap stale on XkbMapNotify and compiles it at the next key or state event it handles, taking the
@@ -42,17 +43,23 @@ python-xlib (a pyautogui dependency on Linux) is imported lazily: this module im
 from __future__ import annotations
 
 import atexit
-import select
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError
 from holodesk.automation.held_input import HeldInputMarker, RemappedKeysMarker
+from holodesk.automation.input.x11.unread import (
+    PING_TIMEOUT_S,
+    UnreadKeys,
+    first_below,
+    focused_reader,
+    ping_focused_window,
+)
 from holodesk.automation.keys import SHORTCUT_MODIFIERS
 
 XK_RETURN = 0xFF0D
@@ -61,10 +68,6 @@ XK_SHIFT_L = 0xFFE1
 XK_CAPS_LOCK = 0xFFE5
 UNICODE_KEYSYM_OFFSET = 0x01000000
 
-# How long to wait for a program's answer to a ping before replacing or clearing a binding, and
-# how long to let a program that never answers pings read its keys.
-PING_TIMEOUT_S = 2.0
-UNANSWERED_SETTLE_S = 1.0
 
 # Canonical key names (automation.keys) and their keysyms. None: no X key (fn never reaches the OS).
 KEY_KEYSYMS: dict[str, int | None] = {
@@ -214,12 +217,17 @@ def _group_pair(syms: list[int], group: int) -> tuple[int, int]:
 
 @dataclass(frozen=True, slots=True)
 class KeysSent:
-    """What went out: `presses` key presses in layout group `group` (from 0), `bound` of them on spare keycodes."""
+    """What went out: `presses` key presses in layout group `group` (from 0), `bound` of them on spare keycodes.
+
+    `unconfirmed`: why the program the keys went to could not be shown to have read those on spare
+    keycodes ("" when it showed it did, or none was on one): what it received is then not known.
+    """
 
     presses: int
     bound: int
     group: int
     keys: str = ""  # the combination in words, for key presses (not for typed text)
+    unconfirmed: str = ""
 
     def describe(self) -> str:
         spare = f", {self.bound} on temporarily bound keys" if self.bound else ""
@@ -244,7 +252,6 @@ class X11Typer:
         held_marker: HeldInputMarker | None = None,
         remapped_marker: RemappedKeysMarker | None = None,
         ping_timeout_s: float = PING_TIMEOUT_S,
-        unanswered_settle_s: float = UNANSWERED_SETTLE_S,
     ) -> None:
         self.display_name = display_name
         # Characters always typed on a spare keycode, never on the key the user presses for them
@@ -257,7 +264,8 @@ class X11Typer:
             remapped_marker if remapped_marker is not None else RemappedKeysMarker(display=display_name)
         )
         self.ping_timeout_s = ping_timeout_s
-        self.unanswered_settle_s = unanswered_settle_s
+        # Which bound keycodes some program may still read keys on (automation.input.x11.unread).
+        self.unread = UnreadKeys(display_name, ping_timeout_s)
         self._display: Any = None
         self._lock = threading.RLock()
         self._bound: OrderedDict[int, int] = OrderedDict()  # keysym -> spare keycode, least recently used first
@@ -286,13 +294,12 @@ class X11Typer:
         self._display = display
         return display
 
-    def close(self) -> None:
-        """Clear every binding (after the focused program has read its keys) and disconnect."""
+    def close(self) -> str:
+        """Clear every binding no program may still read keys on, and disconnect; what stays bound, in
+        words ("" when nothing). What stays is kept (and named in the marker) for a later call."""
         with self._lock:
-            if self._display is None:
-                return
             try:
-                self.release_bindings()
+                return self.release_bindings()
             finally:
                 if self._display is not None:
                     self._display.close()
@@ -412,6 +419,7 @@ class X11Typer:
         for keysym, code in list(self._bound.items()):
             if keymap.first_keysym(code) != keysym:
                 del self._bound[keysym]
+                self.unread.forget([code])
         new = [k for k in wanted if k not in self._bound]
         free = [code for code in keymap.spare if code not in self._bound.values()]
         evictable = [k for k in self._bound if k not in wanted]
@@ -419,9 +427,16 @@ class X11Typer:
             available = len(free) + len(evictable)
             raise TypingUnavailable(f"{len(new)} keys need a spare keycode and only {available} are free")
         if len(new) > len(free):
-            # Replacing a binding: the focused program must have read every key sent with it first.
-            self._wait_for_focused_program()
-            for keysym in evictable[: len(new) - len(free)]:
+            # Replacing a binding: every program sent keys on it must have shown it read them first.
+            pending = self.unread.pending([self._bound[k] for k in evictable])
+            replaceable = [k for k in evictable if self._bound[k] not in pending]
+            if len(new) > len(free) + len(replaceable):
+                readers = ", ".join(self.unread.readers(pending))
+                raise TypingUnavailable(
+                    f"{len(new)} keys need a spare keycode and only {len(free) + len(replaceable)} are free: "
+                    f"the others carry keys {readers} has not been shown to have read"
+                )
+            for keysym in replaceable[: len(new) - len(free)]:
                 free.append(self._bound.pop(keysym))
         for keysym, code in zip(new, free, strict=False):
             display.change_keyboard_mapping(code, [(keysym, keysym)])
@@ -437,40 +452,55 @@ class X11Typer:
             self.remapped_marker.record(dict((code, keysym) for keysym, code in self._bound.items()))
         return {keysym: self._bound[keysym] for keysym in wanted}
 
-    def release_bindings(self) -> None:
-        """Clear every spare keycode bound here, once the focused program has read what was sent."""
+    def release_bindings(self) -> str:
+        """Clear every spare keycode bound here that no program may still read keys on (each is asked,
+        automation.input.x11.unread); the rest stay bound and named in the marker. What stays, in words."""
         with self._lock:
-            if not self._bound or self._display is None:
+            if not self._bound:
                 self.remapped_marker.record({})
-                self._bound.clear()
-                return
-            display = self._display
+                return ""
             try:
-                self._wait_for_focused_program()
+                display = self._open()
+                pending = self.unread.pending(list(self._bound.values()))
                 first = display.display.info.min_keycode
                 count = display.display.info.max_keycode - first + 1
                 rows = display.get_keyboard_mapping(first, count)
-                for keysym, code in self._bound.items():
+                for keysym, code in list(self._bound.items()):
+                    if code in pending:
+                        continue
                     if rows[code - first] and rows[code - first][0] == keysym:  # still ours
                         display.change_keyboard_mapping(code, [(0, 0)])
+                    del self._bound[keysym]
+                    self.unread.forget([code])
                 display.sync()
             except Exception:  # the connection is gone: the marker stays for the next start to repair
                 self._display = None
                 self._bound.clear()
-                return
-            self._bound.clear()
-            self.remapped_marker.record({})
+                return "the X connection was lost: the next start clears the temporarily bound keycodes"
+            self.remapped_marker.record({code: keysym for keysym, code in self._bound.items()})
+            if not self._bound:
+                return ""
+            readers = ", ".join(self.unread.readers(pending))
+            return (
+                f"{len(self._bound)} temporarily bound keycodes stay bound: {readers} may still read keys "
+                "sent on them (cleared once it shows it read them, or at the next start)"
+            )
 
     def _focused_window(self) -> int:
         """The window with the keyboard focus (0 when it follows the pointer or is nowhere)."""
         focus = self._open().get_input_focus().focus
         return int(getattr(focus, "id", 0))
 
-    def _wait_for_focused_program(self) -> None:
-        """Return once the focused top-level window answered a ping, or after a bounded settle time."""
-        answered = ping_focused_window(self.display_name, self.ping_timeout_s)
-        if not answered:
-            time.sleep(self.unanswered_settle_s)
+    def _confirm_read(self, keycodes: set[int], send: Callable[[], KeysSent]) -> KeysSent:
+        """`send` keys; those on bound `keycodes` are noted for the program they went to, which is then
+        asked (a ping) whether it read them. The result says when that could not be confirmed."""
+        if not keycodes:
+            return send()
+        reader = focused_reader(self._open())
+        self.unread.sent(reader, keycodes)  # before the first key: a stop part-way leaves them noted
+        sent = send()
+        why = self.unread.confirm(reader)
+        return replace(sent, unconfirmed=why) if why else sent
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -500,8 +530,12 @@ class X11Typer:
             assert shift_entry is not None  # check() said so
             applied = (self.keymap().signature if bound else keymap.signature, self._focused_window())
             fence = applied != self._applied
+            on_bound = {stroke.keycode for _, stroke in strokes if stroke.bound}
             try:
-                sent = self._send_strokes(strokes, shift_entry[0], keymap.group, forced, cancel, fence=fence)
+                sent = self._confirm_read(
+                    on_bound,
+                    lambda: self._send_strokes(strokes, shift_entry[0], keymap.group, forced, cancel, fence=fence),
+                )
                 if fence and any(stroke.shift for _, stroke in strokes):
                     self._applied = applied  # the fence ran, or Shift came first: its state event is in order
                 return sent
@@ -578,23 +612,28 @@ class X11Typer:
             tap_syms = self._resolve_keys(taps, keymap, shortcut=shortcut)
             codes, groups = self._keycodes_for_keys([*hold_syms, *tap_syms], keymap, shortcut)
             display = self._open()
-            pressed: list[int] = []
-            with self.held_marker.holding(keycodes=set(codes.values())):
-                try:
-                    for keysym in hold_syms:
-                        cancel.raise_if_cancelled()
-                        xtest.fake_input(display, X.KeyPress, codes[keysym])
-                        pressed.append(codes[keysym])
-                    for keysym in tap_syms:
-                        cancel.raise_if_cancelled()
-                        xtest.fake_input(display, X.KeyPress, codes[keysym])
-                        xtest.fake_input(display, X.KeyRelease, codes[keysym])
-                        display.sync()
-                finally:
-                    self._finish(display, pressed, False)
-            bound = sum(1 for k in [*hold_syms, *tap_syms] if codes[k] in self._bound.values())
+            on_bound = {codes[k] for k in [*hold_syms, *tap_syms] if codes[k] in self._bound.values()}
+            bound = sum(1 for k in [*hold_syms, *tap_syms] if codes[k] in on_bound)
             words = _combination_words(hold, taps, [*hold_syms, *tap_syms], groups)
-            return self._report(len(hold) + len(taps), bound, keymap.group, words)
+
+            def send() -> KeysSent:
+                pressed: list[int] = []
+                with self.held_marker.holding(keycodes=set(codes.values())):
+                    try:
+                        for keysym in hold_syms:
+                            cancel.raise_if_cancelled()
+                            xtest.fake_input(display, X.KeyPress, codes[keysym])
+                            pressed.append(codes[keysym])
+                        for keysym in tap_syms:
+                            cancel.raise_if_cancelled()
+                            xtest.fake_input(display, X.KeyPress, codes[keysym])
+                            xtest.fake_input(display, X.KeyRelease, codes[keysym])
+                            display.sync()
+                    finally:
+                        self._finish(display, pressed, False)
+                return self._report(len(hold) + len(taps), bound, keymap.group, words)
+
+            return self._confirm_read(on_bound, send)
 
     def _real_key(self, keysym: int, keymap: Keymap, shortcut: bool) -> tuple[int, int | None] | None:
         """A real key that gives `keysym` without Shift for this press: its keycode, and its group when
@@ -690,81 +729,6 @@ def _key_name(character: str) -> str:
 # -- which program has the focus ------------------------------------------------------------------
 
 
-def ping_focused_window(display_name: str | None, timeout_s: float) -> bool:
-    """Send _NET_WM_PING to the focused top-level window; True once it answered within `timeout_s`.
-
-    A program answers events in order, so its answer means it has read every key sent before the
-    ping. False when no focused window announces _NET_WM_PING in WM_PROTOCOLS, or none answered.
-    """
-    try:
-        from Xlib import X
-        from Xlib import display as xdisplay
-        from Xlib import error as xerror
-        from Xlib.protocol import event
-    except ImportError:
-        return False
-    try:
-        display = xdisplay.Display(display_name)
-    except (xerror.DisplayError, OSError, KeyError):
-        return False
-    try:
-        root = display.screen().root
-        window = _top_level_with_protocols(display, root)
-        if window is None:
-            return False
-        ping = display.intern_atom("_NET_WM_PING")
-        protocols = display.intern_atom("WM_PROTOCOLS")
-        if ping not in (window.get_wm_protocols() or ()):
-            return False
-        # The answer goes to the root window with a mask each toolkit chooses: Qt's is StructureNotify
-        # (with SubstructureRedirect), which SubstructureNotify alone never heard (a 2 s wait each time).
-        root.change_attributes(event_mask=X.SubstructureNotifyMask | X.StructureNotifyMask)
-        stamp = int(time.monotonic() * 1000) & 0x7FFFFFFF
-        message = event.ClientMessage(window=window, client_type=protocols, data=(32, [ping, stamp, window.id, 0, 0]))
-        window.send_event(message, event_mask=0)
-        display.flush()
-        deadline = time.monotonic() + timeout_s
-        while True:
-            while display.pending_events():
-                received = display.next_event()
-                if (
-                    received.type == X.ClientMessage
-                    and received.client_type == protocols
-                    and received.data[1][0] == ping
-                    and received.data[1][1] == stamp
-                ):
-                    return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            select.select([display.fileno()], [], [], left)
-    except xerror.XError:
-        return False
-    finally:
-        display.close()
-
-
-def _top_level_with_protocols(display: Any, root: Any) -> Any:
-    """The focused window or its nearest ancestor with WM_PROTOCOLS (the top level), or None."""
-    from Xlib import X
-
-    window = display.get_input_focus().focus
-    if window == X.PointerRoot or not hasattr(window, "id") or window.id == root.id:
-        under = root.query_pointer().child
-        window = under if hasattr(under, "id") and under.id else None
-        if window is None:
-            return None
-        return _first_below(window, lambda w: bool(w.get_wm_protocols()))
-    for _ in range(32):
-        if window.get_wm_protocols():
-            return window
-        parent = window.query_tree().parent
-        if not hasattr(parent, "id") or not parent.id or parent.id == root.id:
-            return None
-        window = parent
-    return None
-
-
 def focused_window_class(display_name: str | None = None) -> str:
     """The WM_CLASS class of the window that receives typed keys, or "" when none names one.
 
@@ -827,20 +791,7 @@ def window_class_at(x: int, y: int, display_name: str | None = None) -> str:
         display.close()
 
 
-def _first_below(window: Any, wanted: Callable[[Any], bool], depth: int = 3) -> Any:
-    """`window` or its first descendant (breadth first, `depth` levels) for which `wanted` is true, or None."""
-    level = [window]
-    for _ in range(depth + 1):
-        following = []
-        for candidate in level:
-            if wanted(candidate):
-                return candidate
-            following.extend(candidate.query_tree().children)
-        level = following
-    return None
-
-
 def _class_below(window: Any, depth: int = 3) -> str:
     """The WM_CLASS class of `window` or of its first descendant (breadth first, `depth` levels) with one."""
-    found = _first_below(window, lambda w: bool(w.get_wm_class()), depth)
+    found = first_below(window, lambda w: bool(w.get_wm_class()), depth)
     return str(found.get_wm_class()[1]) if found is not None else ""

@@ -187,7 +187,9 @@ def test_without_a_spare_keycode_xterm_gets_the_text_pasted_with_shift_insert(xt
 
 
 @pytest.mark.display
-def test_typing_stops_between_keys_when_cancelled_and_clears_its_bindings(xterm: Path) -> None:
+def test_typing_stops_between_keys_when_cancelled_and_keeps_the_binding_xterm_may_still_read(xterm: Path) -> None:
+    """xterm takes no _NET_WM_PING, so it can never show it read the é keys: their binding stays (cleared
+    only once xterm is gone, or by the next start from the marker; automation.input.x11.unread)."""
     subprocess.run(["setxkbmap", "us"], check=True, timeout=20)
     typer = X11Typer(key_interval_s=0.01)
     spare_before = typer.keymap().spare
@@ -195,6 +197,7 @@ def test_typing_stops_between_keys_when_cancelled_and_clears_its_bindings(xterm:
     threading.Timer(0.3, token.cancel).start()
     with pytest.raises(Cancelled):
         typer.type_text("é" * 400, token)
-    assert typer.keymap().spare == spare_before  # the bound keycode is free again
-    typer.close()
+    assert len(typer.keymap().spare) == len(spare_before) - 1  # é stays on its spare keycode
+    assert "XTerm may still read keys" in typer.close()
     _xdotool("key", "ctrl+u")  # clear the half-typed line
+    subprocess.run(["setxkbmap", "us"], check=True, timeout=20)  # the test's own clean-up of the binding

@@ -31,6 +31,9 @@ What each action of the vocabulary (automation/actions.py) can do beyond its tar
 | type with a line break, or  | presses Enter: a terminal runs the line, a form submits   | never       | never    |
 | press_enter                 |                                                           |             |          |
 | key, hold_and_tap           | anything the focused program binds to the keys            | no          | yes      |
+| keys that paste             | ctrl+v, ctrl+shift+v, shift+insert: paste the clipboard   | no          | never    |
+|                             | or the selection, whatever it holds (a line break runs a  |             |          |
+|                             | terminal's line), into the focused program                |             |          |
 | keys that press Enter       | see `presses_enter`: enter (return, kp_enter), any chord  | never       | never    |
 |                             | with it (shift+enter, ctrl+enter, alt+enter), and ctrl    |             |          |
 |                             | with m or j (a terminal's carriage return and line feed)  |             |          |
@@ -59,6 +62,9 @@ ENTER_KEYS = frozenset({"enter"})
 # ctrl with these is Enter to a terminal: ^M is carriage return, ^J line feed; readline's ctrl+o
 # (operate-and-get-next) runs the line as well. Other modifiers held with them change nothing there.
 CTRL_ENTER_LETTERS = frozenset({"m", "j", "o"})
+# Chords programs read as paste: ctrl+v (GUI programs), ctrl+shift+v (terminals), shift+insert (both;
+# xterm pastes the primary selection with it).
+PASTE_CHORDS = (frozenset({"ctrl", "v"}), frozenset({"ctrl", "shift", "v"}), frozenset({"shift", "insert"}))
 # The buttons whose press or release the platform turns into a paste of the primary selection.
 PASTE_BUTTONS = frozenset({MouseButton.MIDDLE})
 # How much of the text a paste would type is shown (its start and end; the length is said).
@@ -124,6 +130,15 @@ def pictured(text: str) -> str:
     return "".join(out)
 
 
+def presses_paste_keys(action: Action) -> bool:
+    """Whether the step's keys paste the clipboard or the selection (see PASTE_CHORDS)."""
+    if isinstance(action, KeyCombo):
+        return frozenset(action.keys) in PASTE_CHORDS
+    if isinstance(action, HoldAndTap):
+        return any(frozenset((*action.hold, tap)) in PASTE_CHORDS for tap in action.taps)
+    return False
+
+
 def paste_in_words(text: str) -> str:
     """What a paste would type, safe to show (`pictured`), bounded (its start and end); its line breaks
     counted, since a terminal runs each line."""
@@ -152,6 +167,10 @@ def approval_rule(action: Action, grounding: Grounding | None, paste_text: str |
     if grounding is not None and grounding.irreversible:
         return ApprovalRule(
             False, True, "irreversible (send, save, delete, submit...): always shown", per_kind_may_cover=False
+        )
+    if presses_paste_keys(action):
+        return ApprovalRule(
+            False, False, "it pastes whatever the clipboard or selection holds: always shown", per_kind_may_cover=False
         )
     if grounding is None:
         return ApprovalRule(False, False, "proposed by the model")

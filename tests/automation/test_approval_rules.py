@@ -112,6 +112,24 @@ def test_a_paste_is_shown_under_every_box_with_its_text(action: Action) -> None:
         assert "echo·PWNED⏎" in rule.why_asked and "1 line break pressed as Enter" in rule.why_asked
 
 
+@pytest.mark.parametrize(
+    "action",
+    [
+        KeyCombo(parse_combination("ctrl+v")),
+        KeyCombo(parse_combination("ctrl+shift+v")),
+        KeyCombo(parse_combination("shift+Insert")),
+        HoldAndTap(("ctrl",), ("a", "v")),
+        HoldAndTap(("ctrl", "shift"), ("v",)),
+    ],
+    ids=lambda a: a.describe(),
+)
+def test_keys_that_paste_are_never_covered_by_a_ticked_kind(action: Action) -> None:
+    for grounding in (EXACT, None):
+        rule = approval_rule(action, grounding)
+        assert (rule.may_approve_all, rule.per_kind_may_cover) == (False, False)
+        assert rule.why_asked == "it pastes whatever the clipboard or selection holds: always shown"
+
+
 # (action, routine "approve all" may cover it when found exactly, a ticked kind may cover it)
 VOCABULARY: list[tuple[Action, bool, bool]] = [
     (Click(P), True, True),

@@ -250,6 +250,7 @@ def test_ticked_kinds_never_cover_an_enter_in_disguise_or_a_paste(qtbot, approve
         KeyCombo(("ctrl", "j")),
         KeyCombo(("shift", "enter")),
         HoldAndTap(("ctrl",), ("j",)),
+        KeyCombo(("ctrl", "shift", "v")),  # a terminal's paste: whatever the clipboard holds
         Click(Point(5, 5), MouseButton.MIDDLE),
         Drag(Point(5, 5), Point(50, 50), MouseButton.MIDDLE),
     ):

@@ -206,8 +206,8 @@ def test_the_tool_call_becomes_the_click_and_the_reasoning_stays_out_of_the_next
     assert call["name"] == "click_desktop"
     assert json.loads(call["arguments"]) == {"element": "Inbox folder", "x": 120, "y": 340}
     parts = [part for m in following["messages"] if isinstance(m["content"], list) for part in m["content"]]
-    # Both screenshots for Holo4 (the last 3 of up to 5), the current one alone for Holo3.1 (1 a request).
-    assert [part["type"] for part in parts].count("image_url") == min(2, profile.budget.keep_screenshots)
+    # Both screenshots, for Holo4 and Holo3.1 alike (the last 3 of up to 5).
+    assert [part["type"] for part in parts].count("image_url") == 2
     prompt = rendered_prompt(clicking, following)
     assert "<function=click_desktop>" in prompt and THOUGHT in prompt
     assert REASONING not in prompt
@@ -228,6 +228,13 @@ def test_a_malformed_tool_call_executes_nothing_and_says_why(broken: VllmServer,
     retry = json.dumps(proxy.chats[1]["messages"][-2:])
     assert "click_desktop needs 'y'" in retry and "Nothing was done" in retry
     assert "I click the inbox." not in retry
+    # The refused call went back as the model's own call (vLLM renders it in the model's XML form),
+    # answered by the error as the tool's output; not in Holodesk's internal <tool_call> text.
+    refused, answer = proxy.chats[1]["messages"][-2:]
+    assert [call["function"]["name"] for call in refused["tool_calls"]] == ["click_desktop"]
+    assert answer["role"] == "tool" and answer["tool_call_id"] == refused["tool_calls"][0]["id"]
+    prompt = rendered_prompt(broken, proxy.chats[1])
+    assert prompt.count("<function=click_desktop>") == 1 and '"type": "function"' not in prompt
 
 
 # --- the random checkpoints accept every request and answer something the parser judges -----------------

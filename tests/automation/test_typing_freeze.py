@@ -13,6 +13,8 @@ may say "typed" only when the program showed it read the keys (a _NET_WM_PING an
 xterm takes no pings, so its step always says the text was sent but could not be confirmed. Once
 the program is gone, closing again gives every keycode back.
 
+A second text that would need keycodes xterm may still read keys on is pasted instead of rebinding them.
+
 One freeze length per program keeps the suite affordable; HOLODESK_FREEZE_SWEEP=1 runs every
 program with 0, 2 and 10 s.
 """
@@ -233,3 +235,31 @@ def test_a_program_frozen_while_typed_to_loses_no_character_and_typed_is_said_on
         assert "typed" not in result.detail and "could not be confirmed" in result.detail, words
     else:
         assert name != "xterm", f"xterm takes no ping, so its step cannot be confirmed: {words}"
+
+
+def test_a_binding_xterm_may_still_read_is_never_replaced_the_next_text_is_pasted(
+    xvfb: XvfbServer, tmp_path: Path
+) -> None:
+    """xterm answers no ping, so it never shows it read the keys of a first text on spare keycodes: a
+    second text that would need their keycodes goes through the clipboard, and xterm gets both exactly.
+    (The old code replaced them after a fixed wait: a slow xterm then read the first text's keys wrong.)"""
+    use_layout("us")
+    spare = _spare_keycodes()
+    first = "".join(chr(0x4E00 + i) for i in range(len(spare) - 2))  # all but 2 spare keycodes
+    second = "".join(chr(0x5000 + i) for i in range(5))  # 5 more: 3 would have to be replaced
+    performer = InputPerformer(X11Input())
+    try:
+        with _program("xterm", tmp_path) as xterm:
+            typed = performer.execute(TypeText(first, press_enter=True))
+            wait_until(lambda: xterm.received() == first + "\n", READ_WAIT_S, "xterm receiving the first text")
+            pasted = performer.execute(TypeText(second, press_enter=True))
+            wait_until(
+                lambda: xterm.received() == first + "\n" + second + "\n", READ_WAIT_S, "xterm receiving the second"
+            )
+        performer.close()
+        assert _spare_keycodes() == spare
+    finally:
+        use_layout("us")
+    assert typed.unconfirmed and "could not be confirmed" in typed.detail, typed.detail
+    assert "pasted through the clipboard" in pasted.detail, pasted.detail
+    assert "XTerm has not been shown to have read" in pasted.detail, pasted.detail

@@ -1,0 +1,185 @@
+"""The `act` tool's step: one run of the StepEngine whose proposer is the agent's single action.
+
+The engine does what it does for every run: captures, shows the step on the overlay and the approval
+panel, waits for the person, performs only what was approved (or edited), records the session, and
+gives back held input when the run ends. `OneStepProposer` proposes the agent's action as the first
+step and ends the run at the second; `StepRunner` runs one such engine at a time and says, in words
+meant for the agent, what became of the step.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from holodesk.app.mcp.act_arguments import ActRequest, ScreenSize
+from holodesk.automation.actions import Done
+from holodesk.automation.coords import ImagePixelSpace
+from holodesk.automation.engine import (
+    ActionPerformer,
+    Approver,
+    EngineEvent,
+    EngineSettings,
+    EngineState,
+    FrameSource,
+    Outcome,
+    RunResult,
+    StepEngine,
+)
+from holodesk.automation.proposal import EndRun, PastStep, Proposal
+from holodesk.automation.screen import ScreenFrame
+
+SKIPPED = "the person skipped this step: nothing was done"
+STOPPED_AT_APPROVAL = "the person stopped this step: nothing was done"
+STOPPED_WHILE_ACTING = "the step was stopped while it was being performed: it may have been done in part"
+CLIENT_CANCELLED = "stopped: the MCP client cancelled the step"
+BUSY = "another step is already waiting for the person or running: send one step at a time"
+# The run's end once the step is over (the session's last line says it).
+STEP_RAN = "the agent's step ran"
+STEP_SKIPPED = "the agent's step was skipped by the person"
+
+
+@dataclass(frozen=True, slots=True)
+class StepReport:
+    """What became of one `act`: `ok` only when the approved action was performed; `words` for the agent."""
+
+    ok: bool
+    words: str
+    result: RunResult
+
+
+class OneStepProposer:
+    """A Policy for a run of exactly one step: the agent's action, then the end of the run.
+
+    The action is in pixels of the screenshot the agent was given; the engine's own capture of the same
+    monitor must have that size, or the run ends, in words, before the person is asked.
+    """
+
+    def __init__(self, request: ActRequest, screen: ScreenSize, client: str) -> None:
+        self.request = request
+        self.screen = screen
+        self.client = client
+        self.proposed = False
+        self.performed: bool | None = None  # after the step: whether its action ran (False: skipped)
+
+    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+        frame = frames[-1]
+        if not self.proposed:
+            if (frame.width, frame.height) != (self.screen.width, self.screen.height):
+                raise EndRun(
+                    f"the screen is now {frame.width}x{frame.height}, not the {self.screen.width}x"
+                    f"{self.screen.height} the coordinates were checked against: nothing was done;"
+                    " take a new screenshot",
+                    stopped=False,
+                )
+            self.proposed = True
+            action = self.request.action
+            note = self.request.reason or f"{self.client} asks for this step"
+            return Proposal(
+                action,
+                raw_text=f"MCP act from {self.client}: {action.to_dict()}",
+                image_width=frame.width,
+                image_height=frame.height,
+                note=note,
+                thought="",
+                space=ImagePixelSpace(),
+            )
+        self.performed = bool(history) and history[-1].performed
+        answer = STEP_RAN if self.performed else STEP_SKIPPED
+        return Proposal(Done(answer), raw_text="", image_width=frame.width, image_height=frame.height)
+
+    def interrupt(self) -> None:
+        """Nothing computes here: a stop is the engine's."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeskParts:
+    """What every step runs with: the approver the person answers, the input, the capture, the records."""
+
+    approver: Approver
+    performer: ActionPerformer
+    frames: FrameSource
+    sessions: Path
+    monitor: int | None
+
+
+class StepRunner:
+    """Runs one `act` at a time as a run of the StepEngine; `stop` is the tray's Stop for that run."""
+
+    def __init__(self, parts: DeskParts, settle_timeout_s: float = 2.0, settle_poll_s: float = 0.05) -> None:
+        self.parts = parts
+        self.settle_timeout_s = settle_timeout_s
+        self.settle_poll_s = settle_poll_s
+        self._lock = threading.Lock()
+        self._engine: StepEngine | None = None
+
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    def run(self, request: ActRequest, screen: ScreenSize, client: str) -> StepReport:
+        """Run the step to its end (blocks until the person has answered and the action ran)."""
+        if not self._lock.acquire(blocking=False):
+            raise StepBusy(BUSY)
+        try:
+            proposer = OneStepProposer(request, screen, client)
+            acting = threading.Event()
+            engine = StepEngine(
+                proposer,
+                self.parts.approver,
+                self.parts.performer,
+                self.parts.frames,
+                EngineSettings(
+                    max_steps=2,  # the action, then the proposer's end of the run
+                    monitor=self.parts.monitor,
+                    settle_timeout_s=self.settle_timeout_s,
+                    settle_poll_s=self.settle_poll_s,
+                    history_steps=1,
+                    keep_screenshots=1,
+                    trajectory_root=self.parts.sessions,
+                    session_meta={"backend": "mcp", "mcp_client": client},
+                ),
+                listener=_acting_listener(acting),
+            )
+            self._engine = engine
+            task = f"{client} via MCP: {request.action.describe()} (screenshot pixels)"
+            result = engine.run(task)
+        finally:
+            self._engine = None
+            self._lock.release()
+        return _report(result, proposer, acting.is_set())
+
+    def stop(self, reason: str = CLIENT_CANCELLED) -> None:
+        """Stop the running step, as the tray's Stop does (any thread; nothing when none runs)."""
+        engine = self._engine
+        if engine is not None:
+            engine.cancel.cancel(reason)
+            engine.stop()
+
+
+class StepBusy(RuntimeError):
+    """A second `act` while one is still with the person."""
+
+
+def _acting_listener(acting: threading.Event) -> Callable[[EngineEvent], None]:
+    def on_event(event: EngineEvent) -> None:
+        if event.state is EngineState.ACTING:
+            acting.set()
+
+    return on_event
+
+
+def _report(result: RunResult, proposer: OneStepProposer, acted: bool) -> StepReport:
+    session = f" (session {result.folder.name})" if result.folder is not None else ""
+    if result.outcome is Outcome.DONE and proposer.performed:
+        return StepReport(True, f"done: {proposer.request.action.describe()} (screenshot pixels){session}", result)
+    if result.outcome is Outcome.DONE:
+        return StepReport(False, SKIPPED + session, result)
+    if result.outcome is Outcome.STOPPED:
+        if acted:
+            return StepReport(False, f"{STOPPED_WHILE_ACTING} ({result.detail}){session}", result)
+        if result.detail.startswith(CLIENT_CANCELLED):
+            return StepReport(False, f"{CLIENT_CANCELLED}: nothing was done{session}", result)
+        return StepReport(False, STOPPED_AT_APPROVAL + session, result)
+    return StepReport(False, f"the step was not done: {result.detail}{session}", result)

@@ -296,6 +296,7 @@ class StepEngine:
         self._recording_failed = False  # the run ended because its record could not be written
         self._preparer = FramePreparer(None)  # the run's: prepares the next screenshot while it settles
         self._approved_all_exact = False  # the user chose "approve all" (approval_rule says what it covers)
+        self._first_step_began = False  # the run got past its start (for the words of a stop before it)
         self._clicks = ClickSpacer()  # clicks one after another stay single clicks (automation/click_spacing.py)
         # Steps whose keys went out but could not be confirmed read as sent (the performer's `unconfirmed`).
         self._unconfirmed: list[tuple[int, str]] = []
@@ -352,6 +353,7 @@ class StepEngine:
         writer: TrajectoryWriter | None = None
         self._recording_failed = False
         self._approved_all_exact = False
+        self._first_step_began = False
         self._unconfirmed = []
         try:
             writer = self._open_trajectory(task)
@@ -365,12 +367,26 @@ class StepEngine:
         detail += _unconfirmed_words(self._unconfirmed)
         if writer is not None:
             outcome, detail = self._confirm_recording(writer, outcome, detail)
+        outcome, detail = self._stop_until_the_close(outcome, detail)
         result = RunResult(outcome, detail, step, writer.folder if writer else None)
         if writer is not None:
             writer.finish(outcome.value, detail, steps=step)
         self._runs_finished += 1
         self._emit(EngineState.FINISHED, step, detail, result)
         return result
+
+    def _stop_until_the_close(self, outcome: Outcome, detail: str) -> tuple[Outcome, str]:
+        """A stop is a stop until the session closes: one asked after the last step (a signal while the
+        input is given back and the screenshots are written) ends the run as stopped, its own end in
+        the words; one before the first step says so. An error stays an error. Checked as the last
+        thing before the end record, so a stop is either in it or came after the run had ended."""
+        if not self.cancel.cancelled or outcome is Outcome.ERROR:
+            return outcome, detail
+        reason = self.cancel.reason
+        if outcome is Outcome.STOPPED:
+            began = self._first_step_began
+            return outcome, detail if began or detail != reason else f"{reason}, before the first step"
+        return Outcome.STOPPED, f"{reason}, after the last step (the run had ended {outcome.value}: {detail})"
 
     def _own_regions(self) -> list[list[int]]:
         """Where Holodesk's own things are in this step's picture ([left, top, width, height] each)."""
@@ -414,6 +430,7 @@ class StepEngine:
                     frame = self.frames.grab(settings.monitor)  # the user may have changed the screen
                 step += 1
                 self.cancel.raise_if_cancelled()
+                self._first_step_began = True
                 recent.append(frame)
                 record: dict[str, Any] = {"type": "step", "index": step, "task": task, **_frame_meta(frame)}
                 own = self._own_regions()

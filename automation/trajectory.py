@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
 from dataclasses import dataclass, field
@@ -312,6 +312,14 @@ class TrajectoryWriter:
             self._unsynced = not sync
         except OSError as exc:
             raise TrajectoryWriteError(_write_failure(self.folder, exc)) from exc
+
+
+def record_stopped_before_start(root: Path, task: str, detail: str, meta: Mapping[str, Any] | None = None) -> Path:
+    """The session of a run stopped during its start-up (a signal while the model loaded): its opening
+    record and an end that says so, with no step. Its folder; TrajectoryWriteError when it cannot be written."""
+    writer = TrajectoryWriter.create(root, task, dict(meta or {}))
+    writer.finish("stopped", detail, steps=0)
+    return writer.folder
 
 
 class StepLog:

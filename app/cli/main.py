@@ -17,6 +17,7 @@ from holodesk.app.cli.arguments import positive_whole_number
 from holodesk.app.common.choices import BACKENDS, DEVICES, PROFILE_NAMES
 
 if TYPE_CHECKING:
+    from holodesk.app.cli.stop_signals import StopSignals
     from holodesk.app.common.overrides import CommandFlags
     from holodesk.app.common.policy_factory import PolicyOptions
     from holodesk.app.common.settings import Settings
@@ -210,7 +211,7 @@ def _eval_policy_options(args: argparse.Namespace) -> PolicyOptions | int:
     return EXIT_CONFIG if settings is None else settings.to_policy_options()
 
 
-def _model_command(args: argparse.Namespace) -> int:
+def _model_command(args: argparse.Namespace, signals: StopSignals | None = None) -> int:
     """doctor, run and locate: the settings file plus the flags, then the command."""
     from holodesk.app.cli.run_command import EXIT_CONFIG
 
@@ -245,13 +246,14 @@ def _model_command(args: argparse.Namespace) -> int:
             max_steps=settings.run.max_steps,
             monitor=settings.run.capture_monitor,
             sessions=settings.sessions.folder,
+            signals=signals,
         )
     from holodesk.app.cli.run_command import locate
 
     return locate(args.image, args.element, options, sys.stdout, sys.stderr)
 
 
-def _routine_command(args: argparse.Namespace) -> int:
+def _routine_command(args: argparse.Namespace, signals: StopSignals | None = None) -> int:
     from holodesk.app.cli import routine_command
     from holodesk.automation.routines.routine_file import default_routines_root
 
@@ -265,7 +267,7 @@ def _routine_command(args: argparse.Namespace) -> int:
     settings = command_settings(args, sys.stderr)
     if settings is None:
         return routine_command.EXIT_CONFIG
-    return routine_command.run_with_settings(args.name, args.set, routines, not args.no_model, settings)
+    return routine_command.run_with_settings(args.name, args.set, routines, not args.no_model, settings, signals)
 
 
 # OpenMP's threads (torch's CPU kernels) spin-wait between parallel regions by default. On a desktop
@@ -277,8 +279,16 @@ CPU_WAIT_POLICY = "PASSIVE"
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", CPU_WAIT_POLICY)
+    signals = None
+    if _starts_a_run(sys.argv[1:] if argv is None else argv):
+        from holodesk.app.cli.stop_signals import StopSignals
+
+        # Taken first, and kept until the process exits: a stop is a stop from the command's first
+        # moment (the session says the run stopped before its first step) to its last (a signal after
+        # the session closed changes nothing, whichever of the three it is).
+        signals = StopSignals().install()
     try:
-        return _main(argv)
+        return _main(argv, signals)
     except BrokenPipeError:
         # The reader went away (`holodesk history | head -2`): not an error. Python would print a
         # traceback while flushing stdout at exit; point it at /dev/null first.
@@ -288,14 +298,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _starts_a_run(argv: Sequence[str]) -> bool:
+    """Whether the command line is `holodesk run ...` or `holodesk routine run ...`."""
+    words = [word for word in argv if not word.startswith("-")]
+    return words[:1] == ["run"] or words[:2] == ["routine", "run"]
+
+
+def _main(argv: Sequence[str] | None, signals: StopSignals | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     app_flags = _app_flags(args)
     if app_flags is not None and args.command is not None:
         parser.error(f"put --backend, --model, --base-url and --device after the command: holodesk {args.command} ...")
     if args.command in ("doctor", "run", "locate"):
-        return _model_command(args)
+        return _model_command(args, signals)
     if args.command == "history":
         from holodesk.app.cli.history_command import list_sessions, show_session
 
@@ -304,7 +320,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return show_session(root, args.session, sys.stdout, sys.stderr, as_json=args.json)
         return list_sessions(root, sys.stdout)
     if args.command == "routine":
-        return _routine_command(args)
+        return _routine_command(args, signals)
     if args.command == "export-corrections":
         from holodesk.app.cli.history_command import export
 

@@ -28,9 +28,11 @@ from holodesk.app.cli.run_command import (
     EXIT_CODES,
     PICTURES_PREFIX,
     _remove_pictures_of_dead_runs,
+    late_signals,
+    stopped_before_start,
     unsafe_runtime_dir,
 )
-from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
+from holodesk.app.cli.stop_signals import InterruptibleApprover, StopSignals, signals_stop_the_run
 from holodesk.app.cli.terminal_approver import TerminalApprover, terminal_event_printer
 from holodesk.app.common.session_words import steps_in_words
 from holodesk.automation.actions import Point
@@ -197,9 +199,11 @@ def run(
     stdin: TextIO,
     out: TextIO,
     err: TextIO,
+    signals: StopSignals | None = None,
 ) -> int:
     """Replay `routine` as a run of the step engine, recorded as a session under `sessions`, stopped by
-    Ctrl+C, SIGTERM and SIGHUP as `holodesk run` is; `agent()` builds the agent for a hand-over."""
+    Ctrl+C, SIGTERM and SIGHUP as `holodesk run` is (`signals`: the command's, taken as it started);
+    `agent()` builds the agent for a hand-over."""
     try:
         values = parameter_values(routine, parse_sets(sets))
     except ParameterError as exc:
@@ -215,6 +219,9 @@ def run(
     leftover = release_leftover_input()  # what a killed run left held (a button, a key, bound keycodes)
     if leftover.markers:
         err.write(f"note: {leftover.describe()}\n")
+    if signals is not None and signals.reason is not None:  # a signal during start-up: the replay does not start
+        meta = {"settings": {"monitor": monitor, "routine": routine.name}}
+        return stopped_before_start(routine.task, sessions, signals.reason, meta, out, err)
     _remove_pictures_of_dead_runs()
     pictures = Path(tempfile.mkdtemp(prefix=f"{PICTURES_PREFIX}{os.getpid()}-"))
     try:
@@ -243,11 +250,13 @@ def run(
         for name, value in values.items():
             out.write(f"  {name} = {safe_text(value)!r}\n")
         out.flush()
-        with signals_stop_the_run(engine.cancel, approver):
+        taken = signals if signals is not None and signals.installed else None
+        with signals_stop_the_run(engine.cancel, approver, taken) as received:
             result = engine.run(routine.task)
     finally:
         shutil.rmtree(pictures, ignore_errors=True)
     report(result, policy, out)
+    late_signals(result, received, err)
     return EXIT_CODES[result.outcome]
 
 
@@ -283,7 +292,14 @@ class LazyGrounder:
         return self._grounder.locate(frame, description)
 
 
-def run_with_settings(args_name: str, sets: Sequence[str], routines: Path, use_model: bool, settings: Settings) -> int:
+def run_with_settings(
+    args_name: str,
+    sets: Sequence[str],
+    routines: Path,
+    use_model: bool,
+    settings: Settings,
+    signals: StopSignals | None = None,
+) -> int:
     """`holodesk routine run`: the desktop backends, the model (lazily: to locate, or to take over)."""
     from holodesk.app.cli.run_command import _policy_or_exit_code
     from holodesk.automation.backends import create_backends
@@ -329,6 +345,7 @@ def run_with_settings(args_name: str, sets: Sequence[str], routines: Path, use_m
             stdin=sys.stdin,
             out=out,
             err=err,
+            signals=signals,
         )
     finally:
         backends.close()  # spare keycodes bound for the routine's text are given back; the portal ends

@@ -5,7 +5,9 @@ error, an action that could not run or was refused), 2 bad arguments or configur
 the user, 4 the model asks the user a question, 5 the step limit was reached.
 
 Ctrl+C, SIGTERM and SIGHUP (the terminal closed) stop the run like a "quit" (exit 3, with an end
-record; app.cli.stop_signals).
+record; app.cli.stop_signals), from the command's start (the session then says the run was stopped
+before its first step) until its session closes (one after the last step is recorded as a stop); after
+that, a signal changes nothing and the exit code is the session's.
 Before anything else, the runtime folder that holds the crash markers is checked (ours alone: owned by
 the user, mode 0700, not a link, the folder $XDG_RUNTIME_DIR names included); an unsafe one is
 refused in words, exit 2, before anything is pressed. Then input left held by a run that was killed
@@ -21,14 +23,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from holodesk.app.cli.live_status import LiveStatus, progress_bar
-from holodesk.app.cli.stop_signals import InterruptibleApprover, signals_stop_the_run
+from holodesk.app.cli.stop_signals import STOP_SIGNALS, InterruptibleApprover, StopSignals, signals_stop_the_run
 from holodesk.app.cli.terminal_approver import terminal_event_printer
 from holodesk.app.common.backend_problems import NO_GPU_HERE_TERMINAL, gpu_missing, in_words, preflight, run_end_hint
 from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, plain_http_key_warning
@@ -39,7 +42,7 @@ from holodesk.automation.errors import AutomationError
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.private_dir import runtime_dir_problem
 from holodesk.automation.proposal import UnusableProposal
-from holodesk.automation.trajectory import TrajectoryWriteError, check_writable
+from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, record_stopped_before_start
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 
@@ -68,8 +71,13 @@ def run_task(
     stdin: TextIO | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
+    signals: StopSignals | None = None,
 ) -> int:
+    """`signals`: the command's, taken as it started (a signal before the run is then a stop too)."""
     from holodesk.automation.backends import create_backends
+
+    signals = signals or StopSignals()  # not installed: Ctrl+C while the model loads still stops the start
+    meta = {"settings": {"max_steps": max_steps, "monitor": monitor, "backend": options.backend}}
 
     if not task.strip():
         err.write("error: the task is empty\n")
@@ -89,10 +97,10 @@ def run_task(
     if warning:
         err.write(f"warning: {warning}\n")
     try:
-        policy = _policy_or_exit_code(options, err)
-    except KeyboardInterrupt:  # Ctrl+C while the model loads or the server is asked: a stop, in words
-        err.write("stopped before the run started (Ctrl+C); nothing was done and no session was recorded\n")
-        return EXIT_CODES[Outcome.STOPPED]
+        with signals.interrupting():  # the model's loading holds no X connection: a signal ends it at once
+            policy = _policy_or_exit_code(options, err)
+    except KeyboardInterrupt:  # Ctrl+C (or a signal) while the model loads or the server is asked: a stop
+        return stopped_before_start(task, sessions, signals.reason or STOP_SIGNALS[signal.SIGINT], meta, out, err)
     if isinstance(policy, int):
         return policy
     try:
@@ -103,12 +111,38 @@ def run_task(
     except AutomationError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
+    if signals.reason is not None:  # a signal while the desktop was reached: the run does not start
+        backends.close()
+        return stopped_before_start(task, sessions, signals.reason, meta, out, err)
     _remove_pictures_of_dead_runs()
     pictures = Path(tempfile.mkdtemp(prefix=f"{PICTURES_PREFIX}{os.getpid()}-"))
     try:
-        return _run_engine(task, policy, backends, pictures, max_steps, monitor, sessions, options, stdin, out)
+        return _run_engine(
+            task, policy, backends, pictures, max_steps, monitor, sessions, options, stdin, out, err, signals
+        )
     finally:
         shutil.rmtree(pictures, ignore_errors=True)
+
+
+def stopped_before_start(
+    task: str, sessions: Path, reason: str, meta: Mapping[str, object], out: TextIO, err: TextIO
+) -> int:
+    """A signal during start-up: nothing was done, and the session says the run stopped before its first step."""
+    detail = f"{reason}, before the first step"
+    try:
+        folder: Path | None = record_stopped_before_start(sessions, task, detail, meta)
+    except TrajectoryWriteError as exc:
+        err.write(f"error: {exc}\n")
+        folder = None
+    _report(RunResult(Outcome.STOPPED, detail, 0, folder), out)
+    return EXIT_CODES[Outcome.STOPPED]
+
+
+def late_signals(result: RunResult, received: list[str], err: TextIO) -> None:
+    """Say so when a stop signal came after the session had closed: it changed nothing."""
+    if received and result.outcome is not Outcome.STOPPED:
+        names = ", ".join(dict.fromkeys(received))
+        err.write(f"note: {names} came after the run had ended; it is kept as it ended ({result.outcome.value})\n")
 
 
 def unsafe_runtime_dir(err: TextIO) -> bool:
@@ -150,6 +184,8 @@ def _run_engine(
     options: PolicyOptions,
     stdin: TextIO | None,
     out: TextIO,
+    err: TextIO,
+    signals: StopSignals,
 ) -> int:
     from holodesk.app.cli.terminal_approver import TerminalApprover
 
@@ -171,7 +207,8 @@ def _run_engine(
         questions=approver,
     )
     out.write(f"task: {task}\n(Ctrl+C stops at any time)\n")
-    with signals_stop_the_run(engine.cancel, approver):
+    # The command's signals when it took them at its start (they stay taken until the process exits).
+    with signals_stop_the_run(engine.cancel, approver, signals if signals.installed else None) as received:
         try:
             result = engine.run(task)
         finally:
@@ -179,6 +216,7 @@ def _run_engine(
             # Spare keycode bindings go; on Wayland the portal session ends: the desktop stops sharing.
             backends.close()
     _report(result, out)
+    late_signals(result, received, err)
     return EXIT_CODES[result.outcome]
 
 

@@ -79,13 +79,25 @@ def test_pictures_are_removed_after_a_stop_and_after_a_kill(xvfb, tmp_path):
     assert session.end["detail"] == "stopped by SIGTERM"
 
 
-def test_ctrl_c_while_the_server_is_asked_before_the_run_is_a_stop_in_words(tmp_path):
+STOP_WORDS = {
+    signal.SIGINT: "stopped by the user (Ctrl+C)",
+    signal.SIGTERM: "stopped by SIGTERM",
+    signal.SIGHUP: "stopped: the terminal was closed (SIGHUP)",
+}
+
+
+@pytest.mark.parametrize("sig", list(STOP_WORDS), ids=lambda s: s.name)
+def test_a_signal_while_the_server_is_asked_before_the_run_is_a_stop_with_a_session(
+    sig: signal.Signals, tmp_path: Path
+) -> None:
+    """Start-up (the server's check) is part of the run: the session says it stopped before its first step."""
     from bench.rigs.fake_openai_server import FakeOpenAIServer, SlowReply
 
+    sessions = tmp_path / "sessions"
     with FakeOpenAIServer(models_reply=SlowReply(60.0)) as server:
         process = subprocess.Popen(
             [*HOLODESK_COMMAND, "run", "x", "--backend", "remote", "--base-url", server.base_url,
-             "--sessions", str(tmp_path / "sessions")],
+             "--sessions", str(sessions)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             preexec_fn=ctrl_c_as_from_a_terminal,
         )  # fmt: skip
@@ -93,12 +105,16 @@ def test_ctrl_c_while_the_server_is_asked_before_the_run_is_a_stop_in_words(tmp_
         while not server.requests:  # the pre-run check is waiting for the server
             assert time.monotonic() < deadline and process.poll() is None, process.communicate()
             time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=30)
     assert "Traceback" not in err, err
-    assert "stopped before the run started (Ctrl+C)" in err
-    assert process.returncode == 3
-    assert not (tmp_path / "sessions").exists() or not list(iter_session_folders(tmp_path / "sessions"))
+    assert process.returncode == 3, (out, err)
+    (folder,) = iter_session_folders(sessions)
+    session = read_session(folder)
+    assert session.outcome == "stopped" and session.steps == [], session.end
+    assert session.end is not None and session.end["detail"] == f"{STOP_WORDS[sig]}, before the first step"
+    if sig is not signal.SIGHUP:  # after SIGHUP the terminal is gone: the words go nowhere
+        assert f"stopped: {STOP_WORDS[sig]}, before the first step" in out
 
 
 @pytest.mark.display

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -191,3 +192,46 @@ def test_the_next_routine_run_releases_what_a_killed_one_held(recorded: Path, xv
     assert x11_probe.pressed_keycodes() == [], "a key the killed run held is still held"
     assert keyboard_mapping() == mapping_before, "a keycode the killed run rebound is still rebound"
     assert list(Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}{killed.pid}-*")) == []
+
+
+STOP_WORDS = {
+    signal.SIGINT: "stopped by the user (Ctrl+C)",
+    signal.SIGTERM: "stopped by SIGTERM",
+    signal.SIGHUP: "stopped: the terminal was closed (SIGHUP)",
+}
+
+
+@pytest.mark.parametrize("moment", ["start", "close", "exit"])
+@pytest.mark.parametrize("stop", list(STOP_WORDS), ids=lambda s: s.name)
+def test_a_signal_from_the_first_moment_to_the_last_ends_the_replay_the_same_way(
+    stop: signal.Signals, moment: str, recorded: Path, xvfb: XvfbServer, tmp_path: Path
+) -> None:
+    """The replay signals itself (tests/e2e/signalled_command.py) during start-up, after its last step
+    before the session closes, and as the process exits: a stop before the first step, a stop after the
+    last, and the session's own exit code, whichever of the three signals it is."""
+    routines = tmp_path / "routines"
+    shutil.copytree(recorded, routines / NAME)
+    sessions = tmp_path / "sessions"
+    window = TargetWindow.start(40, 40)
+    try:
+        process = subprocess.run(
+            [sys.executable, "-m", "tests.e2e.signalled_command", moment, stop.name, "routine", "run", NAME,
+             "--routines", str(routines), "--sessions", str(sessions), "--no-model"],
+            input="A\na\n", capture_output=True, text=True, timeout=120,
+            env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
+        )  # fmt: skip
+    finally:
+        window.close()
+    assert "Traceback" not in process.stderr, process.stderr
+    (folder,) = iter_session_folders(sessions)
+    session = read_session(folder)
+    assert session.end is not None
+    if moment == "start":
+        assert (process.returncode, session.outcome, session.steps) == (3, "stopped", []), process.stderr
+        assert session.end["detail"] == f"{STOP_WORDS[stop]}, before the first step"
+    elif moment == "close":
+        assert (process.returncode, session.outcome) == (3, "stopped"), process.stderr
+        assert [s.get("decision") for s in session.steps][-1] == "final"
+        assert session.end["detail"].startswith(f"{STOP_WORDS[stop]}, after the last step (the run had ended done")
+    else:
+        assert (process.returncode, session.outcome) == (0, "done"), process.stderr

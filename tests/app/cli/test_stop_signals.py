@@ -100,3 +100,49 @@ def _rest_within(process: subprocess.Popen[str], timeout_s: float) -> str | None
     reader.start()
     reader.join(timeout_s)
     return rest[0] if rest else None
+
+
+MARK_SCRIPT = """
+import os, signal
+from holodesk.app.cli.stop_signals import InterruptibleApprover, StopSignals
+from holodesk.automation.cancel import CancelToken
+
+class NeverAsked:
+    def decide(self, request):
+        raise AssertionError("no approval is asked here")
+
+token = CancelToken()
+signals = StopSignals().install()
+signals.attach(token, InterruptibleApprover(NeverAsked()))
+print("ready", flush=True)
+# The watcher's cancel() needs this lock: while it is held, only the handler's own mark can stop the run.
+with token._lock:
+    os.kill(os.getpid(), signal.{signal})
+    for _ in range(10000):  # the handler runs at one of these bytecodes
+        pass
+    marked = token.cancelled
+stopped = token.sleep({within})
+print(f"marked: {{marked}}; stopped: {{stopped}}; {{token.reason}}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_the_run_is_stopped_from_the_handler_on_before_the_watcher_cancels(sig: signal.Signals) -> None:
+    """The engine's last look before the session closes must see a signal whose handler has run, even
+    if the watcher thread has not yet had its turn (a stop after the last step was lost that way)."""
+    script = textwrap.dedent(MARK_SCRIPT).format(signal=sig.name, within=STOPPED_WITHIN_S)
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert _line_within(process, READY_WITHIN_S) == "ready"
+        out = _rest_within(process, STOPPED_WITHIN_S)
+        if out is None:
+            pytest.fail(f"{sig.name}: no stop within {STOPPED_WITHIN_S:g} s")
+        process.wait(timeout=STOPPED_WITHIN_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    words = {signal.SIGTERM: "stopped by SIGTERM", signal.SIGINT: "stopped by the user (Ctrl+C)"}[sig]
+    assert out.splitlines() == [f"marked: True; stopped: True; {words}"]

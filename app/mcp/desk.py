@@ -1,0 +1,55 @@
+"""The desk the MCP tools work on: the capture, the one-step runner, the routines folder; synchronous calls.
+
+The server (app/mcp/server.py) calls these on worker threads; nothing here knows MCP's wire format.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from holodesk.app.mcp.act_arguments import ScreenSize
+from holodesk.app.mcp.one_step import DeskParts, StepRunner
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.fast_png import encode_png
+
+
+@dataclass(frozen=True, slots=True)
+class Screenshot:
+    """A PNG of the monitor Holodesk works on, its size (physical pixels) and the monitor's scale."""
+
+    png: bytes
+    size: ScreenSize
+    scale: float
+    left: int
+    top: int
+
+
+class Desk:
+    """One desktop, one approver: the tools' synchronous side."""
+
+    def __init__(self, parts: DeskParts, routines: Path, steps: StepRunner | None = None) -> None:
+        self.parts = parts
+        self.routines = routines
+        self.steps = steps or StepRunner(parts)
+
+    def grab(self) -> ScreenFrame:
+        return self.parts.frames.grab(self.parts.monitor)
+
+    def screen_size(self) -> ScreenSize:
+        frame = self.grab()
+        return ScreenSize(frame.width, frame.height)
+
+    def screenshot(self) -> Screenshot:
+        frame = self.grab()
+        scale = frame.monitor.scale if frame.monitor is not None else 1.0
+        png = encode_png(frame.to_image())
+        return Screenshot(png, ScreenSize(frame.width, frame.height), scale, frame.region.left, frame.region.top)
+
+    def routine_list(self) -> str:
+        from holodesk.app.cli.routine_command import list_routines
+
+        out = io.StringIO()
+        list_routines(self.routines, out)
+        return out.getvalue()

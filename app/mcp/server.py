@@ -1,0 +1,219 @@
+"""The MCP server: the tools' handlers on the SDK's lowlevel Server, over stdio or loopback HTTP.
+
+Each `act` runs on a worker thread as one StepEngine run (app/mcp/one_step.py) while the handler waits.
+A `notifications/cancelled` for it (the SDK cancels the handler's scope), or the client going away, stops
+that run as the tray's Stop does: the waiting step is withdrawn, input in progress is released, and the
+session is recorded as stopped before the handler gives up. Bad input is an MCP error in words
+(INVALID_PARAMS) and nothing is shown or done; a step the person skipped or stopped is a tool error.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import socket
+import sys
+import threading
+from collections.abc import Mapping
+from typing import TextIO
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
+
+from holodesk.app.mcp import tools
+from holodesk.app.mcp.act_arguments import BadToolInput, read_act
+from holodesk.app.mcp.desk import Desk
+from holodesk.app.mcp.http_auth import LoopbackBearerGate, new_token
+from holodesk.app.mcp.one_step import BUSY, StepBusy, StepReport
+from holodesk.automation.errors import AutomationError
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "holodesk"
+UNNAMED_CLIENT = "an unnamed MCP client"
+LOCATE_UNAVAILABLE = (
+    "locate is not available in this version of holodesk mcp (it would need Holodesk's model loaded here):"
+    " nothing was done; take a screenshot and choose the point yourself"
+)
+INSTRUCTIONS = (
+    "Holodesk performs desktop actions only after the person at this computer approves each one on its"
+    " approval panel. Take a screenshot, then call act with one action; it returns once the person has"
+    " answered. A skipped or stopped step did nothing."
+)
+
+
+def client_name(ctx: ServerRequestContext) -> str:
+    """The client's name from the MCP handshake (or the request's envelope), for the session's record."""
+    params = ctx.session.client_params
+    if params is None:
+        return UNNAMED_CLIENT
+    info = params.client_info
+    name = info.title or info.name
+    return f"{name} {info.version}".strip() if info.version else name
+
+
+class DeskServer:
+    """The tools' async handlers over one Desk."""
+
+    def __init__(self, desk: Desk) -> None:
+        self.desk = desk
+        self.server: Server = Server(
+            SERVER_NAME,
+            version=_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools.TOOLS)
+
+    async def _call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments: Mapping[str, object] = params.arguments or {}
+        name = params.name
+        if name == tools.ACT:
+            return await self._act(ctx, arguments)
+        if name == tools.SCREENSHOT:
+            _no_arguments(name, arguments)
+            return await self._screenshot()
+        if name == tools.LIST_ROUTINES:
+            _no_arguments(name, arguments)
+            text = await anyio.to_thread.run_sync(self.desk.routine_list)
+            return _text(text)
+        if name == tools.LOCATE:
+            return _text(LOCATE_UNAVAILABLE, error=True)
+        known = ", ".join(tool.name for tool in tools.TOOLS)
+        raise MCPError(INVALID_PARAMS, f"there is no tool {name!r} (there are {known})")
+
+    async def _screenshot(self) -> types.CallToolResult:
+        try:
+            shot = await anyio.to_thread.run_sync(self.desk.screenshot)
+        except AutomationError as exc:
+            return _text(f"the screen could not be captured: {exc}", error=True)
+        facts = {
+            "width": shot.size.width,
+            "height": shot.size.height,
+            "scale": shot.scale,
+            "monitor_left": shot.left,
+            "monitor_top": shot.top,
+        }
+        image = types.ImageContent(data=base64.b64encode(shot.png).decode("ascii"), mime_type="image/png")
+        words = types.TextContent(
+            text=f"screenshot {shot.size.width}x{shot.size.height} physical pixels, scale {shot.scale:g};"
+            " act's pixel coordinates refer to it"
+        )
+        return types.CallToolResult(content=[image, words], structured_content=facts)
+
+    async def _act(self, ctx: ServerRequestContext, arguments: Mapping[str, object]) -> types.CallToolResult:
+        steps = self.desk.steps
+        if steps.busy():
+            raise MCPError(INVALID_PARAMS, BUSY)
+        try:
+            screen = await anyio.to_thread.run_sync(self.desk.screen_size)
+        except AutomationError as exc:
+            return _text(f"the screen could not be captured: {exc}; nothing was done", error=True)
+        try:
+            request = read_act(arguments, screen)
+        except BadToolInput as exc:
+            raise MCPError(INVALID_PARAMS, f"act: {exc}; nothing was done") from None
+        client = client_name(ctx)
+        outcome: list[StepReport | BaseException] = []
+        finished = threading.Event()
+
+        def work() -> None:
+            try:
+                outcome.append(steps.run(request, screen, client))
+            except BaseException as exc:  # handed to the handler, which says it in words
+                outcome.append(exc)
+            finally:
+                finished.set()
+
+        threading.Thread(target=work, name="holodesk-mcp-step", daemon=True).start()
+        try:
+            await anyio.to_thread.run_sync(finished.wait, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            # notifications/cancelled, or the client went away: stop the step as the tray's Stop does,
+            # and let its run record the stop before this handler is gone.
+            steps.stop()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(finished.wait)
+            raise
+        (report,) = outcome
+        if isinstance(report, StepBusy):
+            raise MCPError(INVALID_PARAMS, BUSY)
+        if isinstance(report, BaseException):
+            log.error("the step failed", exc_info=report)
+            return _text(f"the step could not be run: {type(report).__name__}: {report}", error=True)
+        structured = {
+            "done": report.ok,
+            "outcome": report.result.outcome.value,
+            "session": report.result.folder.name if report.result.folder is not None else None,
+        }
+        return types.CallToolResult(
+            content=[types.TextContent(text=report.words)], structured_content=structured, is_error=not report.ok
+        )
+
+
+def _no_arguments(name: str, arguments: Mapping[str, object]) -> None:
+    if arguments:
+        raise MCPError(INVALID_PARAMS, f"{name} takes no arguments, got {', '.join(sorted(arguments))}")
+
+
+def _text(text: str, *, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("holodesk")
+    except PackageNotFoundError:
+        return "0"
+
+
+async def serve_stdio(desk: Desk) -> None:
+    """Serve one client on this process's stdin and stdout until it closes them."""
+    server = DeskServer(desk).server
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def bind_loopback(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1 (port 0: any free port); OSError in words when it cannot be had."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from exc
+    sock.listen(16)
+    return sock
+
+
+async def serve_http(desk: Desk, sock: socket.socket, token: str | None = None, err: TextIO = sys.stderr) -> None:
+    """Serve streamable HTTP on `sock` (127.0.0.1), every request gated by a fresh bearer token it prints."""
+    import uvicorn
+
+    token = token or new_token()
+    app = DeskServer(desk).server.streamable_http_app(host="127.0.0.1")
+    gated = LoopbackBearerGate(app, token)
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(gated, log_level="warning", lifespan="on")
+    err.write(
+        f"holodesk mcp: listening on http://{host}:{port}/mcp (this computer only)\n"
+        f"holodesk mcp: bearer token: {token}\n"
+        f"holodesk mcp: send it as the header: Authorization: Bearer <token>\n"
+    )
+    err.write(json.dumps({"url": f"http://{host}:{port}/mcp", "token": token}) + "\n")
+    err.flush()
+    await uvicorn.Server(config).serve(sockets=[sock])

@@ -1,0 +1,93 @@
+"""The tools `holodesk mcp` offers: names, descriptions an agent can act on, and JSON schemas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from holodesk.app.mcp.act_arguments import ACT_KINDS, COORDINATE_KINDS, MAX_REASON_CHARS
+from holodesk.automation.actions import MAX_SCROLL_AMOUNT, MAX_TEXT_LENGTH, MAX_WAIT_SECONDS
+
+SCREENSHOT = "screenshot"
+LOCATE = "locate"
+ACT = "act"
+LIST_ROUTINES = "list_routines"
+
+_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+_ACT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": list(ACT_KINDS), "description": "what to do"},
+        "x": {"type": "integer", "description": "target x (click, double_click, drag start; optional for type, scroll)"},
+        "y": {"type": "integer", "description": "target y"},
+        "to_x": {"type": "integer", "description": "drag: where to release, x"},
+        "to_y": {"type": "integer", "description": "drag: where to release, y"},
+        "coordinates": {
+            "type": "string",
+            "enum": list(COORDINATE_KINDS),
+            "default": "pixels",
+            "description": "pixels of the last screenshot (0,0 top-left), or normalized 0-1000 of its width/height",
+        },
+        "button": {"type": "string", "enum": ["left", "right", "middle"], "default": "left"},
+        "text": {"type": "string", "maxLength": MAX_TEXT_LENGTH, "description": "type: the text to type"},
+        "press_enter": {"type": "boolean", "default": False, "description": "type: press Enter after the text"},
+        "overwrite": {"type": "boolean", "default": False, "description": "type: select all first, type over it"},
+        "keys": {"type": "string", "description": "key: a combination such as ctrl+shift+t, enter, alt+tab"},
+        "direction": {"type": "string", "enum": ["up", "down", "left", "right"], "description": "scroll"},
+        "amount": {"type": "integer", "minimum": 1, "maximum": MAX_SCROLL_AMOUNT, "default": 3},
+        "seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_WAIT_SECONDS, "default": 1},
+        "reason": {
+            "type": "string",
+            "maxLength": MAX_REASON_CHARS,
+            "description": "why, in one sentence: shown to the person who approves the step",
+        },
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+TOOLS: list[types.Tool] = [
+    types.Tool(
+        name=SCREENSHOT,
+        description=(
+            "Take a screenshot of the monitor Holodesk works on (Holodesk's own windows hidden). Returns a PNG"
+            " and its size in physical pixels and the monitor's scale. act's pixel coordinates refer to it."
+        ),
+        input_schema=_NO_ARGUMENTS,
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name=ACT,
+        description=(
+            "Ask the person at this computer to approve one desktop action, and perform it only if they do."
+            " The action is drawn on the screen and described on Holodesk's approval panel; the person"
+            " approves, edits, skips or stops it, and this call waits for them. A skipped or stopped step"
+            " returns an error saying nothing was done: do not repeat it without a reason the person can see."
+            " Coordinates are pixels of the last screenshot (or normalized 0-1000). One step at a time."
+        ),
+        input_schema=_ACT_SCHEMA,
+        annotations=types.ToolAnnotations(destructive_hint=True, open_world_hint=True),
+    ),
+    types.Tool(
+        name=LOCATE,
+        description=(
+            "Find an element on the screen from a description, with Holodesk's own model. Read-only."
+            " Not available in this version of holodesk mcp: it says so; use screenshot and your own eyes."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {"description": {"type": "string", "description": "the element, in words"}},
+            "required": ["description"],
+            "additionalProperties": False,
+        },
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name=LIST_ROUTINES,
+        description="List the routines the person saved in Holodesk (name, steps, parameters). Read-only.",
+        input_schema=_NO_ARGUMENTS,
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+]

@@ -1,0 +1,118 @@
+"""The MCP server's tools through the SDK's own client (in-process), over a desk of fakes."""
+
+from __future__ import annotations
+
+import base64
+import threading
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import Implementation
+
+from holodesk.app.mcp.desk import Desk
+from holodesk.app.mcp.one_step import DeskParts, StepRunner
+from holodesk.app.mcp.server import DeskServer
+from holodesk.automation.actions import Click, Point
+from holodesk.automation.engine import ApprovalDecision
+from holodesk.automation.trajectory import iter_session_folders, read_session
+from tests.app.mcp.test_one_step import Approver, Performer, Screen
+
+
+def desk(approver, tmp_path) -> tuple[Desk, Performer]:
+    performer = Performer()
+    parts = DeskParts(approver, performer, Screen(), tmp_path / "sessions", monitor=2)
+    return Desk(parts, tmp_path / "routines", StepRunner(parts, 0.2, 0.01)), performer
+
+
+def call(desk_: Desk, tool: str, arguments: dict | None = None, name: str = "probe-agent"):
+    async def go():
+        async with Client(DeskServer(desk_).server, client_info=Implementation(name=name, version="1.0")) as client:
+            try:
+                return await client.call_tool(tool, arguments or {})
+            except MCPError as exc:  # raised here, not out of the client's task group
+                return exc
+
+    answer = anyio.run(go)
+    if isinstance(answer, MCPError):
+        raise answer
+    return answer
+
+
+def test_the_tools_are_listed_with_schemas(tmp_path):
+    async def go():
+        async with Client(DeskServer(desk(Approver(ApprovalDecision.approve()), tmp_path)[0]).server) as client:
+            return await client.list_tools()
+
+    listed = {tool.name: tool for tool in anyio.run(go).tools}
+    assert set(listed) == {"screenshot", "act", "locate", "list_routines"}
+    assert listed["act"].input_schema["required"] == ["action"]
+    assert "approve" in listed["act"].description
+
+
+def test_act_approved_runs_and_names_the_client_in_the_session(tmp_path):
+    d, performer = desk(Approver(ApprovalDecision.approve()), tmp_path)
+    result = call(d, "act", {"action": "click", "x": 10, "y": 20, "reason": "open it"})
+    assert not result.is_error, result.content
+    assert performer.executed == [Click(Point(510, 20))]
+    (folder,) = iter_session_folders(tmp_path / "sessions")
+    assert read_session(folder).task.startswith("probe-agent 1.0 via MCP: click at")
+    assert result.structured_content["session"] == folder.name
+
+
+def test_act_skipped_is_a_tool_error_in_words_and_nothing_ran(tmp_path):
+    d, performer = desk(Approver(ApprovalDecision.skip()), tmp_path)
+    result = call(d, "act", {"action": "click", "x": 10, "y": 20})
+    assert result.is_error
+    assert result.content[0].text.startswith("the person skipped this step: nothing was done")
+    assert performer.executed == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"action": "click", "x": 640, "y": 20}, "x=640, y=20 is off the screen: the screenshot is 640x480 pixels"),
+        ({"action": "key", "keys": "ctrl+banana"}, "unknown key name 'banana'"),
+        ({"action": "type", "text": "y" * 10_001}, "at most 10000"),
+        ({"action": "click", "x": "ten", "y": 20}, "x must be a whole number"),
+    ],
+)
+def test_bad_input_is_an_mcp_error_and_nothing_is_asked_or_done(tmp_path, arguments, words):
+    approver = Approver(ApprovalDecision.approve())
+    d, performer = desk(approver, tmp_path)
+    with pytest.raises(MCPError) as refused:
+        call(d, "act", arguments)
+    assert words in refused.value.error.message and "nothing was done" in refused.value.error.message
+    assert approver.requests == [] and performer.executed == []
+    assert list(iter_session_folders(tmp_path / "sessions")) == []
+
+
+def test_a_second_act_while_one_waits_is_refused_in_words(tmp_path):
+    approver = Approver(ApprovalDecision.approve(), hold=True)
+    d, _ = desk(approver, tmp_path)
+    blocking = threading.Thread(target=lambda: call(d, "act", {"action": "click", "x": 1, "y": 1}), daemon=True)
+    blocking.start()
+    assert approver.asked.wait(10)
+    with pytest.raises(MCPError) as refused:
+        call(d, "act", {"action": "click", "x": 2, "y": 2})
+    assert "send one step at a time" in refused.value.error.message
+    d.steps.stop()
+    blocking.join(10)
+
+
+def test_screenshot_is_a_png_of_the_monitor_with_its_size(tmp_path):
+    d, _ = desk(Approver(ApprovalDecision.approve()), tmp_path)
+    result = call(d, "screenshot")
+    image = result.content[0]
+    assert base64.b64decode(image.data)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result.structured_content["width"] == 640 and result.structured_content["height"] == 480
+
+
+def test_locate_says_it_is_not_available_and_an_unknown_tool_is_named(tmp_path):
+    d, _ = desk(Approver(ApprovalDecision.approve()), tmp_path)
+    result = call(d, "locate", {"description": "the OK button"})
+    assert result.is_error and "not available" in result.content[0].text
+    with pytest.raises(MCPError) as refused:
+        call(d, "fly")
+    assert "there is no tool 'fly'" in refused.value.error.message

@@ -139,6 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_commands(commands, _add_backend_options)
 
+    mcp = commands.add_parser(
+        "mcp", help="serve other agents over MCP: every action they ask for waits for your approval here"
+    )
+    mcp.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 with a bearer token it prints")
+    mcp.add_argument("--port", type=int, default=0, help="--http: the port (default: any free one, printed)")
+    mcp.add_argument("--print-config", metavar="HOST", help="print HOST's configuration snippet and exit")
+    mcp.add_argument("--sessions", type=Path, help="where its steps are recorded (default: the settings file's)")
+    mcp.add_argument("--routines", type=Path, help="where routines are (default: the user data folder)")
+
     trigger = commands.add_parser(
         "trigger", help="ask the running Holodesk to open the task prompt (bind this to a desktop shortcut)"
     )
@@ -329,6 +338,12 @@ def _main(argv: Sequence[str] | None, signals: StopSignals | None = None) -> int
         from holodesk.app.eval.cli import run as run_eval
 
         return run_eval(args, _eval_policy_options)
+    if args.command == "mcp":
+        from holodesk.app.mcp import command as mcp_command
+
+        if args.print_config:
+            return mcp_command.print_config(args.print_config, sys.stdout, sys.stderr)
+        return mcp_command.serve(http=args.http, port=args.port, sessions=args.sessions, routines=args.routines)
     if args.command == "trigger":
         from holodesk.app.common.instance_client import run_trigger
 

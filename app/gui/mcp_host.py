@@ -1,0 +1,76 @@
+"""`holodesk mcp`'s own approval UI: the overlay and the approval panel in this process, on the GUI thread.
+
+The MCP server runs on a worker thread (`serve`, given the desk built here); each `act` is a StepEngine
+run whose approver is the tray's own GuiApprover (overlay, panel, Enter and Esc grabbed while a step
+waits) and whose capture hides the overlay from every screenshot. The Qt event loop ends when the
+server does (the client closed stdin, or the HTTP listener stopped).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from holodesk.app.gui.gui_approver import GuiApprover
+from holodesk.app.gui.gui_thread import GuiThreadCaller
+from holodesk.app.gui.overlay import OverlayController
+from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
+from holodesk.app.gui.qt import QtWidgets
+from holodesk.app.gui.qt_platform import apply_qt_platform
+from holodesk.app.mcp.desk import Desk
+from holodesk.app.mcp.one_step import DeskParts
+from holodesk.automation.backends import create_backends
+from holodesk.automation.input.x11.focus_guard import FocusGuard
+
+log = logging.getLogger(__name__)
+
+
+def run_with_panel(
+    serve: Callable[[Desk], None],
+    *,
+    sessions: Path,
+    routines: Path,
+    monitor: int | None,
+    auto_approve_kinds: frozenset[str],
+    err: TextIO = sys.stderr,
+) -> int:
+    """Show approvals here while `serve(desk)` runs on its own thread; 0 when it ended cleanly, 1 if not."""
+    platform = apply_qt_platform()
+    if platform.blocker:
+        err.write(f"holodesk mcp: {platform.blocker}\n")
+        return 1
+    app = QtWidgets.QApplication(sys.argv[:1])
+    app.setApplicationName("Holodesk")
+    app.setQuitOnLastWindowClosed(False)  # the panel comes and goes; the server decides when to end
+    overlay = OverlayController()
+    approver = GuiApprover(overlay, auto_approve_kinds=auto_approve_kinds)
+    focus_guard = FocusGuard()
+    backends = create_backends(lambda text: err.write(f"holodesk mcp: {text}\n"), focus_guard=focus_guard)
+    frames = OwnWindowsHiddenCapture(backends.capture, overlay=overlay, focus_guard=focus_guard)
+    desk = Desk(DeskParts(approver, backends.performer, frames, sessions, monitor), routines)
+    gui = GuiThreadCaller()
+    failed: list[BaseException] = []
+
+    def server_thread() -> None:
+        try:
+            serve(desk)
+        except BaseException as exc:  # said on stderr; the process exits 1
+            failed.append(exc)
+        finally:
+            desk.steps.stop("stopped: holodesk mcp is ending")
+            gui.post(app.quit)
+
+    threading.Thread(target=server_thread, name="holodesk-mcp-server", daemon=True).start()
+    try:
+        app.exec()
+    finally:
+        backends.close()
+    if failed:
+        log.error("the MCP server ended with an error", exc_info=failed[0])
+        err.write(f"holodesk mcp: the server ended: {type(failed[0]).__name__}: {failed[0]}\n")
+        return 1
+    return 0

@@ -1,0 +1,75 @@
+"""`holodesk mcp`: print a host's configuration, or serve MCP (stdio, or loopback HTTP) with approval here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+
+from holodesk.app.mcp.desk import Desk
+from holodesk.app.mcp.host_config import config_text
+
+EXIT_DONE = 0
+EXIT_CONFIG = 2
+
+
+def print_config(host: str, out: TextIO, err: TextIO) -> int:
+    try:
+        where, snippet = config_text(host)
+    except ValueError as exc:
+        err.write(f"holodesk mcp: {exc}\n")
+        return EXIT_CONFIG
+    err.write(f"{where}\n")
+    out.write(snippet)
+    return EXIT_DONE
+
+
+def serve(
+    *, http: bool, port: int, sessions: Path | None, routines: Path | None, err: TextIO = sys.stderr
+) -> int:
+    """Serve until the client (stdio) or the person (Ctrl+C, HTTP) ends it; approvals on the panel here."""
+    from holodesk.app.common.settings import load_settings
+    from holodesk.automation.routines.routine_file import default_routines_root
+    from holodesk.automation.trajectory import TrajectoryWriteError, check_writable
+
+    loaded = load_settings()
+    if loaded.problem is not None:
+        for line in loaded.problem.problems:
+            err.write(f"holodesk mcp: settings file {loaded.problem.path}: {line} (its default is used)\n")
+    settings = loaded.settings
+    sessions = sessions or settings.sessions.folder
+    try:
+        check_writable(sessions)
+    except TrajectoryWriteError as exc:
+        err.write(f"holodesk mcp: {exc}; choose another folder with --sessions\n")
+        return EXIT_CONFIG
+    sock = None
+    if http:
+        from holodesk.app.mcp.server import bind_loopback
+
+        try:
+            sock = bind_loopback(port)
+        except OSError as exc:
+            err.write(f"holodesk mcp: {exc}\n")
+            return EXIT_CONFIG
+
+    def run_server(desk: Desk) -> None:
+        from holodesk.app.mcp.server import serve_http, serve_stdio
+
+        if sock is not None:
+            anyio.run(serve_http, desk, sock)
+        else:
+            anyio.run(serve_stdio, desk)
+
+    from holodesk.app.gui.mcp_host import run_with_panel  # shows the overlay and the panel: Qt
+
+    return run_with_panel(
+        run_server,
+        sessions=sessions,
+        routines=routines or default_routines_root(),
+        monitor=settings.run.capture_monitor,
+        auto_approve_kinds=settings.approval.auto_approve,
+        err=err,
+    )

@@ -1,0 +1,166 @@
+"""`holodesk mcp` as an agent host starts it: the SDK's own client spawns a real server over stdio, under
+Xvfb, and a real window receives (or does not) what the person approves on the real approval panel."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, Implementation
+
+from holodesk.automation.trajectory import iter_session_folders, read_session
+from tests.support.holodesk_command import HOLODESK_COMMAND
+
+PANEL_TITLE = "Holodesk: approve"
+AGENT = Implementation(name="e2e-agent", version="7")
+
+
+def xdotool(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["xdotool", *args], capture_output=True, text=True, timeout=10, check=check)
+
+
+def wait_for_panel(timeout_s: float = 60.0) -> tuple[str, dict[str, int]]:
+    """The approval panel's window id and geometry (X, Y, WIDTH, HEIGHT), once it is shown."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = xdotool("search", "--onlyvisible", "--name", PANEL_TITLE, check=False)
+        if found.returncode == 0 and found.stdout.strip():
+            window = found.stdout.split()[0]
+            shell = xdotool("getwindowgeometry", "--shell", window).stdout
+            values = dict(line.split("=", 1) for line in shell.split() if "=" in line)
+            return window, {key: int(values[key]) for key in ("X", "Y", "WIDTH", "HEIGHT")}
+        time.sleep(0.1)
+    raise AssertionError(f"the approval panel did not show within {timeout_s} s")
+
+
+def approve_on_the_panel() -> None:
+    """As a person does: click into the panel, press Enter."""
+    _, geometry = wait_for_panel()
+    xdotool("mousemove", str(geometry["X"] + 8), str(geometry["Y"] + 8), "click", "1")
+    xdotool("key", "Return")
+
+
+def skip_on_the_panel() -> None:
+    """Click the panel's Skip button: the fourth fifth of its button row (Approve takes two fifths)."""
+    _, g = wait_for_panel()
+    row = g["WIDTH"] - 32 - 3 * 8  # the margins and the spacing between the four buttons
+    x = g["X"] + 16 + int(row * 3.5 / 5) + 2 * 8
+    y = g["Y"] + g["HEIGHT"] - 14 - 12
+    xdotool("mousemove", str(x), str(y), "click", "1")
+
+
+def server_env() -> dict[str, str]:
+    return {**os.environ, "QT_QPA_PLATFORM": "xcb", "PYTHONUNBUFFERED": "1"}
+
+
+def stdio_server(sessions: Path, command: list[str] | None = None) -> StdioServerParameters:
+    argv = command or [*HOLODESK_COMMAND, "mcp"]
+    return StdioServerParameters(command=argv[0], args=[*argv[1:], "--sessions", str(sessions)], env=server_env())
+
+
+def call_with_person(server: object, tool: str, arguments: dict, person: Callable[[], None] | None) -> object:
+    """Call `tool` on a server the SDK's client starts (or reaches), while `person` answers the panel."""
+    answered: list[BaseException] = []
+
+    def act_as_person() -> None:
+        try:
+            if person is not None:
+                person()
+        except BaseException as exc:  # re-raised in the test's thread
+            answered.append(exc)
+
+    async def go() -> CallToolResult | MCPError:
+        async with Client(server, client_info=AGENT, read_timeout_seconds=120) as client:
+            helper = threading.Thread(target=act_as_person, daemon=True)
+            helper.start()
+            try:
+                return await client.call_tool(tool, arguments)
+            except MCPError as exc:
+                return exc
+            finally:
+                await anyio.to_thread.run_sync(helper.join, 60)
+
+    result = anyio.run(go)
+    if answered:
+        raise answered[0]
+    return result
+
+
+@pytest.mark.display
+def test_act_clicks_the_window_only_after_the_person_approves(xvfb, target_window, tmp_path):
+    target_window.reset()
+    ok = target_window.centre("ok")  # the monitor starts at 0,0: screen and screenshot pixels agree
+
+    def person() -> None:
+        wait_for_panel()
+        assert target_window.sync() == [], "the window saw something before the step was approved"
+        approve_on_the_panel()
+
+    result = call_with_person(
+        stdio_server(tmp_path / "sessions"), "act", {"action": "click", "x": ok.x, "y": ok.y, "reason": "send it"}, person
+    )
+    assert isinstance(result, CallToolResult) and not result.is_error, result
+    assert result.content[0].text.startswith("done: click at")
+    events = target_window.sync()
+    assert [e["widget"] for e in events if e["event"] == "clicked"] == ["ok"]
+
+    (folder,) = iter_session_folders(tmp_path / "sessions")
+    session = read_session(folder)
+    assert session.task.startswith("e2e-agent 7 via MCP: click at")
+    assert session.steps[0]["decision"] == "approve" and session.steps[0]["result"]["ok"]
+    listed = subprocess.run(
+        [*HOLODESK_COMMAND, "history", "--sessions", str(tmp_path / "sessions")],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert "e2e-agent 7 via MCP" in listed.stdout and folder.name in listed.stdout
+
+
+@pytest.mark.display
+def test_a_skipped_step_is_a_tool_error_and_the_window_saw_nothing(xvfb, target_window, tmp_path):
+    target_window.reset()
+    ok = target_window.centre("ok")
+    result = call_with_person(
+        stdio_server(tmp_path / "sessions"), "act", {"action": "click", "x": ok.x, "y": ok.y}, skip_on_the_panel
+    )
+    assert isinstance(result, CallToolResult) and result.is_error
+    assert result.content[0].text.startswith("the person skipped this step: nothing was done"), result.content
+    assert target_window.sync() == []
+
+
+@pytest.mark.display
+def test_bad_input_is_an_mcp_error_in_words_and_no_panel_shows(xvfb, target_window, tmp_path):
+    target_window.reset()
+    result = call_with_person(
+        stdio_server(tmp_path / "sessions"), "act", {"action": "click", "x": 99_999, "y": 10}, None
+    )
+    assert isinstance(result, MCPError)
+    assert "x=99999, y=10 is off the screen" in result.error.message and "nothing was done" in result.error.message
+    assert xdotool("search", "--onlyvisible", "--name", PANEL_TITLE, check=False).stdout.strip() == ""
+    assert target_window.sync() == []
+    assert list(iter_session_folders(tmp_path / "sessions")) == []
+
+
+@pytest.mark.display
+def test_the_printed_claude_desktop_config_starts_the_server_as_written(xvfb, tmp_path):
+    printed = subprocess.run(
+        [*HOLODESK_COMMAND, "mcp", "--print-config", "claude-desktop"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    entry = json.loads(printed.stdout)["mcpServers"]["holodesk"]
+    assert "Claude Desktop" in printed.stderr  # where it goes, said apart from the snippet
+
+    async def go() -> list[str]:
+        server = StdioServerParameters(command=entry["command"], args=entry["args"], env=server_env())
+        async with Client(server, client_info=AGENT) as client:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+    assert set(anyio.run(go)) >= {"screenshot", "act", "list_routines"}

@@ -38,14 +38,15 @@ Wiring, on the GUI thread at start-up (the engine thread then calls `frames.grab
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from holodesk.app.common.hotkey_path import is_wayland_session
 from holodesk.app.gui.approval_panel import ApprovalPanel
-from holodesk.app.gui.gui_thread import GuiThreadCaller
+from holodesk.app.gui.gui_thread import GuiCallTimeout, GuiThreadCaller
 from holodesk.app.gui.hotkeys import DOUBLE_PRESS_WINDOW_S
 from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
 from holodesk.app.gui.overlay import OverlayController
@@ -55,6 +56,8 @@ from holodesk.automation.actions import Action
 from holodesk.automation.approval_rules import approval_rule
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.02  # how often a waiting decide() looks at the cancel token
 HELD_KEY_WAIT_S = 2.0  # after the gesture window, how long a key still held keeps the keys (then they go)
@@ -123,6 +126,9 @@ class GuiApprover(QtCore.QObject):
         self.stop_gesture_s = DOUBLE_PRESS_WINDOW_S  # the stop gesture's window (the settings' stop.within_s)
         self._keys_kept_until: float | None = None  # GUI thread only: after a stop, the keys stay ours until then
         self._keys_held_limit = 0.0  # GUI thread only: and no longer than this, even with a key still down
+        # Called on the GUI thread with each approved action before the engine may perform it (the
+        # app then takes the stop key for the action's time, unless the action presses it itself).
+        self.before_action: Callable[[Action], None] | None = None
         self._present.connect(self._on_present, QtCore.Qt.ConnectionType.QueuedConnection)
         self._ask.connect(self._on_ask, QtCore.Qt.ConnectionType.QueuedConnection)
         self._grabbed_key.connect(self._on_grabbed_key, QtCore.Qt.ConnectionType.QueuedConnection)
@@ -156,6 +162,11 @@ class GuiApprover(QtCore.QObject):
             return ApprovalDecision.stop()
         if self._auto_approves(request):
             self.auto_approved.emit(request.step, request.action.describe())
+            if self.before_action is not None:
+                try:
+                    self._gui.call(lambda: self._before_action(request.action))  # before the engine acts
+                except GuiCallTimeout:
+                    log.warning("the GUI thread did not answer before an automatically approved step")
             return ApprovalDecision.approve()
 
         pending = _Pending(request)
@@ -281,9 +292,18 @@ class GuiApprover(QtCore.QObject):
     def _finish(self, pending: _Pending, decision: ApprovalDecision, remember_kind: bool) -> None:
         # Hidden and confirmed by the window system first: the engine acts as soon as `done` is set.
         self._withdraw(pending, stopping=decision.decision is Decision.STOP)
+        if decision.decision in (Decision.APPROVE, Decision.EDIT, Decision.APPROVE_ALL_EXACT):
+            self._before_action(decision.action or pending.request.action)
         pending.decision = decision
         pending.remember_kind = remember_kind
         pending.done.set()
+
+    def _before_action(self, action: Action) -> None:
+        if self.before_action is not None:
+            try:
+                self.before_action(action)
+            except Exception:  # the step goes on; only the stop key's grab is at stake
+                log.exception("preparing the keys for an action failed")
 
     def _withdraw(self, pending: _Pending, stopping: bool = False) -> None:
         if self._pending is not pending:

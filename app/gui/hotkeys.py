@@ -24,7 +24,8 @@ from typing import Any
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.gui.key_grab import KeyGrab, hotkey_grab
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, Signal
-from holodesk.automation.input.injected import InjectedInput
+from holodesk.automation.actions import Action, HoldAndTap, KeyCombo, TypeText
+from holodesk.automation.input.injected import InjectedInput, keys_for_text
 from holodesk.automation.keys import normalize_key
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,20 @@ class RepeatedPressDetector:
 def stop_key_name(pynput_key: str) -> str:
     """'<esc>' (pynput syntax) or 'q' -> Holodesk's canonical key name."""
     return normalize_key(pynput_key.strip().removeprefix("<").removesuffix(">"))
+
+
+def action_presses(action: Action, key: str) -> bool:
+    """Whether performing `action` may press `key` (canonical): then a grab of it would take the
+    action's own press from the window it is meant for. Text that is not plain characters counts as
+    pressing anything (its keys are not all named here)."""
+    if isinstance(action, KeyCombo):
+        return key in action.keys
+    if isinstance(action, HoldAndTap):
+        return key in action.hold or key in action.taps
+    if isinstance(action, TypeText):
+        odd = any(not character.isprintable() and character not in "\n\t" for character in action.text)
+        return odd or key in keys_for_text(action.text) or (key == "enter" and action.press_enter)
+    return False
 
 
 def key_name(key: Any) -> str | None:

@@ -31,7 +31,14 @@ from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
 from holodesk.app.gui.gui_approver import GuiApprover, answer_keys_grabbed
 from holodesk.app.gui.history_window import HistoryWindow
-from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, HotkeySignals, OwnWindowsStopKey
+from holodesk.app.gui.hotkeys import (
+    HotkeyError,
+    HotkeyListener,
+    HotkeySignals,
+    OwnWindowsStopKey,
+    action_presses,
+    stop_key_name,
+)
 from holodesk.app.gui.key_grab import KeyGrab, stop_keysym
 from holodesk.app.gui.loading_window import LoadingWindow
 from holodesk.app.gui.overlay import OverlayController
@@ -46,6 +53,7 @@ from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
 from holodesk.app.gui.thinking_status import ThinkingStatus
 from holodesk.app.gui.tray import Indicator, make_indicator
+from holodesk.automation.actions import Action
 from holodesk.automation.backends import BackendSettingError, choose_backend, create_backends
 from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
 from holodesk.automation.held_input import release_leftover_input
@@ -85,6 +93,23 @@ class EngineBridge(QtCore.QObject):
     load_progress = Signal(float, str)
     no_gpu = Signal()  # the local backend failed on a computer without a usable GPU
     backend_notice = Signal(str)  # the Wayland portal's consent explanations
+
+
+# Where the stop key is grabbed (X11): the model thinks, the screen settles, an approved action runs.
+# Not while the panel asks (it grabs the key itself), a question waits for a typed reply, or a pause.
+STOP_KEY_STATES = frozenset(
+    {
+        EngineState.CAPTURING,
+        EngineState.THINKING,
+        EngineState.SAVING,
+        EngineState.ACTING,
+        EngineState.SETTLING,
+        EngineState.NO_VISIBLE_CHANGE,
+        EngineState.STEP_FAILED,
+    }
+)
+# Where one step's action is over or not yet chosen: what that action pressed matters no more.
+STEP_BOUNDARIES = frozenset({EngineState.CAPTURING, EngineState.THINKING, EngineState.SETTLING})
 
 
 class HolodeskApp(QtCore.QObject):
@@ -127,7 +152,8 @@ class HolodeskApp(QtCore.QObject):
         self.portal_hotkeys: PortalHotkeys | None = None
         self.own_windows_stop: OwnWindowsStopKey | None = None
         self.hotkey_notices_given: set[str] = set()  # each hotkey notice is given once per app run
-        self._stop_key_grab: KeyGrab | None = None  # the stop key, held while the model thinks
+        self._stop_key_grab: KeyGrab | None = None  # the stop key, held while the model thinks and acts
+        self._action_presses_stop_key = False  # the approved action presses the stop key: not grabbed for it
         self.policy: ModelPolicy | None = None
         self.policy_error: str | None = None
         self.engine: StepEngine | None = None
@@ -137,6 +163,8 @@ class HolodeskApp(QtCore.QObject):
         self.history: HistoryWindow | None = None
         self.routines_root = default_routines_root()
         self.routine_approver = GuiRoutineApprover(self.overlay, agent=self.approver)
+        for approver in (self.approver, self.routine_approver.steps):
+            approver.before_action = self._before_action
         self.routine_policy: RoutinePolicy | None = None  # the routine the running engine replays
         self.last_routine: RoutinePolicy | None = None
         self.routine_hotkeys = RoutineHotkeys()  # what the running hotkey listener binds
@@ -549,7 +577,9 @@ class HolodeskApp(QtCore.QObject):
             self._finished(event.result)
             return
         detail = f"step {event.step}: {event.detail}" if event.detail else f"step {event.step}"
-        self._hold_stop_key(event.state is EngineState.THINKING)
+        if event.state in STEP_BOUNDARIES:
+            self._action_presses_stop_key = False  # the next action is not chosen yet
+        self._hold_stop_key(event.state in STOP_KEY_STATES and not self._action_presses_stop_key)
         if event.state is EngineState.THINKING:
             self.thinking.show_state(event.step)
         elif event.state is EngineState.PAUSED:
@@ -571,10 +601,18 @@ class HolodeskApp(QtCore.QObject):
         print(f"holodesk: Step {step} approved automatically: {action}", file=sys.stderr, flush=True)
         self.indicator.announce_auto_approved(step, action)
 
+    def _before_action(self, action: Action) -> None:
+        """An approved action is about to run (called before the engine may perform it): the stop key
+        stays taken for its time, unless the action presses that key itself (the grab would take it)."""
+        self._action_presses_stop_key = action_presses(action, stop_key_name(self.settings.hotkeys.stop.key))
+        self._hold_stop_key(not self._action_presses_stop_key)
+
     def _hold_stop_key(self, held: bool) -> None:
-        """While the model thinks, the stop key is grabbed (X11): Esc Esc stops the run without also
-        reaching the user's window (the stop gesture listens through RECORD, which sees grabbed keys).
-        Released before anything else may need the key: the approval panel grabs it for itself."""
+        """While the model thinks and while an action runs, the stop key is grabbed (X11): Esc Esc stops
+        the run without also reaching the user's window (the stop gesture listens through RECORD, which
+        sees grabbed keys). Released before anything else may need the key: the approval panel grabs it
+        for itself, the question's reply field and a pause leave it to the user, and an action that
+        presses it itself must send it to its window."""
         if held and self._stop_key_grab is None and answer_keys_grabbed(QtGui.QGuiApplication.platformName()):
             grab = KeyGrab({"stop": (stop_keysym(self.settings.hotkeys.stop.key),)}, lambda _key: None)
             if grab.start():

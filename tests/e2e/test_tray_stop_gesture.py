@@ -1,4 +1,4 @@
-"""The stop gesture at the approval panel takes both its Escs from the person's app.
+"""The stop gesture takes both its Escs from the person's app: at the approval panel, and while an action runs.
 
 A real window manager (openbox) gives a real GTK dialog (zenity --entry) the focus, with text typed
 into it. The tray app runs a scripted task; while its first step waits on the approval panel, the
@@ -6,10 +6,13 @@ person presses Esc, waits 0.15 s, and presses Esc again, as the README teaches. 
 and the dialog must not have seen either Esc: it is still open, and Enter then closes it with the
 typed text intact (zenity prints what its entry held; an Esc that reached it cancels it, exit 1).
 Enter reaches the dialog again while Holodesk still runs: the keys are given back after the gesture.
+The same while an approved action runs (a long wait, approved with Enter at the panel): Esc, Esc stops
+it, and the dialog keeps its text.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -18,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from holodesk.automation.trajectory import SESSION_FILE, iter_session_folders
 from holodesk.automation.virtual_display import XvfbServer
 from tests.e2e.scripting import holotron
 from tests.e2e.test_tray_app import (
@@ -111,3 +115,54 @@ def test_esc_twice_at_the_panel_stops_the_run_and_the_dialog_keeps_its_text(
         stop_holodesk(holodesk)
     assert session.outcome == "stopped", session.end
     assert (returncode, printed) == (0, TYPED + "\n"), "an Esc of the gesture reached the dialog"
+
+
+def action_running(sessions: Path) -> bool:
+    """Whether a step's action has begun: its record is written ahead of it, its result pending."""
+    for folder in iter_session_folders(sessions):
+        lines = (folder / SESSION_FILE).read_text(encoding="utf-8").splitlines()
+        if any(json.loads(line).get("result_pending") for line in lines if line.strip()):
+            return True
+    return False
+
+
+def test_esc_twice_while_an_action_runs_stops_the_run_and_the_dialog_keeps_its_text(
+    dialog: tuple[subprocess.Popen[str], str], tmp_path: Path
+) -> None:
+    process, window = dialog
+    answers = [holotron("wait_desktop", seconds=30, thought="Wait."), holotron("answer", content="Done.")]
+    holodesk, sessions, _ = start_holodesk(tmp_path, scripted_settings(tmp_path, answers))
+    try:
+        type_task("Wait a while")
+        wait_for_window("Holodesk: approve")
+        focus_on(window)
+        xdotool("key", "Return")  # approves at the panel (its key, never the dialog's)
+        wait_until(lambda: action_running(sessions), 30, "the approved wait running")
+        xdotool("key", "Escape")
+        time.sleep(GESTURE_GAP_S)  # the gesture's own rhythm, not a wait for anything
+        xdotool("key", "Escape")
+        session = wait_for_session_end(sessions, holodesk)
+        returncode, printed = close_with_enter(process, window)
+    finally:
+        stop_holodesk(holodesk)
+    assert session.outcome == "stopped", session.end
+    assert (returncode, printed) == (0, TYPED + "\n"), "an Esc of the gesture reached the dialog"
+
+
+def test_an_approved_esc_of_the_model_still_reaches_the_dialog(
+    dialog: tuple[subprocess.Popen[str], str], tmp_path: Path
+) -> None:
+    """The stop key is taken while actions run, but not from an action that presses it itself."""
+    process, window = dialog
+    answers = [holotron("hotkey_desktop", keys=["esc"], thought="Close it."), holotron("answer", content="Done.")]
+    holodesk, sessions, _ = start_holodesk(tmp_path, scripted_settings(tmp_path, answers))
+    try:
+        type_task("Close the dialog")
+        wait_for_window("Holodesk: approve")
+        focus_on(window)
+        xdotool("key", "Return")  # approves at the panel
+        session = wait_for_session_end(sessions, holodesk)
+        assert process.wait(15) == 1, "the model's Esc never reached the dialog"  # zenity: cancelled
+    finally:
+        stop_holodesk(holodesk)
+    assert session.outcome == "done", session.end

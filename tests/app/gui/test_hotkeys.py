@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, RepeatedPressDetector, stop_key_name
+from holodesk.app.gui.hotkeys import HotkeyError, HotkeyListener, RepeatedPressDetector, action_presses, stop_key_name
+from holodesk.automation.actions import Action, Click, HoldAndTap, KeyCombo, Point, TypeText, Wait
 from tests.support.line_process import LineProcess
 
 
@@ -124,3 +125,22 @@ def test_stop_keys_in_pynput_syntax_become_canonical_names():
 def test_a_malformed_hotkey_is_reported(xvfb):
     with pytest.raises(HotkeyError, match="not valid"):
         HotkeyListener("<ctrl>+<bogus>", lambda: None, lambda: None).start()
+
+
+@pytest.mark.parametrize(
+    ("action", "key", "presses"),
+    [
+        (KeyCombo(("esc",)), "esc", True),
+        (KeyCombo(("ctrl", "c")), "esc", False),
+        (HoldAndTap(("shift",), ("esc",)), "esc", True),
+        (TypeText("hello"), "esc", False),
+        (TypeText("hello\x1b"), "esc", True),  # a control character: its key is not named here
+        (TypeText("quit"), "q", True),  # a letter as the stop key, typed by the action
+        (TypeText("", press_enter=True), "enter", True),
+        (Click(Point(5, 5)), "esc", False),
+        (Wait(1.0), "esc", False),
+    ],
+)
+def test_an_action_that_presses_the_stop_key_is_known(action: Action, key: str, presses: bool) -> None:
+    """While such an action runs the stop key is not grabbed: the grab would take the action's own press."""
+    assert action_presses(action, key) is presses

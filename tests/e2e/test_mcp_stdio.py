@@ -164,3 +164,61 @@ def test_the_printed_claude_desktop_config_starts_the_server_as_written(xvfb, tm
             return [tool.name for tool in (await client.list_tools()).tools]
 
     assert set(anyio.run(go)) >= {"screenshot", "act", "list_routines"}
+
+
+def wait_for_session_end(sessions: Path, timeout_s: float = 30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        folders = list(iter_session_folders(sessions))
+        if folders and read_session(folders[-1]).end is not None:
+            return read_session(folders[-1])
+        time.sleep(0.1)
+    raise AssertionError("the step's session did not end")
+
+
+def panel_hidden(timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not xdotool("search", "--onlyvisible", "--name", PANEL_TITLE, check=False).stdout.strip():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.display
+def test_a_cancel_from_the_client_withdraws_the_step_and_records_the_stop(xvfb, target_window, tmp_path):
+    target_window.reset()
+    ok = target_window.centre("ok")
+    sessions = tmp_path / "sessions"
+    seen: dict[str, object] = {}
+
+    async def go() -> CallToolResult:
+        async with Client(stdio_server(sessions), client_info=AGENT, read_timeout_seconds=120) as client:
+            async with anyio.create_task_group() as tasks:
+                scope = anyio.CancelScope()
+
+                async def calling() -> None:
+                    with scope:
+                        await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
+                        seen["answered"] = True  # never: the call was cancelled
+
+                tasks.start_soon(calling)
+                await anyio.to_thread.run_sync(wait_for_panel)
+                scope.cancel()  # the SDK sends notifications/cancelled for the call
+            seen["session"] = await anyio.to_thread.run_sync(wait_for_session_end, sessions)
+            seen["hidden"] = await anyio.to_thread.run_sync(panel_hidden)
+            # The server is free again: the next step is shown and, approved, runs.
+            helper = threading.Thread(target=approve_on_the_panel, daemon=True)
+            helper.start()
+            result = await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
+            await anyio.to_thread.run_sync(helper.join, 60)
+            return result
+
+    result = anyio.run(go)
+    session = seen["session"]
+    assert "answered" not in seen and seen["hidden"], "the cancelled step's panel stayed up"
+    assert session.outcome == "stopped", session.end
+    assert session.end["detail"].startswith("stopped: the MCP client cancelled the step"), session.end
+    assert not result.is_error, result.content
+    clicks = [e["widget"] for e in target_window.sync() if e["event"] == "clicked"]
+    assert clicks == ["ok"]  # the approved second step only; the cancelled one did nothing

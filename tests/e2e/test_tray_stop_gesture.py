@@ -6,8 +6,9 @@ person presses Esc, waits 0.15 s, and presses Esc again, as the README teaches. 
 and the dialog must not have seen either Esc: it is still open, and Enter then closes it with the
 typed text intact (zenity prints what its entry held; an Esc that reached it cancels it, exit 1).
 Enter reaches the dialog again while Holodesk still runs: the keys are given back after the gesture.
-The same while an approved action runs (a long wait, approved with Enter at the panel): Esc, Esc stops
-it, and the dialog keeps its text.
+The same while an approved action runs (a long wait, approved with Enter at the panel) and while the
+model thinks (a server that has the question and has not answered yet): Esc, Esc stops the run, and the
+dialog keeps its text.
 """
 
 from __future__ import annotations
@@ -166,3 +167,28 @@ def test_an_approved_esc_of_the_model_still_reaches_the_dialog(
     finally:
         stop_holodesk(holodesk)
     assert session.outcome == "done", session.end
+
+
+def test_esc_twice_while_the_model_thinks_stops_the_run_and_the_dialog_keeps_its_text(
+    dialog: tuple[subprocess.Popen[str], str], tmp_path: Path
+) -> None:
+    from bench.rigs.fake_openai_server import FakeOpenAIServer, SlowReply
+
+    process, window = dialog
+    with FakeOpenAIServer() as server:
+        server.queue(SlowReply(60.0))  # the model thinks for a minute
+        remote = f'backend = "remote"\n\n[model.remote]\nbase_url = "{server.base_url}"'
+        holodesk, sessions, _ = start_holodesk(tmp_path, remote)
+        try:
+            type_task("Think about it")
+            wait_until(lambda: bool(server.chat_requests), 60, "the model asked")
+            focus_on(window)
+            xdotool("key", "Escape")
+            time.sleep(GESTURE_GAP_S)  # the gesture's own rhythm, not a wait for anything
+            xdotool("key", "Escape")
+            session = wait_for_session_end(sessions, holodesk)
+            returncode, printed = close_with_enter(process, window)
+        finally:
+            stop_holodesk(holodesk)
+    assert session.outcome == "stopped", session.end
+    assert (returncode, printed) == (0, TYPED + "\n"), "an Esc of the gesture reached the dialog"

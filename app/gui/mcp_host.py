@@ -9,6 +9,7 @@ server does (the client closed stdin, or the HTTP listener stopped).
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from holodesk.app.gui.gui_approver import GuiApprover
 from holodesk.app.gui.gui_thread import GuiThreadCaller
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
-from holodesk.app.gui.qt import QtWidgets
+from holodesk.app.gui.qt import QtCore, QtWidgets
 from holodesk.app.gui.qt_platform import apply_qt_platform
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.one_step import DeskParts
@@ -27,6 +28,9 @@ from holodesk.automation.backends import create_backends
 from holodesk.automation.input.x11.focus_guard import FocusGuard
 
 log = logging.getLogger(__name__)
+
+STEP_END_WAIT_S = 5.0  # at exit, how long a stopped step may take to record its end
+SIGNAL_POLL_MS = 200  # Python runs signal handlers only between bytecodes: the Qt loop wakes it this often
 
 
 def run_with_panel(
@@ -49,7 +53,11 @@ def run_with_panel(
     overlay = OverlayController()
     approver = GuiApprover(overlay, auto_approve_kinds=auto_approve_kinds)
     focus_guard = FocusGuard()
-    backends = create_backends(lambda text: err.write(f"holodesk mcp: {text}\n"), focus_guard=focus_guard)
+
+    def notice(text: str) -> None:
+        err.write(f"holodesk mcp: {text}\n")
+
+    backends = create_backends(notice, focus_guard=focus_guard)
     frames = OwnWindowsHiddenCapture(backends.capture, overlay=overlay, focus_guard=focus_guard)
     desk = Desk(DeskParts(approver, backends.performer, frames, sessions, monitor), routines)
     gui = GuiThreadCaller()
@@ -65,12 +73,33 @@ def run_with_panel(
             gui.post(app.quit)
 
     threading.Thread(target=server_thread, name="holodesk-mcp-server", daemon=True).start()
+    ending = _end_on_signals(app)
     try:
         app.exec()
     finally:
+        # A step still with the person (or running) ends stopped, recorded, its input released, first.
+        desk.steps.stop(ending[0] if ending else "stopped: holodesk mcp is ending")
+        desk.steps.wait_idle(STEP_END_WAIT_S)
         backends.close()
     if failed:
         log.error("the MCP server ended with an error", exc_info=failed[0])
         err.write(f"holodesk mcp: the server ended: {type(failed[0]).__name__}: {failed[0]}\n")
         return 1
     return 0
+
+
+def _end_on_signals(app: QtWidgets.QApplication) -> list[str]:
+    """Ctrl+C, SIGTERM and SIGHUP end the server cleanly (the step in progress stopped, as the tray's Stop);
+    the returned list gets the reason."""
+    reasons: list[str] = []
+
+    def on_signal(number: int, _frame: object) -> None:
+        reasons.append(f"stopped: holodesk mcp received {signal.Signals(number).name}")
+        app.quit()
+
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, on_signal)
+    timer = QtCore.QTimer(app)
+    timer.timeout.connect(lambda: None)
+    timer.start(SIGNAL_POLL_MS)
+    return reasons

@@ -26,9 +26,7 @@ def print_config(host: str, out: TextIO, err: TextIO) -> int:
     return EXIT_DONE
 
 
-def serve(
-    *, http: bool, port: int, sessions: Path | None, routines: Path | None, err: TextIO = sys.stderr
-) -> int:
+def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None, err: TextIO = sys.stderr) -> int:
     """Serve until the client (stdio) or the person (Ctrl+C, HTTP) ends it; approvals on the panel here."""
     from holodesk.app.common.settings import load_settings
     from holodesk.automation.routines.routine_file import default_routines_root

@@ -48,5 +48,8 @@ def config_text(host: str, command: list[str] | None = None) -> tuple[str, str]:
             f"{servers}\n",
         )
     if host == "stdio":
-        return "Any MCP host that starts a server over stdio: this command and arguments.", f"{json.dumps(entry, indent=2)}\n"
+        return (
+            "Any MCP host that starts a server over stdio: this command and arguments.",
+            f"{json.dumps(entry, indent=2)}\n",
+        )
     raise ValueError(f"no configuration for {host!r}: choose one of {', '.join(HOSTS)}")

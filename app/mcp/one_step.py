@@ -150,6 +150,13 @@ class StepRunner:
             self._lock.release()
         return _report(result, proposer, acting.is_set())
 
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait (bounded) until no step runs; True when none does."""
+        if not self._lock.acquire(timeout=timeout_s):
+            return False
+        self._lock.release()
+        return True
+
     def stop(self, reason: str = CLIENT_CANCELLED) -> None:
         """Stop the running step, as the tray's Stop does (any thread; nothing when none runs)."""
         engine = self._engine

@@ -20,7 +20,10 @@ _ACT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "action": {"type": "string", "enum": list(ACT_KINDS), "description": "what to do"},
-        "x": {"type": "integer", "description": "target x (click, double_click, drag start; optional for type, scroll)"},
+        "x": {
+            "type": "integer",
+            "description": "target x (click, double_click, drag start; optional for type, scroll)",
+        },
         "y": {"type": "integer", "description": "target y"},
         "to_x": {"type": "integer", "description": "drag: where to release, x"},
         "to_y": {"type": "integer", "description": "drag: where to release, y"},

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import queue
+import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import httpx
@@ -18,7 +22,14 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from holodesk.app.mcp.http_auth import NO_TOKEN, WRONG_TOKEN
-from tests.e2e.test_mcp_stdio import AGENT, approve_on_the_panel, server_env
+from tests.e2e.test_mcp_stdio import (
+    AGENT,
+    approve_on_the_panel,
+    panel_hidden,
+    server_env,
+    wait_for_panel,
+    wait_for_session_end,
+)
 from tests.support.holodesk_command import HOLODESK_COMMAND
 
 
@@ -37,9 +48,10 @@ def http_server(xvfb, tmp_path) -> Iterator[dict[str, str]]:
                 address = json.loads(line)
                 break
         assert address["url"].startswith("http://127.0.0.1:")
-        yield address
+        yield {**address, "pid": str(process.pid), "sessions": str(tmp_path / "sessions")}
     finally:
-        process.terminate()
+        if process.poll() is None:
+            process.terminate()
         process.wait(20)
 
 
@@ -59,14 +71,44 @@ def test_with_the_token_act_clicks_after_approval(http_server, target_window):
     headers = {"Authorization": f"Bearer {http_server['token']}"}
 
     async def go() -> CallToolResult:
-        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
-            async with Client(streamable_http_client(http_server["url"], http_client=http), client_info=AGENT) as client:
-                helper = threading.Thread(target=approve_on_the_panel, daemon=True)
-                helper.start()
-                result = await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
-                await anyio.to_thread.run_sync(helper.join, 60)
-                return result
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=120) as http,
+            Client(streamable_http_client(http_server["url"], http_client=http), client_info=AGENT) as client,
+        ):
+            helper = threading.Thread(target=approve_on_the_panel, daemon=True)
+            helper.start()
+            result = await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
+            await anyio.to_thread.run_sync(helper.join, 60)
+            return result
 
     result = anyio.run(go)
     assert not result.is_error, result.content
     assert [e["widget"] for e in target_window.sync() if e["event"] == "clicked"] == ["ok"]
+
+
+@pytest.mark.display
+def test_sigterm_while_a_step_waits_ends_it_stopped_and_nothing_is_done(http_server, target_window):
+    target_window.reset()
+    ok = target_window.centre("ok")
+    headers = {"Authorization": f"Bearer {http_server['token']}"}
+
+    async def call() -> None:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            Client(streamable_http_client(http_server["url"], http_client=http), client_info=AGENT) as client,
+        ):
+            await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
+
+    # The client's call fails when the server goes; what matters is what the server did.
+    threading.Thread(target=lambda: _quietly(lambda: anyio.run(call)), daemon=True).start()
+    wait_for_panel()
+    os.kill(int(http_server["pid"]), signal.SIGTERM)
+    session = wait_for_session_end(Path(http_server["sessions"]))
+    assert session.outcome == "stopped" and session.end["detail"].startswith("stopped: holodesk mcp received SIGTERM")
+    assert panel_hidden()
+    assert target_window.sync() == []
+
+
+def _quietly(work) -> None:
+    with contextlib.suppress(BaseException):  # the connection ends with the server: expected here
+        work()

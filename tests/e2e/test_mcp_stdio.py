@@ -106,7 +106,10 @@ def test_act_clicks_the_window_only_after_the_person_approves(xvfb, target_windo
         approve_on_the_panel()
 
     result = call_with_person(
-        stdio_server(tmp_path / "sessions"), "act", {"action": "click", "x": ok.x, "y": ok.y, "reason": "send it"}, person
+        stdio_server(tmp_path / "sessions"),
+        "act",
+        {"action": "click", "x": ok.x, "y": ok.y, "reason": "send it"},
+        person,
     )
     assert isinstance(result, CallToolResult) and not result.is_error, result
     assert result.content[0].text.startswith("done: click at")

@@ -13,8 +13,10 @@ SCREEN = ScreenSize(1280, 800)
 def test_each_kind_becomes_its_action_in_screenshot_pixels():
     assert read_act({"action": "click", "x": 10, "y": 20}, SCREEN).action == Click(Point(10, 20))
     assert read_act({"action": "double_click", "x": 10, "y": 20}, SCREEN).action == Click(Point(10, 20), count=2)
-    assert read_act({"action": "click", "x": 1, "y": 2, "button": "right"}, SCREEN).action.describe().startswith(
-        "right click"
+    assert (
+        read_act({"action": "click", "x": 1, "y": 2, "button": "right"}, SCREEN)
+        .action.describe()
+        .startswith("right click")
     )
     typed = read_act({"action": "type", "text": "hi", "press_enter": True}, SCREEN).action
     assert typed == TypeText("hi", None, press_enter=True)

@@ -1,10 +1,23 @@
-"""Expected effects: the region a step changed when recorded, and whether a replayed step changed it.
+"""Expected effects: what a step changed when recorded, and whether a replayed step did something.
 
-A change is a pixel whose colour moved by more than `CHANGE_LEVEL` in any channel (a caret's blink
-or antialiasing noise stays below it). At replay the expected region moves with the target (it was
-recorded relative to the target's point) and is widened by `REGION_MARGIN`, since a page that
-randomizes its layout changes a slightly different area; the step did what it did when recorded
-if anything changed inside it. Holodesk's own tray icon and windows never count as a change.
+A change is a pixel whose colour moved by more than `CHANGE_LEVEL` in any channel. At record time
+the compiler keeps the box that changed (relative to the target's point for pointing steps). At
+replay a step's effect is judged on what it acted on (`ActedOn`), not on that box fixed to a point:
+
+- typing and keys: a change inside the window the keys went to (wherever in it: a terminal's output
+  lands a line lower each run), the window closing, or the keyboard focus moving on;
+- a click: a change inside the window it clicked or where the recorded click changed the screen,
+  the window closing, or the keyboard focus moving (a click that focuses or selects). No visible
+  change is accepted when the recorded click changed nothing, or as little as a focus ring or a
+  caret does (`SMALL_EFFECT_AREA`); on a window that already had the keyboard focus it cannot be
+  judged (a focusing click changes nothing there), which is said and the replay goes on.
+
+A change thinner than three pixels (a caret's column blinking, a 1-2 px line) is not an effect
+(`substantial`). Where the effect cannot be judged fairly (the window moved or was resized while
+the step ran, the screen's size changed, the window is off the captured screen) the check says so
+and does not stop the replay: a replay stops only on evidence that the step did not happen. Where
+the desktop's windows cannot be asked (Wayland), the window is the whole screen. Holodesk's own tray
+icon and windows never count as a change.
 """
 
 from __future__ import annotations
@@ -12,14 +25,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from holodesk.automation.coords import Rect
 from holodesk.automation.routines.routine_file import ExpectedEffect
+from holodesk.automation.routines.windows import DesktopWindow
 from holodesk.automation.screen import ScreenFrame
 
 CHANGE_LEVEL = 24
-REGION_MARGIN = 24
+REGION_MARGIN = 24  # the recorded box of a click's effect is widened by this (a page lays out anew)
+THIN_CHANGE_PX = 3  # changes narrower than this are a caret's column or a thin line, not an effect
+# A click that changed at most this many pixels (its box) when recorded did no more than a focus
+# ring, a caret or a terminal's cursor does: at replay no visible change is accepted for it.
+SMALL_EFFECT_AREA = 12_000
+SMALL_EFFECT_HEIGHT = 80
 
 
 def changed_box(
@@ -31,59 +51,166 @@ def changed_box(
     channels are compared. Nothing inside the `ignore` boxes (left, top, width, height in the images'
     pixels: Holodesk's own tray icon and windows) counts as a change.
     """
+    mask = _changed(before, after, ignore)
+    return _box(mask)
+
+
+def substantial_box(
+    before: np.ndarray, after: np.ndarray, ignore: Sequence[tuple[int, int, int, int]] = ()
+) -> tuple[int, int, int, int] | None:
+    """Like `changed_box`, leaving out changes narrower than THIN_CHANGE_PX (a caret's column blinking)."""
+    mask = _changed(before, after, ignore).astype(np.uint8)
+    wide = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((1, THIN_CHANGE_PX), np.uint8))
+    return _box(wide.astype(bool))
+
+
+def _changed(before: np.ndarray, after: np.ndarray, ignore: Sequence[tuple[int, int, int, int]]) -> np.ndarray:
     if before.shape != after.shape:
         raise ValueError(f"images of different sizes: {before.shape} and {after.shape}")
     difference = np.abs(before[:, :, :3].astype(np.int16) - after[:, :, :3].astype(np.int16)).max(axis=2)
     for left, top, width, height in ignore:
         difference[max(0, top) : max(0, top + height), max(0, left) : max(0, left + width)] = 0
-    rows = np.flatnonzero((difference > CHANGE_LEVEL).any(axis=1))
+    mask: np.ndarray = difference > CHANGE_LEVEL
+    return mask
+
+
+def _box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
+    rows = np.flatnonzero(mask.any(axis=1))
     if rows.size == 0:
         return None
-    cols = np.flatnonzero((difference > CHANGE_LEVEL).any(axis=0))
+    cols = np.flatnonzero(mask.any(axis=0))
     return int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1), int(rows[-1] - rows[0] + 1)
 
 
 @dataclass(frozen=True, slots=True)
 class EffectCheck:
-    """Whether the expected effect was seen, and in words what was compared."""
+    """Whether the step may be taken to have happened, and in words what was compared.
+
+    `seen` False is evidence that it did not (the replay asks). `judged` False: the effect could not
+    be judged fairly; `seen` is then True and `detail` says why (the replay says it and goes on)."""
 
     seen: bool
     detail: str
+    judged: bool = True
 
 
-def check_effect(
+@dataclass(frozen=True, slots=True)
+class ActedOn:
+    """What a step acted on, asked of the desktop just before it ran and again after.
+
+    `window` is the window it clicked or typed into, as it was before (None: the desktop cannot be
+    asked, the whole screen stands for it); `window_after` the same window after (None: it closed).
+    `focus_before`/`focus_after` are the ids of the windows the keys went to (None: nowhere or not
+    known); `nowhere` says why keys went nowhere when the step ran ("" when they went to a window)."""
+
+    typing: bool
+    window: DesktopWindow | None = None
+    window_after: DesktopWindow | None = None
+    focus_before: int | None = None
+    focus_after: int | None = None
+    nowhere: str = ""
+
+
+def judge_effect(
     expect: ExpectedEffect,
-    target: tuple[int, int] | None,
+    acted: ActedOn,
     before: ScreenFrame,
     after: ScreenFrame,
-    shift: tuple[int, int] = (0, 0),
+    target: tuple[int, int] | None = None,
     ignore: Sequence[Rect] = (),
 ) -> EffectCheck:
-    """Did the screen change inside the expected region (moved to where the target is now)?
+    """Did the replayed step do something, judged on what it acted on (see the module's docstring)?
 
-    A step with a target has its region relative to the target's point; a step without one (keys,
-    typing where the focus is) has it in screen pixels as recorded, moved by `shift`: how far the
-    routine's last target was found from where it was recorded (the window it acts in moved).
-    Nothing inside `ignore` (Holodesk's own tray icon and windows, screen pixels) counts as a change.
-    """
-    if not expect.changed or expect.region is None:
+    `target` is where the step's target was found (a click's recorded box moves with it)."""
+    if not expect.changed:
         return EffectCheck(True, "no change was expected")
     if before.region != after.region:
-        return EffectCheck(True, "the screen's size changed: the effect cannot be compared")
-    dx, dy, width, height = expect.region
-    if target is not None:
-        dx, dy = dx + target[0], dy + target[1]
-    else:
-        dx, dy = dx + shift[0], dy + shift[1]
-    left = max(0, dx - before.region.left - REGION_MARGIN)
-    top = max(0, dy - before.region.top - REGION_MARGIN)
-    right = min(before.width, dx - before.region.left + width + REGION_MARGIN)
-    bottom = min(before.height, dy - before.region.top + height + REGION_MARGIN)
-    where = f"{width}x{height} at ({dx}, {dy})"
+        return EffectCheck(True, "the screen's size changed: the effect cannot be judged; going on", judged=False)
+    own = [(r.left - before.region.left, r.top - before.region.top, r.width, r.height) for r in ignore]
+    window = acted.window
+    if window is not None and acted.window_after is None:
+        return EffectCheck(True, f"{window.words()} closed")
+    if window is not None and acted.window_after is not None and acted.window_after.rect != window.rect:
+        return EffectCheck(
+            True,
+            f"{window.words()} moved or was resized while the step ran: its effect cannot be judged; going on",
+            judged=False,
+        )
+    name = window.words() if window is not None else "the screen"
+    area = _clip(window.rect if window is not None else before.region, before.region)
+    if area is None:
+        return EffectCheck(True, f"{name} is off the captured screen: its effect cannot be judged; going on", False)
+    box = _change_in(before, after, area, own)
+    if box is not None:
+        role = "" if window is None else (", where it typed," if acted.typing else ", which it clicked,")
+        return EffectCheck(True, f"{name}{role} changed ({box[2]}x{box[3]} at ({box[0]}, {box[1]}))")
+    if acted.focus_after is not None and acted.focus_after != acted.focus_before:
+        return EffectCheck(True, f"nothing changed in {name}, but the keyboard focus moved")
+    if acted.typing:
+        if acted.nowhere:
+            return EffectCheck(False, f"its keys went nowhere ({acted.nowhere}) and nothing changed on the screen")
+        return EffectCheck(False, f"nothing changed in {name} after it typed there")
+    return _quiet_click(expect, acted, before, after, target, own, name)
+
+
+def _quiet_click(
+    expect: ExpectedEffect,
+    acted: ActedOn,
+    before: ScreenFrame,
+    after: ScreenFrame,
+    target: tuple[int, int] | None,
+    own: list[tuple[int, int, int, int]],
+    where: str,
+) -> EffectCheck:
+    """A click after which nothing changed in its window: enough, or evidence that it did not happen."""
+    region = expect.region
+    if region is not None and target is not None:
+        recorded = Rect(
+            region[0] + target[0] - REGION_MARGIN,
+            region[1] + target[1] - REGION_MARGIN,
+            region[2] + 2 * REGION_MARGIN,
+            region[3] + 2 * REGION_MARGIN,
+        )
+        area = _clip(recorded, before.region)
+        box = _change_in(before, after, area, own) if area is not None else None
+        if box is not None:
+            return EffectCheck(True, f"the screen changed where the recorded click changed it ({box[2]}x{box[3]})")
+    if region is not None and region[2] * region[3] <= SMALL_EFFECT_AREA and region[3] <= SMALL_EFFECT_HEIGHT:
+        return EffectCheck(
+            True,
+            f"no visible change in {where}; the recorded click changed only {region[2]}x{region[3]} pixels"
+            " (a focus ring, a caret), which a click on a focused field does not repeat",
+        )
+    window = acted.window
+    if window is not None and acted.focus_before == window.id and acted.focus_after == window.id:
+        return EffectCheck(
+            True,
+            f"no visible change in {where}: it already had the keyboard focus, so a click that focuses it"
+            " changes nothing; its effect cannot be judged; going on",
+            judged=False,
+        )
+    size = f" ({region[2]}x{region[3]} when recorded)" if region is not None else ""
+    return EffectCheck(
+        False, f"nothing changed in {where} after the click, where the recorded click changed the screen{size}"
+    )
+
+
+def _clip(rect: Rect, screen: Rect) -> tuple[int, int, int, int] | None:
+    """`rect` inside the frame, in the frame's pixels (left, top, right, bottom), or None if outside."""
+    left, top = max(rect.left, screen.left) - screen.left, max(rect.top, screen.top) - screen.top
+    right, bottom = min(rect.right, screen.right) - screen.left, min(rect.bottom, screen.bottom) - screen.top
     if right <= left or bottom <= top:
-        return EffectCheck(False, f"the region expected to change ({where}) is off the screen")
-    own = [(r.left - before.region.left - left, r.top - before.region.top - top, r.width, r.height) for r in ignore]
-    box = changed_box(before.pixels[top:bottom, left:right], after.pixels[top:bottom, left:right], own)
+        return None
+    return left, top, right, bottom
+
+
+def _change_in(
+    before: ScreenFrame, after: ScreenFrame, area: tuple[int, int, int, int], own: list[tuple[int, int, int, int]]
+) -> tuple[int, int, int, int] | None:
+    """The substantial change inside `area` (frame pixels), in screen pixels, or None."""
+    left, top, right, bottom = area
+    shifted = [(x - left, y - top, w, h) for x, y, w, h in own]
+    box = substantial_box(before.pixels[top:bottom, left:right], after.pixels[top:bottom, left:right], shifted)
     if box is None:
-        return EffectCheck(False, f"nothing changed where the recorded step changed the screen ({where})")
-    return EffectCheck(True, f"the screen changed where expected ({where})")
+        return None
+    return box[0] + left + before.region.left, box[1] + top + before.region.top, box[2], box[3]

@@ -1,7 +1,9 @@
 """Finding a step's target again: a ladder of locators, cheapest first, that refuses to guess.
 
-1. `near`: the target's crop, searched around the recorded spot. A match there with a high score is
-   EXACT (the screen is as recorded); these steps may be approved together.
+1. `near`: the target's crop, searched around the recorded spot. A match with a high score
+   (EXACT_SCORE) at most EXACT_DISTANCE pixels from the recorded point, each way, is EXACT (the
+   screen is as recorded); only these steps may be approved together. A match further away (up to
+   NEAR_MARGIN) is "found nearby" and always shown.
 2. `anywhere`: the crop over the whole screen (the window moved, the page laid itself out anew),
    at the recorded size first, then a few zoom factors.
 3. `context`: the wider crop around the target over the whole screen, a landmark for a target whose
@@ -30,6 +32,9 @@ from holodesk.automation.screen import ScreenFrame
 # ("OK" and "Okay", same size and colour) scores up to 0.95, so anything under 0.97 is no match.
 MATCH_SCORE = 0.97
 EXACT_SCORE = 0.99  # a match near the recorded spot at least this good is the screen as recorded
+# ... and only within this many pixels of the recorded point, in x and in y: a window that kept its
+# place (a toolkit may round a size by a pixel or two) is exact; one that moved 26 px is not.
+EXACT_DISTANCE = 2
 # A zoomed page is rendered anew, not resized: its true matches score 0.94-0.96 on grey, as a wrong
 # label does at the recorded size. A zoomed match must therefore also match on edges (the label's
 # strokes weigh more there): a true one scores 0.95-0.99, a wrong label under 0.90.
@@ -195,9 +200,9 @@ class TargetLocator:
         if match.second >= match.score - AMBIGUITY_MARGIN:
             return f"{what} matches twice near the recorded spot ({match.score:.2f} and {match.second:.2f})"
         point = Point(region.left + x0 + match.left + offset[0], region.top + y0 + match.top + offset[1])
-        exact = match.score >= EXACT_SCORE
-        moved = abs(point.x - target.point[0]) + abs(point.y - target.point[1])
-        where = "where recorded" if moved == 0 else f"{moved} px from where recorded"
+        dx, dy = point.x - target.point[0], point.y - target.point[1]
+        exact = match.score >= EXACT_SCORE and max(abs(dx), abs(dy)) <= EXACT_DISTANCE
+        where = "where recorded" if dx == dy == 0 else f"({dx:+d}, {dy:+d}) px from where recorded"
         return Located(point, Rung.NEAR, match.score, exact, f"{what} matched {where} (score {match.score:.2f})")
 
     def _anywhere(self, template: np.ndarray, offset: tuple[int, int], rung: Rung) -> Located | str:

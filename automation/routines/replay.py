@@ -8,14 +8,16 @@ target was found. Everything else is the engine's, as for the agent's steps: app
 recording of every step into a session (`holodesk history` lists the replay), releasing the input
 the run held, listener isolation.
 
-Before proposing the next step, the proposer checks that the step before changed the screen where
-it changed it when recorded (moved with its target; a step without a target follows the last
-target found). A target that no locator finds unambiguously is never guessed, and a missing effect
-is checked once more: then the user is asked (`RoutineQuestions`): look again, go on, continue with
+Before proposing the next step, the proposer judges the effect of the step before on what it acted
+on (`effects`): the window it typed into or clicked, asked of the desktop (`windows`) just before
+it ran and again after, not a rectangle fixed to the recorded point. Where the effect cannot be
+judged fairly it says so and goes on. A target that no locator finds unambiguously is never
+guessed, and a missing effect (evidence that the step did not happen) is checked once more: then
+the user is asked (`RoutineQuestions`): look again, go on, continue with
 the agent, or stop. "Continue with the agent" hands the same run, its session and its history to
 the model's policy, with a task that says what the routine did and what is left, in the values given
 with --set. A step found by the model, that then did what it did when recorded, is offered as a
-repair of the routine file.
+repair of the routine file, only when its effect was seen without asking the user.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Protocol
 
 import numpy as np
 
-from holodesk.automation.actions import Action, Done, Point, TypeText
+from holodesk.automation.actions import Action, Done, HoldAndTap, KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, ImagePixelSpace, ModelSpace
 from holodesk.automation.engine import (
@@ -46,11 +48,12 @@ from holodesk.automation.engine import (
 )
 from holodesk.automation.errors import OffScreenError
 from holodesk.automation.proposal import EndRun, Grounding, PastStep, Policy, Proposal
-from holodesk.automation.routines.effects import EffectCheck, check_effect
+from holodesk.automation.routines.effects import ActedOn, EffectCheck, judge_effect
 from holodesk.automation.routines.locators import Grounder, Located, NotLocated, Rung, TargetLocator
 from holodesk.automation.routines.pictures import PictureError, load_picture
 from holodesk.automation.routines.repair import CannotRepair, ProposedRepair, propose_repair, write_repair
 from holodesk.automation.routines.routine_file import Routine, RoutineStep
+from holodesk.automation.routines.windows import WindowProbe, desktop_windows
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
 
@@ -172,7 +175,7 @@ class _Ran:
     step: RoutineStep
     located: Located | None
     before: ScreenFrame
-    shift: tuple[int, int]  # how far the routine's targets have moved from where recorded
+    acted: ActedOn  # the window it acts on and where the keys went, as they were before it ran
 
 
 class _HandOverNow(Exception):
@@ -202,6 +205,7 @@ class RoutinePolicy:
         agent: Callable[[], HandOver | str] | None = None,
         monitor: int | None = 1,
         notify: Callable[[str], None] | None = None,
+        windows: Callable[[], WindowProbe | None] = desktop_windows,
     ) -> None:
         self.routine = routine
         self.values = parameter_values(routine, values)
@@ -211,13 +215,13 @@ class RoutinePolicy:
         self.agent = agent
         self.monitor = monitor
         self.notify = notify
+        self.windows = windows()  # None: effects are judged on the whole screen
         self.cancel = CancelToken()
         self.records: list[StepRecord] = []
         self.repairs_written: list[Path] = []
         self.handover_task = ""  # set when the agent took over
         self._next = 0  # index of the next routine step
         self._ran: _Ran | None = None
-        self._shift = (0, 0)
         self._pictures: dict[str, np.ndarray] = {}
         self._handover: HandOver | None = None
         self._agent_proposals = 0
@@ -282,9 +286,7 @@ class RoutinePolicy:
         action = self._action(step, located)
         if located is not None:
             self._say(f"step {step.number} located: {located.detail}")
-            assert step.target is not None
-            self._shift = (located.point.x - step.target.point[0], located.point.y - step.target.point[1])
-        self._ran = _Ran(step, located, frame, self._shift)
+        self._ran = _Ran(step, located, frame, self._acted_before(action))
         return self._proposal(step, action, located, frame)
 
     def _proposal(self, step: RoutineStep, action: Action, located: Located | None, frame: ScreenFrame) -> Proposal:
@@ -302,6 +304,8 @@ class RoutinePolicy:
             how = "a step without a target (keys, or typing where the focus is)"
         elif located.exact:
             how = f"found exactly where recorded ({located.detail})"
+        elif located.rung is Rung.NEAR:
+            how = f"found nearby, not exactly where recorded ({located.detail})"
         else:
             how = f"found by {located.rung.value} ({located.detail})"
         irreversible = step.irreversible or bool(element and IRREVERSIBLE_WORDS.search(element))
@@ -357,14 +361,19 @@ class RoutinePolicy:
     # -- effects, repairs, the end ---------------------------------------------------------------------
 
     def _effect_seen(self, ran: _Ran, after: ScreenFrame) -> ScreenFrame:
-        """Check the step's recorded effect (once more on a settled screen if missing); the user decides
-        when it is still missing. Returns the frame the next step is located on."""
+        """Judge the step's effect (once more on a settled screen if missing); the user decides when it
+        is still missing. Returns the frame the next step is located on.
+
+        A repair is offered only for a step whose effect was seen without asking: never after the
+        user was told that nothing changed, nor when the effect could not be judged."""
         step = ran.step
         check = self._check(ran, after)
         if not check.seen:  # the program may still have been busy
             after = self._settled()
             check = self._check(ran, after)
+        asked = False
         while not check.seen:
+            asked = True
             choice = self._ask(step, after, f"step {step.number} ran, but {check.detail}", effect_missing=True)
             if choice is ProblemChoice.CONTINUE:
                 break
@@ -373,15 +382,40 @@ class RoutinePolicy:
                 check = self._check(ran, after)
                 continue
             raise _HandOverNow(step.number + 1, f"step {step.number}: {check.detail}")
-        self._say(f"step {step.number} done: {check.detail}")
-        if ran.located is not None and ran.located.rung is Rung.MODEL and self.routine.folder is not None:
+        if asked and not check.seen:
+            self._say(f"step {step.number}: going on as asked ({check.detail})")
+        elif not check.judged:
+            self._say(f"step {step.number}: {check.detail}")
+        else:
+            self._say(f"step {step.number} done: {check.detail}")
+        fair = check.seen and check.judged and not asked
+        if fair and ran.located is not None and ran.located.rung is Rung.MODEL and self.routine.folder is not None:
             self._offer_repair(step, ran.located, ran.before)
         return after
+
+    def _acted_before(self, action: Action) -> ActedOn:
+        """The window `action` will act on and where keys go, asked just before it runs."""
+        typing = isinstance(action, (TypeText, KeyCombo, HoldAndTap))
+        if self.windows is None:
+            return ActedOn(typing)
+        keys = self.windows.keyboard_window()
+        focus = keys.window.id if keys.window is not None else None
+        at = action.at if isinstance(action, TypeText) else None
+        points = [at] if at is not None else ([] if typing else action.points())
+        if points:
+            return ActedOn(typing, self.windows.window_at(points[0].x, points[0].y), focus_before=focus)
+        return ActedOn(typing, keys.window, focus_before=focus, nowhere=keys.why)
 
     def _check(self, ran: _Ran, after: ScreenFrame) -> EffectCheck:
         anchor = (ran.located.point.x, ran.located.point.y) if ran.located is not None else None
         own = self.frames.own_regions() if isinstance(self.frames, ShowsOwnRegions) else ()
-        return check_effect(ran.step.expect, anchor, ran.before, after, shift=ran.shift, ignore=own)
+        acted = ran.acted
+        if self.windows is not None:
+            keys = self.windows.keyboard_window()
+            window_after = self.windows.window(acted.window.id) if acted.window is not None else None
+            focus_after = keys.window.id if keys.window is not None else None
+            acted = replace(acted, window_after=window_after, focus_after=focus_after)
+        return judge_effect(ran.step.expect, acted, ran.before, after, target=anchor, ignore=own)
 
     def _offer_repair(self, step: RoutineStep, located: Located, frame: ScreenFrame) -> None:
         try:

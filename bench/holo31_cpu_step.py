@@ -179,18 +179,21 @@ def vllm_server(checkpoint: Path, work: Path, *, quick: bool = False) -> Iterato
         yield server.base_url, server.pid  # the server leads its own process group
 
 
-def stream_step(client: Any, base_url: str, request: Any, new_tokens: int) -> tuple[int, float, float]:
+def stream_step(
+    client: Any, base_url: str, request: Any, new_tokens: int, *, with_schema: bool = True
+) -> tuple[int, float, float]:
     """One request as the remote backend sends it, cut at `new_tokens`: (prompt tokens, prefill s, decode s a token).
 
     The body is the remote backend's (`build_payload`: the JSON schema for structured output, reasoning
     on), but its max_tokens is `new_tokens`, which the backend would raise to the schema's longest
-    answer, and the end-of-turn token is ignored, so that every answer has `new_tokens` tokens.
+    answer, and the end-of-turn token is ignored, so that every answer has `new_tokens` tokens. Without
+    `with_schema` the body has no JSON schema (the same work as the engine's unconstrained tokens).
     """
     from bench.rigs.vllm_server import SERVED_MODEL
     from holodesk.inference.remote.request import build_payload, image_data_url, messages_with_images
 
     messages = messages_with_images(request.messages, [image_data_url(image) for image in request.images])
-    payload = build_payload(SERVED_MODEL, messages, request, with_schema=True, temperature=0.0, stream=True)
+    payload = build_payload(SERVED_MODEL, messages, request, with_schema=with_schema, temperature=0.0, stream=True)
     payload |= {"max_tokens": new_tokens, "ignore_eos": True}
     first = last = 0.0
     usage: dict[str, int] = {}
@@ -435,6 +438,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the tiny checkpoint, one round: a smoke run")
     parser.add_argument("--repeats", type=int, default=15, help="measured rounds, scaled (15 gives 3)")
     parser.add_argument("--only", choices=RUNNERS, help="one of the ways to run the model")
+    parser.add_argument(
+        "--ratio", action="store_true", help="the engine and vLLM interleaved: throughput ratios (bench/holo31_ratio)"
+    )
     parser.add_argument("--output", type=Path, help="also write the JSON results here")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # a measured transformers step: the checkpoint
     parser.add_argument("--engine-child", type=Path, help=argparse.SUPPRESS)  # the engine's steps: the checkpoint
@@ -450,6 +456,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures = transformers_step(arguments.child, arguments.history, arguments.tokens)
         print(json.dumps(dataclasses.asdict(figures)))
         return 0
+    if arguments.ratio:
+        from bench.holo31_ratio import main as ratio_main
+
+        return ratio_main()
     started = time.perf_counter()
     runners = (arguments.only,) if arguments.only else RUNNERS
     result = run(BenchSettings(repeats=arguments.repeats, quick=arguments.quick), runners=runners)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -42,6 +43,7 @@ import torch
 from PIL import Image
 
 from holodesk.inference.control_text import neutral_messages
+from holodesk.inference.engine.qwen35_cpu import accelerate
 from holodesk.inference.engine.qwen_tool_calls import parsed_tool_calls
 from holodesk.inference.engine.runner import (
     EngineResult,
@@ -64,6 +66,7 @@ IMAGE_PAD = "<|image_pad|>"
 TURN_START = "<|im_start|>"
 # Tensors of the checkpoint that no step reads: the multi-token-prediction head (speculative decoding).
 _UNUSED_PREFIXES = ("mtp.",)
+_log = logging.getLogger(__name__)
 
 
 def checkpoint_model_type(path: str | Path) -> str | None:
@@ -227,7 +230,9 @@ class Qwen35Engine:
         reuse: bool = True,
         prefill_chunk: int = 2048,
         attention: str = "sdpa",
+        cpu_paths: bool = True,
     ) -> None:
+        """`cpu_paths` False keeps transformers' own code everywhere (qwen35_cpu: the reference to compare with)."""
         from transformers import AutoTokenizer
         from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
@@ -255,6 +260,9 @@ class Qwen35Engine:
             raise ModelLoadError(f"the tokenizer of {self.path} has no {TURN_START} token: it is not Qwen's")
         self.turn_id = turn_id
         self.model = load_qwen35(self.path, self.device, self.dtype, attention)
+        # What runs, for the log and for tests: the CPU's faster paths (qwen35_cpu), or transformers' code.
+        self.paths = accelerate(self.model, self.device) if cpu_paths else []
+        _log.info("Qwen3.5 engine on %s: %s", self.device, "; ".join(self.paths) or "transformers' own code")
         self.merge = int(self.model.config.vision_config.spatial_merge_size)
         self._saved: list[_Saved] = []
         self._pixels: OrderedDict[str, _Pixels] = OrderedDict()

@@ -1,0 +1,182 @@
+"""Faster CPU paths for the Qwen3.5 text model, put in place after loading; the same arithmetic.
+
+Where the time went on Holo3.1-0.8B's shapes (docs/performance.md): in prefill, transformers'
+PyTorch fallbacks of the Gated DeltaNet layers (its chunked delta rule, and its causal convolution,
+a grouped conv1d over the transposed activations: 17 % of a prefill chunk on its own); in decode,
+bfloat16 matrix-vector products, which the stock CPU GEMM runs at a third of the speed it reaches on
+four rows. What changes here, and why the numbers do not:
+
+- `causal_conv_silu`: the depthwise causal convolution as K shifted multiply-adds in float32 over
+  the [batch, time, channels] layout the projections already have, rounded once to the model's dtype,
+  then SiLU, as transformers' fallback (a float32 conv accumulates in float32 and rounds once too).
+  It runs in both dtypes; in float32 only the order of four additions can differ (last bit).
+- `PackedLinear` (bfloat16 models on CPUs with bfloat16 instructions: avx512_bf16 or AMX): the
+  weight reordered once into oneDNN's blocked layout, products through oneDNN, inputs of fewer than
+  PACKED_ROWS rows padded to PACKED_ROWS (the kernel oneDNN picks for one row is the slow one). The
+  result is the stock product's, bit for bit, on this machine (tested). The float32 path, the one the
+  reference comparisons use, keeps the stock products.
+
+`accelerate` puts these in place and says, in words, which paths a model now runs.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+PACKED_ROWS = 4
+
+
+def bf16_products_available() -> bool:
+    """Whether oneDNN runs bfloat16 products with the CPU's own instructions (avx512_bf16 or AMX)."""
+    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def causal_conv_silu(
+    full: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, new: int, dtype: torch.dtype
+) -> torch.Tensor:
+    """SiLU of the depthwise causal convolution's last `new` columns of `full` [batch, channels, columns].
+
+    The result is [batch, new, channels].
+
+    `full` holds the earlier columns the convolution sees (the cache's state, or none at the start)
+    followed by the new ones; missing earlier columns are zeros, as in transformers' padded conv.
+    `weight` is [channels, K].
+    """
+    kernel = weight.shape[-1]
+    x = full.transpose(1, 2)
+    earlier = x.shape[1] - new
+    if earlier < kernel - 1:
+        x = F.pad(x, (0, 0, kernel - 1 - earlier, 0))
+        earlier = kernel - 1
+    x = x[:, earlier - (kernel - 1) :].to(torch.float32, memory_format=torch.contiguous_format)
+    taps = weight.to(torch.float32).t()  # [K, channels]
+    if new == 1:
+        out = (x * taps).sum(1, keepdim=True)
+    else:
+        out = x[:, :new] * taps[0]
+        for j in range(1, kernel):
+            out.addcmul_(x[:, j : j + new], taps[j])
+    if bias is not None:
+        out = out + bias.to(torch.float32)
+    return F.silu(out.to(dtype))
+
+
+def gated_deltanet_forward(
+    self: Any, hidden_states: torch.Tensor, cache_params: Any = None, attention_mask: Any = None, **kwargs: Any
+) -> torch.Tensor:
+    """transformers' `Qwen3_5GatedDeltaNet.forward` (5.19) with `causal_conv_silu` for its convolution.
+
+    The projections, the cache updates and the delta rule (transformers' own functions, looked up in
+    the layer's module so that installed kernels still apply) are the original's, in its order.
+    """
+    modeling = _modeling(self)
+    hidden_states = modeling.apply_mask_to_padding_states(hidden_states, attention_mask)
+    batch_size, seq_len, _ = hidden_states.shape
+    use_precomputed_states = cache_params is not None and cache_params.has_previous_state(self.layer_idx, state_idx=0)
+
+    mixed_qkv = self.in_proj_qkv(hidden_states)
+    z = self.in_proj_z(hidden_states).reshape(batch_size, seq_len, -1, self.head_v_dim)
+    b = self.in_proj_b(hidden_states)
+    a = self.in_proj_a(hidden_states)
+
+    columns = mixed_qkv.transpose(1, 2)
+    if cache_params is not None:  # the state's columns first; the state keeps the last K (transformers' rule)
+        columns = cache_params.update_conv_state(columns, self.layer_idx, conv_kernel_size=self.conv_kernel_size)
+    mixed_qkv = causal_conv_silu(columns, self.conv1d.weight.squeeze(1), self.conv1d.bias, seq_len, mixed_qkv.dtype)
+
+    query, key, value = torch.split(mixed_qkv, [self.key_dim, self.key_dim, self.value_dim], dim=-1)
+    query = query.reshape(batch_size, seq_len, -1, self.head_k_dim)
+    key = key.reshape(batch_size, seq_len, -1, self.head_k_dim)
+    value = value.reshape(batch_size, seq_len, -1, self.head_v_dim)
+
+    beta = b.sigmoid()
+    g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias)
+    if self.num_v_heads // self.num_k_heads > 1:
+        query = query.repeat_interleave(self.num_v_heads // self.num_k_heads, dim=2)
+        key = key.repeat_interleave(self.num_v_heads // self.num_k_heads, dim=2)
+
+    recurrent_state = cache_params.layers[self.layer_idx].recurrent_states[0] if use_precomputed_states else None
+    rule = (
+        modeling.torch_recurrent_gated_delta_rule
+        if use_precomputed_states and seq_len == 1
+        else modeling.torch_chunk_gated_delta_rule
+    )
+    core_attn_out, last_recurrent_state = rule(
+        query,
+        key,
+        value,
+        g=g,
+        beta=beta,
+        initial_state=recurrent_state,
+        output_final_state=cache_params is not None,
+        use_qk_l2norm_in_kernel=True,
+    )
+    if cache_params is not None:
+        cache_params.update_recurrent_state(last_recurrent_state, self.layer_idx)
+
+    core_attn_out = self.norm(core_attn_out.reshape(-1, self.head_v_dim), z.reshape(-1, self.head_v_dim))
+    return self.out_proj(core_attn_out.reshape(batch_size, seq_len, -1))
+
+
+def _modeling(layer: nn.Module) -> Any:
+    import sys
+
+    return sys.modules[type(layer).__module__]
+
+
+class PackedLinear(nn.Module):
+    """A bfloat16 `nn.Linear` whose weight is held in oneDNN's blocked layout (the original is released)."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        self.in_features = linear.in_features
+        self.out_features = linear.out_features
+        self.register_buffer(
+            "packed", torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), PACKED_ROWS), persistent=False
+        )
+        self.bias = linear.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.numel() // self.in_features
+        flat = x.reshape(rows, self.in_features)
+        if rows < PACKED_ROWS:
+            flat = F.pad(flat, (0, 0, 0, PACKED_ROWS - rows))
+        out = torch.ops.mkldnn._linear_pointwise(flat.contiguous(), self.packed, self.bias, "none", [], "")
+        return out[:rows].reshape(*x.shape[:-1], self.out_features)
+
+
+def pack_linears(model: nn.Module, skip: set[int]) -> int:
+    """Every bfloat16 `nn.Linear` under `model` but those whose weight is in `skip` (shared), as `PackedLinear`."""
+    swapped = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is nn.Linear and child.weight.dtype == torch.bfloat16 and id(child.weight) not in skip:
+                setattr(parent, name, PackedLinear(child))
+                swapped += 1
+    return swapped
+
+
+def accelerate(model: nn.Module, device: torch.device) -> list[str]:
+    """Put the CPU paths in place in a loaded Qwen3.5 model; what now runs, in words (empty off the CPU)."""
+    if device.type != "cpu":
+        return []
+    paths: list[str] = []
+    layers = [m for m in model.modules() if type(m).__name__ in ("Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet")]
+    for layer in layers:
+        layer.forward = types.MethodType(gated_deltanet_forward, layer)
+    if layers:
+        paths.append(f"causal convolution as shifted multiply-adds in {len(layers)} Gated DeltaNet layers")
+    if bf16_products_available():
+        # A weight shared with an embedding table (tied output head) stays as it is: the table reads it.
+        shared = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+        packed = pack_linears(model, shared)
+        if packed:
+            paths.append(f"{packed} bfloat16 linear layers through oneDNN with prepacked weights")
+    elif any(p.dtype == torch.bfloat16 for p in model.parameters()):
+        paths.append("bfloat16 products through the stock GEMM (this CPU has neither avx512_bf16 nor AMX)")
+    return paths

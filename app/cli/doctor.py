@@ -346,11 +346,12 @@ def try_local_profile_step(model: str, device: str, profile_name: str) -> CheckR
             [canned_screenshot()],  # type: ignore[list-item]
         )
     except ParseError as exc:
-        return CheckResult(
+        return CheckResult(  # blocking: a model whose answers do not parse cannot run a task
             "try",
-            Status.WARN,
+            Status.FAIL,
             f"loaded in {loaded_in:.1f} s; the model answered, but the answer did not parse: {printable(str(exc))}",
             fix=f"check that the checkpoint is an H Company model for the {profile_name} profile",
+            blocking=True,
         )
     except InferenceError as exc:
         return CheckResult("try", Status.FAIL, printable(str(exc), limit=400), blocking=True)

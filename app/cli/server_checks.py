@@ -4,11 +4,13 @@
   steps, every screenshot the profile keeps, at this screen's size), the answer's tokens are added,
   and the sum is compared with the model's `max_model_len`; too small is a FAIL naming the
   `--max-model-len` to restart with. Too many screenshots for `--limit-mm-per-prompt` is a FAIL too.
-- server flags: the vLLM command line that keeps structured answers parseable (INFO).
+- server flags: the vLLM flags that keep the profile's answers parseable: the tool-call parser for a
+  profile of native tool calls (holo4), the structured-output backend otherwise (INFO).
 - model: which H Company model the server's model name looks like, whether the chosen profile speaks
   its format, and for Holo3, Holo3.1, Holo4 and Holotron-3-Nano the vLLM command they need
   (docs/remote-server.md).
-- try (`--try`): one real step on a canned screenshot through the profile, parsed or refused in words.
+- try (`--try`): one real step on a canned screenshot through the profile, parsed or refused in words;
+  an answer that does not parse blocks (doctor then does not say "ready").
 """
 
 from __future__ import annotations
@@ -33,6 +35,23 @@ STRUCTURED_OUTPUTS_FLAG = '--structured-outputs-config \'{"backend":"guidance","
 DEFAULT_SCREEN = (1920, 1080)
 
 
+def answer_flags(profile: Profile) -> tuple[str, str]:
+    """The vLLM flags that make this profile's answers readable, and why: a profile that answers with
+    native tool calls needs the tool-call and reasoning parsers; one held to a JSON schema needs the
+    structured-output backend (which tool calls never go through)."""
+    from holodesk.inference.profiles.holo3 import PARSER_FLAGS, HoloAgentProfile
+
+    if isinstance(profile, HoloAgentProfile) and profile.native_tools:
+        return (
+            " ".join(PARSER_FLAGS),
+            "the profile answers with native tool calls, which vLLM reads only with its tool-call parser",
+        )
+    return (
+        STRUCTURED_OUTPUTS_FLAG,
+        "a server setting; without it a constrained answer can run to max_tokens",
+    )
+
+
 def served_family(model: str) -> str | None:
     """The profile for a served model name of H Company's current agents (holo3, holo3.1, holo4,
     holotron3-nano), or None."""
@@ -48,9 +67,11 @@ def vllm_command_for(model: str, profile: str) -> str:
 
     chosen = get_profile(profile)
     assert isinstance(chosen, HoloAgentProfile), profile
+    # A profile held to a JSON schema (holo3, holo3.1, holotron3-nano) needs the structured-output backend too.
+    structured = "" if chosen.native_tools else f" {STRUCTURED_OUTPUTS_FLAG}"
     if "/" in model:  # a hub id: served under its own name
-        return chosen.vllm_command(model)
-    return f"{chosen.vllm_command('<the checkpoint>')} --served-model-name {model}"
+        return f"{chosen.vllm_command(model)}{structured}"
+    return f"{chosen.vllm_command('<the checkpoint>')}{structured} --served-model-name {model}"
 
 
 def model_family_check(model: str, profile: str) -> CheckResult | None:
@@ -119,11 +140,11 @@ def check_server_fit(options: DoctorOptions, shape: TaskShape) -> Iterator[Check
         length = None
     else:
         yield from _context_lines(length, need, shape)
+    flags, why = answer_flags(profile)
     yield CheckResult(
         "server flags",
         Status.INFO,
-        f"structured answers parse with {STRUCTURED_OUTPUTS_FLAG} on the vLLM command line"
-        " (a server setting; without it a constrained answer can run to max_tokens)",
+        f"the {profile.name} profile's answers parse with {flags} on the vLLM command line ({why})",
     )
     if options.try_step:
         yield try_remote_step(backend, profile)
@@ -171,12 +192,14 @@ def try_remote_step(backend: RemoteBackend, profile: Profile) -> CheckResult:
     except ParseError as exc:
         timings = exc.timings
         spent = f"{timings.tokens_in} tokens in, {timings.tokens_out} out" if timings else "no timings"
+        # Blocking: a server whose answers do not parse cannot run a task, so doctor must not say "ready".
         return CheckResult(
             "try",
-            Status.WARN,
+            Status.FAIL,
             f"the server answered ({spent}), but the answer did not parse: {printable(str(exc))}",
-            fix=f"start vLLM with {STRUCTURED_OUTPUTS_FLAG}, and check that it serves an H Company model "
-            "matching the profile (--profile)",
+            fix=f"start vLLM with {answer_flags(profile)[0]}, and check that it serves an H Company model "
+            f"matching the {profile.name} profile (--profile)",
+            blocking=True,
         )
     except InferenceError as exc:
         return CheckResult("try", Status.FAIL, printable(str(exc), limit=400), blocking=True)

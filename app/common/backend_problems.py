@@ -22,6 +22,36 @@ START_SERVER = (
     "gives the full command), "
     "or correct the server URL in the settings (or --base-url)."
 )
+# Each profile's model as H Company publishes it, for the start-the-server advice: a holo4 user must not
+# be told to serve Holotron-12B.
+PROFILE_MODELS = {
+    "holo3": "Hcompany/Holo3-35B-A3B",
+    "holo3.1": "Hcompany/Holo-3.1-35B-A3B",
+    "holo3.1-tools": "Hcompany/Holo-3.1-35B-A3B",
+    "holo4": "Hcompany/Holo4-35B-A3B-FP8",
+    "holotron3-nano": "Hcompany/Holotron-3-Nano",
+}
+
+
+def start_server_advice(profile: str | None = None) -> str:
+    """What to do when the server does not answer, with the vLLM command for the profile's own model."""
+    if profile is None or profile == "holotron":
+        return START_SERVER
+    model = PROFILE_MODELS.get(profile)
+    if model is None:  # holo1, holo1.5: no command of their own here
+        return (
+            f"Start the model server that serves your {profile} model (docs/remote-server.md), "
+            "or correct the server URL in the settings (or --base-url)."
+        )
+    from holodesk.app.cli.server_checks import vllm_command_for  # the one place the commands are written
+
+    command = vllm_command_for(model, profile)
+    return (
+        f"Start the model server (for the {profile} profile, for example `{command}`; "
+        "docs/remote-server.md gives the details), or correct the server URL in the settings (or --base-url)."
+    )
+
+
 TLS_ADVICE = (
     "The URL says https:// but the server may speak plain HTTP (try http://), or its certificate is "
     "not trusted by this computer."
@@ -70,13 +100,21 @@ class _WithStatus(Protocol):
     status: int | None
 
 
-def advice_for(problem: str, kind: str | None = None, *, reachable: bool = True, status: int | None = None) -> str:
-    """What to do about a failure, from its message, its kind (class name) and what is known of it."""
+def advice_for(
+    problem: str,
+    kind: str | None = None,
+    *,
+    reachable: bool = True,
+    status: int | None = None,
+    profile: str | None = None,
+) -> str:
+    """What to do about a failure, from its message, its kind (class name) and what is known of it;
+    `profile` (the model profile in use) chooses the server command a down server's advice names."""
     lowered = problem.lower()
     if "tls" in lowered or "ssl" in lowered or "certificate" in lowered:
         return TLS_ADVICE
     if not reachable or kind == "ServerUnreachableError":
-        return START_SERVER
+        return start_server_advice(profile)
     if status in (401, 403) or "api key" in lowered:
         return "" if "to set one" in lowered else KEY_ADVICE  # the backend already said where keys go
     if kind is not None and kind in _ADVICE_BY_KIND:
@@ -94,23 +132,23 @@ def _kind(exc: BaseException) -> str | None:
     return None
 
 
-def in_words(exc: BaseException) -> str:
+def in_words(exc: BaseException, profile: str | None = None) -> str:
     """An exception from building or running a backend as two sentences: what happened, what to do."""
     what = str(exc).strip() or type(exc).__name__
     if isinstance(exc, ModelLoadError):
         return what  # its messages already end with the fix
     status = exc.status if isinstance(exc, _WithStatus) and isinstance(exc.status, int) else None
-    advice = advice_for(what, _kind(exc), status=status)
+    advice = advice_for(what, _kind(exc), status=status, profile=profile)
     return _joined(what, advice)
 
 
-def check_in_words(check: ServerCheckLike) -> str | None:
+def check_in_words(check: ServerCheckLike, profile: str | None = None) -> str | None:
     """A server check's problem in words, or None when the server is ready."""
     if check.problem is None:
         return None
     kind = "ModelNotFoundError" if check.model and not check.model_listed else None
     status = 401 if check.authenticated is False else None
-    advice = advice_for(check.problem, kind, reachable=check.reachable, status=status)
+    advice = advice_for(check.problem, kind, reachable=check.reachable, status=status, profile=profile)
     return _joined(check.problem.strip(), advice)
 
 
@@ -120,14 +158,15 @@ def _joined(what: str, advice: str) -> str:
     return f"{what.rstrip()}{'' if what.rstrip().endswith(('.', '?', '!')) else '.'} {advice}"
 
 
-def preflight(backend: object) -> str | None:
+def preflight(backend: object, profile: str | None = None) -> str | None:
     """Ask a remote backend whether it can serve before a run starts: a problem in words, or None.
 
-    Backends without a server (local, scripted) have nothing to check here.
+    Backends without a server (local, scripted) have nothing to check here. `profile`: the model
+    profile the run uses, whose model a down server's advice names.
     """
     if not isinstance(backend, ChecksServer):
         return None
-    return check_in_words(backend.check_server())
+    return check_in_words(backend.check_server(), profile)
 
 
 # Advice transformers prints that Holodesk's pinned version forbids following.

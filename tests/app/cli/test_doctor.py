@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.rigs.fake_openai_server import FakeOpenAIServer
+from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer
 from tests.support.holodesk_command import HOLODESK_COMMAND
 
 HOLODESK = list(HOLODESK_COMMAND)
@@ -183,3 +183,59 @@ def test_a_server_serving_holo4_gets_the_warning_in_the_report(xvfb):
     assert "choose the holo4 profile (--profile holo4)" in result.stdout
     assert "--tool-call-parser qwen3_coder" in result.stdout  # the command it needs
     assert result.returncode == 0  # a warning, not a block: the user may know better
+
+
+def test_the_profile_doctor_suggests_is_one_doctor_accepts():
+    """The model line's fix says `--profile holo4`; doctor run with exactly that flag takes it and
+    then finds the profile matching the served model (was: "unrecognized arguments")."""
+    with FakeOpenAIServer(models=("holo4-35b-a3b",)) as server:
+        first = doctor("--backend", "remote", "--base-url", server.base_url, env=base_env(None))
+        assert "choose the holo4 profile (--profile holo4)" in first.stdout, first.stdout + first.stderr
+        again = doctor("--backend", "remote", "--base-url", server.base_url, "--profile", "holo4", env=base_env(None))
+    assert "unrecognized arguments" not in again.stderr, again.stderr
+    model = next(line for line in again.stdout.splitlines() if line.startswith(("INFO  model:", "WARN  model:")))
+    assert model.startswith("INFO") and "holo4-35b-a3b with the holo4 profile" in model, again.stdout
+
+
+def test_the_server_flags_line_fits_the_profile():
+    """holo4 answers with tool calls: doctor names vLLM's tool-call parser, not the structured-output
+    backend (which tool calls never go through); holotron's JSON answers need that backend."""
+    with FakeOpenAIServer(models=("holo4-35b-a3b",)) as server:
+        holo4 = doctor("--backend", "remote", "--base-url", server.base_url, "--profile", "holo4", env=base_env(None))
+        holotron = doctor(
+            "--backend", "remote", "--base-url", server.base_url, "--profile", "holotron", env=base_env(None)
+        )
+    flags = next(line for line in holo4.stdout.splitlines() if line.startswith("INFO  server flags:"))
+    assert "--tool-call-parser qwen3_coder" in flags and "structured-outputs" not in flags, holo4.stdout
+    flags = next(line for line in holotron.stdout.splitlines() if line.startswith("INFO  server flags:"))
+    assert '--structured-outputs-config \'{"backend":"guidance"' in flags, holotron.stdout
+
+
+@pytest.mark.display
+def test_a_try_whose_answer_does_not_parse_is_not_ready(xvfb):
+    """The server answers in prose, which the holotron profile cannot read (asked twice: the retry
+    too): the try line fails, and doctor ends "blocked", exit 1 (was: a WARN, then "ready", exit 0)."""
+    with FakeOpenAIServer() as server:
+        server.queue(*[Completion(text="I would click the Archive button.")] * 4)
+        result = doctor(
+            "--backend", "remote", "--base-url", server.base_url, "--try", env=base_env(os.environ["DISPLAY"])
+        )
+    assert lines_of(result)["try"] == "FAIL", result.stdout
+    assert "did not parse" in result.stdout
+    assert result.returncode == 1
+    assert result.stdout.rstrip().endswith("blocked: fix the FAIL lines above (backend remote)")
+
+
+def test_a_down_server_under_holo4_names_holo4s_command():
+    """`holodesk run --profile holo4` against a port nobody listens on: the advice is the holo4 model's
+    vLLM command, not Holotron-12B's."""
+    with FakeOpenAIServer() as server:
+        url = server.base_url  # closed on leaving: nothing listens there any more
+    env = base_env(None)
+    result = subprocess.run(
+        [*HOLODESK, "run", "--backend", "remote", "--base-url", url, "--profile", "holo4", "open the inbox"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "vllm serve Hcompany/Holo4-35B-A3B-FP8 --enable-auto-tool-choice" in result.stderr, result.stderr
+    assert "Holotron-12B" not in result.stderr

@@ -38,9 +38,9 @@ def _add_backend_options(parser: argparse.ArgumentParser, *, scripted: bool = Tr
     )
     parser.add_argument("--base-url", help="OpenAI-compatible server URL, e.g. http://gpu-box:8000/v1 (remote)")
     parser.add_argument("--device", choices=DEVICES, help="local backend device")
+    parser.add_argument("--profile", help=f"model profile ({', '.join(PROFILE_NAMES)})")
     if scripted:
         parser.add_argument("--script", type=Path, help="scripted backend: JSONL file of model answers")
-        parser.add_argument("--profile", help=f"model profile ({', '.join(PROFILE_NAMES)})")
 
 
 def _monitor(value: str) -> int | Literal["all"]:

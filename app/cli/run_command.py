@@ -238,7 +238,7 @@ def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | i
     """
     try:
         policy = build_policy(options, progress_bar(err))
-        problem = preflight(policy.backend)
+        problem = preflight(policy.backend, policy.profile.name)
     except PolicyConfigError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
@@ -247,7 +247,7 @@ def _policy_or_exit_code(options: PolicyOptions, err: TextIO) -> ModelPolicy | i
             # As the tray: whatever the reason says (a download, the GPU extra), only a server can help here.
             err.write(f"error: {NO_GPU_HERE_TERMINAL}\n")
         else:
-            err.write(f"error: {in_words(exc)}\n")
+            err.write(f"error: {in_words(exc, options.profile)}\n")
         return EXIT_CONFIG
     if problem is not None:
         err.write(f"error: {problem}\n")

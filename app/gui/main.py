@@ -313,7 +313,7 @@ class HolodeskApp(QtCore.QObject):
                 policy = build_policy(
                     options, lambda fraction, message: self.bridge.load_progress.emit(fraction, message)
                 )
-                problem = preflight(policy.backend)  # a remote server is asked once, before any task
+                problem = preflight(policy.backend, policy.profile.name)  # asked once, before any task
             except PolicyConfigError as exc:
                 self.bridge.policy_failed.emit(f"configuration: {exc}")
             except InferenceError as exc:  # no weights, no GPU memory, server down: expected, said plainly
@@ -321,7 +321,7 @@ class HolodeskApp(QtCore.QObject):
                 log.info("the model is not available: %s", exc)
                 if options.backend == "local" and gpu_missing():
                     self.bridge.no_gpu.emit()
-                self.bridge.policy_failed.emit(in_words(exc))
+                self.bridge.policy_failed.emit(in_words(exc, options.profile))
             except Exception as exc:  # the model could not be loaded: say why, keep the app running
                 log.exception("policy failed to load")
                 self.bridge.policy_failed.emit(str(exc))

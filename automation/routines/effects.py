@@ -137,6 +137,7 @@ def judge_effect(
             judged=False,
         )
     name = window.words() if window is not None else "the screen"
+    inside = f"in {name}" if window is not None else "anywhere on the screen"
     area = _clip(window.rect if window is not None else before.region, before.region)
     if area is None:
         return EffectCheck(True, f"{name} is off the captured screen: its effect cannot be judged; going on", False)
@@ -145,12 +146,12 @@ def judge_effect(
         role = "" if window is None else (", where it typed," if acted.typing else ", which it clicked,")
         return EffectCheck(True, f"{name}{role} changed ({box[2]}x{box[3]} at ({box[0]}, {box[1]}))")
     if acted.focus_after is not None and acted.focus_after != acted.focus_before:
-        return EffectCheck(True, f"nothing changed in {name}, but the keyboard focus moved")
+        return EffectCheck(True, f"nothing changed {inside}, but the keyboard focus moved")
     if acted.typing:
         if acted.nowhere:
             return EffectCheck(False, f"its keys went nowhere ({acted.nowhere}) and nothing changed on the screen")
-        return EffectCheck(False, f"nothing changed in {name} after it typed there")
-    return _quiet_click(expect, acted, before, after, target, own, name)
+        return EffectCheck(False, f"nothing changed {inside} after it typed there")
+    return _quiet_click(expect, acted, before, after, target, own, inside)
 
 
 def _quiet_click(
@@ -178,20 +179,20 @@ def _quiet_click(
     if region is not None and region[2] * region[3] <= SMALL_EFFECT_AREA and region[3] <= SMALL_EFFECT_HEIGHT:
         return EffectCheck(
             True,
-            f"no visible change in {where}; the recorded click changed only {region[2]}x{region[3]} pixels"
+            f"no visible change {where}; the recorded click changed only {region[2]}x{region[3]} pixels"
             " (a focus ring, a caret), which a click on a focused field does not repeat",
         )
     window = acted.window
     if window is not None and acted.focus_before == window.id and acted.focus_after == window.id:
         return EffectCheck(
             True,
-            f"no visible change in {where}: it already had the keyboard focus, so a click that focuses it"
+            f"no visible change {where}: it already had the keyboard focus, so a click that focuses it"
             " changes nothing; its effect cannot be judged; going on",
             judged=False,
         )
     size = f" ({region[2]}x{region[3]} when recorded)" if region is not None else ""
     return EffectCheck(
-        False, f"nothing changed in {where} after the click, where the recorded click changed the screen{size}"
+        False, f"nothing changed {where} after the click, where the recorded click changed the screen{size}"
     )
 
 

@@ -8,7 +8,14 @@ import pytest
 from bench.rigs.routine_scenes import Button, click_step, field_screen, record_session, screen
 from holodesk.automation.actions import Point
 from holodesk.automation.routines.compiler import compile_session
-from holodesk.automation.routines.locators import SELF_MATCH_RADIUS, Located, NotLocated, Rung, TargetLocator
+from holodesk.automation.routines.locators import (
+    EXACT_DISTANCE,
+    SELF_MATCH_RADIUS,
+    Located,
+    NotLocated,
+    Rung,
+    TargetLocator,
+)
 from holodesk.automation.screen import ScreenFrame
 
 OK = Button("OK", 100, 100)
@@ -43,6 +50,18 @@ def test_the_screen_as_recorded_is_an_exact_match(ok_target):
     found = TargetLocator(screen([OK, CANCEL])).locate(target, crop, context)
     assert isinstance(found, Located)
     assert (found.point, found.rung, found.exact) == (Point(*OK.centre), Rung.NEAR, True)
+
+
+@pytest.mark.parametrize(("dx", "dy", "exact"), [(2, -2, True), (3, 0, False), (26, 0, False), (0, 26, False)])
+def test_exact_only_within_the_documented_bound_and_a_target_26_px_away_is_found_nearby(ok_target, dx, dy, exact):
+    """Issue 49: a target found 26 px away was called "found exactly where recorded" and offered approve-all."""
+    target, crop, context = ok_target
+    found = TargetLocator(screen([Button("OK", OK.left + dx, OK.top + dy), CANCEL])).locate(target, crop, context)
+    assert isinstance(found, Located)
+    assert (found.point, found.rung) == (Point(OK.centre[0] + dx, OK.centre[1] + dy), Rung.NEAR)
+    assert found.score >= 0.99  # the picture matches perfectly: only the distance decides
+    assert found.exact is exact and EXACT_DISTANCE == 2
+    assert f"({dx:+d}, {dy:+d}) px from where recorded" in found.detail
 
 
 def test_a_moved_target_is_found_anywhere_and_not_exact(ok_target):

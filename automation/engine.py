@@ -613,8 +613,14 @@ class StepEngine:
         unedited_paste = paste_text is not None and decision.decision is not Decision.EDIT
         if unedited_paste and self._paste_text(step, screen_action, {}) != paste_text:
             record["error"] = "the primary selection changed after the step was shown"
+            record["result"] = {"ok": False, "detail": "not performed: the primary selection changed after it was shown"}
             self._fail_step(step, f"{screen_action.describe()}: the primary selection changed after it was shown")
-        spaced = self._clicks.wait_before(screen_action, self.cancel)  # not joined to the last click
+        try:
+            spaced = self._clicks.wait_before(screen_action, self.cancel)  # not joined to the last click
+        except (Cancelled, KeyboardInterrupt):
+            # Approved, then stopped before any input: the record says so rather than ending resultless.
+            record["result"] = {"ok": False, "detail": "stopped before the action began: nothing was performed"}
+            raise
         if spaced:
             record["spaced_from_last_click_s"] = round(spaced, 3)
             record["double_click_time"] = {"ms": self._clicks.interval.ms, "source": self._clicks.interval.source}

@@ -10,8 +10,10 @@ own: the time from the first click's release to the second's press.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +34,7 @@ from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import Grounding, PastStep, Proposal
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
+from holodesk.automation.trajectory import iter_session_folders, read_session
 from holodesk.automation.virtual_display import XvfbServer
 
 
@@ -174,3 +177,44 @@ def test_two_exact_clicks_under_approve_all_land_further_apart_than_the_desktops
     assert [kind for kind, _ in events] == ["press", "release", "press", "release"]
     gap_ms = events[2][1] - events[1][1]
     assert gap_ms > 700 + SPACING_MARGIN_MS // 2, f"the second click came {gap_ms} ms after the first"
+
+
+class ApproveAllThenStop(ApproveAll):
+    """Approves all at once; once the second click is on its way, stops the run during its spacing wait."""
+
+    def __init__(self, engine_box: list[StepEngine]) -> None:
+        super().__init__()
+        self.engine_box = engine_box
+
+    def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        # Only the first step is asked; the second runs under "approve all" and waits out the spacing.
+        timer = threading.Timer(0.5, self.engine_box[0].cancel.cancel)
+        timer.daemon = True
+        timer.start()
+        return super().decide(request)
+
+
+@pytest.mark.display
+def test_a_stop_during_the_spacing_wait_is_recorded_as_nothing_performed(xvfb: XvfbServer, tmp_path: Path) -> None:
+    log = ClickLog(100, 100)
+    capture = ScreenCapture()
+    box: list[StepEngine] = []
+    approver = ApproveAllThenStop(box)
+    try:
+        with settings_manager(double_click_settings(5000)):  # the wait is long enough to be stopped in
+            steps = Steps([Click(Point(150, 150)), Click(Point(160, 150))])
+            settings = EngineSettings(trajectory_root=tmp_path)
+            engine = StepEngine(steps, approver, InputPerformer(X11Input(capture=capture)), capture, settings)
+            box.append(engine)
+            result = engine.run("two clicks, stopped between them")
+        events = log.events()
+    finally:
+        capture.close()
+        log.close()
+    assert result.outcome is Outcome.STOPPED, result.detail
+    assert [kind for kind, _ in events] == ["press", "release"]  # the second click never went out
+    (folder,) = iter_session_folders(tmp_path)
+    second = {step["index"]: step for step in read_session(folder).steps}[2]
+    # An approved step that ended without acting says so; a resultless approved step reads as lost.
+    assert second["decision"] == "approve"
+    assert second["result"] == {"ok": False, "detail": "stopped before the action began: nothing was performed"}

@@ -613,7 +613,8 @@ class StepEngine:
         unedited_paste = paste_text is not None and decision.decision is not Decision.EDIT
         if unedited_paste and self._paste_text(step, screen_action, {}) != paste_text:
             record["error"] = "the primary selection changed after the step was shown"
-            record["result"] = {"ok": False, "detail": "not performed: the primary selection changed after it was shown"}
+            changed = "not performed: the primary selection changed after it was shown"
+            record["result"] = {"ok": False, "detail": changed}
             self._fail_step(step, f"{screen_action.describe()}: the primary selection changed after it was shown")
         try:
             spaced = self._clicks.wait_before(screen_action, self.cancel)  # not joined to the last click

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from bench.rigs.routine_scenes import Button, click_step, record_session, screen
 from holodesk.automation.actions import Action, Click, Done, MouseButton, Point
@@ -208,3 +210,78 @@ def test_a_routine_step_with_the_middle_button_loads_and_is_always_shown_with_wh
     ]
     assert answers.shown[1].irreversible and answers.shown[1].paste_text == "echo PWNED\n"
     assert "echo·PWNED⏎" in answers.shown[1].why_asked
+
+
+def test_a_target_found_26_px_away_is_found_nearby_and_never_approved_all(routine, tmp_path):
+    """Issue 49: such a step was called "found exactly where recorded" and offered approve-all."""
+    nearby = Button("OK", OK.left + 26, OK.top)
+    answers, performer, frames = Recording(), Performer(), Drawn(screen([nearby, CANCEL]))
+    policy = RoutinePolicy(routine, {}, frames, answers, windows=lambda: None)
+    engine = routine_engine(policy, answers, performer, frames, trajectory_root=None, monitor=1, agent_steps=1)
+    assert engine.run(routine.task).outcome is Outcome.DONE
+    first, second = answers.shown  # "approve all" was answered on the first: it covered nothing
+    assert not first.may_approve_all and first.why_asked.startswith("found nearby, not exactly where recorded")
+    assert "(+26, +0) px from where recorded" in first.why_asked
+    assert second.may_approve_all and second.why_asked.startswith("found exactly where recorded")
+    assert performer.actions == [Click(Point(nearby.centre[0], nearby.centre[1])), Click(Point(*CANCEL.centre))]
+
+
+class Offers(Answers):
+    """Answers problems with `choice` and counts the repairs it is offered (declining them)."""
+
+    def __init__(self, choice: ProblemChoice) -> None:
+        super().__init__(choice)
+        self.offered: list[RepairRequest] = []
+
+    def offer_repair(self, request: RepairRequest) -> bool:
+        self.offered.append(request)
+        return False
+
+
+class Changing(Performer):
+    """A performer whose clicks change the drawn screen (to `after`) when `changes` is set."""
+
+    def __init__(self, frames: Drawn, after: ScreenFrame, changes: bool) -> None:
+        super().__init__()
+        self.frames, self.after, self.changes = frames, after, changes
+
+    def execute(self, action: Action, cancel: CancelToken) -> ExecutionResult:
+        if self.changes:
+            self.frames.frame = self.after
+        return super().execute(action, cancel)
+
+
+@pytest.mark.parametrize("changes", [True, False], ids=["effect seen", "nothing changed"])
+def test_a_repair_is_offered_only_when_the_steps_own_effect_was_seen(tmp_path, changes):
+    """Issue 49: after "nothing changed" and "go on", the tray offered a repair saying the step ran as expected."""
+    before, after = screen([OK]), screen([OK], background=(40, 40, 40))  # the click changes the whole page
+    session = record_session(
+        tmp_path / "sessions", "press ok", [(before, click_step(*OK.centre, "the OK button"))], end=after
+    )
+    routine = load_routine(save_compiled(compile_session(session, "ok"), tmp_path / "routines"))
+    target = routine.steps[0].target
+    assert routine.folder is not None and target is not None and routine.steps[0].expect.changed
+    noise = np.random.default_rng(1).integers(0, 256, size=(60, 60, 3), dtype=np.uint8)
+    for relative in (target.crop, target.context):  # restyled: only the model finds it now
+        Image.fromarray(noise).save(routine.folder / relative)
+    answers, frames = Offers(ProblemChoice.CONTINUE), Drawn(before)
+    performer = Changing(frames, after, changes)
+    policy = RoutinePolicy(routine, {}, frames, answers, grounder=PointAt(Point(*OK.centre)), windows=lambda: None)
+    engine = routine_engine(policy, answers, performer, frames, trajectory_root=None, monitor=1, agent_steps=1)
+    assert engine.run(routine.task).outcome is Outcome.DONE
+    if changes:
+        assert answers.problems == [] and len(answers.offered) == 1
+    else:
+        assert answers.problems == [
+            "step 1 ran, but nothing changed anywhere on the screen after the click, where the recorded click"
+            " changed the screen (800x600 when recorded)"
+        ]
+        assert answers.offered == []  # one question for the step, never a repair that contradicts it
+
+
+class PointAt:
+    def __init__(self, point: Point) -> None:
+        self.point = point
+
+    def locate(self, frame: ScreenFrame, description: str) -> Point:
+        return self.point

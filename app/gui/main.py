@@ -199,6 +199,9 @@ class HolodeskApp(QtCore.QObject):
     # -- start-up ------------------------------------------------------------------------------
 
     def start(self) -> None:
+        # First, at once: the person who started Holodesk from a menu sees it is there and how to use it.
+        hotkey = hotkey_in_words(self.settings.hotkeys.prompt)
+        self._notify("Holodesk is running", f"Open a task from the tray icon, or press {hotkey}.")
         if self.settings_problem is not None:
             # Said on stderr too, and kept in the menu until the user opens the settings and saves.
             problem = self.settings_problem
@@ -342,6 +345,7 @@ class HolodeskApp(QtCore.QObject):
     def _on_policy_ready(self, policy: ModelPolicy) -> None:
         self.policy = policy
         self.loading.hide()
+        self.indicator.show_model_problem(None)
         self._show(StatusLine(AppState.IDLE, f"{policy.profile.name} profile ready"))
         if self.pending_task:
             task, self.pending_task = self.pending_task, None
@@ -353,12 +357,16 @@ class HolodeskApp(QtCore.QObject):
     def _on_policy_failed(self, reason: str) -> None:
         self.policy_error = reason
         self.loading.hide()
-        self._show(StatusLine(AppState.ERROR, f"the model is not available: {reason}"))
+        words = self._load_failure_words(reason)
+        # The tooltip, the menu's first line and the balloon give the same advice (not the raw reason's,
+        # which may say to install a GPU extra on a computer without a GPU).
+        self._show(StatusLine(AppState.ERROR, f"the model is not available: {words}"))
+        self.indicator.show_model_problem(model_problem_line(self.settings.model.backend, self.no_gpu_here), words)
         if self.pending_task:
             self.pending_task = None
-            self._notify("Task not started", self._load_failure_words(reason))
+            self._notify("Task not started", words)
             return
-        self._notify("Model not available", self._load_failure_words(reason))
+        self._notify("Model not available", words)
 
     def _waiting_words(self) -> tuple[str, str]:
         """What the app is waiting for before a task can start: nothing loads for a remote backend."""
@@ -659,6 +667,15 @@ class HolodeskApp(QtCore.QObject):
         """A balloon, and the same words on stderr for a user who started Holodesk from a terminal."""
         print(f"holodesk: {title}: {text}", file=sys.stderr, flush=True)
         self.indicator.notify(title, text)
+
+
+def model_problem_line(backend: str, no_gpu: bool) -> str:
+    """The menu's first line while no model is usable: why, in a few words, and what to do."""
+    if no_gpu:
+        return "⚠ No usable GPU here: choose Settings → Backend: remote"
+    if backend == "remote":
+        return "⚠ The model server is not ready: open Settings (hover for why)"
+    return "⚠ The model could not be loaded: open Settings (hover for why)"
 
 
 def _shortened(text: str, limit: int = 60) -> str:

@@ -3,7 +3,8 @@
 Both show the app's state (icon and tooltip, or a label) and offer the same commands; the rest of
 the app talks to whichever was built through the `Indicator` signals and `show_status`. Stop and
 Pause are enabled only while a task runs (`set_running`). A settings problem stays in the menu as
-"Settings problem: open settings" until the user acts (`show_settings_problem`).
+"Settings problem: open settings" until the user acts (`show_settings_problem`); a model that cannot
+be used stays as the menu's first line, saying why and what to do, until one is ready (`show_model_problem`).
 
 A step approved without asking (a kind the person ticked) is announced (`announce_auto_approved`)
 and listed under "Approved automatically" in the menu for the rest of the run. Its balloon is held
@@ -117,6 +118,17 @@ class Indicator(QtCore.QObject):
             self.approved_menu.clear()
             self.approved_menu.menuAction().setVisible(False)
 
+    def show_model_problem(self, line: str | None, words: str = "") -> None:
+        """Keep why no model is usable, and what to do, as the menu's first line until a model is ready.
+
+        `line` is the menu's short form (it opens Settings), `words` the whole explanation (its tooltip).
+        """
+        action = self.menu_actions["model_problem"]
+        action.setVisible(line is not None)
+        action.setText(line or "")
+        action.setToolTip(words)
+        self.model_problem = line
+
     def show_settings_problem(self, problem: str | None) -> None:
         """Keep a settings problem in the menu (with the way to fix it) until it is gone."""
         action = self.menu_actions["settings_problem"]
@@ -129,6 +141,7 @@ def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -
     menu = QtWidgets.QMenu(parent)
     menu.setToolTipsVisible(True)
     actions = {
+        "model_problem": menu.addAction("", indicator.show_settings.emit),
         "settings_problem": menu.addAction("⚠ Settings problem: open settings", indicator.show_settings.emit),
         "new_task": menu.addAction("New task", indicator.new_task.emit),
         "stop": menu.addAction("Stop", indicator.stop.emit),
@@ -144,6 +157,7 @@ def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -
     menu.addSeparator()
     actions["quit"] = menu.addAction("Quit", indicator.quit.emit)
     actions["settings_problem"].setVisible(False)
+    actions["model_problem"].setVisible(False)
     for name in ("stop", "pause"):
         actions[name].setEnabled(False)  # nothing runs yet
     indicator.menu = menu

@@ -56,6 +56,17 @@ def test_without_a_gpu_the_local_backend_offers_the_server(qtbot, tmp_path, monk
     title, text = app.indicator.last_notification
     assert title == "Model not available"
     assert "Backend: remote" in text and "no NVIDIA GPU" in text and "Download it once" not in text
+    # The tooltip gives the balloon's fix, not the raw reason's (which says to install the GPU extra).
+    tooltip = app.indicator.status.tooltip()
+    assert text in tooltip and "pip install" not in tooltip and "holotron]" not in tooltip, tooltip
+    # And the menu opens with why and what to do, which opens the settings.
+    first = next(action for action in app.indicator.menu.actions() if action.isVisible())
+    assert first.text() == "⚠ No usable GPU here: choose Settings → Backend: remote"
+    assert first.toolTip() == text
+    opened: list[bool] = []
+    app.indicator.show_settings.connect(lambda: opened.append(True))
+    first.trigger()
+    assert opened == [True]
 
 
 def test_a_pause_asked_while_the_model_thinks_stays_visible(qtbot, tmp_path):
@@ -93,3 +104,33 @@ def test_a_task_asked_while_the_server_is_asked_says_so_not_loading_the_model(qt
         assert app.loading.windowTitle() == "Holodesk: asking the model server"
         app.pending_task = None  # the task itself is not this test's
         qtbot.waitUntil(lambda: app.policy is not None or app.policy_error is not None, timeout=10_000)
+
+
+def test_a_model_problem_is_the_menus_first_line_until_a_model_is_ready(qtbot, tmp_path):
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    app = make_app(qtbot, remote(url), tmp_path)
+    assert not app.indicator.menu_actions["model_problem"].isVisible()  # nothing to say before the load
+    app._load_policy()
+    qtbot.waitUntil(lambda: app.policy_error is not None, timeout=10_000)
+    first = next(action for action in app.indicator.menu.actions() if action.isVisible())
+    assert first.text() == "⚠ The model server is not ready: open Settings (hover for why)"
+    assert "Start the model server" in first.toolTip() and first.toolTip() == app.indicator.last_notification[1]
+    with FakeOpenAIServer() as server:  # the server is started: the next load finds it
+        app.settings = remote(server.base_url)
+        app._load_policy()
+        qtbot.waitUntil(lambda: app.policy is not None, timeout=10_000)
+    assert not app.indicator.menu_actions["model_problem"].isVisible()
+    assert app.indicator.status.state is AppState.IDLE
+
+
+def test_the_running_balloon_is_the_first_thing_start_says(qtbot, tmp_path, monkeypatch):
+    """start() says it at once, before the model loads and before the event loop turns (was: only when a
+    second start asked the running one to show itself)."""
+    app = make_app(qtbot, remote(f"http://127.0.0.1:{closed_port()}/v1"), tmp_path)
+    said: list[tuple[str, str]] = []
+    monkeypatch.setattr(app.indicator, "notify", lambda title, text: said.append((title, text)))
+    monkeypatch.setattr(app, "_start_hotkeys", lambda: None)  # no global keys from a test
+    app.start()
+    assert said and said[0][0] == "Holodesk is running", said
+    assert "tray icon" in said[0][1] and "press" in said[0][1]
+    qtbot.waitUntil(lambda: app.policy_error is not None, timeout=10_000)

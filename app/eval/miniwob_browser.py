@@ -149,7 +149,8 @@ class MiniWoBBrowser:
             from selenium.webdriver.chrome.service import Service
         except ImportError:
             raise BrowserError(MISSING_MINIWOB) from None
-        self._scratch = Path(tempfile.mkdtemp(prefix="holodesk-chromium-"))
+        # Short: Chromium's sockets go under it, and a socket's path may have 107 bytes at most.
+        self._scratch = Path(tempfile.mkdtemp(prefix="hd-chromium-"))
         options = webdriver.ChromeOptions()
         options.binary_location = chromium_path
         for argument in (

@@ -28,6 +28,7 @@ from holodesk.app.eval.workers import (
 )
 
 DEFAULT_MAX_ATTEMPTS = 3
+STOP_TIMEOUT_S = 60.0  # after Ctrl+C, for each slot to end its worker (20 s to close, 15 s for its group)
 
 
 class EpisodeRunner(Protocol):
@@ -83,6 +84,7 @@ class ParallelRun:
         self._runners: dict[int, EpisodeRunner] = {}
         self._problems: list[BaseException] = []
         self._stopping = threading.Event()
+        self._ended = [threading.Event() for _ in range(self.slots)]
         self.where: dict[int, str] = {}  # job index -> the worker that finished it
 
     @property
@@ -91,18 +93,20 @@ class ParallelRun:
         return sum(1 for attempts in self._attempts.values() if attempts > 0)
 
     def run(self) -> MiniWoBReport:
-        threads = [threading.Thread(target=self._slot, args=(n,), name=f"eval-slot-{n}") for n in range(self.slots)]
-        for thread in threads:
-            thread.start()
+        # Each slot says it has ended (its worker closed, its folders removed) with an Event, not
+        # Thread.join: a join that Ctrl+C interrupts can leave the thread marked as ended while it
+        # runs (CPython 3.11), and the command then exited before that slot closed its worker.
+        for n in range(self.slots):
+            threading.Thread(target=self._slot, args=(n,), name=f"eval-slot-{n}").start()
         try:
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(timeout=0.5)  # wakes for Ctrl+C
+            for ended in self._ended:
+                while not ended.wait(0.5):  # wakes for Ctrl+C
+                    pass
         except KeyboardInterrupt:
             self._stopping.set()
             self._stop_all()
-            for thread in threads:
-                thread.join(timeout=30)
+            for ended in self._ended:
+                ended.wait(STOP_TIMEOUT_S)
             raise
         if self._problems:
             problem = self._problems[0]
@@ -149,8 +153,11 @@ class ParallelRun:
         finally:
             with self._lock:
                 runner_left = self._runners.pop(slot, None)
-            if runner_left is not None:
-                runner_left.close()
+            try:
+                if runner_left is not None:
+                    runner_left.close()
+            finally:
+                self._ended[slot].set()
 
     def _started(self, slot: int) -> EpisodeRunner:
         """A started worker for `slot`; one that dies while starting (its node went away) is tried again."""

@@ -46,6 +46,9 @@ WORKER_MODULE = "holodesk.app.eval.episode_worker"
 WORKER_COMMAND = (sys.executable, "-m", WORKER_MODULE)
 START_TIMEOUT_S = 180.0  # Xvfb, openbox, Chromium and a model's load on two loaded cores
 LOG_TAIL_CHARS = 1500  # of the worker's log, in a start failure's message
+# The worker's root, where Chromium's sockets end up (TMPDIR/ROOT/hd-chromium-X/.org.chromium.Chromium.X/
+# SingletonSocket): short names keep that path within a socket path's 107 bytes for a TMPDIR of up to 17.
+ROOT_PREFIX = "holodesk-eval-"
 LOST_TAIL_CHARS = 400  # in a lost episode's detail (the JSON), where a traceback's last lines say why
 
 
@@ -191,7 +194,7 @@ class LocalWorker:
     ) -> None:
         from holodesk.app.eval.reaper import LOG_NAME
 
-        self.root = Path(tempfile.mkdtemp(prefix="holodesk-worker-"))
+        self.root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
         self._log = open(self.root / LOG_NAME, "wb")  # noqa: SIM115 - the worker's stderr for its whole life
         # The worker starts its own desktop and names it to itself: this process's DISPLAY is never touched.
         env = {key: value for key, value in os.environ.items() if key != "WAYLAND_DISPLAY"}
@@ -239,7 +242,10 @@ class LocalWorker:
             send(self._to, job)
             answer = receive(self._from)
         except (EOFError, OSError, pickle.UnpicklingError) as exc:
-            status = self._process.poll()
+            try:  # its pipe closes a moment before its exit status is there to read
+                status: int | None = self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                status = None
             raise WorkerLost(
                 f"the worker on {self.where} went away during episode {job.task} seed {job.seed}"
                 f" ({'still running' if status is None else f'exit status {status}'}){self._log_tail(LOST_TAIL_CHARS)}"

@@ -3,7 +3,7 @@
 It is started by the real `LocalWorker` (app/eval/workers.py, `command=`), runs the real reaper
 (app/eval/reaper.py) and the real job loop (app/eval/worker_loop.py), and dies the ways a real
 worker dies. Its "Chromium" is a `sleep` child registered as a desktop part; its temp folder a
-`holodesk-chromium-*` folder under TMPDIR (the root its parent made). It never says `WorkerLost`:
+`hd-chromium-*` folder under TMPDIR (the root its parent made). It never says `WorkerLost`:
 turning its deaths into that is the code under test.
 
 `--on INDEX=ACTION` (repeatable) picks what happens in episode INDEX, once (the first try to claim
@@ -61,7 +61,7 @@ def main() -> int:
     os.dup2(2, 1)
     inbox = sys.stdin.buffer
     receive(inbox)  # the setup: nothing in it is needed here
-    scratch = Path(tempfile.mkdtemp(prefix="holodesk-chromium-"))  # under TMPDIR: the worker's root
+    scratch = Path(tempfile.mkdtemp(prefix="hd-chromium-"))  # under TMPDIR: the worker's root
     chromium = subprocess.Popen(["sleep", "600"])
     parts = DesktopParts([Part("Chromium", chromium.pid, chromium)])
     send(outbox, WorkerReady(f"stand-in {os.getpid()}"))

@@ -22,8 +22,25 @@ from holodesk.app.eval.parallel import ParallelRun, jobs_for
 from holodesk.app.eval.workers import EpisodeError, EpisodeJob, LocalWorker, WorkerLost, WorkerSetup
 from holodesk.automation.trajectory import iter_session_folders
 from tests.app.eval.oracle_source import OracleSource
-from tests.support.processes import processes_in_group
 from tests.support.waiting import wait_until
+
+
+def running_in_group(group: int) -> list[str]:
+    """Names of the processes of `group` that still run (a dead one its parent has not collected yet,
+    a zombie, has stopped: the worker stays one until its parent's next look)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if not text:
+            continue
+        fields = text.rsplit(")", 1)[1].split()
+        if int(fields[3]) == group and fields[0] != "Z":
+            found.append(text[text.index("(") + 1 : text.rindex(")")])
+    return found
+
 
 OPTIONS = MiniWoBOptions(tasks=("click-button", "focus-text"), episodes=2)
 
@@ -46,32 +63,42 @@ def _worker(tmp_path: Path, *on: str) -> LocalWorker:
     return LocalWorker(WorkerSetup(options=OPTIONS, policy=OracleSource()), command=command, start_timeout_s=60)
 
 
-def _run(tmp_path: Path, *on: str) -> ParallelRun:
-    return ParallelRun(jobs_for(OPTIONS), lambda slot: _worker(tmp_path, *on), 2, tmp_path / "sessions")
+def _run(tmp_path: Path, *on: str) -> tuple[ParallelRun, list[LocalWorker]]:
+    """A run of OPTIONS on two stand-in workers, and the list of every worker it starts."""
+    started: list[LocalWorker] = []
+
+    def start(slot: int) -> LocalWorker:
+        worker = _worker(tmp_path, *on)
+        started.append(worker)
+        return worker
+
+    return ParallelRun(jobs_for(OPTIONS), start, 2, tmp_path / "sessions"), started
 
 
 def test_a_worker_that_exits_mid_episode_is_lost_and_its_episode_runs_again_once(tmp_path, temp_root):
-    run = _run(tmp_path, "1=exit")
+    run, started = _run(tmp_path, "1=exit")
     report = run.run()
     assert [(e.task, e.seed, e.success) for e in report.episodes] == [
         ("click-button", 0, True), ("click-button", 1, True), ("focus-text", 0, True), ("focus-text", 1, True),
     ]  # fmt: skip
-    assert report.retried == 1
+    assert report.retried == 1 and report.to_json()["retried"] == 1
+    assert "1 episode(s) were run again" in report.table()
+    assert len(started) == 3  # the dead worker was replaced
     assert len(list(iter_session_folders(tmp_path / "sessions"))) == 4
     assert list(temp_root.iterdir()) == []  # every worker's root went with it
 
 
 def test_a_dead_chromium_gives_up_the_desktop_and_its_episode_runs_again_once(tmp_path, temp_root):
-    run = _run(tmp_path, "2=chromium")
+    run, started = _run(tmp_path, "2=chromium")
     report = run.run()
     assert all(e.success for e in report.episodes) and len(report.episodes) == 4
-    assert report.retried == 1
+    assert report.retried == 1 and len(started) == 3
     assert len(list(iter_session_folders(tmp_path / "sessions"))) == 4
     assert list(temp_root.iterdir()) == []
 
 
 def test_an_episode_whose_chromium_dies_on_every_try_is_one_failure_in_words_and_the_run_goes_on(tmp_path):
-    run = _run(tmp_path, "0=chromium!")
+    run, _ = _run(tmp_path, "0=chromium!")
     report = run.run()
     assert len(report.episodes) == 4
     [failed] = [e for e in report.episodes if not e.success]
@@ -83,7 +110,7 @@ def test_an_episode_whose_chromium_dies_on_every_try_is_one_failure_in_words_and
 
 
 def test_a_page_that_fails_on_a_whole_desktop_still_stops_the_run_in_words(tmp_path):
-    run = _run(tmp_path, "1=refuse")
+    run, _ = _run(tmp_path, "1=refuse")
     with pytest.raises(EpisodeError, match="did not load: net::ERR_FILE_NOT_FOUND"):
         run.run()
     assert run.retried == 0
@@ -106,7 +133,7 @@ def _hang(tmp_path: Path) -> tuple[LocalWorker, list[BaseException], threading.T
 
 
 def _chromium_scratch(root: Path) -> list[Path]:
-    return list(root.glob("holodesk-chromium-*"))
+    return list(root.glob("hd-chromium-*"))
 
 
 def test_a_sigkilled_worker_is_lost_and_its_reaper_ends_its_processes_and_removes_its_folders(tmp_path, temp_root):
@@ -117,7 +144,7 @@ def test_a_sigkilled_worker_is_lost_and_its_reaper_ends_its_processes_and_remove
     [lost] = raised
     assert isinstance(lost, WorkerLost) and "exit status -9" in str(lost)
     # The reaper, not the parent: before close() it has ended the group and removed all but the log.
-    wait_until(lambda: processes_in_group(worker.pid) == [], 15, "the worker's group to end")
+    wait_until(lambda: running_in_group(worker.pid) == [], 15, "the worker's group to end")
     wait_until(lambda: not _chromium_scratch(worker.root), 15, "the reaper to remove the worker's folders")
     assert [p.name for p in worker.root.iterdir()] == ["worker.log"]
     worker.close()
@@ -129,7 +156,7 @@ def test_a_worker_killed_with_its_reaper_is_cleaned_up_by_its_parent(tmp_path, t
     os.killpg(worker.pid, signal.SIGKILL)  # the whole group: the reaper too
     thread.join(timeout=30)
     assert isinstance(raised[0], WorkerLost)
-    wait_until(lambda: processes_in_group(worker.pid) == [], 15, "the worker's group to end")
+    wait_until(lambda: running_in_group(worker.pid) == [], 15, "the worker's group to end")
     assert _chromium_scratch(worker.root)  # nobody was left to remove it ...
     worker.close()
     assert list(temp_root.iterdir()) == []  # ... but its parent
@@ -162,7 +189,7 @@ def test_a_worker_whose_parent_dies_mid_episode_is_ended_by_its_reaper(tmp_path)
         wait_until((claims / "hanging").is_file, 30, "the worker to be mid-episode")
         parent.kill()
         parent.wait()
-        wait_until(lambda: processes_in_group(worker_pid) == [], 15, "the orphaned worker's group to end")
+        wait_until(lambda: running_in_group(worker_pid) == [], 15, "the orphaned worker's group to end")
         wait_until(lambda: list((tmp_path / "tmp").iterdir()) == [], 15, "its root, log included, to be removed")
     finally:
         if parent.poll() is None:

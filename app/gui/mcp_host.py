@@ -26,6 +26,7 @@ from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.one_step import DeskParts
 from holodesk.automation.backends import create_backends
 from holodesk.automation.input.x11.focus_guard import FocusGuard
+from holodesk.automation.routines.windows import desktop_windows
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def run_with_panel(
 
     backends = create_backends(notice, focus_guard=focus_guard)
     frames = OwnWindowsHiddenCapture(backends.capture, overlay=overlay, focus_guard=focus_guard)
-    desk = Desk(DeskParts(approver, backends.performer, frames, sessions, monitor), routines)
+    desk = Desk(DeskParts(approver, backends.performer, frames, sessions, monitor), routines, windows=desktop_windows())
     gui = GuiThreadCaller()
     failed: list[BaseException] = []
 

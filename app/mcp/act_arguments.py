@@ -38,10 +38,16 @@ class BadToolInput(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ScreenSize:
-    """The size of the screenshot the agent's coordinates refer to (physical pixels)."""
+    """The size of the screenshot the agent's coordinates refer to (physical pixels), and where it is."""
 
     width: int
     height: int
+    left: int = 0  # the monitor's top-left corner on the desktop
+    top: int = 0
+
+    def on_desktop(self, action: Action) -> Action:
+        """`action` (screenshot pixels) in desktop pixels."""
+        return action.map_points(lambda p: Point(p.x + self.left, p.y + self.top))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,9 @@ from pathlib import Path
 
 from holodesk.app.mcp.act_arguments import ScreenSize
 from holodesk.app.mcp.one_step import DeskParts, StepRunner
+from holodesk.app.mcp.own_windows import own_window_refusal
+from holodesk.automation.actions import Action
+from holodesk.automation.routines.windows import WindowProbe
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.fast_png import encode_png
 
@@ -29,17 +32,24 @@ class Screenshot:
 class Desk:
     """One desktop, one approver: the tools' synchronous side."""
 
-    def __init__(self, parts: DeskParts, routines: Path, steps: StepRunner | None = None) -> None:
+    def __init__(
+        self, parts: DeskParts, routines: Path, steps: StepRunner | None = None, windows: WindowProbe | None = None
+    ) -> None:
         self.parts = parts
         self.routines = routines
         self.steps = steps or StepRunner(parts)
+        self.windows = windows  # None: the desktop's windows cannot be asked (or, in tests, are not)
 
     def grab(self) -> ScreenFrame:
         return self.parts.frames.grab(self.parts.monitor)
 
     def screen_size(self) -> ScreenSize:
         frame = self.grab()
-        return ScreenSize(frame.width, frame.height)
+        return ScreenSize(frame.width, frame.height, frame.region.left, frame.region.top)
+
+    def refusal(self, action: Action, screen: ScreenSize) -> str | None:
+        """Why the action must not be shown (it aims at Holodesk's own window), or None."""
+        return own_window_refusal(screen.on_desktop(action), self.windows)
 
     def screenshot(self) -> Screenshot:
         frame = self.grab()

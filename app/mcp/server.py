@@ -124,6 +124,9 @@ class DeskServer:
             request = read_act(arguments, screen)
         except BadToolInput as exc:
             raise MCPError(INVALID_PARAMS, f"act: {exc}; nothing was done") from None
+        refusal = await anyio.to_thread.run_sync(self.desk.refusal, request.action, screen)
+        if refusal is not None:
+            return _text(refusal, error=True)
         client = client_name(ctx)
         outcome: list[StepReport | BaseException] = []
         finished = threading.Event()

@@ -225,3 +225,45 @@ def test_a_cancel_from_the_client_withdraws_the_step_and_records_the_stop(xvfb, 
     assert not result.is_error, result.content
     clicks = [e["widget"] for e in target_window.sync() if e["event"] == "clicked"]
     assert clicks == ["ok"]  # the approved second step only; the cancelled one did nothing
+
+
+@pytest.mark.display
+def test_an_act_at_another_holodesk_panels_approve_button_is_refused_and_nothing_is_approved(
+    xvfb, target_window, tmp_path
+):
+    target_window.reset()
+    ok = target_window.centre("ok")
+    seen: dict[str, object] = {}
+
+    async def go() -> None:
+        async with (
+            Client(stdio_server(tmp_path / "first"), client_info=AGENT, read_timeout_seconds=120) as first,
+            Client(stdio_server(tmp_path / "second"), client_info=AGENT, read_timeout_seconds=120) as second,
+        ):
+            async with anyio.create_task_group() as tasks:
+                scope = anyio.CancelScope()
+
+                async def waiting() -> None:
+                    with scope:
+                        await first.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
+                        seen["approved"] = True  # never: the step is withdrawn below
+
+                tasks.start_soon(waiting)
+                _, panel = await anyio.to_thread.run_sync(wait_for_panel)
+                approve = (panel["X"] + 30, panel["Y"] + panel["HEIGHT"] - 14 - 12)  # on its Approve button
+                seen["refused"] = await second.call_tool("act", {"action": "click", "x": approve[0], "y": approve[1]})
+                seen["still asking"] = bool(
+                    xdotool("search", "--onlyvisible", "--name", PANEL_TITLE, check=False).stdout.strip()
+                )
+                scope.cancel()
+            seen["first"] = await anyio.to_thread.run_sync(wait_for_session_end, tmp_path / "first")
+
+    anyio.run(go)
+    refused = seen["refused"]
+    assert isinstance(refused, CallToolResult) and refused.is_error
+    assert "is on Holodesk's own window 'Holodesk: approve this step?'" in refused.content[0].text
+    assert "nothing was done" in refused.content[0].text
+    assert seen["still asking"] and "approved" not in seen
+    assert seen["first"].outcome == "stopped"
+    assert list(iter_session_folders(tmp_path / "second")) == []  # never shown, never recorded
+    assert target_window.sync() == []

@@ -267,3 +267,42 @@ def test_an_act_at_another_holodesk_panels_approve_button_is_refused_and_nothing
     assert seen["first"].outcome == "stopped"
     assert list(iter_session_folders(tmp_path / "second")) == []  # never shown, never recorded
     assert target_window.sync() == []
+
+
+@pytest.mark.display
+def test_a_cancel_while_typing_stops_it_part_way_with_no_key_held(xvfb, target_window, tmp_path):
+    from tests.support.x11_probe import pressed_keycodes
+
+    target_window.reset()
+    field = target_window.centre("field")
+    text = "the quick brown fox jumps over the lazy dog " * 40
+    sessions = tmp_path / "sessions"
+    seen: dict[str, object] = {}
+
+    async def go() -> None:
+        async with Client(stdio_server(sessions), client_info=AGENT, read_timeout_seconds=120) as client:
+            async with anyio.create_task_group() as tasks:
+                scope = anyio.CancelScope()
+
+                async def typing() -> None:
+                    with scope:
+                        await client.call_tool("act", {"action": "type", "text": text, "x": field.x, "y": field.y})
+                        seen["finished"] = True
+
+                tasks.start_soon(typing)
+                await anyio.to_thread.run_sync(approve_on_the_panel)
+                # Once the field has some of the text, the agent cancels its call.
+                await anyio.to_thread.run_sync(
+                    lambda: target_window.wait_for(lambda e: e["event"] == "text" and len(e["text"]) >= 20, 60)
+                )
+                scope.cancel()
+            seen["session"] = await anyio.to_thread.run_sync(wait_for_session_end, sessions)
+
+    anyio.run(go)
+    session = seen["session"]
+    assert "finished" not in seen
+    assert session.outcome == "stopped", session.end
+    assert session.end["detail"].startswith("stopped: the MCP client cancelled the step")
+    typed = [e["text"] for e in target_window.sync() if e["event"] == "text"]
+    assert typed and 0 < len(typed[-1]) < len(text), "the typing was not stopped part-way"
+    assert pressed_keycodes() == []

@@ -28,6 +28,8 @@ AUTO_APPROVED_HOLD_S = 5.0  # an auto-approved step's notice stays this long bef
 AUTO_APPROVED_LISTED = 20  # the menu lists the run's last this many auto-approved steps
 AUTO_APPROVED_IN_BALLOON = 3  # and the balloon its last few
 BALLOON_MS = 6000
+ICON_PLACE_WAIT_S = 1.0  # the longest a balloon waits for the tray to place the icon it points at
+ICON_PLACE_POLL_MS = 25
 
 
 class Indicator(QtCore.QObject):
@@ -171,6 +173,8 @@ class TrayIndicator(Indicator):
     def __init__(self, icon_for: IconForState) -> None:
         super().__init__()
         self.icon_for = icon_for
+        self._balloon: tuple[str, str] | None = None  # a balloon waiting for the icon's place
+        self._balloon_deadline = 0.0
         self.pause_action = _build_menu(self)["pause"]
         self.tray = QtWidgets.QSystemTrayIcon()
         self.tray.setContextMenu(self.menu)
@@ -201,6 +205,22 @@ class TrayIndicator(Indicator):
 
     def _show_notification(self, title: str, text: str) -> None:
         super()._show_notification(title, text)
+        self._balloon = (title, text)
+        self._balloon_deadline = time.monotonic() + ICON_PLACE_WAIT_S
+        self._show_balloon()
+
+    def _show_balloon(self) -> None:
+        # Just after start the tray has not placed the icon yet (Qt says 22x22 at (0, 0)), and Qt's own
+        # balloon (no notification daemon) would then point at the screen's top-left corner: it waits,
+        # briefly, for the icon (an icon really at (0, 0) costs its balloon that wait, no more).
+        if self._balloon is None:
+            return
+        where = self.tray.geometry()
+        unplaced = where.isEmpty() or where.topLeft() == QtCore.QPoint(0, 0)
+        if unplaced and time.monotonic() < self._balloon_deadline:
+            QtCore.QTimer.singleShot(ICON_PLACE_POLL_MS, self._show_balloon)
+            return
+        (title, text), self._balloon = self._balloon, None
         self.tray.showMessage(title, text, self.icon_for(AppState.IDLE), BALLOON_MS)
 
     def show_settings_problem(self, problem: str | None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -75,3 +76,30 @@ def test_without_a_tray_host_a_control_window_takes_its_place(xvfb):
         assert tray.next() == "tooltip Holodesk: loading the model | 40%"
     finally:
         tray.close()
+
+
+def test_a_balloon_given_at_start_points_at_the_tray_icon(xvfb):
+    """The app's "running" balloon comes before the tray has placed the icon; Qt would then draw it at
+    the screen's top-left corner, far from the icon. It waits (at most a second) for the icon's place.
+    The tray sizes itself to its icons (`--widthtype request`), as panels do: the icon moves once docked."""
+    host = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "24"])
+    try:
+        wait_until(lambda: selection_owned("_NET_SYSTEM_TRAY_S0"), 60, "trayer owning the tray selection")
+        result = subprocess.run(
+            [sys.executable, "-m", "tests.support.tray_balloon_probe"],
+            env={**os.environ, "QT_QPA_PLATFORM": "xcb"}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        host.kill()
+        host.wait()
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    assert "icon" in lines and "balloon" in lines, result.stdout + result.stderr
+    assert lines["balloon"] != "none", "the balloon was not shown"
+    ix, iy, iw, ih = map(int, lines["icon"].split())
+    bx, by, bw, bh = map(int, lines["balloon"].split())
+    assert iw > 0 and (ix, iy) != (0, 0), lines  # trayer embedded the icon
+    # The balloon's box reaches to within a few pixels of the icon (its arrow points at the icon's centre).
+    centre_x, centre_y = ix + iw // 2, iy + ih // 2
+    dx = max(bx - centre_x, 0, centre_x - (bx + bw))
+    dy = max(by - centre_y, 0, centre_y - (by + bh))
+    assert dx <= 30 and dy <= 30, f"balloon at {lines['balloon']}, icon at {lines['icon']}"

@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
@@ -79,6 +78,9 @@ class WorkerSetup:
     session_meta: dict[str, str | None] = field(default_factory=dict)
     chromium: str | None = None
     chromedriver: str | None = None
+    # The worker process's command (given `--root ROOT --parent PID` after it): this install's
+    # episode worker, or a test's stand-in that speaks the same protocol without a desktop.
+    worker_command: tuple[str, ...] = WORKER_COMMAND
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +183,8 @@ def receive(stream: IO[bytes]) -> Any:
 class LocalWorker:
     """A worker process on this machine, on its own desktop (see the module docstring).
 
-    `command` starts the worker process (default: this install's episode worker); it is given
-    `--root ROOT --parent PID` and speaks the protocol above.
+    `setup.worker_command` starts the worker process; it is given `--root ROOT --parent PID` and
+    speaks the protocol above.
     """
 
     def __init__(
@@ -190,7 +192,6 @@ class LocalWorker:
         setup: WorkerSetup,
         *,
         start_timeout_s: float = START_TIMEOUT_S,
-        command: Sequence[str] = WORKER_COMMAND,
     ) -> None:
         from holodesk.app.eval.reaper import LOG_NAME
 
@@ -200,7 +201,7 @@ class LocalWorker:
         env = {key: value for key, value in os.environ.items() if key != "WAYLAND_DISPLAY"}
         env["TMPDIR"] = str(self.root)  # everything it and its programs put in temp, removed with the root
         self._process = subprocess.Popen(
-            [*command, "--root", str(self.root), "--parent", str(os.getpid())],
+            [*setup.worker_command, "--root", str(self.root), "--parent", str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,

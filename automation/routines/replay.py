@@ -146,14 +146,29 @@ def parameter_values(routine: Routine, given: Mapping[str, str]) -> dict[str, st
     return values
 
 
+def task_with_values(routine: Routine, values: Mapping[str, str]) -> str:
+    """The routine's task as this run's task: a parameter's recorded value in its words is replaced by
+    the value given; a given value the words do not contain is added to them. Each value is said once,
+    and the recorded one not at all (the agent must not read two values for one thing)."""
+    task = routine.task
+    added: list[str] = []
+    for parameter in routine.parameters:
+        value = values.get(parameter.name)
+        if value is None or value == parameter.default:
+            continue
+        if parameter.default and parameter.default in task:
+            task = task.replace(parameter.default, value)
+        else:
+            added.append(f"{parameter.description or parameter.name}: {value!r}")
+    return f"{task} (this time with {'; '.join(added)})" if added else task
+
+
 def handover_task(routine: Routine, next_step: int, values: Mapping[str, str]) -> str:
-    """The task the agent continues with: the routine's task, what was done, what was left, in the
-    values given for this run (not the recorded ones)."""
+    """The task the agent continues with: the routine's task as this run's (`task_with_values`), what
+    was done, what was left, in the values given for this run (not the recorded ones)."""
     done = [s for s in routine.steps if s.number < next_step]
     left = [s for s in routine.steps if s.number >= next_step]
-    lines = [routine.task]
-    if values:
-        lines.append("Values for this run: " + "; ".join(f"{name} = {value!r}" for name, value in values.items()) + ".")
+    lines = [task_with_values(routine, values)]
     if done:
         lines.append(
             "Already done by the routine "

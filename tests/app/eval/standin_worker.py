@@ -1,6 +1,6 @@
-"""`python -m tests.app.eval.standin_worker`: an eval worker process without a desktop, for the fast tier.
+"""`python tests/app/eval/standin_worker.py`: an eval worker process without a desktop, for the fast tier.
 
-It is started by the real `LocalWorker` (app/eval/workers.py, `command=`), runs the real reaper
+It is started by the real `LocalWorker` (app/eval/workers.py, `WorkerSetup.worker_command`), runs the real reaper
 (app/eval/reaper.py) and the real job loop (app/eval/worker_loop.py), and dies the ways a real
 worker dies. Its "Chromium" is a `sleep` child registered as a desktop part; its temp folder a
 `hd-chromium-*` folder under TMPDIR (the root its parent made). It never says `WorkerLost`:

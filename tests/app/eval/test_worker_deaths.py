@@ -42,6 +42,7 @@ def running_in_group(group: int) -> list[str]:
     return found
 
 
+STANDIN = Path(__file__).with_name("standin_worker.py")
 OPTIONS = MiniWoBOptions(tasks=("click-button", "focus-text"), episodes=2)
 
 
@@ -57,10 +58,15 @@ def temp_root(tmp_path, monkeypatch) -> Path:
 def _worker(tmp_path: Path, *on: str) -> LocalWorker:
     claims = tmp_path / "claims"
     claims.mkdir(exist_ok=True)
-    command = [sys.executable, "-m", "tests.app.eval.standin_worker", "--claims", str(claims)]
+    return LocalWorker(_setup(claims, *on), start_timeout_s=60)
+
+
+def _setup(claims: Path, *on: str) -> WorkerSetup:
+    """A setup whose workers are stand-ins (run by path: a Ray actor's folder is not this one)."""
+    command = [sys.executable, str(STANDIN), "--claims", str(claims)]
     for item in on:
         command += ["--on", item]
-    return LocalWorker(WorkerSetup(options=OPTIONS, policy=OracleSource()), command=command, start_timeout_s=60)
+    return WorkerSetup(options=OPTIONS, policy=OracleSource(), worker_command=tuple(command))
 
 
 def _run(tmp_path: Path, *on: str) -> tuple[ParallelRun, list[LocalWorker]]:
@@ -175,9 +181,8 @@ def test_a_worker_whose_parent_dies_mid_episode_is_ended_by_its_reaper(tmp_path)
         "from holodesk.app.eval.miniwob_eval import MiniWoBOptions\n"
         "from tests.app.eval.oracle_source import OracleSource\n"
         f"tempfile.tempdir = {str(tmp_path / 'tmp')!r}\n"
-        "w = LocalWorker(WorkerSetup(options=MiniWoBOptions(tasks=('click-button',)), policy=OracleSource()),\n"
-        f"    command=[sys.executable, '-m', 'tests.app.eval.standin_worker', '--claims', {str(claims)!r},"
-        " '--on', '0=hang'])\n"
+        "w = LocalWorker(WorkerSetup(options=MiniWoBOptions(tasks=('click-button',)), policy=OracleSource(),\n"
+        f"    worker_command=(sys.executable, {str(STANDIN)!r}, '--claims', {str(claims)!r}, '--on', '0=hang')))\n"
         "print(w.pid, flush=True)\n"
         "w.run(EpisodeJob(0, 'click-button', 0))\n"
     )
@@ -195,3 +200,26 @@ def test_a_worker_whose_parent_dies_mid_episode_is_ended_by_its_reaper(tmp_path)
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+def test_on_ray_a_stand_in_that_exits_or_loses_its_chromium_is_lost_and_its_episode_runs_again(tmp_path):
+    """The same deaths inside Ray actors (a one-node cluster in this process): Ray's error for the
+    actor's task is what must become WorkerLost here."""
+    ray = pytest.importorskip("ray")  # the fast tier's set-up installs the cluster extra
+    from holodesk.app.eval.ray_backend import DESKTOP_RESOURCE, RayDesktops
+
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    # "local": a new cluster here, even where an earlier test's RAY_ADDRESS is still set
+    ray.init(address="local", num_cpus=1, resources={DESKTOP_RESOURCE: 2}, include_dashboard=False, log_to_driver=False)
+    try:
+        desktops = RayDesktops("auto", _setup(claims, "1=exit", "2=chromium"))
+        run = ParallelRun(jobs_for(OPTIONS), desktops.start, 2, tmp_path / "sessions")
+        report = run.run()
+    finally:
+        ray.shutdown()
+    assert [(e.task, e.seed, e.success) for e in report.episodes] == [
+        ("click-button", 0, True), ("click-button", 1, True), ("focus-text", 0, True), ("focus-text", 1, True),
+    ]  # fmt: skip
+    assert report.retried == 2
+    assert len(list(iter_session_folders(tmp_path / "sessions"))) == 4

@@ -47,7 +47,7 @@ from holodesk.automation.engine import (
     StepEngine,
 )
 from holodesk.automation.errors import OffScreenError
-from holodesk.automation.proposal import EndRun, Grounding, PastStep, Policy, Proposal
+from holodesk.automation.proposal import EndRun, Grounding, PastStep, Policy, Proposal, UnusableProposal
 from holodesk.automation.routines.effects import ActedOn, EffectCheck, judge_effect
 from holodesk.automation.routines.locators import Grounder, Located, NotLocated, Rung, TargetLocator
 from holodesk.automation.routines.pictures import PictureError, load_picture
@@ -240,10 +240,15 @@ class RoutinePolicy:
         self._pictures: dict[str, np.ndarray] = {}
         self._handover: HandOver | None = None
         self._agent_proposals = 0
+        # Every model call, counted as it is made: a locate whose step then went to the agent has no
+        # record, and the agent's steps (a refused answer asked again: two calls) have none either.
+        self._locate_calls = 0
+        self._agent_calls = 0
 
     @property
     def model_calls(self) -> int:
-        return sum(record.model_calls for record in self.records)
+        """Every call to the model this run made: to locate targets, and the agent's after a hand-over."""
+        return self._locate_calls + self._agent_calls
 
     @property
     def handed_over(self) -> bool:
@@ -282,6 +287,7 @@ class RoutinePolicy:
             locator = TargetLocator(frame, self.grounder)
             found = locator.locate(step.target, *self._target_pictures(step))
             model_calls += locator.model_calls
+            self._locate_calls += locator.model_calls
             if isinstance(found, Located):
                 located = found
                 break
@@ -487,7 +493,15 @@ class RoutinePolicy:
                 return past
 
         shown = [in_agent_space(p) for p in history[:routine_steps]] + list(history[routine_steps:])
-        proposal = self._handover.policy.propose(self.handover_task, shown, frames)
+        try:
+            proposal = self._handover.policy.propose(self.handover_task, shown, frames)
+        except UnusableProposal:
+            self._agent_calls += 2  # the answer, and the one asked again, were both unusable
+            raise
+        except Exception:
+            self._agent_calls += 1
+            raise
+        self._agent_calls += 1 + len(proposal.rejected)  # a refused answer was asked again
         self._agent_proposals += 1
         return replace(proposal, task_asked=self.handover_task)  # recorded: the run's task is the routine's
 

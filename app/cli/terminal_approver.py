@@ -141,12 +141,14 @@ class TerminalApprover:
                 ("  found:   ", grounding.how, MAX_PROSE_CHARS),
             ]
         else:
-            self._say(f"\nStep {request.step}, the model says:")
             rows = [
                 ("  target:  ", proposal.element, MAX_ELEMENT_CHARS),
                 ("  note:    ", proposal.note, MAX_PROSE_CHARS),
                 ("  thought: ", proposal.thought, MAX_PROSE_CHARS),
             ]
+            # A model that gave no words with its step (a bare tool call) is not said to say something.
+            said = any(text.strip() for _, text, _ in rows)
+            self._say(f"\nStep {request.step}, the model says:" if said else f"\nStep {request.step}:")
         for label, text, limit in rows:
             if text.strip():
                 self._say_wrapped(label, bounded_prose(text, limit))

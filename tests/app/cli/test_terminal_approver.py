@@ -236,3 +236,17 @@ def test_model_prose_is_bounded_and_a_written_escape_is_not_taken_for_a_characte
     _, printed = run_approver(tmp_path, request, "a\n")
     assert "see \\\\u202e here" in printed  # two backslashes: the model wrote them
     assert "more characters]" in printed and "x" * 400 not in printed.replace("\n", "")
+
+
+def test_a_step_without_words_is_not_said_to_be_what_the_model_says(tmp_path):
+    """Holo4's bare tool call has no note or thought: no "the model says:" over nothing."""
+    terminal, out = approver(tmp_path, "a\n")
+    terminal.decide(click_request())  # the proposal has no element, note or thought
+    said = out.getvalue()
+    assert "the model says" not in said and "\nStep 1:\n" in said, said
+    worded = click_request()
+    worded = ApprovalRequest(1, "t", Proposal(worded.action, "raw", 800, 600, thought="The OK button."),
+                             worded.action, worded.frame, CancelToken())  # fmt: skip
+    terminal, out = approver(tmp_path, "a\n")
+    terminal.decide(worded)
+    assert "Step 1, the model says:\n  thought: The OK button." in out.getvalue()

@@ -10,6 +10,8 @@ four rows. What changes here, and why the numbers do not:
   the [batch, time, channels] layout the projections already have, rounded once to the model's dtype,
   then SiLU, as transformers' fallback (a float32 conv accumulates in float32 and rounds once too).
   It runs in both dtypes; in float32 only the order of four additions can differ (last bit).
+- `recurrent_step`: a decoded token's delta-rule update with transformers' operations, minus the
+  set-up its sequence loop needs (about a dozen tensor operations a layer a token fewer).
 - `PackedLinear` (bfloat16 models on CPUs with bfloat16 instructions: avx512_bf16 or AMX): the
   weight reordered once into oneDNN's blocked layout, products through oneDNN, inputs of fewer than
   PACKED_ROWS rows padded to PACKED_ROWS (the kernel oneDNN picks for one row is the slow one). The
@@ -66,13 +68,42 @@ def causal_conv_silu(
     return F.silu(out.to(dtype))
 
 
+def recurrent_step(
+    modeling: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token of the gated delta rule: transformers' `torch_recurrent_gated_delta_rule` for a sequence of one.
+
+    The same float32 operations in the same order (so the same bits), without its per-sequence set-up:
+    the transposes to [batch, heads, time, dim], their contiguous copies, the zeroed output and the
+    loop. `query`, `key`, `value` are [batch, 1, heads, dim]; `g` and `beta` [batch, 1, heads]; `state`
+    [batch, heads, k_dim, v_dim]. Returns the output [batch, 1, heads, v_dim] and the new state.
+    """
+    q, k, v = (x[:, 0].to(torch.float32) for x in (query, key, value))
+    q = modeling.l2norm(q, dim=-1, eps=1e-6)
+    k = modeling.l2norm(k, dim=-1, eps=1e-6)
+    q = q / (q.shape[-1] ** 0.5)
+    state = state.to(torch.float32) * g[:, 0].to(torch.float32).exp()[..., None, None]
+    kv_mem = (state * k.unsqueeze(-1)).sum(dim=-2)
+    delta = (v - kv_mem) * beta[:, 0].to(torch.float32).unsqueeze(-1)
+    state = state + k.unsqueeze(-1) * delta.unsqueeze(-2)
+    out = (state * q.unsqueeze(-1)).sum(dim=-2)
+    return out.unsqueeze(1).to(query.dtype), state
+
+
 def gated_deltanet_forward(
     self: Any, hidden_states: torch.Tensor, cache_params: Any = None, attention_mask: Any = None, **kwargs: Any
 ) -> torch.Tensor:
-    """transformers' `Qwen3_5GatedDeltaNet.forward` (5.19) with `causal_conv_silu` for its convolution.
+    """transformers' `Qwen3_5GatedDeltaNet.forward` (5.19) with `causal_conv_silu` and `recurrent_step`.
 
-    The projections, the cache updates and the delta rule (transformers' own functions, looked up in
-    the layer's module so that installed kernels still apply) are the original's, in its order.
+    The projections, the cache updates and the chunked delta rule of a prefill (transformers' own
+    function, looked up in the layer's module so that installed kernels still apply) are the
+    original's, in its order.
     """
     modeling = _modeling(self)
     hidden_states = modeling.apply_mask_to_padding_states(hidden_states, attention_mask)
@@ -101,21 +132,19 @@ def gated_deltanet_forward(
         key = key.repeat_interleave(self.num_v_heads // self.num_k_heads, dim=2)
 
     recurrent_state = cache_params.layers[self.layer_idx].recurrent_states[0] if use_precomputed_states else None
-    rule = (
-        modeling.torch_recurrent_gated_delta_rule
-        if use_precomputed_states and seq_len == 1
-        else modeling.torch_chunk_gated_delta_rule
-    )
-    core_attn_out, last_recurrent_state = rule(
-        query,
-        key,
-        value,
-        g=g,
-        beta=beta,
-        initial_state=recurrent_state,
-        output_final_state=cache_params is not None,
-        use_qk_l2norm_in_kernel=True,
-    )
+    if recurrent_state is not None and seq_len == 1:
+        core_attn_out, last_recurrent_state = recurrent_step(modeling, query, key, value, g, beta, recurrent_state)
+    else:
+        core_attn_out, last_recurrent_state = modeling.torch_chunk_gated_delta_rule(
+            query,
+            key,
+            value,
+            g=g,
+            beta=beta,
+            initial_state=recurrent_state,
+            output_final_state=cache_params is not None,
+            use_qk_l2norm_in_kernel=True,
+        )
     if cache_params is not None:
         cache_params.update_recurrent_state(last_recurrent_state, self.layer_idx)
 
@@ -172,11 +201,14 @@ def accelerate(model: nn.Module, device: torch.device) -> list[str]:
     if layers:
         paths.append(f"causal convolution as shifted multiply-adds in {len(layers)} Gated DeltaNet layers")
     if bf16_products_available():
-        # A weight shared with an embedding table (tied output head) stays as it is: the table reads it.
+        # The text model's layers only: the vision tower's (biased, 4,000-row) products ran at half the
+        # speed packed (10 s against 20 s for a 1280x800 screenshot on Holo3.1-0.8B's shapes). A weight
+        # shared with an embedding table (a tied output head) stays as it is: the table reads it.
+        text = model.get_submodule("model.language_model")
         shared = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
-        packed = pack_linears(model, shared)
+        packed = pack_linears(text, shared)
         if packed:
-            paths.append(f"{packed} bfloat16 linear layers through oneDNN with prepacked weights")
+            paths.append(f"{packed} bfloat16 linear layers of the text model through oneDNN, weights prepacked")
     elif any(p.dtype == torch.bfloat16 for p in model.parameters()):
         paths.append("bfloat16 products through the stock GEMM (this CPU has neither avx512_bf16 nor AMX)")
     return paths

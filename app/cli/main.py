@@ -148,6 +148,15 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--sessions", type=Path, help="where its steps are recorded (default: the settings file's)")
     mcp.add_argument("--routines", type=Path, help="where routines are (default: the user data folder)")
 
+    setup = commands.add_parser(
+        "setup", help="choose a model that fits this computer, download it with progress, and use it"
+    )
+    setup.add_argument("--model", help="holo3.1-0.8b, holo3.1-4b, or a Hugging Face repository id (owner/name)")
+    setup.add_argument("--profile", help=f"the model's profile ({', '.join(PROFILE_NAMES)}); known models: theirs")
+    setup.add_argument("--revision", help="a branch, tag or commit of the repository (default: main)")
+    setup.add_argument("--device", choices=("cpu", "cuda"), help="where it runs (default: a GPU it fits, else the CPU)")
+    setup.add_argument("--yes", action="store_true", help="ask nothing: the recommended model (or --model)")
+
     trigger = commands.add_parser(
         "trigger", help="ask the running Holodesk to open the task prompt (bind this to a desktop shortcut)"
     )
@@ -344,6 +353,10 @@ def _main(argv: Sequence[str] | None, signals: StopSignals | None = None) -> int
         if args.print_config:
             return mcp_command.print_config(args.print_config, sys.stdout, sys.stderr)
         return mcp_command.serve(http=args.http, port=args.port, sessions=args.sessions, routines=args.routines)
+    if args.command == "setup":
+        from holodesk.app.setup.command import main_for_cli
+
+        return main_for_cli(args.model, args.profile, args.revision, args.device, args.yes)
     if args.command == "trigger":
         from holodesk.app.common.instance_client import run_trigger
 

@@ -1,0 +1,8 @@
+"""`holodesk setup`: choose a model that fits this computer, download it with progress, and make it the one used.
+
+One job per module: `catalog` (the models that fit, from the memory plan doctor makes), `step_estimate`
+(a short measurement of this machine, scaled to a model's shapes), `hub_listing` (what the Hugging Face
+hub says about a repository: files, checksums, licence, gating), `hub_download` (the download itself,
+staged and verified), `choose` (the chosen model written into the settings) and `command` (the terminal
+conversation).
+"""

@@ -1,0 +1,7 @@
+"""The one error `holodesk setup` reports: a sentence for the person, and nothing changed in the settings."""
+
+from __future__ import annotations
+
+
+class SetupError(Exception):
+    """A refusal or fault of the set-up, in words (what happened, and what to do)."""

@@ -426,6 +426,8 @@ def read_session(folder: Path) -> Session:
             session.steps.append(record)
         elif kind == "step_result":
             _pair_result(session, record, f"{path}:{number}")
+        elif kind == "effect":  # what the step changed on screen, judged after it ran
+            _pair_effect(session, record)
         elif kind == "end":
             session.end = record
     for step in session.steps:
@@ -436,6 +438,18 @@ def read_session(folder: Path) -> Session:
     if not session.header:
         session.warnings.append(f"{path}: no session header")
     return session
+
+
+def _pair_effect(session: Session, effect: dict[str, Any]) -> None:
+    """Merge an `effect` line into its step: `visible_change` (False: the screen stayed the same) and
+    the result in words; one for a step never begun is dropped (its step has nothing to show it on)."""
+    index = effect.get("index")
+    for step in reversed(session.steps):
+        if step.get("index") == index:
+            step["visible_change"] = effect.get("visible_change")
+            if effect.get("result"):
+                step["effect_result"] = str(effect["result"])
+            return
 
 
 def _pair_result(session: Session, result: dict[str, Any], where: str) -> None:

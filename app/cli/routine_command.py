@@ -47,6 +47,7 @@ from holodesk.automation.routines.replay import (
     RoutinePolicy,
     parameter_values,
     routine_engine,
+    task_with_values,
 )
 from holodesk.automation.routines.routine_file import (
     PARAMETER_PATTERN,
@@ -252,7 +253,7 @@ def run(
         out.flush()
         taken = signals if signals is not None and signals.installed else None
         with signals_stop_the_run(engine.cancel, approver, taken) as received:
-            result = engine.run(routine.task)
+            result = engine.run(task_with_values(routine, policy.values))  # recorded as this run's task
     finally:
         shutil.rmtree(pictures, ignore_errors=True)
     report(result, policy, out)

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from holodesk.automation.actions import Action, action_from_dict
+from holodesk.automation.engine import NO_VISIBLE_CHANGE as NO_VISIBLE_CHANGE_WORDS
 from holodesk.automation.errors import ActionError
 from holodesk.automation.trajectory import Session
 
@@ -129,7 +130,10 @@ def step_words(step: dict[str, Any]) -> StepWords:
     outcome = step.get("result")
     if isinstance(outcome, dict):
         detail = str(outcome.get("detail") or "").strip()
-        if outcome.get("ok", True):
+        if outcome.get("ok", True) and step.get("visible_change") is False:
+            # It ran, and the screen stayed the same: flagged, never shown as a plain "ok".
+            result = f"ran, {NO_VISIBLE_CHANGE_WORDS}" + (f": {detail}" if detail else "")
+        elif outcome.get("ok", True):
             result = f"ok: {detail}" if detail else "ok"
         else:
             result = f"failed: {detail}" if detail else "failed"

@@ -59,7 +59,13 @@ from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState,
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.routines.grounding import ModelGrounder
-from holodesk.automation.routines.replay import HandOver, ParameterError, RoutinePolicy, routine_engine
+from holodesk.automation.routines.replay import (
+    HandOver,
+    ParameterError,
+    RoutinePolicy,
+    routine_engine,
+    task_with_values,
+)
 from holodesk.automation.routines.routine_file import RoutineFileError, default_routines_root, load_routine
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, prune_sessions
 from holodesk.inference.errors import InferenceError
@@ -527,7 +533,7 @@ class HolodeskApp(QtCore.QObject):
         self.routine_policy = policy
         self.last_routine = policy
         self.indicator.set_running(True)
-        self._start_engine_thread(engine, routine.task)
+        self._start_engine_thread(engine, task_with_values(routine, policy.values))  # recorded as this run's
 
     def toggle_pause(self) -> None:
         if self.engine is None:

@@ -186,3 +186,7 @@ def test_continue_with_the_agent_hands_over_the_task_and_what_was_done(routines,
     (folder,) = iter_session_folders(routines.parent / "sessions")
     session = read_session(folder)
     assert session.outcome == "done" and [s.get("decision") for s in session.steps] == ["approve", "final"]
+    # `holodesk history` has the run under this run's task: the value given, not the recorded one.
+    shown = holodesk("history", "--sessions", str(routines.parent / "sessions"), folder.name)
+    assert f"task:     {TASK.replace('hello routine', 'Grüße vom Band')}\n" in shown, shown
+    assert "hello-routine" not in folder.name

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from holodesk.app.common.install_advice import install_extra
 from holodesk.app.eval.desktop_parts import Part, children
 
 # The MiniWoB task area in CSS pixels (miniwob.constants.TASK_WIDTH/HEIGHT) and the window around
@@ -37,10 +38,7 @@ MISSING_BROWSER = (
     "MiniWoB++ needs Chromium and its driver: install Debian's `chromium` and `chromium-driver` "
     "(apt-get install chromium chromium-driver), or name them with --chromium and --chromedriver."
 )
-MISSING_MINIWOB = (
-    "MiniWoB++ is not installed: install Holodesk's eval extra, pip install 'holodesk[eval]' (from a source"
-    " tree: pip install -e '.[eval]')"
-)
+MISSING_MINIWOB = f"MiniWoB++ is not installed: install Holodesk's eval extra, {install_extra('eval')}"
 PAGE_LOAD_TIMEOUT_S = 15.0
 READY_TIMEOUT_S = 2.0
 

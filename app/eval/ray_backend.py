@@ -19,6 +19,7 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Protocol, runtime_checkable
 
+from holodesk.app.common.install_advice import install_extra
 from holodesk.app.eval.workers import (
     EpisodeDone,
     EpisodeError,
@@ -30,10 +31,8 @@ from holodesk.app.eval.workers import (
 )
 
 DESKTOP_RESOURCE = "holodesk_desktop"
-MISSING_RAY = (
-    "--ray needs Ray, which the base install leaves out: install Holodesk's cluster extra, "
-    "pip install 'holodesk[cluster]' (from a source tree: pip install -e '.[cluster]')"
-)
+_INSTALL_RAY = install_extra("cluster")
+MISSING_RAY = f"--ray needs Ray, which the base install leaves out: install Holodesk's cluster extra, {_INSTALL_RAY}"
 
 
 @runtime_checkable

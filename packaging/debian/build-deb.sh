@@ -64,15 +64,22 @@ install -D -m 644 "$repo/packaging/linux/holodesk-autostart.desktop" "$root/usr/
 install -D -m 644 "$repo/assets/icons/holodesk.svg" "$root/usr/share/icons/hicolor/scalable/apps/holodesk.svg"
 install -D -m 644 "$here/io.github.holodesk.Holodesk.metainfo.xml" \
   "$root/usr/share/metainfo/io.github.holodesk.Holodesk.metainfo.xml"
-# The in-process backend's packages, from pyproject.toml's `holotron` extra.
-"$host_python" - "$repo/pyproject.toml" > "$stage/holotron-requirements.txt" <<'PY'
+# The optional parts' packages, from pyproject.toml's extras: the in-process backend (holotron),
+# `holodesk eval miniwob` (eval) and `--ray` (cluster). Holodesk's own advice names these files when it
+# runs from this package (app/common/install_advice.py), never `pip install 'holodesk[...]'`.
+for extra in holotron eval cluster; do
+  "$host_python" - "$repo/pyproject.toml" "$extra" > "$stage/$extra-requirements.txt" <<'PY'
 import sys, tomllib
-extra = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["holotron"]
-print("# The in-process backend (a GPU in this computer): sudo /usr/lib/holodesk/bin/pip install -r THIS_FILE")
+name = sys.argv[2]
+extra = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"][name]
+what = {"holotron": "The in-process backend (a GPU in this computer)", "eval": "holodesk eval miniwob",
+        "cluster": "holodesk eval miniwob --ray and holodesk annotate --ray"}[name]
+print(f"# {what}: sudo /usr/lib/holodesk/bin/pip install -r /usr/share/holodesk/{name}-requirements.txt")
 print("# (the environment's own pip: `python -m pip` as root would first run a pip.py in the current folder)")
 print("\n".join(extra))
 PY
-install -D -m 644 "$stage/holotron-requirements.txt" "$root/usr/share/holodesk/holotron-requirements.txt"
+  install -D -m 644 "$stage/$extra-requirements.txt" "$root/usr/share/holodesk/$extra-requirements.txt"
+done
 
 install -d "$root/usr/share/man/man1"
 "$host_python" "$here/manpage.py" | gzip -9n > "$root/usr/share/man/man1/holodesk.1.gz"
@@ -86,6 +93,10 @@ size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"
 sed -e "s/@VERSION@/$version-$revision/" -e "s/@SIZE@/$size/" "$here/control.in" > "$root/DEBIAN/control"
 for script in postinst prerm postrm; do install -m 755 "$here/$script" "$root/DEBIAN/$script"; done
 install -D -m 644 "$here/lintian-overrides" "$root/usr/share/lintian/overrides/holodesk"
+# Every shipped file's checksum (dpkg --verify and debsums read it), as dh_md5sums writes it.
+(cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) \
+  > "$root/DEBIAN/md5sums"
+chmod 644 "$root/DEBIAN/md5sums"
 # Reproducible-ish: every file dated from the last commit.
 epoch="$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)"
 find "$root" -exec touch -h -d "@$epoch" {} +

@@ -82,12 +82,16 @@ def manpage() -> str:
         "Recorded sessions and routines: the user's data, kept when the package is purged.",
         ".TP",
         "\\fI/usr/share/holodesk/holodesk\\-autostart.desktop\\fR",
-        "Copy it to \\fI~/.config/autostart/\\fR to start the tray application at login.",
+        "Copy it to \\fI~/.config/autostart/\\fR to start the tray application at login. After a purge the copy "
+        "does nothing (its TryExec names the removed command); delete it to tidy up.",
         ".TP",
         "\\fI/usr/share/holodesk/holotron\\-requirements.txt\\fR",
         "The in\\-process backend (a GPU in this computer): "
         "\\fBsudo /usr/lib/holodesk/bin/pip install \\-r\\fR this file (not \\fBpython \\-m pip\\fR, which as "
         "root would first run a \\fIpip.py\\fR in the current folder).",
+        ".TP",
+        "\\fI/usr/share/holodesk/eval\\-requirements.txt\\fR, \\fIcluster\\-requirements.txt\\fR",
+        "What \\fBholodesk eval miniwob\\fR and \\fB\\-\\-ray\\fR need, installed the same way.",
         ".SH SEE ALSO",
         "\\fBholodesk \\fICOMMAND\\fB \\-\\-help\\fR",
     ]

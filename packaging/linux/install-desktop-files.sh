@@ -16,7 +16,7 @@ if [ -z "$holodesk" ]; then
 fi
 entry() {  # entry SOURCE TARGET: copy a desktop file with Exec pointing at this installation
   mkdir -p "$(dirname "$2")"
-  sed "s|^Exec=holodesk|Exec=$holodesk|" "$1" > "$2"
+  sed -e "s|^Exec=holodesk|Exec=$holodesk|" -e "s|^TryExec=holodesk|TryExec=$holodesk|" "$1" > "$2"
   chmod 644 "$2"
 }
 entry "$here/holodesk.desktop" "$data/applications/holodesk.desktop"

@@ -46,6 +46,8 @@ SHIPPED = (
     "/usr/share/man/man1/holodesk.1.gz",
     "/usr/share/holodesk/holodesk-autostart.desktop",
     "/usr/share/holodesk/holotron-requirements.txt",
+    "/usr/share/holodesk/eval-requirements.txt",
+    "/usr/share/holodesk/cluster-requirements.txt",
     "/usr/share/doc/holodesk/copyright",
     "/usr/share/lintian/overrides/holodesk",
 )
@@ -153,11 +155,35 @@ def test_the_pip_the_docs_give_for_root_is_the_environments_own(installed: Path,
     """`sudo /usr/lib/holodesk/bin/pip install -r ...` (README, man page, the requirements file): that pip is
     there, installs into the package's environment, and ignores a pip.py in the folder it is started from."""
     requirements = Path("/usr/share/holodesk/holotron-requirements.txt").read_text(encoding="utf-8")
-    assert "sudo /usr/lib/holodesk/bin/pip install -r THIS_FILE" in requirements
+    assert "sudo /usr/lib/holodesk/bin/pip install -r /usr/share/holodesk/holotron-requirements.txt" in requirements
     (tmp_path / "pip.py").write_text("print('PLANTED pip.py ran')\n", encoding="utf-8")
     pip = _run(str(PREFIX / "bin" / "pip"), "--version", timeout=60, cwd=tmp_path)
     assert pip.returncode == 0 and "PLANTED" not in pip.stdout, pip.stdout + pip.stderr
     assert f"{PREFIX}/lib/python3" in pip.stdout, pip.stdout
+
+
+def test_the_packaged_advice_for_eval_and_cluster_names_the_packages_own_files(installed: Path) -> None:
+    """From the package, `holodesk eval miniwob` and `--ray` say to install the requirements file the
+    package ships, with the environment's own pip (not `pip install 'holodesk[eval]'`)."""
+    said = _run(
+        str(PREFIX / "bin" / "python"), "-c",
+        "from holodesk.app.eval.miniwob_browser import MISSING_MINIWOB as m; from holodesk.app.eval.ray_backend"
+        " import MISSING_RAY as r; print(m); print(r)", timeout=120,
+    )  # fmt: skip
+    assert said.returncode == 0, said.stderr
+    for extra, line in zip(("eval", "cluster"), said.stdout.splitlines(), strict=True):
+        wanted = f"/usr/share/holodesk/{extra}-requirements.txt"
+        assert f"sudo {PREFIX}/bin/pip install -r {wanted}" in line and "holodesk[" not in line, line
+        assert "miniwob" in Path(wanted).read_text() or "ray[data]" in Path(wanted).read_text()
+
+
+def test_every_shipped_file_has_its_checksum(installed: Path) -> None:
+    """The package ships DEBIAN/md5sums: dpkg --verify checks every file against it."""
+    sums = Path("/var/lib/dpkg/info/holodesk.md5sums")
+    assert sums.is_file() and "usr/bin/holodesk" not in sums.read_text()  # a link has no sum
+    assert "usr/share/holodesk/eval-requirements.txt" in sums.read_text()
+    verified = _run("dpkg", "--verify", PACKAGE, timeout=300)
+    assert verified.returncode == 0 and not verified.stdout.strip(), verified.stdout + verified.stderr
 
 
 def _tray_icon_embedded() -> bool:
@@ -317,6 +343,9 @@ def test_purge_leaves_nothing_but_the_users_data(installed: Path, user_home: tup
     assert all(set(USER_DATA) <= each for each in files), before  # the check below is not of empty folders
     # Root running it once writes bytecode no package owns, unless the package shipped it all.
     _run("/usr/bin/holodesk", "--help", timeout=60, env=_env_of(root_home))
+    # An autostart entry the user copied stays (it is theirs); what it would start must be gone with the package.
+    copied = Path("/usr/share/holodesk/holodesk-autostart.desktop").read_text(encoding="utf-8")
+    (try_exec,) = re.findall(r"^TryExec=(.+)$", copied, re.M)
     purged = _run("apt-get", "purge", "-y", PACKAGE, env=_env_of(root_home))
     assert purged.returncode == 0, purged.stdout + purged.stderr
     assert not _installed()
@@ -325,6 +354,7 @@ def test_purge_leaves_nothing_but_the_users_data(installed: Path, user_home: tup
     assert not left, left
     assert not Path("/usr/share/holodesk").exists() and not Path("/usr/share/doc/holodesk").exists()
     assert _run("dpkg-query", "-W", PACKAGE, timeout=30).returncode != 0  # not even config-files state
+    assert shutil.which(try_exec) is None, f"a copied autostart entry would still start {try_exec}"
     changed = [str(where) for where, tree in before.items() if _tree(where) != tree]
     assert not changed, f"purging changed the Holodesk folders of {', '.join(changed)}"
 

@@ -47,6 +47,9 @@ def test_entries_run_holodesk_commands_that_exist(path):
     assert command[0] == "holodesk"
     build_parser().parse_args(command[1:])  # exits (fails the test) on an unknown subcommand
     assert entry["Icon"] == "holodesk"
+    # Once the command is gone (the package purged), a copied entry does nothing: desktops skip an
+    # entry whose TryExec is not installed, autostart included.
+    assert entry["TryExec"] == command[0]
 
 
 def test_install_script_puts_entries_and_icon_in_xdg_folders(tmp_path):
@@ -66,6 +69,7 @@ def test_install_script_puts_entries_and_icon_in_xdg_folders(tmp_path):
     for path in installed:
         command = read_entry(path)["Exec"].split()
         assert Path(command[0]).is_absolute() and os.access(command[0], os.X_OK), command
+        assert read_entry(path)["TryExec"] == command[0]  # the same installation's command
     assert read_entry(installed[1])["Exec"].endswith("holodesk trigger prompt")
     assert (tmp_path / "data/icons/hicolor/scalable/apps/holodesk.svg").is_file()
     validator = shutil.which("desktop-file-validate")

@@ -43,7 +43,7 @@ import torch
 from PIL import Image
 
 from holodesk.inference.control_text import neutral_messages
-from holodesk.inference.engine.qwen35_cpu import accelerate
+from holodesk.inference.engine.qwen35_cpu import CPU_PREFILL_CHUNK, accelerate
 from holodesk.inference.engine.qwen_tool_calls import parsed_tool_calls
 from holodesk.inference.engine.runner import (
     EngineResult,
@@ -262,6 +262,9 @@ class Qwen35Engine:
         self.model = load_qwen35(self.path, self.device, self.dtype, attention)
         # What runs, for the log and for tests: the CPU's faster paths (qwen35_cpu), or transformers' code.
         self.paths = accelerate(self.model, self.device) if cpu_paths else []
+        if self.paths and prefill_chunk > CPU_PREFILL_CHUNK:
+            self.prefill_chunk = CPU_PREFILL_CHUNK
+            self.paths.append(f"prefill in chunks of {CPU_PREFILL_CHUNK} tokens")
         _log.info("Qwen3.5 engine on %s: %s", self.device, "; ".join(self.paths) or "transformers' own code")
         self.merge = int(self.model.config.vision_config.spatial_merge_size)
         self._saved: list[_Saved] = []

@@ -105,27 +105,56 @@ class DeskParts:
     monitor: int | None
 
 
+class RunHandle:
+    """One requested run, to stop it (and only it) from any thread: before it starts, while it runs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._engine: StepEngine | None = None
+        self._reason: str | None = None
+
+    def stop(self, reason: str = CLIENT_CANCELLED) -> None:
+        """Stop this run as the tray's Stop does; a run not started yet ends before its first step."""
+        with self._lock:
+            self._reason = self._reason or reason
+            engine = self._engine
+        if engine is not None:
+            _stop(engine, reason)
+
+    def attach(self, engine: StepEngine) -> None:
+        """The run's engine, about to run (a stop asked before now applies to it)."""
+        with self._lock:
+            self._engine = engine
+            reason = self._reason
+        if reason is not None:
+            _stop(engine, reason)
+
+
+def _stop(engine: StepEngine, reason: str) -> None:
+    engine.cancel.cancel(reason)
+    engine.stop()
+
+
 class StepRunner:
-    """Runs one `act` at a time as a run of the StepEngine; `stop` is the tray's Stop for that run."""
+    """Runs one engine run at a time on this desk (an `act`'s step, a routine); each run has a RunHandle."""
 
     def __init__(self, parts: DeskParts, settle_timeout_s: float = 2.0, settle_poll_s: float = 0.05) -> None:
         self.parts = parts
         self.settle_timeout_s = settle_timeout_s
         self.settle_poll_s = settle_poll_s
-        self._lock = threading.Lock()
-        self._engine: StepEngine | None = None
+        self._lock = threading.Lock()  # held for a whole run: one at a time on this desk
+        self._current: RunHandle | None = None
 
     def busy(self) -> bool:
         return self._lock.locked()
 
-    def run(self, request: ActRequest, screen: ScreenSize, client: str) -> StepReport:
+    def run(self, request: ActRequest, screen: ScreenSize, client: str, handle: RunHandle | None = None) -> StepReport:
         """Run the step to its end (blocks until the person has answered and the action ran)."""
-        if not self._lock.acquire(blocking=False):
-            raise StepBusy(BUSY)
-        try:
-            proposer = OneStepProposer(request, screen, client)
-            acting = threading.Event()
-            engine = StepEngine(
+        proposer = OneStepProposer(request, screen, client)
+        acting = threading.Event()
+
+        def build() -> StepEngine:
+            return StepEngine(
                 proposer,
                 self.parts.approver,
                 self.parts.performer,
@@ -142,27 +171,37 @@ class StepRunner:
                 ),
                 listener=_acting_listener(acting),
             )
-            self._engine = engine
-            task = f"{client} via MCP: {request.action.describe()} (screenshot pixels)"
-            result = engine.run(task)
-        finally:
-            self._engine = None
-            self._lock.release()
+
+        task = f"{client} via MCP: {request.action.describe()} (screenshot pixels)"
+        result = self.run_engine(build, task, handle)
         return _report(result, proposer, acting.is_set())
 
+    def run_engine(self, build: Callable[[], StepEngine], task: str, handle: RunHandle | None = None) -> RunResult:
+        """Run the engine `build` makes (one step's, a routine's) on `task`; StepBusy while another runs."""
+        if not self._lock.acquire(blocking=False):
+            raise StepBusy(BUSY)
+        handle = handle or RunHandle()
+        try:
+            self._current = handle
+            engine = build()
+            handle.attach(engine)
+            return engine.run(task)
+        finally:
+            self._current = None
+            self._lock.release()
+
     def wait_idle(self, timeout_s: float) -> bool:
-        """Wait (bounded) until no step runs; True when none does."""
+        """Wait (bounded) until no run is going on; True when none is."""
         if not self._lock.acquire(timeout=timeout_s):
             return False
         self._lock.release()
         return True
 
     def stop(self, reason: str = CLIENT_CANCELLED) -> None:
-        """Stop the running step, as the tray's Stop does (any thread; nothing when none runs)."""
-        engine = self._engine
-        if engine is not None:
-            engine.cancel.cancel(reason)
-            engine.stop()
+        """Stop whichever run is going on (any thread; nothing when none is)."""
+        current = self._current
+        if current is not None:
+            current.stop(reason)
 
 
 class StepBusy(RuntimeError):

@@ -30,7 +30,7 @@ from holodesk.app.mcp import tools
 from holodesk.app.mcp.act_arguments import BadToolInput, read_act
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.http_auth import LoopbackBearerGate, new_token
-from holodesk.app.mcp.one_step import BUSY, StepBusy, StepReport
+from holodesk.app.mcp.one_step import BUSY, RunHandle, StepBusy, StepReport
 from holodesk.automation.errors import AutomationError
 
 log = logging.getLogger(__name__)
@@ -130,10 +130,11 @@ class DeskServer:
         client = client_name(ctx)
         outcome: list[StepReport | BaseException] = []
         finished = threading.Event()
+        handle = RunHandle()
 
         def work() -> None:
             try:
-                outcome.append(steps.run(request, screen, client))
+                outcome.append(steps.run(request, screen, client, handle))
             except BaseException as exc:  # handed to the handler, which says it in words
                 outcome.append(exc)
             finally:
@@ -145,7 +146,7 @@ class DeskServer:
         except anyio.get_cancelled_exc_class():
             # notifications/cancelled, or the client went away: stop the step as the tray's Stop does,
             # and let its run record the stop before this handler is gone.
-            steps.stop()
+            handle.stop()  # this run only; one not started yet ends before its first step
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(finished.wait)
             raise

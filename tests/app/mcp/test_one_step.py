@@ -13,6 +13,7 @@ from holodesk.app.mcp.one_step import (
     SKIPPED,
     STOPPED_AT_APPROVAL,
     DeskParts,
+    RunHandle,
     StepBusy,
     StepRunner,
 )
@@ -112,7 +113,9 @@ def test_a_cancel_from_the_client_withdraws_the_waiting_step(tmp_path):
     approver = Approver(ApprovalDecision.approve(), hold=True)  # would approve, were it not withdrawn
     steps, performer = runner(approver, tmp_path)
     reports = []
-    thread = threading.Thread(target=lambda: reports.append(steps.run(CLICK, ScreenSize(640, 480), "agent")))
+    thread = threading.Thread(
+        target=lambda: reports.append(steps.run(CLICK, ScreenSize(640, 480), "agent")), daemon=True
+    )
     thread.start()
     assert approver.asked.wait(10)
     assert steps.busy()
@@ -135,3 +138,15 @@ def test_a_screen_of_another_size_than_the_screenshot_ends_the_step_before_askin
     report = steps.run(CLICK, ScreenSize(1920, 1080), "agent")
     assert not report.ok and "take a new screenshot" in report.words
     assert approver.requests == [] and performer.executed == []
+
+
+def test_a_stop_before_the_run_starts_ends_it_before_the_person_is_asked(tmp_path):
+    approver = Approver(ApprovalDecision.approve())
+    steps, performer = runner(approver, tmp_path)
+    handle = RunHandle()
+    handle.stop()  # the client cancelled as its call was arriving
+    report = steps.run(CLICK, ScreenSize(640, 480), "agent", handle)
+    assert report.words.startswith(CLIENT_CANCELLED) and report.result.outcome.value == "stopped"
+    assert approver.requests == [] and performer.executed == []
+    # The stop was that run's: the next one is asked and runs.
+    assert steps.run(CLICK, ScreenSize(640, 480), "agent").ok

@@ -38,6 +38,7 @@ from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
 
 PANEL_WIDTH = 440
+REMEMBER_SLACK = 12  # pixels the style may draw around a check box's label (its frame, focus rectangle)
 SCREEN_MARGIN = 24
 MAX_THOUGHT_CHARS = 420
 MAX_NOTE_CHARS = 600
@@ -328,7 +329,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._element.setVisible(bool(element))
         self._show_model_words(request.proposal.note, request.proposal.thought)
         kind = kind_in_words(action.kind)
-        self._remember.setText(f"Approve every step of this kind ({kind}) for the rest of this task")
+        self.set_remember_text(f"Approve every step of this kind ({kind}) for the rest of this task")
         self._remember_note.setText(_never_covered(request))
         self._remember_note.setVisible(bool(self._remember_note.text()))
         self._remember.setChecked(False)
@@ -549,6 +550,19 @@ class ApprovalPanel(QtWidgets.QWidget):
                 self.activateWindow()
                 field.setFocus()
 
+    def set_remember_text(self, text: str) -> None:
+        """The tick's words in lines that fit the panel: a check box does not wrap, and a long label was
+        cut off at the panel's edge ("...for the rest of this tas")."""
+        layout = self.layout()
+        margins = layout.contentsMargins() if layout is not None else QtCore.QMargins()
+        style = self._remember.style()
+        box = style.pixelMetric(QtWidgets.QStyle.PixelMetric.PM_IndicatorWidth, None, self._remember)
+        gap = style.pixelMetric(QtWidgets.QStyle.PixelMetric.PM_CheckBoxLabelSpacing, None, self._remember)
+        room = PANEL_WIDTH - margins.left() - margins.right() - box - gap - REMEMBER_SLACK
+        self._remember.ensurePolished()  # the style sheet's font, not the default one, is measured
+        self._remember.setText(lines_that_fit(text, self._remember.fontMetrics(), room))
+        self._remember.setToolTip(text)
+
     def _fit_height(self) -> None:
         # Not adjustSize(): it caps a window at 2/3 of the screen, which squeezes the wrapped text
         # on a small or highly scaled screen.
@@ -732,3 +746,15 @@ def _sentence(text: str) -> str:
 
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def lines_that_fit(text: str, metrics: QtGui.QFontMetrics, width: int) -> str:
+    """`text` broken between words into lines no wider than `width` pixels (a word wider than that
+    stays whole on its own line)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and metrics.horizontalAdvance(f"{lines[-1]} {word}") <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return "\n".join(lines)

@@ -43,6 +43,7 @@ from holodesk.app.gui.key_grab import KeyGrab, stop_keysym
 from holodesk.app.gui.loading_window import LoadingWindow
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
+from holodesk.app.gui.parameter_dialog import ask_parameter
 from holodesk.app.gui.portal_hotkeys import PortalHotkeys, shortcut_requests
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_platform import apply_qt_platform
@@ -481,13 +482,8 @@ class HolodeskApp(QtCore.QObject):
             return
         values: dict[str, str] = {}
         for parameter in routine.parameters:
-            value, ok = QtWidgets.QInputDialog.getText(
-                None,
-                f"Routine {routine.name}",
-                f"{parameter.name} ({parameter.description}):",
-                text=parameter.default,
-            )
-            if not ok:
+            value = ask_parameter(routine, parameter)
+            if value is None:
                 self._notify("Routine not started", f"{routine.name!r}: no value was given for {parameter.name}.")
                 return
             values[parameter.name] = value

@@ -67,7 +67,7 @@ class RoutinePanel(ApprovalPanel):
     def present(self, request: ApprovalRequest) -> None:
         super().present(request)
         allowed = self.bulk_allowed.get(request.step, False)
-        self._remember.setText(APPROVE_ALL_EXACT_WORDS)
+        self.set_remember_text(APPROVE_ALL_EXACT_WORDS)
         self._remember.setEnabled(allowed)
         self._remember.setVisible(allowed)  # otherwise the highlighted line says why it is asked alone
         self._remember_note.setVisible(False)  # the highlighted line says it for a routine's step

@@ -22,6 +22,7 @@ from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
 from holodesk.app.gui.qt import QtCore, QtWidgets
 from holodesk.app.gui.qt_platform import apply_qt_platform
+from holodesk.app.gui.routine_runs import GuiRoutineApprover
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.one_step import DeskParts
 from holodesk.automation.backends import create_backends
@@ -60,7 +61,13 @@ def run_with_panel(
 
     backends = create_backends(notice, focus_guard=focus_guard)
     frames = OwnWindowsHiddenCapture(backends.capture, overlay=overlay, focus_guard=focus_guard)
-    desk = Desk(DeskParts(approver, backends.performer, frames, sessions, monitor), routines, windows=desktop_windows())
+    routine_decider = GuiRoutineApprover(overlay, agent=approver)  # the tray's routine panel and questions
+    desk = Desk(
+        DeskParts(approver, backends.performer, frames, sessions, monitor),
+        routines,
+        windows=desktop_windows(),
+        routine_decider=routine_decider,
+    )
     gui = GuiThreadCaller()
     failed: list[BaseException] = []
 

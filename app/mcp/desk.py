@@ -6,12 +6,14 @@ The server (app/mcp/server.py) calls these on worker threads; nothing here knows
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from holodesk.app.mcp.act_arguments import ScreenSize
-from holodesk.app.mcp.one_step import DeskParts, StepRunner
+from holodesk.app.mcp.act_arguments import BadToolInput, ScreenSize
+from holodesk.app.mcp.one_step import DeskParts, RunHandle, StepReport, StepRunner
 from holodesk.app.mcp.own_windows import own_window_refusal
+from holodesk.app.mcp.routine_run import RoutineDecider, run_routine
 from holodesk.automation.actions import Action
 from holodesk.automation.routines.windows import WindowProbe
 from holodesk.automation.screen import ScreenFrame
@@ -33,12 +35,37 @@ class Desk:
     """One desktop, one approver: the tools' synchronous side."""
 
     def __init__(
-        self, parts: DeskParts, routines: Path, steps: StepRunner | None = None, windows: WindowProbe | None = None
+        self,
+        parts: DeskParts,
+        routines: Path,
+        steps: StepRunner | None = None,
+        windows: WindowProbe | None = None,
+        routine_decider: RoutineDecider | None = None,
     ) -> None:
         self.parts = parts
         self.routines = routines
         self.steps = steps or StepRunner(parts)
         self.windows = windows  # None: the desktop's windows cannot be asked (or, in tests, are not)
+        self.routine_decider = routine_decider  # None: routines cannot be run here
+
+    def run_routine(self, name: str, values: Mapping[str, str], client: str, handle: RunHandle) -> StepReport:
+        """Replay a saved routine, approved step by step; BadToolInput for one that cannot run."""
+        if self.routine_decider is None:
+            raise BadToolInput("routines cannot be run by this server (it has no routine panel)")
+        parts = self.parts
+        return run_routine(
+            self.steps,
+            self.routine_decider,
+            parts.performer,
+            parts.frames,
+            routines=self.routines,
+            sessions=parts.sessions,
+            monitor=parts.monitor,
+            name=name,
+            values=values,
+            client=client,
+            handle=handle,
+        )
 
     def grab(self) -> ScreenFrame:
         return self.parts.frames.grab(self.parts.monitor)

@@ -15,7 +15,7 @@ import logging
 import socket
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 import anyio
@@ -31,6 +31,7 @@ from holodesk.app.mcp.act_arguments import BadToolInput, read_act
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.http_auth import LoopbackBearerGate, new_token
 from holodesk.app.mcp.one_step import BUSY, RunHandle, StepBusy, StepReport
+from holodesk.app.mcp.routine_run import read_routine_arguments
 from holodesk.automation.errors import AutomationError
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,8 @@ class DeskServer:
             _no_arguments(name, arguments)
             text = await anyio.to_thread.run_sync(self.desk.routine_list)
             return _text(text)
+        if name == tools.RUN_ROUTINE:
+            return await self._run_routine(ctx, arguments)
         if name == tools.LOCATE:
             return _text(LOCATE_UNAVAILABLE, error=True)
         known = ", ".join(tool.name for tool in tools.TOOLS)
@@ -128,24 +131,42 @@ class DeskServer:
         if refusal is not None:
             return _text(refusal, error=True)
         client = client_name(ctx)
+        return await self._until_ended(lambda handle: steps.run(request, screen, client, handle), "act")
+
+    async def _run_routine(self, ctx: ServerRequestContext, arguments: Mapping[str, object]) -> types.CallToolResult:
+        if self.desk.steps.busy():
+            raise MCPError(INVALID_PARAMS, BUSY)
+        try:
+            name, values = read_routine_arguments(arguments)
+        except BadToolInput as exc:
+            raise MCPError(INVALID_PARAMS, f"run_routine: {exc}; nothing was done") from None
+        client = client_name(ctx)
+        return await self._until_ended(
+            lambda handle: self.desk.run_routine(name, values, client, handle), "run_routine"
+        )
+
+    async def _until_ended(self, run: Callable[[RunHandle], StepReport], tool: str) -> types.CallToolResult:
+        """Run `run` (one engine run) on a worker thread until it has ended, the person's answers included.
+
+        A cancel (notifications/cancelled, or the client going away) stops that run as the tray's Stop does,
+        and the handler waits for its session to record the stop before it is gone.
+        """
         outcome: list[StepReport | BaseException] = []
         finished = threading.Event()
         handle = RunHandle()
 
         def work() -> None:
             try:
-                outcome.append(steps.run(request, screen, client, handle))
+                outcome.append(run(handle))
             except BaseException as exc:  # handed to the handler, which says it in words
                 outcome.append(exc)
             finally:
                 finished.set()
 
-        threading.Thread(target=work, name="holodesk-mcp-step", daemon=True).start()
+        threading.Thread(target=work, name=f"holodesk-mcp-{tool}", daemon=True).start()
         try:
             await anyio.to_thread.run_sync(finished.wait, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
-            # notifications/cancelled, or the client went away: stop the step as the tray's Stop does,
-            # and let its run record the stop before this handler is gone.
             handle.stop()  # this run only; one not started yet ends before its first step
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(finished.wait)
@@ -153,9 +174,11 @@ class DeskServer:
         (report,) = outcome
         if isinstance(report, StepBusy):
             raise MCPError(INVALID_PARAMS, BUSY)
+        if isinstance(report, BadToolInput):
+            raise MCPError(INVALID_PARAMS, f"{tool}: {report}; nothing was done")
         if isinstance(report, BaseException):
-            log.error("the step failed", exc_info=report)
-            return _text(f"the step could not be run: {type(report).__name__}: {report}", error=True)
+            log.error("the %s run failed", tool, exc_info=report)
+            return _text(f"the {tool} could not be run: {type(report).__name__}: {report}", error=True)
         structured = {
             "done": report.ok,
             "outcome": report.result.outcome.value,

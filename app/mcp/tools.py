@@ -13,6 +13,7 @@ SCREENSHOT = "screenshot"
 LOCATE = "locate"
 ACT = "act"
 LIST_ROUTINES = "list_routines"
+RUN_ROUTINE = "run_routine"
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
@@ -92,5 +93,27 @@ TOOLS: list[types.Tool] = [
         description="List the routines the person saved in Holodesk (name, steps, parameters). Read-only.",
         input_schema=_NO_ARGUMENTS,
         annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name=RUN_ROUTINE,
+        description=(
+            "Replay a routine the person saved (list_routines names them), with values for its parameters."
+            " Each step is shown on Holodesk's approval panel and runs only when the person approves it;"
+            " the call returns when the routine has ended, saying how (done, or stopped, skipped, failed)."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "the routine's name"},
+                "values": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "description": "parameter name -> value (a parameter left out uses its default)",
+                },
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+        annotations=types.ToolAnnotations(destructive_hint=True, open_world_hint=True),
     ),
 ]

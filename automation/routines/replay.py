@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -553,9 +553,11 @@ def routine_engine(
     keep_screenshots: int = 3,
     listener: Callable[[EngineEvent], None] | None = None,
     questions: QuestionAnswerer | None = None,
+    session_meta: Mapping[str, Any] | None = None,
 ) -> StepEngine:
     """The step engine that replays `policy`'s routine (then the agent's `agent_steps` at most), recording
-    a session under `trajectory_root`; the policy's questions end with the engine's stop."""
+    a session under `trajectory_root` (with `session_meta` added to its settings, such as who asked for
+    the run); the policy's questions end with the engine's stop."""
     routine = policy.routine
     engine = StepEngine(
         policy,
@@ -569,7 +571,7 @@ def routine_engine(
             settle_poll_s=SETTLE_POLL_S,
             keep_screenshots=keep_screenshots,
             trajectory_root=trajectory_root,
-            session_meta={"routine": routine.name, "routine_folder": str(routine.folder or "")},
+            session_meta={"routine": routine.name, "routine_folder": str(routine.folder or ""), **(session_meta or {})},
             settle_first=True,
         ),
         listener=listener,

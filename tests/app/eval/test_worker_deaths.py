@@ -37,7 +37,7 @@ def running_in_group(group: int) -> list[str]:
         if not text:
             continue
         fields = text.rsplit(")", 1)[1].split()
-        if int(fields[3]) == group and fields[0] != "Z":
+        if int(fields[2]) == group and fields[0] != "Z":  # state, parent, group, ...
             found.append(text[text.index("(") + 1 : text.rindex(")")])
     return found
 
@@ -223,3 +223,44 @@ def test_on_ray_a_stand_in_that_exits_or_loses_its_chromium_is_lost_and_its_epis
     ]  # fmt: skip
     assert report.retried == 2
     assert len(list(iter_session_folders(tmp_path / "sessions"))) == 4
+
+
+def test_a_worker_killed_while_its_parent_lives_leaves_nothing_when_the_parent_then_dies(tmp_path):
+    """The reaper keeps the log for a living parent; a parent that dies before closing the worker (a
+    Ray actor ended with its node) must not leave the root behind."""
+    import subprocess
+
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    (tmp_path / "tmp").mkdir()
+    program = (
+        "import sys, tempfile, time\n"
+        "from holodesk.app.eval.workers import EpisodeJob, LocalWorker, WorkerSetup\n"
+        "from holodesk.app.eval.miniwob_eval import MiniWoBOptions\n"
+        "from tests.app.eval.oracle_source import OracleSource\n"
+        f"tempfile.tempdir = {str(tmp_path / 'tmp')!r}\n"
+        "w = LocalWorker(WorkerSetup(options=MiniWoBOptions(tasks=('click-button',)), policy=OracleSource(),\n"
+        f"    worker_command=(sys.executable, {str(STANDIN)!r}, '--claims', {str(claims)!r}, '--on', '0=hang')))\n"
+        "print(w.pid, flush=True)\n"
+        "try:\n"
+        "    w.run(EpisodeJob(0, 'click-button', 0))\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        worker_pid = int(parent.stdout.readline())
+        wait_until((claims / "hanging").is_file, 30, "the worker to be mid-episode")
+        os.kill(worker_pid, signal.SIGKILL)
+        assert parent.stdout.readline().strip() == "WorkerLost"
+        [root] = list((tmp_path / "tmp").iterdir())
+        wait_until(lambda: [p.name for p in root.iterdir()] == ["worker.log"], 15, "all but the log to be removed")
+        parent.kill()  # never closes the worker
+        parent.wait()
+        wait_until(lambda: not root.exists(), 15, "the root to be removed once its parent is gone")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()

@@ -8,7 +8,11 @@
    at the recorded size first, then a few zoom factors.
 3. `context`: the wider crop around the target over the whole screen, a landmark for a target whose
    own picture is plain (two identical check boxes: their labels tell them apart).
-4. the model (`Grounder`), from the target's description; only where the caller gives one.
+4. `focus`: the target's pictures compared on their edges, so that a focus ring (a border that
+   changes colour where the border was) and a caret (a thin column) do not decide the match: a
+   field recorded with the focus is found without it, and the other way round. Its match must
+   also agree on grey pictures with thin lines taken out (FOCUS_GREY_SCORE); it is never exact.
+5. the model (`Grounder`), from the target's description; only where the caller gives one.
 
 A rung whose best match is not clearly better than the next one elsewhere is ambiguous and gives
 way to the next rung; a target that no rung finds unambiguously is refused (the replay asks the
@@ -42,6 +46,14 @@ ZOOM_GREY_SCORE = 0.93
 ZOOM_EDGE_SCORE = 0.93
 EDGE_PAD = 8
 EDGE_SHIFT = 3
+# The focus rung, calibrated on a real Qt field recorded focused and seen unfocused (and back): its
+# crop and context score 0.99 on edges and 0.95-0.98 on thinned grey; a button whose label differs
+# ("OK" recorded, "Okay" now) scores 0.89 (crop) and 0.95 (context) on edges, a GTK dialog's OK
+# button relabelled 0.89, so an edge match under 0.97 is no match.
+FOCUS_EDGE_SCORE = 0.97
+FOCUS_GREY_SCORE = 0.93
+FOCUS_AGREE_PX = 3  # the edge match and the thinned-grey match must be this close
+THIN_LINE_KERNEL = np.ones((3, 3), np.uint8)  # closing then opening with it removes lines of 1-2 px
 AMBIGUITY_MARGIN = 0.04  # a second match elsewhere within this of the best: two candidates, refuse
 SELF_MATCH_RADIUS = 6  # a crop's own place, give or take this many pixels (see matches_elsewhere)
 NEAR_MARGIN = 48  # pixels around the recorded crop searched by the first rung
@@ -52,6 +64,7 @@ class Rung(StrEnum):
     NEAR = "template near the recorded spot"
     ANYWHERE = "template anywhere on the screen"
     CONTEXT = "landmarks around the target"
+    FOCUS = "its pictures without focus rings and carets"
     MODEL = "the model"
 
 
@@ -133,6 +146,12 @@ def _flat(template: np.ndarray) -> bool:
     return float(template.std()) < 2.0
 
 
+def _thinned(grey: np.ndarray) -> np.ndarray:
+    """`grey` without lines 1-2 px thin, dark or light (a caret, a focus ring's colour, a border)."""
+    closed = cv2.morphologyEx(grey, cv2.MORPH_CLOSE, THIN_LINE_KERNEL)
+    return cv2.morphologyEx(closed, cv2.MORPH_OPEN, THIN_LINE_KERNEL)
+
+
 def _edges(grey: np.ndarray) -> np.ndarray:
     """Canny edges, blurred so that strokes one pixel apart still overlap."""
     return cv2.GaussianBlur(cv2.Canny(grey, 50, 150), (5, 5), 0)
@@ -146,6 +165,7 @@ class TargetLocator:
         self.grey = grey_frame(frame)
         self.grounder = grounder
         self.model_calls = 0
+        self._screen_edges: np.ndarray | None = None  # computed when the focus rung is reached
 
     def locate(self, target: Target, crop: np.ndarray, context: np.ndarray | None) -> Located | NotLocated:
         """`crop` and `context` are the target's recorded pictures (RGB arrays)."""
@@ -167,6 +187,11 @@ class TargetLocator:
             said.append(found)
         for picture, offset, rung, _ in usable:
             found = self._anywhere(picture, offset, rung)
+            if isinstance(found, Located):
+                return found
+            said.append(found)
+        for picture, offset, _, what in usable:
+            found = self._without_focus(picture, offset, what)
             if isinstance(found, Located):
                 return found
             said.append(found)
@@ -227,6 +252,39 @@ class TargetLocator:
             scale = "" if zoom == 1.0 else f" at {zoom:g}x its recorded size"
             return Located(point, rung, match.score, False, f"found {what}{scale} (score {match.score:.2f})")
         return f"{what} is not on the screen (best {best_seen:.2f})"
+
+    def _without_focus(self, template: np.ndarray, offset: tuple[int, int], what: str) -> Located | str:
+        """The focus rung: `template` found on edges, confirmed on thinned grey (see FOCUS_EDGE_SCORE)."""
+        template_edges = _edges(template)
+        if _flat(template_edges):
+            return f"{what} has no edges to compare without focus rings"
+        if self._screen_edges is None:
+            self._screen_edges = _edges(self.grey)
+        match = _best_two(self._screen_edges, template_edges)
+        if match is None or match.score < FOCUS_EDGE_SCORE:
+            score = f" (best {match.score:.2f})" if match else ""
+            return f"{what} is not on the screen without focus rings and carets either{score}"
+        if match.second >= match.score - AMBIGUITY_MARGIN:
+            return (
+                f"{what} is ambiguous on the screen without focus rings: two matches ({match.score:.2f} and"
+                f" {match.second:.2f})"
+            )
+        height, width = template.shape
+        pad = FOCUS_AGREE_PX
+        top, left = max(0, match.top - pad), max(0, match.left - pad)
+        patch = _thinned(self.grey[top : match.top + height + pad, left : match.left + width + pad])
+        grey = _best_two(patch, _thinned(template))
+        if grey is None or grey.score < FOCUS_GREY_SCORE:
+            score = f" {grey.score:.2f}" if grey else ""
+            return f"{what} matched on edges ({match.score:.2f}) but not on its shades ({score.strip() or 'none'})"
+        point = Point(self.frame.region.left + match.left + offset[0], self.frame.region.top + match.top + offset[1])
+        return Located(
+            point,
+            Rung.FOCUS,
+            match.score,
+            False,
+            f"found {what} without focus rings and carets (edges {match.score:.2f}, shades {grey.score:.2f})",
+        )
 
     def _edges_agree(self, template: np.ndarray, match: _Match) -> bool:
         """Whether the matched patch has the template's edges (see ZOOM_EDGE_SCORE)."""

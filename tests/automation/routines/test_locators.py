@@ -140,3 +140,12 @@ def test_a_wide_plain_field_moved_elsewhere_is_found_once_not_twice_along_itself
     assert isinstance(found, Located), found
     assert found.rung is Rung.ANYWHERE
     assert abs(found.point.x - 465) <= SELF_MATCH_RADIUS and found.point.y == 410
+
+
+@pytest.mark.parametrize("label", ["Okay", "Cancel"])
+def test_leaving_out_focus_rings_does_not_find_a_button_whose_label_differs(ok_target, label):
+    """The focus rung compares edges: a focus ring or a caret does not decide, a label's strokes do."""
+    target, crop, context = ok_target
+    found = TargetLocator(screen([Button(label, 300, 300)])).locate(target, crop, context)
+    assert isinstance(found, NotLocated), found
+    assert "without focus rings and carets either" in found.detail

@@ -22,12 +22,14 @@ from pathlib import Path
 import pytest
 
 from bench.rigs.routine_scenes import click_step, record_session
+from bench.rigs.target_client import TargetWindow
 from bench.rigs.window_routine import settled
 from holodesk.automation.actions import Click, Point, TypeText
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, Outcome, RunResult
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.routines.compiler import compile_session, save_compiled
+from holodesk.automation.routines.locators import Rung
 from holodesk.automation.routines.replay import (
     ProblemChoice,
     ProblemRequest,
@@ -210,3 +212,52 @@ def test_a_closed_terminal_is_flagged_at_the_click_and_at_the_typing(routine, de
     assert result.outcome is Outcome.DONE, result.detail
     assert flagged(answers) == [1, 2], [p.problem for p in answers.problems]
     assert "its keys went nowhere" in answers.problems[1].problem
+
+
+def record_field(desk: ScreenCapture, root: Path, field: Point, text: str, task: str) -> Routine:
+    """A routine recorded on a field that has the focus: click it (it already shows its focus ring and
+    caret), then type `text` where the focus is."""
+    performer = InputPerformer(X11Input(capture=desk))
+    first = settled(desk)
+    performer.execute(Click(field))
+    second = settled(desk)
+    performer.execute(TypeText(text))
+    end = settled(desk)
+    typing = {
+        "action_model": {"kind": "type"},
+        "action_screen": {"kind": "type", "text": text, "press_enter": False, "overwrite": False},
+        "decision": "approve",
+        "result": {"ok": True, "detail": "typed"},
+    }
+    steps = [(first, click_step(field.x, field.y, "the text field")), (second, typing)]
+    session = record_session(root / "sessions", task, steps, end)
+    return load_routine(save_compiled(compile_session(session, "field"), root / "routines"))
+
+
+def test_a_qt_field_recorded_with_the_focus_is_found_without_it(desk, tmp_path):
+    """Issue 49: the saved picture held the focus ring and caret; unfocused, the field was "not found"."""
+    window = TargetWindow.start(100, 100)
+    try:
+        performer = InputPerformer(X11Input(capture=desk))
+        performer.execute(Click(window.centre("field")))  # the field has the focus when recorded
+        window.wait_for(lambda e: e.get("event") == "press")
+        routine = record_field(desk, tmp_path, window.centre("field"), "Ada", "write Ada in the field")
+        assert [e["text"] for e in window.sync() if e["event"] == "text"][-1] == "Ada"
+    finally:
+        window.close()
+    moved = TargetWindow.start(380, 240)
+    try:
+        with xterm("other", (1100, 700), "40x5", "cat"):  # the field's window is not the focused one
+            answers, notes = Answers(), list[str]()
+            policy = RoutinePolicy(routine, {}, desk, answers, notify=notes.append)
+            performer = InputPerformer(X11Input(capture=desk))
+            engine = routine_engine(
+                policy, answers, performer, desk, trajectory_root=tmp_path, monitor=1, agent_steps=1
+            )
+            result = engine.run(routine.task)
+        assert result.outcome is Outcome.DONE, result.detail
+        assert answers.problems == [], [p.problem for p in answers.problems]
+        assert [r.rung for r in policy.records] == [Rung.FOCUS.value, "no target"], notes
+        assert [e["text"] for e in moved.sync() if e["event"] == "text"][-1] == "Ada"
+    finally:
+        moved.close()

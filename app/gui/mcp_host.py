@@ -23,11 +23,13 @@ from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
 from holodesk.app.gui.qt import QtCore, QtWidgets
 from holodesk.app.gui.qt_platform import apply_qt_platform
 from holodesk.app.gui.routine_runs import GuiRoutineApprover
+from holodesk.app.mcp.agent_task import AgentTasks, TaskSettings
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.one_step import DeskParts
 from holodesk.automation.backends import create_backends
 from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.routines.windows import desktop_windows
+from holodesk.inference.model_policy import ModelPolicy
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,8 @@ def run_with_panel(
     routines: Path,
     monitor: int | None,
     auto_approve_kinds: frozenset[str],
+    load_policy: Callable[[], ModelPolicy] | None = None,
+    task_settings: TaskSettings | None = None,
     err: TextIO = sys.stderr,
 ) -> int:
     """Show approvals here while `serve(desk)` runs on its own thread; 0 when it ended cleanly, 1 if not."""
@@ -62,12 +66,11 @@ def run_with_panel(
     backends = create_backends(notice, focus_guard=focus_guard)
     frames = OwnWindowsHiddenCapture(backends.capture, overlay=overlay, focus_guard=focus_guard)
     routine_decider = GuiRoutineApprover(overlay, agent=approver)  # the tray's routine panel and questions
-    desk = Desk(
-        DeskParts(approver, backends.performer, frames, sessions, monitor),
-        routines,
-        windows=desktop_windows(),
-        routine_decider=routine_decider,
-    )
+    parts = DeskParts(approver, backends.performer, frames, sessions, monitor)
+    tasks = None
+    if load_policy is not None and task_settings is not None:
+        tasks = AgentTasks(parts, approver, load_policy, task_settings)  # the model's questions on the panel
+    desk = Desk(parts, routines, windows=desktop_windows(), routine_decider=routine_decider, tasks=tasks)
     gui = GuiThreadCaller()
     failed: list[BaseException] = []
 

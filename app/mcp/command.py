@@ -8,8 +8,10 @@ from typing import TextIO
 
 import anyio
 
+from holodesk.app.mcp.agent_task import PolicyUnavailable, TaskSettings
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.host_config import config_text
+from holodesk.inference.model_policy import ModelPolicy
 
 EXIT_DONE = 0
 EXIT_CONFIG = 2
@@ -61,6 +63,26 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
         else:
             anyio.run(serve_stdio, desk)
 
+    options = settings.to_policy_options()
+    task_settings = TaskSettings(settings.run.max_steps, options.backend, options.profile)
+
+    def load_policy() -> ModelPolicy:
+        """The settings' model, checked ready to serve; PolicyUnavailable in words when it is not."""
+        from holodesk.app.common.backend_problems import in_words, preflight
+        from holodesk.app.common.policy_factory import PolicyConfigError, build_policy
+        from holodesk.inference.errors import InferenceError
+
+        try:
+            policy = build_policy(options)
+            problem = preflight(policy.backend)
+        except PolicyConfigError as exc:
+            raise PolicyUnavailable(str(exc)) from None
+        except (InferenceError, OSError) as exc:
+            raise PolicyUnavailable(in_words(exc)) from None
+        if problem is not None:
+            raise PolicyUnavailable(problem)
+        return policy
+
     from holodesk.app.gui.mcp_host import run_with_panel  # shows the overlay and the panel: Qt
 
     return run_with_panel(
@@ -69,5 +91,7 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
         routines=routines or default_routines_root(),
         monitor=settings.run.capture_monitor,
         auto_approve_kinds=settings.approval.auto_approve,
+        load_policy=load_policy,
+        task_settings=task_settings,
         err=err,
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from holodesk.app.mcp.act_arguments import BadToolInput, ScreenSize
+from holodesk.app.mcp.agent_task import AgentTasks
 from holodesk.app.mcp.one_step import DeskParts, RunHandle, StepReport, StepRunner
 from holodesk.app.mcp.own_windows import own_window_refusal
 from holodesk.app.mcp.routine_run import RoutineDecider, run_routine
@@ -41,12 +42,14 @@ class Desk:
         steps: StepRunner | None = None,
         windows: WindowProbe | None = None,
         routine_decider: RoutineDecider | None = None,
+        tasks: AgentTasks | None = None,
     ) -> None:
         self.parts = parts
         self.routines = routines
         self.steps = steps or StepRunner(parts)
         self.windows = windows  # None: the desktop's windows cannot be asked (or, in tests, are not)
         self.routine_decider = routine_decider  # None: routines cannot be run here
+        self.tasks = tasks  # None: no model, no run_task
 
     def run_routine(self, name: str, values: Mapping[str, str], client: str, handle: RunHandle) -> StepReport:
         """Replay a saved routine, approved step by step; BadToolInput for one that cannot run."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import queue
 import socket
 import sys
 import threading
@@ -28,16 +29,20 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from holodesk.app.mcp import tools
 from holodesk.app.mcp.act_arguments import BadToolInput, read_act
+from holodesk.app.mcp.agent_task import PolicyUnavailable
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.http_auth import LoopbackBearerGate, new_token
 from holodesk.app.mcp.one_step import BUSY, RunHandle, StepBusy, StepReport
 from holodesk.app.mcp.routine_run import read_routine_arguments
+from holodesk.automation.engine import EngineEvent, EngineState
 from holodesk.automation.errors import AutomationError
 
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "holodesk"
 UNNAMED_CLIENT = "an unnamed MCP client"
+PROGRESS_POLL_S = 0.1  # how often a waiting run's events are sent on as progress
+MAX_TASK_CHARS = 2000
 LOCATE_UNAVAILABLE = (
     "locate is not available in this version of holodesk mcp (it would need Holodesk's model loaded here):"
     " nothing was done; take a screenshot and choose the point yourself"
@@ -89,6 +94,8 @@ class DeskServer:
             _no_arguments(name, arguments)
             text = await anyio.to_thread.run_sync(self.desk.routine_list)
             return _text(text)
+        if name == tools.RUN_TASK:
+            return await self._run_task(ctx, arguments)
         if name == tools.RUN_ROUTINE:
             return await self._run_routine(ctx, arguments)
         if name == tools.LOCATE:
@@ -145,8 +152,36 @@ class DeskServer:
             lambda handle: self.desk.run_routine(name, values, client, handle), "run_routine"
         )
 
-    async def _until_ended(self, run: Callable[[RunHandle], StepReport], tool: str) -> types.CallToolResult:
-        """Run `run` (one engine run) on a worker thread until it has ended, the person's answers included.
+    async def _run_task(self, ctx: ServerRequestContext, arguments: Mapping[str, object]) -> types.CallToolResult:
+        unknown = sorted(set(arguments) - {"task"})
+        task = arguments.get("task")
+        if unknown:
+            raise MCPError(INVALID_PARAMS, f"run_task does not take {', '.join(unknown)} (it takes task)")
+        if not isinstance(task, str) or not task.strip():
+            raise MCPError(INVALID_PARAMS, "run_task: task (what to do, in words) is needed; nothing was done")
+        if len(task) > MAX_TASK_CHARS:
+            raise MCPError(INVALID_PARAMS, f"run_task: the task is {len(task)} characters (at most {MAX_TASK_CHARS})")
+        tasks = self.desk.tasks
+        if tasks is None:
+            return _text("run_task is not available here: no model is configured for holodesk mcp", error=True)
+        if self.desk.steps.busy():
+            raise MCPError(INVALID_PARAMS, BUSY)
+        client = client_name(ctx)
+        events: queue.SimpleQueue[EngineEvent] = queue.SimpleQueue()
+        return await self._until_ended(
+            lambda handle: tasks.run(self.desk.steps, task, client, handle, events.put),
+            "run_task",
+            progress=(ctx, events),
+        )
+
+    async def _until_ended(
+        self,
+        run: Callable[[RunHandle], StepReport],
+        tool: str,
+        progress: tuple[ServerRequestContext, queue.SimpleQueue[EngineEvent]] | None = None,
+    ) -> types.CallToolResult:
+        """Run `run` (one engine run) on a worker thread until it has ended, the person's answers included;
+        with `progress`, the run's events go to the client as MCP progress notifications meanwhile.
 
         A cancel (notifications/cancelled, or the client going away) stops that run as the tray's Stop does,
         and the handler waits for its session to record the stop before it is gone.
@@ -154,6 +189,7 @@ class DeskServer:
         outcome: list[StepReport | BaseException] = []
         finished = threading.Event()
         handle = RunHandle()
+        sent = 0
 
         def work() -> None:
             try:
@@ -165,7 +201,10 @@ class DeskServer:
 
         threading.Thread(target=work, name=f"holodesk-mcp-{tool}", daemon=True).start()
         try:
-            await anyio.to_thread.run_sync(finished.wait, abandon_on_cancel=True)
+            while not finished.is_set():
+                await anyio.to_thread.run_sync(finished.wait, PROGRESS_POLL_S, abandon_on_cancel=True)
+                if progress is not None:
+                    sent = await _send_progress(*progress, sent)
         except anyio.get_cancelled_exc_class():
             handle.stop()  # this run only; one not started yet ends before its first step
             with anyio.CancelScope(shield=True):
@@ -176,6 +215,8 @@ class DeskServer:
             raise MCPError(INVALID_PARAMS, BUSY)
         if isinstance(report, BadToolInput):
             raise MCPError(INVALID_PARAMS, f"{tool}: {report}; nothing was done")
+        if isinstance(report, PolicyUnavailable):
+            return _text(f"{tool}: the model is not available: {report}; nothing was done", error=True)
         if isinstance(report, BaseException):
             log.error("the %s run failed", tool, exc_info=report)
             return _text(f"the {tool} could not be run: {type(report).__name__}: {report}", error=True)
@@ -187,6 +228,37 @@ class DeskServer:
         return types.CallToolResult(
             content=[types.TextContent(text=report.words)], structured_content=structured, is_error=not report.ok
         )
+
+
+async def _send_progress(ctx: ServerRequestContext, events: queue.SimpleQueue[EngineEvent], sent: int) -> int:
+    """Each engine event waiting in `events` as a progress notification (a no-op unless the client asked)."""
+    while True:
+        try:
+            event = events.get_nowait()
+        except queue.Empty:
+            return sent
+        words = progress_words(event)
+        if words:
+            sent += 1
+            await ctx.session.report_progress(sent, None, words)
+
+
+def progress_words(event: EngineEvent) -> str:
+    """An engine event as the client's progress message ("" for one not worth a message)."""
+    step = f"step {event.step}"
+    if event.state is EngineState.THINKING:
+        return f"{step}: the model is proposing the next action"
+    if event.state is EngineState.WAITING_APPROVAL:
+        return f"{step}: waiting for the person's approval: {event.detail}"
+    if event.state is EngineState.WAITING_ANSWER:
+        return f"{step}: the model asks the person: {event.detail}"
+    if event.state is EngineState.ACTING:
+        return f"{step}: approved, doing it: {event.detail}"
+    if event.state in (EngineState.STEP_FAILED, EngineState.NO_VISIBLE_CHANGE):
+        return f"{step}: {event.detail}"
+    if event.state is EngineState.FINISHED and event.result is not None:
+        return f"finished, {event.result.outcome.value}: {event.detail}"
+    return ""
 
 
 def _no_arguments(name: str, arguments: Mapping[str, object]) -> None:

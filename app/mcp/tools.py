@@ -14,6 +14,7 @@ LOCATE = "locate"
 ACT = "act"
 LIST_ROUTINES = "list_routines"
 RUN_ROUTINE = "run_routine"
+RUN_TASK = "run_task"
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
@@ -93,6 +94,22 @@ TOOLS: list[types.Tool] = [
         description="List the routines the person saved in Holodesk (name, steps, parameters). Read-only.",
         input_schema=_NO_ARGUMENTS,
         annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name=RUN_TASK,
+        description=(
+            "Hand a whole task to Holodesk's own agent (its own vision model): it works step by step, each"
+            " step approved by the person on Holodesk's panel, and sends progress notifications (the step,"
+            " the proposal, waiting for approval, done). Returns how the task ended and its session."
+            " One task or step at a time."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {"task": {"type": "string", "maxLength": 2000, "description": "what to do, in words"}},
+            "required": ["task"],
+            "additionalProperties": False,
+        },
+        annotations=types.ToolAnnotations(destructive_hint=True, open_world_hint=True),
     ),
     types.Tool(
         name=RUN_ROUTINE,

@@ -24,7 +24,8 @@ from mcp_types import CallToolResult
 from holodesk.app.mcp.http_auth import NO_TOKEN, WRONG_TOKEN
 from tests.e2e.test_mcp_stdio import (
     AGENT,
-    approve_on_the_panel,
+    Person,
+    approve_once_nothing_happened,
     panel_hidden,
     server_env,
     wait_for_panel,
@@ -75,10 +76,9 @@ def test_with_the_token_act_clicks_after_approval(http_server, target_window):
             httpx2.AsyncClient(headers=headers, timeout=120) as http,
             Client(streamable_http_client(http_server["url"], http_client=http), client_info=AGENT) as client,
         ):
-            helper = threading.Thread(target=approve_on_the_panel, daemon=True)
-            helper.start()
+            person = Person(lambda: approve_once_nothing_happened(target_window))
             result = await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
-            await anyio.to_thread.run_sync(helper.join, 60)
+            await person.done()
             return result
 
     result = anyio.run(go)

@@ -49,6 +49,34 @@ def approve_on_the_panel() -> None:
     xdotool("key", "Return")
 
 
+def approve_once_nothing_happened(window) -> None:
+    """Approve, after checking that the window has seen nothing of the step yet."""
+    wait_for_panel()
+    assert window.sync() == [], "the window saw something before the step was approved"
+    approve_on_the_panel()
+
+
+class Person:
+    """Plays the person on another thread; `done()` waits for them and re-raises what went wrong there."""
+
+    def __init__(self, act: Callable[[], None]) -> None:
+        self.errors: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, args=(act,), daemon=True)
+        self.thread.start()
+
+    def _run(self, act: Callable[[], None]) -> None:
+        try:
+            act()
+        except BaseException as exc:
+            self.errors.append(exc)
+
+    async def done(self) -> None:
+        await anyio.to_thread.run_sync(self.thread.join, 90)
+        assert not self.thread.is_alive(), "the person's part did not end"
+        if self.errors:
+            raise self.errors[0]
+
+
 def skip_on_the_panel() -> None:
     """Click the panel's Skip button: the fourth fifth of its button row (Approve takes two fifths)."""
     _, g = wait_for_panel()
@@ -211,10 +239,9 @@ def test_a_cancel_from_the_client_withdraws_the_step_and_records_the_stop(xvfb, 
             seen["session"] = await anyio.to_thread.run_sync(wait_for_session_end, sessions)
             seen["hidden"] = await anyio.to_thread.run_sync(panel_hidden)
             # The server is free again: the next step is shown and, approved, runs.
-            helper = threading.Thread(target=approve_on_the_panel, daemon=True)
-            helper.start()
+            person = Person(lambda: approve_once_nothing_happened(target_window))
             result = await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
-            await anyio.to_thread.run_sync(helper.join, 60)
+            await person.done()
             return result
 
     result = anyio.run(go)
@@ -322,10 +349,9 @@ def test_an_acts_session_saved_as_a_routine_replays_through_run_routine_after_ap
 
     async def go() -> None:
         async with Client(server, client_info=AGENT, read_timeout_seconds=120) as client:
-            helper = threading.Thread(target=approve_on_the_panel, daemon=True)
-            helper.start()
+            person = Person(lambda: approve_once_nothing_happened(target_window))
             seen["act"] = await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
-            await anyio.to_thread.run_sync(helper.join, 60)
+            await person.done()
             (folder,) = iter_session_folders(sessions)
             saved = await anyio.to_thread.run_sync(
                 lambda: subprocess.run(
@@ -349,10 +375,9 @@ def test_an_acts_session_saved_as_a_routine_replays_through_run_routine_after_ap
             assert saved.returncode == 0, saved.stdout + saved.stderr
             seen["listed"] = await client.call_tool("list_routines", {})
             seen["clicks before"] = await anyio.to_thread.run_sync(target_window.sync)
-            helper = threading.Thread(target=approve_on_the_panel, daemon=True)
-            helper.start()
+            person = Person(lambda: approve_once_nothing_happened(target_window))
             seen["replay"] = await client.call_tool("run_routine", {"name": "press-ok"})
-            await anyio.to_thread.run_sync(helper.join, 60)
+            await person.done()
 
     anyio.run(go)
     assert not seen["act"].is_error
@@ -364,3 +389,48 @@ def test_an_acts_session_saved_as_a_routine_replays_through_run_routine_after_ap
     replayed = read_session(sorted(iter_session_folders(sessions))[-1])
     assert replayed.task.startswith("e2e-agent 7 via MCP: routine 'press-ok'")
     assert replayed.steps[0]["decision"] == "approve"
+
+
+@pytest.mark.display
+def test_run_task_streams_progress_and_ends_in_a_recorded_session(xvfb, target_window, tmp_path):
+    from holodesk.automation.coords import Rect
+    from tests.e2e.scripting import holotron, model_point
+
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    ok = model_point(target_window.centre("ok"), screen)
+    script = tmp_path / "answers.jsonl"
+    answers = [holotron("click_desktop", x=ok.x, y=ok.y), holotron("answer", content="Pressed OK.")]
+    script.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+    config = tmp_path / "config" / "holodesk"
+    config.mkdir(parents=True)
+    (config / "settings.toml").write_text(f'[model]\nbackend = "scripted"\nscript = "{script}"\n', encoding="utf-8")
+    sessions = tmp_path / "sessions"
+    server = StdioServerParameters(
+        command=HOLODESK_COMMAND[0],
+        args=[*HOLODESK_COMMAND[1:], "mcp", "--sessions", str(sessions)],
+        env={**server_env(), "XDG_CONFIG_HOME": str(tmp_path / "config")},
+    )
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async def go() -> CallToolResult:
+        async with Client(server, client_info=AGENT, read_timeout_seconds=120) as client:
+            person = Person(lambda: approve_once_nothing_happened(target_window))
+            result = await client.call_tool("run_task", {"task": "Press OK"}, progress_callback=on_progress)
+            await person.done()
+            return result
+
+    result = anyio.run(go)
+    assert not result.is_error, result.content
+    assert result.content[0].text.startswith("done: Pressed OK.; 1 steps taken")
+    assert [e["widget"] for e in target_window.sync() if e["event"] == "clicked"] == ["ok"]
+    waiting = [m for m in messages if m.startswith("step 1: waiting for the person's approval: click at")]
+    assert waiting and any(m.startswith("finished, done: Pressed OK.") for m in messages), messages
+    assert messages.index(waiting[0]) < messages.index(next(m for m in messages if m.startswith("step 1: approved")))
+    (folder,) = iter_session_folders(sessions)
+    session = read_session(folder)
+    assert session.task == "e2e-agent 7 via MCP: Press OK" and session.outcome == "done"
+    assert session.header["settings"]["mcp_client"] == "e2e-agent 7"

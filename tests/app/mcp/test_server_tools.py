@@ -58,7 +58,7 @@ def test_the_tools_are_listed_with_schemas(tmp_path):
             return await client.list_tools()
 
     listed = {tool.name: tool for tool in anyio.run(go).tools}
-    assert set(listed) == {"screenshot", "act", "locate", "list_routines", "run_routine"}
+    assert set(listed) == {"screenshot", "act", "locate", "list_routines", "run_routine", "run_task"}
     assert listed["act"].input_schema["required"] == ["action"]
     assert "approve" in listed["act"].description
 
@@ -146,3 +146,13 @@ def test_run_routine_bad_input_is_an_mcp_error_in_words(tmp_path, arguments, wor
         call(d, "run_routine", arguments)
     assert words in refused.value.error.message and "nothing was done" in refused.value.error.message
     assert approver.requests == [] and performer.executed == []
+
+
+def test_run_task_without_a_model_says_so_and_bad_tasks_are_refused_in_words(tmp_path):
+    d, performer = desk(Approver(ApprovalDecision.approve()), tmp_path)
+    result = call(d, "run_task", {"task": "Press OK"})
+    assert result.is_error and "no model is configured" in result.content[0].text
+    with pytest.raises(MCPError) as refused:
+        call(d, "run_task", {"task": "   "})
+    assert "task (what to do, in words) is needed" in refused.value.error.message
+    assert performer.executed == []

@@ -1,0 +1,109 @@
+"""The `run_task` tool: Holodesk's own agent loop (its own model) on a task, every step approved by the person.
+
+The run is the tray's: the configured model proposes, the overlay and the panel show each step, the
+person approves, edits, skips or stops, and the model's questions are asked on the panel. The session's
+task names the client ("<client> via MCP: <task>"); the model is given the task alone. The model is
+loaded on the first `run_task` and kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from holodesk.app.mcp.one_step import DeskParts, RunHandle, StepReport, StepRunner
+from holodesk.automation.engine import EngineEvent, EngineSettings, Outcome, QuestionAnswerer, StepEngine
+from holodesk.automation.proposal import PastStep, Proposal
+from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.model_policy import ModelPolicy
+
+
+class PolicyUnavailable(RuntimeError):
+    """The model could not be loaded or its server cannot serve; the message says why and what to do."""
+
+
+class TaskAsAsked:
+    """The model's policy, given the agent's task whatever the session calls the run."""
+
+    def __init__(self, policy: ModelPolicy, task: str) -> None:
+        self.policy = policy
+        self.task = task
+
+    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+        return self.policy.propose(self.task, history, frames)
+
+    def interrupt(self) -> None:
+        self.policy.interrupt()
+
+    def prepare_ahead(self, frame: ScreenFrame) -> None:
+        self.policy.prepare_ahead(frame)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSettings:
+    max_steps: int
+    backend: str  # for the session's record
+    profile: str
+
+
+class AgentTasks:
+    """Runs tasks with the configured model on one desk; the model loads once, on the first task."""
+
+    def __init__(
+        self,
+        parts: DeskParts,
+        questions: QuestionAnswerer,
+        load_policy: Callable[[], ModelPolicy],
+        settings: TaskSettings,
+    ) -> None:
+        self.parts = parts
+        self.questions = questions
+        self.load_policy = load_policy
+        self.settings = settings
+        self._policy: ModelPolicy | None = None
+        self._loading = threading.Lock()
+
+    def policy(self) -> ModelPolicy:
+        """The model's policy, loaded now if it is not yet; PolicyUnavailable in words when it cannot be."""
+        with self._loading:
+            if self._policy is None:
+                self._policy = self.load_policy()
+            return self._policy
+
+    def run(
+        self,
+        steps: StepRunner,
+        task: str,
+        client: str,
+        handle: RunHandle,
+        listener: Callable[[EngineEvent], None],
+    ) -> StepReport:
+        policy = self.policy()
+        parts, settings = self.parts, self.settings
+
+        def build() -> StepEngine:
+            return StepEngine(
+                TaskAsAsked(policy, task),
+                parts.approver,
+                parts.performer,
+                parts.frames,
+                EngineSettings(
+                    max_steps=settings.max_steps,
+                    monitor=parts.monitor,
+                    trajectory_root=parts.sessions,
+                    keep_screenshots=policy.profile.budget.keep_screenshots,
+                    session_meta={
+                        "backend": settings.backend,
+                        "profile": settings.profile,
+                        "mcp_client": client,
+                    },
+                ),
+                listener=listener,
+                questions=self.questions,
+            )
+
+        result = steps.run_engine(build, f"{client} via MCP: {task}", handle)
+        session = f" (session {result.folder.name})" if result.folder is not None else ""
+        words = f"{result.outcome.value}: {result.detail}; {result.steps} steps taken{session}"
+        return StepReport(result.outcome is Outcome.DONE, words, result)

@@ -173,7 +173,7 @@ class TrayIndicator(Indicator):
     def __init__(self, icon_for: IconForState) -> None:
         super().__init__()
         self.icon_for = icon_for
-        self._balloon: tuple[str, str] | None = None  # a balloon waiting for the icon's place
+        self._balloon: tuple[str, str, AppState] | None = None  # a balloon waiting for the icon's place
         self._balloon_deadline = 0.0
         self.pause_action = _build_menu(self)["pause"]
         self.tray = QtWidgets.QSystemTrayIcon()
@@ -205,7 +205,10 @@ class TrayIndicator(Indicator):
 
     def _show_notification(self, title: str, text: str) -> None:
         super()._show_notification(title, text)
-        self._balloon = (title, text)
+        self._balloon_at_icon(title, text, AppState.IDLE)
+
+    def _balloon_at_icon(self, title: str, text: str, icon: AppState) -> None:
+        self._balloon = (title, text, icon)
         self._balloon_deadline = time.monotonic() + ICON_PLACE_WAIT_S
         self._show_balloon()
 
@@ -220,14 +223,14 @@ class TrayIndicator(Indicator):
         if unplaced and time.monotonic() < self._balloon_deadline:
             QtCore.QTimer.singleShot(ICON_PLACE_POLL_MS, self._show_balloon)
             return
-        (title, text), self._balloon = self._balloon, None
-        self.tray.showMessage(title, text, self.icon_for(AppState.IDLE), BALLOON_MS)
+        (title, text, icon), self._balloon = self._balloon, None
+        self.tray.showMessage(title, text, self.icon_for(icon), BALLOON_MS)
 
     def show_settings_problem(self, problem: str | None) -> None:
         super().show_settings_problem(problem)
-        if problem is not None:
-            self.tray.showMessage(
-                "Settings problem", f"{problem}\nOpen Settings from this menu to fix it.", self.icon_for(AppState.ERROR)
+        if problem is not None:  # said at start too, before the tray has placed the icon
+            self._balloon_at_icon(
+                "Settings problem", f"{problem}\nOpen Settings from this menu to fix it.", AppState.ERROR
             )
 
 

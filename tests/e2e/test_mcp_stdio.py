@@ -434,3 +434,37 @@ def test_run_task_streams_progress_and_ends_in_a_recorded_session(xvfb, target_w
     session = read_session(folder)
     assert session.task == "e2e-agent 7 via MCP: Press OK" and session.outcome == "done"
     assert session.header["settings"]["mcp_client"] == "e2e-agent 7"
+
+
+@pytest.mark.display
+def test_a_client_that_disconnects_mid_step_stops_it(xvfb, target_window, tmp_path):
+    """A host that goes away (stdin closed) without a cancel: the waiting step is stopped and recorded."""
+    target_window.reset()
+    ok = target_window.centre("ok")
+    sessions = tmp_path / "sessions"
+    process = subprocess.Popen(
+        [*HOLODESK_COMMAND, "mcp", "--sessions", str(sessions)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server_env(),
+    )  # fmt: skip
+    try:
+        messages = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw-host", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "act", "arguments": {"action": "click", "x": ok.x, "y": ok.y}}},
+        ]  # fmt: skip
+        assert process.stdin is not None
+        process.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        process.stdin.flush()
+        wait_for_panel()
+        process.stdin.close()  # the host is gone
+        assert process.wait(30) == 0, process.stderr.read() if process.stderr else ""
+    finally:
+        if process.poll() is None:
+            process.kill()
+    session = wait_for_session_end(sessions)
+    assert session.outcome == "stopped", session.end
+    assert session.task.startswith("raw-host 1 via MCP: click at")
+    assert panel_hidden() and target_window.sync() == []

@@ -61,6 +61,11 @@ def list_repo(repo_id: str, revision: str | None, *, endpoint: str | None = None
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 
     base = (endpoint or constants.ENDPOINT).rstrip("/")
+    if constants.is_offline_mode():
+        raise SetupError(
+            "the Hugging Face client is in offline mode (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set), and"
+            " holodesk setup downloads a model: unset that variable for this command, then run it again"
+        )
     try:
         info = HfApi(endpoint=base).model_info(repo_id, revision=revision, files_metadata=True)
     except RevisionNotFoundError:

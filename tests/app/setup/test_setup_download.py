@@ -335,3 +335,17 @@ def test_a_disk_that_fills_mid_download_fails_in_words_and_resumes_later(
     assert finished.returncode == 0, finished.stderr
     assert hub.file_requests(WEIGHTS)[-1].range is not None, "the second run started the file again"
     assert_same_files(installed_checkpoint(home), checkpoint)
+
+
+def test_offline_mode_is_named_not_taken_for_a_network_fault(hub: LoopbackHub, home: Path) -> None:
+    result = subprocess.run(
+        [*HOLODESK_COMMAND, "setup", "--model", "holo3.1-0.8b", "--yes"],
+        env=environment(home, hub.url) | {"HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
+    assert result.returncode == 1
+    assert "the Hugging Face client is in offline mode (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE" in result.stderr
+    assert not hub.requests
+    assert_settings_unchanged(home, None)

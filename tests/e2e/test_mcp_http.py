@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -112,3 +114,29 @@ def test_sigterm_while_a_step_waits_ends_it_stopped_and_nothing_is_done(http_ser
 def _quietly(work) -> None:
     with contextlib.suppress(BaseException):  # the connection ends with the server: expected here
         work()
+
+
+def non_loopback_address() -> str | None:
+    """This machine's address on its default route, if it has one (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+        except OSError:
+            return None
+        address = str(probe.getsockname()[0])
+    return None if ipaddress.ip_address(address).is_loopback else address
+
+
+@pytest.mark.display
+def test_nothing_listens_on_the_machines_other_addresses(http_server):
+    address = non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no address besides loopback to try")
+    port = http_server["url"].split(":")[2].split("/")[0]
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(
+            f"http://{address}:{port}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={"Authorization": f"Bearer {http_server['token']}"},
+            timeout=10,
+        )

@@ -81,8 +81,8 @@ def run(settings: BenchSettings) -> BenchResult:
     result.add("act, until the person is asked", stats_of(before))
     result.add("act, after the approval (click, settle, record)", stats_of(after))
     result.notes.append(
-        f"{rounds} clicks on a bare 1920x1080 Xvfb; the settle wait is one poll ({desk.steps.settle_poll_s * 1000:g} ms)"
-        " between two identical grabs, part of 'after the approval'"
+        f"{rounds} clicks on a bare 1920x1080 Xvfb; the settle wait is one poll"
+        f" ({desk.steps.settle_poll_s * 1000:g} ms) between two identical grabs, part of 'after the approval'"
     )
     return result
 

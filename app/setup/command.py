@@ -12,11 +12,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from holodesk.app.setup.errors import SetupError
 from holodesk.app.setup.hub_download import Progress, default_models_root, download, staging_folder
 from holodesk.app.setup.hub_listing import RepoListing, gated_words, list_repo
+
+if TYPE_CHECKING:
+    from holodesk.inference.hardware import CudaDevice
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -145,7 +148,7 @@ def _family(repo_id: str) -> str:
     return family
 
 
-def _gpus() -> tuple[object, ...]:
+def _gpus() -> tuple[CudaDevice, ...]:
     from holodesk.inference.hardware import cuda_devices
 
     return cuda_devices()[0]

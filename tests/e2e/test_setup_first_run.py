@@ -60,7 +60,7 @@ def test_setup_from_a_clean_home_then_run_clicks_the_window_on_the_cpu(xvfb, tar
     env = clean_home(tmp_path)
     with running_hub(HubRepo.from_folder(REPO, checkpoint)) as hub:
         setup = subprocess.run(
-            [*HOLODESK_COMMAND, "setup", "--model", "holo3.1-0.8b", "--yes"],
+            [*HOLODESK_COMMAND, "setup", "--model", "holo3.1-0.8b", "--device", "cpu", "--yes"],
             env=env | {"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_TELEMETRY": "1"},
             capture_output=True,
             text=True,

@@ -120,7 +120,6 @@ def installed_checkpoint(home: Path) -> Path:
     settings = tomllib.loads(settings_file(home).read_text())
     assert settings["model"]["backend"] == "local"
     assert settings["model"]["profile"] == "holo3.1"
-    assert settings["model"]["local"]["device"] == "cpu"
     return Path(settings["model"]["local"]["checkpoint"])
 
 
@@ -347,5 +346,28 @@ def test_offline_mode_is_named_not_taken_for_a_network_fault(hub: LoopbackHub, h
     )
     assert result.returncode == 1
     assert "the Hugging Face client is in offline mode (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE" in result.stderr
+    assert not hub.requests
+    assert_settings_unchanged(home, None)
+
+
+def test_without_a_model_it_lists_what_fits_with_a_measured_step_and_installs_the_choice(
+    checkpoint: Path, home: Path
+) -> None:
+    repos = [HubRepo.from_folder(name, checkpoint) for name in (REPO, "Hcompany/Holo-3.1-4B")]
+    with running_hub(*repos) as hub:
+        result = run_setup(home, hub.url, answers="1\ny\n")
+    assert result.returncode == 0, result.stdout + result.stderr
+    listed = re.findall(r"^  \d\. (Holo3\.1-\S+) \((\S+)\) on the (CPU|CUDA): (.*)$", result.stdout, re.M)
+    assert [name for name, *_ in listed] in (["Holo3.1-0.8B", "Holo3.1-4B"], ["Holo3.1-4B", "Holo3.1-0.8B"])
+    assert all(re.search(r"to download, about [\d.]+ (s|min) a step on this (CPU|GPU)", rest) for *_, rest in listed)
+    chosen_repo = listed[0][1]
+    assert hub.file_requests(WEIGHTS) and all(chosen_repo in r.path for r in hub.file_requests(WEIGHTS))
+    assert installed_checkpoint(home).parent.name == chosen_repo.replace("/", "--")
+
+
+def test_an_answer_that_is_no_choice_changes_nothing(hub: LoopbackHub, home: Path) -> None:
+    result = run_setup(home, hub.url, answers="7\n")
+    assert result.returncode == 1
+    assert "'7' is not one of the numbers 1 to 2; nothing changed" in result.stderr
     assert not hub.requests
     assert_settings_unchanged(home, None)

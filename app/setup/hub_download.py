@@ -92,9 +92,11 @@ def check_free_space(models_root: Path, listing: RepoListing) -> int:
 def download(listing: RepoListing, models_root: Path, progress: ProgressSink | None = None) -> Path:
     """Fetch every file of `listing`, verified, into its final folder (returned). Raises SetupError in words.
 
-    An existing final folder is reused as it is (it was verified when it was made)."""
+    An existing final folder is checked again against the listing (sizes and checksums) and reused;
+    one a person edited by hand is refused in words, never used or overwritten."""
     final = final_folder(models_root, listing)
-    if (final / "config.json").is_file():
+    if final.exists():
+        _check_untouched(final, listing)
         return final
     check_free_space(models_root, listing)
     staging = staging_folder(models_root, listing)
@@ -183,6 +185,30 @@ def _verify(hub_file: HubFile, part: Path) -> None:
             " the file was deleted and the model not installed. Run holodesk setup again to download it again;"
             " if it happens again, the network or a proxy is changing the data"
         )
+
+
+def _check_untouched(folder: Path, listing: RepoListing) -> None:
+    changed = []
+    for hub_file in listing.files:
+        path = folder / hub_file.name
+        if not path.is_file():
+            changed.append(f"{hub_file.name} is missing")
+        elif path.stat().st_size != hub_file.size:
+            changed.append(f"{hub_file.name} is {path.stat().st_size} bytes, not {hub_file.size}")
+        elif _checksum(hub_file, path) != (hub_file.sha256 or hub_file.blob_id):
+            changed.append(f"{hub_file.name} does not match its checksum")
+    if changed:
+        raise SetupError(
+            f"the downloaded model in {folder} was changed since it was downloaded ({'; '.join(changed)}), so it"
+            " is neither used nor overwritten: move that folder away (to keep your edits) or delete it, then run"
+            " holodesk setup again to download it afresh; the settings are unchanged"
+        )
+
+
+def _checksum(hub_file: HubFile, path: Path) -> str:
+    if hub_file.sha256 is not None:
+        return _digest(path, hashlib.sha256())
+    return _digest(path, hashlib.sha1(b"blob %d\0" % path.stat().st_size))
 
 
 def _digest(path: Path, hasher: hashlib._Hash) -> str:

@@ -371,3 +371,18 @@ def test_an_answer_that_is_no_choice_changes_nothing(hub: LoopbackHub, home: Pat
     assert "'7' is not one of the numbers 1 to 2; nothing changed" in result.stderr
     assert not hub.requests
     assert_settings_unchanged(home, None)
+
+
+def test_a_model_folder_edited_by_hand_is_refused_and_left_alone(hub: LoopbackHub, home: Path) -> None:
+    first = run_setup(home, hub.url, "--model", "holo3.1-0.8b", "--yes")
+    assert first.returncode == 0, first.stderr
+    installed = installed_checkpoint(home)
+    edited = installed / "config.json"
+    edited.write_text(edited.read_text().replace('"hidden_size": 64', '"hidden_size": 65'))
+    settings_file(home).write_text(SETTINGS_BEFORE)
+    again = run_setup(home, hub.url, "--model", "holo3.1-0.8b", "--yes")
+    assert again.returncode == 1
+    assert f"the downloaded model in {installed} was changed since it was downloaded" in again.stderr, again.stderr
+    assert "config.json does not match its checksum" in again.stderr
+    assert '"hidden_size": 65' in edited.read_text(), "the person's edit was overwritten"
+    assert settings_file(home).read_text() == SETTINGS_BEFORE

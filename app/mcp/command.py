@@ -47,7 +47,7 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
         return EXIT_CONFIG
     sock = None
     if http:
-        from holodesk.app.mcp.server import bind_loopback
+        from holodesk.app.mcp.transports import bind_loopback
 
         try:
             sock = bind_loopback(port)
@@ -56,7 +56,7 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
             return EXIT_CONFIG
 
     def run_server(desk: Desk) -> None:
-        from holodesk.app.mcp.server import serve_http, serve_stdio
+        from holodesk.app.mcp.transports import serve_http, serve_stdio
 
         if sock is not None:
             anyio.run(serve_http, desk, sock)

@@ -35,6 +35,7 @@ SKIPPED = "the person skipped this step: nothing was done"
 STOPPED_AT_APPROVAL = "the person stopped this step: nothing was done"
 STOPPED_WHILE_ACTING = "the step was stopped while it was being performed: it may have been done in part"
 CLIENT_CANCELLED = "stopped: the MCP client cancelled the step"
+NO_CHANGE = "the screen did not visibly change afterwards"
 BUSY = "another step is already waiting for the person or running: send one step at a time"
 # The run's end once the step is over (the session's last line says it).
 STEP_RAN = "the agent's step ran"
@@ -151,7 +152,7 @@ class StepRunner:
     def run(self, request: ActRequest, screen: ScreenSize, client: str, handle: RunHandle | None = None) -> StepReport:
         """Run the step to its end (blocks until the person has answered and the action ran)."""
         proposer = OneStepProposer(request, screen, client)
-        acting = threading.Event()
+        seen = _Seen()
 
         def build() -> StepEngine:
             return StepEngine(
@@ -169,12 +170,12 @@ class StepRunner:
                     trajectory_root=self.parts.sessions,
                     session_meta={"backend": "mcp", "mcp_client": client},
                 ),
-                listener=_acting_listener(acting),
+                listener=_step_listener(seen),
             )
 
         task = f"{client} via MCP: {request.action.describe()} (screenshot pixels)"
         result = self.run_engine(build, task, handle)
-        return _report(result, proposer, acting.is_set())
+        return _report(result, proposer, seen)
 
     def run_engine(self, build: Callable[[], StepEngine], task: str, handle: RunHandle | None = None) -> RunResult:
         """Run the engine `build` makes (one step's, a routine's) on `task`; StepBusy while another runs."""
@@ -208,18 +209,31 @@ class StepBusy(RuntimeError):
     """A second `act` while one is still with the person."""
 
 
-def _acting_listener(acting: threading.Event) -> Callable[[EngineEvent], None]:
+@dataclass
+class _Seen:
+    """What the engine told about the step: whether its action began, whether the screen then changed."""
+
+    acting: bool = False
+    no_visible_change: bool = False
+
+
+def _step_listener(seen: _Seen) -> Callable[[EngineEvent], None]:
     def on_event(event: EngineEvent) -> None:
         if event.state is EngineState.ACTING:
-            acting.set()
+            seen.acting = True
+        elif event.state is EngineState.NO_VISIBLE_CHANGE:
+            seen.no_visible_change = True
 
     return on_event
 
 
-def _report(result: RunResult, proposer: OneStepProposer, acted: bool) -> StepReport:
+def _report(result: RunResult, proposer: OneStepProposer, seen: _Seen) -> StepReport:
     session = f" (session {result.folder.name})" if result.folder is not None else ""
+    acted = seen.acting
     if result.outcome is Outcome.DONE and proposer.performed:
-        return StepReport(True, f"done: {proposer.request.action.describe()} (screenshot pixels){session}", result)
+        unchanged = f"; {NO_CHANGE}" if seen.no_visible_change else ""
+        words = f"done: {proposer.request.action.describe()} (screenshot pixels){unchanged}{session}"
+        return StepReport(True, words, result)
     if result.outcome is Outcome.DONE:
         return StepReport(False, SKIPPED + session, result)
     if result.outcome is Outcome.STOPPED:

@@ -1,4 +1,4 @@
-"""The MCP server: the tools' handlers on the SDK's lowlevel Server, over stdio or loopback HTTP.
+"""The MCP server: the tools' handlers on the SDK's lowlevel Server (app/mcp/transports.py serves it).
 
 Each `act` runs on a worker thread as one StepEngine run (app/mcp/one_step.py) while the handler waits.
 A `notifications/cancelled` for it (the SDK cancels the handler's scope), or the client going away, stops
@@ -10,20 +10,15 @@ session is recorded as stopped before the handler gives up. Bad input is an MCP 
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import queue
-import socket
-import sys
 import threading
 from collections.abc import Callable, Mapping
-from typing import TextIO
 
 import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
@@ -31,10 +26,10 @@ from holodesk.app.mcp import tools
 from holodesk.app.mcp.act_arguments import BadToolInput, read_act
 from holodesk.app.mcp.agent_task import PolicyUnavailable
 from holodesk.app.mcp.desk import Desk
-from holodesk.app.mcp.http_auth import LoopbackBearerGate, new_token
 from holodesk.app.mcp.one_step import BUSY, RunHandle, StepBusy, StepReport
+from holodesk.app.mcp.progress import send_progress
 from holodesk.app.mcp.routine_run import read_routine_arguments
-from holodesk.automation.engine import EngineEvent, EngineState
+from holodesk.automation.engine import EngineEvent
 from holodesk.automation.errors import AutomationError
 
 log = logging.getLogger(__name__)
@@ -204,7 +199,7 @@ class DeskServer:
             while not finished.is_set():
                 await anyio.to_thread.run_sync(finished.wait, PROGRESS_POLL_S, abandon_on_cancel=True)
                 if progress is not None:
-                    sent = await _send_progress(*progress, sent)
+                    sent = await send_progress(*progress, sent)
         except anyio.get_cancelled_exc_class():
             handle.stop()  # this run only; one not started yet ends before its first step
             with anyio.CancelScope(shield=True):
@@ -230,37 +225,6 @@ class DeskServer:
         )
 
 
-async def _send_progress(ctx: ServerRequestContext, events: queue.SimpleQueue[EngineEvent], sent: int) -> int:
-    """Each engine event waiting in `events` as a progress notification (a no-op unless the client asked)."""
-    while True:
-        try:
-            event = events.get_nowait()
-        except queue.Empty:
-            return sent
-        words = progress_words(event)
-        if words:
-            sent += 1
-            await ctx.session.report_progress(sent, None, words)
-
-
-def progress_words(event: EngineEvent) -> str:
-    """An engine event as the client's progress message ("" for one not worth a message)."""
-    step = f"step {event.step}"
-    if event.state is EngineState.THINKING:
-        return f"{step}: the model is proposing the next action"
-    if event.state is EngineState.WAITING_APPROVAL:
-        return f"{step}: waiting for the person's approval: {event.detail}"
-    if event.state is EngineState.WAITING_ANSWER:
-        return f"{step}: the model asks the person: {event.detail}"
-    if event.state is EngineState.ACTING:
-        return f"{step}: approved, doing it: {event.detail}"
-    if event.state in (EngineState.STEP_FAILED, EngineState.NO_VISIBLE_CHANGE):
-        return f"{step}: {event.detail}"
-    if event.state is EngineState.FINISHED and event.result is not None:
-        return f"finished, {event.result.outcome.value}: {event.detail}"
-    return ""
-
-
 def _no_arguments(name: str, arguments: Mapping[str, object]) -> None:
     if arguments:
         raise MCPError(INVALID_PARAMS, f"{name} takes no arguments, got {', '.join(sorted(arguments))}")
@@ -277,42 +241,3 @@ def _version() -> str:
         return version("holodesk")
     except PackageNotFoundError:
         return "0"
-
-
-async def serve_stdio(desk: Desk) -> None:
-    """Serve one client on this process's stdin and stdout until it closes them."""
-    server = DeskServer(desk).server
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-def bind_loopback(port: int) -> socket.socket:
-    """A listening socket on 127.0.0.1 (port 0: any free port); OSError in words when it cannot be had."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from exc
-    sock.listen(16)
-    return sock
-
-
-async def serve_http(desk: Desk, sock: socket.socket, token: str | None = None, err: TextIO = sys.stderr) -> None:
-    """Serve streamable HTTP on `sock` (127.0.0.1), every request gated by a fresh bearer token it prints."""
-    import uvicorn
-
-    token = token or new_token()
-    app = DeskServer(desk).server.streamable_http_app(host="127.0.0.1")
-    gated = LoopbackBearerGate(app, token)
-    host, port = sock.getsockname()[:2]
-    config = uvicorn.Config(gated, log_level="warning", lifespan="on")
-    err.write(
-        f"holodesk mcp: listening on http://{host}:{port}/mcp (this computer only)\n"
-        f"holodesk mcp: bearer token: {token}\n"
-        f"holodesk mcp: send it as the header: Authorization: Bearer <token>\n"
-    )
-    err.write(json.dumps({"url": f"http://{host}:{port}/mcp", "token": token}) + "\n")
-    err.flush()
-    await uvicorn.Server(config).serve(sockets=[sock])

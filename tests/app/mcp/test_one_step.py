@@ -85,6 +85,7 @@ def test_an_approved_step_runs_on_the_desktop_and_is_recorded_with_the_clients_n
     steps, performer = runner(approver, tmp_path)
     report = steps.run(CLICK, ScreenSize(640, 480), "Claude Code")
     assert report.ok, report.words
+    assert "the screen did not visibly change afterwards" in report.words  # this fake screen never changes
     assert performer.executed == [Click(Point(510, 20))]  # screenshot pixels, mapped onto monitor 2
     assert approver.requests[0].action == Click(Point(510, 20))
     assert approver.requests[0].proposal.note == "open the menu"

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from holodesk.app.setup.errors import SetupError
-from holodesk.app.setup.hub_download import Progress, default_models_root, download, staging_folder
-from holodesk.app.setup.hub_listing import RepoListing, gated_words, list_repo
 
 if TYPE_CHECKING:
+    from holodesk.app.setup.hub_download import Progress
+    from holodesk.app.setup.hub_listing import RepoListing
     from holodesk.inference.hardware import CudaDevice
 
 EXIT_OK = 0
@@ -43,7 +43,23 @@ class _Target:
     device: str
 
 
+ENGINE_MISSING = (
+    "holodesk setup downloads a model for Holodesk's own engine, which is not installed here ({missing} is"
+    " missing): install it with pip install 'holodesk[holotron]' (PyTorch, transformers and the Hugging Face"
+    " client), or use a model on a server elsewhere (docs/remote-server.md)"
+)
+
+
 def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    try:
+        import huggingface_hub  # noqa: F401 - the download's client
+        import torch  # noqa: F401 - the engine the model runs in, and the step's measurement
+    except ImportError as exc:
+        err.write(f"holodesk setup: {ENGINE_MISSING.format(missing=exc.name or exc)}; nothing changed.\n")
+        return EXIT_FAILED
+    from holodesk.app.setup.hub_download import default_models_root, download, staging_folder
+    from holodesk.app.setup.hub_listing import gated_words, list_repo
+
     root = request.models_root or default_models_root()
     listing: RepoListing | None = None
     try:
@@ -212,6 +228,7 @@ class _TerminalProgress:
 
 
 def _progress_view(err: TextIO) -> _TerminalProgress:
+    """The terminal's view of the download's progress."""
     return _TerminalProgress(err)
 
 

@@ -386,3 +386,20 @@ def test_a_model_folder_edited_by_hand_is_refused_and_left_alone(hub: LoopbackHu
     assert "config.json does not match its checksum" in again.stderr
     assert '"hidden_size": 65' in edited.read_text(), "the person's edit was overwritten"
     assert settings_file(home).read_text() == SETTINGS_BEFORE
+
+
+def test_without_the_engine_installed_it_says_what_to_install(hub: LoopbackHub, home: Path) -> None:
+    # huggingface_hub made unimportable, as in an install without the holotron extra.
+    code = "import sys; sys.modules['huggingface_hub'] = None; from holodesk.app.cli.main import main; sys.exit(main())"
+    result = subprocess.run(
+        [HOLODESK_COMMAND[0], "-c", code, "setup", "--model", "holo3.1-0.8b", "--yes"],
+        env=environment(home, hub.url),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Holodesk's own engine, which is not installed here (huggingface_hub is missing)" in result.stderr
+    assert "pip install 'holodesk[holotron]'" in result.stderr and "Traceback" not in result.stderr
+    assert not hub.requests
+    assert_settings_unchanged(home, None)

@@ -265,6 +265,13 @@ class ControlWindow(Indicator):
         self.problem_button.clicked.connect(self.show_settings.emit)
         self.problem_button.setVisible(False)
         layout.addWidget(self.problem_button)
+        # Why no model is usable and what to do: the status line is cut to fit, this never is.
+        self.model_button = QtWidgets.QToolButton()
+        self.model_button.setObjectName("problem")
+        self.model_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.model_button.clicked.connect(self.show_settings.emit)
+        self.model_button.setVisible(False)
+        layout.addWidget(self.model_button)
         self.buttons: dict[str, QtWidgets.QToolButton] = {}
         for name, text, signal in (("new_task", "New task", self.new_task), ("stop", "Stop", self.stop)):
             button = QtWidgets.QToolButton()
@@ -314,6 +321,13 @@ class ControlWindow(Indicator):
     def show_again(self) -> None:
         if not self.window.isVisible():
             self.window.show()  # without taking the keyboard (WA_ShowWithoutActivating)
+
+    def show_model_problem(self, line: str | None, words: str = "") -> None:
+        super().show_model_problem(line, words)
+        self.model_button.setText(line or "")
+        self.model_button.setToolTip(f"{words}\nClick to open the settings." if line else "")
+        self.model_button.setVisible(line is not None)
+        self._set_text(self.text_label.text(), self.window.toolTip())  # re-fit the window
 
     def show_settings_problem(self, problem: str | None) -> None:
         super().show_settings_problem(problem)

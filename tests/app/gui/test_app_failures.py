@@ -12,6 +12,7 @@ from holodesk.app.common.backend_problems import gpu_missing
 from holodesk.app.common.settings import LoadedSettings, ModelSettings, RemoteModelSettings, Settings
 from holodesk.app.gui.app_state import AppState
 from holodesk.app.gui.main import HolodeskApp, tray_icon
+from holodesk.app.gui.tray import ControlWindow
 
 
 def make_app(qtbot, settings: Settings, tmp_path: Path) -> HolodeskApp:
@@ -67,6 +68,12 @@ def test_without_a_gpu_the_local_backend_offers_the_server(qtbot, tmp_path, monk
     app.indicator.show_settings.connect(lambda: opened.append(True))
     first.trigger()
     assert opened == [True]
+    # Without a tray (here), the control window's status line is cut to fit: a button says it whole.
+    assert isinstance(app.indicator, ControlWindow)
+    button = app.indicator.model_button
+    assert not button.isHidden() and button.text() == first.text() and text in button.toolTip()
+    button.click()
+    assert opened == [True, True]
 
 
 def test_a_pause_asked_while_the_model_thinks_stays_visible(qtbot, tmp_path):
@@ -120,6 +127,7 @@ def test_a_model_problem_is_the_menus_first_line_until_a_model_is_ready(qtbot, t
         app._load_policy()
         qtbot.waitUntil(lambda: app.policy is not None, timeout=10_000)
     assert not app.indicator.menu_actions["model_problem"].isVisible()
+    assert isinstance(app.indicator, ControlWindow) and app.indicator.model_button.isHidden()
     assert app.indicator.status.state is AppState.IDLE
 
 

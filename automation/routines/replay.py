@@ -238,6 +238,9 @@ class RoutinePolicy:
         self._next = 0  # index of the next routine step
         self._ran: _Ran | None = None
         self._pictures: dict[str, np.ndarray] = {}
+        # What the last step's check could not judge, said again with the next step (its panel and its
+        # session record) and at the end: a front end without `notify` (the tray) shows it there.
+        self._unjudged: list[str] = []
         self._handover: HandOver | None = None
         self._agent_proposals = 0
         # Every model call, counted as it is made: a locate whose step then went to the agent has no
@@ -329,6 +332,8 @@ class RoutinePolicy:
             how = f"found nearby, not exactly where recorded ({located.detail})"
         else:
             how = f"found by {located.rung.value} ({located.detail})"
+        said, self._unjudged = self._unjudged, []
+        thought = "; ".join([*said, how]) if said else how
         irreversible = step.irreversible or bool(element and IRREVERSIBLE_WORDS.search(element))
         grounding = Grounding(
             exact=located is not None and located.exact,
@@ -348,7 +353,7 @@ class RoutinePolicy:
             image_width=region.width,
             image_height=region.height,
             note=f"Routine {self.routine.name!r}, step {step.number} of {total}: {step.describe(self.values)}",
-            thought=how,
+            thought=thought,
             space=ImagePixelSpace(),
             element=element,
             grounding=grounding,
@@ -407,6 +412,7 @@ class RoutinePolicy:
             self._say(f"step {step.number}: going on as asked ({check.detail})")
         elif not check.judged:
             self._say(f"step {step.number}: {check.detail}")
+            self._unjudged.append(f"step {step.number}: {check.detail}")
         else:
             self._say(f"step {step.number} done: {check.detail}")
         fair = check.seen and check.judged and not asked
@@ -456,8 +462,9 @@ class RoutinePolicy:
 
     def _finished(self, frame: ScreenFrame) -> Proposal:
         total = len(self.routine.steps)
+        said, self._unjudged = self._unjudged, []
         return Proposal(
-            action=Done(f"all {total} steps of {self.routine.name!r} done"),
+            action=Done("; ".join([f"all {total} steps of {self.routine.name!r} done", *said])),
             raw_text="",
             image_width=frame.region.width,
             image_height=frame.region.height,

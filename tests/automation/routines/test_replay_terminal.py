@@ -39,6 +39,7 @@ from holodesk.automation.routines.replay import (
 )
 from holodesk.automation.routines.routine_file import Routine, load_routine
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
+from holodesk.automation.trajectory import iter_session_folders, read_session
 from holodesk.automation.virtual_display import DisplayLayout, XvfbServer
 from tests.support.waiting import wait_until
 from tests.support.x11_probe import selection_owned
@@ -183,13 +184,17 @@ def test_moved_and_resized_then_again_with_the_output_lower_is_never_a_false_sto
     (tmp_path / "shell").mkdir()
     with bash_in_xterm(tmp_path / "shell", (620, 380), "100x16") as history:
         grounder = Terminal("bash", Point(0, 0))
-        first, answers, notes = replay(routine, desk, grounder, tmp_path / "replays")
+        first, answers, notes = replay(routine, desk, grounder, tmp_path / "first")
         assert first.outcome is Outcome.DONE, first.detail
         assert flagged(answers) == [], [p.problem for p in answers.problems]
         wait_until(lambda: history_lines(history) == [COMMAND], 30, "bash running the replayed command")
         # The terminal had the focus already: the click changed nothing, which is said, not a stop.
         assert any(n.startswith("step 1:") and "cannot be judged" in n for n in notes), notes
         assert any(n.startswith("step 2 done:") and "where it typed" in n for n in notes), notes
+        # ... and said where the tray shows it: with the next step (its panel, its session record).
+        (folder,) = iter_session_folders(tmp_path / "first")
+        typing = [s for s in read_session(folder).steps if s.get("action_screen", {}).get("kind") == "type"]
+        assert typing[0]["thought"].startswith("step 1: no visible change"), typing[0]["thought"]
         again, answers, notes = replay(routine, desk, grounder, tmp_path / "replays")
         assert again.outcome is Outcome.DONE, again.detail
         assert flagged(answers) == [], [p.problem for p in answers.problems]

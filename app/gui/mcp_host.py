@@ -9,6 +9,7 @@ server does (the client closed stdin, or the HTTP listener stopped).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -33,6 +34,11 @@ from holodesk.inference.model_policy import ModelPolicy
 
 log = logging.getLogger(__name__)
 
+NO_DISPLAY = (
+    "no display: holodesk mcp shows each step on your screen for you to approve, and neither DISPLAY nor"
+    " WAYLAND_DISPLAY is set; start it from your desktop session, or give the host's entry an env with"
+    " DISPLAY (for example DISPLAY=:0)"
+)
 STEP_END_WAIT_S = 5.0  # at exit, how long a stopped step may take to record its end
 SIGNAL_POLL_MS = 200  # Python runs signal handlers only between bytecodes: the Qt loop wakes it this often
 
@@ -49,6 +55,9 @@ def run_with_panel(
     err: TextIO = sys.stderr,
 ) -> int:
     """Show approvals here while `serve(desk)` runs on its own thread; 0 when it ended cleanly, 1 if not."""
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        err.write(f"holodesk mcp: {NO_DISPLAY}\n")
+        return 2
     platform = apply_qt_platform()
     if platform.blocker:
         err.write(f"holodesk mcp: {platform.blocker}\n")

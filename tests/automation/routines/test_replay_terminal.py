@@ -13,6 +13,7 @@ bash's history file says what the shell ran; the replay's problems and notes say
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -239,23 +240,33 @@ def record_field(desk: ScreenCapture, root: Path, field: Point, text: str, task:
     return load_routine(save_compiled(compile_session(session, "field"), root / "routines"))
 
 
-def test_a_qt_field_recorded_with_the_focus_is_found_without_it(desk, tmp_path):
-    """Issue 49: the saved picture held the focus ring and caret; unfocused, the field was "not found"."""
+@pytest.mark.parametrize("focused_when_recorded", [True, False], ids=["recorded focused", "replayed focused"])
+def test_a_qt_field_is_found_whether_it_has_the_focus_or_not(desk, tmp_path, focused_when_recorded):
+    """Issue 49: the saved picture held the focus ring and caret; unfocused, the field was "not found".
+    Recorded focused and replayed unfocused (another window active), or the other way round."""
+    performer = InputPerformer(X11Input(capture=desk))
     window = TargetWindow.start(100, 100)
     try:
-        performer = InputPerformer(X11Input(capture=desk))
-        performer.execute(Click(window.centre("field")))  # the field has the focus when recorded
-        window.wait_for(lambda e: e.get("event") == "press")
-        routine = record_field(desk, tmp_path, window.centre("field"), "Ada", "write Ada in the field")
+        with contextlib.ExitStack() as elsewhere:
+            if focused_when_recorded:
+                performer.execute(Click(window.centre("field")))
+                window.wait_for(lambda e: e.get("event") == "press")
+            else:
+                elsewhere.enter_context(xterm("other", (1100, 700), "40x5", "cat"))
+            routine = record_field(desk, tmp_path, window.centre("field"), "Ada", "write Ada in the field")
         assert [e["text"] for e in window.sync() if e["event"] == "text"][-1] == "Ada"
     finally:
         window.close()
     moved = TargetWindow.start(380, 240)
     try:
-        with xterm("other", (1100, 700), "40x5", "cat"):  # the field's window is not the focused one
+        with contextlib.ExitStack() as elsewhere:
+            if focused_when_recorded:
+                elsewhere.enter_context(xterm("other", (1100, 700), "40x5", "cat"))
+            else:
+                performer.execute(Click(moved.centre("field")))
+                moved.wait_for(lambda e: e.get("event") == "press")
             answers, notes = Answers(), list[str]()
             policy = RoutinePolicy(routine, {}, desk, answers, notify=notes.append)
-            performer = InputPerformer(X11Input(capture=desk))
             engine = routine_engine(
                 policy, answers, performer, desk, trajectory_root=tmp_path, monitor=1, agent_steps=1
             )

@@ -1,8 +1,9 @@
 """An estimate of one step's time for a model on this machine, from a short measurement of it.
 
 What is measured (about half a second): this machine's bfloat16 matrix products at the model's own
-width, through torch (the in-process engine's arithmetic): a block of 256 rows (the prefill's shape)
-and one of 4 rows (a decoded token's, padded as the CPU engine pads them). What is scaled: the model's
+width, through the in-process engine's own product (`PackedLinear` on a CPU with bfloat16
+instructions, torch's otherwise): a block of 256 rows (the prefill's shape) and one row (a decoded
+token's, padded as the CPU engine pads it). What is scaled: the model's
 parameter counts from its memory plan (the text layers for every prompt token, the output head for each
 decoded token, the vision tower for every screenshot patch), at a 1920x1080 screenshot, 600 tokens of
 instructions and notes, and 80 decoded tokens (a short thought and one action). Attention over the
@@ -22,7 +23,6 @@ TEXT_TOKENS = 600
 DECODED_TOKENS = 80
 MERGE = 4  # 2x2 patches become one token
 PREFILL_ROWS = 256
-DECODE_ROWS = 4
 BYTES_PER_PARAMETER = 2  # bfloat16
 
 
@@ -36,28 +36,37 @@ class Rates:
 
 
 def measure(width: int, device: str = "cpu", budget_s: float = 0.25) -> Rates:
-    """Time bfloat16 products [rows, width] x [width, 4*width] for about `budget_s` each."""
-    import torch
+    """Time the engine's bfloat16 product [rows, width] x [width, 4*width] for about `budget_s` each.
 
-    weight = torch.randn(width, 4 * width, dtype=torch.bfloat16, device=device)
+    On a CPU with bfloat16 instructions the product is the CPU engine's own `PackedLinear` (what it
+    puts in place of every linear layer there), so a decoded token's row is padded as the engine pads it."""
+    import torch
+    from torch import nn
+
+    layer: nn.Module = nn.Linear(width, 4 * width, bias=False, dtype=torch.bfloat16, device=device)
+    if device == "cpu":
+        from holodesk.inference.engine.qwen35_cpu import PackedLinear, bf16_products_available
+
+        if bf16_products_available():
+            layer = PackedLinear(layer)
 
     def rate(rows: int) -> float:
         x = torch.randn(rows, width, dtype=torch.bfloat16, device=device)
-        torch.matmul(x, weight)  # the first call sets kernels up: not timed
+        layer(x)  # the first call sets kernels up: not timed
         count, start = 0, time.perf_counter()
         while (elapsed := time.perf_counter() - start) < budget_s or count < 3:
-            torch.matmul(x, weight)
+            layer(x)
             if device != "cpu":
                 torch.cuda.synchronize()
             count += 1
         return 2.0 * rows * width * 4 * width * count / elapsed
 
     with torch.inference_mode():
-        return Rates(rate(PREFILL_ROWS), rate(DECODE_ROWS) / DECODE_ROWS * 1.0, device)
+        return Rates(rate(PREFILL_ROWS), rate(1), device)
 
 
 def step_seconds(plan: Qwen35MemoryPlan, rates: Rates) -> float:
-    """The step's matrix work at the measured rates (decode rate: per row, so per token)."""
+    """The step's matrix work at the measured rates (the decode rate is one row's: one token's)."""
     text = (plan.text_weights - plan.embedding) / BYTES_PER_PARAMETER
     head = plan.embedding / BYTES_PER_PARAMETER  # the output head has the embedding's shape, tied or not
     vision = plan.vision_weights / BYTES_PER_PARAMETER

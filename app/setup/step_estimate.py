@@ -43,12 +43,13 @@ def measure(width: int, device: str = "cpu", budget_s: float = 0.25) -> Rates:
     import torch
     from torch import nn
 
-    layer: nn.Module = nn.Linear(width, 4 * width, bias=False, dtype=torch.bfloat16, device=device)
+    linear = nn.Linear(width, 4 * width, bias=False, dtype=torch.bfloat16, device=device)
+    layer: nn.Module = linear
     if device == "cpu":
         from holodesk.inference.engine.qwen35_cpu import PackedLinear, bf16_products_available
 
         if bf16_products_available():
-            layer = PackedLinear(layer)
+            layer = PackedLinear(linear)
 
     def rate(rows: int) -> float:
         x = torch.randn(rows, width, dtype=torch.bfloat16, device=device)

@@ -11,6 +11,7 @@ import anyio
 from holodesk.app.mcp.agent_task import PolicyUnavailable, TaskSettings
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.host_config import config_text
+from holodesk.app.mcp.tray_note import TRAY_RUNNING, tray_is_running
 from holodesk.inference.model_policy import ModelPolicy
 
 EXIT_DONE = 0
@@ -83,6 +84,8 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
             raise PolicyUnavailable(problem)
         return policy
 
+    if tray_is_running():
+        err.write(f"holodesk mcp: {TRAY_RUNNING}\n")
     from holodesk.app.gui.mcp_host import run_with_panel  # shows the overlay and the panel: Qt
 
     return run_with_panel(

@@ -140,3 +140,35 @@ def test_nothing_listens_on_the_machines_other_addresses(http_server):
             headers={"Authorization": f"Bearer {http_server['token']}"},
             timeout=10,
         )
+
+
+@pytest.mark.display
+def test_a_cancel_over_http_withdraws_the_step(http_server, target_window):
+    target_window.reset()
+    ok = target_window.centre("ok")
+    headers = {"Authorization": f"Bearer {http_server['token']}"}
+    seen: dict[str, object] = {}
+
+    async def go() -> None:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            Client(streamable_http_client(http_server["url"], http_client=http), client_info=AGENT) as client,
+        ):
+            async with anyio.create_task_group() as tasks:
+                scope = anyio.CancelScope()
+
+                async def calling() -> None:
+                    with scope:
+                        await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y})
+                        seen["answered"] = True
+
+                tasks.start_soon(calling)
+                await anyio.to_thread.run_sync(wait_for_panel)
+                scope.cancel()
+            seen["session"] = await anyio.to_thread.run_sync(wait_for_session_end, Path(http_server["sessions"]))
+
+    anyio.run(go)
+    session = seen["session"]
+    assert "answered" not in seen
+    assert session.outcome == "stopped" and session.end["detail"].startswith("stopped: the MCP client cancelled")
+    assert panel_hidden() and target_window.sync() == []

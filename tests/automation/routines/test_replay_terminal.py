@@ -1,4 +1,4 @@
-"""A routine recorded on a real xterm under a window manager, replayed where its effects land elsewhere.
+"""Routines recorded on real programs under a window manager, replayed where their effects land elsewhere.
 
 openbox manages the screen (focus, frames), as on a user's desktop. The routine: click the terminal
 (while another window has the focus), type a command and Enter. It is replayed on the terminal moved
@@ -9,6 +9,10 @@ terminal closed (the click and the text go nowhere). The model is stood in for b
 asks xdotool where the terminal is (the recorded crop of a blank terminal is one plain colour).
 
 bash's history file says what the shell ran; the replay's problems and notes say what it judged.
+
+Fields that had the focus when recorded (their picture shows a focus ring and a caret) are replayed
+without it: a Qt field (the logging target window, which reports the text it got) and zenity's GTK
+entry (which prints its text on OK), and the Qt field the other way round.
 """
 
 from __future__ import annotations
@@ -277,3 +281,57 @@ def test_a_qt_field_is_found_whether_it_has_the_focus_or_not(desk, tmp_path, foc
         assert [e["text"] for e in moved.sync() if e["event"] == "text"][-1] == "Ada"
     finally:
         moved.close()
+
+
+GREET = ["zenity", "--entry", "--title=greet", "--text=Your name:"]
+
+
+@contextmanager
+def greet_dialog() -> Iterator[subprocess.Popen[str]]:
+    """zenity's entry dialog (GTK 3), shown and focused; killed on the way out if still open."""
+    process = subprocess.Popen(GREET, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        wait_until(lambda: len(window_ids("greet")) == 1 and active_name() == "greet", 30, "zenity's dialog")
+        yield process
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def answer_greet(process: subprocess.Popen[str]) -> str:
+    """Focus the dialog, press Enter (its OK), and read what zenity says its field held."""
+    xdotool("windowactivate", window_ids("greet")[0])
+    wait_until(lambda: active_name() == "greet", 10, "the dialog focused")
+    xdotool("key", "Return")
+    return process.communicate(timeout=30)[0].strip()
+
+
+def field_of_greet() -> Point:
+    """zenity's entry field: across the dialog, two fifths from its top (below the label)."""
+    (window,) = window_ids("greet")
+    values = dict(line.split("=") for line in xdotool("getwindowgeometry", "--shell", window).splitlines())
+    return Point(int(values["X"]) + int(values["WIDTH"]) // 2, int(values["Y"]) + int(values["HEIGHT"]) * 2 // 5)
+
+
+def test_a_gtk_field_recorded_with_the_focus_is_found_without_it(desk, tmp_path):
+    """zenity's entry has the focus when its dialog opens; replayed on the dialog moved while another
+    window has the focus. What zenity prints on OK is what its field received."""
+    with greet_dialog() as recorded:
+        routine = record_field(desk, tmp_path, field_of_greet(), "Ada", "write Ada in the dialog")
+        assert answer_greet(recorded) == "Ada"
+    with greet_dialog() as again:
+        recorded_field = routine.steps[0].target
+        assert recorded_field is not None
+        xdotool("windowmove", window_ids("greet")[0], "700", "420")
+        wait_until(lambda: field_of_greet() != Point(*recorded_field.point), 10, "the dialog moved")
+        with xterm("other", (100, 650), "40x5", "cat"):
+            answers = Answers()
+            policy = RoutinePolicy(routine, {}, desk, answers)
+            performer = InputPerformer(X11Input(capture=desk))
+            engine = routine_engine(
+                policy, answers, performer, desk, trajectory_root=tmp_path, monitor=1, agent_steps=1
+            )
+            result = engine.run(routine.task)
+        assert result.outcome is Outcome.DONE, result.detail
+        assert answers.problems == [], [p.problem for p in answers.problems]
+        assert answer_greet(again) == "Ada"

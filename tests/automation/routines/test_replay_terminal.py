@@ -188,6 +188,7 @@ def flagged(answers: Answers) -> list[int]:
 def test_moved_and_resized_then_again_with_the_output_lower_is_never_a_false_stop(routine, desk, tmp_path):
     (tmp_path / "shell").mkdir()
     with bash_in_xterm(tmp_path / "shell", (620, 380), "100x16") as history:
+        wait_until(lambda: active_name() == "bash", 30, "openbox focusing the new terminal")
         grounder = Terminal("bash", Point(0, 0))
         first, answers, notes = replay(routine, desk, grounder, tmp_path / "first")
         assert first.outcome is Outcome.DONE, first.detail

@@ -468,3 +468,34 @@ def test_a_client_that_disconnects_mid_step_stops_it(xvfb, target_window, tmp_pa
     assert session.outcome == "stopped", session.end
     assert session.task.startswith("raw-host 1 via MCP: click at")
     assert panel_hidden() and target_window.sync() == []
+
+
+@pytest.mark.display
+def test_typing_that_presses_enter_is_asked_even_where_the_person_auto_approves_typing(xvfb, target_window, tmp_path):
+    """The person's own "approve typing without asking" setting holds for MCP steps as in the app: it never
+    covers typing that presses Enter."""
+    target_window.reset()
+    field = target_window.centre("field")
+    config = tmp_path / "config" / "holodesk"
+    config.mkdir(parents=True)
+    (config / "settings.toml").write_text('[approval]\nauto_approve = ["type"]\n', encoding="utf-8")
+    server = StdioServerParameters(
+        command=HOLODESK_COMMAND[0],
+        args=[*HOLODESK_COMMAND[1:], "mcp", "--sessions", str(tmp_path / "sessions")],
+        env={**server_env(), "XDG_CONFIG_HOME": str(tmp_path / "config")},
+    )
+    typed = {"action": "type", "text": "plain", "x": field.x, "y": field.y}
+
+    async def go() -> tuple[CallToolResult, CallToolResult]:
+        async with Client(server, client_info=AGENT, read_timeout_seconds=120) as client:
+            plain = await client.call_tool("act", typed)  # covered by the setting: no panel, typed
+            person = Person(skip_on_the_panel)  # with Enter: shown, and the person skips it
+            entered = await client.call_tool("act", {**typed, "text": "enter", "press_enter": True})
+            await person.done()
+            return plain, entered
+
+    plain, entered = anyio.run(go)
+    assert not plain.is_error, plain.content
+    assert entered.is_error and entered.content[0].text.startswith("the person skipped this step")
+    texts = [e["text"] for e in target_window.sync() if e["event"] == "text"]
+    assert texts and texts[-1] == "plain"  # the Enter step typed nothing

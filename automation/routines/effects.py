@@ -12,12 +12,14 @@ replay a step's effect is judged on what it acted on (`ActedOn`), not on that bo
   caret does (`SMALL_EFFECT_AREA`); on a window that already had the keyboard focus it cannot be
   judged (a focusing click changes nothing there), which is said and the replay goes on.
 
-A change thinner than three pixels (a caret's column blinking, a 1-2 px line) is not an effect
-(`substantial`). Where the effect cannot be judged fairly (the window moved or was resized while
-the step ran, the screen's size changed, the window is off the captured screen) the check says so
-and does not stop the replay: a replay stops only on evidence that the step did not happen. Where
-the desktop's windows cannot be asked (Wayland), the window is the whole screen. Holodesk's own tray
-icon and windows never count as a change.
+A typing step that changed nothing in a window showing the same lines over and over (the same
+command run again in a full terminal scrolls in output identical to what was there) cannot be
+judged; that is said, not a stop. A change thinner than three pixels (a caret's column blinking, a
+1-2 px line) is not an effect (`substantial`). Where the effect cannot be judged fairly (the window
+moved or was resized while the step ran, the screen's size changed, the window is off the captured
+screen) the check says so and does not stop the replay: a replay stops only on evidence that the
+step did not happen. Where the desktop's windows cannot be asked (Wayland), the window is the whole
+screen. Holodesk's own tray icon and windows never count as a change.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ THIN_CHANGE_PX = 3  # changes narrower than this are a caret's column or a thin 
 # ring, a caret or a terminal's cursor does: at replay no visible change is accepted for it.
 SMALL_EFFECT_AREA = 12_000
 SMALL_EFFECT_HEIGHT = 80
+MIN_SCROLL_PX = 6  # a text line is at least this tall: shorter repeats are a pattern, not lines
 
 
 def changed_box(
@@ -148,6 +151,13 @@ def judge_effect(
     if acted.focus_after is not None and acted.focus_after != acted.focus_before:
         return EffectCheck(True, f"nothing changed {inside}, but the keyboard focus moved")
     if acted.typing:
+        if window is not None and _repeats_when_scrolled(before, area):
+            return EffectCheck(
+                True,
+                f"nothing changed in {name}, but it shows the same lines over and over: output that scrolls"
+                " them looks the same; its effect cannot be judged; going on",
+                judged=False,
+            )
         if acted.nowhere:
             return EffectCheck(False, f"its keys went nowhere ({acted.nowhere}) and nothing changed on the screen")
         return EffectCheck(False, f"nothing changed {inside} after it typed there")
@@ -194,6 +204,23 @@ def _quiet_click(
     return EffectCheck(
         False, f"nothing changed {where} after the click, where the recorded click changed the screen{size}"
     )
+
+
+def _repeats_when_scrolled(frame: ScreenFrame, area: tuple[int, int, int, int]) -> bool:
+    """Whether the lower two thirds of `area` (a terminal's last lines; its title bar left out) look the
+    same scrolled up by some rows, the bottom rows (the prompt) aside: the same command run again
+    then scrolls in output that leaves the window exactly as it was."""
+    left, top, right, bottom = area
+    top = top + (bottom - top) // 3
+    grey = frame.pixels[top:bottom, left:right, :3].max(axis=2).astype(np.int16)
+    height = grey.shape[0]
+    for shift in range(MIN_SCROLL_PX, height // 3 + 1):
+        kept, scrolled = grey[: height - 2 * shift], grey[shift : height - shift]
+        if kept.shape[0] < 2 or int(np.abs(np.diff(kept, axis=0)).max()) <= CHANGE_LEVEL:
+            continue  # every row alike (a blank window, its borders): no lines to compare
+        if int(np.abs(kept - scrolled).max()) <= CHANGE_LEVEL:
+            return True
+    return False
 
 
 def _clip(rect: Rect, screen: Rect) -> tuple[int, int, int, int] | None:

@@ -71,3 +71,18 @@ def test_a_click_that_moved_the_focus_did_something():
     acted = ActedOn(False, TERMINAL, TERMINAL, focus_before=3, focus_after=TERMINAL.id)
     check = judge_effect(large, acted, frame(), frame(), target=(290, 210))
     assert check.seen and check.judged and "keyboard focus moved" in check.detail
+
+
+def terminal_lines(widths: list[int]) -> list[tuple[int, int, int, int]]:
+    """Lines of 'text' (boxes 8 px high, 13 px apart) down the terminal, and a prompt at its bottom."""
+    lines = [(210, 152 + 13 * row, width, 8) for row, width in enumerate(widths)]
+    return [*lines, (210, 152 + 13 * len(widths), 10, 8)]
+
+
+def test_the_same_lines_over_and_over_cannot_be_judged_and_are_passed_over_in_words():
+    """The same command run again in a full terminal scrolls in output identical to what was there."""
+    same = frame(*terminal_lines([100, 60] * 4))
+    check = judge_effect(TYPED, ActedOn(True, TERMINAL, TERMINAL), same, same)
+    assert check.seen and not check.judged and "the same lines over and over" in check.detail
+    different = frame(*terminal_lines([100, 60, 90, 30, 120, 70, 40, 110]))
+    assert not judge_effect(TYPED, ActedOn(True, TERMINAL, TERMINAL), different, different).seen

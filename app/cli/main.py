@@ -156,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--revision", help="a branch, tag or commit of the repository (default: main)")
     setup.add_argument("--device", choices=("cpu", "cuda"), help="where it runs (default: a GPU it fits, else the CPU)")
     setup.add_argument("--yes", action="store_true", help="ask nothing: the recommended model (or --model)")
+    setup.add_argument("--window", action="store_true", help="choose and download in a window instead")
 
     trigger = commands.add_parser(
         "trigger", help="ask the running Holodesk to open the task prompt (bind this to a desktop shortcut)"
@@ -354,6 +355,10 @@ def _main(argv: Sequence[str] | None, signals: StopSignals | None = None) -> int
             return mcp_command.print_config(args.print_config, sys.stdout, sys.stderr)
         return mcp_command.serve(http=args.http, port=args.port, sessions=args.sessions, routines=args.routines)
     if args.command == "setup":
+        if args.window:
+            from holodesk.app.gui.first_run import run_first_run_window  # a window: Qt
+
+            return run_first_run_window()
         from holodesk.app.setup.command import main_for_cli
 
         return main_for_cli(args.model, args.profile, args.revision, args.device, args.yes)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from holodesk.app.setup.errors import SetupError
+from holodesk.app.setup.progress_line import ProgressLine, format_line
 
 if TYPE_CHECKING:
     from holodesk.app.setup.hub_download import Progress
@@ -207,11 +208,9 @@ class _TerminalProgress:
         self._last = now
         began, first = self._start
         rate = (p.done - first) / (now - began) if now > began else 0.0
-        left = f"{(p.total - p.done) / rate:.0f} s left" if rate > 0 else "time left unknown"
-        self._err.write(
-            f"downloading {p.file or 'starting'}: {p.done} of {p.total} bytes ({100 * p.done // max(p.total, 1)}%),"
-            f" {rate / 1e6:.1f} MB/s, {left}\n"
-        )
+        left = round((p.total - p.done) / rate) if rate > 0 else None
+        line = ProgressLine(p.file or "starting", p.done, p.total, rate / 1e6, left)
+        self._err.write(format_line(line) + "\n")
         self._err.flush()
 
     def _tty(self, p: Progress) -> None:

@@ -1,0 +1,179 @@
+"""The first-run window: the models that fit this computer, a download with progress, and Cancel.
+
+The choice is `holodesk.app.setup.catalog`'s (the recommended model first, each with its download size
+and the step's time measured here). The download is the `holodesk setup` command itself, run as a
+child process (the same tested path as in a terminal): the window reads its progress lines (bytes,
+rate, time left) and its words when it fails. Cancel sends it Ctrl+C (SIGINT), on which it stops,
+keeps what it downloaded for the next try and leaves the settings as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from holodesk.app.gui.qt import QtCore, QtWidgets, Signal
+from holodesk.app.setup.progress_line import parse_line
+
+EXIT_OK = 0
+EXIT_CANCELLED = 130
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One line of the list: what it says, and what `holodesk setup` is given for it."""
+
+    label: str
+    model: str  # the repository id
+    device: str  # "cpu" or "cuda"
+    enabled: bool
+
+
+def measured_choices() -> list[Choice]:
+    """The catalogue's offers for this computer, each with a step's time measured here (a few seconds)."""
+    from holodesk.app.cli.model_fit import total_memory_bytes
+    from holodesk.app.setup.catalog import offers
+    from holodesk.app.setup.step_estimate import estimate_words, measure, step_seconds
+    from holodesk.inference.hardware import cuda_devices
+    from holodesk.inference.memory_guide import gib_text
+
+    choices = []
+    for offer in offers(total_memory_bytes(), cuda_devices()[0]):
+        width = int(offer.fit.model.config["text_config"]["hidden_size"])
+        estimate = estimate_words(step_seconds(offer.fit.plan, measure(width, offer.device)), offer.device)
+        mark = "recommended" if offer.recommended else ("fits" if offer.fits else "does not fit this computer")
+        label = (
+            f"{offer.model.name} on the {offer.device.upper()} ({mark})\n"
+            f"    {gib_text(offer.fit.plan.weights)} to download, {offer.need_words()}, {estimate}"
+        )
+        choices.append(Choice(label, offer.model.repo_id, offer.device, offer.fits))
+    return choices
+
+
+class FirstRunWindow(QtWidgets.QDialog):
+    """Choose, download (progress, Cancel), done. `finished_setup(ok)` when the download ends."""
+
+    finished_setup = Signal(bool)
+
+    def __init__(self, choices: Sequence[Choice], parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Holodesk: choose a model")
+        self.setMinimumWidth(560)
+        self._choices = list(choices)
+        layout = QtWidgets.QVBoxLayout(self)
+        intro = QtWidgets.QLabel(
+            "Holodesk needs a model. These fit this computer; the times were measured on it just now."
+        )
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        self.choice_list = QtWidgets.QListWidget()
+        for choice in self._choices:
+            item = QtWidgets.QListWidgetItem(choice.label)
+            if not choice.enabled:
+                item.setFlags(item.flags() & ~QtCore.Qt.ItemFlag.ItemIsEnabled)
+            self.choice_list.addItem(item)
+        first = next((i for i, c in enumerate(self._choices) if c.enabled), -1)
+        self.choice_list.setCurrentRow(first)
+        layout.addWidget(self.choice_list)
+        self.progress = QtWidgets.QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setVisible(False)
+        layout.addWidget(self.progress)
+        self.status = QtWidgets.QLabel("")
+        self.status.setWordWrap(True)
+        # Room for three lines: a wrapped label does not grow a dialog that is already shown.
+        self.status.setMinimumHeight(3 * self.status.fontMetrics().lineSpacing())
+        layout.addWidget(self.status)
+        buttons = QtWidgets.QHBoxLayout()
+        self.download_button = QtWidgets.QPushButton("Download")
+        self.cancel_button = QtWidgets.QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.download_button)
+        layout.addLayout(buttons)
+        self.download_button.setEnabled(first >= 0)
+        if first < 0:
+            self.status.setText("No model fits this computer's memory: use a server elsewhere (Settings, Backend).")
+        self.download_button.clicked.connect(self.start_download)
+        self.cancel_button.clicked.connect(self.cancel_download)
+        self._process: QtCore.QProcess | None = None
+        self._errors: list[str] = []
+        self._pending = ""
+
+    def start_download(self) -> None:
+        choice = self._choices[self.choice_list.currentRow()]
+        process = QtCore.QProcess(self)
+        process.setProgram(sys.executable)
+        arguments = ["-m", "holodesk.app.cli", "setup", "--model", choice.model, "--device", choice.device]
+        process.setArguments([*arguments, "--yes"])
+        process.readyReadStandardError.connect(self._read_progress)
+        process.finished.connect(self._ended)
+        self._process, self._errors, self._pending = process, [], ""
+        self.download_button.setEnabled(False)
+        self.choice_list.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setVisible(True)
+        self.progress.setValue(0)
+        self.status.setText(f"Asking the Hugging Face hub about {choice.model}...")
+        process.start()
+
+    def cancel_download(self) -> None:
+        process = self._process
+        if process is None or process.state() != QtCore.QProcess.ProcessState.Running:
+            return
+        self.status.setText("Cancelling...")
+        self.cancel_button.setEnabled(False)
+        os.kill(int(process.processId()), signal.SIGINT)  # the command's own Ctrl+C path: keeps the part
+
+    def _read_progress(self) -> None:
+        if self._process is None:
+            return
+        self._pending += bytes(self._process.readAllStandardError().data()).decode("utf-8", "replace")
+        *lines, self._pending = self._pending.split("\n")
+        for text in lines:
+            line = parse_line(text)
+            if line is None:
+                if text.strip():
+                    self._errors.append(text.strip().removeprefix("holodesk setup: "))
+                continue
+            self.progress.setValue(1000 * line.done // max(line.total, 1))
+            left = f"{line.left_s} s left" if line.left_s is not None else "time left unknown"
+            self.status.setText(
+                f"{line.done / 1e6:.1f} MB of {line.total / 1e6:.1f} MB, {line.rate_mb_s:.1f} MB/s, {left}"
+            )
+
+    def _ended(self, code: int, _status: QtCore.QProcess.ExitStatus) -> None:
+        self._read_progress()
+        self.cancel_button.setEnabled(False)
+        if code == EXIT_OK:
+            self.progress.setValue(1000)
+            self.status.setText("Ready: the model is downloaded, verified and set in the settings.")
+            self.download_button.setText("Close")
+            self.download_button.clicked.disconnect()
+            self.download_button.clicked.connect(self.accept)
+            self.download_button.setEnabled(True)
+            self.finished_setup.emit(True)
+            return
+        self.choice_list.setEnabled(True)
+        self.download_button.setEnabled(True)
+        if code == EXIT_CANCELLED:
+            self.status.setText(
+                "Cancelled: the settings are unchanged; what was downloaded is kept and Download resumes it."
+            )
+        else:
+            words = " ".join(self._errors) or f"holodesk setup ended with status {code}"
+            self.status.setText(f"Not done: {words}")
+        self.finished_setup.emit(False)
+
+
+def run_first_run_window() -> int:
+    """`holodesk setup --window`: the window on its own, for a first run from a menu or a terminal."""
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
+    window = FirstRunWindow(measured_choices())
+    window.show()
+    app.exec()
+    return 0 if window.result() == QtWidgets.QDialog.DialogCode.Accepted else 1

@@ -1,0 +1,116 @@
+"""The first-run window against the loopback hub: the choice, the progress, Cancel, then a finished download.
+
+The window runs the real `holodesk setup` as its child process; the hub holds the weights mid-file so
+the window's progress and its Cancel are seen at a known point. Screenshots of each state are saved
+under the test's folder (and were looked at when this was written).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from holodesk.app.gui.first_run import Choice, FirstRunWindow, measured_choices
+from tests.support.loopback_hub import HubRepo, LoopbackHub, running_hub
+
+REPO = "Hcompany/Holo-3.1-0.8B"
+WEIGHTS = "model.safetensors"
+CHUNK = 10 * 1024 * 1024  # huggingface_hub's write block
+WAIT_MS = 120_000
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bench.qwen35_tiny import Variant, build_qwen35_tiny
+
+    variant = Variant(name="reference", vocab_size=248320)  # 65 MB: a hold past the 10 MiB blocks
+    return build_qwen35_tiny(tmp_path_factory.mktemp("hub") / "tiny", dtype="bfloat16", variant=variant)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder / ".local" / "share"))
+    monkeypatch.setenv("HF_HOME", str(folder / ".cache" / "huggingface"))
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "60")
+    return folder
+
+
+@pytest.fixture
+def hub(checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackHub]:
+    with running_hub(HubRepo.from_folder(REPO, checkpoint)) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        yield server
+
+
+CHOICES = [
+    Choice("Holo3.1-0.8B on the CPU (recommended)", REPO, "cpu", True),
+    Choice("Holo3.1-4B on the CPU (does not fit this computer)", "Hcompany/Holo-3.1-4B", "cpu", False),
+]
+
+
+def settings_file(home: Path) -> Path:
+    return home / ".config" / "holodesk" / "settings.toml"
+
+
+def test_progress_cancel_and_a_resumed_download_in_the_window(qtbot, hub, home, checkpoint, tmp_path) -> None:
+    hub.repos[REPO].hold_at[WEIGHTS] = 3 * CHUNK
+    window = FirstRunWindow(CHOICES)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.choice_list.currentRow() == 0
+    window.grab().save(str(tmp_path / "1-choice.png"))
+
+    window.download_button.click()
+    total = sum(p.stat().st_size for p in checkpoint.iterdir())
+    before = sum(p.stat().st_size for p in checkpoint.iterdir() if p.name < WEIGHTS)
+    held = f"{(before + 3 * CHUNK) / 1e6:.1f} MB of {total / 1e6:.1f} MB"
+    qtbot.waitUntil(lambda: window.status.text().startswith(held), timeout=WAIT_MS)
+    assert window.progress.value() == 1000 * (before + 3 * CHUNK) // total
+    assert "MB/s" in window.status.text() and window.cancel_button.isEnabled()
+    window.grab().save(str(tmp_path / "2-progress.png"))
+
+    window.cancel_button.click()
+    qtbot.waitUntil(lambda: window.status.text().startswith("Cancelled"), timeout=WAIT_MS)
+    window.grab().save(str(tmp_path / "3-cancelled.png"))
+    assert not settings_file(home).exists(), "a cancel wrote the settings"
+    parts = list((home / ".local/share/holodesk/models/.partial").rglob(f"{WEIGHTS}.part"))
+    assert [p.stat().st_size for p in parts] == [3 * CHUNK]
+
+    hub.repos[REPO].release.set()
+    del hub.repos[REPO].hold_at[WEIGHTS]
+    window.download_button.click()
+    qtbot.waitUntil(lambda: window.status.text().startswith("Ready"), timeout=WAIT_MS)
+    window.grab().save(str(tmp_path / "4-ready.png"))
+    assert hub.file_requests(WEIGHTS)[-1].range == f"bytes={3 * CHUNK}-"
+    settings = tomllib.loads(settings_file(home).read_text())
+    assert settings["model"]["profile"] == "holo3.1" and settings["model"]["local"]["device"] == "cpu"
+    assert (Path(settings["model"]["local"]["checkpoint"]) / WEIGHTS).stat().st_size == total - before - sum(
+        p.stat().st_size for p in checkpoint.iterdir() if p.name > WEIGHTS
+    )
+
+
+def test_a_damaged_download_is_said_in_the_window(qtbot, hub, home) -> None:
+    hub.repos[REPO].corrupt.add(WEIGHTS)
+    window = FirstRunWindow(CHOICES)
+    qtbot.addWidget(window)
+    window.download_button.click()
+    qtbot.waitUntil(lambda: window.status.text().startswith("Not done"), timeout=WAIT_MS)
+    assert f"{WEIGHTS} arrived damaged" in window.status.text()
+    assert window.download_button.isEnabled() and not settings_file(home).exists()
+
+
+def test_the_measured_choices_name_size_fit_and_a_step_time() -> None:
+    choices = measured_choices()
+    assert [c.model for c in choices][0] in ("Hcompany/Holo-3.1-0.8B", "Hcompany/Holo-3.1-4B")
+    for choice in choices:
+        assert " to download, needs " in choice.label and " a step on this " in choice.label, choice.label

@@ -87,6 +87,24 @@ def engine_round(engine: Any, first: ChatRequest, second: ChatRequest) -> tuple[
     )
 
 
+def operator_calls_per_token(engine: Any) -> tuple[float, float]:
+    """torch operator calls per decoded token (all, and those not inside another): the launches a graph would replace.
+
+    The difference between a short request answered with 6 tokens and with 2, over the 4 tokens between.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    counts: list[tuple[int, int]] = []
+    for tokens in (2, 6):
+        engine.forget()
+        with profile(activities=[ProfilerActivity.CPU]) as run:
+            engine.generate(warmup_request(), max_new_tokens=tokens, ignore_stop=True)
+        calls = [e for e in run.events() if e.name.startswith("aten::")]
+        outer = [e for e in calls if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
+        counts.append((len(calls), len(outer)))
+    return (counts[1][0] - counts[0][0]) / 4, (counts[1][1] - counts[0][1]) / 4
+
+
 def run_pairs(budget_s: float = BUDGET_S) -> tuple[list[Pair], dict[str, float]]:
     """Build, start, warm up, then rounds until the budget: the pairs and how long the set-up took."""
     import httpx
@@ -106,6 +124,7 @@ def run_pairs(budget_s: float = BUDGET_S) -> tuple[list[Pair], dict[str, float]]
         engine = Qwen35Engine(checkpoint, device="cpu", reuse=True)
         engine.generate(warmup_request(), max_new_tokens=4, ignore_stop=True)
         setup["engine_ready_s"] = time.monotonic() - began
+        setup["operator_calls_per_token"], setup["top_level_calls_per_token"] = operator_calls_per_token(engine)
         with (
             vllm_server(checkpoint, work) as (base_url, _),
             httpx.Client(timeout=httpx.Timeout(900.0, connect=5.0), trust_env=False) as client,
@@ -147,7 +166,9 @@ def report(pairs: list[Pair], setup: dict[str, float]) -> list[str]:
         f"  decode: engine {median('engine_decode'):.2f} tokens/s, vLLM {median('vllm_decode'):.2f}",
         f"  engine step on kept state (history 2, {median('kept_prefilled'):.0f} tokens prefilled, {NEW_TOKENS}"
         f" new): {median('kept_step_s'):.1f} s",
-        "  set-up: " + ", ".join(f"{k} {v:.0f}" for k, v in setup.items()),
+        f"  engine: {setup['operator_calls_per_token']:.0f} torch operator calls per decoded token"
+        f" ({setup['top_level_calls_per_token']:.0f} not inside another)",
+        "  set-up: " + ", ".join(f"{k} {v:.0f}" for k, v in setup.items() if k.endswith("_s")),
         f"  {os.cpu_count()} cores shared with other work, load average at the end {os.getloadavg()[0]:.1f}",
         ratio_line(pairs),
     ]

@@ -384,7 +384,7 @@ class Qwen35Engine:
         return embeds
 
     def _forward(self, embeds: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
-        logits: torch.Tensor | None = None
+        hidden: torch.Tensor | None = None
         for at in range(0, embeds.shape[1], self.prefill_chunk):
             hidden = self.model.model.language_model(
                 inputs_embeds=embeds[:, at : at + self.prefill_chunk],
@@ -392,10 +392,10 @@ class Qwen35Engine:
                 past_key_values=cache,
                 use_cache=True,
             ).last_hidden_state
-            logits = self.model.lm_head(hidden[:, -1:])[:, -1]
-        if logits is None:
+        if hidden is None:
             raise BackendError("nothing to prefill")
-        return logits
+        # The output head once, for the last position (a 248,320-row head took 110 ms a chunk on the CPU).
+        return self.model.lm_head(hidden[:, -1:])[:, -1]
 
     def _turn_start(self, ids: list[int], image_start: int) -> int | None:
         """The position of the last `<|im_start|>` before an image (the start of its turn)."""

@@ -403,3 +403,15 @@ def test_without_the_engine_installed_it_says_what_to_install(hub: LoopbackHub, 
     assert "pip install 'holodesk[holotron]'" in result.stderr and "Traceback" not in result.stderr
     assert not hub.requests
     assert_settings_unchanged(home, None)
+
+
+def test_a_settings_file_with_problems_is_not_rewritten(hub: LoopbackHub, home: Path) -> None:
+    broken = '[model]\nbackend = "nowhere"\n'
+    settings_file(home).write_text(broken)
+    result = run_setup(home, hub.url, "--model", "holo3.1-0.8b", "--yes")
+    assert result.returncode == 1
+    assert f"the settings file {settings_file(home)} has problems" in result.stderr, result.stderr
+    assert "so it was not changed: fix it (or move it away) and run holodesk setup again" in result.stderr
+    assert settings_file(home).read_text() == broken
+    downloaded = [p for p in models_root(home).glob("*/*/config.json") if ".partial" not in p.parts]
+    assert len(downloaded) == 1, "the model should stay downloaded for the next run"

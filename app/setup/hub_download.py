@@ -29,7 +29,7 @@ from typing import Any
 from huggingface_hub.utils import tqdm as hf_tqdm
 
 from holodesk.app.setup.errors import SetupError
-from holodesk.app.setup.hub_listing import HubFile, RepoListing, gated_words, unreachable_words
+from holodesk.app.setup.hub_listing import HubFile, RepoListing, gated_words
 
 PARTIAL_FOLDER = ".partial"
 MANIFEST = "holodesk-download.json"  # in the finished folder: what was downloaded, from where, verified how
@@ -155,17 +155,19 @@ def _fetch_one(listing: RepoListing, hub_file: HubFile, staging: Path) -> None:
             ) from None
         if exc.errno is not None:  # a local file system fault, not the network
             raise SetupError(f"cannot write {part}: {exc.strerror}; the settings are unchanged") from None
-        raise SetupError(_interrupted_words(listing, exc)) from None
+        raise SetupError(_interrupted_words(listing, hub_file, exc)) from None
     except Exception as exc:  # the HTTP client's connection and timeout errors, once its own retries are spent
-        raise SetupError(_interrupted_words(listing, exc)) from None
+        raise SetupError(_interrupted_words(listing, hub_file, exc)) from None
     _verify(hub_file, part)
     os.replace(part, staging / hub_file.name)
 
 
-def _interrupted_words(listing: RepoListing, exc: BaseException) -> str:
+def _interrupted_words(listing: RepoListing, hub_file: HubFile, exc: BaseException) -> str:
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return (
-        unreachable_words(listing.endpoint, exc)
-        + "; what was downloaded is kept and the next run resumes from there, the settings are unchanged"
+        f"the download of {listing.repo_id}'s {hub_file.name} from {listing.endpoint} stopped and did not"
+        f" resume ({type(exc).__name__}: {detail}): check this computer's network connection and run"
+        " holodesk setup again; what was downloaded is kept and it resumes from there, the settings are unchanged"
     )
 
 

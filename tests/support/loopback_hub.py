@@ -12,7 +12,8 @@ which huggingface_hub turns into its typed errors.
 
 Faults a test can set on a repo: `corrupt` (a file served with one byte changed, the listing keeps the
 true checksum), `hold_at` (serve a file up to N bytes, then wait for `release` before the rest: a
-download caught mid-file, deterministically), and `gated` (the info is public, the files answer 403).
+download caught mid-file, deterministically), `drop_at` (serve N bytes, then close the connection:
+a lost connection, `drops_left` times) and `gated` (the info is public, the files answer 403).
 Every request is recorded (method, path, Range) so tests can check what the client asked.
 """
 
@@ -50,6 +51,8 @@ class HubRepo:
     gated: bool = False
     corrupt: set[str] = field(default_factory=set)
     hold_at: dict[str, int] = field(default_factory=dict)
+    drop_at: dict[str, int] = field(default_factory=dict)  # close the connection after N bytes of the file
+    drops_left: int = 1  # how many answers are cut short (then the file is served whole)
     release: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
@@ -209,6 +212,17 @@ class LoopbackHub:
         body = data[start:]
         if not with_body:
             _send(handler, 200, headers, None, len(data))
+            return
+        drop = repo.drop_at.get(name)
+        if drop is not None and repo.drops_left > 0 and drop > start:
+            repo.drops_left -= 1
+            _send_head(handler, status, headers, len(body))
+            try:
+                handler.wfile.write(body[: drop - start])
+                handler.wfile.flush()
+            except OSError:
+                pass
+            handler.close_connection = True  # a lost connection: fewer bytes than Content-Length said
             return
         hold = repo.hold_at.get(name)
         if hold is None or hold <= start:

@@ -415,3 +415,23 @@ def test_a_settings_file_with_problems_is_not_rewritten(hub: LoopbackHub, home: 
     assert settings_file(home).read_text() == broken
     downloaded = [p for p in models_root(home).glob("*/*/config.json") if ".partial" not in p.parts]
     assert len(downloaded) == 1, "the model should stay downloaded for the next run"
+
+
+def test_a_lost_connection_resumes_within_the_run(hub: LoopbackHub, home: Path, checkpoint: Path) -> None:
+    repo(hub).drop_at[WEIGHTS] = CHUNK + CHUNK // 2  # one 10 MiB block written, then the connection drops
+    result = run_setup(home, hub.url, "--model", "holo3.1-0.8b", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert [r.range for r in hub.file_requests(WEIGHTS)] == [None, f"bytes={CHUNK}-"]
+    assert_same_files(installed_checkpoint(home), checkpoint)
+
+
+def test_a_connection_that_keeps_dropping_fails_in_words_and_keeps_the_part(hub: LoopbackHub, home: Path) -> None:
+    repo(hub).drop_at[WEIGHTS] = CHUNK + CHUNK // 2
+    repo(hub).drops_left = 100  # more than huggingface_hub's retries
+    result = run_setup(home, hub.url, "--model", "holo3.1-0.8b", "--yes")
+    assert result.returncode == 1
+    assert f"the download of {REPO}'s {WEIGHTS} from {hub.url} stopped and did not resume" in result.stderr
+    assert "Traceback" not in result.stderr
+    part = partial_weights(home)
+    assert part is not None and part.stat().st_size == CHUNK
+    assert_settings_unchanged(home, None)

@@ -39,8 +39,19 @@ CPU_PREFILL_CHUNK = 256
 
 
 def bf16_products_available() -> bool:
-    """Whether oneDNN runs bfloat16 products with the CPU's own instructions (avx512_bf16 or AMX)."""
-    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    """Whether oneDNN runs bfloat16 products with the CPU's own instructions (avx512_bf16 or AMX).
+
+    The packing and product operators are torch's (its CPU compiler uses them); a torch without them
+    gets the stock products.
+    """
+    if not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        mkldnn = torch.ops.mkldnn
+        _ = (mkldnn._reorder_linear_weight, mkldnn._linear_pointwise)
+        return bool(mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def causal_conv_silu(

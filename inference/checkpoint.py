@@ -107,7 +107,8 @@ def _from_hf_cache(repo_id: str, *, cache_dir: str | Path | None, revision: str 
         raise ModelLoadError(
             f"{repo_id} is not in the Hugging Face cache at {cache} (looked offline only; nothing is"
             f" downloaded without you asking). Download it once with: {download_command(repo_id)}"
-            f" (about 25 GB for Holotron-12B), or point Holodesk at a local checkpoint directory."
+            f" (about 25 GB for Holotron-12B), or run `holodesk setup` to choose a model that fits this computer"
+            " and download it, or point Holodesk at a local checkpoint directory."
         ) from None
     _check_complete(
         snapshot,

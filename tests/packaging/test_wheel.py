@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,13 +13,19 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 # Repository folder -> where it lives in an install (pyproject.toml's package-dir).
 INSTALLED_AS = {"app": "holodesk/app", "automation": "holodesk/automation", "inference": "holodesk/inference"}
+# Left out of the copy the wheel is built from: environments, caches and earlier builds.
+NOT_COPIED = (".git", ".venv*", "build", "dist", "*.egg-info", ".*_cache", "__pycache__")
 
 
 @pytest.fixture(scope="module")
 def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy without build/: setuptools keeps what an earlier build put in build/lib and
+    # ships it again, so a package left out of pyproject.toml passed here once any build had held it.
+    source = tmp_path_factory.mktemp("source") / "holodesk"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_COPIED))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
         timeout=300,

@@ -233,7 +233,11 @@ def _chromium_cell(input_performer: InputPerformer, chromium: ChromiumField, tex
     except ActionError as exc:
         return None if str(exc) else "refused without words"
     got = chromium.wait_for_value(AREA, text)
-    return None if got == text else f"got {got!r} ({typed.detail})"
+    if got == text:
+        return None
+    # What the page saw, so that a rare miss (CI once got '' for a paste Chromium had read) says more.
+    seen = f"the page saw keys {chromium.keys()[-6:]}, focus on {chromium.focused_element()!r}"
+    return f"got {got!r} ({typed.detail}; {seen})"
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))

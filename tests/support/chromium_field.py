@@ -150,6 +150,10 @@ class ChromiumField:
         """Each keydown the page was given since the last `focus`: the key's value and whether Shift was down."""
         return [(str(key), bool(shift)) for key, shift in self._script("return window.keys;")]
 
+    def focused_element(self) -> str:
+        """The id of the page's focused element ('' for none or one without an id), for a failure report."""
+        return str(self._script("var e = document.activeElement; return e && e.id ? e.id : '';"))
+
     def held(self) -> list[str]:
         """The keys (by code) the page saw go down and not yet up."""
         return [str(code) for code in self._script("return Object.keys(window.held);")]

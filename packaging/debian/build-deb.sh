@@ -27,7 +27,14 @@ root="$stage/root"
 venv="$root$prefix"
 
 echo "building holodesk $version: the wheel"
-"$host_python" -m pip wheel -q --no-deps --no-build-isolation -w "$stage/wheels" "$repo"
+# From a copy without build/: setuptools ships again whatever an earlier build left in build/lib (a
+# module since deleted or renamed), so an in-tree build can package files the source no longer has.
+"$host_python" - "$repo" "$stage/source" <<'COPY'
+import shutil, sys
+left_out = (".git", ".venv*", "build", "dist", "*.egg-info", ".*_cache", "__pycache__")
+shutil.copytree(sys.argv[1], sys.argv[2], ignore=shutil.ignore_patterns(*left_out), symlinks=True)
+COPY
+"$host_python" -m pip wheel -q --no-deps --no-build-isolation -w "$stage/wheels" "$stage/source"
 
 echo "the venv in $prefix (Debian's $("$system_python" --version))"
 "$system_python" -m venv --without-pip "$venv"

@@ -186,6 +186,16 @@ def test_every_shipped_file_has_its_checksum(installed: Path) -> None:
     assert verified.returncode == 0 and not verified.stdout.strip(), verified.stdout + verified.stderr
 
 
+def test_the_packaged_modules_are_the_sources_and_no_others(installed: Path) -> None:
+    """Every module under the package's holodesk/ has its file in this tree (built from a copy without
+    build/: an in-tree build shipped what an earlier build had left in build/lib)."""
+    (namespace,) = PREFIX.glob("lib/python3*/site-packages/holodesk")
+    shipped = {path.relative_to(namespace) for path in namespace.rglob("*.py")}
+    assert len(shipped) > 100, sorted(shipped)[:10]  # the walk found the modules
+    orphans = sorted(str(path) for path in shipped if not (REPO / path).is_file())
+    assert not orphans, f"packaged modules without a source file: {orphans}"
+
+
 def _tray_icon_embedded() -> bool:
     """True when a window of the holodesk client is embedded in the tray host (its parent is not the root)."""
     from Xlib import display

@@ -74,8 +74,11 @@ def block_window(budget: ImageBudget) -> ImageBudget:
     return dataclasses.replace(budget, drop_block=budget.keep_screenshots)
 
 
-class StepEngine(Protocol):
-    """What the backend asks of a family's engine (`runner.Engine`, `qwen35.Qwen35Engine`)."""
+class ModelEngine(Protocol):
+    """A model family's generation engine (`runner.Engine`, `qwen35.Qwen35Engine`): what the backend asks of it.
+
+    Not the step loop (`automation.engine.StepEngine`), which proposes, approves and performs actions.
+    """
 
     def generate(
         self,
@@ -175,7 +178,7 @@ class LocalBackend:
         self.load_notice: str | None = None
         self.load_seconds: float | None = None
         self._engine: Engine | None = None  # Holotron's, for doctor and the benchmarks
-        self._runner: StepEngine | None = None  # whichever family's engine generates
+        self._runner: ModelEngine | None = None  # whichever family's engine generates
         self._load_future: Future[None] | None = None
         self._state_lock = threading.Lock()
         self._generate_lock = threading.Lock()
@@ -372,7 +375,7 @@ class LocalBackend:
             if self._runner is not None:
                 self._runner.forget()
 
-    def _require_loaded(self) -> StepEngine:
+    def _require_loaded(self) -> ModelEngine:
         future = self._load_future
         if future is None:
             raise BackendError("The local model is not loaded: start loading it with load_async() (or load()) first.")

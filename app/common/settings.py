@@ -25,48 +25,38 @@ Linux). Its tables mirror the dataclasses: [model] (+ [model.local], [model.remo
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shutil
 import stat
 import tempfile
 import tomllib
-import unicodedata
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
-from urllib.parse import urlsplit
 
 import tomli_w
 
 from holodesk.app.common.choices import BACKENDS, DEVICES
-from holodesk.automation.actions import ACTION_TYPES
-from holodesk.automation.display_text import safe_text
-from holodesk.automation.engine import DEFAULT_MAX_STEPS
-from holodesk.automation.hotkey_syntax import DEFAULT_PROMPT_HOTKEY, HotkeySyntaxError, check_hotkey, key_part
-from holodesk.automation.trajectory import default_root
+from holodesk.app.common.settings_checks import InvalidValue, normalize_server_url, show_value, validate_hotkey
+from holodesk.app.common.settings_schema import (
+    DEFAULT_CHECKPOINT,
+    SETTINGS_FORMAT,
+    checks_of,
+    default_factory_of,
+    default_of,
+)
+from holodesk.automation.hotkey_syntax import DEFAULT_PROMPT_HOTKEY
 from holodesk.inference import secrets
-from holodesk.inference.checkpoint import DEFAULT_REPO_ID
-from holodesk.inference.profiles import DEFAULT_PROFILE, UnknownProfileError, canonical_profile_name
 
 if TYPE_CHECKING:
     from holodesk.app.common.policy_factory import PolicyOptions
 
-SETTINGS_FORMAT = 1  # the file's top-level `version`; bump it with a migration when the layout changes
 SETTINGS_FILE_NAME = "settings.toml"
-SCREENSHOT_WINDOWS = ("trained", "block")
-DEFAULT_CHECKPOINT = DEFAULT_REPO_ID
-MAX_STEPS_LIMIT = 1000
-DEFAULT_RETENTION_MB = 2048
-STOP_PRESSES_RANGE = (1, 5)
-STOP_WINDOW_RANGE_S = (0.1, 3.0)
 MAX_SETTINGS_BYTES = 1024 * 1024  # a settings file is a few hundred bytes; more is not one
-MAX_URL_CHARS = 2000
-MAX_HOST_CHARS = 253  # DNS: 253 characters, 63 a label
 MAX_BAD_LINES = 20  # TOML lines skipped before giving up on the whole file
 _ERROR_LINE = re.compile(r"at line (\d+)")
 
@@ -95,202 +85,9 @@ class BrokenSettingsFileError(SettingsError):
     """save_settings() refused: the file on disk is broken and replacing it was not asked for."""
 
 
-class _Invalid(ValueError):
-    """A checker's complaint about one value, before the key is known."""
-
-
 # ---------------------------------------------------------------------------------------------------
-# Value checkers: each takes what TOML (or Python code) gives and returns the typed value, or raises.
-
-
-def _show(value: object) -> str:
-    text = repr(str(value) if isinstance(value, Path) else value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _choice(options: tuple[str, ...]) -> Callable[[object], str]:
-    def check(value: object) -> str:
-        if value not in options:
-            raise _Invalid(f"expected one of {', '.join(repr(o) for o in options)}, got {_show(value)}")
-        return str(value)
-
-    return check
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _Invalid(f"expected non-empty text, got {_show(value)}")
-    if value != value.strip():
-        raise _Invalid(f"has spaces at its start or end: {_show(value)}")
-    return value
-
-
-def _optional_text(value: object) -> str | None:
-    return None if value is None else _text(value)
-
-
-def _whole_number(low: int, high: int | None) -> Callable[[object], int]:
-    def check(value: object) -> int:
-        # bool is an int in Python; `max_steps = true` is a mistake, not 1.
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise _Invalid(f"expected a whole number, got {_show(value)}")
-        if value < low or (high is not None and value > high):
-            bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
-            raise _Invalid(f"expected a whole number {bounds}, got {value}")
-        return value
-
-    return check
-
-
-def _seconds(low: float, high: float) -> Callable[[object], float]:
-    def check(value: object) -> float:
-        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-            raise _Invalid(f"expected a number of seconds, got {_show(value)}")
-        if not low <= value <= high:
-            raise _Invalid(f"expected {low:g} to {high:g} seconds, got {value:g}")
-        return float(value)
-
-    return check
-
-
-def _profile(value: object) -> str:
-    try:
-        return canonical_profile_name(value)  # type: ignore[arg-type]
-    except UnknownProfileError as exc:
-        raise _Invalid(str(exc)) from None
-
-
-def normalize_server_url(text: str) -> str:
-    """A model server's URL as Holodesk uses it, from what a person types (settings window, file, CLI).
-
-    "gpu-box:8000" becomes "http://gpu-box:8000/v1": no scheme means http://, no path means the
-    OpenAI-compatible root /v1 (as inference.remote does); a trailing slash goes. ValueError when it
-    cannot be a server URL (another scheme, no host, spaces).
-    """
-    url = text.strip()
-    shown = _url_in_words(url)
-    if len(url) > MAX_URL_CHARS:
-        raise ValueError(f"a server URL is at most {MAX_URL_CHARS} characters; this one has {len(url)}: {shown}")
-    if any(unicodedata.category(c) in ("Cc", "Cf") or c.isspace() for c in url):
-        raise ValueError(f"a server URL has no spaces or control characters: {shown}")
-    if "://" not in url:
-        url = "http://" + url
-    url = url.rstrip("/")
-    try:
-        parts = urlsplit(url)  # ValueError for "http://[::1" and the like
-        _ = parts.port  # a port that is not a number raises here, not later when connecting
-    except ValueError:
-        raise ValueError(f"not a server URL: {shown}") from None
-    if parts.username is not None or parts.password is not None:
-        raise ValueError(
-            f"the server URL carries a user name or password ({shown}): give it without them; an API key goes "
-            "in the settings window's API key field (the OS keyring) or HOLODESK_API_KEY"
-        )
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"expected a server URL such as http://gpu-box:8000/v1 or gpu-box:8000, got {shown}")
-    if len(parts.hostname) > MAX_HOST_CHARS or any(len(label) > 63 for label in parts.hostname.split(".")):
-        raise ValueError(f"the host name is longer than a host name can be: {shown}")
-    if parts.path in ("", "/"):
-        url += "/v1"
-    return url
-
-
-def _url_in_words(url: str) -> str:
-    """A URL to quote in a message: credentials hidden, controls escaped, at most 80 characters."""
-    scheme, found, rest = url.partition("://")
-    head = rest if found else scheme
-    authority, slash, path = head.partition("/")
-    if "@" in authority:
-        authority = "***@" + authority.rsplit("@", 1)[1]
-    hidden = f"{scheme}://" if found else ""
-    return _show(safe_text(hidden + authority + slash + path))
-
-
-def _base_url(value: object) -> str | None:
-    if value is None:
-        return None
-    url = _text(value)
-    try:
-        return normalize_server_url(url)
-    except ValueError as exc:
-        raise _Invalid(f"not a valid URL: {exc}") from None
-
-
-def _absolute_folder(value: object) -> Path:
-    if not isinstance(value, str | Path) or not str(value).strip():
-        raise _Invalid(f"expected a folder path, got {_show(value)}")
-    path = _expand_user(value)
-    if not path.is_absolute():
-        raise _Invalid(f"expected an absolute path (or one starting with ~), got {_show(value)}")
-    return path
-
-
-def _optional_file(value: object) -> Path | None:
-    if value is None:
-        return None
-    if not isinstance(value, str | Path) or not str(value).strip():
-        raise _Invalid(f"expected a file path, got {_show(value)}")
-    return _expand_user(value)
-
-
-def _expand_user(value: str | Path) -> Path:
-    """`~` and `~user` expanded; a `~user` that does not exist is a problem to report, not a crash."""
-    try:
-        return Path(value).expanduser()
-    except RuntimeError as exc:  # pathlib: "Could not determine home directory."
-        raise _Invalid(f"cannot expand {_show(str(value))}: {exc} (no such user?)") from None
-
-
-def _monitor(value: object) -> int | Literal["all"]:
-    if value == "all":
-        return "all"
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    raise _Invalid(f'expected a monitor number from 1, or "all", got {_show(value)}')
-
-
-def _action_kinds(value: object) -> frozenset[str]:
-    if isinstance(value, str) or not isinstance(value, list | tuple | set | frozenset):
-        raise _Invalid(f'expected a list of action kinds such as ["scroll"], got {_show(value)}')
-    unknown = [kind for kind in value if not isinstance(kind, str) or kind not in ACTION_TYPES]
-    if unknown:
-        raise _Invalid(
-            f"unknown action kind {_show(unknown[0])}; the kinds are: {', '.join(ACTION_TYPES)} (got {_show(value)})"
-        )
-    return frozenset(value)
-
-
-def _key_part(part: str) -> tuple[str, bool]:
-    try:
-        return key_part(part)
-    except HotkeySyntaxError as exc:
-        raise _Invalid(str(exc)) from None
-
-
-def validate_hotkey(value: object) -> str:
-    """A global hotkey in pynput's GlobalHotKeys syntax ("<ctrl>+<alt>+h"), or ValueError saying what is wrong
-    (the rules are `holodesk.automation.hotkey_syntax.check_hotkey`'s)."""
-    try:
-        return check_hotkey(value)
-    except HotkeySyntaxError as exc:
-        raise _Invalid(str(exc)) from None
-
-
-def _single_key(value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise _Invalid(f"expected one key such as '<esc>', got {_show(value)}")
-    if "+" in value[1:]:
-        raise _Invalid(f"expected one key, not a combination, got {value!r}")
-    _, is_modifier = _key_part(value)
-    if is_modifier:
-        raise _Invalid(
-            f"{value!r} is a modifier; the stop key must be a key that can be pressed on its own, e.g. '<esc>'"
-        )
-    return value
-
-
-# ---------------------------------------------------------------------------------------------------
-# The settings. Each section knows its TOML table (`TABLE`) and how each field is checked (`CHECKS`).
+# The settings. Each section knows its TOML table (`TABLE`); its defaults and how each field is checked
+# (`CHECKS`) come from the schema (settings_schema.py), which docs/settings.md is generated from.
 
 
 class _Section:
@@ -304,7 +101,7 @@ class _Section:
         for name, check in self.CHECKS.items():
             try:
                 value = check(getattr(self, name))
-            except _Invalid as exc:
+            except InvalidValue as exc:
                 raise SettingValueError(_dotted(self.TABLE, name), str(exc)) from None
             object.__setattr__(self, name, value)  # frozen: set the normalised value once
         self._check_together()
@@ -322,18 +119,11 @@ class LocalModelSettings(_Section):
     """The in-process backend: which checkpoint and where it runs."""
 
     TABLE: ClassVar[str] = "model.local"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "checkpoint": _text,
-        "device": _choice(DEVICES),
-        "screenshot_window": _choice(SCREENSHOT_WINDOWS),
-    }
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("model.local")
 
-    checkpoint: str = DEFAULT_CHECKPOINT  # a checkpoint folder or a Hugging Face repo id
-    device: str = "cuda"
-    # "trained": the last 3 screenshots, as H Company's agent loop shows them (the remote backend's too);
-    # "block": old screenshots leave three at a time, so the kept state serves more steps, but the
-    # model then sees 1 to 3 screenshots, which is not the format it was trained on.
-    screenshot_window: str = "trained"
+    checkpoint: str = default_of("model.local.checkpoint")
+    device: str = default_of("model.local.device")
+    screenshot_window: str = default_of("model.local.screenshot_window")
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,10 +131,10 @@ class RemoteModelSettings(_Section):
     """An OpenAI-compatible server (vLLM). Its API key is in the keyring or the environment, not here."""
 
     TABLE: ClassVar[str] = "model.remote"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"base_url": _base_url, "model": _optional_text}
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("model.remote")
 
-    base_url: str | None = None  # e.g. http://gpu-box:8000/v1
-    model: str | None = None  # the served model name; None: the one model the server lists
+    base_url: str | None = default_of("model.remote.base_url")
+    model: str | None = default_of("model.remote.model")
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,15 +142,11 @@ class ModelSettings(_Section):
     """Where the model runs and how Holodesk talks to it."""
 
     TABLE: ClassVar[str] = "model"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "backend": _choice(BACKENDS),
-        "profile": _profile,
-        "script": _optional_file,
-    }
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("model")
 
-    backend: str = "local"
-    profile: str = DEFAULT_PROFILE
-    script: Path | None = None  # the scripted backend's JSONL of model answers (demos and tests)
+    backend: str = default_of("model.backend")
+    profile: str = default_of("model.profile")
+    script: Path | None = field(default=default_of("model.script"))
     local: LocalModelSettings = field(default_factory=LocalModelSettings)
     remote: RemoteModelSettings = field(default_factory=RemoteModelSettings)
 
@@ -380,15 +166,11 @@ class StopGesture(_Section):
     """The kill switch: `key` pressed `presses` times within `within_s` seconds (default: Esc twice in 0.5 s)."""
 
     TABLE: ClassVar[str] = "hotkeys.stop"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "key": _single_key,
-        "presses": _whole_number(*STOP_PRESSES_RANGE),
-        "within_s": _seconds(*STOP_WINDOW_RANGE_S),
-    }
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("hotkeys.stop")
 
-    key: str = "<esc>"  # pynput syntax, one key
-    presses: int = 2
-    within_s: float = 0.5
+    key: str = default_of("hotkeys.stop.key")
+    presses: int = default_of("hotkeys.stop.presses")
+    within_s: float = default_of("hotkeys.stop.within_s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,9 +178,9 @@ class HotkeySettings(_Section):
     """Global keys: `prompt` opens the task prompt (pynput GlobalHotKeys syntax); `stop` ends a run."""
 
     TABLE: ClassVar[str] = "hotkeys"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"prompt": validate_hotkey}
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("hotkeys")
 
-    prompt: str = DEFAULT_PROMPT_HOTKEY
+    prompt: str = default_of("hotkeys.prompt")
     stop: StopGesture = field(default_factory=StopGesture)
 
 
@@ -407,13 +189,10 @@ class RunSettings(_Section):
     """How a task runs: which monitor the model sees and how many steps it may take."""
 
     TABLE: ClassVar[str] = "run"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "monitor": _monitor,
-        "max_steps": _whole_number(1, MAX_STEPS_LIMIT),
-    }
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("run")
 
-    monitor: int | Literal["all"] = 1  # 1-based, as the user counts them
-    max_steps: int = DEFAULT_MAX_STEPS
+    monitor: int | Literal["all"] = default_of("run.monitor")  # 1-based, as the user counts them
+    max_steps: int = default_of("run.max_steps")
 
     @property
     def capture_monitor(self) -> int | None:
@@ -426,9 +205,9 @@ class ApprovalSettings(_Section):
     """Action kinds the user lets run without asking. Empty by default: every step is approved by hand."""
 
     TABLE: ClassVar[str] = "approval"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"auto_approve": _action_kinds}
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("approval")
 
-    auto_approve: frozenset[str] = frozenset()  # kinds from automation.actions.ACTION_TYPES
+    auto_approve: frozenset[str] = default_of("approval.auto_approve")
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,13 +215,10 @@ class SessionSettings(_Section):
     """Where trajectories are recorded and how much disk they may use before the oldest are pruned."""
 
     TABLE: ClassVar[str] = "sessions"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "folder": _absolute_folder,
-        "retention_mb": _whole_number(1, None),
-    }
+    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("sessions")
 
-    folder: Path = field(default_factory=default_root)
-    retention_mb: int = DEFAULT_RETENTION_MB
+    folder: Path = field(default_factory=default_factory_of("sessions.folder"))
+    retention_mb: int = default_of("sessions.retention_mb")
 
     @property
     def retention_bytes(self) -> int:
@@ -523,7 +299,7 @@ def _build(cls: type[_Section], data: Mapping[str, Any], problems: list[str]) ->
             problems.append(f"unknown key {key!r} (known here: {', '.join(sorted(known))})")
         elif name in sections:
             if not isinstance(raw, Mapping):
-                problems.append(f"{key}: expected a table [{key}], got {_show(raw)}")
+                problems.append(f"{key}: expected a table [{key}], got {show_value(raw)}")
                 continue
             section = _build(sections[name], raw, problems)
             if section is not None:
@@ -531,7 +307,7 @@ def _build(cls: type[_Section], data: Mapping[str, Any], problems: list[str]) ->
         else:
             try:
                 values[name] = cls.CHECKS[name](raw)
-            except _Invalid as exc:
+            except InvalidValue as exc:
                 problems.append(f"{key}: {exc}")
     if len(problems) > found_before:
         return None
@@ -554,7 +330,7 @@ def _salvage(cls: type[_Section], data: object) -> Any:
         if name in sections:
             values[name] = _salvage(sections[name], raw)
         elif name in cls.CHECKS and name.lower() not in SECRET_KEY_NAMES:
-            with suppress(_Invalid):
+            with suppress(InvalidValue):
                 values[name] = cls.CHECKS[name](raw)
     try:
         return cls(**values)
@@ -582,7 +358,9 @@ def _parse_leniently(text: str) -> tuple[dict[str, Any], list[str]]:
             number = int(found.group(1)) if found else 0
             if not 1 <= number <= len(lines) or not lines[number - 1].strip():
                 break  # not one line's fault (an unclosed string or array): nothing can be kept
-            problems.append(f"line {number}: not valid TOML ({exc}); the line is ignored: {_show(lines[number - 1])}")
+            problems.append(
+                f"line {number}: not valid TOML ({exc}); the line is ignored: {show_value(lines[number - 1])}"
+            )
             lines[number - 1] = ""
     first = problems[0] if problems else ""
     try:
@@ -597,7 +375,7 @@ def _checked(data: Mapping[str, Any], problems: list[str]) -> Settings:
     version = data.get("version", SETTINGS_FORMAT)
     if version != SETTINGS_FORMAT:
         problems.append(
-            f"version: this Holodesk reads settings format {SETTINGS_FORMAT}, the file says {_show(version)}"
+            f"version: this Holodesk reads settings format {SETTINGS_FORMAT}, the file says {show_value(version)}"
             " (written by another Holodesk version?)"
         )
     found = len(problems)
@@ -829,8 +607,11 @@ def find_api_key(settings: Settings) -> secrets.ApiKeyLookup:
 
 
 __all__ = [
+    "BACKENDS",
     "DEFAULT_CHECKPOINT",
     "DEFAULT_PROMPT_HOTKEY",
+    "DEVICES",
+    "SETTINGS_FORMAT",
     "ApprovalSettings",
     "BrokenSettingsFileError",
     "HotkeySettings",
@@ -847,6 +628,7 @@ __all__ = [
     "delete_api_key",
     "find_api_key",
     "load_settings",
+    "normalize_server_url",
     "read_settings",
     "save_settings",
     "settings_from_toml",

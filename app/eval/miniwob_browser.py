@@ -62,6 +62,30 @@ class BrowserError(RuntimeError):
     """Chromium, chromedriver or a MiniWoB page could not be used; the message says which and why."""
 
 
+SCRATCH_PREFIX = "hd-chromium-"  # short: Chromium's sockets go under the scratch folder
+# Chromium's singleton socket is SCRATCH/.org.chromium.Chromium.XXXXXX/SingletonSocket (recent versions
+# drop the dot: counted with it, the check is one byte safe), and a Unix socket's path holds 107 bytes.
+SOCKET_TAIL_BYTES = len("/.org.chromium.Chromium.XXXXXX/SingletonSocket")
+SOCKET_PATH_MAX = 107
+TEMP_NAME_CHARS = 8  # the random part of tempfile.mkdtemp's names
+
+
+def socket_room_problem(temp_folder: str) -> str | None:
+    """Words when Chromium's socket, under a scratch folder made in `temp_folder`, would not fit; else None.
+
+    Past the limit Chromium exits at start and chromedriver says only "Chrome instance exited".
+    """
+    longest = len(os.fsencode(temp_folder)) + 1 + len(SCRATCH_PREFIX) + TEMP_NAME_CHARS + SOCKET_TAIL_BYTES
+    if longest <= SOCKET_PATH_MAX:
+        return None
+    excess = longest - SOCKET_PATH_MAX
+    return (
+        f"Chromium cannot start under the temp folder {temp_folder}: its socket's path would be {longest} "
+        f"bytes, over the {SOCKET_PATH_MAX} a socket's path can hold. Set TMPDIR to a folder "
+        f"{excess} character{'' if excess == 1 else 's'} shorter (/tmp is fine)"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeState:
     """Where an episode stands: `reward` is the task's own (time-scaled), `raw_reward` without scaling."""
@@ -147,8 +171,9 @@ class MiniWoBBrowser:
             from selenium.webdriver.chrome.service import Service
         except ImportError:
             raise BrowserError(MISSING_MINIWOB) from None
-        # Short: Chromium's sockets go under it, and a socket's path may have 107 bytes at most.
-        self._scratch = Path(tempfile.mkdtemp(prefix="hd-chromium-"))
+        if (problem := socket_room_problem(tempfile.gettempdir())) is not None:
+            raise BrowserError(problem)
+        self._scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         options = webdriver.ChromeOptions()
         options.binary_location = chromium_path
         for argument in (

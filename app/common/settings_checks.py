@@ -234,7 +234,7 @@ def _single_key(value: object) -> str:
 
 
 def _quoted(options: tuple[str, ...] | list[str]) -> str:
-    return ", ".join(f'"{option}"' for option in options)
+    return ", ".join(f'`"{option}"`' for option in options)
 
 
 def choice(options: tuple[str, ...]) -> Check:
@@ -258,18 +258,18 @@ OPTIONAL_TEXT = Check("text, or absent", "not empty, no spaces at the start or e
 PROFILE = Check("text", f"a model profile: {_quoted(PROFILE_NAMES)} (case and common spellings forgiven)", _profile)
 SERVER_URL = Check(
     "text (URL), or absent",
-    'an http or https URL without user or password; no scheme means http://, no path means /v1 ("gpu-box:8000" is'
-    ' read as "http://gpu-box:8000/v1")',
+    "an http or https URL without user or password; no scheme means `http://`, no path means `/v1`"
+    ' (`"gpu-box:8000"` is read as `"http://gpu-box:8000/v1"`)',
     _base_url,
 )
-ABSOLUTE_FOLDER = Check("text (folder path)", "absolute, or starting with ~", _absolute_folder)
-OPTIONAL_FILE = Check("text (file path), or absent", "a path; ~ is expanded", _optional_file)
-MONITOR = Check("whole number, or text", 'a monitor number from 1 (as you count them), or "all"', _monitor)
+ABSOLUTE_FOLDER = Check("text (folder path)", "absolute, or starting with `~`", _absolute_folder)
+OPTIONAL_FILE = Check("text (file path), or absent", "a path; `~` is expanded", _optional_file)
+MONITOR = Check("whole number, or text", 'a monitor number from 1 (as you count them), or `"all"`', _monitor)
 ACTION_KINDS = Check("list of text", f"action kinds: {_quoted(list(ACTION_TYPES))}", _action_kinds)
 HOTKEY = Check(
     "text",
-    'a key combination in pynput\'s syntax joined by +, such as "<ctrl>+<alt>+h": <ctrl>, <alt> or <cmd> and at'
-    " least one ordinary key, none twice",
+    'a key combination in pynput\'s syntax joined by +, such as `"<ctrl>+<alt>+h"`: `<ctrl>`, `<alt>` or `<cmd>`'
+    " and at least one ordinary key, none twice",
     validate_hotkey,
 )
-SINGLE_KEY = Check("text", 'one key that can be pressed on its own (not a modifier), such as "<esc>"', _single_key)
+SINGLE_KEY = Check("text", 'one key that can be pressed on its own (not a modifier), such as `"<esc>"`', _single_key)

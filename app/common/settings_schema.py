@@ -63,7 +63,7 @@ TABLES: tuple[Table, ...] = (
             Key(
                 "backend",
                 checks.choice(BACKENDS),
-                "local: the in-process engine; remote: an OpenAI-compatible server (vLLM); scripted: answers read"
+                "`local`: the in-process engine; `remote`: an OpenAI-compatible server (vLLM); `scripted`: answers read"
                 " from a file (demos and tests).",
                 default="local",
             ),
@@ -71,8 +71,8 @@ TABLES: tuple[Table, ...] = (
             Key("script", checks.OPTIONAL_FILE, "The scripted backend's JSONL file of model answers."),
         ),
         rules=(
-            'model.backend = "remote" needs model.remote.base_url.',
-            'model.backend = "scripted" needs model.script.',
+            '`model.backend = "remote"` needs `model.remote.base_url`.',
+            '`model.backend = "scripted"` needs `model.script`.',
         ),
     ),
     Table(
@@ -89,7 +89,7 @@ TABLES: tuple[Table, ...] = (
             Key(
                 "screenshot_window",
                 checks.choice(SCREENSHOT_WINDOWS),
-                "trained: the last 3 screenshots, as the model was trained; block: old screenshots leave three at"
+                "`trained`: the last 3 screenshots, as the model was trained; `block`: old screenshots leave three at"
                 " a time, so the kept state serves more steps, but the model then sees 1 to 3 screenshots.",
                 default="trained",
             ),
@@ -97,9 +97,9 @@ TABLES: tuple[Table, ...] = (
     ),
     Table(
         "model.remote",
-        "An OpenAI-compatible server (vLLM). Its API key is in the OS keyring or HOLODESK_API_KEY, never here.",
+        "An OpenAI-compatible server (vLLM). Its API key is in the OS keyring or `HOLODESK_API_KEY`, never here.",
         (
-            Key("base_url", checks.SERVER_URL, "The server's URL, e.g. http://gpu-box:8000/v1."),
+            Key("base_url", checks.SERVER_URL, "The server's URL, e.g. `http://gpu-box:8000/v1`."),
             Key("model", checks.OPTIONAL_TEXT, "The served model's name; absent: the one model the server lists."),
         ),
     ),
@@ -151,7 +151,8 @@ TABLES: tuple[Table, ...] = (
                 checks.ABSOLUTE_FOLDER,
                 "The folder trajectories are recorded in.",
                 default_factory=default_root,
-                default_words="the user data folder's holodesk/sessions (~/.local/share/holodesk/sessions on Linux)",
+                default_words="`holodesk/sessions` in the user data folder (`~/.local/share/holodesk/sessions`"
+                " on Linux)",
             ),
             Key(
                 "retention_mb",

@@ -1,0 +1,126 @@
+"""The settings schema is the one description of the file: the dataclasses, the reader and the writer know
+exactly its keys, take their checks and defaults from it, and docs/settings.md is what it generates."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+from holodesk.app.common import settings_docs, settings_schema
+from holodesk.app.common.settings import Settings, SettingsError, settings_from_toml, settings_to_toml
+from holodesk.app.common.settings_schema import KEYS, TABLES, Key, Table
+
+COMMITTED_DOCS = Path(__file__).resolve().parents[3] / "docs" / "settings.md"
+
+
+def dataclass_keys(cls: type, table: str = "") -> Iterator[tuple[str, type, str]]:
+    """(dotted key, its dataclass, field name) for every setting the dataclasses hold, nested tables walked."""
+    for field in dataclasses.fields(cls):
+        factory = field.default_factory
+        if isinstance(factory, type) and dataclasses.is_dataclass(factory):
+            yield from dataclass_keys(factory, f"{table}.{field.name}" if table else field.name)
+        else:
+            yield f"{table}.{field.name}", cls, field.name
+
+
+def flatten(table: Mapping[str, Any], prefix: str = "") -> set[str]:
+    keys: set[str] = set()
+    for name, value in table.items():
+        dotted = f"{prefix}.{name}" if prefix else name
+        keys |= flatten(value, dotted) if isinstance(value, Mapping) else {dotted}
+    return keys
+
+
+def test_the_dataclasses_hold_exactly_the_schemas_keys_with_its_checks_and_defaults() -> None:
+    known = {dotted: (cls, name) for dotted, cls, name in dataclass_keys(Settings)}
+    assert set(known) == set(KEYS), (
+        f"only in the dataclasses: {sorted(set(known) - set(KEYS))};"
+        f" only in the schema: {sorted(set(KEYS) - set(known))}"
+    )
+    defaults = Settings()
+    for dotted, (cls, name) in known.items():
+        key = KEYS[dotted]
+        assert cls.CHECKS[name] is key.check, f"{dotted} is not checked by the schema's check"  # type: ignore[attr-defined]
+        value: Any = defaults
+        for part in dotted.split("."):
+            value = getattr(value, part)
+        expected = key.default_factory() if key.default_factory is not None else key.default
+        assert value == expected, f"{dotted} defaults to {value!r}, the schema says {expected!r}"
+
+
+def every_key_set(folder: Path) -> str:
+    """A settings file that sets every key the schema names, each to a valid value other than `None`."""
+    values: dict[str, object] = {
+        "model.backend": "remote",
+        "model.script": str(folder / "answers.jsonl"),
+        "model.remote.base_url": "http://gpu-box:8000/v1",
+        "model.remote.model": "holotron",
+        "sessions.folder": str(folder / "sessions"),
+    }
+    document: dict[str, Any] = {"version": 1}
+    for dotted, key in KEYS.items():
+        *tables, name = dotted.split(".")
+        table = document
+        for part in tables:
+            table = table.setdefault(part, {})
+        value = values.get(dotted, key.default)
+        table[name] = sorted(value) if isinstance(value, frozenset) else value
+    return tomli_w.dumps(document)
+
+
+def test_the_reader_and_the_writer_know_every_schema_key_and_no_other(tmp_path: Path) -> None:
+    text = every_key_set(tmp_path)
+    settings = settings_from_toml(text, tmp_path / "settings.toml")  # raises SettingsError for an unknown key
+    written = tomllib.loads(settings_to_toml(settings))
+    assert flatten(written) - {"version"} == set(KEYS)
+
+    with pytest.raises(SettingsError) as refused:
+        settings_from_toml(text + "surprise = 1\n", tmp_path / "settings.toml")
+    assert refused.value.problems == ("unknown key 'sessions.surprise' (known here: folder, retention_mb)",), (
+        "a key the schema lacks must be refused by name"
+    )
+
+
+def test_the_committed_docs_are_the_generated_ones() -> None:
+    assert COMMITTED_DOCS.read_text(encoding="utf-8") == settings_docs.render(), (
+        "docs/settings.md differs from the settings schema: run python -m holodesk.app.common.settings_docs"
+    )
+
+
+def test_a_key_added_to_the_schema_without_regenerating_fails_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "settings.md"
+    page.write_text(COMMITTED_DOCS.read_text(encoding="utf-8"), encoding="utf-8")
+    assert settings_docs.main(["--check", "--output", str(page)]) == 0
+
+    run = next(table for table in TABLES if table.name == "run")
+    grown = Table(
+        run.name,
+        run.meaning,
+        (*run.keys, Key("pause_s", settings_schema.KEYS["hotkeys.stop.within_s"].check, "A new key.", default=1.0)),
+    )
+    monkeypatch.setattr(settings_docs, "TABLES", tuple(grown if table is run else table for table in TABLES))
+    assert settings_docs.main(["--check", "--output", str(page)]) == 1
+    assert "differs from the settings schema" in capsys.readouterr().err
+
+    assert settings_docs.main(["--output", str(page)]) == 0
+    assert "| `pause_s` | number (seconds) | `1.0` | 0.1 to 3 | A new key. |" in page.read_text(encoding="utf-8")
+    assert settings_docs.main(["--check", "--output", str(page)]) == 0
+
+
+def test_the_docs_describe_each_key_with_its_schema_words() -> None:
+    page = settings_docs.render()
+    assert "| `max_steps` | whole number | `30` | 1 to 1000 | The most steps a task may take. |" in page, (
+        "run.max_steps' row"
+    )
+    for table in TABLES:
+        section = page.split(f"## [{table.name}]\n", 1)[1].split("\n## ", 1)[0]
+        for key in table.keys:
+            assert f"| `{key.name}` | {key.check.kind} |" in section, f"{table.name}.{key.name} is not in its table"

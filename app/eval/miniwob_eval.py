@@ -24,6 +24,7 @@ from holodesk.automation.engine import (
     EngineSettings,
     EngineState,
     FrameSource,
+    Outcome,
     StepEngine,
 )
 from holodesk.automation.proposal import Policy
@@ -220,9 +221,12 @@ class MiniWoBEvaluation:
         instruction = self.browser.start_episode(seed, options.episode_time_limit_s)
         engine: StepEngine | None = None
 
+        ended_by_page: list[bool] = []
+
         def stop_when_episode_ends(event: EngineEvent) -> None:
             # After each action the page may have ended the episode: stop before asking the model again.
             if event.state is EngineState.SETTLING and engine is not None and self.browser.state().done:
+                ended_by_page.append(True)
                 engine.stop()
 
         engine = StepEngine(
@@ -244,6 +248,10 @@ class MiniWoBEvaluation:
         started = time.perf_counter()
         run = engine.run(instruction)
         seconds = time.perf_counter() - started
+        if run.outcome is Outcome.STOPPED and not ended_by_page:
+            # Ctrl+C reached the engine, which ends its run as a stop: the evaluation ends with it (the
+            # next episode would otherwise start and wait on the model again).
+            raise KeyboardInterrupt(run.detail)
         state = self.browser.state()
         if not state.done:
             self.browser.end_episode()

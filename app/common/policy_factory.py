@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from holodesk.app.common.choices import local_profile_problem
-from holodesk.app.common.settings import BACKENDS
+from holodesk.app.common.choices import BACKENDS, local_profile_problem
 from holodesk.inference.model_policy import ModelPolicy
 
 log = logging.getLogger(__name__)

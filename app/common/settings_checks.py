@@ -1,9 +1,9 @@
 """The settings' value checkers: each takes what TOML (or Python code) gives and returns the typed value.
 
 A checker raises `InvalidValue` with the complaint about the value alone; the caller knows the key
-and names it (settings.py reports `run.max_steps: expected ...`). `Check` pairs a checker with
-the words docs/settings.md shows for it (its type and its allowed values), so the schema
-(settings_schema.py) describes each key once and both the validation and the docs come from it.
+and names it (`run.max_steps: expected ...`: settings_model.py, settings_toml.py). `Check` pairs a
+checker with the words docs/settings.md shows for it (its type and its allowed values), so the
+schema (settings_schema.py) describes each key once and both the validation and the docs come from it.
 Also here: `normalize_server_url`, shared by the settings window, the file and the command line.
 """
 

@@ -1,6 +1,6 @@
 """Every settings table and key, described once: its type, default, allowed values and meaning.
 
-The settings dataclasses (settings.py) take their defaults and their per-key checks from here, and
+The settings dataclasses (settings_model.py) take their defaults and their per-key checks from here, and
 docs/settings.md is generated from here (`python -m holodesk.app.common.settings_docs`), so the file
 format a person edits by hand, the values Holodesk accepts and the words that document them cannot
 drift apart. tests/app/common/test_settings_schema.py checks the dataclasses know exactly these keys
@@ -29,6 +29,8 @@ MAX_STEPS_LIMIT = 1000
 DEFAULT_RETENTION_MB = 2048
 STOP_PRESSES_RANGE = (1, 5)
 STOP_WINDOW_RANGE_S = (0.1, 3.0)
+# Keys that look like secrets: refused in the file, and their values are never repeated in messages.
+SECRET_KEY_NAMES = frozenset({"api_key", "apikey", "key_value", "token", "password", "secret"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,8 @@ exactly its keys, take their checks and defaults from it, and docs/settings.md i
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -124,3 +126,25 @@ def test_the_docs_describe_each_key_with_its_schema_words() -> None:
         section = page.split(f"## [{table.name}]\n", 1)[1].split("\n## ", 1)[0]
         for key in table.keys:
             assert f"| `{key.name}` | {key.check.kind} |" in section, f"{table.name}.{key.name} is not in its table"
+
+
+def test_the_generator_runs_as_a_module_and_says_when_it_cannot_read_the_page(tmp_path: Path) -> None:
+    current = subprocess.run(
+        [sys.executable, "-m", "holodesk.app.common.settings_docs", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (current.returncode, current.stdout.strip()) == (0, f"{COMMITTED_DOCS} is current"), current.stderr
+
+    missing = tmp_path / "nowhere" / "settings.md"
+    absent = subprocess.run(
+        [sys.executable, "-m", "holodesk.app.common.settings_docs", "--check", "--output", str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert absent.returncode == 1
+    assert absent.stderr.strip() == f"{missing}: cannot be read: No such file or directory"

@@ -1,10 +1,9 @@
-"""Talk to the running Holodesk instance: where it listens, the line protocol, and the client side.
+"""Talk to the running Holodesk instance: where it listens, and the client side of its protocol.
 
-The running tray app listens on a per-user local socket (see `app.single_instance.InstanceServer`).
-`holodesk trigger` and a second `holodesk` start send it one command line and read one answer line:
-
-    client: "prompt\\n"   (or "show\\n", "stop\\n")
-    server: "ok\\n"       (or "error <reason>\\n")
+The running tray app listens on a per-user local socket (see `app.gui.single_instance.InstanceServer`).
+`holodesk trigger` and a second `holodesk` start send it one command line and read one answer line,
+each carrying the protocol version (`holodesk.app.common.instance_protocol`, where the lines and the
+version are defined). A tray app of another version is refused here in words naming both versions.
 
 This module has no Qt on Linux and macOS: the server's socket is a plain Unix socket at a path both
 sides compute, so `holodesk trigger` (bound to a desktop shortcut) answers in milliseconds without
@@ -21,13 +20,19 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from holodesk.app.common.instance_protocol import (
+    ANSWER_OK,
+    COMMANDS,
+    MAX_ANSWER_BYTES,
+    PROTOCOL_VERSION,
+    client_mismatch_words,
+    decode_answer,
+    encode_request,
+)
 from holodesk.automation.private_dir import UnsafeRuntimeDirError, user_runtime_dir
 
 INSTANCE_NAME_ENV = "HOLODESK_INSTANCE_NAME"  # tests (and a second profile) use their own name
-COMMANDS = ("prompt", "show", "stop")
-ANSWER_OK = "ok"
 DEFAULT_TIMEOUT_MS = 3000
-MAX_LINE_BYTES = 256  # commands are single words; anything longer is not ours
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -41,6 +46,10 @@ class InstanceError(RuntimeError):
 
 class NoInstanceError(InstanceError):
     """No Holodesk instance is listening for this user; the message says to start `holodesk` first."""
+
+
+class ProtocolMismatchError(InstanceError):
+    """The running tray app speaks another protocol version (another install); the message names both."""
 
 
 def instance_name() -> str:
@@ -83,22 +92,29 @@ def server_address(name: str | None = None) -> str:
 def send_to_running_instance(message: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, name: str | None = None) -> str:
     """Send one command to the running instance and return its answer ("ok").
 
-    Raises NoInstanceError when none is listening (including a stale socket left by a crash) and
-    InstanceError for a refused command, a timeout or a garbled answer. Needs no QCoreApplication.
+    Raises NoInstanceError when none is listening (including a stale socket left by a crash),
+    ProtocolMismatchError when it speaks another protocol version (it then did nothing), and
+    InstanceError for a refused command, a timeout or no answer. Needs no QCoreApplication.
     """
     if message not in COMMANDS:
         raise ValueError(f"unknown instance command {message!r}; expected one of: {', '.join(COMMANDS)}")
     address = server_address(name)
+    request = encode_request(message)
     if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-        answer = _exchange_qt(address, message, timeout_ms)
+        line = _exchange_qt(address, message, request, timeout_ms)
     else:
-        answer = _exchange_unix(address, message, timeout_ms)
-    if answer != ANSWER_OK:
-        raise InstanceError(f"the running Holodesk refused {message!r}: {answer or 'no answer'}")
-    return answer
+        line = _exchange_unix(address, message, request, timeout_ms)
+    if not line:
+        raise InstanceError(f"the running Holodesk closed the connection without answering {message!r}")
+    answer = decode_answer(line)
+    if answer.version != PROTOCOL_VERSION:
+        raise ProtocolMismatchError(client_mismatch_words(answer.version, message))
+    if not answer.ok:
+        raise InstanceError(f"the running Holodesk refused {message!r}: {answer.reason}")
+    return ANSWER_OK
 
 
-def _exchange_unix(address: str, message: str, timeout_ms: int) -> str:
+def _exchange_unix(address: str, message: str, request: bytes, timeout_ms: int) -> str:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.settimeout(timeout_ms / 1000)
         try:
@@ -111,7 +127,7 @@ def _exchange_unix(address: str, message: str, timeout_ms: int) -> str:
         except OSError as exc:
             raise InstanceError(f"could not reach the running Holodesk at {address}: {exc}") from None
         try:
-            connection.sendall(f"{message}\n".encode())
+            connection.sendall(request)
             return _read_line(connection)
         except TimeoutError:
             raise InstanceError(f"the running Holodesk did not answer {message!r} within {timeout_ms} ms") from None
@@ -121,15 +137,15 @@ def _exchange_unix(address: str, message: str, timeout_ms: int) -> str:
 
 def _read_line(connection: socket.socket) -> str:
     received = b""
-    while b"\n" not in received and len(received) <= MAX_LINE_BYTES:
-        chunk = connection.recv(MAX_LINE_BYTES)
+    while b"\n" not in received and len(received) <= MAX_ANSWER_BYTES:
+        chunk = connection.recv(MAX_ANSWER_BYTES)
         if not chunk:
             break
         received += chunk
     return received.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
 
 
-def _exchange_qt(address: str, message: str, timeout_ms: int) -> str:  # pragma: no cover - Windows
+def _exchange_qt(address: str, message: str, request: bytes, timeout_ms: int) -> str:  # pragma: no cover - Windows
     from holodesk.app.gui.qt import QtNetwork
 
     connection = QtNetwork.QLocalSocket()
@@ -142,11 +158,11 @@ def _exchange_qt(address: str, message: str, timeout_ms: int) -> str:  # pragma:
         ):
             raise NoInstanceError(f"{NOT_RUNNING_HINT} (nothing listens on {address})")
         raise InstanceError(f"could not reach the running Holodesk at {address}: {connection.errorString()}")
-    connection.write(f"{message}\n".encode())
+    connection.write(request)
     if not connection.waitForBytesWritten(timeout_ms):
         raise InstanceError(f"could not send {message!r} to the running Holodesk: {connection.errorString()}")
     received = b""
-    while b"\n" not in received and len(received) <= MAX_LINE_BYTES:
+    while b"\n" not in received and len(received) <= MAX_ANSWER_BYTES:
         if not connection.bytesAvailable() and not connection.waitForReadyRead(timeout_ms):
             break
         received += bytes(connection.readAll().data())

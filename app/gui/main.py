@@ -202,6 +202,8 @@ class HolodeskApp(QtCore.QObject):
         self.bridge.backend_notice.connect(lambda text: self._notify("Holodesk", text))
         if server is not None:
             server.message_received.connect(self.on_instance_message)
+            # Another install's `holodesk` (another protocol version): the tray says why it did nothing.
+            server.refused.connect(lambda words: self._notify("Holodesk did nothing", words))
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -444,6 +446,7 @@ class HolodeskApp(QtCore.QObject):
             ),
             listener=self.bridge.engine_event.emit,
             questions=self.approver,
+            auto_approval=self.approver.auto_approval,  # one rule for "approve all" and the ticked kinds
         )
         self.engine = engine
         self.indicator.set_running(True)
@@ -725,6 +728,8 @@ def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) ->
         server = acquire_instance()
     except InstanceError as exc:
         print(f"holodesk: {exc}", file=sys.stderr)
+        # Started from a menu, nobody reads stderr (a tray app of another install is one such case).
+        QtWidgets.QMessageBox.critical(None, "Holodesk cannot start", str(exc))
         return 1
     if server is None:
         print("Holodesk is already running: told it to show itself.")

@@ -4,7 +4,9 @@ The tray app calls `acquire_instance()` at start-up. It either becomes the insta
 `InstanceServer` whose `message_received` signal carries each command) or finds one already running,
 tells it to "show" itself and returns None, so the second start exits instead of opening a second
 tray icon. `holodesk trigger` talks to the same socket through `holodesk.app.common.instance_client`, which is where
-the address and the line protocol are defined.
+the address is defined; the versioned lines are `holodesk.app.common.instance_protocol`'s. A message of
+another protocol version (another install's `holodesk`) is answered with an error, emitted on `refused`
+in words for the tray app to show, and not acted on.
 
 Who the instance is, is decided by a lock file next to the socket (QLockFile, released by a crash
 because its owner's PID is gone). A crashed instance also leaves its socket file behind: once the new
@@ -18,15 +20,19 @@ import os
 import time
 
 from holodesk.app.common.instance_client import (
-    ANSWER_OK,
-    COMMANDS,
-    MAX_LINE_BYTES,
     InstanceError,
     NoInstanceError,
     instance_name,
     runtime_dir,
     send_to_running_instance,
     server_address,
+)
+from holodesk.app.common.instance_protocol import (
+    COMMANDS,
+    MAX_REQUEST_BYTES,
+    Refusal,
+    decode_request,
+    encode_answer,
 )
 from holodesk.app.gui.qt import QtCore, QtNetwork, Signal
 
@@ -39,9 +45,14 @@ HANDOVER_TIMEOUT_S = 3.0
 
 
 class InstanceServer(QtCore.QObject):
-    """The running instance's end of the socket: answers each command line and emits it."""
+    """The running instance's end of the socket: answers each command line and emits it.
+
+    `message_received` carries a command to act on; `refused` carries, in words, why a message was not
+    acted on (another install's protocol version, an unknown command).
+    """
 
     message_received = Signal(str)
+    refused = Signal(str)
 
     def __init__(self, name: str | None = None, parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
@@ -98,16 +109,22 @@ class InstanceServer(QtCore.QObject):
 
     def _read_command(self, connection: QtNetwork.QLocalSocket) -> None:
         if not connection.canReadLine():
-            if connection.bytesAvailable() > MAX_LINE_BYTES:
-                self._answer(connection, "error line too long")
+            if connection.bytesAvailable() > MAX_REQUEST_BYTES:
+                self._answer(connection, encode_answer(error="line too long"))
+                self.refused.emit(
+                    f"A message longer than {MAX_REQUEST_BYTES} bytes reached the instance socket; nothing was done."
+                )
             return
-        command = bytes(connection.readLine(MAX_LINE_BYTES + 1).data()).decode("utf-8", errors="replace").strip()
-        if command not in COMMANDS:
-            self._answer(connection, f"error unknown command {command[:40]!r} (expected {', '.join(COMMANDS)})")
+        line = bytes(connection.readLine(MAX_REQUEST_BYTES + 1).data()).decode("utf-8", errors="replace").strip()
+        request = decode_request(line)
+        # Each signal is emitted after the answer is on its way: a slot that opens a window must not
+        # make the client time out.
+        if isinstance(request, Refusal):
+            self._answer(connection, request.answer)
+            self.refused.emit(request.words)
             return
-        self._answer(connection, ANSWER_OK)
-        # Emitted after the answer is on its way: a slot that opens a window must not make the client time out.
-        self.message_received.emit(command)
+        self._answer(connection, encode_answer())
+        self.message_received.emit(request.command)
 
     def _answer(self, connection: QtNetwork.QLocalSocket, answer: str) -> None:
         connection.write(f"{answer}\n".encode())

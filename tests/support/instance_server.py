@@ -5,6 +5,7 @@ per event, flushed, so a test can follow it:
     listening <address>    it became the instance
     handed-over            another instance was running; it was told to "show" and this one exits 0
     received <command>     a command arrived ("stop" also ends the process)
+    refused <words>        a message was not acted on (another protocol version, an unknown command)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def main() -> int:
             app.quit()
 
     server.message_received.connect(on_message)
+    server.refused.connect(lambda words: print(f"refused {words}", flush=True))
     print(f"listening {server.address}", flush=True)
     return app.exec()
 

@@ -6,6 +6,7 @@ Holodesk the user is running.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import signal
@@ -23,10 +24,12 @@ import pytest
 from holodesk.app.common.instance_client import (
     INSTANCE_NAME_ENV,
     NoInstanceError,
+    ProtocolMismatchError,
     instance_name,
     send_to_running_instance,
     server_address,
 )
+from holodesk.app.common.instance_protocol import INSTALL_DIR, PROTOCOL_VERSION, encode_request
 from holodesk.app.gui.single_instance import IDLE_CLIENT_TIMEOUT_MS, lock_path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -66,6 +69,14 @@ class InstanceProcess:
                 return
             seen.append(got)
         pytest.fail(f"instance did not print {line!r} within {timeout_s} s; it printed {seen!r}")
+
+    def expect_next(self, line: str, timeout_s: float = 10.0) -> None:
+        """The very next line printed is `line`: nothing (such as a refused command acted on) came before it."""
+        try:
+            got = self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            pytest.fail(f"instance printed nothing within {timeout_s} s; expected {line!r}")
+        assert got == line
 
     def assert_silent(self, wait_s: float = 0.3) -> None:
         time.sleep(wait_s)
@@ -222,25 +233,212 @@ def test_a_stale_socket_file_alone_is_removed(start_instance: StartInstance, ins
 
 
 def _exchange(line: bytes) -> bytes:
+    """One raw line to the instance and its whole answer, as any client (of any version) would send it."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
         client.settimeout(5)
         client.connect(server_address())
         client.sendall(line)
-        return client.recv(256)
+        received = b""
+        while not received.endswith(b"\n"):
+            chunk = client.recv(4096)
+            if not chunk:
+                break
+            received += chunk
+        return received
+
+
+def _json_answer(line: bytes) -> dict[str, object]:
+    answer = json.loads(_exchange(line))
+    assert isinstance(answer, dict), answer
+    return answer
 
 
 def test_unknown_commands_are_refused_and_not_emitted(start_instance: StartInstance) -> None:
     instance = start_instance()
     instance.expect("listening")
 
-    answer = _exchange(b"rm -rf /\n")
+    garbage = _exchange(b"rm -rf /\n")
+    unknown = _json_answer(json.dumps({"protocol_version": PROTOCOL_VERSION, "command": "explode"}).encode() + b"\n")
 
-    assert answer.startswith(b"error unknown command")
+    assert garbage.startswith(b"error not a Holodesk instance message")
+    instance.expect("refused Something sent the instance socket 'rm -rf /'")
+    assert unknown == {"protocol_version": PROTOCOL_VERSION, "error": unknown["error"]}
+    assert str(unknown["error"]).startswith("unknown command 'explode'")
+    instance.expect("refused A `holodesk trigger` sent an unknown command 'explode'")
     instance.assert_silent()
     with pytest.raises(ValueError, match="unknown instance command"):
         send_to_running_instance("explode")
-    assert _exchange(b"prompt\n") == b"ok\n"
+    assert (
+        _exchange(encode_request("prompt")) == f'{{"protocol_version": {PROTOCOL_VERSION}, "answer": "ok"}}\n'.encode()
+    )
     instance.expect("received prompt")
+
+
+# -- protocol versions: two installs meet ------------------------------------------------------------
+
+
+def test_an_old_client_without_a_version_gets_the_error_in_its_own_format_and_nothing_is_done(
+    start_instance: StartInstance,
+) -> None:
+    instance = start_instance()
+    instance.expect("listening")
+
+    # Exactly what version 1's `holodesk trigger stop` sent: a bare word, no version field.
+    answer = _exchange(b"stop\n")
+
+    # Version 1 printed the line after "refused 'stop': " and read at most 256 bytes of it.
+    assert answer.startswith(b"error version mismatch:"), answer
+    assert len(answer) < 256
+    words = answer.decode()
+    assert "sent no protocol version" in words
+    assert f"speaks version {PROTOCOL_VERSION}" in words
+    assert "nothing was done" in words
+    assert "restart the tray app" in words
+    instance.expect(
+        "refused A `holodesk` command from another install asked for 'stop' with no protocol version"
+        f" (an install from before versions were sent); this tray app speaks protocol version {PROTOCOL_VERSION}"
+    )
+    # A JSON line that lacks the field counts as another version too.
+    missing = _json_answer(b'{"command": "stop"}\n')
+    assert missing["protocol_version"] == PROTOCOL_VERSION
+    assert "this command sent no protocol version" in str(missing["error"])
+    instance.expect("refused A `holodesk` command from another install asked for 'stop' with no protocol version")
+    # Nothing was acted on: "stop" would have ended the instance, and the next line is the next command's.
+    assert send_to_running_instance("show") == "ok"
+    instance.expect_next("received show")
+    assert instance.process.poll() is None
+
+
+def test_a_client_of_another_version_is_refused_by_the_server_and_nothing_is_done(
+    start_instance: StartInstance,
+) -> None:
+    instance = start_instance()
+    instance.expect("listening")
+    other = PROTOCOL_VERSION + 1
+
+    answer = _json_answer(json.dumps({"protocol_version": other, "command": "stop"}).encode() + b"\n")
+
+    # Answered in the envelope every version reads, so the client can name the server's version.
+    assert answer["protocol_version"] == PROTOCOL_VERSION
+    assert str(answer["error"]).startswith(
+        f"version mismatch: the tray app speaks protocol version {PROTOCOL_VERSION} (installed at {INSTALL_DIR}),"
+        f" this command sent protocol version {other}; nothing was done"
+    )
+    instance.expect(
+        f"refused A `holodesk` command from another install asked for 'stop' with protocol version {other};"
+        f" this tray app speaks protocol version {PROTOCOL_VERSION} (installed at {INSTALL_DIR}), so nothing was done."
+        " Run the command from this install, or quit the tray app and start it from the command's install."
+    )
+    assert send_to_running_instance("prompt") == "ok"
+    instance.expect_next("received prompt")
+    assert instance.process.poll() is None
+
+
+class OtherVersionTray:
+    """A tray app of another protocol version on the real socket path: answers each line with `answer`.
+
+    Version 1's server answered a line it did not know (our JSON) with "error unknown command ..."; a
+    later version answers in the JSON envelope with its own number. Either way it acts on nothing.
+    """
+
+    def __init__(self, answer: Callable[[str], str]) -> None:
+        self.answer = answer
+        self.received: list[str] = []
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(server_address())
+        self.listener.listen()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed by close()
+                return
+            with connection:
+                line = connection.makefile("r").readline().strip()
+                if not line:  # a probe that connects and hangs up (a start asking whether a tray listens)
+                    continue
+                self.received.append(line)
+                connection.sendall(f"{self.answer(line)}\n".encode())
+
+    def close(self) -> None:
+        self.listener.close()
+        self.thread.join(timeout=10)
+        Path(server_address()).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def other_version_tray(instance_env: dict[str, str]) -> Iterator[Callable[[Callable[[str], str]], OtherVersionTray]]:
+    started: list[OtherVersionTray] = []
+
+    def start(answer: Callable[[str], str]) -> OtherVersionTray:
+        started.append(OtherVersionTray(answer))
+        return started[-1]
+
+    yield start
+    for tray in started:
+        tray.close()
+
+
+CLIENT_FIX = "Quit the tray app and start `holodesk` again from this install, or run the command from the install"
+
+
+def test_trigger_against_a_version_1_tray_names_both_versions_and_the_fix(
+    other_version_tray: Callable[[Callable[[str], str]], OtherVersionTray], instance_env: dict[str, str]
+) -> None:
+    # Version 1's _read_command, word for word in what it answered.
+    tray = other_version_tray(
+        lambda line: (
+            "ok"
+            if line in ("prompt", "show", "stop")
+            else f"error unknown command {line[:40]!r} (expected prompt, show, stop)"
+        )
+    )
+
+    result = holodesk("trigger", env=instance_env)
+
+    assert result.returncode == 1
+    assert tray.received == [encode_request("prompt").decode().strip()]
+    assert (
+        "holodesk trigger: the running Holodesk tray app speaks no protocol version (an install from before versions"
+        f" were sent), this holodesk (installed at {INSTALL_DIR}) speaks protocol version {PROTOCOL_VERSION}: they"
+        " come from different installs, and 'prompt' was not done."
+    ) in result.stderr
+    assert CLIENT_FIX in result.stderr
+
+
+def test_trigger_and_a_second_start_against_a_later_version_name_both_versions(
+    other_version_tray: Callable[[Callable[[str], str]], OtherVersionTray], instance_env: dict[str, str]
+) -> None:
+    later = PROTOCOL_VERSION + 1
+    tray = other_version_tray(lambda line: json.dumps({"protocol_version": later, "error": "not for me"}))
+
+    result = holodesk("trigger", "stop", env=instance_env)
+    with pytest.raises(ProtocolMismatchError, match=f"speaks protocol version {later}, this holodesk"):
+        send_to_running_instance("show")
+    second_start = subprocess.run(
+        [sys.executable, "-m", "tests.support.instance_server"],
+        cwd=REPO_ROOT,
+        env=instance_env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+    assert result.returncode == 1
+    assert f"tray app speaks protocol version {later}, this holodesk" in result.stderr
+    assert f"speaks protocol version {PROTOCOL_VERSION}: they come from different installs" in result.stderr
+    assert CLIENT_FIX in result.stderr
+    assert "not for me" not in result.stderr  # the words are this side's, not the other version's
+    # The second start neither becomes the instance nor claims to have handed over.
+    assert second_start.returncode != 0
+    assert "handed-over" not in second_start.stdout
+    assert f"ProtocolMismatchError: the running Holodesk tray app speaks protocol version {later}" in (
+        second_start.stderr
+    )
+    assert len(tray.received) == 3
 
 
 def test_a_silent_client_neither_blocks_others_nor_stays_forever(start_instance: StartInstance) -> None:

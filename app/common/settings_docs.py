@@ -74,7 +74,7 @@ def _table(table: Table) -> str:
         cells = (f"`{key.name}`", key.check.kind, _default(key), key.check.allowed, key.meaning)
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     if table.rules:
-        lines += ["", "Together:", ""] + [f"- {rule}" for rule in table.rules]
+        lines += ["", "Together:", ""] + [f"- {rule.words()}" for rule in table.rules]
     return "\n".join(lines) + "\n"
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from holodesk.app.common.settings_checks import InvalidValue
-from holodesk.app.common.settings_schema import checks_of, default_factory_of, default_of
+from holodesk.app.common.settings_schema import checks_of, default_factory_of, default_of, rules_of
 
 if TYPE_CHECKING:
     from holodesk.app.common.policy_factory import PolicyOptions
@@ -64,7 +64,14 @@ class Section:
         self._check_together()
 
     def _check_together(self) -> None:
-        """Rules that involve several fields of the section."""
+        """Rules that involve several fields of the section (the schema's `Requires`)."""
+
+    def _value(self, dotted: str) -> object:
+        """The value of a key of this table or a table inside it, by its dotted name ("model.remote.base_url")."""
+        value: object = self
+        for part in dotted.removeprefix(f"{self.TABLE}.").split("."):
+            value = getattr(value, part)
+        return value
 
 
 def dotted_key(table: str, name: str) -> str:
@@ -109,14 +116,9 @@ class ModelSettings(Section):
     remote: RemoteModelSettings = field(default_factory=RemoteModelSettings)
 
     def _check_together(self) -> None:
-        if self.backend == "remote" and self.remote.base_url is None:
-            raise SettingValueError(
-                "model.remote.base_url", "not set, but model.backend = 'remote' needs the server's URL"
-            )
-        if self.backend == "scripted" and self.script is None:
-            raise SettingValueError(
-                "model.script", "not set, but model.backend = 'scripted' needs a JSONL file of answers"
-            )
+        for rule in rules_of(self.TABLE):
+            if self._value(rule.key) == rule.value and self._value(rule.needed) is None:
+                raise SettingValueError(rule.needed, f"not set, but {rule.key} = {rule.value!r} needs {rule.why}")
 
 
 @dataclass(frozen=True, slots=True)

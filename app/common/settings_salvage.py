@@ -11,11 +11,8 @@ from contextlib import suppress
 from typing import Any
 
 from holodesk.app.common.settings_checks import InvalidValue
-from holodesk.app.common.settings_model import Section, SettingValueError, sections_of
-from holodesk.app.common.settings_schema import SECRET_KEY_NAMES
-
-# The fields a rule across fields looks at: the one to default when the rule fails.
-_RULE_FIELDS = frozenset({"backend"})
+from holodesk.app.common.settings_model import Section, SettingValueError, dotted_key, sections_of
+from holodesk.app.common.settings_schema import RULE_KEYS, SECRET_KEY_NAMES
 
 
 def salvage(cls: type[Section], data: object) -> Any:
@@ -31,7 +28,11 @@ def salvage(cls: type[Section], data: object) -> Any:
     try:
         return cls(**values)
     except SettingValueError:  # a rule across fields (the remote backend without a URL): default its fields
-        kept = {name: value for name, value in values.items() if name in sections or name not in _RULE_FIELDS}
+        kept = {
+            name: value
+            for name, value in values.items()
+            if name in sections or dotted_key(cls.TABLE, name) not in RULE_KEYS
+        }
         try:
             return cls(**kept)
         except SettingValueError:

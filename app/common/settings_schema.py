@@ -47,14 +47,28 @@ class Key:
 
 
 @dataclass(frozen=True, slots=True)
+class Requires:
+    """A rule across keys: `key` set to `value` needs `needed` set (`why` says what it is, in the error)."""
+
+    key: str
+    value: str
+    needed: str
+    why: str
+
+    def words(self) -> str:
+        """The rule as docs/settings.md states it."""
+        return f'`{self.key} = "{self.value}"` needs `{self.needed}`: {self.why}.'
+
+
+@dataclass(frozen=True, slots=True)
 class Table:
     """One TOML table: `name` dotted as the file writes it ("model.local"), its keys, and the rules
-    that involve several keys (checked by the dataclass, written here for the docs)."""
+    that involve several keys (the dataclass checks them, the docs state them)."""
 
     name: str
     meaning: str
     keys: tuple[Key, ...]
-    rules: tuple[str, ...] = ()
+    rules: tuple[Requires, ...] = ()
 
 
 TABLES: tuple[Table, ...] = (
@@ -73,8 +87,8 @@ TABLES: tuple[Table, ...] = (
             Key("script", checks.OPTIONAL_FILE, "The scripted backend's JSONL file of model answers."),
         ),
         rules=(
-            '`model.backend = "remote"` needs `model.remote.base_url`.',
-            '`model.backend = "scripted"` needs `model.script`.',
+            Requires("model.backend", "remote", "model.remote.base_url", "the server's URL"),
+            Requires("model.backend", "scripted", "model.script", "a JSONL file of answers"),
         ),
     ),
     Table(
@@ -169,10 +183,18 @@ TABLES: tuple[Table, ...] = (
 _TABLES: Mapping[str, Table] = MappingProxyType({table.name: table for table in TABLES})
 KEYS: Mapping[str, Key] = MappingProxyType({f"{table.name}.{key.name}": key for table in TABLES for key in table.keys})
 
+# The keys a rule looks at: salvage defaults them when the rule fails, keeping the other values.
+RULE_KEYS = frozenset(rule.key for table in TABLES for rule in table.rules)
+
 
 def checks_of(table: str) -> Mapping[str, Callable[[Any], Any]]:
     """The checker of each key of `table`, by key name (a settings dataclass's CHECKS)."""
     return MappingProxyType({key.name: key.check for key in _TABLES[table].keys})
+
+
+def rules_of(table: str) -> tuple[Requires, ...]:
+    """The rules across keys that `table`'s dataclass checks."""
+    return _TABLES[table].rules
 
 
 def default_of(dotted: str) -> Any:

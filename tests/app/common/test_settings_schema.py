@@ -15,7 +15,7 @@ import pytest
 import tomli_w
 
 from holodesk.app.common import settings_docs, settings_schema
-from holodesk.app.common.settings import Settings, SettingsError, settings_from_toml, settings_to_toml
+from holodesk.app.common.settings import Settings, SettingsError, load_settings, settings_from_toml, settings_to_toml
 from holodesk.app.common.settings_schema import KEYS, TABLES, Key, Table
 
 COMMITTED_DOCS = Path(__file__).resolve().parents[3] / "docs" / "settings.md"
@@ -65,14 +65,8 @@ def every_key_set(folder: Path) -> str:
         "model.remote.model": "holotron",
         "sessions.folder": str(folder / "sessions"),
     }
-    document: dict[str, Any] = {"version": 1}
-    for dotted, key in KEYS.items():
-        *tables, name = dotted.split(".")
-        table = document
-        for part in tables:
-            table = table.setdefault(part, {})
-        value = values.get(dotted, key.default)
-        table[name] = sorted(value) if isinstance(value, frozenset) else value
+    chosen = {dotted: values.get(dotted, key.default) for dotted, key in KEYS.items()}
+    document = {"version": 1, **nested({k: sorted(v) if isinstance(v, frozenset) else v for k, v in chosen.items()})}
     return tomli_w.dumps(document)
 
 
@@ -148,3 +142,47 @@ def test_the_generator_runs_as_a_module_and_says_when_it_cannot_read_the_page(tm
     )
     assert absent.returncode == 1
     assert absent.stderr.strip() == f"{missing}: cannot be read: No such file or directory"
+
+
+def test_every_rule_across_keys_names_schema_keys_and_is_enforced_by_name(tmp_path: Path) -> None:
+    rules = [(table, rule) for table in TABLES for rule in table.rules]
+    assert rules, "the schema states the model table's rules"
+    for table, rule in rules:
+        assert {rule.key, rule.needed} <= set(KEYS), rule
+        text = tomli_w.dumps({"version": 1, **nested({rule.key: rule.value})})
+        with pytest.raises(SettingsError) as refused:
+            settings_from_toml(text, tmp_path / "settings.toml")
+        assert refused.value.problems == (
+            f"{rule.needed}: not set, but {rule.key} = {rule.value!r} needs {rule.why}",
+        ), f"[{table.name}]'s rule {rule.words()}"
+
+
+def nested(values: Mapping[str, object]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for dotted, value in values.items():
+        *tables, name = dotted.split(".")
+        table = document
+        for part in tables:
+            table = table.setdefault(part, {})
+        table[name] = value
+    return document
+
+
+def test_a_broken_rule_defaults_only_the_key_it_looks_at(tmp_path: Path) -> None:
+    path = tmp_path / "settings.toml"
+    path.write_text(
+        '[model]\nbackend = "remote"\nprofile = "holo1.5"\nscript = "/answers.jsonl"\n[run]\nmax_steps = 7\n',
+        encoding="utf-8",
+    )
+    loaded = load_settings(path)
+    assert loaded.problem is not None
+    assert loaded.problem.problems == (
+        "model.remote.base_url: not set, but model.backend = 'remote' needs the server's URL",
+    )
+    model = loaded.settings.model
+    assert (model.backend, model.profile, model.script, loaded.settings.run.max_steps) == (
+        "local",
+        "holo1.5",
+        Path("/answers.jsonl"),
+        7,
+    ), "the file's other values are kept; only model.backend, which the rule looks at, is defaulted"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from holodesk.automation.actions import Action, Click, Drag, TypeText
 from holodesk.automation.cancel import CancelToken
+from holodesk.automation.errors import AutomationError
 
 DEFAULT_DOUBLE_CLICK_MS = 400
 SPACING_MARGIN_MS = 100
@@ -32,7 +33,7 @@ DOUBLE_CLICK_RANGE_MS = (100, 5000)
 XSETTING_NAME = "Net/DoubleClickTime"
 
 
-class XSettingsError(ValueError):
+class XSettingsError(AutomationError):
     """The _XSETTINGS_SETTINGS property does not follow the specification's layout."""
 
 

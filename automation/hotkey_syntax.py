@@ -7,6 +7,8 @@ be the same. pynput itself is not imported here: it needs a display at import ti
 
 from __future__ import annotations
 
+from holodesk.automation.errors import AutomationError
+
 DEFAULT_PROMPT_HOTKEY = "<ctrl>+<alt>+h"
 
 MODIFIER_KEY_NAMES = frozenset({
@@ -24,7 +26,7 @@ _SIDELESS = {"alt_l": "alt", "alt_r": "alt", "cmd_l": "cmd", "cmd_r": "cmd", "ct
              "shift_l": "shift", "shift_r": "shift"}  # fmt: skip
 
 
-class HotkeySyntaxError(ValueError):
+class HotkeySyntaxError(AutomationError, ValueError):
     """A hotkey that cannot be used, with what is wrong in words."""
 
 

@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
+from holodesk.automation.errors import AutomationError
+
 XVFB_MISSING = (
     "Xvfb is not installed, so the desktop tests cannot start a virtual display. "
     "Install Debian's `xvfb` package (apt-get install xvfb); tests/run.sh installs it."
@@ -29,7 +31,7 @@ XVFB_MISSING = (
 XVFB_OPTIONS = ("-noreset", "-nolisten", "tcp")
 
 
-class XvfbError(RuntimeError):
+class XvfbError(AutomationError):
     """Xvfb could not be started (missing binary, did not report a display in time)."""
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 
 from holodesk.automation.actions import Action, KeyCombo, TypeText, action_from_dict
-from holodesk.automation.errors import ActionError
+from holodesk.automation.errors import ActionError, AutomationError
 from holodesk.automation.routines.effects import changed_box
 from holodesk.automation.routines.locators import matches_elsewhere
 from holodesk.automation.routines.pictures import MAX_PICTURE_PIXELS, featureless, private_folder, save_png
@@ -74,7 +74,7 @@ class CompiledRoutine:
     warnings: list[str] = field(default_factory=list)
 
 
-class CompileError(Exception):
+class CompileError(AutomationError):
     """The session holds nothing a routine can replay; the message says why."""
 
 

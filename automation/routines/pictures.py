@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from holodesk.automation.errors import AutomationError
+
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 # A grey-level spread under this is one plain colour (the locators' own `_flat` test is 2.0; a
@@ -31,7 +33,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_PICTURE_PIXELS = 50_000_000
 
 
-class PictureError(ValueError):
+class PictureError(AutomationError):
     """A routine's picture that cannot be used, in words."""
 
 

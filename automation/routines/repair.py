@@ -17,6 +17,7 @@ import numpy as np
 from PIL import Image
 
 from holodesk.automation.actions import Point
+from holodesk.automation.errors import AutomationError
 from holodesk.automation.routines.compiler import take_target, unfindable_words
 from holodesk.automation.routines.pictures import featureless, private_folder, save_png, write_private
 from holodesk.automation.routines.routine_file import (
@@ -40,7 +41,7 @@ class ProposedRepair:
     pictures: dict[str, Image.Image]
 
 
-class CannotRepair(ValueError):
+class CannotRepair(AutomationError):
     """A repair that would write pictures no replay could find again; nothing is offered."""
 
 

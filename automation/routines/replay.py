@@ -46,7 +46,7 @@ from holodesk.automation.engine import (
     ShowsOwnRegions,
     StepEngine,
 )
-from holodesk.automation.errors import OffScreenError
+from holodesk.automation.errors import AutomationError, OffScreenError
 from holodesk.automation.proposal import EndRun, Grounding, PastStep, Policy, Proposal, UnusableProposal
 from holodesk.automation.routines.effects import ActedOn, EffectCheck, judge_effect
 from holodesk.automation.routines.locators import Grounder, Located, NotLocated, Rung, TargetLocator
@@ -129,7 +129,7 @@ class StepRecord:
     model_calls: int
 
 
-class ParameterError(ValueError):
+class ParameterError(AutomationError):
     """A --set that names no parameter, or a value that cannot be typed."""
 
 

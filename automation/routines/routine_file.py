@@ -32,7 +32,7 @@ from typing import Any
 import tomli_w
 
 from holodesk.automation.actions import Action, TypeText, action_from_dict
-from holodesk.automation.errors import ActionError
+from holodesk.automation.errors import ActionError, AutomationError
 from holodesk.automation.hotkey_syntax import HotkeySyntaxError, check_hotkey
 from holodesk.automation.routines.pictures import check_picture, make_private, private_folder, write_private
 
@@ -45,7 +45,7 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
 PARAMETER_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
-class RoutineFileError(Exception):
+class RoutineFileError(AutomationError):
     """A routine file that cannot be used; `problems` lists each one with where it is."""
 
     def __init__(self, path: Path, problems: list[str]) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from holodesk.automation.errors import AutomationError
 from holodesk.automation.routines.compiler import CompiledRoutine
 from holodesk.automation.routines.routine_file import PARAMETER_PATTERN, check_name
 
@@ -29,7 +30,7 @@ class ParameterChoice:
     new_name: str = ""  # for RENAME
 
 
-class SaveChoiceError(ValueError):
+class SaveChoiceError(AutomationError):
     """A choice that cannot be applied (a bad name, two parameters with one name, no step left)."""
 
 

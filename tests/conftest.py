@@ -157,6 +157,7 @@ def qapp_args() -> list[str]:
 # the overlay's GNOME session...) is caught through pytest's fixture closure.
 DISPLAY_FIXTURES = frozenset(
     {"xvfb", "target_window", "gnome_stack", "mutter_remote", "wayland_target", "stack", "desktop"}
+    | {"sway_stack", "sway_target"}  # the wlroots tier (tests/automation/wlroots), marked by hand
 )
 _running: list[pytest.Item] = []  # the test being set up or run, for the start guard
 

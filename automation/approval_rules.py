@@ -1,7 +1,8 @@
 """The approval rule: what each step can do beyond its target, and so when it must be shown.
 
-One rule, used by the engine (routine "approve all", `Decision.APPROVE_ALL_EXACT`) and by the tray's
-approver (the kinds ticked "approve automatically"). Two boxes can let a step through unshown:
+One table, read by the engine (routine "approve all", `Decision.APPROVE_ALL_EXACT`) and by the tray's
+approver (the kinds ticked "approve automatically") through one object they both ask,
+`AutoApproval` (automation/auto_approval.py). Two boxes can let a step through unshown:
 
 - routine "approve all" covers a step whose target was found exactly where it was recorded and that
   does nothing beyond pressing there (`ApprovalRule.may_approve_all`);

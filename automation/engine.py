@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol, runtime_checkable
 
 from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done, TypeText
-from holodesk.automation.approval_rules import approval_rule, paste_in_words, pastes
+from holodesk.automation.approval_rules import paste_in_words, pastes
+from holodesk.automation.auto_approval import AUTO_APPROVAL, AutoApproval
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.click_spacing import ClickSpacer
 from holodesk.automation.coords import FrameMapping, Rect, action_to_model, action_to_screen, monitor_at
@@ -50,7 +51,7 @@ STOP_POLL_S = 0.02
 
 class Decision(StrEnum):
     APPROVE = "approve"
-    # Approve this step and, for the rest of the run, every step `approval_rule` lets "approve all"
+    # Approve this step and, for the rest of the run, every step the approval rule lets "approve all"
     # cover (found exactly on its recorded picture, typing nothing). Any other step is still shown.
     APPROVE_ALL_EXACT = "approve_all_exact"
     EDIT = "edit"
@@ -71,7 +72,7 @@ class ApprovalRequest:
     loop_warning: str = ""  # set when the same action keeps coming back on an unchanged screen
     adjustment: str = ""  # set when the engine moved the target (off a fail-safe corner) before asking
     previous_result: str = ""  # what became of the step before ("no visible change", ...)
-    # From `approval_rule` (automation/approval_rules.py): whether "approve all" may cover this step, why
+    # From the approval rule (automation/auto_approval.py): whether "approve all" may cover this step, why
     # it is shown, and whether it is irreversible (the approver says so).
     may_approve_all: bool = False
     why_asked: str = ""
@@ -273,8 +274,11 @@ class StepEngine:
         *,
         questions: QuestionAnswerer | None = None,
         read_paste: Callable[[], str] = read_primary_selection,
+        auto_approval: AutoApproval = AUTO_APPROVAL,
     ) -> None:
         self.policy = policy
+        # The one rule for "approve all" (automation/auto_approval.py); the tray's approver asks it too.
+        self.auto_approval = auto_approval
         # What a pasting step (a middle click) would paste, read when it is asked; PasteUnreadable refuses it.
         self.read_paste = read_paste
         self.approver = approver
@@ -295,7 +299,7 @@ class StepEngine:
         self._previous_result = ""
         self._recording_failed = False  # the run ended because its record could not be written
         self._preparer = FramePreparer(None)  # the run's: prepares the next screenshot while it settles
-        self._approved_all_exact = False  # the user chose "approve all" (approval_rule says what it covers)
+        self._approved_all_exact = False  # the user chose "approve all" (auto_approval says what it covers)
         self._first_step_began = False  # the run got past its start (for the words of a stop before it)
         self._clicks = ClickSpacer()  # clicks one after another stay single clicks (automation/click_spacing.py)
         # Steps whose keys went out but could not be confirmed read as sent (the performer's `unconfirmed`).
@@ -558,8 +562,8 @@ class StepEngine:
         if paste_text is not None:
             words = paste_in_words(paste_text)
             adjustment = "; ".join(part for part in (adjustment, words[:1].upper() + words[1:]) if part)
-        rule = approval_rule(screen_action, proposal.grounding, paste_text)
-        if self._approved_all_exact and rule.may_approve_all and not looping:
+        rule = self.auto_approval.assess(screen_action, proposal.grounding, paste_text)
+        if self._approved_all_exact and self.auto_approval.approve_all_covers(rule, looping=looping):
             decision = ApprovalDecision.approve()
             record["approved_by"] = "approve all: found exactly where recorded, types nothing"
         else:
@@ -765,7 +769,7 @@ class StepEngine:
 
         def work() -> None:
             try:
-                future.set_result(self.policy.propose(task, history, frames))
+                future.set_result(self.policy.propose(task, history, frames, self.cancel))
             except BaseException as exc:
                 future.set_exception(exc)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from holodesk.automation.actions import Action
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ModelSpace, NormalizedSpace
 from holodesk.automation.errors import AutomationError
 from holodesk.automation.screen import ScreenFrame
@@ -100,7 +101,7 @@ class Proposal:
 class Grounding:
     """Where a proposer that replays recorded steps (a routine) found the step's target, in its terms.
 
-    The engine's approval rules read it (`automation.engine.approval_rule`): only a step whose
+    The engine's approval rules read it (`automation.auto_approval`): only a step whose
     target was found `exact`ly on its recorded picture may go ahead under "approve all".
     `irreversible` is what the recording says (send, save, delete...); the engine adds its own
     reasons. `source` names the step for people ("routine 'x', step 2 of 5"); `how` says how its
@@ -141,10 +142,14 @@ class Policy(Protocol):
     """Anything that proposes the next action: the model backends, scripted policies in tests.
 
     `frames` are the most recent screenshots, oldest first; the last one is the current screen.
+    `cancel` is the engine's token for the run: anything the policy waits on while proposing (a
+    question put to the user, a settle) must end once it is cancelled.
     A malformed answer raises `UnusableProposal` (the inference layer's ParseError is one).
     """
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal: ...
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal: ...
 
     def interrupt(self) -> None:
         """Abandon a `propose` in flight (any thread); a policy that cannot stop early does nothing."""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 
 from holodesk.automation.actions import Move, Point
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.errors import ParseError
 from holodesk.inference.generation import TextGenerator
@@ -53,9 +54,19 @@ class ModelPolicy:
         self._prepared = prepared  # frames that left the window are forgotten
         return [image for _, image in prepared.values()]
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self,
+        task: str,
+        history: Sequence[PastStep],
+        frames: Sequence[ScreenFrame],
+        cancel: CancelToken | None = None,
+    ) -> Proposal:
         """One step. An unusable answer is sent back to the model with the parser's error, once;
-        a second unusable answer is a ParseError (nothing is ever proposed from a bad answer)."""
+        a second unusable answer is a ParseError (nothing is ever proposed from a bad answer).
+
+        `cancel` (the engine's token) is not waited on: nothing here asks the user, and the engine
+        abandons an answer in flight through `interrupt`. Optional, so a benchmark or a check can
+        ask for one step without a run."""
         if not frames:
             raise ValueError("propose needs at least the current screenshot")
         recent = list(frames)[-self.profile.budget.keep_screenshots :]

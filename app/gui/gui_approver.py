@@ -20,8 +20,9 @@ Wayland session no grab can keep them from the user's window, so there the panel
 
 Auto-approval is opt-in: the kinds the user chose in the settings, plus the kinds ticked "approve
 this kind for the rest of this task" (forgotten when the engine starts a new run, which it does with
-a new CancelToken). A request with a loop warning is always asked about, and so is every step the
-approval rule (automation/approval_rules.py) always shows: an Enter in any disguise, a paste.
+a new CancelToken). Which steps a ticked kind covers is not decided here: the approver asks the
+same approval rule object the engine asks for "approve all" (automation/auto_approval.py), which
+always shows a step with a loop warning, an Enter in any disguise, a paste, an irreversible step.
 
 Questions from the model (`answer_question`) take the same road: the panel shows the question with a
 reply field, and the reply (or None, when the user stops) goes back to the engine thread.
@@ -53,7 +54,7 @@ from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import QtCore, QtGui, Signal
 from holodesk.app.gui.qt_screens import use_engine_layout
 from holodesk.automation.actions import Action
-from holodesk.automation.approval_rules import approval_rule
+from holodesk.automation.auto_approval import AUTO_APPROVAL, AutoApproval
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
 
@@ -111,8 +112,11 @@ class GuiApprover(QtCore.QObject):
         panel: ApprovalPanel | None = None,
         auto_approve_kinds: Iterable[str] = (),
         parent: QtCore.QObject | None = None,
+        *,
+        auto_approval: AutoApproval = AUTO_APPROVAL,
     ) -> None:
         super().__init__(parent)
+        self.auto_approval = auto_approval  # the rule; give it the engine's (automation/auto_approval.py)
         self.overlay = overlay
         self.panel = panel or ApprovalPanel()
         self._gui = GuiThreadCaller(self)
@@ -207,14 +211,16 @@ class GuiApprover(QtCore.QObject):
             if request.cancel is not self._task_token:  # a new run: forget the last task's choices
                 self._task_token = request.cancel
                 self._task_kinds = set()
-            # The one approval rule (automation/approval_rules.py), asked again here rather than trusted from
-            # the request: a step that presses Enter in any disguise, pastes, or that its recording calls
-            # irreversible is always shown, whatever kinds the user lets through.
-            rule = approval_rule(request.action, request.proposal.grounding)
-            if request.loop_warning or request.irreversible or not rule.per_kind_may_cover:
-                return False
-            kind = request.action.kind
-            return kind in self._settings_kinds or kind in self._task_kinds
+            # The one approval rule, asked again here rather than trusted from the request's fields
+            # (anyone can build a request); the request's irreversible can only add to what it says.
+            rule = self.auto_approval.assess(request.action, request.proposal.grounding)
+            return self.auto_approval.kinds_cover(
+                request.action,
+                rule,
+                self._settings_kinds | self._task_kinds,
+                looping=bool(request.loop_warning),
+                said_irreversible=request.irreversible,
+            )
 
     # -- GUI thread --
 

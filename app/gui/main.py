@@ -446,6 +446,7 @@ class HolodeskApp(QtCore.QObject):
             ),
             listener=self.bridge.engine_event.emit,
             questions=self.approver,
+            auto_approval=self.approver.auto_approval,  # one rule for "approve all" and the ticked kinds
         )
         self.engine = engine
         self.indicator.set_running(True)

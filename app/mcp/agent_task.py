@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from holodesk.app.mcp.one_step import DeskParts, RunHandle, StepReport, StepRunner
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import EngineEvent, EngineSettings, Outcome, QuestionAnswerer, StepEngine
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.screen import ScreenFrame
@@ -30,8 +31,10 @@ class TaskAsAsked:
         self.policy = policy
         self.task = task
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
-        return self.policy.propose(self.task, history, frames)
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
+        return self.policy.propose(self.task, history, frames, cancel)
 
     def interrupt(self) -> None:
         self.policy.interrupt()

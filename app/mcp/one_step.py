@@ -16,6 +16,7 @@ from pathlib import Path
 
 from holodesk.app.mcp.act_arguments import ActRequest, ScreenSize
 from holodesk.automation.actions import Done
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
 from holodesk.automation.engine import (
     ActionPerformer,
@@ -65,7 +66,9 @@ class OneStepProposer:
         self.proposed = False
         self.performed: bool | None = None  # after the step: whether its action ran (False: skipped)
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         frame = frames[-1]
         if not self.proposed:
             if (frame.width, frame.height) != (self.screen.width, self.screen.height):

@@ -4,7 +4,7 @@
 its target found again on the current screen through the locator ladder (the model's `locate` as
 the last rung, where one is given), in the frame's own pixels, with a `Grounding` that says how the
 target was found. Everything else is the engine's, as for the agent's steps: approval (its rules,
-`automation.engine.approval_rule`, decide what "approve all" covers), stop and pause, write-ahead
+`automation.auto_approval`, decide what "approve all" covers), stop and pause, write-ahead
 recording of every step into a session (`holodesk history` lists the replay), releasing the input
 the run held, listener isolation.
 
@@ -26,7 +26,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -97,7 +97,7 @@ class RepairRequest:
     located: Located
     frame: ScreenFrame
     repair: ProposedRepair  # the routine as it would be, and the diff to review
-    cancel: CancelToken = field(default_factory=CancelToken)  # the run's: a stop withdraws the question
+    cancel: CancelToken  # the run's (the engine's): a stop withdraws the question
 
 
 class RoutineQuestions(Protocol):
@@ -203,9 +203,10 @@ class _HandOverNow(Exception):
 class RoutinePolicy:
     """The routine as the engine's proposer (see the module's docstring). One run per instance.
 
-    `cancel` must be the engine's token (`routine_engine` sets it): the questions asked while
-    proposing end when the run is stopped. `agent` builds the agent for "continue with the agent"
-    (the model loads then), or returns why there is none; None: the choice is not offered.
+    The questions asked while proposing carry the token `propose` is given (the engine's): they end
+    when the run is stopped, however the policy was built. `agent` builds the agent for "continue
+    with the agent" (the model loads then), or returns why there is none; None: the choice is not
+    offered.
     `notify` receives a line for each step found and each effect checked.
     """
 
@@ -231,7 +232,6 @@ class RoutinePolicy:
         self.monitor = monitor
         self.notify = notify
         self.windows = windows()  # None: effects are judged on the whole screen
-        self.cancel = CancelToken()
         self.records: list[StepRecord] = []
         self.repairs_written: list[Path] = []
         self.handover_task = ""  # set when the agent took over
@@ -263,26 +263,28 @@ class RoutinePolicy:
         if self._handover is not None:
             self._handover.policy.interrupt()
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         if self._handover is not None:
-            return self._agent_propose(history, frames)
+            return self._agent_propose(history, frames, cancel)
         frame = frames[-1]
         try:
             ran, self._ran = self._ran, None
             if ran is not None and history and history[-1].performed and not history[-1].outcome:
-                frame = self._effect_seen(ran, frame)
+                frame = self._effect_seen(ran, frame, cancel)
             if self._next >= len(self.routine.steps):
                 return self._finished(frame)
             step = self.routine.steps[self._next]
-            proposal = self._step_proposal(step, frame)
+            proposal = self._step_proposal(step, frame, cancel)
         except _HandOverNow as handing:
-            return self._hand_over(handing, history, frames)
+            return self._hand_over(handing, history, frames, cancel)
         self._next += 1
         return proposal
 
     # -- one step -------------------------------------------------------------------------------------
 
-    def _step_proposal(self, step: RoutineStep, frame: ScreenFrame) -> Proposal:
+    def _step_proposal(self, step: RoutineStep, frame: ScreenFrame, cancel: CancelToken) -> Proposal:
         started = time.perf_counter()
         located: Located | None = None
         model_calls = 0
@@ -294,9 +296,9 @@ class RoutinePolicy:
             if isinstance(found, Located):
                 located = found
                 break
-            choice = self._ask(step, frame, self._not_found_words(step, found), effect_missing=False)
+            choice = self._ask(step, frame, self._not_found_words(step, found), cancel, effect_missing=False)
             if choice is ProblemChoice.RETRY:
-                frame = self._settled()
+                frame = self._settled(cancel)
                 continue
             raise _HandOverNow(step.number, f"step {step.number}: the target was not found")
         self.records.append(
@@ -386,7 +388,7 @@ class RoutinePolicy:
 
     # -- effects, repairs, the end ---------------------------------------------------------------------
 
-    def _effect_seen(self, ran: _Ran, after: ScreenFrame) -> ScreenFrame:
+    def _effect_seen(self, ran: _Ran, after: ScreenFrame, cancel: CancelToken) -> ScreenFrame:
         """Judge the step's effect (once more on a settled screen if missing); the user decides when it
         is still missing. Returns the frame the next step is located on.
 
@@ -395,16 +397,16 @@ class RoutinePolicy:
         step = ran.step
         check = self._check(ran, after)
         if not check.seen:  # the program may still have been busy
-            after = self._settled()
+            after = self._settled(cancel)
             check = self._check(ran, after)
         asked = False
         while not check.seen:
             asked = True
-            choice = self._ask(step, after, f"step {step.number} ran, but {check.detail}", effect_missing=True)
+            choice = self._ask(step, after, f"step {step.number} ran, but {check.detail}", cancel, effect_missing=True)
             if choice is ProblemChoice.CONTINUE:
                 break
             if choice is ProblemChoice.RETRY:
-                after = self._settled()
+                after = self._settled(cancel)
                 check = self._check(ran, after)
                 continue
             raise _HandOverNow(step.number + 1, f"step {step.number}: {check.detail}")
@@ -417,7 +419,7 @@ class RoutinePolicy:
             self._say(f"step {step.number} done: {check.detail}")
         fair = check.seen and check.judged and not asked
         if fair and ran.located is not None and ran.located.rung is Rung.MODEL and self.routine.folder is not None:
-            self._offer_repair(step, ran.located, ran.before)
+            self._offer_repair(step, ran.located, ran.before, cancel)
         return after
 
     def _acted_before(self, action: Action) -> ActedOn:
@@ -444,14 +446,14 @@ class RoutinePolicy:
             acted = replace(acted, window_after=window_after, focus_after=focus_after)
         return judge_effect(ran.step.expect, acted, ran.before, after, target=anchor, ignore=own)
 
-    def _offer_repair(self, step: RoutineStep, located: Located, frame: ScreenFrame) -> None:
+    def _offer_repair(self, step: RoutineStep, located: Located, frame: ScreenFrame, cancel: CancelToken) -> None:
         try:
             proposed = propose_repair(self.routine, step, located.point, frame)
         except CannotRepair as exc:
             self._say(str(exc))
             return
-        accepted = self.questions.offer_repair(RepairRequest(self.routine, step, located, frame, proposed, self.cancel))
-        self.cancel.raise_if_cancelled()  # a repair answered after a stop is not written
+        accepted = self.questions.offer_repair(RepairRequest(self.routine, step, located, frame, proposed, cancel))
+        cancel.raise_if_cancelled()  # a repair answered after a stop is not written
         if accepted:
             try:
                 self.repairs_written.append(write_repair(proposed))
@@ -473,7 +475,9 @@ class RoutinePolicy:
 
     # -- the agent takes over --------------------------------------------------------------------------
 
-    def _hand_over(self, handing: _HandOverNow, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def _hand_over(
+        self, handing: _HandOverNow, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         if self.agent is None:
             raise EndRun(f"{handing.why}; there is no agent to continue with", stopped=False)
         agent = self.agent()
@@ -482,9 +486,11 @@ class RoutinePolicy:
         self._handover = agent
         self.handover_task = handover_task(self.routine, handing.next_step, self.values)
         self._say(f"{handing.why}: continuing with the agent")
-        return self._agent_propose(history, frames)
+        return self._agent_propose(history, frames, cancel)
 
-    def _agent_propose(self, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def _agent_propose(
+        self, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         """The agent's proposal, given the run's history with the routine's steps in its own space."""
         assert self._handover is not None
         routine_steps = max(0, len(history) - self._agent_proposals)
@@ -501,7 +507,7 @@ class RoutinePolicy:
 
         shown = [in_agent_space(p) for p in history[:routine_steps]] + list(history[routine_steps:])
         try:
-            proposal = self._handover.policy.propose(self.handover_task, shown, frames)
+            proposal = self._handover.policy.propose(self.handover_task, shown, frames, cancel)
         except UnusableProposal:
             self._agent_calls += 2  # the answer, and the one asked again, were both unusable
             raise
@@ -514,25 +520,25 @@ class RoutinePolicy:
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    def _ask(self, step: RoutineStep, frame: ScreenFrame, problem: str, *, effect_missing: bool) -> ProblemChoice:
+    def _ask(
+        self, step: RoutineStep, frame: ScreenFrame, problem: str, cancel: CancelToken, *, effect_missing: bool
+    ) -> ProblemChoice:
         self._say(f"step {step.number} problem: {problem}")
-        choice = self.questions.problem(ProblemRequest(self.routine, step, frame, problem, effect_missing, self.cancel))
-        self.cancel.raise_if_cancelled()
+        choice = self.questions.problem(ProblemRequest(self.routine, step, frame, problem, effect_missing, cancel))
+        cancel.raise_if_cancelled()
         if choice is ProblemChoice.STOP:
             raise EndRun(f"{problem}; stopped by the user", stopped=True)
         if choice is ProblemChoice.HAND_OVER and self.agent is None:
             raise EndRun(f"{problem}; there is no agent to continue with", stopped=False)
         return choice
 
-    def _settled(self) -> ScreenFrame:
-        frame, _ = wait_for_settle(
-            lambda: self.frames.grab(self.monitor), SETTLE_TIMEOUT_S, SETTLE_POLL_S, sleep=self._sleep
-        )
-        return frame
+    def _settled(self, cancel: CancelToken) -> ScreenFrame:
+        def sleep(seconds: float) -> None:
+            if cancel.sleep(seconds):
+                cancel.raise_if_cancelled()
 
-    def _sleep(self, seconds: float) -> None:
-        if self.cancel.sleep(seconds):
-            self.cancel.raise_if_cancelled()
+        frame, _ = wait_for_settle(lambda: self.frames.grab(self.monitor), SETTLE_TIMEOUT_S, SETTLE_POLL_S, sleep=sleep)
+        return frame
 
     def _not_found_words(self, step: RoutineStep, found: NotLocated) -> str:
         what = step.target.element if step.target and step.target.element else f"step {step.number}'s target"
@@ -584,5 +590,4 @@ def routine_engine(
         listener=listener,
         questions=questions,
     )
-    policy.cancel = engine.cancel
     return engine

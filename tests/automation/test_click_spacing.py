@@ -21,6 +21,7 @@ from Xlib import X
 from Xlib import display as xdisplay
 
 from holodesk.automation.actions import Action, Click, Done, Point
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.click_spacing import (
     DEFAULT_DOUBLE_CLICK_MS,
     SPACING_MARGIN_MS,
@@ -137,7 +138,9 @@ class Steps:
     def __init__(self, actions: Sequence[Action]) -> None:
         self.actions = list(actions)
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         frame = frames[-1]
         action = self.actions.pop(0) if self.actions else Done("done")
         grounding = Grounding(exact=True, how="found exactly where recorded", source="routine 'r'")

@@ -88,7 +88,7 @@ class ListPolicy:
         self.calls: list[tuple[list[PastStep], int]] = []
         self.delay_s = delay_s
 
-    def propose(self, task, history, frames) -> Proposal:
+    def propose(self, task, history, frames, cancel) -> Proposal:
         self.calls.append((list(history), len(frames)))
         if self.delay_s:
             time.sleep(self.delay_s)
@@ -233,10 +233,10 @@ class BlockingPolicy(ListPolicy):
         self.computing = threading.Event()
         self.release = threading.Event()
 
-    def propose(self, task, history, frames) -> Proposal:
+    def propose(self, task, history, frames, cancel) -> Proposal:
         self.computing.set()
         self.release.wait(WAIT_S)
-        return super().propose(task, history, frames)
+        return super().propose(task, history, frames, cancel)
 
 
 def wait_for_event(events: list[EngineEvent], state: EngineState, step: int | None = None) -> None:

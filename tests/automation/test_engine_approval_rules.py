@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import pytest
 
 from holodesk.automation.actions import Action, Click, Done, KeyCombo, Point, Scroll, ScrollDirection, TypeText
+from holodesk.automation.approval_rules import approval_rule
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
 from holodesk.automation.engine import (
     ApprovalDecision,
@@ -21,7 +23,6 @@ from holodesk.automation.engine import (
     EngineSettings,
     Outcome,
     StepEngine,
-    approval_rule,
 )
 from holodesk.automation.proposal import Grounding, PastStep, Proposal
 from holodesk.automation.screen import ScreenFrame
@@ -38,7 +39,9 @@ class GroundedPolicy:
     def __init__(self, answers: Sequence[tuple[Action, Grounding | None]]) -> None:
         self.answers = list(answers)
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         if not self.answers:
             return Proposal(Done("done"), "", 800, 600, space=ImagePixelSpace())
         action, grounding = self.answers.pop(0)

@@ -255,9 +255,9 @@ class HistoryRecorder:
         self.policy = policy
         self.histories: list[list] = []
 
-    def propose(self, task, history, frames):
+    def propose(self, task, history, frames, cancel):
         self.histories.append(list(history))
-        return self.policy.propose(task, history, frames)
+        return self.policy.propose(task, history, frames, cancel)
 
     def interrupt(self) -> None:
         self.policy.interrupt()

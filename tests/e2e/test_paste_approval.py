@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from holodesk.automation.actions import Action, Click, Done, Drag, MouseButton, Point
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
 from holodesk.automation.engine import (
     ApprovalDecision,
@@ -70,7 +71,9 @@ class Steps:
     def __init__(self, actions: Sequence[Action]) -> None:
         self.actions = list(actions)
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         frame = frames[-1]
         action = self.actions.pop(0) if self.actions else Done("done")
         return Proposal(action, "", frame.width, frame.height, space=ImagePixelSpace(), grounding=EXACT)

@@ -107,9 +107,9 @@ def test_an_engine_run_prepares_each_settled_screen_while_it_settles_not_in_prop
     seen: list[int] = []
     real_propose = policy.propose
 
-    def propose(task, history, frames):  # type: ignore[no-untyped-def]
+    def propose(task, history, frames, cancel=None):  # type: ignore[no-untyped-def]
         seen.append(profile.prepared)
-        return real_propose(task, history, frames)
+        return real_propose(task, history, frames, cancel)
 
     policy.propose = propose  # type: ignore[method-assign]
     result = engine.run("t")

@@ -178,9 +178,10 @@ def main() -> int:
     from holodesk.app.gui.qt import QtCore, QtWidgets, Signal
     from holodesk.app.gui.qt_screens import qt_monitors, widget_screen_rect
     from holodesk.automation.actions import action_from_dict
+    from holodesk.automation.approval_rules import approval_rule
     from holodesk.automation.cancel import CancelToken
     from holodesk.automation.coords import virtual_desktop
-    from holodesk.automation.engine import ApprovalRequest, approval_rule
+    from holodesk.automation.engine import ApprovalRequest
     from holodesk.automation.proposal import Proposal
     from holodesk.automation.screen import ScreenCapture
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from bench.rigs.routine_scenes import Button, screen
 from holodesk.app.cli.history_command import show_session
 from holodesk.automation.actions import Click, Done, Point
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome, StepEngine
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.screen import ScreenFrame
@@ -20,7 +21,9 @@ OK = Button("OK", 100, 100)
 
 
 class ClickThenDone:
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         frame = frames[-1]
         action = Click(Point(*OK.centre)) if not history else Done("finished")
         return Proposal(action, "", frame.width, frame.height)

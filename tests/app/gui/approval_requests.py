@@ -7,8 +7,9 @@ monitor matches it: a target the panel accepts is one the offscreen screen shows
 from __future__ import annotations
 
 from holodesk.automation.actions import Action
+from holodesk.automation.approval_rules import approval_rule
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalRequest, approval_rule
+from holodesk.automation.engine import ApprovalRequest
 from holodesk.automation.proposal import Proposal
 from tests.automation.frames import solid_frame
 

@@ -385,7 +385,7 @@ def test_a_plan_is_continued_not_approved(qtbot, panel: ApprovalPanel) -> None: 
 
 
 def test_the_remember_box_on_a_step_always_asked_says_which_steps_it_never_covers(panel: ApprovalPanel) -> None:
-    """A typing step that presses Enter is shown every time (automation.engine.approval_rule); the box
+    """A typing step that presses Enter is shown every time (automation.auto_approval); the box
     still approves later typing, and the panel must not let it promise the Enter steps too."""
     panel.present(approval_request(TypeText("ls", press_enter=True)))
     widgets = panel.named_widgets()

@@ -21,6 +21,7 @@ from holodesk.app.gui.gui_approver import GuiApprover
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import Qt
 from holodesk.automation.actions import Action, Click, Done, KeyCombo, MouseButton, Point, TypeText
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
 from holodesk.automation.engine import EngineSettings, Outcome, RunResult, StepEngine
 from holodesk.automation.input.performer import InputPerformer
@@ -48,7 +49,9 @@ class ModelSteps:
     def __init__(self, actions: Sequence[Action]) -> None:
         self.actions = list(actions)
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         frame = frames[-1]
         action = self.actions.pop(0) if self.actions else Done("done")
         return Proposal(action, "", frame.width, frame.height, space=ImagePixelSpace())

@@ -64,7 +64,9 @@ class FinishingAgent:
     def __init__(self) -> None:
         self.tasks: list[str] = []
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         from holodesk.automation.actions import Done
 
         self.tasks.append(task)

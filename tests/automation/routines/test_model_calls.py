@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bench.rigs.routine_scenes import screen
 from holodesk.automation.actions import Done, Point
+from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import NormalizedSpace
 from holodesk.automation.engine import Outcome
 from holodesk.automation.proposal import PastStep, Proposal, RejectedAnswer
@@ -30,7 +31,9 @@ class LostGrounder:
 class SecondTimeAgent:
     """An agent whose first answer was refused and asked again, and which then says it is done."""
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         refused = (RejectedAnswer("{not json", "the answer contains no JSON object"),)
         return Proposal(Done("finished"), "", frames[-1].width, frames[-1].height, rejected=refused)
 

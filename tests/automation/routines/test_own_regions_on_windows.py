@@ -111,7 +111,9 @@ class ClickGoThenFinish:
     def __init__(self) -> None:
         self.answers: list[Action] = [Click(GO), Done("done")]
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         frame = frames[-1]
         return Proposal(self.answers.pop(0), "", frame.width, frame.height, space=ImagePixelSpace(), element="Go")
 

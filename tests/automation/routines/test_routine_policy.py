@@ -83,7 +83,9 @@ class Agent:
     def __init__(self) -> None:
         self.seen: list[tuple[str, list[PastStep]]] = []
 
-    def propose(self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame]) -> Proposal:
+    def propose(
+        self, task: str, history: Sequence[PastStep], frames: Sequence[ScreenFrame], cancel: CancelToken
+    ) -> Proposal:
         self.seen.append((task, list(history)))
         return Proposal(Done("finished"), "", frames[-1].width, frames[-1].height)
 

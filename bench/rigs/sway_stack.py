@@ -192,6 +192,11 @@ class SwayStack:
             return ""
         return "\n--- sway.log ---\n" + "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
+    @property
+    def pid(self) -> int | None:
+        """sway's process id while it was started (None before start and after stop)."""
+        return self._process.pid if self._process is not None else None
+
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 

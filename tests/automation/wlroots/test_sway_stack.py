@@ -28,6 +28,8 @@ def test_the_stack_has_one_output_of_the_asked_size_and_stops_clean() -> None:
     stack = SwayStack(output_size=(800, 600))
     try:
         stack.start()
+        sway = stack.pid
+        assert sway is not None
         outputs = stack.swaymsg("get_outputs")
         assert isinstance(outputs, list)
         assert [(o["name"], o["rect"]["width"], o["rect"]["height"]) for o in outputs] == [("HEADLESS-1", 800, 600)]
@@ -39,5 +41,5 @@ def test_the_stack_has_one_output_of_the_asked_size_and_stops_clean() -> None:
         assert stack.swaymsg("get_bar_config") == []  # no bar
     finally:
         stack.stop()
-    assert not stack.running()
+    assert not Path(f"/proc/{sway}").exists(), "sway still runs after stop()"
     assert not stack.root.exists()

@@ -1,0 +1,192 @@
+"""Keyboard input on wlroots desktops (sway) through the virtual-keyboard protocol, with wtype.
+
+wtype makes a virtual keyboard whose keymap holds exactly the keysyms it is asked for, so text and
+keys arrive the same on every layout the user has; nothing here reads the user's layout. Modifiers
+(ctrl, alt, shift, super, altgr) are held by wtype's modifier state, the other keys go by keysym.
+Each wtype call is one new virtual keyboard, and the first key after one appears was lost on
+headless sway ("Hello" arrived as "ello"): each call taps Shift first, which types nothing.
+
+What this backend does not do yet, refused in words by `check` before anything is sent (so before
+the approval): pointer actions (click, move, drag, scroll: the virtual-pointer protocol is not wired
+yet) and pasting (text is always typed). Wayland does not say which program has the focus, so it
+declares it cannot tell (the plan then refuses overwrite). Text goes out in chunks, the stop token
+checked between them. Monitors come from sway's IPC (`swaymsg -t get_outputs`), so for now the
+backend serves sway and says so on other wlroots desktops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+
+from holodesk.automation.actions import Action
+from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import Monitor, Rect
+from holodesk.automation.errors import ActionError, DesktopRefused, ExecutionError
+from holodesk.automation.input.backend import InputCapabilities
+from holodesk.automation.input.injected import InjectedInput, keys_for_text
+from holodesk.automation.input.plan import TYPED, InputTarget
+from holodesk.automation.input.primitives import (
+    ButtonClicks,
+    ButtonDrag,
+    KeyPresses,
+    PastedText,
+    PointerTo,
+    Primitive,
+    TypedText,
+    WheelScroll,
+)
+from holodesk.automation.keys import normalize_key
+from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
+
+log = logging.getLogger(__name__)
+
+WTYPE = "wtype"
+WTYPE_PACKAGE = "wtype"  # Debian's package name
+PASTE_KEYS = ("ctrl", "v")
+SELECT_ALL_KEYS = ("ctrl", "a")
+# Canonical modifier names to wtype's (-M/-m): held by the virtual keyboard's modifier state.
+_WTYPE_MODIFIERS = {"ctrl": "ctrl", "alt": "alt", "shift": "shift", "super": "logo", "altgr": "altgr"}
+POINTER_NOT_WIRED = (
+    "pointer actions (click, move, drag, scroll) are not available on wlroots desktops yet: Holodesk "
+    "types there through the virtual-keyboard protocol, and the virtual-pointer protocol is not wired"
+)
+
+
+def sway_monitors(environ: dict[str, str] | None = None) -> tuple[Monitor, ...]:
+    """sway's active outputs as monitors (`swaymsg -t get_outputs`); ExecutionError in words elsewhere."""
+    env = dict(os.environ if environ is None else environ)
+    if not env.get("SWAYSOCK"):
+        raise ExecutionError(
+            "this wlroots desktop is not sway (SWAYSOCK is unset): Holodesk reads the monitors only from sway so far"
+        )
+    try:
+        done = subprocess.run(
+            ["swaymsg", "--raw", "-t", "get_outputs"], env=env, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ExecutionError(f"cannot ask sway for its monitors: {exc}") from exc
+    if done.returncode != 0:
+        raise ExecutionError(f"cannot ask sway for its monitors: {done.stderr.strip() or done.stdout.strip()}")
+    outputs = [output for output in json.loads(done.stdout) if output.get("active")]
+    return tuple(
+        Monitor(
+            index,
+            Rect(rect["x"], rect["y"], rect["width"], rect["height"]),
+            float(output.get("scale", 1.0)),
+            str(output.get("name", "")),
+            index == 1,
+        )
+        for index, output in enumerate(outputs, start=1)
+        for rect in (output["rect"],)
+    )
+
+
+class WtypeKeyboard:
+    """The wlroots keyboard backend (automation.input.backend.InputBackend) through wtype."""
+
+    def __init__(
+        self,
+        *,
+        injected: InjectedInput | None = None,
+        environ: dict[str, str] | None = None,
+        chunk_chars: int = 64,
+        focus_settle_s: float = 0.05,
+    ) -> None:
+        if chunk_chars < 1:
+            raise ValueError("chunk_chars must be at least 1")
+        self._injected = injected if injected is not None else InjectedInput()
+        self._environ = environ
+        self.chunk_chars = chunk_chars
+        self.focus_settle_s = focus_settle_s
+
+    @property
+    def capabilities(self) -> InputCapabilities:
+        return InputCapabilities(
+            name="wlroots virtual keyboard (wtype)", knows_focused_program=False, refuses_corners=False
+        )
+
+    @property
+    def injected(self) -> InjectedInput:
+        return self._injected
+
+    def close(self) -> None:
+        """Nothing to give back: each wtype call's virtual keyboard ends with it."""
+
+    def monitors(self) -> tuple[Monitor, ...]:
+        return sway_monitors(self._environ)
+
+    def input_target(self, action: Action) -> InputTarget:
+        return InputTarget(None, SELECT_ALL_KEYS, PASTE_KEYS, TYPED, self.focus_settle_s)
+
+    # -- checks: nothing here sends input ----------------------------------------------------------
+
+    def check(self, step: Primitive) -> None:
+        if isinstance(step, PointerTo | ButtonClicks | ButtonDrag | WheelScroll):
+            raise ActionError(POINTER_NOT_WIRED)
+        if isinstance(step, PastedText):
+            raise ActionError("pasting is not available on wlroots desktops yet: Holodesk types the text there")
+        if isinstance(step, KeyPresses):
+            _combination_arguments(step.hold, step.taps)
+        elif isinstance(step, TypedText):
+            text_keysyms(step.text)  # ActionError naming a character no key event can carry
+        if shutil.which(WTYPE) is None:
+            raise ActionError(f"typing on a wlroots desktop needs wtype: sudo apt install {WTYPE_PACKAGE}")
+
+    # -- performing --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def acting(self, action: Action, steps: tuple[Primitive, ...]) -> Iterator[None]:
+        yield  # every wtype call opens and closes its own virtual keyboard
+
+    def perform(self, step: Primitive, cancel: CancelToken) -> str:
+        if isinstance(step, TypedText):
+            for start in range(0, len(step.text), self.chunk_chars):
+                cancel.raise_if_cancelled()
+                chunk = step.text[start : start + self.chunk_chars]
+                with self._injected.holding(keys_for_text(chunk)):
+                    self._wtype(["--", chunk])
+            return ""
+        if isinstance(step, KeyPresses):
+            cancel.raise_if_cancelled()
+            with self._injected.holding(normalize_key(key) for key in step.keys):
+                self._wtype(_combination_arguments(step.hold, step.taps))
+            return ""
+        raise AssertionError(f"check refuses {type(step).__name__} before anything is performed")
+
+    def _wtype(self, arguments: Sequence[str]) -> None:
+        # Shift first: the first key of a new virtual keyboard can be lost (see the module docstring).
+        command = [WTYPE, "-k", "Shift_L", *arguments]
+        env = dict(os.environ if self._environ is None else self._environ)
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise DesktopRefused(f"wtype: {exc}") from exc
+        if done.returncode != 0:
+            # e.g. "Compositor does not support the virtual keyboard protocol" (GNOME, KDE)
+            raise DesktopRefused(f"wtype failed: {done.stderr.strip() or f'exit status {done.returncode}'}")
+        log.info("sent through wtype: %d arguments", len(arguments))
+
+
+def _combination_arguments(hold: Sequence[str], taps: Sequence[str]) -> list[str]:
+    """wtype's arguments holding `hold` (modifiers only) around `taps`; ActionError for others."""
+    arguments: list[str] = []
+    held = [normalize_key(key) for key in hold]
+    for key in held:
+        if key not in _WTYPE_MODIFIERS:
+            raise ActionError(f"holding {key!r} is not available on wlroots desktops yet: only modifiers are held")
+        arguments += ["-M", _WTYPE_MODIFIERS[key]]
+    for key in taps:
+        canonical = normalize_key(key)
+        if canonical in _WTYPE_MODIFIERS:
+            arguments += ["-M", _WTYPE_MODIFIERS[canonical], "-m", _WTYPE_MODIFIERS[canonical]]
+        else:
+            arguments += ["-k", f"0x{key_keysym(canonical):x}"]  # libxkbcommon reads a keysym name "0x..."
+    for key in reversed(held):
+        arguments += ["-m", _WTYPE_MODIFIERS[key]]
+    return arguments

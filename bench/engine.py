@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from bench.engine_reference import REFERENCE_COMMIT, ReferenceEngine, ReferenceUnavailable
 from bench.harness import BenchResult, BenchSettings, interleaved, stats_of
 from bench.screens import desktop_display
 from holodesk.automation.actions import Action
@@ -263,7 +264,6 @@ def run_bare_loop(capture: ScreenCapture, input_performer: StepInput, into: Step
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.engine_reference import REFERENCE_COMMIT, ReferenceEngine, ReferenceUnavailable
     from holodesk.automation.input.performer import InputPerformer
     from holodesk.automation.input.x11.backend import X11Input
 

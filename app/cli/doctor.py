@@ -12,47 +12,13 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, TextIO
+
+from holodesk.app.cli.canned_screen import canned_screenshot
+from holodesk.app.cli.doctor_report import CheckResult, DoctorOptions, Status, printable
 
 if TYPE_CHECKING:
     from holodesk.inference.checkpoint import CheckpointLocation
-
-
-class Status(StrEnum):
-    OK = "OK"
-    INFO = "INFO"
-    WARN = "WARN"
-    FAIL = "FAIL"
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """One line of the report. `blocking` marks a FAIL that stops the chosen backend."""
-
-    name: str
-    status: Status
-    detail: str
-    fix: str = ""
-    blocking: bool = False
-
-    def line(self) -> str:
-        text = f"{self.status.value:<5} {self.name}: {self.detail}"
-        return f"{text}\n      fix: {self.fix}" if self.fix else text
-
-
-@dataclass(frozen=True, slots=True)
-class DoctorOptions:
-    """What the user intends to run, so the doctor knows what blocks it."""
-
-    backend: str  # "local", "remote" or "scripted"; the defaults are the settings file's
-    model: str | None  # checkpoint directory or repo id (local backend)
-    base_url: str | None  # server URL (remote backend)
-    device: str  # "cuda" or "cpu" (local backend)
-    try_step: bool = False  # --try: load the model and run one step on a canned screenshot
-    profile: str = "holotron"  # the model profile (prompt and answer format) the tasks use
-    max_steps: int = 30  # the step limit of a task: the context must hold its last step
 
 
 # The release the in-process engine is tested with (pyproject.toml's holotron extra pins it).
@@ -343,7 +309,7 @@ def try_local_profile_step(model: str, device: str, profile_name: str) -> CheckR
         proposal = ModelPolicy(get_profile(profile_name), backend).propose(
             "Archive the first unread email.",
             [],
-            [canned_screenshot()],  # type: ignore[list-item]
+            [canned_screenshot()],
         )
     except ParseError as exc:
         return CheckResult(  # blocking: a model whose answers do not parse cannot run a task
@@ -367,42 +333,6 @@ def try_local_profile_step(model: str, device: str, profile_name: str) -> CheckR
     )
 
 
-def printable(text: str, limit: int = 160) -> str:
-    """Model text made safe for a terminal: control characters escaped, one line, at most `limit` characters."""
-    cleaned = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    return cleaned if len(cleaned) <= limit else cleaned[: limit - 3] + "..."
-
-
-def canned_screenshot() -> object:
-    """A 1280x800 desktop-like frame (a mail window with a search field and an Archive button)."""
-    import time
-
-    import numpy as np
-    from PIL import Image, ImageDraw
-
-    from holodesk.automation.coords import Rect
-    from holodesk.automation.screen import ScreenFrame
-
-    image = Image.new("RGB", (1280, 800), (32, 96, 160))
-    draw = ImageDraw.Draw(image)
-    draw.rectangle((160, 120, 1120, 700), fill=(240, 240, 240), outline=(0, 0, 0))
-    draw.rectangle((160, 120, 1120, 150), fill=(60, 60, 70))
-    draw.text((172, 128), "Mail - Inbox (3 unread)", fill=(255, 255, 255))
-    draw.rectangle((200, 180, 800, 210), fill=(255, 255, 255), outline=(120, 120, 120))
-    draw.text((208, 188), "Search mail", fill=(128, 128, 128))
-    draw.rectangle((960, 640, 1100, 680), fill=(30, 120, 220))
-    draw.text((1004, 652), "Archive", fill=(255, 255, 255))
-    rgb = np.asarray(image)
-    bgra = np.concatenate([rgb[:, :, ::-1], np.full((*rgb.shape[:2], 1), 255, np.uint8)], axis=2)
-    return ScreenFrame(
-        pixels=np.ascontiguousarray(bgra),
-        region=Rect(0, 0, image.width, image.height),
-        monitor=None,
-        monitors=(),
-        captured_at=time.monotonic(),
-    )
-
-
 def try_one_step(model: str, device: str) -> CheckResult:
     """Load the model in the in-process backend and run the engine's first contact on a canned screenshot.
 
@@ -418,7 +348,7 @@ def try_one_step(model: str, device: str) -> CheckResult:
         started = time.perf_counter()
         backend.load()
         loaded_in = time.perf_counter() - started
-        report = first_contact(backend.engine, contact_request(canned_screenshot()))  # type: ignore[arg-type]
+        report = first_contact(backend.engine, contact_request(canned_screenshot()))
     except InferenceError as exc:
         return CheckResult("try", Status.FAIL, printable(str(exc), limit=400), blocking=True)
     finally:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from holodesk.app.cli.doctor import CheckResult, Status
+from holodesk.app.cli.doctor_report import CheckResult, Status
 from holodesk.inference.hardware import CudaDevice
 from holodesk.inference.memory_guide import CONTEXT_TOKENS, Fit, fits, gib_text
 

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from holodesk.app.cli.doctor import CheckResult, DoctorOptions, Status, canned_screenshot, printable
+from holodesk.app.cli.canned_screen import canned_screenshot
+from holodesk.app.cli.doctor_report import CheckResult, DoctorOptions, Status, printable
 from holodesk.inference.errors import BackendError, InferenceError, ParseError
 
 if TYPE_CHECKING:
@@ -188,7 +189,7 @@ def try_remote_step(backend: RemoteBackend, profile: Profile) -> CheckResult:
 
     policy = ModelPolicy(profile, backend)
     try:
-        proposal = policy.propose("Archive the first unread email.", [], [canned_screenshot()])  # type: ignore[list-item]
+        proposal = policy.propose("Archive the first unread email.", [], [canned_screenshot()])
     except ParseError as exc:
         timings = exc.timings
         spent = f"{timings.tokens_in} tokens in, {timings.tokens_out} out" if timings else "no timings"

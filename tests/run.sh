@@ -10,8 +10,8 @@
 #                                                  (-m "not display and not vllm and not bench")
 #
 # Lint and types alone: bash tests/lint.sh. The slow tiers by marker: -m vllm, -m wayland (the headless
-# GNOME stack), -m chromium, -m display (every display, those two included), -m bench (benchmarks
-# run to the end); see tests/conftest.py and the README.
+# GNOME stack), -m wlroots (the headless sway stack), -m chromium, -m display (every display, those
+# three included), -m bench (benchmarks run to the end); see tests/conftest.py and the README.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +42,10 @@ display_debs=(xvfb xfonts-base xdotool x11-xserver-utils x11-utils xauth trayer 
       gstreamer1.0-pipewire wl-clipboard
       # mutter through its library, with a hand on its keyboard layouts (bench/rigs/mutter_keyboard.py);
       # it brings GTK 3's typelib for the GTK entry (tests/support/gtk_target.py)
-      gir1.2-mutter-11 gir1.2-gtk-3.0)
+      gir1.2-mutter-11 gir1.2-gtk-3.0
+      # The headless sway (wlroots) stack (bench/rigs/sway_stack.py; swaymsg comes with sway), its
+      # screencopy capture (grim) and virtual-keyboard typing (wtype) (tests/automation/wlroots).
+      sway grim wtype)
 $quick || debs+=("${display_debs[@]}")
 missing=()
 for deb in "${debs[@]}"; do

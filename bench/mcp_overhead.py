@@ -25,7 +25,7 @@ from bench.harness import BenchResult, BenchSettings, format_table, machine_desc
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.one_step import DeskParts
 from holodesk.app.mcp.server import DeskServer
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest
 
 NAME = "mcp_overhead"
 GOAL_MS = 50.0

@@ -105,7 +105,7 @@ class AutoApprove:
         self.problems: list[str] = []
 
     def decide(self, request: Any) -> Any:
-        from holodesk.automation.engine import ApprovalDecision, Decision
+        from holodesk.automation.engine_protocols import ApprovalDecision, Decision
 
         self.asked += 1
         return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
@@ -268,7 +268,7 @@ def replay_episode(
     browser: Any, capture: Any, input_performer: Any, routine: Any, seed: int, row: TaskRow, model: Any, sessions: Path
 ) -> None:
     """Replay `routine` on episode `seed` as the app does (a run of the step engine, recorded under `sessions`)."""
-    from holodesk.automation.engine import EngineEvent, EngineState, Outcome
+    from holodesk.automation.engine_protocols import EngineEvent, EngineState, Outcome
     from holodesk.automation.routines.replay import RoutinePolicy, routine_engine
 
     defaults = {p.name: p.default for p in routine.parameters}

@@ -14,7 +14,7 @@ from typing import NoReturn, TextIO
 
 from tqdm import tqdm
 
-from holodesk.automation.engine import EngineEvent, EngineState
+from holodesk.automation.engine_protocols import EngineEvent, EngineState
 
 REDRAW_S = 0.25
 LINE_WIDTH = 78

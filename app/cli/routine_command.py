@@ -37,7 +37,7 @@ from holodesk.app.cli.terminal_approver import TerminalApprover, terminal_event_
 from holodesk.app.common.session_words import steps_in_words
 from holodesk.automation.actions import Point
 from holodesk.automation.display_text import safe_text
-from holodesk.automation.engine import ActionPerformer, FrameSource, RunResult
+from holodesk.automation.engine_protocols import ActionPerformer, FrameSource, RunResult
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.routines.compiler import CompiledRoutine, CompileError, compile_session, save_compiled
 from holodesk.automation.routines.locators import Grounder

@@ -37,7 +37,8 @@ from holodesk.app.common.backend_problems import NO_GPU_HERE_TERMINAL, gpu_missi
 from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, plain_http_key_warning
 from holodesk.automation.coords import FrameMapping
 from holodesk.automation.display_text import safe_lines, safe_text
-from holodesk.automation.engine import EngineEvent, EngineSettings, Outcome, RunResult, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import EngineEvent, EngineSettings, Outcome, RunResult
 from holodesk.automation.errors import AutomationError
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.private_dir import runtime_dir_problem

@@ -45,7 +45,12 @@ from typing import TYPE_CHECKING
 from holodesk.automation.cancel import CancelToken
 
 if TYPE_CHECKING:  # the engine is heavy to import, and the signals are taken before anything else
-    from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, ApproverAndAnswerer, QuestionRequest
+    from holodesk.automation.engine_protocols import (
+        ApprovalDecision,
+        ApprovalRequest,
+        ApproverAndAnswerer,
+        QuestionRequest,
+    )
 
 _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 

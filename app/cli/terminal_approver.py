@@ -39,7 +39,7 @@ from holodesk.automation.action_picture import annotate, caption_for, typing_in_
 from holodesk.automation.actions import Action, KeyCombo, Point, TypeText
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.display_text import bounded_prose, safe_text, text_summary, visible_text
-from holodesk.automation.engine import (
+from holodesk.automation.engine_protocols import (
     ApprovalDecision,
     ApprovalRequest,
     Decision,

@@ -16,7 +16,7 @@ from typing import Any
 
 from holodesk.app.common import settings_checks as checks
 from holodesk.app.common.choices import BACKENDS, DEVICES
-from holodesk.automation.engine import DEFAULT_MAX_STEPS
+from holodesk.automation.engine_protocols import DEFAULT_MAX_STEPS
 from holodesk.automation.hotkey_syntax import DEFAULT_PROMPT_HOTKEY
 from holodesk.automation.trajectory import default_root
 from holodesk.inference.checkpoint import DEFAULT_REPO_ID

@@ -6,7 +6,7 @@ used by `holodesk eval` alone, on a benchmark page opened for the purpose, and c
 
 from __future__ import annotations
 
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest
 
 
 class EvalAutoApproval:

@@ -18,14 +18,14 @@ from typing import Any
 
 from holodesk.app.eval.auto_approval import EvalAutoApproval
 from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
-from holodesk.automation.engine import (
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import (
     ActionPerformer,
     EngineEvent,
     EngineSettings,
     EngineState,
     FrameSource,
     Outcome,
-    StepEngine,
 )
 from holodesk.automation.proposal import Policy
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from holodesk.automation.engine import EngineState
+from holodesk.automation.engine_protocols import EngineState
 
 
 class AppState(StrEnum):

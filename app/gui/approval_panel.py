@@ -33,7 +33,7 @@ from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, 
 from holodesk.automation.approval_rules import pastes, presses_enter
 from holodesk.automation.coords import Monitor, monitor_at
 from holodesk.automation.display_text import bounded_prose, safe_lines, safe_text, text_summary
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, QuestionRequest
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, QuestionRequest
 from holodesk.automation.errors import ActionError, OffScreenError
 from holodesk.automation.keys import parse_combination
 

@@ -24,7 +24,7 @@ import numpy as np
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
 from holodesk.app.gui.qt_screens import global_logical_to_screen_or_none, screen_monitor, widget_screen_rect
 from holodesk.automation.coords import Rect
-from holodesk.automation.engine import FrameSource
+from holodesk.automation.engine_protocols import FrameSource
 from holodesk.automation.errors import CaptureError, OffScreenError
 from holodesk.automation.fresh_frames import (
     FreshFrameSource,

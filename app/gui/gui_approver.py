@@ -56,7 +56,7 @@ from holodesk.app.gui.qt_screens import use_engine_layout
 from holodesk.automation.actions import Action
 from holodesk.automation.auto_approval import AUTO_APPROVAL, AutoApproval
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def answer_keys_grabbed(platform_name: str, environ: Mapping[str, str] | None = 
 
 
 class GuiApprover(QtCore.QObject):
-    """Implements automation.engine.Approver with the overlay and the approval panel.
+    """Implements automation.engine_protocols.Approver with the overlay and the approval panel.
 
     Create it on the GUI thread; call `decide` from the engine's thread.
 

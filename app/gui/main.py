@@ -56,7 +56,8 @@ from holodesk.app.gui.thinking_status import ThinkingStatus
 from holodesk.app.gui.tray import Indicator, make_indicator
 from holodesk.automation.actions import Action
 from holodesk.automation.backends import BackendSettingError, choose_backend, create_backends
-from holodesk.automation.engine import EngineEvent, EngineSettings, EngineState, Outcome, RunResult, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import EngineEvent, EngineSettings, EngineState, Outcome, RunResult
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.input.x11.focus_guard import FocusGuard
 from holodesk.automation.routines.grounding import ModelGrounder

@@ -37,7 +37,7 @@ from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
 from holodesk.automation.actions import Action
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.display_text import safe_text
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
 from holodesk.automation.routines.replay import ProblemChoice, ProblemRequest, RepairRequest
 from holodesk.automation.routines.routine_file import Routine, RoutineFileError, load_routine, routine_folders
 

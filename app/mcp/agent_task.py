@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from holodesk.app.mcp.one_step import DeskParts, RunHandle, StepReport, StepRunner
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import EngineEvent, EngineSettings, Outcome, QuestionAnswerer, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import EngineEvent, EngineSettings, Outcome, QuestionAnswerer
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.model_policy import ModelPolicy

@@ -18,7 +18,8 @@ from holodesk.app.mcp.act_arguments import ActRequest, ScreenSize
 from holodesk.automation.actions import Done
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
-from holodesk.automation.engine import (
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import (
     ActionPerformer,
     Approver,
     EngineEvent,
@@ -27,7 +28,6 @@ from holodesk.automation.engine import (
     FrameSource,
     Outcome,
     RunResult,
-    StepEngine,
 )
 from holodesk.automation.proposal import EndRun, PastStep, Proposal
 from holodesk.automation.screen import ScreenFrame

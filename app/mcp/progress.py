@@ -6,7 +6,7 @@ import queue
 
 from mcp.server.context import ServerRequestContext
 
-from holodesk.automation.engine import EngineEvent, EngineState
+from holodesk.automation.engine_protocols import EngineEvent, EngineState
 
 
 async def send_progress(ctx: ServerRequestContext, events: queue.SimpleQueue[EngineEvent], sent: int) -> int:

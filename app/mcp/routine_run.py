@@ -14,7 +14,8 @@ from typing import Protocol
 
 from holodesk.app.mcp.act_arguments import BadToolInput
 from holodesk.app.mcp.one_step import RunHandle, StepReport, StepRunner
-from holodesk.automation.engine import ActionPerformer, Approver, FrameSource, Outcome, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import ActionPerformer, Approver, FrameSource, Outcome
 from holodesk.automation.routines.replay import ParameterError, RoutinePolicy, RoutineQuestions, routine_engine
 from holodesk.automation.routines.routine_file import RoutineFileError, load_routine, routine_folders
 

@@ -29,7 +29,7 @@ from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.one_step import BUSY, RunHandle, StepBusy, StepReport
 from holodesk.app.mcp.progress import send_progress
 from holodesk.app.mcp.routine_run import read_routine_arguments
-from holodesk.automation.engine import EngineEvent
+from holodesk.automation.engine_protocols import EngineEvent
 from holodesk.automation.errors import AutomationError
 
 log = logging.getLogger(__name__)

@@ -36,7 +36,8 @@ import numpy as np
 from holodesk.automation.actions import Action, Done, HoldAndTap, KeyCombo, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import FrameMapping, ImagePixelSpace, ModelSpace
-from holodesk.automation.engine import (
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import (
     ActionPerformer,
     Approver,
     EngineEvent,
@@ -44,7 +45,6 @@ from holodesk.automation.engine import (
     FrameSource,
     QuestionAnswerer,
     ShowsOwnRegions,
-    StepEngine,
 )
 from holodesk.automation.errors import AutomationError, OffScreenError
 from holodesk.automation.proposal import EndRun, Grounding, PastStep, Policy, Proposal, UnusableProposal

@@ -27,7 +27,8 @@ from holodesk.automation.actions import (
 )
 from holodesk.automation.approval_rules import approval_rule, paste_in_words, pastes, presses_enter
 from holodesk.automation.display_text import bounded_prose
-from holodesk.automation.engine import EngineSettings, Outcome, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import EngineSettings, Outcome
 from holodesk.automation.keys import parse_combination
 from holodesk.automation.primary_selection import PasteUnreadable, read_primary_selection
 from holodesk.automation.proposal import Grounding

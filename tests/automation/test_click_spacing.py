@@ -30,7 +30,8 @@ from holodesk.automation.click_spacing import (
     read_double_click_time,
 )
 from holodesk.automation.coords import ImagePixelSpace
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, EngineSettings, Outcome, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, EngineSettings, Outcome
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import Grounding, PastStep, Proposal

@@ -16,14 +16,14 @@ import pytest
 from holodesk.automation.actions import Action, AskUser, Click, Done, KeyCombo, Point, TypeText, Wait
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace, Monitor, Rect
-from holodesk.automation.engine import (
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import (
     ApprovalDecision,
     ApprovalRequest,
     EngineEvent,
     EngineSettings,
     EngineState,
     Outcome,
-    StepEngine,
 )
 from holodesk.automation.errors import ActionError, CaptureError, ExecutionError
 from holodesk.automation.input.performer import ExecutionResult

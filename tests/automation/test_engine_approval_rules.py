@@ -16,14 +16,8 @@ from holodesk.automation.actions import Action, Click, Done, KeyCombo, Point, Sc
 from holodesk.automation.approval_rules import approval_rule
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
-from holodesk.automation.engine import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Decision,
-    EngineSettings,
-    Outcome,
-    StepEngine,
-)
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, EngineSettings, Outcome
 from holodesk.automation.proposal import Grounding, PastStep, Proposal
 from holodesk.automation.screen import ScreenFrame
 from tests.automation.test_engine import FakeScreen, RecordingPerformer

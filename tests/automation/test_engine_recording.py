@@ -12,7 +12,7 @@ import time
 
 from holodesk.automation.actions import Click, Done, Point, TypeText
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import EngineEvent, EngineState, Outcome
+from holodesk.automation.engine_protocols import EngineEvent, EngineState, Outcome
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import (
     SCREENSHOT_DIR,

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from holodesk.automation.actions import Action, Done, KeyCombo, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import Monitor, Rect
-from holodesk.automation.engine import Outcome
+from holodesk.automation.engine_protocols import Outcome
 from holodesk.automation.input.backend import InputCapabilities, Unconfirmed
 from holodesk.automation.input.injected import InjectedInput
 from holodesk.automation.input.performer import ExecutionResult, InputPerformer

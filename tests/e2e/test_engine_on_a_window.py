@@ -14,14 +14,8 @@ import pytest
 
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
-from holodesk.automation.engine import (
-    ApprovalDecision,
-    ApprovalRequest,
-    EngineSettings,
-    EngineState,
-    Outcome,
-    StepEngine,
-)
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, EngineSettings, EngineState, Outcome
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.input.x11.keyboard import X11Typer

@@ -22,14 +22,8 @@ import pytest
 from holodesk.automation.actions import Action, Click, Done, Drag, MouseButton, Point
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
-from holodesk.automation.engine import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Decision,
-    EngineSettings,
-    Outcome,
-    StepEngine,
-)
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, EngineSettings, Outcome
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import Grounding, PastStep, Proposal

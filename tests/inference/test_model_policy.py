@@ -11,7 +11,7 @@ import pytest
 from bench.rigs.fake_openai_server import DEFAULT_MODEL, Completion, FakeOpenAIServer
 from holodesk.automation.actions import Click, Drag, Move, Point, Wait
 from holodesk.automation.coords import NormalizedSpace
-from holodesk.automation.engine import ApprovalDecision, Outcome
+from holodesk.automation.engine_protocols import ApprovalDecision, Outcome
 from holodesk.automation.trajectory import read_session
 from holodesk.inference.errors import ParseError
 from holodesk.inference.model_policy import ModelPolicy, pointer_after

@@ -181,7 +181,7 @@ def main() -> int:
     from holodesk.automation.approval_rules import approval_rule
     from holodesk.automation.cancel import CancelToken
     from holodesk.automation.coords import virtual_desktop
-    from holodesk.automation.engine import ApprovalRequest
+    from holodesk.automation.engine_protocols import ApprovalRequest
     from holodesk.automation.proposal import Proposal
     from holodesk.automation.screen import ScreenCapture
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from holodesk.app.cli.terminal_approver import TerminalApprover
 from holodesk.automation.actions import action_from_dict
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalRequest
+from holodesk.automation.engine_protocols import ApprovalRequest
 from holodesk.automation.proposal import Proposal
 from tests.automation.frames import solid_frame
 

@@ -11,7 +11,8 @@ from bench.rigs.routine_scenes import Button, screen
 from holodesk.app.cli.history_command import show_session
 from holodesk.automation.actions import Click, Done, Point
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import iter_session_folders

@@ -14,7 +14,7 @@ from holodesk.automation.action_picture import annotate, caption_for, typing_in_
 from holodesk.automation.actions import AskUser, Click, PlanGoal, Point, TypeText, UpdatePlan
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import Monitor, Rect
-from holodesk.automation.engine import (
+from holodesk.automation.engine_protocols import (
     ApprovalDecision,
     ApprovalRequest,
     Decision,

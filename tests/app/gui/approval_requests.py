@@ -9,7 +9,7 @@ from __future__ import annotations
 from holodesk.automation.actions import Action
 from holodesk.automation.approval_rules import approval_rule
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalRequest
+from holodesk.automation.engine_protocols import ApprovalRequest
 from holodesk.automation.proposal import Proposal
 from tests.automation.frames import solid_frame
 

@@ -77,7 +77,8 @@ def test_without_a_gpu_the_local_backend_offers_the_server(qtbot, tmp_path, monk
 
 
 def test_a_pause_asked_while_the_model_thinks_stays_visible(qtbot, tmp_path):
-    from holodesk.automation.engine import EngineEvent, EngineState, StepEngine
+    from holodesk.automation.engine import StepEngine
+    from holodesk.automation.engine_protocols import EngineEvent, EngineState
 
     app = make_app(qtbot, Settings(), tmp_path)
     engine = StepEngine(policy=None, approver=app.approver, performer=app.performer, frames=app.frames)  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ from bench.rigs.target_client import TargetWindow
 from holodesk.app.gui.approval_panel import ApprovalPanel
 from holodesk.app.gui.qt import Qt, QtCore, QtWidgets
 from holodesk.automation.actions import Action, Click, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText
-from holodesk.automation.engine import ApprovalDecision, Decision
+from holodesk.automation.engine_protocols import ApprovalDecision, Decision
 from tests.app.gui.approval_requests import approval_request
 from tests.support.overlay_probe import OverlayProbe
 

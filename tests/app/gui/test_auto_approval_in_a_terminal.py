@@ -23,7 +23,8 @@ from holodesk.app.gui.qt import Qt
 from holodesk.automation.actions import Action, Click, Done, KeyCombo, MouseButton, Point, TypeText
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
-from holodesk.automation.engine import EngineSettings, Outcome, RunResult, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import EngineSettings, Outcome, RunResult
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import PastStep, Proposal

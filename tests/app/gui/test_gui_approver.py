@@ -19,7 +19,7 @@ from holodesk.app.gui.overlay import HANDLE_RADIUS, MarkerHandle, OverlayControl
 from holodesk.app.gui.qt import Qt, QtCore
 from holodesk.automation.actions import Action, Click, Drag, HoldAndTap, KeyCombo, MouseButton, Point, TypeText
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision
 from tests.app.gui.approval_requests import approval_request
 
 LOOPING = "the same action was proposed 3 times on a screen that did not change"

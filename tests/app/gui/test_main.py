@@ -27,7 +27,7 @@ from bench.screens import show_on_root
 from holodesk.app.common.settings import LoadedSettings, ModelSettings, SessionSettings, Settings
 from holodesk.app.gui.main import HolodeskApp
 from holodesk.app.gui.qt import QtGui, QtWidgets
-from holodesk.automation.engine import EngineState
+from holodesk.automation.engine_protocols import EngineState
 from holodesk.automation.routines.compiler import compile_session, save_compiled
 from holodesk.automation.routines.routine_file import ROUTINE_FILE
 from holodesk.automation.screen import ScreenCapture

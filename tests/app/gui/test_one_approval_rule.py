@@ -22,7 +22,8 @@ from holodesk.app.gui.qt import Qt
 from holodesk.automation.actions import Action, Click, KeyCombo, Move, Point, Scroll, ScrollDirection, TypeText
 from holodesk.automation.approval_rules import ApprovalRule
 from holodesk.automation.auto_approval import AUTO_APPROVAL, AutoApproval
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome
 from holodesk.automation.proposal import Grounding
 from tests.app.gui.approval_requests import approval_request
 from tests.automation.test_engine import FakeScreen, RecordingPerformer

@@ -18,7 +18,7 @@ from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import Qt
 from holodesk.automation.actions import AskUser
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.engine import QuestionRequest
+from holodesk.automation.engine_protocols import QuestionRequest
 from holodesk.automation.proposal import Proposal
 from tests.automation.frames import solid_frame
 

@@ -30,7 +30,7 @@ from holodesk.app.gui.routine_runs import (
 from holodesk.automation.actions import Action, Click, Point
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
-from holodesk.automation.engine import Outcome, RunResult
+from holodesk.automation.engine_protocols import Outcome, RunResult
 from holodesk.automation.input.performer import ExecutionResult
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.routines.compiler import compile_session, save_compiled

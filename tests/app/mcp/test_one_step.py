@@ -20,7 +20,7 @@ from holodesk.app.mcp.one_step import (
 from holodesk.automation.actions import Action, Click, Point
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import Monitor, Rect
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest
 from holodesk.automation.input.performer import ExecutionResult
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import iter_session_folders, read_session

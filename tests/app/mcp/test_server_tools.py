@@ -15,7 +15,7 @@ from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.one_step import DeskParts, StepRunner
 from holodesk.app.mcp.server import DeskServer
 from holodesk.automation.actions import Click, Point
-from holodesk.automation.engine import ApprovalDecision
+from holodesk.automation.engine_protocols import ApprovalDecision
 from holodesk.automation.routines.replay import ProblemChoice
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.app.mcp.test_one_step import Approver, Performer, Screen

@@ -10,7 +10,7 @@ from bench.rigs.routine_scenes import screen
 from holodesk.automation.actions import Done, Point
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import NormalizedSpace
-from holodesk.automation.engine import Outcome
+from holodesk.automation.engine_protocols import Outcome
 from holodesk.automation.proposal import PastStep, Proposal, RejectedAnswer
 from holodesk.automation.routines.replay import HandOver, ProblemChoice, RoutinePolicy, routine_engine
 from holodesk.automation.screen import ScreenFrame

@@ -23,7 +23,8 @@ from bench.screens import show_on_root
 from holodesk.automation.actions import Action, Click, Done, Point
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace, Rect
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, EngineSettings, Outcome
 from holodesk.automation.input.performer import ExecutionResult, InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import PastStep, Proposal

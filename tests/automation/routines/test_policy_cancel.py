@@ -16,7 +16,8 @@ from bench.rigs.routine_scenes import Button, click_step, record_session, screen
 from holodesk.automation.actions import Done
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
-from holodesk.automation.engine import EngineSettings, Outcome, StepEngine
+from holodesk.automation.engine import StepEngine
+from holodesk.automation.engine_protocols import EngineSettings, Outcome
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.routines.compiler import compile_session, save_compiled
 from holodesk.automation.routines.replay import ProblemChoice, ProblemRequest, RoutinePolicy

@@ -18,7 +18,7 @@ from bench.rigs.routine_scenes import click_step, record_session
 from bench.rigs.target_client import TargetWindow
 from bench.rigs.window_routine import record_ok_and_hello, settled
 from holodesk.automation.actions import Click, TypeText
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, Outcome, RunResult
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, Outcome, RunResult
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.routines.compiler import compile_session, save_compiled

@@ -19,7 +19,7 @@ from bench.rigs.routine_scenes import Button, click_step, record_session, screen
 from holodesk.automation.actions import Action, Click, Done, MouseButton, Point
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import NormalizedSpace
-from holodesk.automation.engine import ApprovalDecision, ApprovalRequest, Decision, EngineEvent, Outcome
+from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, EngineEvent, Outcome
 from holodesk.automation.input.performer import ExecutionResult
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.routines.compiler import compile_session, save_compiled

@@ -314,7 +314,8 @@ def test_the_engine_runs_a_scripted_task_through_the_portal(
 ) -> None:
     """The unchanged engine (parsing, mapping, settle, trajectory) on the Wayland frame source and input_performer."""
     from holodesk.automation.coords import Rect
-    from holodesk.automation.engine import ApprovalDecision, EngineSettings, Outcome, StepEngine
+    from holodesk.automation.engine import StepEngine
+    from holodesk.automation.engine_protocols import ApprovalDecision, EngineSettings, Outcome
     from holodesk.inference.model_policy import ModelPolicy
     from holodesk.inference.profiles import get_profile
     from holodesk.inference.scripted import ScriptedBackend

@@ -22,8 +22,10 @@ time the panel takes the focus as it appears; `retract()` gives it back as after
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from holodesk.app.common.session_words import kind_in_words
+from holodesk.app.gui.keep_clear import Box, around, panel_spot, text_rows
 from holodesk.app.gui.overlay_drawing import MARKER, action_in_words
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_screens import screen_point_to_global_logical
@@ -31,7 +33,7 @@ from holodesk.app.gui.x11_focus import FocusReturn
 from holodesk.automation.action_picture import typing_in_words
 from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText, UpdatePlan
 from holodesk.automation.approval_rules import pastes, presses_enter
-from holodesk.automation.coords import Monitor, monitor_at
+from holodesk.automation.coords import Monitor, Rect, monitor_at
 from holodesk.automation.display_text import bounded_prose, safe_lines, safe_text, text_summary
 from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, QuestionRequest
 from holodesk.automation.errors import ActionError, OffScreenError
@@ -300,8 +302,17 @@ class ApprovalPanel(QtWidgets.QWidget):
 
     # -- showing a request --
 
-    def present(self, request: ApprovalRequest) -> None:
-        """Show the panel for `request`, without taking the keyboard focus."""
+    def present(
+        self,
+        request: ApprovalRequest,
+        typing_window: Rect | None = None,
+        overlay_drawn: Sequence[QtCore.QRect] = (),
+    ) -> None:
+        """Show the panel for `request`, without taking the keyboard focus.
+
+        It covers none of the places the action lands (app/gui/keep_clear.py): its target points, or for
+        keys without a point the bottom rows of `typing_window` (the focused window, screen space), and as
+        little as it can of `overlay_drawn` (what the overlay draws, global logical coordinates)."""
         action = request.action
         self._request = request
         self._question = None
@@ -340,7 +351,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._editor.setVisible(False)
         self._error.setVisible(False)
         self._fit_height()
-        self._place(action)
+        self._place(action, typing_window, overlay_drawn)
         if not self.isVisible():
             self._focus.remember([int(self.winId())])
         self.show()
@@ -465,30 +476,35 @@ class ApprovalPanel(QtWidgets.QWidget):
             hint = "This action has nothing to edit."
         self._hint.setText(hint)
 
-    def _place(self, action: Action) -> None:
-        """In the corner of the target's screen farthest from the action's points, so it covers none."""
-        self._place_away_from(action.points())
-
-    def _place_away_from(self, points: tuple[Point, ...] | list[Point]) -> None:
-        anchors = [a for a in (screen_point_to_global_logical_or_none(p) for p in points) if a is not None]
-        if not anchors:
-            anchors = [QtCore.QPointF(QtGui.QCursor.pos())]
-        screen = QtGui.QGuiApplication.screenAt(anchors[0].toPoint()) or QtGui.QGuiApplication.primaryScreen()
+    def _place(self, action: Action, typing_window: Rect | None, overlay_drawn: Sequence[QtCore.QRect]) -> None:
+        """On the target's screen, clear of where the action lands, as far from it as the screen allows."""
+        keep: list[Box] = []
+        for point in action.points():
+            anchor = screen_point_to_global_logical_or_none(point)
+            if anchor is not None:
+                keep.append(around(anchor.x(), anchor.y()))
+        if typing_window is not None and not action.points():
+            keep.append(text_rows(_logical_box(typing_window)))
+        if keep:
+            centre = keep[0].centre()
+            anchor_point = QtCore.QPoint(round(centre[0]), round(centre[1]))
+        else:
+            anchor_point = QtGui.QCursor.pos()
+        screen = QtGui.QGuiApplication.screenAt(anchor_point) or QtGui.QGuiApplication.primaryScreen()
         area = screen.availableGeometry()
-        size = self.size()
-        corners = [
-            QtCore.QPoint(area.left() + SCREEN_MARGIN, area.top() + SCREEN_MARGIN),
-            QtCore.QPoint(area.right() - SCREEN_MARGIN - size.width(), area.top() + SCREEN_MARGIN),
-            QtCore.QPoint(area.left() + SCREEN_MARGIN, area.bottom() - SCREEN_MARGIN - size.height()),
-            QtCore.QPoint(area.right() - SCREEN_MARGIN - size.width(), area.bottom() - SCREEN_MARGIN - size.height()),
-        ]
-
-        def clearance(corner: QtCore.QPoint) -> float:
-            centre = QtCore.QPointF(corner) + QtCore.QPointF(size.width() / 2, size.height() / 2)
-            return min((centre - anchor).manhattanLength() for anchor in anchors)
-
+        drawn = [Box(r.left(), r.top(), r.width(), r.height()) for r in overlay_drawn]
+        if not keep and not drawn:  # nothing to keep clear: away from the pointer
+            drawn = [around(anchor_point.x(), anchor_point.y())]
+        left, top = panel_spot(
+            Box(area.left(), area.top(), area.width(), area.height()),
+            self.width(),
+            self.height(),
+            keep,
+            drawn,
+            SCREEN_MARGIN,
+        )
         self.setScreen(screen)
-        self.move(max(corners, key=clearance))
+        self.move(round(left), round(top))
 
     # -- answers --
 
@@ -699,6 +715,17 @@ class ApprovalPanel(QtWidgets.QWidget):
 
     def mouseReleaseEvent(self, event: QtGui.QMouseEvent) -> None:
         self._drag_from = None
+
+
+def _logical_box(rect: Rect) -> Box:
+    """A screen-space rectangle in Qt's global logical coordinates. A corner on no screen (a window partly
+    off the desktop) is taken as is: exact wherever Qt does not scale, which is where that happens."""
+    top_left = screen_point_to_global_logical_or_none(Point(rect.left, rect.top)) or QtCore.QPointF(
+        rect.left, rect.top
+    )
+    corner = Point(rect.right - 1, rect.bottom - 1)
+    bottom_right = screen_point_to_global_logical_or_none(corner) or QtCore.QPointF(corner.x, corner.y)
+    return Box(top_left.x(), top_left.y(), bottom_right.x() - top_left.x() + 1, bottom_right.y() - top_left.y() + 1)
 
 
 def screen_point_to_global_logical_or_none(point: Point) -> QtCore.QPointF | None:

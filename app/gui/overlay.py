@@ -55,6 +55,7 @@ from holodesk.app.gui.qt_screens import (
     whole_native_step,
 )
 from holodesk.automation.actions import Action, Point
+from holodesk.automation.coords import Rect
 from holodesk.automation.errors import CaptureError, OffScreenError
 
 # The handle window is a disc this wide around the target, with no hole: a hole the size of the
@@ -293,14 +294,29 @@ class OverlayController(QtCore.QObject):
     def showing(self) -> bool:
         return self._showing
 
-    def show_proposal(self, step: int, action: Action, *, editable: bool = True) -> None:
-        """Show `action` (screen space) for step `step`; with `editable`, its targets can be dragged."""
+    def show_proposal(
+        self, step: int, action: Action, *, editable: bool = True, typing_window: Rect | None = None
+    ) -> None:
+        """Show `action` (screen space) for step `step`; with `editable`, its targets can be dragged.
+        `typing_window`: where the keys of a step without a target point go (the label goes beside its
+        bottom rows, not on them); None where unknown."""
         points = action.points()
         pointer = global_logical_to_screen_or_none(QtGui.QCursor.pos())
         if pointer is None:  # the pointer sits between monitors: anchor hints on the target instead
             pointer = points[0] if points else primary_screen_centre()
-        self._scene = OverlayScene(step, action, pointer, rings_by_handles=editable and bool(points))
+        self._scene = OverlayScene(
+            step, action, pointer, rings_by_handles=editable and bool(points), typing_window=typing_window
+        )
         self._render()
+
+    def drawn_rects(self) -> list[QtCore.QRect]:
+        """What the overlay windows draw now (label, bubble, marker), one bounding rectangle per window,
+        in Qt's global logical coordinates: for the approval panel to keep clear of."""
+        return [
+            window.mask().boundingRect().translated(window.geometry().topLeft())
+            for window in self._windows
+            if window.isVisible() and not window.mask().isEmpty()
+        ]
 
     def clear(self) -> None:
         """Hide everything; the next `show_proposal` starts afresh."""

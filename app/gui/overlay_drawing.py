@@ -16,11 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from holodesk.app.gui.keep_clear import PROMPT_ROWS, Box, bubble_spot, text_rows
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets
 from holodesk.app.gui.qt_screens import engine_to_window_system
 from holodesk.automation.action_picture import MARKER_COLOUR, typing_in_words
 from holodesk.automation.actions import Action, Drag, KeyCombo, Point, Scroll, ScrollDirection, TypeText, UpdatePlan
-from holodesk.automation.coords import Monitor, screen_to_logical
+from holodesk.automation.coords import Monitor, Rect, screen_to_logical
 from holodesk.automation.errors import OffScreenError
 
 MARKER = QtGui.QColor(*MARKER_COLOUR)  # the same colour as the annotated screenshots in the history
@@ -62,12 +63,20 @@ class OverlayScene:
     action: Action
     pointer: Point  # where the pointer was when shown: the anchor of scroll, type and key hints
     rings_by_handles: bool = False  # the handle windows draw the rings around the targets
+    # Where the keys of a step without a target point go: the focused window (app/gui/focused_area.py);
+    # the label goes next to its bottom rows (the caret's likely place, app/gui/keep_clear.py), not on them.
+    typing_window: Rect | None = None
 
     @property
     def anchor(self) -> Point:
-        """Where the label goes: the action's first point, or the pointer for pointer-less actions."""
+        """Where the label goes: the action's first point, the focused window's bottom-left for keys that go
+        to it, or the pointer for other pointer-less actions."""
         points = self.action.points()
-        return points[0] if points else self.pointer
+        if points:
+            return points[0]
+        if self.typing_window is not None:
+            return Point(self.typing_window.left, self.typing_window.bottom - 1)
+        return self.pointer
 
     @property
     def label(self) -> str:
@@ -226,7 +235,12 @@ class _Sketch:
         return QtCore.QRectF(QtCore.QPointF(x, y), size)
 
     def label(
-        self, anchor: QtCore.QPointF, scene: OverlayScene, beside: bool, away: QtCore.QPointF | None = None
+        self,
+        anchor: QtCore.QPointF,
+        scene: OverlayScene,
+        beside: bool,
+        away: QtCore.QPointF | None = None,
+        rows: Box | None = None,
     ) -> None:
         """The step badge and the action in words, with the text to type or the keys to press below."""
         u = self.unit
@@ -254,7 +268,15 @@ class _Sketch:
         if caption:
             width = max(width, max(caption_metrics.horizontalAdvance(caption), body_w) + 16 * u)
         height = line_h + (pad + field_h if caption else 0)
-        box = self._place(anchor, QtCore.QSizeF(width + 2 * pad, height + 2 * pad), beside, away)
+        size = QtCore.QSizeF(width + 2 * pad, height + 2 * pad)
+        if rows is None:
+            box = self._place(anchor, size, beside, away)
+        else:  # next to the rows where the text goes, never on them
+            margin = 4 * u
+            inside = self.bounds.adjusted(margin, margin, -margin, -margin)
+            bounds = Box(inside.left(), inside.top(), inside.width(), inside.height())
+            left, top = bubble_spot(bounds, size.width(), size.height(), rows, gap=6 * u)
+            box = QtCore.QRectF(QtCore.QPointF(left, top), size)
 
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(LABEL_BACKGROUND)
@@ -320,7 +342,19 @@ class _Sketch:
             for point in action.points():
                 self.crosshair(point, ring)
         if self.shows(scene.anchor):
-            self.label(self.centre(scene.anchor), scene, beside, away)
+            self.label(self.centre(scene.anchor), scene, beside, away, self._typing_rows(scene))
+
+    def _typing_rows(self, scene: OverlayScene) -> Box | None:
+        """The focused window's bottom rows in this window's device pixels, for keys without a target point."""
+        window = scene.typing_window
+        if window is None or scene.action.points():
+            return None
+        try:
+            left, top = self.device(Point(window.left, window.top))
+            right, bottom = self.device(Point(window.right, window.bottom))
+        except OffScreenError:
+            return None
+        return text_rows(Box(left, top, right - left, bottom - top), PROMPT_ROWS * self.unit)
 
 
 def _preview(action: Action) -> tuple[str, str, tuple[str, ...]]:

@@ -19,7 +19,8 @@ Commands (JSON lines on stdin) and what the probe answers (JSON lines on stdout)
   {"cmd": "decide", "step": N, "action": {...}, "note": str, "thought": str, "loop_warning": str}
         a worker thread calls GuiApprover.decide(); once the panel is up:
         {"event": "panel", "widgets": {name: [x, y, w, h]}, "texts": {name: text}} (the visible ones; a
-        check box's text is {"text", "checked"}), and when decide() returns:
+        check box's text is {"text", "checked"}; "window": the panel's rectangle, "drawn": what each
+        overlay window draws, its bounding rectangle), and when decide() returns:
         {"event": "decided", "decision": str, "action": {...} | null, "panel_visible": bool}
   {"cmd": "cancel"}   cancels the pending decide() through its CancelToken
   {"cmd": "texts"}    -> {"event": "texts", "texts": {...}, "widgets": {...}} the panel's visible widgets now
@@ -314,6 +315,7 @@ def main() -> int:
                             if w.isVisible()
                         },
                         "window": list(_rect(widget_screen_rect(panel))),
+                        "drawn": [list(_screen_rect(rect)) for rect in controller.drawn_rects()],
                         "texts": _texts(panel.named_widgets()),
                     }
                 ),
@@ -381,6 +383,16 @@ def _texts(widgets: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(widget, QtWidgets.QLabel | QtWidgets.QPushButton):
             texts[name] = widget.text()
     return texts
+
+
+def _screen_rect(rect: Any) -> tuple[int, int, int, int]:
+    """A QRect in Qt's global logical coordinates as (left, top, width, height) in screen space."""
+    from holodesk.app.gui.qt import QtCore
+    from holodesk.app.gui.qt_screens import global_logical_to_screen
+
+    start = global_logical_to_screen(QtCore.QPointF(rect.left(), rect.top()))
+    end = global_logical_to_screen(QtCore.QPointF(rect.right() + 1 - 1e-3, rect.bottom() + 1 - 1e-3))
+    return start.x, start.y, end.x - start.x + 1, end.y - start.y + 1
 
 
 def _rect(rect: Any) -> tuple[int, int, int, int]:

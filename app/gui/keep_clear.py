@@ -1,0 +1,122 @@
+"""Where the approval panel and the overlay's typing bubble may go: never over where the action lands.
+
+Pure geometry (no Qt), in whatever one coordinate space the caller uses. The areas kept clear:
+
+- a pointer action's targets: a square around each point (the marker's ticks, and what the user must
+  see under them);
+- a typing or key step without a target point: where the text goes. Holodesk reads no caret position
+  (no AT-SPI here); it has only the focused window's rectangle (X11's input focus, app/gui/focused_area.py).
+  The caret is approximated by that window's bottom rows, where a terminal's prompt line is, so
+  `text_rows` keeps at least those clear: a terminal whose caret sits higher up (a full-screen editor)
+  or a form field mid-window is not protected beyond that band.
+
+The panel takes the spot on the screen that covers none of the areas (least overlap when the screen
+has no such spot), then the one farthest from them. The bubble goes right under the text rows (or
+right above them where the screen ends), at the window's left edge: next to the caret, not on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+TARGET_CLEARANCE = 40  # half the side of the square kept clear around a target point (ticks reach 25)
+PROMPT_ROWS = 96  # the focused window's bottom band kept clear: about four terminal rows and the border
+BUBBLE_GAP = 6  # between the kept-clear rows and the bubble
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A rectangle; `right` and `bottom` are exclusive."""
+
+    left: float
+    top: float
+    width: float
+    height: float
+
+    @property
+    def right(self) -> float:
+        return self.left + self.width
+
+    @property
+    def bottom(self) -> float:
+        return self.top + self.height
+
+    def overlap(self, other: Box) -> float:
+        """The area the two share (0 when they do not meet)."""
+        across = min(self.right, other.right) - max(self.left, other.left)
+        down = min(self.bottom, other.bottom) - max(self.top, other.top)
+        return across * down if across > 0 and down > 0 else 0.0
+
+    def centre(self) -> tuple[float, float]:
+        return self.left + self.width / 2, self.top + self.height / 2
+
+
+def around(x: float, y: float, half: float = TARGET_CLEARANCE) -> Box:
+    """The square kept clear around a target point."""
+    return Box(x - half, y - half, 2 * half, 2 * half)
+
+
+def text_rows(window: Box, rows: float = PROMPT_ROWS) -> Box:
+    """The focused window's bottom band, where a terminal's prompt and its last output are (the whole
+    window when it is lower than that)."""
+    height = min(rows, window.height)
+    return Box(window.left, window.bottom - height, window.width, height)
+
+
+def panel_spot(
+    area: Box,
+    width: float,
+    height: float,
+    keep_clear: Sequence[Box],
+    avoid: Sequence[Box] = (),
+    margin: float = 24,
+) -> tuple[float, float]:
+    """The top-left of a `width` x `height` panel inside `area` that covers none of `keep_clear` where
+    the area has such a spot (else the least of them), then as little of `avoid` (the overlay's own
+    drawing) as it can, then the farthest from all of them."""
+    spots: list[tuple[float, float]] = []
+    # Within the margin first; on a crowded screen the margin is given up before a kept area is covered.
+    for edge in (margin, 0.0):
+        inner = Box(area.left + edge, area.top + edge, area.width - 2 * edge, area.height - 2 * edge)
+
+        def clamped(left: float, top: float, inner: Box = inner) -> tuple[float, float]:
+            left = max(inner.left, min(left, inner.right - width))
+            top = max(inner.top, min(top, inner.bottom - height))
+            return left, top
+
+        for fy in (1.0, 0.0, 0.5):
+            for fx in (1.0, 0.0, 0.5):
+                spots.append(clamped(inner.left + fx * (inner.width - width), inner.top + fy * (inner.height - height)))
+        for box in keep_clear:  # hugging each kept area: the spot a crowded screen may have left
+            gap = BUBBLE_GAP + edge / 2
+            for top in (box.top - gap - height, box.bottom + gap):
+                for left in (box.left, box.right - width):
+                    spots.append(clamped(left, top))
+            for left in (box.left - gap - width, box.right + gap):
+                spots.append(clamped(left, box.top))
+    others = [*keep_clear, *avoid]
+
+    within = Box(area.left + margin, area.top + margin, area.width - 2 * margin, area.height - 2 * margin)
+
+    def cost(spot: tuple[float, float]) -> tuple[float, float, bool, float]:
+        panel = Box(spot[0], spot[1], width, height)
+        covered = sum(panel.overlap(box) for box in keep_clear)
+        drawn = sum(panel.overlap(box) for box in avoid)
+        on_edge = panel.overlap(within) < width * height  # touching the screen's edge: only when needed
+        cx, cy = panel.centre()
+        distance = min((abs(cx - ox) + abs(cy - oy) for ox, oy in (b.centre() for b in others)), default=0.0)
+        return covered, drawn, on_edge, -distance
+
+    return min(spots, key=cost)
+
+
+def bubble_spot(bounds: Box, width: float, height: float, rows: Box, gap: float = BUBBLE_GAP) -> tuple[float, float]:
+    """The top-left of the typing bubble: under the text rows at their left edge, or above them where
+    the screen (`bounds`) ends below; kept inside `bounds`."""
+    top = rows.bottom + gap
+    if top + height > bounds.bottom:
+        top = rows.top - gap - height
+    left = max(bounds.left, min(rows.left, bounds.right - width))
+    top = max(bounds.top, min(top, bounds.bottom - height))
+    return left, top

@@ -1,0 +1,149 @@
+"""The approval panel and the typing bubble never cover where the action lands (issue 49).
+
+The geometry first (app/gui/keep_clear.py, no Qt), then real windows: a bash in an xterm on the
+module's Xvfb, given the X input focus, with the pointer parked in the far corner (where the user left
+it); the panel and the overlay run in tests/support/overlay_probe.py and report their rectangles as the
+real Qt windows have them. Neither may meet the terminal's bottom text rows (its prompt line), on one
+monitor and on two of different sizes, and the bubble sits next to those rows, not far from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from holodesk.app.gui.keep_clear import Box, around, bubble_spot, panel_spot, text_rows
+from holodesk.automation.virtual_display import TWO_MONITORS, DisplayLayout, XvfbServer
+from tests.support.overlay_probe import OverlayProbe
+from tests.support.xterm_shell import bash_in_xterm
+
+# The terminal's last rows that must stay visible: two text rows of xterm's default font and its border.
+LAST_ROWS_PX = 40
+NEAR_PX = 40  # the bubble's gap to the rows it sits next to, at most
+
+
+def meets(a: Box, b: Box) -> bool:
+    return a.overlap(b) > 0
+
+
+# -- the geometry -------------------------------------------------------------------------------
+
+
+def test_the_panel_takes_a_spot_that_covers_nothing_kept_clear() -> None:
+    screen = Box(0, 0, 1280, 800)
+    # A terminal across the bottom of the screen and a target top right: the top-left spot is left.
+    rows = text_rows(Box(0, 500, 1280, 300))
+    target = around(1200, 60)
+    left, top = panel_spot(screen, 440, 300, [rows, target])
+    panel = Box(left, top, 440, 300)
+    assert not meets(panel, rows) and not meets(panel, target)
+
+
+def test_a_crowded_screen_gives_the_least_overlap() -> None:
+    screen = Box(0, 0, 500, 400)
+    rows = text_rows(Box(0, 0, 500, 400))  # a maximised terminal on a small screen
+    left, top = panel_spot(screen, 440, 300, [rows], margin=8)
+    assert not meets(Box(left, top, 440, 300), rows)
+
+
+def test_the_bubble_goes_under_the_rows_or_above_them_at_the_screens_end() -> None:
+    screen = Box(0, 0, 1280, 800)
+    rows = text_rows(Box(100, 100, 500, 200))
+    left, top = bubble_spot(screen, 300, 60, rows)
+    assert (left, top) == (100, rows.bottom + 6)
+    low = text_rows(Box(900, 600, 500, 200))  # to the screen's bottom and past its right edge
+    left, top = bubble_spot(screen, 300, 60, low)
+    bubble = Box(left, top, 300, 60)
+    assert not meets(bubble, low) and bubble.bottom <= low.top and bubble.right <= screen.right
+
+
+# -- real windows ----------------------------------------------------------------------------------
+
+SINGLE = DisplayLayout(1280, 800)
+
+
+def xterm_window(display: str) -> Box:
+    """The xterm's top-level window and its rectangle, found by its class (not by the focus)."""
+    from Xlib import display as xdisplay
+
+    connection = xdisplay.Display(display)
+    try:
+        root = connection.screen().root
+        for child in root.query_tree().children:
+            wm_class = child.get_wm_class()
+            if wm_class and "XTerm" in wm_class:
+                geometry = child.get_geometry()
+                origin = root.translate_coords(child, 0, 0)
+                return Box(origin.x, origin.y, geometry.width, geometry.height)
+    finally:
+        connection.close()
+    raise AssertionError("no XTerm window on the display")
+
+
+def focus_xterm_and_park_pointer(display: str, pointer: tuple[int, int]) -> None:
+    """Give the xterm the X input focus (as a click would) and leave the pointer far from it."""
+    from Xlib import X
+    from Xlib import display as xdisplay
+
+    connection = xdisplay.Display(display)
+    try:
+        root = connection.screen().root
+        for child in root.query_tree().children:
+            wm_class = child.get_wm_class()
+            if wm_class and "XTerm" in wm_class:
+                child.set_input_focus(X.RevertToParent, X.CurrentTime)
+        root.warp_pointer(*pointer)
+        connection.sync()
+    finally:
+        connection.close()
+
+
+@pytest.fixture(scope="module")
+def probe(xvfb: XvfbServer) -> Iterator[OverlayProbe]:
+    started = OverlayProbe.start()
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+# Each: the layout, the xterm's top-left, where the pointer was left.
+PLACES = {
+    "single-bottom-right": (SINGLE, (760, 640), (10, 10)),
+    "single-bottom-left": (SINGLE, (0, 650), (1270, 10)),
+    "single-top-right": (SINGLE, (780, 0), (10, 790)),
+    "two-right-monitor-bottom": (TWO_MONITORS, (2780, 610), (10, 10)),
+    "two-left-monitor-bottom-right": (TWO_MONITORS, (1420, 930), (3000, 10)),
+}
+
+
+@pytest.mark.display
+@pytest.mark.parametrize("xvfb", [SINGLE, TWO_MONITORS], indirect=True, ids=str, scope="module")
+@pytest.mark.parametrize("place", list(PLACES), ids=str)
+@pytest.mark.parametrize("step", ["type", "key"])
+def test_the_panel_and_the_bubble_keep_the_terminals_last_rows_clear(
+    xvfb: XvfbServer, probe: OverlayProbe, tmp_path: Path, place: str, step: str
+) -> None:
+    layout, origin, pointer = PLACES[place]
+    if layout != xvfb.layout:
+        pytest.skip("another layout's place")
+    action = {"kind": "type", "text": "echo hello"} if step == "type" else {"kind": "key", "keys": ["ctrl", "m"]}
+    with bash_in_xterm(tmp_path, origin):
+        terminal = xterm_window(xvfb.display)
+        focus_xterm_and_park_pointer(xvfb.display, pointer)
+        probe.send({"cmd": "decide", "step": 4, "action": action})
+        shown = probe.wait_for("panel", 20)
+        probe.send({"cmd": "cancel"})
+        probe.wait_for("decided", 20)
+    last_rows = text_rows(terminal, LAST_ROWS_PX)
+    panel = Box(*shown["window"])
+    assert not meets(panel, last_rows), f"the panel {panel} covers the terminal's last rows {last_rows}"
+    (bubble,) = [Box(*rect) for rect in shown["drawn"]]
+    assert not meets(bubble, last_rows), f"the bubble {bubble} covers the terminal's last rows {last_rows}"
+    assert not meets(bubble, panel), f"the panel {panel} covers the bubble {bubble}"
+    # Next to the rows where the text goes: just under or just above them, over the window's width.
+    gap = max(bubble.top - last_rows.bottom, last_rows.top - bubble.bottom)
+    assert gap <= NEAR_PX + text_rows(terminal).height, f"the bubble {bubble} is far from the rows {last_rows}"
+    assert bubble.left < terminal.right and bubble.right > terminal.left, f"the bubble {bubble} is beside {terminal}"

@@ -17,7 +17,6 @@ backend serves sway and says so on other wlroots desktops.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -26,8 +25,8 @@ from collections.abc import Iterator, Sequence
 
 from holodesk.automation.actions import Action
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.coords import Monitor, Rect
-from holodesk.automation.errors import ActionError, DesktopRefused, ExecutionError
+from holodesk.automation.coords import Monitor
+from holodesk.automation.errors import ActionError, DesktopRefused
 from holodesk.automation.input.backend import InputCapabilities
 from holodesk.automation.input.injected import InjectedInput, keys_for_text
 from holodesk.automation.input.plan import TYPED, InputTarget
@@ -43,6 +42,7 @@ from holodesk.automation.input.primitives import (
 )
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
+from holodesk.automation.wlroots.sway_outputs import sway_monitors
 
 log = logging.getLogger(__name__)
 
@@ -56,35 +56,6 @@ POINTER_NOT_WIRED = (
     "pointer actions (click, move, drag, scroll) are not available on wlroots desktops yet: Holodesk "
     "types there through the virtual-keyboard protocol, and the virtual-pointer protocol is not wired"
 )
-
-
-def sway_monitors(environ: dict[str, str] | None = None) -> tuple[Monitor, ...]:
-    """sway's active outputs as monitors (`swaymsg -t get_outputs`); ExecutionError in words elsewhere."""
-    env = dict(os.environ if environ is None else environ)
-    if not env.get("SWAYSOCK"):
-        raise ExecutionError(
-            "this wlroots desktop is not sway (SWAYSOCK is unset): Holodesk reads the monitors only from sway so far"
-        )
-    try:
-        done = subprocess.run(
-            ["swaymsg", "--raw", "-t", "get_outputs"], env=env, capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ExecutionError(f"cannot ask sway for its monitors: {exc}") from exc
-    if done.returncode != 0:
-        raise ExecutionError(f"cannot ask sway for its monitors: {done.stderr.strip() or done.stdout.strip()}")
-    outputs = [output for output in json.loads(done.stdout) if output.get("active")]
-    return tuple(
-        Monitor(
-            index,
-            Rect(rect["x"], rect["y"], rect["width"], rect["height"]),
-            float(output.get("scale", 1.0)),
-            str(output.get("name", "")),
-            index == 1,
-        )
-        for index, output in enumerate(outputs, start=1)
-        for rect in (output["rect"],)
-    )
 
 
 class WtypeKeyboard:

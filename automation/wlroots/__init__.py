@@ -1,0 +1,1 @@
+"""wlroots desktops (sway): their monitors (sway_outputs.py) and screenshots through screencopy (capture.py)."""

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from holodesk.automation.errors import AutomationError
+from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.screen import ScreenCapture
 
 if TYPE_CHECKING:
     from holodesk.automation.coords import Monitor
@@ -126,8 +128,6 @@ def create_backends(
 
         session = WaylandSession(RestoreTokenStore(token_path or restore_token_path()), notify)
         return Backends(WaylandCapture(session), InputPerformer(PortalInput(session)))
-    from holodesk.automation.input.x11.backend import X11Input
-    from holodesk.automation.screen import ScreenCapture
 
     capture = ScreenCapture()
     return Backends(capture, InputPerformer(X11Input(capture=capture, focus_guard=focus_guard)))

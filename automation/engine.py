@@ -6,7 +6,8 @@ when told (within 100 ms outside model compute; a proposal in flight is abandone
 and records every step as it happens.
 
 What it exchanges with those parts (requests, decisions, events, outcomes, settings) is in
-automation/engine_protocols.py.
+automation/engine_protocols.py; what it records about a session and its steps, in
+automation/engine_record.py.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from holodesk.automation.engine_protocols import (
     RunResult,
     ShowsOwnRegions,
 )
+from holodesk.automation.engine_record import frame_meta, proposal_meta, settings_meta, timings_meta
 from holodesk.automation.errors import (
     ActionError,
     AutomationError,
@@ -266,7 +268,7 @@ class StepEngine:
                 self.cancel.raise_if_cancelled()
                 self._first_step_began = True
                 recent.append(frame)
-                record: dict[str, Any] = {"type": "step", "index": step, "task": task, **_frame_meta(frame)}
+                record: dict[str, Any] = {"type": "step", "index": step, "task": task, **frame_meta(frame)}
                 own = self._own_regions()
                 if own:
                     record["own_regions"] = own
@@ -327,7 +329,7 @@ class StepEngine:
         try:
             proposal = self._propose(task, history, frames)
         except UnusableProposal as exc:
-            record.update(raw_text=exc.raw_text, error=f"unusable answer: {exc}", timings=_timings(exc.timings))
+            record.update(raw_text=exc.raw_text, error=f"unusable answer: {exc}", timings=timings_meta(exc.timings))
             raise _RunEnded(Outcome.ERROR, f"the model's answer was unusable: {exc}") from exc
         except EndRun as exc:  # the proposer asked the user, who stopped; or it cannot go on
             record["error"] = exc.detail
@@ -340,27 +342,7 @@ class StepEngine:
             log.warning("the model could not answer: %s", exc)
             record["error"] = f"the model could not answer: {exc}"
             raise _RunEnded(Outcome.ERROR, f"the model could not answer: {exc}") from exc
-        record.update(
-            raw_text=proposal.raw_text,
-            note=proposal.note,
-            thought=proposal.thought,
-            action_model=proposal.action.to_dict(),
-            image_size=[proposal.image_width, proposal.image_height],
-            timings=proposal.timings.to_dict(),
-        )
-        if proposal.element:
-            record["element"] = proposal.element
-        if proposal.task_asked:
-            record["task_asked"] = proposal.task_asked
-        if proposal.rejected:
-            record["rejected_answers"] = [{"raw_text": r.raw_text, "error": r.error} for r in proposal.rejected]
-        if proposal.grounding is not None:
-            record["grounding"] = {
-                "source": proposal.grounding.source,
-                "how": proposal.grounding.how,
-                "exact": proposal.grounding.exact,
-                **proposal.grounding.record,
-            }
+        record.update(proposal_meta(proposal))
         past = PastStep(proposal.action, proposal.note, proposal.thought, proposal.element)
         previous_result, self._previous_result = self._previous_result, ""
         if proposal.action.kind in TERMINAL_KINDS:
@@ -618,7 +600,7 @@ class StepEngine:
         settings = self.settings
         if settings.trajectory_root is None:
             return None
-        return TrajectoryWriter.create(settings.trajectory_root, task, {"settings": _settings_meta(settings)})
+        return TrajectoryWriter.create(settings.trajectory_root, task, {"settings": settings_meta(settings)})
 
     def _confirm_recording(self, writer: TrajectoryWriter, outcome: Outcome, detail: str) -> tuple[Outcome, str]:
         """At the run's end, wait for the last screenshots: one that could not be written makes the
@@ -665,36 +647,3 @@ def _unconfirmed_words(steps: list[tuple[int, str]]) -> str:
     whys = "; ".join(dict.fromkeys(why for _, why in steps))
     plural = "s" if len(steps) > 1 else ""
     return f"; the text of step{plural} {which} was sent but could not be confirmed to have arrived as sent ({whys})"
-
-
-def _frame_meta(frame: ScreenFrame) -> dict[str, Any]:
-    region = frame.region
-    return {
-        "region": {"left": region.left, "top": region.top, "width": region.width, "height": region.height},
-        "monitors": [
-            {
-                "index": m.index,
-                "left": m.rect.left,
-                "top": m.rect.top,
-                "width": m.rect.width,
-                "height": m.rect.height,
-                "scale": m.scale,
-                "name": m.name,
-            }
-            for m in frame.monitors
-        ],
-    }
-
-
-def _timings(timings: Any) -> dict[str, Any] | None:
-    return timings.to_dict() if hasattr(timings, "to_dict") else None
-
-
-def _settings_meta(settings: EngineSettings) -> dict[str, Any]:
-    return {
-        "max_steps": settings.max_steps,
-        "monitor": settings.monitor,
-        "history_steps": settings.history_steps,
-        "keep_screenshots": settings.keep_screenshots,
-        **settings.session_meta,
-    }

@@ -34,6 +34,7 @@ from typing import Any
 
 from holodesk.automation.errors import AutomationError
 from holodesk.automation.private_dir import user_runtime_dir
+from holodesk.automation.pyautogui_import import import_pyautogui
 
 log = logging.getLogger(__name__)
 
@@ -322,7 +323,6 @@ def _keycodes(connection: Any, xk: Any, key: str) -> list[int]:
 
 def _release_blindly(buttons: list[int], keys: list[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Windows and macOS: no cheap way to ask what is held, so release every named one (harmless if up)."""
-    from holodesk.automation.pyautogui_import import import_pyautogui
 
     pyautogui = import_pyautogui()
     names = {1: "left", 2: "middle", 3: "right"}

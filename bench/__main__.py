@@ -20,6 +20,8 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench import gpu_step
+
 # Before anything imports transformers: offline, a private remote-code cache, and quiet about the
 # slow CPU Mamba path (expected here; bench.gpu_step reports the kernels where they matter).
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -73,8 +75,6 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run_gpu_step(arguments: argparse.Namespace) -> BenchResult:
-    from bench import gpu_step
-
     if arguments.gpu_model is None:
         result = BenchResult("gpu_step")
         result.notes.append("skipped: give --gpu-model and --gpu-screens on a CUDA machine (python -m bench.gpu_step)")

@@ -33,6 +33,10 @@ from PIL import Image
 
 from bench.harness import machine_description
 from bench.slow_server import MODEL
+from holodesk.app.eval.annotate import AnnotateItem, BatchAnnotator
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.remote import RemoteBackend
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "annotate_results.json"
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
@@ -62,11 +66,6 @@ def screenshot(path: Path) -> Path:
 
 
 def run_batch(base_url: str, concurrency: int, items: int, folder: Path, model: str | None = None) -> dict[str, float]:
-    from holodesk.app.eval.annotate import AnnotateItem, BatchAnnotator
-    from holodesk.inference.model_policy import ModelPolicy
-    from holodesk.inference.profiles import get_profile
-    from holodesk.inference.remote import RemoteBackend
-
     profile = get_profile("holotron")
     backends = [
         RemoteBackend(base_url, model=model or MODEL, api_key="", encoded_images_kept=0) for _ in range(concurrency)

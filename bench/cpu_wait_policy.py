@@ -29,6 +29,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bench.harness import BenchResult, BenchSettings, format_table, machine_description, stats_of, write_results
+from holodesk.inference.engine.spec import transformers_problem
+from holodesk.inference.profiles.base import ChatRequest
 
 NAME = "cpu_wait_policy"
 POLICIES = ("unset", "PASSIVE")  # OpenMP's own default, and holodesk's
@@ -43,8 +45,7 @@ def decode_ms_per_token(checkpoint: Path, tokens: int) -> float:
 
     import transformers
 
-    from holodesk.inference.engine.runner import Engine
-    from holodesk.inference.profiles.base import ChatRequest
+    from holodesk.inference.engine.runner import Engine  # heavy: torch
 
     transformers.utils.logging.set_verbosity_error()  # the pure-torch Mamba notice is expected on a CPU
     logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -88,8 +89,7 @@ def measure(checkpoint: Path, policy: str, tokens: int) -> float:
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.nemotron_tiny import build_nemotron_tiny
-    from holodesk.inference.engine.spec import transformers_problem
+    from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
 
     result = BenchResult(NAME)
     problem = transformers_problem()

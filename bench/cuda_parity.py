@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from holodesk.inference.profiles.base import ChatRequest
+
 # (label, family, variant of that family's tiny builder)
 CHECKPOINTS = (
     ("holotron realistic", "holotron", "realistic"),
@@ -42,7 +44,6 @@ def _screenshot(width: int, height: int, seed: int) -> Image.Image:
 
 def _requests(tokens: int) -> list[Any]:
     """A first step and the step after it (the second reuses the state the first left)."""
-    from holodesk.inference.profiles.base import ChatRequest
 
     system = {"role": "system", "content": "You are a computer-use agent. /no_think"}
     first = {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Open the inbox."}]}
@@ -60,18 +61,18 @@ Answers = list[tuple[list[int], list[float]]]
 
 def _build(family: str, variant: str, folder: Path) -> Path:
     if family == "holotron":
-        from bench.nemotron_tiny import build_nemotron_tiny
+        from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
 
         return build_nemotron_tiny(folder, dtype="float32", variant=variant)
-    from bench.qwen35_tiny import build_qwen35_tiny
+    from bench.qwen35_tiny import build_qwen35_tiny  # heavy: safetensors, torch
 
     return build_qwen35_tiny(folder, dtype="float32", variant=variant)
 
 
 def _run(checkpoint: Path, device: str, dtype: str, tokens: int, family: str = "holotron") -> Answers:
     """Each request's greedy ids and each chosen token's log-prob, on one engine that keeps its state."""
-    from holodesk.inference.engine.qwen35 import Qwen35Engine
-    from holodesk.inference.engine.runner import Engine
+    from holodesk.inference.engine.qwen35 import Qwen35Engine  # heavy: torch
+    from holodesk.inference.engine.runner import Engine  # heavy: torch
 
     engine: Engine | Qwen35Engine = (
         Engine(checkpoint, device=device, dtype=dtype)

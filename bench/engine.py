@@ -54,6 +54,8 @@ from holodesk.automation.engine import (
     EngineState,
     StepEngine,
 )
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import PastStep
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
 from holodesk.automation.screen_change import fingerprint
@@ -264,9 +266,6 @@ def run_bare_loop(capture: ScreenCapture, input_performer: StepInput, into: Step
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from holodesk.automation.input.performer import InputPerformer
-    from holodesk.automation.input.x11.backend import X11Input
-
     result = BenchResult(NAME)
     measured = {variant: StepParts() for variant in VARIANTS}
     rounds = 2 if settings.quick else settings.rounds(5)

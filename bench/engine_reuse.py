@@ -26,7 +26,9 @@ from bench.harness import BenchResult, BenchSettings, stats_of
 from bench.model_step import TASK, past_steps
 from bench.screens import desktop_picture
 from holodesk.automation.screen import frame_from_image
+from holodesk.inference.engine.spec import transformers_problem
 from holodesk.inference.profiles.base import ChatRequest, ImageBudget
+from holodesk.inference.profiles.holotron import HolotronProfile
 
 NAME = "engine_reuse"
 STEPS = 30
@@ -38,10 +40,8 @@ WINDOW = ImageBudget(keep_screenshots=4, drop_block=3)
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.nemotron_tiny import build_nemotron_tiny
-    from holodesk.inference.engine.runner import Engine, EngineResult
-    from holodesk.inference.engine.spec import transformers_problem
-    from holodesk.inference.profiles.holotron import HolotronProfile
+    from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
+    from holodesk.inference.engine.runner import Engine, EngineResult  # heavy: torch
 
     result = BenchResult(NAME)
     problem = transformers_problem()

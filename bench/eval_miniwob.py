@@ -19,6 +19,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.harness import machine_description
+from bench.rigs.miniwob_oracle import ORACLE_TASKS, MiniWoBOracle
+from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
+from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "eval_results.json"
 
@@ -31,16 +40,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
-
-    from bench.rigs.miniwob_oracle import ORACLE_TASKS, MiniWoBOracle
-    from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
-    from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
-    from holodesk.automation.input.performer import InputPerformer
-    from holodesk.automation.input.x11.backend import X11Input
-    from holodesk.automation.screen import ScreenCapture
-    from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
-    from holodesk.inference.model_policy import ModelPolicy
-    from holodesk.inference.profiles import get_profile
 
     with xvfb_display(DisplayLayout(1280, 800)), tempfile.TemporaryDirectory() as sessions:
         capture = ScreenCapture()

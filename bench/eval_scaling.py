@@ -38,7 +38,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench import slow_server
 from bench.harness import BenchResult, BenchSettings, machine_description, stats_of
+from bench.rigs.vllm_server import serve as serve_vllm
+from holodesk.app.common.policy_factory import PolicyOptions
+from holodesk.app.eval.miniwob_eval import MiniWoBOptions
+from holodesk.app.eval.parallel import ParallelRun, jobs_for
+from holodesk.app.eval.ray_backend import DESKTOP_RESOURCE
+from holodesk.app.eval.workers import LocalWorker, OptionsPolicySource, WorkerSetup
 
 if TYPE_CHECKING:
     from holodesk.app.eval.parallel import EpisodeRunner
@@ -78,7 +85,6 @@ class Measured:
 
 def serve(latency_s: float) -> int:
     """The server process: bench.slow_server's loopback server, answering STEP_ANSWER."""
-    from bench import slow_server
 
     # slow_server answers its module's ANSWER (a point, for annotate); a step answer here instead.
     slow_server.ANSWER = STEP_ANSWER
@@ -92,8 +98,7 @@ def vllm_step_server(scratch: Path) -> Iterator[tuple[str, int, str]]:
     Its answers are real constrained decodes of random weights: valid steps that click anywhere, or
     end the episode with an answer, so episodes may be shorter than the step limit.
     """
-    from bench.nemotron_tiny import build_nemotron_tiny
-    from bench.rigs.vllm_server import serve as serve_vllm
+    from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
 
     with serve_vllm(build_nemotron_tiny(scratch / "ckpt"), scratch / "vllm") as running:
         yield running.base_url, running.pid, running.model
@@ -189,11 +194,6 @@ class _Kept:
 def measure(
     plan: Plan, base_url: str, server_pid: int, count: int, model: str | None = None, ray_address: str | None = None
 ) -> Measured:
-    from holodesk.app.common.policy_factory import PolicyOptions
-    from holodesk.app.eval.miniwob_eval import MiniWoBOptions
-    from holodesk.app.eval.parallel import ParallelRun, jobs_for
-    from holodesk.app.eval.workers import LocalWorker, OptionsPolicySource, WorkerSetup
-
     options = MiniWoBOptions(
         tasks=("click-button",),
         episodes=plan.episodes_per_worker * count,
@@ -245,8 +245,6 @@ def ray_cluster(desktops: int) -> Iterator[str]:
     """The address of a one-node Ray cluster on this machine offering `desktops` desktops."""
     import ray
     from ray.cluster_utils import Cluster
-
-    from holodesk.app.eval.ray_backend import DESKTOP_RESOURCE
 
     cluster = Cluster(
         initialize_head=True,

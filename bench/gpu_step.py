@@ -1,7 +1,6 @@
 """Figure 6: Holotron-12B steps on a GPU, next to the floors the GPU's bandwidth and matrix rate allow.
 
 For a machine with a CUDA GPU and the real weights (it refuses at once without CUDA):
-
     python -m bench.gpu_step --gpu-model /models/Holotron-12B            # canned desktop screenshots
     python -m bench.gpu_step /models/Holotron-12B screens/ --steps 10     # your own PNG screenshots
 
@@ -34,6 +33,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from bench.screens import desktop_picture
+from holodesk.automation.proposal import PastStep
+from holodesk.automation.screen import frame_from_image
+from holodesk.inference.engine.memory import weight_elements
+from holodesk.inference.errors import InferenceError, ParseError
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
 
 if TYPE_CHECKING:
     from bench.harness import BenchResult
@@ -101,7 +108,6 @@ CANNED_SEEDS = (0, 1, 2)
 
 def canned_screenshots() -> list[Any]:
     """Made-up 1920x1080 desktops (bench.screens), for a check without recorded screenshots."""
-    from bench.screens import desktop_picture
 
     return [desktop_picture(1920, 1080, seed=seed) for seed in CANNED_SEEDS]
 
@@ -218,7 +224,7 @@ def _step_report(timings: Any, peak_bytes: int, parameters: int, weight_bytes: i
 
 def load_backend(arguments: argparse.Namespace) -> LocalBackend:
     """The checkpoint loaded by the in-process backend in bf16 (ModelLoadError says why not)."""
-    from holodesk.inference.local import LocalBackend
+    from holodesk.inference.local import LocalBackend  # looked up at call time: tests replace it at its source
 
     backend = LocalBackend(
         arguments.checkpoint, device=arguments.device, dtype="bfloat16", max_tiles=arguments.max_tiles
@@ -231,13 +237,6 @@ def run_steps(arguments: argparse.Namespace, device_name: str, backend: LocalBac
     """Run the steps on the loaded backend, return the report (needs CUDA: call require_cuda first)."""
     import torch
     from PIL import Image
-
-    from holodesk.automation.proposal import PastStep
-    from holodesk.automation.screen import frame_from_image
-    from holodesk.inference.engine.memory import weight_elements
-    from holodesk.inference.errors import ParseError
-    from holodesk.inference.model_policy import ModelPolicy
-    from holodesk.inference.profiles import get_profile
 
     spec = gpu_spec(device_name, arguments.bandwidth, arguments.tflops)
     if arguments.screenshots:
@@ -379,8 +378,7 @@ def first_contact_report(
     """The in-process engine's first contact with the loaded checkpoint, as a JSON-ready report."""
     from PIL import Image
 
-    from holodesk.automation.screen import frame_from_image
-    from holodesk.inference.engine.check import contact_request, first_contact
+    from holodesk.inference.engine.check import contact_request, first_contact  # heavy: torch
 
     image = (
         Image.open(find_screenshots(arguments.screenshots)[0]).convert("RGB")
@@ -403,8 +401,6 @@ def first_contact_report(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from holodesk.inference.errors import InferenceError
-
     arguments = parse_arguments(argv)
     try:
         device_name = require_cuda(arguments.device)

@@ -49,6 +49,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import BenchResult, BenchSettings, format_table, machine_description, stats_of, write_results
+from bench.model_step import past_steps
+from bench.rigs.vllm_forkserver import ForkServer
+from bench.rigs.vllm_server import ONE_PROCESS_ENGINE_ENV, SERVED_MODEL, VLLM_PYTHON, VLLM_VENV, serve, server_env
+from bench.screens import desktop_picture
+from holodesk.automation.screen import frame_from_image
+from holodesk.inference.profiles.base import ImageBudget
+from holodesk.inference.profiles.holo3 import PARSER_FLAGS, Holo31Profile
+from holodesk.inference.remote.request import build_payload, image_data_url, messages_with_images
 
 NAME = "holo31_cpu_step"
 VARIANT = "holo31-0.8b"
@@ -87,11 +95,6 @@ def step_request(history: int, new_tokens: int) -> Any:
 @functools.cache  # the prompt's characters and the vLLM runner ask for the same histories: screenshots made once
 def navigation_request(history: int) -> Any:
     """The holo3.1 profile's navigation request at `history` earlier steps (its screenshots are the slow part)."""
-    from bench.model_step import past_steps
-    from bench.screens import desktop_picture
-    from holodesk.automation.screen import frame_from_image
-    from holodesk.inference.profiles.base import ImageBudget
-    from holodesk.inference.profiles.holo3 import Holo31Profile
 
     # One screenshot, as the figures in docs/performance.md were measured (the profile now shows the
     # last 3 by default; its server here allows one image).
@@ -149,9 +152,6 @@ def vllm_server(checkpoint: Path, work: Path, *, quick: bool = False) -> Iterato
     core forked from a fork server rather than spawned): about 20 s less of a smoke run's start. The
     full run keeps vLLM's own layout, whose figures are the ones to quote.
     """
-    from bench.rigs.vllm_forkserver import ForkServer
-    from bench.rigs.vllm_server import ONE_PROCESS_ENGINE_ENV, VLLM_PYTHON, serve, server_env
-    from holodesk.inference.profiles.holo3 import PARSER_FLAGS
 
     env = ONE_PROCESS_ENGINE_ENV if quick else {"OMP_WAIT_POLICY": "PASSIVE"}
     with contextlib.ExitStack() as stack:
@@ -189,8 +189,6 @@ def stream_step(
     answer, and the end-of-turn token is ignored, so that every answer has `new_tokens` tokens. Without
     `with_schema` the body has no JSON schema (the same work as the engine's unconstrained tokens).
     """
-    from bench.rigs.vllm_server import SERVED_MODEL
-    from holodesk.inference.remote.request import build_payload, image_data_url, messages_with_images
 
     messages = messages_with_images(request.messages, [image_data_url(image) for image in request.images])
     payload = build_payload(SERVED_MODEL, messages, request, with_schema=with_schema, temperature=0.0, stream=True)
@@ -253,8 +251,6 @@ def transformers_step(checkpoint: Path, history: int, new_tokens: int) -> StepFi
     import transformers
     from transformers import AutoTokenizer, Qwen3_5ForConditionalGeneration
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
-
-    from holodesk.inference.remote.request import messages_with_images
 
     transformers.utils.logging.set_verbosity_error()
     torch.manual_seed(0)
@@ -328,7 +324,7 @@ def engine_steps(checkpoint: Path, rounds: int, new_tokens: int) -> dict[int, li
     """
     import logging
 
-    from holodesk.inference.local import LocalBackend
+    from holodesk.inference.local import LocalBackend  # looked up at call time: tests replace it at its source
 
     logging.getLogger("holodesk.inference.local").setLevel(logging.ERROR)  # "runs on the CPU": expected
     backend = LocalBackend(checkpoint, device="cpu", keep_state=False, profile="holo3.1")
@@ -372,8 +368,6 @@ def prompt_characters(checkpoint: Path, history: int) -> int:
     """
     from transformers import AutoTokenizer
 
-    from holodesk.inference.remote.request import messages_with_images
-
     request = step_request(history, 1)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     messages = messages_with_images(request.messages, ["data:,"] * len(request.images))
@@ -396,8 +390,7 @@ def add_figures(result: BenchResult, where: str, figures: dict[int, list[StepFig
 
 
 def run(settings: BenchSettings, *, runners: Sequence[str] = RUNNERS) -> BenchResult:
-    from bench.qwen35_tiny import build_qwen35_tiny
-    from bench.rigs.vllm_server import VLLM_VENV
+    from bench.qwen35_tiny import build_qwen35_tiny  # heavy: safetensors, torch
 
     result = BenchResult(NAME)
     rounds = 1 if settings.quick else max(3, settings.rounds(3))

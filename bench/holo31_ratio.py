@@ -6,7 +6,6 @@ reverse). One checkpoint with Holo3.1-0.8B's real shapes and random weights (ben
 (bench/rigs/vllm_server's flags, prefix caching off, OMP_WAIT_POLICY=PASSIVE) and the engine loaded
 in this process (`Qwen35Engine`, bfloat16, state kept as the product keeps it). Each round, in
 alternating order:
-
 - vLLM: the holo3.1 navigation request at history 1 (one 1280x800 screenshot), streamed, NEW_TOKENS
   greedy tokens with the end of turn ignored and no JSON schema (the engine does not constrain its
   tokens, so both do the same work). Prefill = prompt tokens / time to the first token; decode =
@@ -111,8 +110,8 @@ def run_pairs(budget_s: float = BUDGET_S) -> tuple[list[Pair], dict[str, float]]
     """Build, start, warm up, then rounds until the budget: the pairs and how long the set-up took."""
     import httpx
 
-    from bench.qwen35_tiny import build_qwen35_tiny
-    from holodesk.inference.engine.qwen35 import Qwen35Engine
+    from bench.qwen35_tiny import build_qwen35_tiny  # heavy: safetensors, torch
+    from holodesk.inference.engine.qwen35 import Qwen35Engine  # heavy: torch
 
     began = time.monotonic()
     setup: dict[str, float] = {}

@@ -25,7 +25,9 @@ from bench.harness import BenchResult, BenchSettings, format_table, machine_desc
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.one_step import DeskParts
 from holodesk.app.mcp.server import DeskServer
+from holodesk.automation.backends import create_backends
 from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest
+from holodesk.automation.virtual_display import FULL_HD, xvfb_display
 
 NAME = "mcp_overhead"
 GOAL_MS = 50.0
@@ -45,9 +47,6 @@ class InstantApprover:
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from holodesk.automation.backends import create_backends
-    from holodesk.automation.virtual_display import FULL_HD, xvfb_display
-
     rounds = 5 if settings.quick else max(settings.repeats, ROUNDS)
     totals: list[float] = []
     before: list[float] = []

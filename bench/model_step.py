@@ -35,6 +35,7 @@ from holodesk.automation.actions import Click, Move, Point, TypeText
 from holodesk.automation.proposal import PastStep
 from holodesk.automation.screen import frame_from_image
 from holodesk.inference.profiles.base import ChatRequest, ImageBudget
+from holodesk.inference.profiles.holotron import HolotronProfile
 
 NAME = "model_step"
 HISTORY = 30  # the last step has this many earlier steps in its prompt
@@ -66,9 +67,10 @@ KEPT, WHOLE, BLOCK = "trained, state kept", "trained, no state", "block, state k
 def run(settings: BenchSettings) -> BenchResult:
     import transformers
 
-    from bench.nemotron_tiny import build_nemotron_tiny
+    from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
+
+    # looked up at call time: tests replace it at its source
     from holodesk.inference.local import LocalBackend, LocalGeneration, block_window
-    from holodesk.inference.profiles.holotron import HolotronProfile
 
     transformers.utils.logging.set_verbosity_error()  # the PyTorch Mamba scan notice is expected on a CPU
     logging.getLogger("holodesk.inference.local").setLevel(logging.ERROR)  # and so is "runs on the CPU"

@@ -26,6 +26,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.screens import desktop_display
+from holodesk.automation.action_picture import MARKER_COLOUR
+from holodesk.automation.actions import Click, Point
+from holodesk.automation.coords import Monitor, Rect
+
 if TYPE_CHECKING:
     from bench.harness import BenchResult, BenchSettings
 
@@ -39,12 +44,9 @@ def child(rounds: int, warmup: int) -> dict[str, list[float]]:
     """Run in a process whose $DISPLAY is the benchmark's Xvfb; returns milliseconds per case."""
     import mss
 
-    from holodesk.app.gui.overlay import OverlayController, OverlayWindow
-    from holodesk.app.gui.overlay_drawing import OverlayScene, painted_region, render_scene
-    from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
-    from holodesk.automation.action_picture import MARKER_COLOUR
-    from holodesk.automation.actions import Click, Point
-    from holodesk.automation.coords import Monitor, Rect
+    from holodesk.app.gui.overlay import OverlayController, OverlayWindow  # heavy: Qt
+    from holodesk.app.gui.overlay_drawing import OverlayScene, painted_region, render_scene  # heavy: Qt
+    from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal  # heavy: Qt
 
     application = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
     controller = OverlayController()
@@ -138,7 +140,6 @@ def child(rounds: int, warmup: int) -> dict[str, list[float]]:
 
 def run(settings: BenchSettings) -> BenchResult:
     from bench.harness import BenchResult, stats_of
-    from bench.screens import desktop_display
 
     result = BenchResult(NAME)
     rounds = settings.rounds(15)

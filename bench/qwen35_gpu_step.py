@@ -23,6 +23,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.model_step import past_steps
+from bench.screens import desktop_picture
+from holodesk.automation.screen import frame_from_image
+from holodesk.inference.profiles import get_profile
+
 HISTORIES = (1, 10)
 SCREEN = (1280, 800)
 NEW_TOKENS = 32
@@ -30,11 +35,6 @@ TASK = "Archive every unread newsletter in my mail"
 
 
 def _request(history: int) -> Any:
-    from bench.model_step import past_steps
-    from bench.screens import desktop_picture
-    from holodesk.automation.screen import frame_from_image
-    from holodesk.inference.profiles import get_profile
-
     profile = get_profile("holo3.1")
     frame = frame_from_image(desktop_picture(*SCREEN, seed=history))
     request = profile.navigation_request(TASK, past_steps(history), [profile.prepare_image(frame)])
@@ -45,7 +45,7 @@ def measure(checkpoint: Path, device: str, new_tokens: int) -> list[dict[str, An
     """One row per history: prompt tokens, prefill tokens/s, ms per new token, peak memory (CUDA's allocator)."""
     import torch
 
-    from holodesk.inference.engine.qwen35 import Qwen35Engine
+    from holodesk.inference.engine.qwen35 import Qwen35Engine  # heavy: torch
 
     loaded_at = time.perf_counter()
     engine = Qwen35Engine(checkpoint, device=device, dtype="bfloat16", reuse=False)
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.device.startswith("cuda") and not torch.cuda.is_available():
         print("bench.qwen35_gpu_step needs a CUDA GPU (or --device cpu).", file=sys.stderr)
         return 2
-    from bench.qwen35_tiny import build_qwen35_tiny
+    from bench.qwen35_tiny import build_qwen35_tiny  # heavy: safetensors, torch
 
     with tempfile.TemporaryDirectory() as folder:
         checkpoint = build_qwen35_tiny(Path(folder) / "checkpoint", variant=arguments.variant)

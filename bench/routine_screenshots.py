@@ -2,7 +2,6 @@
 
 On a private Xvfb with a window manager (openbox), a routine is recorded on the logging target
 window (click OK, type into the field), then three screens are saved as PNG under OUT:
-
     save-dialog.png      History with the "Save as routine" dialog open on the recorded session
     routine-running.png  the routine replaying: the overlay's marker on the OK button, the panel asking
     repair-waiting.png   the OK button's pictures no longer match (replaced by noise), the model (a
@@ -25,9 +24,17 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from bench.rigs.target_client import TargetWindow
+from holodesk.automation.actions import Point
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.routines.routine_file import load_routine
+from holodesk.automation.screen import ScreenCapture, ScreenFrame
+from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
+
 
 def _pump(until: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    from holodesk.app.gui.qt import QtWidgets
+    from holodesk.app.gui.qt import QtWidgets  # heavy: Qt
 
     deadline = time.monotonic() + timeout_s
     while not until():
@@ -45,7 +52,6 @@ def _settle(seconds: float = 0.6) -> None:
 def main(argv: list[str] | None = None) -> int:
     out = Path((argv or sys.argv[1:] or ["shots"])[0])
     out.mkdir(parents=True, exist_ok=True)
-    from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
 
     with xvfb_display(DisplayLayout(1600, 900)) as server:
         os.environ["DISPLAY"] = server.display
@@ -63,18 +69,12 @@ def main(argv: list[str] | None = None) -> int:
 def _shoot(out: Path) -> None:
     import tempfile
 
-    from bench.rigs.target_client import TargetWindow
-    from bench.rigs.window_routine import NAME, record_ok_and_hello
-    from holodesk.app.gui.history_window import HistoryWindow
-    from holodesk.app.gui.overlay import OverlayController
-    from holodesk.app.gui.qt import QtWidgets
-    from holodesk.app.gui.routine_runs import GuiRoutineApprover
-    from holodesk.automation.actions import Point
-    from holodesk.automation.input.performer import InputPerformer
-    from holodesk.automation.input.x11.backend import X11Input
-    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine
-    from holodesk.automation.routines.routine_file import load_routine
-    from holodesk.automation.screen import ScreenCapture, ScreenFrame
+    from bench.rigs.window_routine import NAME, record_ok_and_hello  # heavy: OpenCV
+    from holodesk.app.gui.history_window import HistoryWindow  # heavy: OpenCV, Qt
+    from holodesk.app.gui.overlay import OverlayController  # heavy: Qt
+    from holodesk.app.gui.qt import QtWidgets  # heavy: Qt
+    from holodesk.app.gui.routine_runs import GuiRoutineApprover  # heavy: OpenCV, Qt
+    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine  # heavy: OpenCV
 
     def replay(routine: Any, approver: GuiRoutineApprover, grounder: Any = None) -> Any:
         """The routine's replay (a run of the step engine, not recorded) on a thread; returns the engine."""

@@ -42,6 +42,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer
+from bench.rigs.miniwob_oracle import MiniWoBOracle
+from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
+from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
+from holodesk.automation.engine_protocols import ApprovalDecision, Decision, EngineEvent, EngineState, Outcome
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.routines.grounding import ModelGrounder
+from holodesk.automation.routines.routine_file import load_routine
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.screen_change import wait_for_settle
+from holodesk.automation.trajectory import read_session
+from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.remote import RemoteBackend, RetryPolicy
+
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "routines_results.json"
 # Tasks whose solution is the same sequence of targets in every episode (texts may change).
 ROUTINE_TASKS = ("focus-text", "enter-text", "enter-password", "login-user", "click-dialog")
@@ -105,13 +122,11 @@ class AutoApprove:
         self.problems: list[str] = []
 
     def decide(self, request: Any) -> Any:
-        from holodesk.automation.engine_protocols import ApprovalDecision, Decision
-
         self.asked += 1
         return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
 
     def problem(self, request: Any) -> Any:
-        from holodesk.automation.routines.replay import ProblemChoice
+        from holodesk.automation.routines.replay import ProblemChoice  # heavy: OpenCV
 
         self.problems.append(request.problem)
         return ProblemChoice.STOP
@@ -133,7 +148,6 @@ def set_perturbation(browser: Any, css: str) -> None:
 
 def check_perturbation(browser: Any, capture: Any, name: str, seed: int) -> str:
     """Start episode `seed` as recorded, then perturbed: how the page changed (ValueError if it did not)."""
-    from holodesk.automation.screen_change import wait_for_settle
 
     def settled() -> Any:
         return wait_for_settle(lambda: capture.grab(1), 3.0, 0.05)[0]
@@ -180,8 +194,6 @@ class OracleFedPolicy:
         self.oracle, self.server, self.policy = oracle, server, policy
 
     def locate(self, frame: Any, instruction: str) -> Any:
-        from bench.rigs.fake_openai_server import Completion
-
         image = self.policy.profile.prepare_image(frame)
         step = json.loads(self.oracle.answer(image.image.width, image.image.height))
         point = {"x": step["action"]["x"], "y": step["action"]["y"]}
@@ -200,17 +212,7 @@ def run_task(
 ) -> list[TaskRow]:
     """Record on seed 0, replay on `seeds` under each perturbation, without and (given `server`) with
     the model fallback; each episode also solved by the agent loop for comparison."""
-    from bench.rigs.miniwob_oracle import MiniWoBOracle
-    from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
-    from holodesk.automation.input.performer import InputPerformer
-    from holodesk.automation.input.x11.backend import X11Input
-    from holodesk.automation.routines.compiler import compile_session, save_compiled
-    from holodesk.automation.routines.grounding import ModelGrounder
-    from holodesk.automation.routines.routine_file import load_routine
-    from holodesk.automation.trajectory import read_session
-    from holodesk.inference.model_policy import ModelPolicy
-    from holodesk.inference.profiles import get_profile
-    from holodesk.inference.remote import RemoteBackend, RetryPolicy
+    from holodesk.automation.routines.compiler import compile_session, save_compiled  # heavy: OpenCV
 
     oracle = MiniWoBOracle(browser, capture.monitors()[0].rect)
     input_performer = InputPerformer(X11Input(capture=capture))
@@ -268,8 +270,7 @@ def replay_episode(
     browser: Any, capture: Any, input_performer: Any, routine: Any, seed: int, row: TaskRow, model: Any, sessions: Path
 ) -> None:
     """Replay `routine` on episode `seed` as the app does (a run of the step engine, recorded under `sessions`)."""
-    from holodesk.automation.engine_protocols import EngineEvent, EngineState, Outcome
-    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine
+    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine  # heavy: OpenCV
 
     defaults = {p.name: p.default for p in routine.parameters}
     instruction = browser.start_episode(seed, 30.0)
@@ -325,11 +326,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-fallback", action="store_true", help="replay without the model only")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
-
-    from bench.rigs.fake_openai_server import FakeOpenAIServer
-    from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
-    from holodesk.automation.screen import ScreenCapture
-    from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
 
     tasks = [t for t in args.tasks.split(",") if t]
     perturbations = [p for p in args.perturbations.split(",") if p]

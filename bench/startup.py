@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bench.harness import BenchResult, BenchSettings, format_table, interleaved, machine_description, write_results
+from bench.rigs.fake_openai_server import DEFAULT_MODEL, FakeOpenAIServer
 
 NAME = "startup"
 COMMAND = (sys.executable, "-m", "holodesk.app.cli")  # what the `holodesk` console script runs
@@ -60,8 +61,7 @@ def _first_line(argv: Sequence[str], env: dict[str, str]) -> Callable[[], object
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.rigs.fake_openai_server import DEFAULT_MODEL, FakeOpenAIServer
-    from holodesk.automation.virtual_display import start_xvfb
+    from holodesk.automation.virtual_display import start_xvfb  # looked up at call time: tests replace it at its source
 
     result = BenchResult(NAME)
     rounds = settings.rounds(10)

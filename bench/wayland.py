@@ -23,7 +23,18 @@ import time
 from collections.abc import Callable
 
 from bench.harness import BenchResult, BenchSettings, Stats, interleaved
+from bench.rigs.gnome_stack import DEBIAN_PACKAGES, GnomeStack, answer_consent, missing_components
+from bench.rigs.mutter_remote import MutterRemote
 from holodesk.automation.actions import Click, Move, Point
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.portal.backend import PortalInput
+from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.input.x11.keyboard import X11Typer
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
+from holodesk.automation.wayland.capture import WaylandCapture
+from holodesk.automation.wayland.keymap import compositor_keymap
+from holodesk.automation.wayland.session import WaylandSession
 
 NAME = "wayland"
 SIZE = (1280, 800)
@@ -31,12 +42,6 @@ ROUNDS = 30
 
 
 def _x11(settings: BenchSettings) -> dict[str, Stats]:
-    from holodesk.automation.input.performer import InputPerformer
-    from holodesk.automation.input.x11.backend import X11Input
-    from holodesk.automation.input.x11.keyboard import X11Typer
-    from holodesk.automation.screen import ScreenCapture
-    from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
-
     with xvfb_display(DisplayLayout(*SIZE)):
         capture = ScreenCapture()
         input_performer = InputPerformer(X11Input(capture=capture))
@@ -69,14 +74,6 @@ def _x11(settings: BenchSettings) -> dict[str, Stats]:
 def _wayland(settings: BenchSettings) -> tuple[dict[str, Stats], float]:
     """Timings on a fresh headless GNOME stack, and the portal session's start (consent answered) in ms."""
     import os
-
-    from bench.rigs.gnome_stack import GnomeStack, answer_consent
-    from bench.rigs.mutter_remote import MutterRemote
-    from holodesk.automation.input.performer import InputPerformer
-    from holodesk.automation.input.portal.backend import PortalInput
-    from holodesk.automation.wayland.capture import WaylandCapture
-    from holodesk.automation.wayland.keymap import compositor_keymap
-    from holodesk.automation.wayland.session import WaylandSession
 
     with GnomeStack() as stack:
         variables = ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY")
@@ -134,8 +131,6 @@ def _wayland(settings: BenchSettings) -> tuple[dict[str, Stats], float]:
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.rigs.gnome_stack import DEBIAN_PACKAGES, missing_components
-
     result = BenchResult(NAME)
     missing = missing_components()
     if missing:

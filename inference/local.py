@@ -46,11 +46,13 @@ from holodesk.inference.engine.placement import (
     normalize_device,
     place,
 )
+from holodesk.inference.engine.spec import OMNI_ARCHITECTURE, is_architecture, read_spec
 from holodesk.inference.errors import BackendError, ModelLoadError
 from holodesk.inference.generation import Generation
 from holodesk.inference.hardware import HardwareReport, detect_hardware, gib
 from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles.base import ChatRequest, ImageBudget
+from holodesk.inference.qwen35_memory import CheckpointLayoutError, plan_checkpoint
 
 if TYPE_CHECKING:
     from holodesk.inference.engine.runner import Engine, EngineResult
@@ -250,14 +252,13 @@ class LocalBackend:
         self.checkpoint = checkpoint
 
         report("checking", 0.05, f"Checking {self.device_name} for {checkpoint.describe()}")
-        from holodesk.inference.engine.qwen35 import PROFILES as QWEN35_PROFILES
-        from holodesk.inference.engine.qwen35 import is_qwen35
+        from holodesk.inference.engine.qwen35 import PROFILES as QWEN35_PROFILES  # heavy: torch
+        from holodesk.inference.engine.qwen35 import is_qwen35  # heavy: torch
 
         if is_qwen35(checkpoint.path):
             self._check_profile(QWEN35_PROFILES, "a Qwen3.5 (Holo3, Holo3.1, Holo4)", checkpoint)
             self._load_qwen35(checkpoint, report, started)
             return
-        from holodesk.inference.engine.spec import OMNI_ARCHITECTURE, is_architecture, read_spec
 
         if is_architecture(checkpoint.path, OMNI_ARCHITECTURE):
             self._check_profile(("holotron3-nano",), "a Holotron-3-Nano (Nemotron-3-Nano-Omni)", checkpoint)
@@ -287,7 +288,7 @@ class LocalBackend:
         )
         import torch
 
-        from holodesk.inference.engine.runner import Engine
+        from holodesk.inference.engine.runner import Engine  # heavy: torch
 
         try:
             engine = Engine(
@@ -324,8 +325,7 @@ class LocalBackend:
     def _load_qwen35(
         self, checkpoint: CheckpointLocation, report: Callable[[str, float, str], None], started: float
     ) -> None:
-        from holodesk.inference.engine.qwen35 import Qwen35Engine, checkpoint_dtype
-        from holodesk.inference.qwen35_memory import CheckpointLayoutError, plan_checkpoint
+        from holodesk.inference.engine.qwen35 import Qwen35Engine, checkpoint_dtype  # heavy: torch
 
         dtype = self.dtype_name or checkpoint_dtype(checkpoint.path)
         try:
@@ -401,7 +401,7 @@ class LocalBackend:
         engine = self._require_loaded()
         if request.max_new_tokens < 1:
             raise BackendError(f"max_new_tokens must be at least 1, got {request.max_new_tokens}")
-        from holodesk.inference.engine.runner import GenerationCancelled
+        from holodesk.inference.engine.runner import GenerationCancelled  # heavy: torch
 
         with self._generate_lock:
             try:

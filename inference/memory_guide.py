@@ -38,6 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from holodesk.inference.engine.memory import MemoryPlan as EngineMemoryPlan
+from holodesk.inference.engine.memory import plan_memory as engine_plan_memory
+from holodesk.inference.engine.placement import DEFAULT_CONTEXT, DEFAULT_PREFILL_CHUNK
+from holodesk.inference.engine.spec import read_spec
+from holodesk.inference.profiles import get_profile
 from holodesk.inference.qwen35_memory import GIB, Qwen35MemoryPlan, TensorHeader, plan_memory
 
 CONTEXT_TOKENS = 16384  # a Holo step: up to 5 screenshots of about 1,000-3,600 tokens, the task, 30 steps of notes
@@ -285,7 +289,6 @@ def gib_text(num_bytes: int) -> str:
 
 def where_it_runs(model: KnownModel) -> str:
     """ "vLLM", and "in-process" too where the model's profile runs in Holodesk's own engine."""
-    from holodesk.inference.profiles import get_profile
 
     return "vLLM, in-process" if get_profile(model.profile).runs_in_process else "vLLM"
 
@@ -495,9 +498,6 @@ def engine_plan(config: Mapping[str, Any], tensors: Mapping[str, TensorHeader]) 
     """The engine's plan for a checkpoint with this config and these tensors, bfloat16, at the settings a
     load uses by default (`inference.engine.placement`: 16,384 tokens, 2,048-token prefill chunks, the
     conversation's state kept between steps)."""
-    from holodesk.inference.engine.memory import plan_memory as engine_plan_memory
-    from holodesk.inference.engine.placement import DEFAULT_CONTEXT, DEFAULT_PREFILL_CHUNK
-    from holodesk.inference.engine.spec import read_spec
 
     with tempfile.TemporaryDirectory(prefix="holodesk-plan-") as folder:
         spec = read_spec(write_headers(Path(folder), config, tensors))

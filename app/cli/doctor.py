@@ -16,6 +16,24 @@ from typing import TYPE_CHECKING, TextIO
 
 from holodesk.app.cli.canned_screen import canned_screenshot
 from holodesk.app.cli.doctor_report import CheckResult, DoctorOptions, Status, printable
+from holodesk.app.cli.model_fit import check_model_fit, total_memory_bytes
+from holodesk.app.cli.server_checks import DEFAULT_SCREEN
+from holodesk.app.common.hotkey_path import OWN_WINDOWS_STOP, TRIGGER_ADVICE, HotkeyPath, plan_hotkeys
+from holodesk.automation.backends import choose_backend
+from holodesk.automation.errors import AutomationError, CaptureError
+from holodesk.automation.held_input import release_leftover_input
+from holodesk.automation.screen import ScreenCapture
+from holodesk.automation.wayland.portal import probe_remote_desktop
+from holodesk.automation.wayland.stream import GST_PACKAGES, load_gstreamer
+from holodesk.inference.checkpoint import find_checkpoint
+from holodesk.inference.engine.placement import DEFAULT_CONTEXT, free_memory
+from holodesk.inference.engine.spec import read_spec, transformers_problem
+from holodesk.inference.errors import BackendError, InferenceError, ModelLoadError, ParseError
+from holodesk.inference.hardware import MambaPath, detect_hardware
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.qwen35_memory import CheckpointLayoutError, plan_checkpoint
+from holodesk.inference.remote import RemoteBackend
 
 if TYPE_CHECKING:
     from holodesk.inference.checkpoint import CheckpointLocation
@@ -61,9 +79,6 @@ def check_display() -> CheckResult:
 
 
 def check_monitors_and_capture() -> Iterator[CheckResult]:
-    from holodesk.automation.errors import CaptureError
-    from holodesk.automation.screen import ScreenCapture
-
     capture = ScreenCapture()
     try:
         monitors = capture.monitors()
@@ -137,7 +152,6 @@ def check_input_injection() -> CheckResult:
 
 def check_held_input() -> CheckResult:
     """Release a mouse button or key that a killed `holodesk run` left pressed (see automation.held_input)."""
-    from holodesk.automation.held_input import release_leftover_input
 
     leftover = release_leftover_input()
     if leftover.problems:
@@ -153,7 +167,6 @@ def check_held_input() -> CheckResult:
 
 def check_transformers() -> CheckResult:
     """The in-process engine runs on transformers' native Nemotron-H, tested with ENGINE_TRANSFORMERS."""
-    from holodesk.inference.engine.spec import transformers_problem
 
     fix = f'pip install "transformers=={ENGINE_TRANSFORMERS}" (or: pip install ".[holotron]")'
     problem = transformers_problem()
@@ -172,7 +185,6 @@ def check_transformers() -> CheckResult:
 
 def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
     """The local backend's torch, GPU and Mamba kernels (the other backends need none of them)."""
-    from holodesk.inference.hardware import MambaPath, detect_hardware
 
     wants_cuda = options.device == "cuda"
     report = detect_hardware()
@@ -213,12 +225,9 @@ def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
 
 def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
     """The weights, the engine's reading of their config, and where they would load, all before loading anything."""
-    from holodesk.inference.checkpoint import find_checkpoint
+    # looked up at call time: tests replace it at its source
     from holodesk.inference.engine.placement import available_memory_bytes, flash_attention_available, place
-    from holodesk.inference.engine.qwen35 import is_qwen35
-    from holodesk.inference.engine.spec import read_spec
-    from holodesk.inference.errors import ModelLoadError
-    from holodesk.inference.hardware import detect_hardware
+    from holodesk.inference.engine.qwen35 import is_qwen35  # heavy: torch
 
     try:
         found = find_checkpoint(options.model)
@@ -252,11 +261,7 @@ def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
 def _check_qwen35_model(found: CheckpointLocation, options: DoctorOptions) -> Iterator[CheckResult]:
     """A Qwen3.5 checkpoint (Holo3, Holo3.1, Holo4) for the in-process engine: its memory plan against
     what is free (from its headers, before loading), and with --try one step through the profile."""
-    from holodesk.inference.engine.placement import DEFAULT_CONTEXT, free_memory
-    from holodesk.inference.engine.qwen35 import PROFILES
-    from holodesk.inference.errors import ModelLoadError
-    from holodesk.inference.hardware import detect_hardware
-    from holodesk.inference.qwen35_memory import CheckpointLayoutError, plan_checkpoint
+    from holodesk.inference.engine.qwen35 import PROFILES  # heavy: torch
 
     yield CheckResult("weights", Status.OK, f"{found.describe()}; a Qwen3.5 checkpoint (Holo3, Holo3.1, Holo4)")
     if options.profile not in PROFILES:
@@ -296,10 +301,7 @@ def _check_qwen35_model(found: CheckpointLocation, options: DoctorOptions) -> It
 def try_local_profile_step(model: str, device: str, profile_name: str) -> CheckResult:
     """Load a checkpoint in the in-process backend and propose one step on the canned screenshot through
     `profile_name` (never acted on): the proposal, or why there is none, in words."""
-    from holodesk.inference.errors import InferenceError, ParseError
-    from holodesk.inference.local import LocalBackend
-    from holodesk.inference.model_policy import ModelPolicy
-    from holodesk.inference.profiles import get_profile
+    from holodesk.inference.local import LocalBackend  # looked up at call time: tests replace it at its source
 
     backend = LocalBackend(model, device=device, profile=profile_name)
     try:
@@ -339,9 +341,8 @@ def try_one_step(model: str, device: str) -> CheckResult:
     One holotron step is proposed (never acted on); the report says whether the answer is degenerate,
     prefill tokens/s, decode ms/token, peak memory and the kernels in use.
     """
-    from holodesk.inference.engine.check import contact_request, first_contact
-    from holodesk.inference.errors import InferenceError
-    from holodesk.inference.local import LocalBackend
+    from holodesk.inference.engine.check import contact_request, first_contact  # heavy: torch
+    from holodesk.inference.local import LocalBackend  # looked up at call time: tests replace it at its source
 
     backend = LocalBackend(model, device=device)
     try:
@@ -366,9 +367,6 @@ def try_one_step(model: str, device: str) -> CheckResult:
 
 
 def check_server(options: DoctorOptions) -> CheckResult:
-    from holodesk.inference.errors import BackendError
-    from holodesk.inference.remote import RemoteBackend
-
     if not options.base_url:
         return CheckResult(
             "server", Status.FAIL, "no server URL given", fix="pass --base-url http://HOST:8000/v1", blocking=True
@@ -390,8 +388,6 @@ def check_desktop_backend(display: CheckResult) -> Iterator[CheckResult]:
     no backend is called OK next to the display's FAIL. Nothing here opens a portal session, so no
     permission dialog shows.
     """
-    from holodesk.automation.backends import choose_backend
-    from holodesk.automation.errors import AutomationError
 
     try:
         choice = choose_backend()
@@ -406,8 +402,6 @@ def check_desktop_backend(display: CheckResult) -> Iterator[CheckResult]:
         yield check_hotkeys()
         return
     yield CheckResult("backend", Status.OK, f"Wayland portal capture and input: {choice.reason}")
-    from holodesk.automation.wayland.portal import probe_remote_desktop
-    from holodesk.automation.wayland.stream import GST_PACKAGES, load_gstreamer
 
     try:
         load_gstreamer()
@@ -436,7 +430,6 @@ def check_desktop_backend(display: CheckResult) -> Iterator[CheckResult]:
 
 def check_hotkeys(probe: Callable[[], int] | None = None) -> CheckResult:
     """Which way the prompt and stop keys reach Holodesk here, and why (asks the portal; no dialog)."""
-    from holodesk.app.common.hotkey_path import OWN_WINDOWS_STOP, TRIGGER_ADVICE, HotkeyPath, plan_hotkeys
 
     plan = plan_hotkeys(probe)
     if plan.path is HotkeyPath.PYNPUT:
@@ -484,7 +477,6 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
 
 def _model_fit(options: DoctorOptions) -> Iterator[CheckResult]:
     """Which Holo model fits this machine's memory; the GPUs are probed only where torch is wanted (local)."""
-    from holodesk.app.cli.model_fit import check_model_fit, total_memory_bytes
 
     gpus = None
     if options.backend == "local":
@@ -507,9 +499,6 @@ def _remote_checks(options: DoctorOptions) -> Iterator[CheckResult]:
 
 def _screen_size() -> tuple[int, int]:
     """The first monitor's size in pixels (what a task's screenshots have), 1920x1080 when unknown."""
-    from holodesk.app.cli.server_checks import DEFAULT_SCREEN
-    from holodesk.automation.errors import CaptureError
-    from holodesk.automation.screen import ScreenCapture
 
     if not (os.environ.get("DISPLAY") and _x11_backend_chosen()):
         return DEFAULT_SCREEN
@@ -524,9 +513,6 @@ def _screen_size() -> tuple[int, int]:
 
 
 def _x11_backend_chosen() -> bool:
-    from holodesk.automation.backends import choose_backend
-    from holodesk.automation.errors import AutomationError
-
     try:
         return choose_backend().name == "x11"
     except AutomationError:

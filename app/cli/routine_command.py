@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, TextIO
 from holodesk.app.cli.run_command import (
     EXIT_CODES,
     PICTURES_PREFIX,
+    _policy_or_exit_code,
     _remove_pictures_of_dead_runs,
     late_signals,
     stopped_before_start,
@@ -36,10 +37,13 @@ from holodesk.app.cli.stop_signals import InterruptibleApprover, StopSignals, si
 from holodesk.app.cli.terminal_approver import TerminalApprover, terminal_event_printer
 from holodesk.app.common.session_words import steps_in_words
 from holodesk.automation.actions import Point
+from holodesk.automation.backends import create_backends
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine_protocols import ActionPerformer, FrameSource, RunResult
+from holodesk.automation.errors import AutomationError
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.routines.compiler import CompiledRoutine, CompileError, compile_session, save_compiled
+from holodesk.automation.routines.grounding import ModelGrounder
 from holodesk.automation.routines.locators import Grounder
 from holodesk.automation.routines.replay import (
     HandOver,
@@ -302,10 +306,6 @@ def run_with_settings(
     signals: StopSignals | None = None,
 ) -> int:
     """`holodesk routine run`: the desktop backends, the model (lazily: to locate, or to take over)."""
-    from holodesk.app.cli.run_command import _policy_or_exit_code
-    from holodesk.automation.backends import create_backends
-    from holodesk.automation.errors import AutomationError
-    from holodesk.automation.routines.grounding import ModelGrounder
 
     err, out = sys.stderr, sys.stdout
     routine = open_routine(routines, args_name, err)

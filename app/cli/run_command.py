@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, TextIO
 
 from holodesk.app.cli.live_status import LiveStatus, progress_bar
 from holodesk.app.cli.stop_signals import STOP_SIGNALS, InterruptibleApprover, StopSignals, signals_stop_the_run
-from holodesk.app.cli.terminal_approver import terminal_event_printer
+from holodesk.app.cli.terminal_approver import TerminalApprover, terminal_event_printer
 from holodesk.app.common.backend_problems import NO_GPU_HERE_TERMINAL, gpu_missing, in_words, preflight, run_end_hint
 from holodesk.app.common.policy_factory import PolicyConfigError, PolicyOptions, build_policy, plain_http_key_warning
+from holodesk.automation.backends import create_backends
 from holodesk.automation.coords import FrameMapping
 from holodesk.automation.display_text import safe_lines, safe_text
 from holodesk.automation.engine import StepEngine
@@ -43,6 +44,7 @@ from holodesk.automation.errors import AutomationError
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.private_dir import runtime_dir_problem
 from holodesk.automation.proposal import UnusableProposal
+from holodesk.automation.screen import frame_from_image
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, record_stopped_before_start
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
@@ -75,7 +77,6 @@ def run_task(
     signals: StopSignals | None = None,
 ) -> int:
     """`signals`: the command's, taken as it started (a signal before the run is then a stop too)."""
-    from holodesk.automation.backends import create_backends
 
     signals = signals or StopSignals()  # not installed: Ctrl+C while the model loads still stops the start
     meta = {"settings": {"max_steps": max_steps, "monitor": monitor, "backend": options.backend}}
@@ -188,8 +189,6 @@ def _run_engine(
     err: TextIO,
     signals: StopSignals,
 ) -> int:
-    from holodesk.app.cli.terminal_approver import TerminalApprover
-
     approver = InterruptibleApprover(TerminalApprover(pictures, stdin=stdin, stdout=out))
     live = LiveStatus(out)
     engine = StepEngine(
@@ -269,8 +268,6 @@ def _report(result: RunResult, out: TextIO) -> None:
 def locate(image_path: Path, instruction: str, options: PolicyOptions, out: TextIO, err: TextIO) -> int:
     """Print {"x": .., "y": ..} in the image's pixels for one described element."""
     from PIL import Image, UnidentifiedImageError
-
-    from holodesk.automation.screen import frame_from_image
 
     try:
         with Image.open(image_path) as image:

@@ -21,7 +21,11 @@ from typing import TYPE_CHECKING
 
 from holodesk.app.cli.canned_screen import canned_screenshot
 from holodesk.app.cli.doctor_report import CheckResult, DoctorOptions, Status, printable
+from holodesk.inference.context_fit import measure_context_need
 from holodesk.inference.errors import BackendError, InferenceError, ParseError
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile, model_family
+from holodesk.inference.profiles.holo3 import PARSER_FLAGS, HoloAgentProfile
 
 if TYPE_CHECKING:
     from holodesk.inference.context_fit import ContextNeed
@@ -40,7 +44,6 @@ def answer_flags(profile: Profile) -> tuple[str, str]:
     """The vLLM flags that make this profile's answers readable, and why: a profile that answers with
     native tool calls needs the tool-call and reasoning parsers; one held to a JSON schema needs the
     structured-output backend (which tool calls never go through)."""
-    from holodesk.inference.profiles.holo3 import PARSER_FLAGS, HoloAgentProfile
 
     if isinstance(profile, HoloAgentProfile) and profile.native_tools:
         return (
@@ -56,15 +59,12 @@ def answer_flags(profile: Profile) -> tuple[str, str]:
 def served_family(model: str) -> str | None:
     """The profile for a served model name of H Company's current agents (holo3, holo3.1, holo4,
     holotron3-nano), or None."""
-    from holodesk.inference.profiles import model_family
 
     return model_family(model)
 
 
 def vllm_command_for(model: str, profile: str) -> str:
     """The vLLM command that serves `model` as the profile needs (parsers, image limit), under its own name."""
-    from holodesk.inference.profiles import get_profile
-    from holodesk.inference.profiles.holo3 import HoloAgentProfile
 
     chosen = get_profile(profile)
     assert isinstance(chosen, HoloAgentProfile), profile
@@ -107,8 +107,6 @@ class TaskShape:
 
 def check_server_fit(options: DoctorOptions, shape: TaskShape) -> Iterator[CheckResult]:
     """The context and image-limit check, the server flags, and with --try one step."""
-    from holodesk.inference.context_fit import measure_context_need
-    from holodesk.inference.profiles import get_profile
     from holodesk.inference.remote import RemoteBackend, RequestRejectedError
 
     if not options.base_url:
@@ -185,7 +183,6 @@ def _context_lines(length: int | None, need: ContextNeed | None, shape: TaskShap
 
 def try_remote_step(backend: RemoteBackend, profile: Profile) -> CheckResult:
     """One step on the canned screenshot through the server; never acts."""
-    from holodesk.inference.model_policy import ModelPolicy
 
     policy = ModelPolicy(profile, backend)
     try:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from holodesk.automation.backends import BACKEND_OVERRIDE_VARIABLE, choose_backend
+from holodesk.automation.wayland.portal import PortalError
+from holodesk.automation.wayland.shortcuts import probe_global_shortcuts
 
 TRIGGER_COMMANDS = "`holodesk trigger` (opens the task prompt) and `holodesk trigger stop` (stops the running task)"
 TRIGGER_ADVICE = (
@@ -59,8 +61,6 @@ def plan_hotkeys(
     if not is_wayland_session(environ, platform):
         where = "X11 session" if platform.startswith("linux") else platform
         return HotkeyPlan(HotkeyPath.PYNPUT, f"{where}: pynput listens to the keyboard")
-    from holodesk.automation.wayland.portal import PortalError
-    from holodesk.automation.wayland.shortcuts import probe_global_shortcuts
 
     try:
         version = (probe or probe_global_shortcuts)()

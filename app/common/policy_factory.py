@@ -10,7 +10,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from holodesk.app.common.choices import BACKENDS, local_profile_problem
+from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.secrets import find_api_key
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +56,6 @@ def plain_http_key_warning(options: PolicyOptions) -> str | None:
         return None  # a malformed URL is reported by the backend itself
     if parts.scheme != "http" or not host or _is_loopback(host):
         return None
-    from holodesk.inference.secrets import find_api_key
 
     lookup = find_api_key(options.base_url)
     if lookup.key is None:
@@ -75,8 +77,6 @@ def _is_loopback(host: str) -> bool:
 
 def build_policy(options: PolicyOptions, progress: ProgressCallback | None = None) -> ModelPolicy:
     """A ready ModelPolicy. The local backend is loaded here (off-thread, reporting through `progress`)."""
-    from holodesk.inference.errors import InferenceError
-    from holodesk.inference.profiles import get_profile
 
     try:
         profile = get_profile(options.profile)

@@ -30,7 +30,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
+from holodesk.app.eval.desktop import PrivateDesktop, screen_size_for
 from holodesk.app.eval.desktop_parts import DesktopParts
+from holodesk.app.eval.miniwob_browser import WINDOW_HEIGHT_CSS, WINDOW_WIDTH_CSS, BrowserError, MiniWoBBrowser
+from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation
 from holodesk.app.eval.reaper import start_reaper
 from holodesk.app.eval.worker_loop import serve_jobs
 from holodesk.app.eval.workers import (
@@ -43,6 +46,10 @@ from holodesk.app.eval.workers import (
     receive,
     send,
 )
+from holodesk.automation.held_input import HeldInputMarker
+from holodesk.automation.input.performer import InputPerformer
+from holodesk.automation.input.x11.backend import X11Input
+from holodesk.automation.screen import ScreenCapture
 
 EXIT_BROKEN = 75  # a part of the desktop died; the parent has been told (WorkerBroken)
 
@@ -57,8 +64,6 @@ def _stop(signum: int, frame: object) -> None:
 
 def serve(setup: WorkerSetup, inbox: IO[bytes], outbox: IO[bytes]) -> bool:
     """Start the desktop, then run episodes until told to stop (True) or a part died (False)."""
-    from holodesk.app.eval.desktop import PrivateDesktop, screen_size_for
-    from holodesk.app.eval.miniwob_browser import WINDOW_HEIGHT_CSS, WINDOW_WIDTH_CSS
 
     options = setup.options
     size = screen_size_for(round(WINDOW_WIDTH_CSS * options.zoom), round(WINDOW_HEIGHT_CSS * options.zoom))
@@ -80,13 +85,6 @@ def _run_on(
     inbox: IO[bytes],
     outbox: IO[bytes],
 ) -> bool:
-    from holodesk.app.eval.miniwob_browser import BrowserError, MiniWoBBrowser
-    from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation
-    from holodesk.automation.held_input import HeldInputMarker
-    from holodesk.automation.input.performer import InputPerformer
-    from holodesk.automation.input.x11.backend import X11Input
-    from holodesk.automation.screen import ScreenCapture
-
     where = f"{socket.gethostname()}{display}"
     capture = ScreenCapture()
     monitor = capture.monitors()[0]

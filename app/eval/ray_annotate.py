@@ -23,8 +23,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from holodesk.app.eval.annotate import AnnotateItem, close_cut_line, finished_ids
+from holodesk.app.eval.annotate import AnnotateItem, close_cut_line, finished_ids, localize
 from holodesk.app.eval.ray_backend import ClusterError, import_ray
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.remote import RemoteBackend
 
 
 def server_for(item_id: str, servers: int) -> int:
@@ -37,10 +40,6 @@ class Localizer:
     """A Ray Data actor: one ModelPolicy per server, used for the items hashed to it."""
 
     def __init__(self, urls: Sequence[str], models: Sequence[str], keys: Sequence[str | None], profile: str) -> None:
-        from holodesk.inference.model_policy import ModelPolicy
-        from holodesk.inference.profiles import get_profile
-        from holodesk.inference.remote import RemoteBackend
-
         chosen = get_profile(profile)
         self.urls = list(urls)
         self.policies = [
@@ -49,8 +48,6 @@ class Localizer:
         ]
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
-        from holodesk.app.eval.annotate import localize
-
         ids, lines = [], []
         for item_id, image, instruction in zip(batch["id"], batch["image"], batch["instruction"], strict=True):
             server = server_for(str(item_id), len(self.policies))

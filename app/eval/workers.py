@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from holodesk.app.common.policy_factory import PolicyOptions
+from holodesk.app.common.policy_factory import PolicyOptions, build_policy
 from holodesk.app.eval.miniwob_eval import EpisodeResult, MiniWoBOptions
+from holodesk.app.eval.reaper import LOG_NAME, remove_root, wait_for_group
 from holodesk.automation.coords import Rect
 from holodesk.inference.model_policy import ModelPolicy
 
@@ -64,8 +65,6 @@ class OptionsPolicySource:
     options: PolicyOptions
 
     def build(self, browser: MiniWoBBrowser, region: Rect) -> ModelPolicy:
-        from holodesk.app.common.policy_factory import build_policy
-
         return build_policy(self.options)
 
 
@@ -193,8 +192,6 @@ class LocalWorker:
         *,
         start_timeout_s: float = START_TIMEOUT_S,
     ) -> None:
-        from holodesk.app.eval.reaper import LOG_NAME
-
         self.root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
         self._log = open(self.root / LOG_NAME, "wb")  # noqa: SIM115 - the worker's stderr for its whole life
         # The worker starts its own desktop and names it to itself: this process's DISPLAY is never touched.
@@ -276,7 +273,6 @@ class LocalWorker:
     def close(self) -> None:
         """Ask the worker to stop (it closes Chromium and its desktop), else kill it; then, once its
         process group has gone (its reaper ends what is left), remove its root; never raises."""
-        from holodesk.app.eval.reaper import remove_root, wait_for_group
 
         if self._process.poll() is None:
             try:

@@ -15,8 +15,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from holodesk.app.cli.model_fit import total_memory_bytes
 from holodesk.app.gui.qt import QtCore, QtWidgets, Signal
+from holodesk.app.setup.catalog import offers
 from holodesk.app.setup.progress_line import parse_line
+from holodesk.app.setup.step_estimate import estimate_words, measure, step_seconds
+from holodesk.inference.hardware import cuda_devices
+from holodesk.inference.memory_guide import gib_text
 
 EXIT_OK = 0
 EXIT_CANCELLED = 130
@@ -34,11 +39,6 @@ class Choice:
 
 def measured_choices() -> list[Choice]:
     """The catalogue's offers for this computer, each with a step's time measured here (a few seconds)."""
-    from holodesk.app.cli.model_fit import total_memory_bytes
-    from holodesk.app.setup.catalog import offers
-    from holodesk.app.setup.step_estimate import estimate_words, measure, step_seconds
-    from holodesk.inference.hardware import cuda_devices
-    from holodesk.inference.memory_guide import gib_text
 
     choices = []
     for offer in offers(total_memory_bytes(), cuda_devices()[0]):

@@ -8,10 +8,16 @@ from typing import TextIO
 
 import anyio
 
+from holodesk.app.common.backend_problems import in_words, preflight
+from holodesk.app.common.policy_factory import PolicyConfigError, build_policy
+from holodesk.app.common.settings import load_settings
 from holodesk.app.mcp.agent_task import PolicyUnavailable, TaskSettings
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.host_config import config_text
 from holodesk.app.mcp.tray_note import TRAY_RUNNING, tray_is_running
+from holodesk.automation.routines.routine_file import default_routines_root
+from holodesk.automation.trajectory import TrajectoryWriteError, check_writable
+from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 
 EXIT_DONE = 0
@@ -31,9 +37,6 @@ def print_config(host: str, out: TextIO, err: TextIO) -> int:
 
 def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None, err: TextIO = sys.stderr) -> int:
     """Serve until the client (stdio) or the person (Ctrl+C, HTTP) ends it; approvals on the panel here."""
-    from holodesk.app.common.settings import load_settings
-    from holodesk.automation.routines.routine_file import default_routines_root
-    from holodesk.automation.trajectory import TrajectoryWriteError, check_writable
 
     loaded = load_settings()
     if loaded.problem is not None:
@@ -48,7 +51,7 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
         return EXIT_CONFIG
     sock = None
     if http:
-        from holodesk.app.mcp.transports import bind_loopback
+        from holodesk.app.mcp.transports import bind_loopback  # heavy: the MCP SDK
 
         try:
             sock = bind_loopback(port)
@@ -57,7 +60,7 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
             return EXIT_CONFIG
 
     def run_server(desk: Desk) -> None:
-        from holodesk.app.mcp.transports import serve_http, serve_stdio
+        from holodesk.app.mcp.transports import serve_http, serve_stdio  # heavy: the MCP SDK
 
         if sock is not None:
             anyio.run(serve_http, desk, sock)
@@ -69,9 +72,6 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
 
     def load_policy() -> ModelPolicy:
         """The settings' model, checked ready to serve; PolicyUnavailable in words when it is not."""
-        from holodesk.app.common.backend_problems import in_words, preflight
-        from holodesk.app.common.policy_factory import PolicyConfigError, build_policy
-        from holodesk.inference.errors import InferenceError
 
         try:
             policy = build_policy(options)

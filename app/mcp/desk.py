@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from holodesk.app.cli.routine_command import list_routines
 from holodesk.app.mcp.act_arguments import BadToolInput, ScreenSize
 from holodesk.app.mcp.agent_task import AgentTasks
 from holodesk.app.mcp.one_step import DeskParts, RunHandle, StepReport, StepRunner
@@ -88,8 +89,6 @@ class Desk:
         return Screenshot(png, ScreenSize(frame.width, frame.height), scale, frame.region.left, frame.region.top)
 
     def routine_list(self) -> str:
-        from holodesk.app.cli.routine_command import list_routines
-
         out = io.StringIO()
         list_routines(self.routines, out)
         return out.getvalue()

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from holodesk.inference.hardware import CudaDevice
-from holodesk.inference.memory_guide import Fit, fits
+from holodesk.inference.memory_guide import Fit, fits, gib_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +44,6 @@ class Offer:
     recommended: bool = False
 
     def need_words(self) -> str:
-        from holodesk.inference.memory_guide import gib_text
-
         if self.device == "cuda":
             return f"needs a GPU of {gib_text(self.fit.gpu_bytes)}"
         return f"needs {gib_text(self.fit.ram_bytes)} of RAM"

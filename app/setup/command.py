@@ -14,8 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from holodesk.app.cli.model_fit import total_memory_bytes
+from holodesk.app.setup.catalog import CATALOG, find_model, offers
 from holodesk.app.setup.errors import SetupError
+from holodesk.app.setup.hub_listing import gated_words, list_repo
 from holodesk.app.setup.progress_line import ProgressLine, format_line
+from holodesk.app.setup.step_estimate import estimate_words, measure, step_seconds
+from holodesk.inference.hardware import cuda_devices
+from holodesk.inference.profiles import model_family
 
 if TYPE_CHECKING:
     from holodesk.app.setup.hub_download import Progress
@@ -58,8 +64,7 @@ def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) ->
     except ImportError as exc:
         err.write(f"holodesk setup: {ENGINE_MISSING.format(missing=exc.name or exc)}; nothing changed.\n")
         return EXIT_FAILED
-    from holodesk.app.setup.hub_download import default_models_root, download, staging_folder
-    from holodesk.app.setup.hub_listing import gated_words, list_repo
+    from holodesk.app.setup.hub_download import default_models_root, download, staging_folder  # heavy: huggingface-hub
 
     root = request.models_root or default_models_root()
     listing: RepoListing | None = None
@@ -98,8 +103,6 @@ def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) ->
 
 
 def _choose(request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | None:
-    from holodesk.app.setup.catalog import find_model
-
     if request.model is not None:
         known = find_model(request.model)
         if known is not None:
@@ -116,10 +119,6 @@ def _choose(request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | None
 
 
 def _choose_from_offers(request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | None:
-    from holodesk.app.cli.model_fit import total_memory_bytes
-    from holodesk.app.setup.catalog import offers
-    from holodesk.app.setup.step_estimate import estimate_words, measure, step_seconds
-
     found = offers(total_memory_bytes(), _gpus())
     out.write("Models for this computer (measuring its speed...)\n")
     for number, offer in enumerate(found, 1):
@@ -150,15 +149,11 @@ def _choose_from_offers(request: SetupRequest, stdin: TextIO, out: TextIO) -> _T
 
 
 def _device_for(name: str) -> str:
-    from holodesk.app.setup.catalog import offers
-
     gpus = _gpus()
     return next((o.device for o in offers(None, gpus) if o.model.name == name), "cpu")
 
 
 def _family(repo_id: str) -> str:
-    from holodesk.inference.profiles import model_family
-
     family = model_family(repo_id)
     if family is None:
         raise SetupError(f"which profile does {repo_id} use? Say it with --profile (holo3.1, holo4, ...)")
@@ -166,14 +161,10 @@ def _family(repo_id: str) -> str:
 
 
 def _gpus() -> tuple[CudaDevice, ...]:
-    from holodesk.inference.hardware import cuda_devices
-
     return cuda_devices()[0]
 
 
 def _keys() -> str:
-    from holodesk.app.setup.catalog import CATALOG
-
     return ", ".join(m.key for m in CATALOG)
 
 

@@ -46,7 +46,7 @@ def measure(width: int, device: str = "cpu", budget_s: float = 0.25) -> Rates:
     linear = nn.Linear(width, 4 * width, bias=False, dtype=torch.bfloat16, device=device)
     layer: nn.Module = linear
     if device == "cpu":
-        from holodesk.inference.engine.qwen35_cpu import PackedLinear, bf16_products_available
+        from holodesk.inference.engine.qwen35_cpu import PackedLinear, bf16_products_available  # heavy: torch
 
         if bf16_products_available():
             layer = PackedLinear(linear)

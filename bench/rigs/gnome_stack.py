@@ -44,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.rigs.mutter_remote import MutterRemote
+
 MONITOR_SIZE = (1280, 800)
 WAYLAND_SOCKET = "wayland-holodesk"
 DEBIAN_PACKAGES = (
@@ -459,7 +461,6 @@ def _save_debug_frame(frame: np.ndarray, name: str) -> None:
 
 def _wait_for_switch_on(remote: object, switch: tuple[int, int], timeout_s: float) -> bool:
     """True once the switch around `switch` shows the accent colour (it is on)."""
-    from bench.rigs.mutter_remote import MutterRemote
 
     assert isinstance(remote, MutterRemote)
     deadline = time.monotonic() + timeout_s
@@ -481,7 +482,6 @@ def _settled_dialog(
     Waiting a fixed time for the first layout was too short under load (a loaded run found no
     switch): the dialog is answered once it is drawn and still, or StackError at the deadline.
     """
-    from bench.rigs.mutter_remote import MutterRemote
 
     assert isinstance(remote, MutterRemote)
     seen: tuple[tuple[int, int, int, int], tuple[int, int]] | None = None
@@ -512,7 +512,6 @@ def answer_consent(
     `remote` is a bench.rigs.mutter_remote.MutterRemote. Raises StackError if the dialog never
     shows or does not react.
     """
-    from bench.rigs.mutter_remote import MutterRemote
 
     assert isinstance(remote, MutterRemote)
     deadline = time.monotonic() + timeout_s

@@ -16,6 +16,7 @@ from typing import Any
 
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.profiles.base import Profile
+from holodesk.inference.profiles.holo1 import Holo1Profile
 
 DEFAULT_PROFILE = "holotron"
 # The models each profile is for, in the words a user knows them by (the settings window shows them).
@@ -121,7 +122,6 @@ def _factory(name: str) -> Callable[..., Profile]:
         from holodesk.inference.profiles.holo15 import Holo15Profile
 
         return Holo15Profile
-    from holodesk.inference.profiles.holo1 import Holo1Profile
 
     return Holo1Profile
 

@@ -12,7 +12,9 @@ import time
 
 from holodesk.automation.actions import Click, Done, Point, TypeText
 from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import ImagePixelSpace
 from holodesk.automation.engine_protocols import EngineEvent, EngineState, Outcome
+from holodesk.automation.proposal import Grounding, Proposal, RejectedAnswer
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.trajectory import (
     SCREENSHOT_DIR,
@@ -347,3 +349,70 @@ def test_a_screenshot_that_cannot_be_written_at_the_end_of_a_run_is_an_error_in_
     session = read_session(result.folder)
     assert session.end is not None and session.end["outcome"] == "error"
     assert "is missing" in session.steps[-1]["screenshot_error"]
+
+
+class ProposalPolicy:
+    """Gives back the proposals it was handed, in order (the metadata a routine or a retry adds)."""
+
+    def __init__(self, *proposals: Proposal) -> None:
+        self.proposals = list(proposals)
+
+    def propose(self, task, history, frames, cancel) -> Proposal:
+        return self.proposals.pop(0)
+
+    def interrupt(self) -> None:
+        pass
+
+
+def test_a_step_record_names_its_picture_settings_and_everything_the_proposal_said(tmp_path):
+    grounding = Grounding(exact=True, how="found on its picture", source="routine 'r', step 1 of 1", record={"k": 7})
+    click = Proposal(
+        Click(Point(100, 50)),
+        "raw click",
+        800,
+        600,
+        note="the note",
+        thought="the thought",
+        space=ImagePixelSpace(),
+        element="the blue button",
+        rejected=(RejectedAnswer("garbled", "no action in it"),),
+        grounding=grounding,
+        task_asked="the task as asked",
+    )
+    policy = ProposalPolicy(click, Proposal(Done("ok"), "raw done", 800, 600, space=ImagePixelSpace()))
+    engine, _, _ = make_engine(policy, ScriptedApprover(), tmp_path=tmp_path, max_steps=5, session_meta={"who": "t"})
+    result = engine.run("click it")
+    assert result.outcome is Outcome.DONE
+
+    session = read_session(result.folder)
+    assert session.header["settings"] == {
+        "max_steps": 5,
+        "monitor": 1,
+        "history_steps": 10,
+        "keep_screenshots": 3,
+        "who": "t",
+    }
+    step = session.steps[0]
+    frame = engine.frames.frame
+    assert step["region"] == {
+        "left": frame.region.left,
+        "top": frame.region.top,
+        "width": frame.region.width,
+        "height": frame.region.height,
+    }
+    assert [(m["index"], m["left"], m["width"], m["height"], m["scale"]) for m in step["monitors"]] == [
+        (m.index, m.rect.left, m.rect.width, m.rect.height, m.scale) for m in frame.monitors
+    ]
+    assert (step["raw_text"], step["note"], step["thought"]) == ("raw click", "the note", "the thought")
+    assert step["action_model"] == Click(Point(100, 50)).to_dict()
+    assert step["image_size"] == [800, 600]
+    assert (step["element"], step["task_asked"]) == ("the blue button", "the task as asked")
+    assert step["rejected_answers"] == [{"raw_text": "garbled", "error": "no action in it"}]
+    assert step["grounding"] == {
+        "source": "routine 'r', step 1 of 1",
+        "how": "found on its picture",
+        "exact": True,
+        "k": 7,
+    }
+    # A proposal without them records none of the optional keys.
+    assert not {"element", "task_asked", "rejected_answers", "grounding"} & session.steps[1].keys()

@@ -53,6 +53,7 @@ from typing import Any
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import ActionError, AutomationError, Cancelled, ExecutionError
 from holodesk.automation.held_input import HeldInputMarker, RemappedKeysMarker
+from holodesk.automation.input.x11 import xkb
 from holodesk.automation.input.x11.unread import (
     PING_TIMEOUT_S,
     UnreadKeys,
@@ -307,7 +308,6 @@ class X11Typer:
 
     def group(self) -> int:
         """The active layout group, counted from 0."""
-        from holodesk.automation.input.x11 import xkb
 
         try:
             return xkb.read_state(self._open()).group
@@ -558,8 +558,6 @@ class X11Typer:
         from Xlib import X
         from Xlib.ext import xtest
 
-        from holodesk.automation.input.x11 import xkb
-
         display = self._open()
         state = xkb.read_state(display)
         shift_down = False
@@ -678,8 +676,6 @@ class X11Typer:
         """Release `release` (reverse order) and lock Caps Lock again if it was; never raises."""
         from Xlib import X
         from Xlib.ext import xtest
-
-        from holodesk.automation.input.x11 import xkb
 
         try:
             for keycode in reversed(release):

@@ -43,9 +43,11 @@ class StackError(RuntimeError):
     """The headless sway stack could not be brought up or asked (the message holds sway's log)."""
 
 
-def sway_config(size: tuple[int, int]) -> str:
-    """The stack's own sway config: one output of `size`, no bar, no XWayland, no key repeat."""
+def sway_config(size: tuple[int, int], keyboard_layout: str = "") -> str:
+    """The stack's own sway config: one output of `size`, no bar, no XWayland, no key repeat, and the
+    keyboards' XKB layout(s) when `keyboard_layout` is given (e.g. "de" or "us,ru"), as a user sets it."""
     width, height = size
+    layout = [f"input type:keyboard xkb_layout {keyboard_layout}"] if keyboard_layout else []
     # No `bar` block: sway then starts no swaybar. No `output * bg`: no swaybg.
     return "\n".join(
         [
@@ -56,6 +58,7 @@ def sway_config(size: tuple[int, int]) -> str:
             "focus_follows_mouse no",
             # A stalled test machine must not turn one press into many (see gnome_stack's SETTINGS_KEYFILE).
             "input type:keyboard repeat_rate 0",
+            *layout,
             "",
         ]
     )
@@ -64,8 +67,13 @@ def sway_config(size: tuple[int, int]) -> str:
 class SwayStack:
     """The running headless sway. Use as a context manager or call start() / stop()."""
 
-    def __init__(self, output_size: tuple[int, int] = OUTPUT_SIZE, start_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, output_size: tuple[int, int] = OUTPUT_SIZE, start_timeout_s: float = 30.0, *, keyboard_layout: str = ""
+    ) -> None:
+        if keyboard_layout and not all(part.isalnum() for part in keyboard_layout.split(",")):
+            raise ValueError(f"keyboard_layout must be XKB layout names separated by commas, got {keyboard_layout!r}")
         self.output_size = output_size
+        self.keyboard_layout = keyboard_layout
         self.start_timeout_s = start_timeout_s
         self.root = Path(tempfile.mkdtemp(prefix="holodesk-sway-"))
         self.sway_runtime_dir = self.root / "sway-run"
@@ -115,7 +123,7 @@ class SwayStack:
         if as_nobody:
             for folder in (self.sway_runtime_dir, self.home):
                 os.chown(folder, NOBODY, NOBODY)
-        self.config.write_text(sway_config(self.output_size), encoding="utf-8")
+        self.config.write_text(sway_config(self.output_size, self.keyboard_layout), encoding="utf-8")
         self.config.chmod(0o644)
         deadline = time.monotonic() + self.start_timeout_s
         try:

@@ -45,7 +45,8 @@ def decode_ms_per_token(checkpoint: Path, tokens: int) -> float:
 
     import transformers
 
-    from holodesk.inference.engine.runner import Engine  # heavy: torch
+    # heavy: torch
+    from holodesk.inference.engine.runner import Engine
 
     transformers.utils.logging.set_verbosity_error()  # the pure-torch Mamba notice is expected on a CPU
     logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -89,7 +90,8 @@ def measure(checkpoint: Path, policy: str, tokens: int) -> float:
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
+    # heavy: safetensors, torch
+    from bench.nemotron_tiny import build_nemotron_tiny
 
     result = BenchResult(NAME)
     problem = transformers_problem()

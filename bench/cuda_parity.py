@@ -61,18 +61,21 @@ Answers = list[tuple[list[int], list[float]]]
 
 def _build(family: str, variant: str, folder: Path) -> Path:
     if family == "holotron":
-        from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
+        # heavy: safetensors, torch
+        from bench.nemotron_tiny import build_nemotron_tiny
 
         return build_nemotron_tiny(folder, dtype="float32", variant=variant)
-    from bench.qwen35_tiny import build_qwen35_tiny  # heavy: safetensors, torch
+    # heavy: safetensors, torch
+    from bench.qwen35_tiny import build_qwen35_tiny
 
     return build_qwen35_tiny(folder, dtype="float32", variant=variant)
 
 
 def _run(checkpoint: Path, device: str, dtype: str, tokens: int, family: str = "holotron") -> Answers:
     """Each request's greedy ids and each chosen token's log-prob, on one engine that keeps its state."""
-    from holodesk.inference.engine.qwen35 import Qwen35Engine  # heavy: torch
-    from holodesk.inference.engine.runner import Engine  # heavy: torch
+    # heavy: torch
+    from holodesk.inference.engine.qwen35 import Qwen35Engine
+    from holodesk.inference.engine.runner import Engine
 
     engine: Engine | Qwen35Engine = (
         Engine(checkpoint, device=device, dtype=dtype)

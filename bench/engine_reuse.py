@@ -40,8 +40,9 @@ WINDOW = ImageBudget(keep_screenshots=4, drop_block=3)
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
-    from holodesk.inference.engine.runner import Engine, EngineResult  # heavy: torch
+    # heavy: safetensors, torch; heavy: torch
+    from bench.nemotron_tiny import build_nemotron_tiny
+    from holodesk.inference.engine.runner import Engine, EngineResult
 
     result = BenchResult(NAME)
     problem = transformers_problem()

@@ -98,7 +98,8 @@ def vllm_step_server(scratch: Path) -> Iterator[tuple[str, int, str]]:
     Its answers are real constrained decodes of random weights: valid steps that click anywhere, or
     end the episode with an answer, so episodes may be shorter than the step limit.
     """
-    from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
+    # heavy: safetensors, torch
+    from bench.nemotron_tiny import build_nemotron_tiny
 
     with serve_vllm(build_nemotron_tiny(scratch / "ckpt"), scratch / "vllm") as running:
         yield running.base_url, running.pid, running.model

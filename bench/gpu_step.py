@@ -224,7 +224,8 @@ def _step_report(timings: Any, peak_bytes: int, parameters: int, weight_bytes: i
 
 def load_backend(arguments: argparse.Namespace) -> LocalBackend:
     """The checkpoint loaded by the in-process backend in bf16 (ModelLoadError says why not)."""
-    from holodesk.inference.local import LocalBackend  # looked up at call time: tests replace it at its source
+    # looked up when called: tests replace it at its source
+    from holodesk.inference.local import LocalBackend
 
     backend = LocalBackend(
         arguments.checkpoint, device=arguments.device, dtype="bfloat16", max_tiles=arguments.max_tiles
@@ -378,7 +379,8 @@ def first_contact_report(
     """The in-process engine's first contact with the loaded checkpoint, as a JSON-ready report."""
     from PIL import Image
 
-    from holodesk.inference.engine.check import contact_request, first_contact  # heavy: torch
+    # heavy: torch
+    from holodesk.inference.engine.check import contact_request, first_contact
 
     image = (
         Image.open(find_screenshots(arguments.screenshots)[0]).convert("RGB")

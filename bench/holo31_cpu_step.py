@@ -324,7 +324,8 @@ def engine_steps(checkpoint: Path, rounds: int, new_tokens: int) -> dict[int, li
     """
     import logging
 
-    from holodesk.inference.local import LocalBackend  # looked up at call time: tests replace it at its source
+    # looked up when called: tests replace it at its source
+    from holodesk.inference.local import LocalBackend
 
     logging.getLogger("holodesk.inference.local").setLevel(logging.ERROR)  # "runs on the CPU": expected
     backend = LocalBackend(checkpoint, device="cpu", keep_state=False, profile="holo3.1")
@@ -390,7 +391,8 @@ def add_figures(result: BenchResult, where: str, figures: dict[int, list[StepFig
 
 
 def run(settings: BenchSettings, *, runners: Sequence[str] = RUNNERS) -> BenchResult:
-    from bench.qwen35_tiny import build_qwen35_tiny  # heavy: safetensors, torch
+    # heavy: safetensors, torch
+    from bench.qwen35_tiny import build_qwen35_tiny
 
     result = BenchResult(NAME)
     rounds = 1 if settings.quick else max(3, settings.rounds(3))

@@ -110,8 +110,9 @@ def run_pairs(budget_s: float = BUDGET_S) -> tuple[list[Pair], dict[str, float]]
     """Build, start, warm up, then rounds until the budget: the pairs and how long the set-up took."""
     import httpx
 
-    from bench.qwen35_tiny import build_qwen35_tiny  # heavy: safetensors, torch
-    from holodesk.inference.engine.qwen35 import Qwen35Engine  # heavy: torch
+    # heavy: safetensors, torch; heavy: torch
+    from bench.qwen35_tiny import build_qwen35_tiny
+    from holodesk.inference.engine.qwen35 import Qwen35Engine
 
     began = time.monotonic()
     setup: dict[str, float] = {}

@@ -95,8 +95,9 @@ def _modules_and_indicator() -> dict[str, Any]:
     """Import the app's modules and show its indicator (see the module docstring); returns what was imported."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     imported, failed = _import_app_modules()
-    from holodesk.app.gui.qt import QtGui, QtWidgets  # heavy: Qt
-    from holodesk.app.gui.tray import make_indicator  # heavy: Qt
+    # heavy: Qt
+    from holodesk.app.gui.qt import QtGui, QtWidgets
+    from holodesk.app.gui.tray import make_indicator
 
     application = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
 
@@ -107,7 +108,8 @@ def _modules_and_indicator() -> dict[str, Any]:
 
     keep: list[Any] = [make_indicator(icon_for)]
     if "holodesk.app.gui.overlay" in imported:
-        from holodesk.app.gui.overlay import OverlayController  # heavy: Qt
+        # heavy: Qt
+        from holodesk.app.gui.overlay import OverlayController
 
         keep.append(OverlayController())
     deadline = time.monotonic() + 0.5
@@ -123,7 +125,8 @@ def _load_tiny_model(checkpoint: Path) -> None:
     import transformers
 
     transformers.utils.logging.set_verbosity_error()
-    from holodesk.inference.local import LocalBackend  # looked up at call time: tests replace it at its source
+    # looked up when called: tests replace it at its source
+    from holodesk.inference.local import LocalBackend
 
     backend = LocalBackend(checkpoint, device="cpu", max_tiles=12)
     backend.load()
@@ -239,9 +242,7 @@ def run_app(xvfb: XvfbServer, folder: Path) -> dict[str, Any]:
 
 def run(settings: BenchSettings) -> BenchResult:
     from bench.harness import BenchResult, offline_hub, stats_of
-    from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
-
-    # looked up at call time: tests replace it at its source
+    from bench.nemotron_tiny import build_nemotron_tiny
     from holodesk.automation.virtual_display import XvfbError, start_xvfb
 
     offline_hub()

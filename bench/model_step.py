@@ -67,9 +67,8 @@ KEPT, WHOLE, BLOCK = "trained, state kept", "trained, no state", "block, state k
 def run(settings: BenchSettings) -> BenchResult:
     import transformers
 
-    from bench.nemotron_tiny import build_nemotron_tiny  # heavy: safetensors, torch
-
-    # looked up at call time: tests replace it at its source
+    # heavy: safetensors, torch; looked up when called: tests replace it at its source
+    from bench.nemotron_tiny import build_nemotron_tiny
     from holodesk.inference.local import LocalBackend, LocalGeneration, block_window
 
     transformers.utils.logging.set_verbosity_error()  # the PyTorch Mamba scan notice is expected on a CPU

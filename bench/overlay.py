@@ -44,9 +44,10 @@ def child(rounds: int, warmup: int) -> dict[str, list[float]]:
     """Run in a process whose $DISPLAY is the benchmark's Xvfb; returns milliseconds per case."""
     import mss
 
-    from holodesk.app.gui.overlay import OverlayController, OverlayWindow  # heavy: Qt
-    from holodesk.app.gui.overlay_drawing import OverlayScene, painted_region, render_scene  # heavy: Qt
-    from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal  # heavy: Qt
+    # heavy: Qt
+    from holodesk.app.gui.overlay import OverlayController, OverlayWindow
+    from holodesk.app.gui.overlay_drawing import OverlayScene, painted_region, render_scene
+    from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
 
     application = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
     controller = OverlayController()

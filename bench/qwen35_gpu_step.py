@@ -45,7 +45,8 @@ def measure(checkpoint: Path, device: str, new_tokens: int) -> list[dict[str, An
     """One row per history: prompt tokens, prefill tokens/s, ms per new token, peak memory (CUDA's allocator)."""
     import torch
 
-    from holodesk.inference.engine.qwen35 import Qwen35Engine  # heavy: torch
+    # heavy: torch
+    from holodesk.inference.engine.qwen35 import Qwen35Engine
 
     loaded_at = time.perf_counter()
     engine = Qwen35Engine(checkpoint, device=device, dtype="bfloat16", reuse=False)
@@ -86,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.device.startswith("cuda") and not torch.cuda.is_available():
         print("bench.qwen35_gpu_step needs a CUDA GPU (or --device cpu).", file=sys.stderr)
         return 2
-    from bench.qwen35_tiny import build_qwen35_tiny  # heavy: safetensors, torch
+    # heavy: safetensors, torch
+    from bench.qwen35_tiny import build_qwen35_tiny
 
     with tempfile.TemporaryDirectory() as folder:
         checkpoint = build_qwen35_tiny(Path(folder) / "checkpoint", variant=arguments.variant)

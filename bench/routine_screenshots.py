@@ -34,7 +34,8 @@ from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
 
 
 def _pump(until: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    from holodesk.app.gui.qt import QtWidgets  # heavy: Qt
+    # heavy: Qt
+    from holodesk.app.gui.qt import QtWidgets
 
     deadline = time.monotonic() + timeout_s
     while not until():
@@ -69,12 +70,13 @@ def main(argv: list[str] | None = None) -> int:
 def _shoot(out: Path) -> None:
     import tempfile
 
-    from bench.rigs.window_routine import NAME, record_ok_and_hello  # heavy: OpenCV
-    from holodesk.app.gui.history_window import HistoryWindow  # heavy: OpenCV, Qt
-    from holodesk.app.gui.overlay import OverlayController  # heavy: Qt
-    from holodesk.app.gui.qt import QtWidgets  # heavy: Qt
-    from holodesk.app.gui.routine_runs import GuiRoutineApprover  # heavy: OpenCV, Qt
-    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine  # heavy: OpenCV
+    # heavy: OpenCV; heavy: OpenCV, Qt; heavy: Qt
+    from bench.rigs.window_routine import NAME, record_ok_and_hello
+    from holodesk.app.gui.history_window import HistoryWindow
+    from holodesk.app.gui.overlay import OverlayController
+    from holodesk.app.gui.qt import QtWidgets
+    from holodesk.app.gui.routine_runs import GuiRoutineApprover
+    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine
 
     def replay(routine: Any, approver: GuiRoutineApprover, grounder: Any = None) -> Any:
         """The routine's replay (a run of the step engine, not recorded) on a thread; returns the engine."""

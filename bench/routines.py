@@ -126,7 +126,8 @@ class AutoApprove:
         return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
 
     def problem(self, request: Any) -> Any:
-        from holodesk.automation.routines.replay import ProblemChoice  # heavy: OpenCV
+        # heavy: OpenCV
+        from holodesk.automation.routines.replay import ProblemChoice
 
         self.problems.append(request.problem)
         return ProblemChoice.STOP
@@ -212,7 +213,8 @@ def run_task(
 ) -> list[TaskRow]:
     """Record on seed 0, replay on `seeds` under each perturbation, without and (given `server`) with
     the model fallback; each episode also solved by the agent loop for comparison."""
-    from holodesk.automation.routines.compiler import compile_session, save_compiled  # heavy: OpenCV
+    # heavy: OpenCV
+    from holodesk.automation.routines.compiler import compile_session, save_compiled
 
     oracle = MiniWoBOracle(browser, capture.monitors()[0].rect)
     input_performer = InputPerformer(X11Input(capture=capture))
@@ -270,7 +272,8 @@ def replay_episode(
     browser: Any, capture: Any, input_performer: Any, routine: Any, seed: int, row: TaskRow, model: Any, sessions: Path
 ) -> None:
     """Replay `routine` on episode `seed` as the app does (a run of the step engine, recorded under `sessions`)."""
-    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine  # heavy: OpenCV
+    # heavy: OpenCV
+    from holodesk.automation.routines.replay import RoutinePolicy, routine_engine
 
     defaults = {p.name: p.default for p in routine.parameters}
     instruction = browser.start_episode(seed, 30.0)

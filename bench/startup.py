@@ -61,7 +61,8 @@ def _first_line(argv: Sequence[str], env: dict[str, str]) -> Callable[[], object
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from holodesk.automation.virtual_display import start_xvfb  # looked up at call time: tests replace it at its source
+    # looked up when called: tests replace it at its source
+    from holodesk.automation.virtual_display import start_xvfb
 
     result = BenchResult(NAME)
     rounds = settings.rounds(10)

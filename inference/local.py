@@ -252,8 +252,9 @@ class LocalBackend:
         self.checkpoint = checkpoint
 
         report("checking", 0.05, f"Checking {self.device_name} for {checkpoint.describe()}")
-        from holodesk.inference.engine.qwen35 import PROFILES as QWEN35_PROFILES  # heavy: torch
-        from holodesk.inference.engine.qwen35 import is_qwen35  # heavy: torch
+        # heavy: torch
+        from holodesk.inference.engine.qwen35 import PROFILES as QWEN35_PROFILES
+        from holodesk.inference.engine.qwen35 import is_qwen35
 
         if is_qwen35(checkpoint.path):
             self._check_profile(QWEN35_PROFILES, "a Qwen3.5 (Holo3, Holo3.1, Holo4)", checkpoint)
@@ -288,7 +289,8 @@ class LocalBackend:
         )
         import torch
 
-        from holodesk.inference.engine.runner import Engine  # heavy: torch
+        # heavy: torch
+        from holodesk.inference.engine.runner import Engine
 
         try:
             engine = Engine(
@@ -325,7 +327,8 @@ class LocalBackend:
     def _load_qwen35(
         self, checkpoint: CheckpointLocation, report: Callable[[str, float, str], None], started: float
     ) -> None:
-        from holodesk.inference.engine.qwen35 import Qwen35Engine, checkpoint_dtype  # heavy: torch
+        # heavy: torch
+        from holodesk.inference.engine.qwen35 import Qwen35Engine, checkpoint_dtype
 
         dtype = self.dtype_name or checkpoint_dtype(checkpoint.path)
         try:
@@ -401,7 +404,8 @@ class LocalBackend:
         engine = self._require_loaded()
         if request.max_new_tokens < 1:
             raise BackendError(f"max_new_tokens must be at least 1, got {request.max_new_tokens}")
-        from holodesk.inference.engine.runner import GenerationCancelled  # heavy: torch
+        # heavy: torch
+        from holodesk.inference.engine.runner import GenerationCancelled
 
         with self._generate_lock:
             try:

@@ -5,9 +5,9 @@ so the check is fast and needs no display, Qt or torch. The import graph is buil
 module runs when it is imported (module level, class bodies, module-level `if`/`try`; not the
 `if TYPE_CHECKING:` blocks, which never run). A cycle in it is a pair of modules that each need the
 other half-imported. A project import inside a function hides such a cycle, or the module's real
-weight, from the reader, so each one must carry a short reason comment on its line or the line above:
-heavy and optional (torch, transformers, Qt in the CLI) or a start-up path that bench/startup.py
-measures.
+weight, from the reader, so each one must carry a short reason comment on its line or the line above
+(one comment above a run of adjacent import lines covers the run): heavy and optional (torch,
+transformers, Qt in the CLI) or a start-up path that bench/startup.py measures.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def is_reason(comment: str | None) -> bool:
     """A comment that says something beyond tool pragmas (at least two words of its own)."""
     if comment is None:
         return False
-    # "# noqa: PLC0415  # heavy: torch" keeps its second part; "# type: ignore[x]" alone is no reason.
+    # "# type: ignore[x]  # heavy: torch" keeps its second part; "# type: ignore[x]" alone is no reason.
     text = PRAGMA.sub(" ", comment).replace("#", " ")
     return len(text.split()) >= 2
 
@@ -152,17 +152,20 @@ def survey() -> Survey:
         source = path.read_text()
         tree = ast.parse(source, filename=str(path))
         comments = comments_by_line(source)
+        # A reason above a run of imports (one statement right after another) explains the whole run.
+        explained_until = 0
         for node, in_function in walk_imports(tree.body, False):
+            end = node.end_lineno or node.lineno
+            reason = any(is_reason(comments.get(line)) for line in (node.lineno - 1, node.lineno, end))
+            if reason or (in_function and explained_until == node.lineno - 1):
+                explained_until = end
             targets = [t for t in imported_modules(node, module, path, known) if t != module]
             if not targets:
                 continue
             if not in_function:
                 graph[module].update(targets)
-            elif not (is_reason(comments.get(node.lineno)) or is_reason(comments.get(node.lineno - 1))):
-                # A statement over several lines may carry its reason on its last line too.
-                end = node.end_lineno or node.lineno
-                if not is_reason(comments.get(end)):
-                    unexplained.append(LocalImport(path, node.lineno, ", ".join(targets)))
+            elif explained_until != end:
+                unexplained.append(LocalImport(path, node.lineno, ", ".join(targets)))
     return Survey(graph, unexplained)
 
 

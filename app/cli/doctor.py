@@ -225,9 +225,9 @@ def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
 
 def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
     """The weights, the engine's reading of their config, and where they would load, all before loading anything."""
-    # looked up at call time: tests replace it at its source
+    # looked up when called: tests replace it at its source; heavy: torch
     from holodesk.inference.engine.placement import available_memory_bytes, flash_attention_available, place
-    from holodesk.inference.engine.qwen35 import is_qwen35  # heavy: torch
+    from holodesk.inference.engine.qwen35 import is_qwen35
 
     try:
         found = find_checkpoint(options.model)
@@ -261,7 +261,8 @@ def check_model(options: DoctorOptions) -> Iterator[CheckResult]:
 def _check_qwen35_model(found: CheckpointLocation, options: DoctorOptions) -> Iterator[CheckResult]:
     """A Qwen3.5 checkpoint (Holo3, Holo3.1, Holo4) for the in-process engine: its memory plan against
     what is free (from its headers, before loading), and with --try one step through the profile."""
-    from holodesk.inference.engine.qwen35 import PROFILES  # heavy: torch
+    # heavy: torch
+    from holodesk.inference.engine.qwen35 import PROFILES
 
     yield CheckResult("weights", Status.OK, f"{found.describe()}; a Qwen3.5 checkpoint (Holo3, Holo3.1, Holo4)")
     if options.profile not in PROFILES:
@@ -301,7 +302,8 @@ def _check_qwen35_model(found: CheckpointLocation, options: DoctorOptions) -> It
 def try_local_profile_step(model: str, device: str, profile_name: str) -> CheckResult:
     """Load a checkpoint in the in-process backend and propose one step on the canned screenshot through
     `profile_name` (never acted on): the proposal, or why there is none, in words."""
-    from holodesk.inference.local import LocalBackend  # looked up at call time: tests replace it at its source
+    # looked up when called: tests replace it at its source
+    from holodesk.inference.local import LocalBackend
 
     backend = LocalBackend(model, device=device, profile=profile_name)
     try:
@@ -341,8 +343,9 @@ def try_one_step(model: str, device: str) -> CheckResult:
     One holotron step is proposed (never acted on); the report says whether the answer is degenerate,
     prefill tokens/s, decode ms/token, peak memory and the kernels in use.
     """
-    from holodesk.inference.engine.check import contact_request, first_contact  # heavy: torch
-    from holodesk.inference.local import LocalBackend  # looked up at call time: tests replace it at its source
+    # heavy: torch; looked up when called: tests replace it at its source
+    from holodesk.inference.engine.check import contact_request, first_contact
+    from holodesk.inference.local import LocalBackend
 
     backend = LocalBackend(model, device=device)
     try:

@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in (routine_save, routine_list, routine_run):
         sub.add_argument("--routines", type=Path, help="where routines are (default: the user data folder)")
 
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.eval.cli import add_commands as add_eval_commands
 
     add_eval_commands(commands, _add_backend_options)
@@ -179,7 +179,7 @@ def _version() -> str:
 
 def _app_flags(args: argparse.Namespace) -> CommandFlags | None:
     """The tray app's flags, None when none was given."""
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.common.overrides import CommandFlags
 
     flags = CommandFlags(
@@ -190,7 +190,7 @@ def _app_flags(args: argparse.Namespace) -> CommandFlags | None:
 
 def _sessions_root(value: Path | None) -> Path:
     """--sessions, else the settings file's session folder (its default when that value is bad)."""
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.common.settings import load_settings
 
     return value if value is not None else load_settings().settings.sessions.folder
@@ -198,10 +198,8 @@ def _sessions_root(value: Path | None) -> Path:
 
 def command_settings(args: argparse.Namespace, err: TextIO) -> Settings | None:
     """The settings file with this command's flags on top; None (after saying why) when they don't fit."""
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.common.overrides import CommandFlags, FlagError, apply_flags
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.app.common.settings import load_settings
 
     loaded = load_settings()
@@ -230,7 +228,7 @@ def command_settings(args: argparse.Namespace, err: TextIO) -> Settings | None:
 
 def _eval_policy_options(args: argparse.Namespace) -> PolicyOptions | int:
     """`holodesk eval`'s model: the settings file plus the flags, or the exit code after saying why not."""
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # heavy: OpenCV
     from holodesk.app.cli.run_command import EXIT_CONFIG
 
     settings = command_settings(args, sys.stderr)
@@ -239,7 +237,7 @@ def _eval_policy_options(args: argparse.Namespace) -> PolicyOptions | int:
 
 def _model_command(args: argparse.Namespace, signals: StopSignals | None = None) -> int:
     """doctor, run and locate: the settings file plus the flags, then the command."""
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # heavy: OpenCV
     from holodesk.app.cli.run_command import EXIT_CONFIG
 
     settings = command_settings(args, sys.stderr)
@@ -251,7 +249,7 @@ def _model_command(args: argparse.Namespace, signals: StopSignals | None = None)
 
         return run_calibration()
     if args.command == "doctor":
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.cli.doctor import DoctorOptions, run_doctor
 
         return run_doctor(
@@ -266,7 +264,7 @@ def _model_command(args: argparse.Namespace, signals: StopSignals | None = None)
             )
         )
     if args.command == "run":
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # heavy: OpenCV
         from holodesk.app.cli.run_command import run_task
 
         return run_task(
@@ -277,15 +275,15 @@ def _model_command(args: argparse.Namespace, signals: StopSignals | None = None)
             sessions=settings.sessions.folder,
             signals=signals,
         )
-    from holodesk.app.cli.run_command import locate  # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # heavy: OpenCV
+    from holodesk.app.cli.run_command import locate
 
     return locate(args.image, args.element, options, sys.stdout, sys.stderr)
 
 
 def _routine_command(args: argparse.Namespace, signals: StopSignals | None = None) -> int:
-    from holodesk.app.cli import routine_command  # start-up: not on the `holodesk --help` path (bench/startup.py)
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # heavy: OpenCV; start-up: `holodesk --help` must stay light (bench/startup.py)
+    from holodesk.app.cli import routine_command
     from holodesk.automation.routines.routine_file import default_routines_root
 
     routines = args.routines or default_routines_root()
@@ -312,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", CPU_WAIT_POLICY)
     signals = None
     if _starts_a_run(sys.argv[1:] if argv is None else argv):
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.cli.stop_signals import StopSignals
 
         # Taken first, and kept until the process exits: a stop is a stop from the command's first
@@ -345,7 +343,7 @@ def _main(argv: Sequence[str] | None, signals: StopSignals | None = None) -> int
     if args.command in ("doctor", "run", "locate"):
         return _model_command(args, signals)
     if args.command == "history":
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.cli.history_command import list_sessions, show_session
 
         root = _sessions_root(args.sessions)
@@ -355,17 +353,17 @@ def _main(argv: Sequence[str] | None, signals: StopSignals | None = None) -> int
     if args.command == "routine":
         return _routine_command(args, signals)
     if args.command == "export-corrections":
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.cli.history_command import export
 
         return export(_sessions_root(args.sessions), args.output, sys.stdout, sys.stderr)
     if args.command in ("eval", "annotate"):
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.eval.cli import run as run_eval
 
         return run_eval(args, _eval_policy_options)
     if args.command == "mcp":
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # heavy: OpenCV
         from holodesk.app.mcp import command as mcp_command
 
         if args.print_config:
@@ -376,12 +374,12 @@ def _main(argv: Sequence[str] | None, signals: StopSignals | None = None) -> int
             from holodesk.app.gui.first_run import run_first_run_window  # a window: Qt
 
             return run_first_run_window()
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.setup.command import main_for_cli
 
         return main_for_cli(args.model, args.profile, args.revision, args.device, args.yes)
     if args.command == "trigger":
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.common.instance_client import run_trigger
 
         return run_trigger(args.what, sys.stderr)

@@ -90,6 +90,7 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
         # Refused before any weight is read: the engine would be prompted in another family's format.
         raise PolicyConfigError(local_profile_problem(profile.name))
     if options.backend == "local":
+        # looked up when called: tests replace it at its source
         from holodesk.inference.local import LoadProgress, LocalBackend
 
         backend = LocalBackend(

@@ -128,12 +128,10 @@ def run(args: argparse.Namespace, policy_options: PolicyOptionsFor) -> int:
 
 
 def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO) -> int:
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.eval.miniwob_browser import BrowserError, MiniWoBBrowser, task_names
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions, MiniWoBReport, parse_task_list
-    from holodesk.app.eval.progress import ProgressBar  # start-up: not on the `holodesk --help` path (bench/startup.py)
+    from holodesk.app.eval.progress import ProgressBar
 
     try:
         known = task_names()
@@ -160,22 +158,12 @@ def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: Te
     if (args.workers or 1) > 1 or args.ray is not None:
         return _miniwob_parallel(args, options, policy_options, out, err)
 
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # heavy: OpenCV; start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.cli.run_command import _policy_or_exit_code
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.automation.errors import AutomationError
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.automation.input.performer import InputPerformer
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.automation.input.x11.backend import X11Input
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.automation.screen import ScreenCapture
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.automation.trajectory import default_root
 
     capture = ScreenCapture()
@@ -235,21 +223,17 @@ def _miniwob_parallel(
     args: argparse.Namespace, options: MiniWoBOptions, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO
 ) -> int:
     """`--workers N` / `--ray`: the episodes spread over private desktops (app/eval/parallel.py)."""
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # heavy: OpenCV; start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.cli.run_command import _policy_or_exit_code
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.app.eval.parallel import ParallelRun, RunnerStarter, jobs_for
-    from holodesk.app.eval.progress import ProgressBar  # start-up: not on the `holodesk --help` path (bench/startup.py)
+    from holodesk.app.eval.progress import ProgressBar
     from holodesk.app.eval.workers import (
         EpisodeError,
         LocalWorker,
         OptionsPolicySource,
         WorkerSetup,
         WorkerStartError,
-    )  # start-up: not on the `holodesk --help` path (bench/startup.py)
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    )
     from holodesk.automation.trajectory import default_root
 
     model_options = policy_options(args)
@@ -271,7 +255,7 @@ def _miniwob_parallel(
     start: RunnerStarter
     close_cluster: Callable[[], None] = lambda: None  # noqa: E731 - nothing to close without Ray
     if args.ray is not None:
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.eval.ray_backend import ClusterError, RayDesktops
 
         try:
@@ -374,7 +358,7 @@ def _write_json(report: _Report, json_path: Path) -> None:
 
 
 def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.common.settings import load_settings, normalize_server_url
     from holodesk.app.eval.annotate import (
         MAX_CONCURRENCY,
@@ -382,19 +366,11 @@ def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         BatchAnnotator,
         finished_ids,
         read_items,
-    )  # start-up: not on the `holodesk --help` path (bench/startup.py)
-    from holodesk.app.eval.progress import ProgressBar  # start-up: not on the `holodesk --help` path (bench/startup.py)
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    )
+    from holodesk.app.eval.progress import ProgressBar
     from holodesk.inference.errors import InferenceError
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.inference.model_policy import ModelPolicy
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.inference.profiles import get_profile
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.inference.remote import RemoteBackend
 
     if args.concurrency > MAX_CONCURRENCY:
@@ -434,13 +410,9 @@ def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if already:
         err.write(f"{already} of {len(items)} items were already done; resuming\n")
     if args.ray is not None:
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.eval.ray_annotate import annotate_on_ray
-
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
         from holodesk.app.eval.ray_backend import ClusterError
-
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
         from holodesk.inference.secrets import find_api_key
 
         try:
@@ -469,12 +441,10 @@ def _annotate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _grounding(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: TextIO, err: TextIO) -> int:
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # heavy: OpenCV; start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.cli.run_command import _policy_or_exit_code
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.app.eval.grounding import GroundingSetError, read_grounding_set, score_set
-    from holodesk.app.eval.progress import ProgressBar  # start-up: not on the `holodesk --help` path (bench/startup.py)
+    from holodesk.app.eval.progress import ProgressBar
 
     try:
         items = read_grounding_set(args.file)
@@ -497,10 +467,8 @@ def _grounding(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: 
 
 
 def _make_grounding(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.eval.grounding import GroundingSetError, items_from_corrections
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.app.eval.grounding import write_grounding_set as write_set
 
     if not args.miniwob_tasks and not args.corrections:
@@ -517,7 +485,7 @@ def _make_grounding(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"error: {exc}\n")
         return EXIT_CONFIG
     if args.miniwob_tasks:
-        # start-up: not on the `holodesk --help` path (bench/startup.py)
+        # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.eval.miniwob_browser import BrowserError
 
         try:
@@ -534,16 +502,10 @@ def _miniwob_pages(args: argparse.Namespace, err: TextIO) -> list[GroundingItem]
     """Grounding items from MiniWoB pages opened on this display, screenshots beside the output."""
     import time
 
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
+    # start-up: `holodesk --help` must stay light (bench/startup.py)
     from holodesk.app.eval.grounding import PAGE_ELEMENTS_JS, items_from_page
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.app.eval.miniwob_browser import MiniWoBBrowser, task_names
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.app.eval.miniwob_eval import parse_task_list
-
-    # start-up: not on the `holodesk --help` path (bench/startup.py)
     from holodesk.automation.screen import ScreenCapture
 
     tasks = parse_task_list(args.miniwob_tasks, task_names())

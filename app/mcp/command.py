@@ -51,7 +51,8 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
         return EXIT_CONFIG
     sock = None
     if http:
-        from holodesk.app.mcp.transports import bind_loopback  # heavy: the MCP SDK
+        # heavy: the MCP SDK
+        from holodesk.app.mcp.transports import bind_loopback
 
         try:
             sock = bind_loopback(port)
@@ -60,7 +61,8 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
             return EXIT_CONFIG
 
     def run_server(desk: Desk) -> None:
-        from holodesk.app.mcp.transports import serve_http, serve_stdio  # heavy: the MCP SDK
+        # heavy: the MCP SDK
+        from holodesk.app.mcp.transports import serve_http, serve_stdio
 
         if sock is not None:
             anyio.run(serve_http, desk, sock)

@@ -64,7 +64,8 @@ def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) ->
     except ImportError as exc:
         err.write(f"holodesk setup: {ENGINE_MISSING.format(missing=exc.name or exc)}; nothing changed.\n")
         return EXIT_FAILED
-    from holodesk.app.setup.hub_download import default_models_root, download, staging_folder  # heavy: huggingface-hub
+    # heavy: huggingface-hub
+    from holodesk.app.setup.hub_download import default_models_root, download, staging_folder
 
     root = request.models_root or default_models_root()
     listing: RepoListing | None = None

@@ -46,7 +46,8 @@ def measure(width: int, device: str = "cpu", budget_s: float = 0.25) -> Rates:
     linear = nn.Linear(width, 4 * width, bias=False, dtype=torch.bfloat16, device=device)
     layer: nn.Module = linear
     if device == "cpu":
-        from holodesk.inference.engine.qwen35_cpu import PackedLinear, bf16_products_available  # heavy: torch
+        # heavy: torch
+        from holodesk.inference.engine.qwen35_cpu import PackedLinear, bf16_products_available
 
         if bf16_products_available():
             layer = PackedLinear(linear)

@@ -9,7 +9,8 @@ socket with the output at the asked size; a failure raises StackError with sway'
 
 Where it differs from a desktop sway:
 - the config is ours, not the user's: one headless output of `output_size` at (0, 0), no bar, no
-  wallpaper (swaybg), no borders, no XWayland (`xwayland disable`), no key repeat;
+  wallpaper (swaybg), no borders, no XWayland (`xwayland disable`), no key repeat, and the keyboards'
+  XKB layout only when `keyboard_layout` asks for one; more outputs come from `swaymsg create_output`;
 - no D-Bus session: sway needs none, and nothing here (grim, wtype, Wayland clients) asks for one;
   xdg-desktop-portal-wlr would (its ScreenCast failed headless here, DESIGN notes);
 - sway refuses to run as root; as root the stack runs it as the unprivileged `nobody` (65534), so its

@@ -1,6 +1,8 @@
 """Talk to the running Holodesk instance: where it listens, and the client side of its protocol.
 
-The running tray app listens on a per-user local socket (see `app.gui.single_instance.InstanceServer`).
+The running tray app listens on a local socket per user and display (see
+`app.gui.single_instance.InstanceServer`): a second display (another X server, another Wayland
+session) gets its own tray app, and `holodesk trigger` reaches the one on its own display.
 `holodesk trigger` and a second `holodesk` start send it one command line and read one answer line,
 each carrying the protocol version (`holodesk.app.common.instance_protocol`, where the lines and the
 version are defined). A tray app of another version is refused here in words naming both versions.
@@ -37,7 +39,7 @@ DEFAULT_TIMEOUT_MS = 3000
 EXIT_OK = 0
 EXIT_FAILED = 1
 
-NOT_RUNNING_HINT = "Holodesk is not running: start `holodesk` first (or enable its autostart entry)"
+NOT_RUNNING_HINT = "start `holodesk` first (or enable its autostart entry)"
 
 
 class InstanceError(RuntimeError):
@@ -53,15 +55,66 @@ class ProtocolMismatchError(InstanceError):
 
 
 def instance_name() -> str:
-    """The per-user server name: $HOLODESK_INSTANCE_NAME, or "holodesk-<uid>" ("holodesk-<user>" on Windows)."""
+    """The server name per user and display: $HOLODESK_INSTANCE_NAME (as it is, for every display), else
+    "holodesk-<uid>-<display key>" ("holodesk-<user>" on Windows; no key where no display is named)."""
     override = os.environ.get(INSTANCE_NAME_ENV, "").strip()
     if override:
         return override
+    key = display_key(os.environ.get("DISPLAY", ""), os.environ.get("WAYLAND_DISPLAY", ""))
+    suffix = f"-{key}" if key else ""
     if hasattr(os, "getuid"):
-        return f"holodesk-{os.getuid()}"
+        return f"holodesk-{os.getuid()}{suffix}"
     # Windows pipe names are machine-wide: the user name keeps two users' instances apart.
     user = re.sub(r"[^A-Za-z0-9_.-]", "_", getpass.getuser())
-    return f"holodesk-{user}"
+    return f"holodesk-{user}{suffix}"
+
+
+# "[host]:number[.screen]", the X11 display name; a host of "", "unix" or "localhost" is this machine.
+_X11_DISPLAY = re.compile(r"^(?P<host>[^:]*):(?P<number>\d+)(?:\.\d+)?$")
+_LOCAL_HOSTS = ("", "unix", "localhost", "127.0.0.1")
+
+
+def display_key(x11_display: str, wayland_display: str) -> str:
+    """A file-name-safe key for the display the tray app shows on; "" when neither variable names one.
+
+    X11's DISPLAY comes first: Holodesk's windows run on X11 (XWayland in a Wayland session), so it is
+    the display they appear on. ":1", ":1.0", "unix:1" and "localhost:1" are one display ("x11-1"); a
+    screen number does not make another display. WAYLAND_DISPLAY ("wayland-0" or a socket path) keys a
+    session without X11.
+    """
+    x11_display = x11_display.strip()
+    if x11_display:
+        match = _X11_DISPLAY.match(x11_display)
+        if match is None:
+            return "x11-" + _file_safe(x11_display)
+        host = match["host"]
+        if host in _LOCAL_HOSTS:
+            return f"x11-{int(match['number'])}"
+        return f"x11-{_file_safe(host)}-{int(match['number'])}"
+    wayland_display = wayland_display.strip()
+    if wayland_display:
+        return "wl-" + _file_safe(wayland_display.rstrip("/"))
+    return ""
+
+
+def display_in_words() -> str:
+    """The display this command runs on, as a person would name it ("display :1")."""
+    x11_display = os.environ.get("DISPLAY", "").strip()
+    if x11_display:
+        return f"display {x11_display}"
+    wayland_display = os.environ.get("WAYLAND_DISPLAY", "").strip()
+    if wayland_display:
+        return f"Wayland display {wayland_display}"
+    return "this computer (no display is named)"
+
+
+def not_running_words(address: str) -> str:
+    """Why nothing answered: no tray app on this display (each display has its own)."""
+    return f"Holodesk is not running on {display_in_words()}: {NOT_RUNNING_HINT} (nothing listens on {address})"
+
+
+def _file_safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[-48:]  # a socket path must stay under ~100 bytes
 
 
 def runtime_dir() -> Path:
@@ -121,7 +174,7 @@ def _exchange_unix(address: str, message: str, request: bytes, timeout_ms: int) 
             connection.connect(address)
         except (FileNotFoundError, ConnectionRefusedError):
             # No socket file, or a file left by an instance that crashed: nobody is listening.
-            raise NoInstanceError(f"{NOT_RUNNING_HINT} (nothing listens on {address})") from None
+            raise NoInstanceError(not_running_words(address)) from None
         except TimeoutError:
             raise InstanceError(f"the running Holodesk did not accept a connection within {timeout_ms} ms") from None
         except OSError as exc:
@@ -156,7 +209,7 @@ def _exchange_qt(address: str, message: str, request: bytes, timeout_ms: int) ->
             QtNetwork.QLocalSocket.LocalSocketError.ServerNotFoundError,
             QtNetwork.QLocalSocket.LocalSocketError.ConnectionRefusedError,
         ):
-            raise NoInstanceError(f"{NOT_RUNNING_HINT} (nothing listens on {address})")
+            raise NoInstanceError(not_running_words(address))
         raise InstanceError(f"could not reach the running Holodesk at {address}: {connection.errorString()}")
     connection.write(request)
     if not connection.waitForBytesWritten(timeout_ms):

@@ -12,6 +12,10 @@ Version 1 had no version field: the client sent a bare word ("prompt\\n") and th
 or "error <reason>\\n". A line without the field counts as that other version. Such a client is answered
 in its own bare format, which it prints to its user; such a server answers our JSON line with its
 "unknown command" error, which reads here as an answer without a version.
+
+Where the socket is (`instance_client.server_address`) is not part of the lines: since the address
+became per display ("holodesk-<uid>-x11-1.sock"), a `holodesk` of an install from before looks for
+"holodesk-<uid>.sock" and says the tray app is not running; the lines, and so the version, are unchanged.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from holodesk.app.common.backend_problems import (
     run_end_hint,
 )
 from holodesk.app.common.hotkey_path import TRIGGER_ADVICE, is_wayland_session
-from holodesk.app.common.instance_client import InstanceError
+from holodesk.app.common.instance_client import InstanceError, display_in_words
 from holodesk.app.common.overrides import CommandFlags, FlagError, apply_flags
 from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, plain_http_key_warning
 from holodesk.app.common.routine_hotkeys import RoutineHotkeys, plan_routine_hotkeys, readable_routines
@@ -733,7 +733,7 @@ def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) ->
         QtWidgets.QMessageBox.critical(None, "Holodesk cannot start", str(exc))
         return 1
     if server is None:
-        print("Holodesk is already running: told it to show itself.")
+        print(f"Holodesk is already running on {display_in_words()}: told it to show itself.")
         return 0
     holodesk = HolodeskApp(loaded, tray_icon, server)
     holodesk.start()

@@ -1,9 +1,10 @@
-"""One Holodesk per user: the running instance listens on a local socket for "prompt", "show" and "stop".
+"""One Holodesk per user and display: the running instance listens on a local socket for "prompt", "show" and "stop".
 
 The tray app calls `acquire_instance()` at start-up. It either becomes the instance (and gets an
 `InstanceServer` whose `message_received` signal carries each command) or finds one already running,
 tells it to "show" itself and returns None, so the second start exits instead of opening a second
-tray icon. `holodesk trigger` talks to the same socket through `holodesk.app.common.instance_client`, which is where
+tray icon on that display (another display has another socket, see `instance_client.display_key`).
+`holodesk trigger` talks to the same socket through `holodesk.app.common.instance_client`, which is where
 the address is defined; the versioned lines are `holodesk.app.common.instance_protocol`'s. A message of
 another protocol version (another install's `holodesk`) is answered with an error, emitted on `refused`
 in words for the tray app to show, and not acted on.

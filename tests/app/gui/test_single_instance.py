@@ -25,6 +25,7 @@ from holodesk.app.common.instance_client import (
     INSTANCE_NAME_ENV,
     NoInstanceError,
     ProtocolMismatchError,
+    display_key,
     instance_name,
     send_to_running_instance,
     server_address,
@@ -456,12 +457,39 @@ def test_a_silent_client_neither_blocks_others_nor_stays_forever(start_instance:
         assert time.monotonic() - started < IDLE_CLIENT_TIMEOUT_MS / 1000 + 2
 
 
-def test_instance_name_is_per_user_and_the_socket_prefers_the_runtime_dir(
+def test_instance_name_is_per_user_and_display_and_the_socket_prefers_the_runtime_dir(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv(INSTANCE_NAME_ENV, raising=False)
-    assert instance_name() == f"holodesk-{os.getuid()}"
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("DISPLAY", ":1.0")
+    assert instance_name() == f"holodesk-{os.getuid()}-x11-1"
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    assert server_address() == str(tmp_path / f"holodesk-{os.getuid()}.sock")
+    assert server_address() == str(tmp_path / f"holodesk-{os.getuid()}-x11-1.sock")
+    monkeypatch.delenv("DISPLAY")
+    assert instance_name() == f"holodesk-{os.getuid()}"  # no display named: one per user, as before
     monkeypatch.setenv(INSTANCE_NAME_ENV, "/run/custom.sock")
     assert server_address() == "/run/custom.sock"
+
+
+@pytest.mark.parametrize(
+    ("x11", "wayland", "key"),
+    [
+        (":1", "", "x11-1"),
+        (":1.0", "", "x11-1"),  # a screen number is the same display
+        ("unix:1", "", "x11-1"),
+        ("localhost:01.2", "", "x11-1"),
+        (":10", "wayland-0", "x11-10"),  # Holodesk's windows are X11 ones (XWayland) where DISPLAY is set
+        ("far.example:3.0", "", "x11-far.example-3"),
+        ("", "wayland-1", "wl-wayland-1"),
+        ("", "/run/user/1000/wayland-2", "wl-_run_user_1000_wayland-2"),
+        ("", "", ""),
+    ],
+)
+def test_display_key_names_one_display_one_way(x11: str, wayland: str, key: str) -> None:
+    assert display_key(x11, wayland) == key
+
+
+def test_displays_differ_in_keys() -> None:
+    assert len({display_key(f":{number}", "") for number in range(12)}) == 12
+    assert display_key(":1", "") != display_key("far.example:1", "")

@@ -22,6 +22,7 @@ time the panel takes the focus as it appears; `retract()` gives it back as after
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 from collections.abc import Sequence
 
 from holodesk.app.common.session_words import kind_in_words
@@ -32,7 +33,7 @@ from holodesk.app.gui.qt_screens import screen_point_to_global_logical
 from holodesk.app.gui.x11_focus import FocusReturn
 from holodesk.automation.action_picture import typing_in_words
 from holodesk.automation.actions import MAX_COORDINATE, Action, Drag, KeyCombo, Point, TypeText, UpdatePlan
-from holodesk.automation.approval_rules import pastes, presses_enter
+from holodesk.automation.approval_rules import paste_in_words, pastes, presses_enter
 from holodesk.automation.coords import Monitor, Rect, monitor_at
 from holodesk.automation.display_text import bounded_prose, safe_lines, safe_text, text_summary
 from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, QuestionRequest
@@ -60,6 +61,7 @@ QLabel {{ color: #e6e6ee; font-size: 13px; }}
 #note {{ color: #e6e6ee; }}
 #thought {{ color: #9fa1b5; font-style: italic; }}
 #context {{ color: #ffd27a; font-size: 12px; }}
+#paste {{ color: #ffd27a; font-size: 13px; }}
 #warning {{ background: #5b1f24; color: #ffdada; border: 1px solid #a5404a; border-radius: 5px; padding: 6px; }}
 #error {{ color: #ff9393; }}
 #hint, #remember_note {{ color: #9fa1b5; font-size: 12px; }}
@@ -169,6 +171,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._action_label = self._label("action", wrap=True)
         self._warning = self._label("warning", wrap=True)
         self._element = self._label("element", wrap=True)
+        self._paste = self._label("paste", wrap=True)  # what a middle click pastes, under the headline
         self._note = self._label("note", wrap=True)
         self._thought = self._label("thought", wrap=True)
         self._reply = QtWidgets.QLineEdit(self)
@@ -176,7 +179,15 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._reply.setPlaceholderText("Type your answer, then press Enter")
         self._reply.installEventFilter(self)
         self._reply.textChanged.connect(self._on_reply_typed)
-        parts = (self._context, self._action_label, self._element, self._warning, self._note, self._thought)
+        parts = (
+            self._context,
+            self._action_label,
+            self._paste,
+            self._element,
+            self._warning,
+            self._note,
+            self._thought,
+        )
         for part in (*parts, self._reply):
             layout.addWidget(part)
 
@@ -283,6 +294,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             "remember_note": self._remember_note,
             "action": self._action_label,
             "element": self._element,
+            "paste": self._paste,
             "context": self._context,
             "note": self._note,
             "thought": self._thought,
@@ -328,10 +340,14 @@ class ApprovalPanel(QtWidgets.QWidget):
         context = []
         if request.previous_result:  # line breaks kept (a plan's goals), bounded
             context.append(f"Step {request.step - 1}: {bounded_prose(request.previous_result, MAX_CONTEXT_CHARS)}")
-        if request.adjustment:
-            context.append(bounded_prose(request.adjustment, MAX_CONTEXT_CHARS))
+        adjustment = _without_paste_words(request.adjustment, request.paste_text)  # shown under the headline
+        if adjustment:
+            context.append(bounded_prose(adjustment, MAX_CONTEXT_CHARS))
         self._context.setText("\n".join(context))
         self._context.setVisible(bool(context))
+        paste = _sentence(paste_in_words(request.paste_text)) if request.paste_text is not None else ""
+        self._paste.setText(_in_font(bounded_prose(paste, MAX_CONTEXT_CHARS), self._paste))
+        self._paste.setVisible(bool(paste))
         self._warning.setText(f"⚠ {_sentence(request.loop_warning)}. Approve only if you are sure.")
         self._warning.setVisible(bool(request.loop_warning))
         # The model's description of its target: what to look for under the marker.
@@ -341,11 +357,13 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._show_model_words(request.proposal.note, request.proposal.thought)
         kind = kind_in_words(action.kind)
         self.set_remember_text(f"Approve every step of this kind ({kind}) for the rest of this task")
-        self._remember_note.setText(_never_covered(request))
-        self._remember_note.setVisible(bool(self._remember_note.text()))
+        never = _never_covered(request)
+        self._remember_note.setText(never)
+        self._remember_note.setVisible(bool(never))
         self._remember.setChecked(False)
-        # A looping step is asked about one at a time; no blanket approval from here.
-        self._remember.setEnabled(not request.loop_warning)
+        # A looping step is asked about one at a time, and a step of a kind the box never covers (a paste,
+        # Enter) is asked every time: no blanket approval from either, the note says why.
+        self._remember.setEnabled(not request.loop_warning and not never)
         self._fill_editor(action)
         self._edit.setChecked(False)
         self._editor.setVisible(False)
@@ -370,7 +388,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._action_label.setText(bounded_prose(request.question, MAX_QUESTION_CHARS, max_lines=8))
         self._restyle(self._action_label)
         # Nothing of the last step stays on the panel: no result line, no target.
-        for label in (self._context, self._element):
+        for label in (self._context, self._element, self._paste):
             label.clear()
             label.setVisible(False)
         self._show_model_words(request.proposal.note, request.proposal.thought)
@@ -720,9 +738,7 @@ class ApprovalPanel(QtWidgets.QWidget):
 def _logical_box(rect: Rect) -> Box:
     """A screen-space rectangle in Qt's global logical coordinates. A corner on no screen (a window partly
     off the desktop) is taken as is: exact wherever Qt does not scale, which is where that happens."""
-    top_left = screen_point_to_global_logical_or_none(Point(rect.left, rect.top)) or QtCore.QPointF(
-        rect.left, rect.top
-    )
+    top_left = screen_point_to_global_logical_or_none(Point(rect.left, rect.top)) or QtCore.QPointF(rect.left, rect.top)
     corner = Point(rect.right - 1, rect.bottom - 1)
     bottom_right = screen_point_to_global_logical_or_none(corner) or QtCore.QPointF(corner.x, corner.y)
     return Box(top_left.x(), top_left.y(), bottom_right.x() - top_left.x() + 1, bottom_right.y() - top_left.y() + 1)
@@ -740,7 +756,42 @@ def _action_words(action: Action) -> str:
     if isinstance(action, TypeText):
         # The text on a line of its own: never broken between "Enter" and the text's first word.
         return f"{typing_in_words(action, focused_field=True)}:\n{_breakable(text_summary(action.text))}"
+    if pastes(action):  # what it does, not only which button: the text it pastes is on the line below
+        return f"{action_in_words(action)}: pastes the selection"
     return action_in_words(action)
+
+
+def _without_paste_words(adjustment: str, paste_text: str | None) -> str:
+    """The engine's adjustment line without the paste's words it appends (the panel shows them under the
+    headline instead)."""
+    if paste_text is None:
+        return adjustment
+    words = _sentence(paste_in_words(paste_text))
+    return (
+        "; ".join(part for part in adjustment.split("; ") if part and part != words)
+        if words in adjustment
+        else adjustment
+    )
+
+
+# The Control Pictures (U+2400...) a paste's text shows its control characters as: many fonts have none of
+# them (DejaVu Sans, the usual default, has no ␛ and draws a box), so where the label's font lacks one the
+# control's name is shown in angle brackets, which such fonts have.
+CONTROL_PICTURES = range(0x2400, 0x2427)
+
+
+def _in_font(text: str, label: QtWidgets.QLabel) -> str:
+    """`text` with each control picture the label's font cannot draw written as its name."""
+    label.ensurePolished()  # the style sheet's font
+    metrics = label.fontMetrics()
+    out = []
+    for character in text:
+        if ord(character) in CONTROL_PICTURES and not metrics.inFontUcs4(ord(character)):
+            name = unicodedata.name(character, "control").removeprefix("SYMBOL FOR ")
+            out.append(f"⟨{name.capitalize()}⟩")  # ␛ as ⟨Escape⟩
+        else:
+            out.append(character)
+    return "".join(out)
 
 
 def _breakable(text: str, every: int = 24) -> str:
@@ -759,12 +810,14 @@ def _never_covered(request: ApprovalRequest) -> str:
         return ""
     action = request.action
     if pastes(action):
-        return "A middle click pastes the selection: it is asked every time, with the text, as this step is."
-    if isinstance(action, TypeText) and presses_enter(action):
-        return "Typing that presses Enter is asked every time, as this step is."
-    if presses_enter(action):
-        return "Keys that press Enter (ctrl+m and ctrl+j too) are asked every time, as this step is."
-    return "Irreversible steps (send, save, delete...) are asked every time, as this step is."
+        why = "A middle click pastes the selection: it is asked every time, with the text."
+    elif isinstance(action, TypeText) and presses_enter(action):
+        why = "Typing that presses Enter is asked every time."
+    elif presses_enter(action):
+        why = "Keys that press Enter (ctrl+m and ctrl+j too) are asked every time."
+    else:
+        why = "Irreversible steps (send, save, delete...) are asked every time."
+    return f"Not offered on this step. {why}"
 
 
 def _sentence(text: str) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from holodesk.app.common.routine_hotkeys import RoutineHotkeys
@@ -36,6 +36,7 @@ from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
 from holodesk.automation.actions import Action
 from holodesk.automation.cancel import CancelToken
+from holodesk.automation.coords import Rect
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
 from holodesk.automation.routines.replay import ProblemChoice, ProblemRequest, RepairRequest
@@ -64,8 +65,13 @@ class RoutinePanel(ApprovalPanel):
         super().__init__(parent)
         self.bulk_allowed: dict[int, bool] = {}  # step -> whether "approve all exact" may be offered
 
-    def present(self, request: ApprovalRequest) -> None:
-        super().present(request)
+    def present(
+        self,
+        request: ApprovalRequest,
+        typing_window: Rect | None = None,
+        overlay_drawn: Sequence[QtCore.QRect] = (),
+    ) -> None:
+        super().present(request, typing_window, overlay_drawn)
         allowed = self.bulk_allowed.get(request.step, False)
         self.set_remember_text(APPROVE_ALL_EXACT_WORDS)
         self._remember.setEnabled(allowed)

@@ -385,8 +385,8 @@ def test_a_plan_is_continued_not_approved(qtbot, panel: ApprovalPanel) -> None: 
 
 
 def test_the_remember_box_on_a_step_always_asked_says_which_steps_it_never_covers(panel: ApprovalPanel) -> None:
-    """A typing step that presses Enter is shown every time (automation.auto_approval); the box
-    still approves later typing, and the panel must not let it promise the Enter steps too."""
+    """A typing step that presses Enter is shown every time (automation.auto_approval): the box is not
+    offered there (it could not cover the step it sits on), and the line under it says why."""
     panel.present(approval_request(TypeText("ls", press_enter=True)))
     widgets = panel.named_widgets()
     # Its lines fit the panel (tests/app/gui/test_cut_off_labels.py); the words are these:
@@ -395,10 +395,12 @@ def test_the_remember_box_on_a_step_always_asked_says_which_steps_it_never_cover
         == "Approve every step of this kind (typing) for the rest of this task"
     )
     assert widgets["remember_note"].isVisible()
-    assert widgets["remember_note"].text() == "Typing that presses Enter is asked every time, as this step is."
+    assert widgets["remember_note"].text() == "Not offered on this step. Typing that presses Enter is asked every time."
+    assert not widgets["remember"].isEnabled()
     panel.present(dataclasses.replace(approval_request(Click(Point(120, 80))), irreversible=True))  # a recording's
     assert widgets["remember_note"].text() == (
-        "Irreversible steps (send, save, delete...) are asked every time, as this step is."
+        "Not offered on this step. Irreversible steps (send, save, delete...) are asked every time."
     )
     panel.present(approval_request(TypeText("ls")))
     assert not widgets["remember_note"].isVisible()
+    assert widgets["remember"].isEnabled()

@@ -136,9 +136,10 @@ def test_a_middle_click_under_ticked_clicks_is_asked_with_the_text_it_would_past
     thread.start()
     try:
         qtbot.waitUntil(approver.panel.isVisible, timeout=int(WAIT_S * 1000))
-        context = approver.panel.named_widgets()["context"].text()
-        assert "echo·PWNED⏎" in context and "1 line break pressed as Enter" in context, context
-        assert "middle click" in approver.panel.named_widgets()["action"].text().lower()
+        pasted = approver.panel.named_widgets()["paste"].text()  # under the headline
+        assert "echo·PWNED⏎" in pasted and "1 line break pressed as Enter" in pasted, pasted
+        headline = approver.panel.named_widgets()["action"].text()
+        assert headline == "Middle click at (200, 90): pastes the selection", headline
         qtbot.mouseClick(approver.panel.named_widgets()["skip"], Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not thread.is_alive(), timeout=int(WAIT_S * 1000))
     finally:

@@ -63,6 +63,11 @@ MAX_PENDING_SCREENSHOTS = 2
 SCREENSHOT_WAIT_S = 30.0
 SCREENSHOT_POLL_S = 0.02  # how often that wait looks at the stop flag
 PNG_TRAILER = b"IEND\xaeB`\x82"  # the last 8 bytes of every complete PNG: the IEND chunk and its CRC
+# A routine replay judges a step's effect only once it proposes the next one: its verdict travels in
+# that next step's `grounding` as a list of {"routine_step": n, "flags": [words...], "detail": words},
+# and the reader moves each onto the step it judges, as `replay_verdict` ({"flags", "detail"}).
+VERDICTS_KEY = "verdicts"
+REPLAY_VERDICT = "replay_verdict"
 
 
 class TrajectoryWriteError(AutomationError):
@@ -430,6 +435,7 @@ def read_session(folder: Path) -> Session:
             _pair_effect(session, record)
         elif kind == "end":
             session.end = record
+    _pair_verdicts(session)
     for step in session.steps:
         if step.pop("result_pending", False):
             step["interrupted"] = True
@@ -450,6 +456,29 @@ def _pair_effect(session: Session, effect: dict[str, Any]) -> None:
             if effect.get("result"):
                 step["effect_result"] = str(effect["result"])
             return
+
+
+def _pair_verdicts(session: Session) -> None:
+    """Give each routine step the replay's verdict on it, carried by a later step's grounding (see
+    VERDICTS_KEY): the latest earlier step of the same routine with that routine step number."""
+    for position, step in enumerate(session.steps):
+        grounding = step.get("grounding")
+        if not isinstance(grounding, dict) or not isinstance(grounding.get(VERDICTS_KEY), list):
+            continue
+        for verdict in grounding[VERDICTS_KEY]:
+            if not isinstance(verdict, dict):
+                continue
+            flags = verdict.get("flags")
+            words = [str(flag) for flag in flags] if isinstance(flags, list) else []
+            for earlier in reversed(session.steps[:position]):
+                judged = earlier.get("grounding")
+                if (
+                    isinstance(judged, dict)
+                    and judged.get("routine") == grounding.get("routine")
+                    and judged.get("routine_step") == verdict.get("routine_step")
+                ):
+                    earlier[REPLAY_VERDICT] = {"flags": words, "detail": str(verdict.get("detail", ""))}
+                    break
 
 
 def _pair_result(session: Session, result: dict[str, Any], where: str) -> None:

@@ -1,7 +1,8 @@
 """`holodesk history` and `holodesk export-corrections`: read recorded sessions from the terminal.
 
 The list is an aligned table (newest first): when, outcome, steps taken, task, folder name. One
-session shows each step: what actually ran, the decision, the result in words and the timings.
+session shows each step: what actually ran, the decision, the result in words and the timings; a
+result too long for its column (a routine step the replay flagged, with why) follows the table in full.
 Text that came from the model is shown with control characters escaped.
 """
 
@@ -16,6 +17,7 @@ from holodesk.app.common.session_words import session_words, step_words
 from holodesk.automation.trajectory import export_corrections, iter_session_folders, read_session
 
 TASK_WIDTH = 48
+RESULT_WIDTH = 40
 MAX_LISTED_MATCHES = 10
 EXIT_BAD_ARGUMENTS = 2  # as for every command (holodesk --help's exit codes)
 
@@ -83,11 +85,17 @@ def show_session(root: Path, name: str, out: TextIO, err: TextIO, as_json: bool 
     if session.steps:
         out.write("\n")
         rows = [["STEP", "DECISION", "WHAT RAN", "RESULT", "TIMINGS"]]
+        cut: list[tuple[str, str]] = []  # results too long for their column, said in full below it
         for step in session.steps:
             said = step_words(step)
             ran = _shown(said.ran) + (f" (proposed: {_shown(said.proposed)})" if said.proposed else "")
-            rows.append([said.index, said.decision, _clip(ran, 70), _clip(_shown(said.result), 40), said.timings])
+            result = _shown(said.result)
+            if len(result) > RESULT_WIDTH:
+                cut.append((said.index, result))
+            rows.append([said.index, said.decision, _clip(ran, 70), _clip(result, RESULT_WIDTH), said.timings])
         _table(rows, out, right=frozenset({0}))
+        for index, result in cut:  # a flag's reason must not be lost to the column's width
+            out.write(f"step {index}: {result}\n")
         shots = [(step.get("index", "?"), step["screenshot"]) for step in session.steps if step.get("screenshot")]
         if shots:
             out.write(f"\nscreenshots in {folder / 'screenshots'}\n")

@@ -15,7 +15,7 @@ from typing import Any
 from holodesk.automation.actions import Action, action_from_dict
 from holodesk.automation.engine import NO_VISIBLE_CHANGE as NO_VISIBLE_CHANGE_WORDS
 from holodesk.automation.errors import ActionError
-from holodesk.automation.trajectory import Session
+from holodesk.automation.trajectory import REPLAY_VERDICT, Session
 
 # Action kinds as a person reads them (the kinds themselves are names for files and prompts).
 KIND_WORDS = {
@@ -130,7 +130,14 @@ def step_words(step: dict[str, Any]) -> StepWords:
     outcome = step.get("result")
     if isinstance(outcome, dict):
         detail = str(outcome.get("detail") or "").strip()
-        if outcome.get("ok", True) and step.get("visible_change") is False:
+        verdict = step.get(REPLAY_VERDICT)
+        if outcome.get("ok", True) and isinstance(verdict, dict):
+            # A routine's step: the replay judged its effect on what it acted on, which says more than
+            # the whole screen's "no visible change"; a flagged step is never shown as a plain "ok".
+            flags = verdict.get("flags") or []
+            said = str(verdict.get("detail") or detail)
+            result = f"ran, flagged: {'; '.join(map(str, flags))}" if flags else (f"ok: {said}" if said else "ok")
+        elif outcome.get("ok", True) and step.get("visible_change") is False:
             # It ran, and the screen stayed the same: flagged, never shown as a plain "ok".
             result = f"ran, {NO_VISIBLE_CHANGE_WORDS}" + (f": {detail}" if detail else "")
         elif outcome.get("ok", True):

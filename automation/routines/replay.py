@@ -53,9 +53,11 @@ from holodesk.automation.routines.locators import Grounder, Located, NotLocated,
 from holodesk.automation.routines.pictures import PictureError, load_picture
 from holodesk.automation.routines.repair import CannotRepair, ProposedRepair, propose_repair, write_repair
 from holodesk.automation.routines.routine_file import Routine, RoutineStep
+from holodesk.automation.routines.verdicts import StepVerdict, how_found, judge_step
 from holodesk.automation.routines.windows import WindowProbe, desktop_windows
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
+from holodesk.automation.trajectory import VERDICTS_KEY
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +243,8 @@ class RoutinePolicy:
         # What the last step's check could not judge, said again with the next step (its panel and its
         # session record) and at the end: a front end without `notify` (the tray) shows it there.
         self._unjudged: list[str] = []
+        # The verdicts on steps that ran, each recorded with the next proposal (`verdicts`).
+        self._verdicts: list[StepVerdict] = []
         self._handover: HandOver | None = None
         self._agent_proposals = 0
         # Every model call, counted as it is made: a locate whose step then went to the agent has no
@@ -326,14 +330,7 @@ class RoutinePolicy:
         total = len(self.routine.steps)
         source = f"routine {self.routine.name!r}, step {step.number} of {total}"
         element = step.target.element if step.target is not None else ""
-        if located is None:
-            how = "a step without a target (keys, or typing where the focus is)"
-        elif located.exact:
-            how = f"found exactly where recorded ({located.detail})"
-        elif located.rung is Rung.NEAR:
-            how = f"found nearby, not exactly where recorded ({located.detail})"
-        else:
-            how = f"found by {located.rung.value} ({located.detail})"
+        how = how_found(located)
         said, self._unjudged = self._unjudged, []
         thought = "; ".join([*said, how]) if said else how
         irreversible = step.irreversible or bool(element and IRREVERSIBLE_WORDS.search(element))
@@ -347,6 +344,7 @@ class RoutinePolicy:
                 "routine_step": step.number,
                 "rung": located.rung.value if located is not None else "",
                 "score": round(located.score, 4) if located is not None else None,
+                **self._verdicts_record(),
             },
         )
         return Proposal(
@@ -400,8 +398,10 @@ class RoutinePolicy:
             after = self._settled(cancel)
             check = self._check(ran, after)
         asked = False
+        problem = ""
         while not check.seen:
             asked = True
+            problem = problem or check.detail
             choice = self._ask(step, after, f"step {step.number} ran, but {check.detail}", cancel, effect_missing=True)
             if choice is ProblemChoice.CONTINUE:
                 break
@@ -417,6 +417,7 @@ class RoutinePolicy:
             self._unjudged.append(f"step {step.number}: {check.detail}")
         else:
             self._say(f"step {step.number} done: {check.detail}")
+        self._verdicts.append(judge_step(step.number, ran.located, check, problem))
         fair = check.seen and check.judged and not asked
         if fair and ran.located is not None and ran.located.rung is Rung.MODEL and self.routine.folder is not None:
             self._offer_repair(step, ran.located, ran.before, cancel)
@@ -465,13 +466,25 @@ class RoutinePolicy:
     def _finished(self, frame: ScreenFrame) -> Proposal:
         total = len(self.routine.steps)
         said, self._unjudged = self._unjudged, []
+        done = "; ".join([f"all {total} steps of {self.routine.name!r} done", *said])
+        # Not exact, and a Done is never approved: the grounding only carries the last step's verdict.
+        grounding = Grounding(
+            exact=False, how="the routine's end", source=f"routine {self.routine.name!r}, after step {total}",
+            record={"routine": self.routine.name, **self._verdicts_record()},
+        )  # fmt: skip
         return Proposal(
-            action=Done("; ".join([f"all {total} steps of {self.routine.name!r} done", *said])),
+            action=Done(done),
             raw_text="",
             image_width=frame.region.width,
             image_height=frame.region.height,
             space=ImagePixelSpace(),
+            grounding=grounding,
         )
+
+    def _verdicts_record(self) -> dict[str, list[dict[str, object]]]:
+        """The verdicts not yet recorded, for the next proposal's grounding record (none: nothing)."""
+        verdicts, self._verdicts = self._verdicts, []
+        return {VERDICTS_KEY: [verdict.to_record() for verdict in verdicts]} if verdicts else {}
 
     # -- the agent takes over --------------------------------------------------------------------------
 

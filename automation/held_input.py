@@ -7,7 +7,7 @@ whatever way it ends. Only a process killed outright (kill -9, a crash of the in
 it behind, and then a button may still be pressed on the X server. The next `holodesk run`, the tray
 app or `holodesk doctor` calls `release_leftover_input()`: for every marker of a dead process on
 this display it asks the X server what is really held, releases those of the marker's buttons and
-keys that are, and removes the marker.
+keys that are (through the input layer: automation/input/x11/release.py), and removes the marker.
 
 Key names are pyautogui's (what the X11 backend passes to pyautogui keyDown/write); keycodes are X keycodes (what
 the X11 typer presses); buttons are X button numbers. A second marker names the spare keycodes the
@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import re
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -33,16 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from holodesk.automation.errors import AutomationError
+from holodesk.automation.input.x11.release import HeldInput, release_held
 from holodesk.automation.private_dir import user_runtime_dir
-from holodesk.automation.pyautogui_import import import_pyautogui
 
 log = logging.getLogger(__name__)
 
 MARKER_PREFIX = "held-input-"
 REMAPPED_PREFIX = "remapped-keys-"
 BUTTON_NUMBERS = {"left": 1, "middle": 2, "right": 3}
-# X's state mask bits for buttons 1-5 (Button1Mask is 1 << 8); 6 and 7 are never reported held.
-_BUTTON_MASK_SHIFT = 7
 
 
 class MarkerUnavailable(AutomationError):
@@ -237,98 +234,13 @@ def release_leftover_input(folder: Path | None = None, display: str | None = Non
             bound.update({int(k): int(v) for k, v in entries.items() if str(k).isdigit() and isinstance(v, int)})
     problems: list[str] = []
     try:
-        if sys.platform.startswith("linux"):
-            released = _release_on_x11(display, buttons, keys, keycodes, bound)
-        else:
-            released = (*_release_blindly(buttons, keys), ())
+        released = release_held(HeldInput(tuple(buttons), tuple(keys), tuple(keycodes), bound), display)
     except Exception as exc:  # no display, a refused connection: keep the markers for the next try
         problems.append(f"could not release held input: {type(exc).__name__}: {exc}")
         return LeftoverRelease(len(markers), problems=tuple(problems))
     for path, _ in markers:
         with suppress(FileNotFoundError):
             path.unlink()
-    result = LeftoverRelease(len(markers), released[0], released[1], tuple(problems), released[2])
+    result = LeftoverRelease(len(markers), released.buttons, released.keys, tuple(problems), released.cleared_keycodes)
     log.warning("%s", result.describe())
     return result
-
-
-def _release_on_x11(
-    display: str | None, buttons: list[int], keys: list[str], keycodes: list[int], bound: dict[int, int]
-) -> tuple[tuple[int, ...], tuple[str, ...], tuple[int, ...]]:
-    """Release the buttons and keys the X server reports held, among those named, and clear the
-    spare keycodes still bound to the keysym named for them. Returns what was released and cleared."""
-    from Xlib import XK, X
-    from Xlib import display as xdisplay
-    from Xlib.ext import xtest
-
-    connection = xdisplay.Display(display)
-    try:
-        held_mask = connection.screen().root.query_pointer().mask
-        released_buttons = tuple(b for b in buttons if 1 <= b <= 5 and held_mask & (1 << (_BUTTON_MASK_SHIFT + b)))
-        for button in released_buttons:
-            xtest.fake_input(connection, X.ButtonRelease, button)
-        keymap = connection.query_keymap()
-        released_keys: list[str] = []
-        named = [(key, _keycodes(connection, XK, key)) for key in keys]
-        named += [(f"keycode {code}", [code]) for code in keycodes if 8 <= code <= 255]
-        for key, codes in named:
-            for keycode in codes:
-                if keymap[keycode // 8] & (1 << (keycode % 8)):
-                    xtest.fake_input(connection, X.KeyRelease, keycode)
-                    released_keys.append(key)
-        first = connection.display.info.min_keycode
-        rows = connection.get_keyboard_mapping(first, connection.display.info.max_keycode - first + 1)
-        cleared: list[int] = []
-        for code, keysym in sorted(bound.items()):
-            if 0 <= code - first < len(rows) and rows[code - first] and rows[code - first][0] == keysym:
-                connection.change_keyboard_mapping(code, [(0, 0)])  # still what the dead run bound: clear it
-                cleared.append(code)
-        connection.sync()
-    finally:
-        connection.close()
-    return released_buttons, tuple(dict.fromkeys(released_keys)), tuple(cleared)
-
-
-# pyautogui names whose X keysym is spelled differently (its X11 backend's table, for the keys we press).
-_X11_KEYSYMS = {
-    "ctrl": ("Control_L", "Control_R"), "ctrlleft": ("Control_L",), "ctrlright": ("Control_R",),
-    "shift": ("Shift_L", "Shift_R"), "shiftleft": ("Shift_L",), "shiftright": ("Shift_R",),
-    "alt": ("Alt_L", "Alt_R"), "altleft": ("Alt_L",), "altright": ("Alt_R",),
-    "win": ("Super_L", "Super_R"), "winleft": ("Super_L",), "winright": ("Super_R",),
-    "enter": ("Return",), "return": ("Return",), "\n": ("Return",), "\r": ("Return",), "\t": ("Tab",),
-    "tab": ("Tab",), "esc": ("Escape",), "escape": ("Escape",), "backspace": ("BackSpace",),
-    "delete": ("Delete",), "del": ("Delete",), "space": ("space",), " ": ("space",), "pageup": ("Prior",),
-    "pagedown": ("Next",), "pgup": ("Prior",), "pgdn": ("Next",), "capslock": ("Caps_Lock",),
-    "apps": ("Menu",), "printscreen": ("Print",), "up": ("Up",), "down": ("Down",), "left": ("Left",),
-    "right": ("Right",), "home": ("Home",), "end": ("End",), "insert": ("Insert",),
-}  # fmt: skip
-
-
-def _keycodes(connection: Any, xk: Any, key: str) -> list[int]:
-    """The keycodes that may carry `key` (a pyautogui name or a typed character) on this keymap."""
-    if len(key) == 1:
-        names: tuple[str, ...] = _X11_KEYSYMS.get(key, ())
-        # A typed character: Latin-1 keysyms equal their code point, others are 0x01000000 + code point.
-        keysyms = [ord(key) if ord(key) < 0x100 else 0x01000000 + ord(key)]
-        if key.isalpha():
-            keysyms.append(ord(key.lower()) if ord(key) < 0x100 else keysyms[0])
-    else:
-        lower = key.lower()
-        names = _X11_KEYSYMS.get(lower) or ((lower.upper(),) if re.fullmatch(r"f\d{1,2}", lower) else (key,))
-        keysyms = []
-    keysyms += [xk.string_to_keysym(name) for name in names]
-    codes = {connection.keysym_to_keycode(keysym) for keysym in keysyms if keysym}
-    return sorted(code for code in codes if code)
-
-
-def _release_blindly(buttons: list[int], keys: list[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """Windows and macOS: no cheap way to ask what is held, so release every named one (harmless if up)."""
-
-    pyautogui = import_pyautogui()
-    names = {1: "left", 2: "middle", 3: "right"}
-    for button in buttons:
-        if button in names:
-            pyautogui.mouseUp(button=names[button], _pause=False)
-    for key in keys:
-        pyautogui.keyUp(key, _pause=False)
-    return tuple(b for b in buttons if b in names), tuple(keys)

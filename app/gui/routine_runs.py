@@ -6,7 +6,8 @@ its own (the same overlay, a `RoutinePanel`): the marker shows where the step's 
 the panel says how it was found and why it is asked. Where the engine's approval rules let "approve
 all" cover the step (found exactly where recorded, typing nothing) the panel's tick reads "approve
 this and every later step found exactly" (Decision.APPROVE_ALL_EXACT); on any other step the tick
-is hidden. Editing is not offered (a routine step runs as recorded or not at all). Every request
+is hidden. Edit is offered as on the agent's steps and as the terminal's `e` is: the edited step
+runs, and the replay judges its effect as the recorded step's. Every request
 carries its own cancel token (linked to the run's), so that GuiApprover never approves a step by a
 choice of its own. After "continue with the agent", the agent's steps go to the app's own approver,
 as in any task.
@@ -77,7 +78,6 @@ class RoutinePanel(ApprovalPanel):
         self._remember.setEnabled(allowed)
         self._remember.setVisible(allowed)  # otherwise the highlighted line says why it is asked alone
         self._remember_note.setVisible(False)  # the highlighted line says it for a routine's step
-        self._edit.setVisible(False)
         self._fit_height()
 
 
@@ -112,14 +112,10 @@ class GuiRoutineApprover:
         decision = self.steps.decide(
             dataclasses.replace(request, cancel=token, adjustment=why_asked_in_words(request) or request.adjustment)
         )
-        if decision.decision is Decision.APPROVE:
-            ticked = request.action.kind in self.steps.task_auto_approve_kinds
-            if ticked and request.may_approve_all:
-                return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
-            return decision
-        if decision.decision is Decision.SKIP:
-            return decision
-        return ApprovalDecision.stop()  # stop, or an edit (not offered: a routine's step runs as recorded or not)
+        ticked = request.action.kind in self.steps.task_auto_approve_kinds
+        if decision.decision is Decision.APPROVE and ticked and request.may_approve_all:
+            return ApprovalDecision(Decision.APPROVE_ALL_EXACT)
+        return decision  # approve, skip, stop, or an edit: the edited step runs, as the terminal's `e` allows
 
     def answer_question(self, request: QuestionRequest) -> str | None:
         """The agent's question after a hand-over, on the app's panel."""

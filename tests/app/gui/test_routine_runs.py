@@ -148,7 +148,7 @@ def test_one_tick_approves_the_exact_steps_and_the_irreversible_one_is_still_ask
     widgets = approver.panel.named_widgets()
     remember = approver.panel._remember
     assert remember.isEnabled() and " ".join(remember.text().split()) == APPROVE_ALL_EXACT_WORDS
-    assert not widgets["edit"].isVisible()  # a routine's step runs as recorded or not at all
+    assert widgets["edit"].isVisible()  # as the terminal's `e` (issue 49)
     assert approver.overlay.showing and approver.overlay.action == Click(Point(*OK.centre))
     remember.setChecked(True)
     qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
@@ -160,6 +160,26 @@ def test_one_tick_approves_the_exact_steps_and_the_irreversible_one_is_still_ask
     qtbot.waitUntil(result.done, timeout=5000)
     assert result.result().outcome is Outcome.DONE
     assert performer.actions == [Click(Point(*b.centre)) for b in (OK, CANCEL, SEND)]
+
+
+def test_a_routine_step_edited_on_the_panel_runs_as_edited_and_the_replay_goes_on(qtbot, approver, routine):
+    """Issue 49: the tray's routine panel had no Edit, where the terminal offers `e`."""
+    performer = RecordingPerformer()
+    result = Replay(routine, performer, DrawnScreen(screen([OK, CANCEL, SEND])), approver).result
+    panel_asks(qtbot, approver, 1)
+    widgets = approver.panel.named_widgets()
+    qtbot.mouseClick(widgets["edit"], Qt.MouseButton.LeftButton)
+    assert widgets["target_x"].isVisible()
+    widgets["target_x"].setValue(OK.centre[0] + 7)  # typed into the panel's target field
+    widgets["target_y"].setValue(OK.centre[1] - 3)
+    qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
+    for step in (2, 3):
+        panel_asks(qtbot, approver, step)
+        qtbot.mouseClick(widgets["approve"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(result.done, timeout=5000)
+    assert result.result().outcome is Outcome.DONE, result.result().detail
+    edited = Click(Point(OK.centre[0] + 7, OK.centre[1] - 3))
+    assert performer.actions == [edited, Click(Point(*CANCEL.centre)), Click(Point(*SEND.centre))]
 
 
 def test_a_step_found_by_the_model_is_asked_alone_and_its_repair_shows_the_point_and_the_diff(qtbot, approver, routine):

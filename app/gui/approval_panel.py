@@ -67,6 +67,8 @@ QLabel {{ color: #e6e6ee; font-size: 13px; }}
 #hint, #remember_note {{ color: #9fa1b5; font-size: 12px; }}
 #question {{ color: white; font-size: 16px; font-weight: 600; }}
 QCheckBox {{ color: #c9cad8; font-size: 12px; }}
+QCheckBox:disabled {{ color: #6d6f84; }}
+QCheckBox::indicator:disabled {{ background: #2a2b37; border: 1px solid #4b4d63; }}
 QLineEdit, QPlainTextEdit, QSpinBox {{ background: #2a2b37; color: white; border: 1px solid #4b4d63;
           border-radius: 4px; padding: 3px 5px; font-size: 13px; selection-background-color: #5a5cf0; }}
 QLineEdit:focus, QPlainTextEdit:focus {{ border-color: #8d90ff; }}
@@ -510,6 +512,9 @@ class ApprovalPanel(QtWidgets.QWidget):
             anchor_point = QtGui.QCursor.pos()
         screen = QtGui.QGuiApplication.screenAt(anchor_point) or QtGui.QGuiApplication.primaryScreen()
         area = screen.availableGeometry()
+        if screen is not self.screen():  # laid out again on its new screen: its height was measured on the old
+            self.setScreen(screen)
+            self._fit_height()
         drawn = [Box(r.left(), r.top(), r.width(), r.height()) for r in overlay_drawn]
         if not keep and not drawn:  # nothing to keep clear: away from the pointer
             drawn = [around(anchor_point.x(), anchor_point.y())]

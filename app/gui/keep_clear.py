@@ -11,8 +11,9 @@ Pure geometry (no Qt), in whatever one coordinate space the caller uses. The are
   or a form field mid-window is not protected beyond that band.
 
 The panel takes the spot on the screen that covers none of the areas (least overlap when the screen
-has no such spot), then the one farthest from them. The bubble goes right under the text rows (or
-right above them where the screen ends), at the window's left edge: next to the caret, not on it.
+has no such spot), then the one farthest from them. The bubble goes right under the text rows, or
+beside them where the screen ends below (never on the window's title bar when there is room): next to
+the caret, not on it.
 """
 
 from __future__ import annotations
@@ -112,11 +113,17 @@ def panel_spot(
 
 
 def bubble_spot(bounds: Box, width: float, height: float, rows: Box, gap: float = BUBBLE_GAP) -> tuple[float, float]:
-    """The top-left of the typing bubble: under the text rows at their left edge, or above them where
-    the screen (`bounds`) ends below; kept inside `bounds`."""
-    top = rows.bottom + gap
-    if top + height > bounds.bottom:
-        top = rows.top - gap - height
-    left = max(bounds.left, min(rows.left, bounds.right - width))
+    """The top-left of the typing bubble, next to the text rows and inside `bounds` (the screen): under
+    them at their left edge; where the screen ends below, beside them (left, then right), level with
+    their last row; only where neither has room, above them (over the window's older lines)."""
+    if rows.bottom + gap + height <= bounds.bottom:
+        left, top = rows.left, rows.bottom + gap
+    elif rows.left - gap - width >= bounds.left:
+        left, top = rows.left - gap - width, rows.bottom - height
+    elif rows.right + gap + width <= bounds.right:
+        left, top = rows.right + gap, rows.bottom - height
+    else:
+        left, top = rows.left, rows.top - gap - height
+    left = max(bounds.left, min(left, bounds.right - width))
     top = max(bounds.top, min(top, bounds.bottom - height))
     return left, top

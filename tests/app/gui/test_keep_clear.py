@@ -48,15 +48,19 @@ def test_a_crowded_screen_gives_the_least_overlap() -> None:
     assert not meets(Box(left, top, 440, 300), rows)
 
 
-def test_the_bubble_goes_under_the_rows_or_above_them_at_the_screens_end() -> None:
+def test_the_bubble_goes_under_the_rows_or_beside_them_at_the_screens_end() -> None:
     screen = Box(0, 0, 1280, 800)
     rows = text_rows(Box(100, 100, 500, 200))
     left, top = bubble_spot(screen, 300, 60, rows)
     assert (left, top) == (100, rows.bottom + 6)
-    low = text_rows(Box(900, 600, 500, 200))  # to the screen's bottom and past its right edge
+    low = text_rows(Box(700, 600, 580, 200))  # a terminal in the bottom-right corner
     left, top = bubble_spot(screen, 300, 60, low)
     bubble = Box(left, top, 300, 60)
-    assert not meets(bubble, low) and bubble.bottom <= low.top and bubble.right <= screen.right
+    # Left of its last rows, level with the prompt: not above it on the older lines or the title bar.
+    assert not meets(bubble, low) and bubble.right <= low.left and bubble.bottom == low.bottom
+    wide = text_rows(Box(0, 600, 1280, 200))  # a full-width terminal at the bottom: above is all that is left
+    left, top = bubble_spot(screen, 300, 60, wide)
+    assert not meets(Box(left, top, 300, 60), wide) and top + 60 <= wide.top
 
 
 # -- real windows ----------------------------------------------------------------------------------
@@ -143,7 +147,8 @@ def test_the_panel_and_the_bubble_keep_the_terminals_last_rows_clear(
     (bubble,) = [Box(*rect) for rect in shown["drawn"]]
     assert not meets(bubble, last_rows), f"the bubble {bubble} covers the terminal's last rows {last_rows}"
     assert not meets(bubble, panel), f"the panel {panel} covers the bubble {bubble}"
-    # Next to the rows where the text goes: just under or just above them, over the window's width.
-    gap = max(bubble.top - last_rows.bottom, last_rows.top - bubble.bottom)
-    assert gap <= NEAR_PX + text_rows(terminal).height, f"the bubble {bubble} is far from the rows {last_rows}"
-    assert bubble.left < terminal.right and bubble.right > terminal.left, f"the bubble {bubble} is beside {terminal}"
+    # Next to the rows where the text goes: under, beside or just above them, not across the screen.
+    across = max(bubble.left - last_rows.right, last_rows.left - bubble.right, 0)
+    down = max(bubble.top - last_rows.bottom, last_rows.top - bubble.bottom, 0)
+    assert across <= NEAR_PX, f"the bubble {bubble} is far from the rows {last_rows}"
+    assert down <= NEAR_PX + text_rows(terminal).height, f"the bubble {bubble} is far from the rows {last_rows}"

@@ -449,7 +449,7 @@ class StepEngine:
         except (Cancelled, KeyboardInterrupt):
             record["result"] = {"ok": False, "detail": "stopped part-way"}
             raise
-        except Exception as exc:
+        except Exception as exc:  # a backend may fail any way; the step ends in words
             record["result"] = {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}
             self._fail_step(step, f"could not {screen_action.describe()}: {exc}", exc)
         self._clicks.performed(screen_action)
@@ -582,7 +582,7 @@ class StepEngine:
         def work() -> None:
             try:
                 future.set_result(self.policy.propose(task, history, frames, self.cancel))
-            except BaseException as exc:
+            except BaseException as exc:  # handed to the waiting loop, which re-raises it
                 future.set_exception(exc)
 
         threading.Thread(target=work, name="holodesk-propose", daemon=True).start()

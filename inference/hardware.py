@@ -144,7 +144,7 @@ def probe_kernel(package: str) -> KernelStatus:
                 return KernelStatus(package, version, False, f"{module_name} has no {symbol}")
     # A compiled extension built for another torch or CUDA fails with OSError or RuntimeError,
     # not only ImportError; any of them means the fast path is off.
-    except Exception as exc:
+    except Exception as exc:  # any of the kinds above turns the fast path off
         return KernelStatus(package, version, False, _one_line(exc))
     return KernelStatus(package, version, True)
 
@@ -157,7 +157,7 @@ def mamba_kernels() -> tuple[KernelStatus, ...]:
 def torch_status() -> TorchStatus:
     try:
         import torch
-    except Exception as exc:
+    except Exception as exc:  # a broken torch install fails with OSError or RuntimeError too
         return TorchStatus(None, None, _one_line(exc))
     return TorchStatus(torch.__version__, torch.version.cuda)
 
@@ -166,7 +166,7 @@ def cuda_devices() -> tuple[tuple[CudaDevice, ...], str | None]:
     """Every visible CUDA device with its memory now, and the error that hid them if there was one."""
     try:
         import torch
-    except Exception as exc:
+    except Exception as exc:  # a broken torch install fails with OSError or RuntimeError too
         return (), _one_line(exc)
     try:
         if not torch.cuda.is_available():

@@ -418,7 +418,7 @@ class LocalBackend:
                 raise GenerationInterrupted("generation was interrupted (the run was stopped)") from None
             except (BackendError, ModelLoadError):
                 raise
-            except Exception as exc:
+            except Exception as exc:  # anything from transformers or torch: said as a BackendError
                 raise BackendError(f"Local generation failed: {type(exc).__name__}: {exc}") from exc
         return LocalGeneration(
             text=result.text,

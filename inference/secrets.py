@@ -93,7 +93,7 @@ def store_api_key(base_url: str, key: str) -> None:
     username = keyring_username(base_url)
     try:
         keyring.set_password(KEYRING_SERVICE, username, key)
-    except Exception as exc:
+    except Exception as exc:  # keyring backends raise anything from NoKeyringError to D-Bus errors
         raise KeyringError(
             f"could not store the API key in the OS keyring ({type(exc).__name__}: {exc}); "
             f"set {' or '.join(API_KEY_ENV_VARS)} in the environment instead"
@@ -107,7 +107,7 @@ def delete_api_key(base_url: str) -> bool:
         keyring.delete_password(KEYRING_SERVICE, username)
     except keyring.errors.PasswordDeleteError:
         return False
-    except Exception as exc:
+    except Exception as exc:  # keyring backends raise anything from NoKeyringError to D-Bus errors
         raise KeyringError(f"could not delete the API key from the OS keyring ({type(exc).__name__}: {exc})") from exc
     return True
 

@@ -526,7 +526,7 @@ def _guarded(name: str, make: Callable[[], Iterator[CheckResult]]) -> Iterator[C
     # A crashing check is itself a finding; it must not hide the checks after it.
     try:
         yield from make()
-    except Exception as exc:
+    except Exception as exc:  # a crashing check is itself a finding, whatever it raised
         yield CheckResult(name, Status.FAIL, f"check crashed: {type(exc).__name__}: {exc}", blocking=True)
 
 

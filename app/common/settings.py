@@ -194,7 +194,7 @@ def write_atomically(path: Path, data: bytes) -> None:
             temp.flush()
             os.fsync(temp.fileno())
         os.replace(temp_name, path)
-    except BaseException:
+    except BaseException:  # the temp file goes on any way out, Ctrl+C too; re-raised
         with suppress(OSError):
             os.unlink(temp_name)
         raise

@@ -210,7 +210,7 @@ def _miniwob(args: argparse.Namespace, policy_options: PolicyOptionsFor, out: Te
         progress.close()
         err.write(f"stopped (Ctrl+C) after {len(report.episodes)} episodes\n")
         return _write_partial(report, "stopped (Ctrl+C)", options, args.json, err, EXIT_STOPPED)
-    except BaseException as exc:
+    except BaseException as exc:  # any other end still writes the partial report; re-raised
         _write_partial(report, f"crashed: {type(exc).__name__}: {exc}", options, args.json, err, EXIT_FAILED)
         raise
     finally:
@@ -293,7 +293,7 @@ def _miniwob_parallel(
         progress.close()
         err.write(f"stopped (Ctrl+C) after {progress.done} episodes; their trajectories are in the sessions folder\n")
         return _write_partial(run.report(), "stopped (Ctrl+C)", options, args.json, err, EXIT_STOPPED)
-    except BaseException as exc:
+    except BaseException as exc:  # any other end still writes the partial report; re-raised
         _write_partial(run.report(), f"crashed: {type(exc).__name__}: {exc}", options, args.json, err, EXIT_FAILED)
         raise
     finally:

@@ -65,7 +65,7 @@ class PrivateDesktop:
                 stderr=subprocess.DEVNULL,
             )
             self._wait_for_window_manager()
-        except BaseException:
+        except BaseException:  # no half-started desktop left behind, Ctrl+C too; re-raised
             self.close()
             raise
 

@@ -224,7 +224,7 @@ class MiniWoBBrowser:
             raise BrowserError(f"there is no MiniWoB task {task!r} (see `holodesk eval miniwob --list`)")
         try:
             self._driver.get(self._task_url(task))
-        except Exception as exc:
+        except Exception as exc:  # selenium's WebDriverException kinds and OSErrors: no common base
             raise BrowserError(f"the page of {task} did not load: {_first_line(exc)}") from exc
         self._wait_for("return typeof core !== 'undefined' && document.getElementById('sync-task-cover') !== null;")
         self.task = task
@@ -273,7 +273,7 @@ class MiniWoBBrowser:
         """Run `script` in the page (selenium's execute_script); a failure is a BrowserError."""
         try:
             return self._driver.execute_script(script, *args)
-        except Exception as exc:
+        except Exception as exc:  # selenium's WebDriverException kinds and OSErrors: no common base
             raise BrowserError(f"the page script failed: {_first_line(exc)}") from exc
 
     def boxes(self, selector_js: str, *args: Any) -> list[ScreenBox]:

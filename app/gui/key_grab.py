@@ -191,5 +191,5 @@ class KeyGrab:
     def _call(self, key: str) -> None:
         try:
             self.on_key(key)
-        except Exception:
+        except Exception:  # a broken callback must not end the grab thread; logged
             log.exception("approval key callback failed")

@@ -460,7 +460,7 @@ class HolodeskApp(QtCore.QObject):
         def target() -> None:
             try:
                 engine.run(task)  # reports FINISHED through the listener itself
-            except BaseException as exc:
+            except BaseException as exc:  # however the thread ends, the tray hears the task ended
                 log.exception("the engine thread died")
                 result = RunResult(Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}", 0, None)
                 self.bridge.engine_event.emit(EngineEvent(EngineState.FINISHED, 0, result.detail, result))

@@ -61,6 +61,6 @@ class RecentTasks:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path)
-        except BaseException:
+        except BaseException:  # the temp file goes on any way out, Ctrl+C too; re-raised
             Path(tmp).unlink(missing_ok=True)
             raise

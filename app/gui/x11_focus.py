@@ -61,7 +61,7 @@ class FocusReturn:
             return False
         try:
             connection = xdisplay.Display()
-        except (xerror.DisplayError, OSError, Exception):
+        except (xerror.DisplayError, OSError, Exception):  # python-xlib raises several kinds
             return False
         try:
             root = connection.screen().root.id

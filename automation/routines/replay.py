@@ -524,7 +524,7 @@ class RoutinePolicy:
         except UnusableProposal:
             self._agent_calls += 2  # the answer, and the one asked again, were both unusable
             raise
-        except Exception:
+        except Exception:  # counted as an agent call, then re-raised
             self._agent_calls += 1
             raise
         self._agent_calls += 1 + len(proposal.rejected)  # a refused answer was asked again

@@ -177,7 +177,7 @@ class PortalSession:
                 streams=parse_streams(results.get("streams")),
                 restore_token=str(token) if token else None,
             )
-        except BaseException:
+        except BaseException:  # the D-Bus connection closes on any way out; re-raised
             connection.close()
             raise
         return cls(connection, session_handle, started, timeout_s)

@@ -180,7 +180,7 @@ class WaylandSession:
                 frames = FrameStream(fd, stream.node_id)
                 pixels, _ = frames.latest(self._first_frame_timeout_s)
                 monitors.append(StreamMonitor(_monitor_for(index, stream, pixels.shape[1]), stream, frames))
-        except BaseException:
+        except BaseException:  # nothing half-built left open, Ctrl+C too; re-raised
             for built in monitors:
                 built.frames.close()
             portal.close()

@@ -207,7 +207,7 @@ class GlobalShortcutsSession:
                 ) from None
             bound = parse_shortcuts(results.get("shortcuts"))
             session = cls(router, session_handle, bound, on_activated, timeout_s)
-        except BaseException:
+        except BaseException:  # the router closes on any way out; re-raised
             _close_router(router)
             raise
         return session

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from holodesk.automation.errors import AutomationError
+from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.screen import ScreenCapture
 
 if TYPE_CHECKING:
     from holodesk.automation.coords import Monitor
-    from holodesk.automation.input.performer import InputPerformer
     from holodesk.automation.input.x11.focus_guard import FocusGuard
     from holodesk.automation.screen import ScreenFrame
 
@@ -118,10 +118,9 @@ def create_backends(
     Nothing is opened yet: the X11 path opens the display on first use, the Wayland path starts the
     portal session (and its permission dialog) on the first grab or action.
     """
-    from holodesk.automation.input.performer import InputPerformer
-
     chosen = choice if choice is not None else choose_backend()
     if chosen.name == "wayland":
+        # start-up: an X11 session never loads the portal's modules (bench/startup.py times `holodesk run`)
         from holodesk.automation.input.portal.backend import PortalInput
         from holodesk.automation.wayland.capture import WaylandCapture
         from holodesk.automation.wayland.session import RestoreTokenStore, WaylandSession

@@ -44,7 +44,7 @@ from bench.rigs.vllm_server import serve as serve_vllm
 from holodesk.app.common.policy_factory import PolicyOptions
 from holodesk.app.eval.miniwob_eval import MiniWoBOptions
 from holodesk.app.eval.parallel import ParallelRun, jobs_for
-from holodesk.app.eval.ray_backend import DESKTOP_RESOURCE
+from holodesk.app.eval.ray_backend import DESKTOP_RESOURCE, RayDesktops
 from holodesk.app.eval.workers import LocalWorker, OptionsPolicySource, WorkerSetup
 
 if TYPE_CHECKING:
@@ -206,8 +206,6 @@ def measure(
     setup = WorkerSetup(options=options, policy=OptionsPolicySource(policy))
     workers: list[EpisodeRunner]
     if ray_address is not None:
-        from holodesk.app.eval.ray_backend import RayDesktops
-
         desktops = RayDesktops(ray_address, setup)
         workers = [desktops.start(slot) for slot in range(count)]
     else:

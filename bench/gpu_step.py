@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.harness import BenchResult, stats_of
 from bench.screens import desktop_picture
 from holodesk.automation.proposal import PastStep
 from holodesk.automation.screen import frame_from_image
@@ -43,7 +44,6 @@ from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.profiles import get_profile
 
 if TYPE_CHECKING:
-    from bench.harness import BenchResult
     from holodesk.inference.local import LocalBackend
 
 TASK = "Archive every unread newsletter in my mail"
@@ -337,8 +337,6 @@ class _CappedBackend:
 
 def bench_result(report: dict[str, Any]) -> BenchResult:
     """The report as `python -m bench` figures: measured per step, each next to its hardware bound."""
-    from bench.harness import BenchResult, stats_of
-
     result = BenchResult("gpu_step")
     steps = report["steps"]
     result.add("step latency", stats_of([s["step_s"] * 1000 for s in steps]))

@@ -34,13 +34,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.harness import offline_hub
-from bench.screens import desktop_picture
-from holodesk.app.common.settings import read_settings
-from holodesk.app.gui.app_state import AppState
-from holodesk.automation.screen import frame_from_image
-from holodesk.inference.profiles import get_profile
-
 if TYPE_CHECKING:  # the harness pulls in numpy: the children must not import it (the baseline is bare)
     from bench.harness import BenchResult, BenchSettings
     from holodesk.automation.virtual_display import XvfbServer
@@ -95,7 +88,8 @@ def _modules_and_indicator() -> dict[str, Any]:
     """Import the app's modules and show its indicator (see the module docstring); returns what was imported."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     imported, failed = _import_app_modules()
-    # heavy: Qt
+    # measured: the children import only what each figure counts (the baseline is a bare interpreter)
+    from holodesk.app.gui.app_state import AppState
     from holodesk.app.gui.qt import QtGui, QtWidgets
     from holodesk.app.gui.tray import make_indicator
 
@@ -108,8 +102,7 @@ def _modules_and_indicator() -> dict[str, Any]:
 
     keep: list[Any] = [make_indicator(icon_for)]
     if "holodesk.app.gui.overlay" in imported:
-        # heavy: Qt
-        from holodesk.app.gui.overlay import OverlayController
+        from holodesk.app.gui.overlay import OverlayController  # heavy: Qt
 
         keep.append(OverlayController())
     deadline = time.monotonic() + 0.5
@@ -121,12 +114,18 @@ def _modules_and_indicator() -> dict[str, Any]:
 
 
 def _load_tiny_model(checkpoint: Path) -> None:
+    # measured: the children import only what each figure counts (the baseline is a bare interpreter)
+    from bench.harness import offline_hub
+
     offline_hub()
     import transformers
 
     transformers.utils.logging.set_verbosity_error()
-    # looked up when called: tests replace it at its source
+    # measured: the children import only what each figure counts (the baseline is a bare interpreter)
+    from bench.screens import desktop_picture
+    from holodesk.automation.screen import frame_from_image
     from holodesk.inference.local import LocalBackend
+    from holodesk.inference.profiles import get_profile
 
     backend = LocalBackend(checkpoint, device="cpu", max_tiles=12)
     backend.load()
@@ -169,6 +168,8 @@ def write_app_settings(folder: Path) -> dict[str, str]:
     is read back with holodesk.app.common.settings first: a file the app rejected would make it load the default
     (local) model instead, and the figure would measure something else.
     """
+    # measured: the children import only what each figure counts (the baseline is a bare interpreter)
+    from holodesk.app.common.settings import read_settings
 
     script = folder / "answers.jsonl"
     script.write_text(json.dumps(SCRIPTED_ANSWER) + "\n", encoding="utf-8")
@@ -241,6 +242,7 @@ def run_app(xvfb: XvfbServer, folder: Path) -> dict[str, Any]:
 
 
 def run(settings: BenchSettings) -> BenchResult:
+    # measured: the children import only what each figure counts (the baseline is a bare interpreter)
     from bench.harness import BenchResult, offline_hub, stats_of
     from bench.nemotron_tiny import build_nemotron_tiny
     from holodesk.automation.virtual_display import XvfbError, start_xvfb

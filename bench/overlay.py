@@ -24,15 +24,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bench.harness import BenchResult, BenchSettings, stats_of
 from bench.screens import desktop_display
 from holodesk.automation.action_picture import MARKER_COLOUR
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Monitor, Rect
-
-if TYPE_CHECKING:
-    from bench.harness import BenchResult, BenchSettings
 
 NAME = "overlay"
 CASES = ("paint on image", "render + mask", "show -> painted", "signal -> on screen")
@@ -140,8 +138,6 @@ def child(rounds: int, warmup: int) -> dict[str, list[float]]:
 
 
 def run(settings: BenchSettings) -> BenchResult:
-    from bench.harness import BenchResult, stats_of
-
     result = BenchResult(NAME)
     rounds = settings.rounds(15)
     with desktop_display(1920, 1080) as server:

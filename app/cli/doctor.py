@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, TextIO
 from holodesk.app.cli.canned_screen import canned_screenshot
 from holodesk.app.cli.doctor_report import CheckResult, DoctorOptions, Status, printable
 from holodesk.app.cli.model_fit import check_model_fit, total_memory_bytes
-from holodesk.app.cli.server_checks import DEFAULT_SCREEN
+from holodesk.app.cli.server_checks import DEFAULT_SCREEN, TaskShape, check_server_fit
 from holodesk.app.common.hotkey_path import OWN_WINDOWS_STOP, TRIGGER_ADVICE, HotkeyPath, plan_hotkeys
+from holodesk.app.gui.qt_platform import choose_qt_platform
 from holodesk.automation.backends import choose_backend
 from holodesk.automation.errors import AutomationError, CaptureError
 from holodesk.automation.held_input import release_leftover_input
+from holodesk.automation.pyautogui_import import import_pyautogui
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.wayland.portal import probe_remote_desktop
 from holodesk.automation.wayland.stream import GST_PACKAGES, load_gstreamer
@@ -52,8 +54,6 @@ def check_display() -> CheckResult:
     wayland = os.environ.get("WAYLAND_DISPLAY")
     x11 = os.environ.get("DISPLAY")
     if wayland:
-        from holodesk.app.gui.qt_platform import choose_qt_platform
-
         gui = choose_qt_platform()
         if gui.blocker:
             return CheckResult(
@@ -134,8 +134,6 @@ def check_input_injection() -> CheckResult:
                 blocking=True,
             )
     try:
-        from holodesk.automation.pyautogui_import import import_pyautogui
-
         pyautogui = import_pyautogui()
         x, y = pyautogui.position()
         pyautogui.moveTo(x, y, _pause=False)
@@ -483,8 +481,6 @@ def _model_fit(options: DoctorOptions) -> Iterator[CheckResult]:
 
     gpus = None
     if options.backend == "local":
-        from holodesk.inference.hardware import detect_hardware
-
         gpus = detect_hardware().devices
     return check_model_fit(total_memory_bytes(), gpus)
 
@@ -494,8 +490,6 @@ def _remote_checks(options: DoctorOptions) -> Iterator[CheckResult]:
     server = check_server(options)
     yield server
     if server.status is Status.OK:
-        from holodesk.app.cli.server_checks import TaskShape, check_server_fit
-
         shape = TaskShape(options.profile, options.max_steps, _screen_size())
         yield from _guarded("context", lambda: check_server_fit(options, shape))
 

@@ -26,11 +26,11 @@ from holodesk.inference.errors import BackendError, InferenceError, ParseError
 from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.profiles import get_profile, model_family
 from holodesk.inference.profiles.holo3 import PARSER_FLAGS, HoloAgentProfile
+from holodesk.inference.remote import RemoteBackend, RequestRejectedError
 
 if TYPE_CHECKING:
     from holodesk.inference.context_fit import ContextNeed
     from holodesk.inference.profiles.base import Profile
-    from holodesk.inference.remote import RemoteBackend
 
 # What a user should run (docs/remote-server.md); the structured-output part is what makes
 # answers parse: guidance honours the schemas' maxLength (xgrammar let raw control characters through
@@ -80,8 +80,6 @@ def model_family_check(model: str, profile: str) -> CheckResult | None:
     WARN when the chosen profile does not speak its format."""
     family = served_family(model)
     if family is not None:
-        from holodesk.inference.profiles import get_profile
-
         command = vllm_command_for(model, family)
         # A profile of the family asked another way (holo3.1-tools: native tool calls) is the family's too.
         if isinstance(get_profile(profile), type(get_profile(family))):
@@ -107,8 +105,6 @@ class TaskShape:
 
 def check_server_fit(options: DoctorOptions, shape: TaskShape) -> Iterator[CheckResult]:
     """The context and image-limit check, the server flags, and with --try one step."""
-    from holodesk.inference.remote import RemoteBackend, RequestRejectedError
-
     if not options.base_url:
         return
     backend = RemoteBackend(options.base_url, model=options.model)

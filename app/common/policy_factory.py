@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from holodesk.app.common.choices import BACKENDS, local_profile_problem
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
 from holodesk.inference.profiles import get_profile
@@ -34,7 +35,7 @@ class PolicyOptions:
     screenshot_window: str  # local: "trained" (the last 3, sliding) or "block" (see inference.local.block_window)
 
 
-class PolicyConfigError(ValueError):
+class PolicyConfigError(HolodeskAppError, ValueError):
     """The options do not describe a policy that can be built (missing URL, unknown backend...)."""
 
 
@@ -81,6 +82,7 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
     try:
         profile = get_profile(options.profile)
         if options.backend == "local" and options.screenshot_window == "block":
+            # start-up: `holodesk run` loads only the chosen backend's modules (bench/startup.py)
             from holodesk.inference.local import block_window
 
             profile = get_profile(options.profile, budget=block_window(profile.budget))
@@ -90,7 +92,7 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
         # Refused before any weight is read: the engine would be prompted in another family's format.
         raise PolicyConfigError(local_profile_problem(profile.name))
     if options.backend == "local":
-        # looked up when called: tests replace it at its source
+        # start-up: `holodesk run` loads only the chosen backend's modules (bench/startup.py)
         from holodesk.inference.local import LoadProgress, LocalBackend
 
         backend = LocalBackend(
@@ -108,12 +110,14 @@ def build_policy(options: PolicyOptions, progress: ProgressCallback | None = Non
     if options.backend == "remote":
         if not options.base_url:
             raise PolicyConfigError("the remote backend needs --base-url (for example http://gpu-box:8000/v1)")
+        # start-up: `holodesk run` loads only the chosen backend's modules (bench/startup.py)
         from holodesk.inference.remote import RemoteBackend
 
         return ModelPolicy(profile, RemoteBackend(options.base_url, model=options.model))
     if options.backend == "scripted":
         if options.script is None:
             raise PolicyConfigError("the scripted backend needs --script FILE (JSONL of model answers)")
+        # start-up: `holodesk run` loads only the chosen backend's modules (bench/startup.py)
         from holodesk.inference.scripted import ScriptedBackend
 
         return ModelPolicy(profile, ScriptedBackend.from_file(options.script))

@@ -12,16 +12,15 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
+from holodesk.app.common.errors import HolodeskAppError
+from holodesk.app.common.policy_factory import PolicyOptions
 from holodesk.app.common.settings_checks import InvalidValue
 from holodesk.app.common.settings_schema import checks_of, default_factory_of, default_of, rules_of
 
-if TYPE_CHECKING:
-    from holodesk.app.common.policy_factory import PolicyOptions
 
-
-class SettingValueError(ValueError):
+class SettingValueError(HolodeskAppError, ValueError):
     """One setting has a bad value. `key` is its dotted TOML name ("run.max_steps")."""
 
     def __init__(self, key: str, message: str) -> None:
@@ -29,7 +28,7 @@ class SettingValueError(ValueError):
         self.key = key
 
 
-class SettingsError(Exception):
+class SettingsError(HolodeskAppError):
     """A settings file cannot be used as it is: `path` and every `problems` line, each naming its key."""
 
     def __init__(self, path: Path, problems: list[str] | tuple[str, ...]) -> None:
@@ -200,8 +199,6 @@ class Settings(Section):
 
     def to_policy_options(self) -> PolicyOptions:
         """What holodesk.app.common.policy_factory.build_policy needs for the chosen backend."""
-        from holodesk.app.common.policy_factory import PolicyOptions
-
         model = self.model
         if model.backend == "local":
             served: str | None = os.path.expanduser(model.local.checkpoint)

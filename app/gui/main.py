@@ -25,6 +25,7 @@ from holodesk.app.common.hotkey_path import TRIGGER_ADVICE, is_wayland_session
 from holodesk.app.common.instance_client import InstanceError, display_in_words
 from holodesk.app.common.overrides import CommandFlags, FlagError, apply_flags
 from holodesk.app.common.policy_factory import PolicyConfigError, build_policy, plain_http_key_warning
+from holodesk.app.common.resources import icon_path
 from holodesk.app.common.routine_hotkeys import RoutineHotkeys, plan_routine_hotkeys, readable_routines
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
@@ -690,8 +691,6 @@ def _shortened(text: str, limit: int = 60) -> str:
 
 def tray_icon(state: AppState) -> QtGui.QIcon:
     """The tray icon for a state (assets/icons/tray-<state>.svg; paused shares the waiting icon)."""
-    from holodesk.app.common.resources import icon_path
-
     name = "waiting" if state is AppState.PAUSED else state.value  # asking has its own: a question mark
     return QtGui.QIcon(str(icon_path(f"tray-{name}")))
 

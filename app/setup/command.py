@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, TextIO
 
 from holodesk.app.cli.model_fit import total_memory_bytes
 from holodesk.app.setup.catalog import CATALOG, find_model, offers
+from holodesk.app.setup.choose import save_choice
 from holodesk.app.setup.errors import SetupError
 from holodesk.app.setup.hub_listing import gated_words, list_repo
 from holodesk.app.setup.progress_line import ProgressLine, format_line
 from holodesk.app.setup.step_estimate import estimate_words, measure, step_seconds
+from holodesk.inference.checkpoint import looks_like_repo_id
 from holodesk.inference.hardware import cuda_devices
 from holodesk.inference.profiles import model_family
 
@@ -85,8 +87,6 @@ def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) ->
             out.write("Not downloaded; nothing changed.\n")
             return EXIT_CANCELLED
         folder = download(listing, root, _progress_view(err))
-        from holodesk.app.setup.choose import save_choice
-
         settings_file = save_choice(folder, target.profile, request.device or target.device)
     except SetupError as exc:
         err.write(f"holodesk setup: {exc}\n")
@@ -108,8 +108,6 @@ def _choose(request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | None
         known = find_model(request.model)
         if known is not None:
             return _Target(known.repo_id, request.profile or known.profile, _device_for(known.name))
-        from holodesk.inference.checkpoint import looks_like_repo_id
-
         if not looks_like_repo_id(request.model):
             raise SetupError(
                 f"--model {request.model!r} is neither one of {_keys()} nor a Hugging Face repository id (owner/name)"

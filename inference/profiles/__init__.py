@@ -15,8 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from holodesk.inference.errors import InferenceError
+from holodesk.inference.profiles import holo3
 from holodesk.inference.profiles.base import Profile
 from holodesk.inference.profiles.holo1 import Holo1Profile
+from holodesk.inference.profiles.holo15 import Holo15Profile
+from holodesk.inference.profiles.holotron import HolotronProfile
+from holodesk.inference.profiles.holotron3_nano import Holotron3NanoProfile
 
 DEFAULT_PROFILE = "holotron"
 # The models each profile is for, in the words a user knows them by (the settings window shows them).
@@ -100,10 +104,7 @@ def closest_profile(name: str) -> str | None:
 
 
 def _factory(name: str) -> Callable[..., Profile]:
-    # Imported on demand: each profile module is small, but there is no need to load them all.
     if name in ("holo3", "holo3.1", "holo3.1-tools", "holo4"):
-        from holodesk.inference.profiles import holo3
-
         return {
             "holo3": holo3.Holo3Profile,
             "holo3.1": holo3.Holo31Profile,
@@ -111,16 +112,10 @@ def _factory(name: str) -> Callable[..., Profile]:
             "holo4": holo3.Holo4Profile,
         }[name]
     if name == "holotron3-nano":
-        from holodesk.inference.profiles.holotron3_nano import Holotron3NanoProfile
-
         return Holotron3NanoProfile
     if name == "holotron":
-        from holodesk.inference.profiles.holotron import HolotronProfile
-
         return HolotronProfile
     if name == "holo1.5":
-        from holodesk.inference.profiles.holo15 import Holo15Profile
-
         return Holo15Profile
 
     return Holo1Profile

@@ -152,3 +152,10 @@ def test_the_panel_and_the_bubble_keep_the_terminals_last_rows_clear(
     down = max(bubble.top - last_rows.bottom, last_rows.top - bubble.bottom, 0)
     assert across <= NEAR_PX, f"the bubble {bubble} is far from the rows {last_rows}"
     assert down <= NEAR_PX + text_rows(terminal).height, f"the bubble {bubble} is far from the rows {last_rows}"
+
+
+def test_with_room_to_spare_the_panel_keeps_its_margin_from_the_screens_edge() -> None:
+    screen = Box(0, 0, 1280, 800)
+    left, top = panel_spot(screen, 440, 300, [around(100, 100)], margin=24)
+    assert left >= 24 and left + 440 <= 1280 - 24
+    assert top >= 24 and top + 300 <= 800 - 24

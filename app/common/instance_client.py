@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.common.instance_protocol import (
     ANSWER_OK,
     COMMANDS,
@@ -42,7 +43,7 @@ EXIT_FAILED = 1
 NOT_RUNNING_HINT = "start `holodesk` first (or enable its autostart entry)"
 
 
-class InstanceError(RuntimeError):
+class InstanceError(HolodeskAppError):
     """Talking to the running instance failed (timeout, a refused command, a garbled answer)."""
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.common.settings import Settings, SettingValueError
 
 # Which flag sets which settings key, for messages about a value that came from a flag.
@@ -45,7 +46,7 @@ class CommandFlags:
     sessions: Path | None = None
 
 
-class FlagError(ValueError):
+class FlagError(HolodeskAppError, ValueError):
     """The flags, together with the settings file, do not make valid settings. Names the key and the flag."""
 
 

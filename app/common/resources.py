@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from holodesk.app.common.errors import HolodeskAppError
+
 # app/common/resources.py -> the repository root (or the installed holodesk/ folder) -> assets/
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 
-class ResourceError(FileNotFoundError):
+class ResourceError(HolodeskAppError, FileNotFoundError):
     """An asset Holodesk ships is missing: the install is incomplete."""
 
 

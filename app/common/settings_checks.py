@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.automation.actions import ACTION_TYPES
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.hotkey_syntax import HotkeySyntaxError, check_hotkey, key_part
@@ -26,7 +27,7 @@ MAX_URL_CHARS = 2000
 MAX_HOST_CHARS = 253  # DNS: 253 characters, 63 a label
 
 
-class InvalidValue(ValueError):
+class InvalidValue(HolodeskAppError, ValueError):
     """A checker's complaint about one value, before the key is known."""
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.automation.coords import FrameMapping
 from holodesk.automation.errors import AutomationError
 from holodesk.automation.proposal import UnusableProposal
@@ -34,7 +35,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 MAX_CONCURRENCY = 256
 
 
-class AnnotateInputError(ValueError):
+class AnnotateInputError(HolodeskAppError, ValueError):
     """The input cannot be read as a batch (no such file, a malformed line, a folder without items)."""
 
 

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.eval.desktop_parts import Part
 from holodesk.automation.virtual_display import XvfbServer, start_xvfb
 
@@ -32,7 +33,7 @@ WINDOW_MANAGER_TIMEOUT_S = 15.0
 MIN_SCREEN = (1024, 768)
 
 
-class DesktopError(RuntimeError):
+class DesktopError(HolodeskAppError):
     """The private desktop could not be started; the message says what is missing or what failed."""
 
 

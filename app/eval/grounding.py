@@ -23,6 +23,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.automation.coords import FrameMapping, Rect
 from holodesk.automation.errors import AutomationError
 from holodesk.automation.screen import ScreenFrame, frame_from_image
@@ -33,7 +34,7 @@ DEFAULT_CATEGORY = "all"
 CORRECTION_BOX_RADIUS = 12  # px around a corrected point: about a small icon
 
 
-class GroundingSetError(ValueError):
+class GroundingSetError(HolodeskAppError, ValueError):
     """A grounding file that cannot be read; the message names the file and line."""
 
 

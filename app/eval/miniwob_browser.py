@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.common.install_advice import install_extra
 from holodesk.app.eval.desktop_parts import Part, children
 
@@ -58,7 +59,7 @@ return {boxes: out, screenX: window.screenX, screenY: window.screenY, outerWidth
 """
 
 
-class BrowserError(RuntimeError):
+class BrowserError(HolodeskAppError):
     """Chromium, chromedriver or a MiniWoB page could not be used; the message says which and why."""
 
 

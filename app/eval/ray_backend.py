@@ -19,6 +19,7 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Protocol, runtime_checkable
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.common.install_advice import install_extra
 from holodesk.app.eval.workers import (
     EpisodeDone,
@@ -42,7 +43,7 @@ class _HasCause(Protocol):
     cause: object
 
 
-class ClusterError(RuntimeError):
+class ClusterError(HolodeskAppError):
     """Ray is missing, the cluster cannot be reached, or no node offers desktops; the message says which."""
 
 

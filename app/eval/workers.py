@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.common.policy_factory import PolicyOptions, build_policy
 from holodesk.app.eval.miniwob_eval import EpisodeResult, MiniWoBOptions
 from holodesk.app.eval.reaper import LOG_NAME, remove_root, wait_for_group
@@ -125,15 +126,15 @@ class WorkerReady:
     where: str
 
 
-class WorkerLost(RuntimeError):
+class WorkerLost(HolodeskAppError):
     """The worker process (or its machine) went away before answering; the message says what is known."""
 
 
-class WorkerStartError(RuntimeError):
+class WorkerStartError(HolodeskAppError):
     """A worker could not start (no Xvfb, no Chromium, a model that does not load); the message says why."""
 
 
-class EpisodeError(RuntimeError):
+class EpisodeError(HolodeskAppError):
     """A worker reported an `EpisodeFailed`: the run stops, as the single-desktop eval does."""
 
 

@@ -12,12 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.gui.qt import QtCore, Signal
 
 T = TypeVar("T")
 
 
-class GuiCallTimeout(TimeoutError):
+class GuiCallTimeout(HolodeskAppError, TimeoutError):
     """The GUI thread did not run the call in time (its event loop is busy or not running)."""
 
 

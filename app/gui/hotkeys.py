@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.gui.key_grab import KeyGrab, hotkey_grab
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, Signal
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 DOUBLE_PRESS_WINDOW_S = 0.5
 
 
-class HotkeyError(RuntimeError):
+class HotkeyError(HolodeskAppError):
     """Global hotkeys are not available (Wayland, no X server, a malformed hotkey)."""
 
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.automation.actions import (
     Action,
     Click,
@@ -32,7 +33,7 @@ COORDINATE_KINDS = ("pixels", "normalized")
 MAX_REASON_CHARS = 500  # the agent's reason, shown to the person as the step's note
 
 
-class BadToolInput(ValueError):
+class BadToolInput(HolodeskAppError, ValueError):
     """A tool argument that cannot be used; the message says which and why (sent to the client as it is)."""
 
 

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.mcp.one_step import DeskParts, RunHandle, StepReport, StepRunner
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import StepEngine
@@ -21,7 +22,7 @@ from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.model_policy import ModelPolicy
 
 
-class PolicyUnavailable(RuntimeError):
+class PolicyUnavailable(HolodeskAppError):
     """The model could not be loaded or its server cannot serve; the message says why and what to do."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.mcp.act_arguments import ActRequest, ScreenSize
 from holodesk.automation.actions import Done
 from holodesk.automation.cancel import CancelToken
@@ -208,7 +209,7 @@ class StepRunner:
             current.stop(reason)
 
 
-class StepBusy(RuntimeError):
+class StepBusy(HolodeskAppError):
     """A second `act` while one is still with the person."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from holodesk.app.common.errors import HolodeskAppError
 
-class SetupError(Exception):
+
+class SetupError(HolodeskAppError):
     """A refusal or fault of the set-up, in words (what happened, and what to do)."""

@@ -19,7 +19,6 @@ from holodesk.app.cli.doctor_report import CheckResult, DoctorOptions, Status, p
 from holodesk.app.cli.model_fit import check_model_fit, total_memory_bytes
 from holodesk.app.cli.server_checks import DEFAULT_SCREEN, TaskShape, check_server_fit
 from holodesk.app.common.hotkey_path import OWN_WINDOWS_STOP, TRIGGER_ADVICE, HotkeyPath, plan_hotkeys
-from holodesk.app.gui.qt_platform import choose_qt_platform
 from holodesk.automation.backends import choose_backend
 from holodesk.automation.errors import AutomationError, CaptureError
 from holodesk.automation.held_input import release_leftover_input
@@ -54,6 +53,9 @@ def check_display() -> CheckResult:
     wayland = os.environ.get("WAYLAND_DISPLAY")
     x11 = os.environ.get("DISPLAY")
     if wayland:
+        # app.gui is the GUI's package: a command-line module loads it only where it is needed
+        from holodesk.app.gui.qt_platform import choose_qt_platform
+
         gui = choose_qt_platform()
         if gui.blocker:
             return CheckResult(

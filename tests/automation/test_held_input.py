@@ -13,7 +13,8 @@ from Xlib import XK, X
 from Xlib import display as xdisplay
 from Xlib.ext import xtest
 
-from holodesk.app.cli.doctor import Status, check_held_input
+from holodesk.app.cli.doctor_desktop import check_held_input
+from holodesk.app.cli.doctor_report import Status
 from holodesk.automation.held_input import MARKER_PREFIX, HeldInputMarker, leftover_markers, release_leftover_input
 from tests.support import x11_probe
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from bench.qwen35_tiny import build_qwen35_tiny
-from holodesk.app.cli.doctor import CheckResult, DoctorOptions, check_model
+from holodesk.app.cli.doctor_model import check_model
+from holodesk.app.cli.doctor_report import CheckResult, DoctorOptions
 
 
 @pytest.fixture(scope="module")

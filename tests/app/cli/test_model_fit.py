@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from holodesk.app.cli.doctor import Status
+from holodesk.app.cli.doctor_report import Status
 from holodesk.app.cli.model_fit import check_model_fit, total_memory_bytes
 from holodesk.inference.hardware import CudaDevice
 from holodesk.inference.memory_guide import fits

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from bench.rigs.gnome_stack import StackError
-from holodesk.app.cli.doctor import Status, check_hotkeys
+from holodesk.app.cli.doctor_desktop import check_hotkeys
+from holodesk.app.cli.doctor_report import Status
 from holodesk.app.common.hotkey_path import HotkeyPath, plan_hotkeys
 from holodesk.automation.wayland.portal import ConsentRefused, PortalError
 from holodesk.automation.wayland.shortcuts import (

@@ -270,7 +270,8 @@ def test_overwrite_with_enter_is_refused_before_anything_is_sent(
 
 
 def test_doctor_names_the_portal_backend_without_a_dialog(gnome_stack: GnomeStack) -> None:
-    from holodesk.app.cli.doctor import Status, check_desktop_backend, check_display
+    from holodesk.app.cli.doctor_desktop import check_desktop_backend, check_display
+    from holodesk.app.cli.doctor_report import Status
 
     display = check_display()
     assert display.status is not Status.FAIL, display.detail

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from bench.gpu_step import GpuSpec, first_contact_report, load_backend, parse_arguments
-from holodesk.app.cli.doctor import Status, try_one_step
+from holodesk.app.cli.doctor_model import try_one_step
+from holodesk.app.cli.doctor_report import Status
 
 
 def test_doctor_try_runs_the_engines_first_contact(real_layout_checkpoint: Path) -> None:

@@ -54,8 +54,6 @@ from holodesk.automation.engine import (
     EngineState,
     StepEngine,
 )
-from holodesk.automation.input.performer import InputPerformer
-from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.proposal import PastStep
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
 from holodesk.automation.screen_change import fingerprint
@@ -266,6 +264,11 @@ def run_bare_loop(capture: ScreenCapture, input_performer: StepInput, into: Step
 
 
 def run(settings: BenchSettings) -> BenchResult:
+    # Not at the top: the reference's child imports this module with REFERENCE_COMMIT's holodesk, which
+    # has no automation.input (it came with the input split).
+    from holodesk.automation.input.performer import InputPerformer
+    from holodesk.automation.input.x11.backend import X11Input
+
     result = BenchResult(NAME)
     measured = {variant: StepParts() for variant in VARIANTS}
     rounds = 2 if settings.quick else settings.rounds(5)

@@ -16,8 +16,6 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import holodesk.automation.engine
-
 if TYPE_CHECKING:  # today's types, for reading; the child holds the reference's classes of the same names
     from holodesk.automation.actions import Action
     from holodesk.automation.cancel import CancelToken
@@ -65,6 +63,8 @@ class ReferencePerformer:
 def serve(folder: Path) -> None:
     """The child's loop: import the reference's holodesk, then one engine run per "run" line."""
     only_the_reference_holodesk(folder)
+    # Imported only now, and never at the top: imported before the line above, it is today's engine.
+    import holodesk.automation.engine
 
     engine_file = Path(holodesk.automation.engine.__file__).resolve()
     if not engine_file.is_relative_to(folder.resolve()):

@@ -8,7 +8,9 @@ downloads with progress, and writes the settings only once the model is whole an
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +73,11 @@ def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) ->
 
     root = request.models_root or default_models_root()
     listing: RepoListing | None = None
+    if threading.current_thread() is threading.main_thread():
+        # Ctrl+C cancels, and is how the first-run window's Cancel reaches this command, even when it was
+        # started with SIGINT ignored (what a program started in the background by a non-interactive shell
+        # inherits, and passes on to the commands it starts): Python then installs no handler of its own.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         target = _choose(request, stdin, out)
         if target is None:

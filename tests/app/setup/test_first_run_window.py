@@ -7,6 +7,7 @@ under the test's folder (and were looked at when this was written).
 
 from __future__ import annotations
 
+import signal
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,7 +63,20 @@ def settings_file(home: Path) -> Path:
     return home / ".config" / "holodesk" / "settings.toml"
 
 
-def test_progress_cancel_and_a_resumed_download_in_the_window(qtbot, hub, home, checkpoint, tmp_path) -> None:
+@pytest.fixture
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process, and so in the commands the window starts: as a tray app started in the
+    background by a session script passes it on (a cancel then hung until the command set its own handler)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_progress_cancel_and_a_resumed_download_in_the_window(
+    qtbot, hub, home, checkpoint, tmp_path, sigint_ignored
+) -> None:
     hub.repos[REPO].hold_at[WEIGHTS] = 3 * CHUNK
     window = FirstRunWindow(CHOICES)
     qtbot.addWidget(window)

@@ -45,7 +45,7 @@ from typing import Any
 from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer
 from bench.rigs.miniwob_oracle import MiniWoBOracle
 from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
-from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions
+from holodesk.app.eval.miniwob_eval import MiniWoBEvaluation, MiniWoBOptions, wait_until_drawn
 from holodesk.automation.engine_protocols import ApprovalDecision, Decision, EngineEvent, EngineState, Outcome
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
@@ -276,7 +276,9 @@ def replay_episode(
     from holodesk.automation.routines.replay import RoutinePolicy, routine_engine
 
     defaults = {p.name: p.default for p in routine.parameters}
+    before = capture.grab(1)
     instruction = browser.start_episode(seed, 30.0)
+    wait_until_drawn(capture, 1, before)
     approver = AutoApprove()
     values = parameter_values_from(routine.task, defaults, instruction)
     policy = RoutinePolicy(routine, values, capture, approver, grounder=model)

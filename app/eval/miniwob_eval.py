@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from holodesk.app.eval.auto_approval import EvalAutoApproval
 from holodesk.app.eval.miniwob_browser import MiniWoBBrowser
 from holodesk.automation.engine import StepEngine
@@ -28,6 +30,8 @@ from holodesk.automation.engine_protocols import (
     Outcome,
 )
 from holodesk.automation.proposal import Policy
+from holodesk.automation.screen import ScreenFrame
+from holodesk.automation.screen_change import wait_for_settle
 
 # A model-driven agent is far slower than MiniWoB's default 10 s per episode assumes.
 SECONDS_PER_STEP_ALLOWED = 20.0
@@ -176,6 +180,23 @@ class MiniWoBReport:
         return "\n".join(rows)
 
 
+DRAWN_TIMEOUT_S = 3.0  # for the screen to show a new episode; then up to SETTLE_S for it to settle
+SETTLE_S = 2.0
+
+
+def wait_until_drawn(frames: FrameSource, monitor: int, before: ScreenFrame) -> None:
+    """Return once the screen shows something other than `before` and has settled, or the bounds ran out.
+
+    The page says it has drawn the new episode (two animation frames) before Chromium's compositor has
+    put it on the X screen; on a loaded machine an episode's first screenshot was still the old, blank
+    page, and a routine recorded from it held a plain-colour picture that no replay could find.
+    """
+    deadline = time.monotonic() + DRAWN_TIMEOUT_S
+    while np.array_equal(frames.grab(monitor).pixels, before.pixels) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    wait_for_settle(lambda: frames.grab(monitor), SETTLE_S, 0.05)
+
+
 class MiniWoBEvaluation:
     """Runs episodes in `browser` with a StepEngine built around `policy`, `performer` and `frames`."""
 
@@ -218,7 +239,9 @@ class MiniWoBEvaluation:
     def run_episode(self, task: str, seed: int) -> EpisodeResult:
         """One episode of the open `task` with `seed`, from the instruction to the page's reward."""
         options = self.options
+        before = self.frames.grab(options.monitor)
         instruction = self.browser.start_episode(seed, options.episode_time_limit_s)
+        wait_until_drawn(self.frames, options.monitor, before)
         engine: StepEngine | None = None
 
         ended_by_page: list[bool] = []

@@ -53,6 +53,12 @@ class Section:
     TABLE: ClassVar[str]
     CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The schema's checks of the section's table, derived here rather than written in each section;
+        # the top level ("") holds tables only.
+        cls.CHECKS = checks_of(cls.TABLE) if cls.TABLE else {}
+
     def __post_init__(self) -> None:
         for name, check in self.CHECKS.items():
             try:
@@ -83,7 +89,6 @@ class LocalModelSettings(Section):
     """The in-process backend: which checkpoint and where it runs."""
 
     TABLE: ClassVar[str] = "model.local"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("model.local")
 
     checkpoint: str = default_of("model.local.checkpoint")
     device: str = default_of("model.local.device")
@@ -95,7 +100,6 @@ class RemoteModelSettings(Section):
     """An OpenAI-compatible server (vLLM). Its API key is in the keyring or the environment, not here."""
 
     TABLE: ClassVar[str] = "model.remote"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("model.remote")
 
     base_url: str | None = default_of("model.remote.base_url")
     model: str | None = default_of("model.remote.model")
@@ -106,7 +110,6 @@ class ModelSettings(Section):
     """Where the model runs and how Holodesk talks to it."""
 
     TABLE: ClassVar[str] = "model"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("model")
 
     backend: str = default_of("model.backend")
     profile: str = default_of("model.profile")
@@ -125,7 +128,6 @@ class StopGesture(Section):
     """The kill switch: `key` pressed `presses` times within `within_s` seconds (default: Esc twice in 0.5 s)."""
 
     TABLE: ClassVar[str] = "hotkeys.stop"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("hotkeys.stop")
 
     key: str = default_of("hotkeys.stop.key")
     presses: int = default_of("hotkeys.stop.presses")
@@ -137,7 +139,6 @@ class HotkeySettings(Section):
     """Global keys: `prompt` opens the task prompt (pynput GlobalHotKeys syntax); `stop` ends a run."""
 
     TABLE: ClassVar[str] = "hotkeys"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("hotkeys")
 
     prompt: str = default_of("hotkeys.prompt")
     stop: StopGesture = field(default_factory=StopGesture)
@@ -148,7 +149,6 @@ class RunSettings(Section):
     """How a task runs: which monitor the model sees and how many steps it may take."""
 
     TABLE: ClassVar[str] = "run"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("run")
 
     monitor: int | Literal["all"] = default_of("run.monitor")  # 1-based, as the user counts them
     max_steps: int = default_of("run.max_steps")
@@ -164,7 +164,6 @@ class ApprovalSettings(Section):
     """Action kinds the user lets run without asking. Empty by default: every step is approved by hand."""
 
     TABLE: ClassVar[str] = "approval"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("approval")
 
     auto_approve: frozenset[str] = default_of("approval.auto_approve")
 
@@ -174,7 +173,6 @@ class SessionSettings(Section):
     """Where trajectories are recorded and how much disk they may use before the oldest are pruned."""
 
     TABLE: ClassVar[str] = "sessions"
-    CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = checks_of("sessions")
 
     folder: Path = field(default_factory=default_factory_of("sessions.folder"))
     retention_mb: int = default_of("sessions.retention_mb")

@@ -7,13 +7,12 @@ once with exit 3, say how many episodes it finished and close its Chromium, not 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 
 import pytest
 
 from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer, SlowReply
-from tests.support.holodesk_command import HOLODESK_COMMAND, ctrl_c_as_from_a_terminal
+from tests.support.holodesk_command import HOLODESK_COMMAND, ctrl_c_and_wait, ctrl_c_as_from_a_terminal
 from tests.support.processes import children_of
 from tests.support.waiting import wait_until
 
@@ -38,13 +37,7 @@ def test_ctrl_c_stops_the_single_desktop_eval_while_the_model_step_waits(xvfb, t
         try:
             wait_until(lambda: len(server.chat_requests) >= 1, 120, "the first step's request")
             helpers = children_of(command.pid)  # chromedriver, and Chromium under it
-            command.send_signal(signal.SIGINT)
-            try:
-                _out, err = command.communicate(timeout=STOP_WITHIN_S)
-            except subprocess.TimeoutExpired:
-                command.send_signal(signal.SIGABRT)  # its threads' stacks, on its stderr
-                _out, err = command.communicate(timeout=30)
-                pytest.fail(f"still running {STOP_WITHIN_S} s after Ctrl+C; its stderr:\n{err[-4000:]}")
+            err = ctrl_c_and_wait(command, STOP_WITHIN_S)
         finally:
             if command.poll() is None:
                 command.kill()

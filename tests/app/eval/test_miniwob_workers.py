@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 
 import pytest
@@ -22,7 +21,7 @@ from holodesk.app.eval.parallel import ParallelRun, jobs_for
 from holodesk.app.eval.workers import LocalWorker, WorkerSetup, WorkerStartError
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.app.eval.oracle_source import OracleSource
-from tests.support.holodesk_command import HOLODESK_COMMAND, ctrl_c_as_from_a_terminal
+from tests.support.holodesk_command import HOLODESK_COMMAND, ctrl_c_and_wait, ctrl_c_as_from_a_terminal
 from tests.support.processes import children_of, processes_in_group
 from tests.support.waiting import wait_until
 
@@ -122,14 +121,9 @@ def test_ctrl_c_ends_the_workers_and_their_desktops_mid_episode(tmp_path):
             wait_until(lambda: len(server.chat_requests) >= 2, 120, "both workers to ask for a step")
             workers = children_of(command.pid)
             assert len(workers) == 2, workers
-            command.send_signal(signal.SIGINT)
-            try:
-                _out, err = command.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                alive = [worker for worker in workers if processes_in_group(worker)]
-                command.send_signal(signal.SIGABRT)  # its threads' stacks, on its stderr
-                _out, err = command.communicate(timeout=30)
-                pytest.fail(f"still running 60 s after Ctrl+C (workers' groups alive: {alive}); its stderr:\n{err}")
+            err = ctrl_c_and_wait(
+                command, 60, lambda: f"workers' groups alive: {[w for w in workers if processes_in_group(w)]}"
+            )
         finally:
             if command.poll() is None:
                 command.kill()

@@ -34,7 +34,7 @@ def read_primary_selection(environ: Mapping[str, str] | None = None, platform: s
     if backend != "x11" or not platform.startswith("linux"):
         raise PasteUnreadable(
             "a middle click pastes the primary selection, and Holodesk cannot read it in this session "
-            f"({'a Wayland session' if backend == 'wayland' else platform}): the step is refused"
+            f"({'a Wayland session' if backend != 'x11' else platform}): the step is refused"
         )
     try:
         text = XCLIP_PRIMARY.read_text()

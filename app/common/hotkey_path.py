@@ -49,7 +49,7 @@ def is_wayland_session(environ: Mapping[str, str] | None = None, platform: str =
     """True in a Wayland session, whatever HOLODESK_BACKEND forces for capture and input."""
     env = dict(os.environ if environ is None else environ)
     env.pop(BACKEND_OVERRIDE_VARIABLE, None)
-    return choose_backend(env, platform).name == "wayland"
+    return choose_backend(env, platform).name != "x11"  # the portal or wlroots
 
 
 def plan_hotkeys(

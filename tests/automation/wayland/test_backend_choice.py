@@ -25,6 +25,17 @@ from holodesk.automation.wayland.session import RestoreTokenStore
         ({"XDG_SESSION_TYPE": "wayland", "DISPLAY": ":99"}, "x11"),  # Xvfb started from a Wayland terminal
         ({"XDG_SESSION_TYPE": "wayland", "HOLODESK_BACKEND": "X11"}, "x11"),
         ({"DISPLAY": ":0", "HOLODESK_BACKEND": "wayland"}, "wayland"),
+        ({"WAYLAND_DISPLAY": "wayland-1", "SWAYSOCK": "/run/user/1000/sway-ipc.1000.9.sock"}, "wlroots"),
+        ({"WAYLAND_DISPLAY": "wayland-1", "XDG_CURRENT_DESKTOP": "sway"}, "wlroots"),
+        ({"WAYLAND_DISPLAY": "wayland-1", "XDG_CURRENT_DESKTOP": "Hyprland"}, "wlroots"),
+        ({"XDG_SESSION_TYPE": "wayland", "XDG_CURRENT_DESKTOP": "river"}, "wlroots"),
+        ({"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "ubuntu:GNOME"}, "wayland"),
+        ({"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "KDE", "SWAYSOCK": "/tmp/s"}, "wayland"),
+        ({"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "weston"}, "wayland"),  # unknown: the portal
+        ({"WAYLAND_DISPLAY": "wayland-1", "SWAYSOCK": "/tmp/s", "HOLODESK_BACKEND": "wayland"}, "wayland"),
+        ({"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "weston", "HOLODESK_BACKEND": "WLRoots"}, "wlroots"),
+        ({"DISPLAY": ":0", "SWAYSOCK": "/tmp/s"}, "x11"),  # sway's socket without a Wayland session
+        ({"XDG_SESSION_TYPE": "x11", "XDG_CURRENT_DESKTOP": "sway"}, "x11"),
     ],
 )
 def test_the_session_decides_the_backend(environ: dict[str, str], expected: str) -> None:
@@ -34,8 +45,23 @@ def test_the_session_decides_the_backend(environ: dict[str, str], expected: str)
 
 
 def test_a_bad_override_is_reported_not_replaced() -> None:
-    with pytest.raises(BackendSettingError, match="HOLODESK_BACKEND must be 'x11' or 'wayland', got 'weston'"):
+    with pytest.raises(
+        BackendSettingError, match="HOLODESK_BACKEND must be 'x11', 'wayland' or 'wlroots', got 'weston'"
+    ):
         choose_backend({"HOLODESK_BACKEND": "weston", "WAYLAND_DISPLAY": "w"}, platform="linux")
+
+
+def test_the_choice_names_the_desktop_it_found() -> None:
+    sway = choose_backend({"WAYLAND_DISPLAY": "wayland-1", "SWAYSOCK": "/tmp/s"}, platform="linux")
+    assert (sway.desktop, sway.reason) == ("sway", "XDG_SESSION_TYPE=unset, WAYLAND_DISPLAY=wayland-1; wlroots "
+                                           "desktop (SWAYSOCK set): no RemoteDesktop portal")  # fmt: skip
+    gnome = choose_backend({"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "ubuntu:GNOME"}, platform="linux")
+    assert (gnome.desktop, gnome.reason) == (
+        "ubuntu",
+        "XDG_SESSION_TYPE=unset, WAYLAND_DISPLAY=wayland-0; desktop ubuntu",
+    )
+    unnamed = choose_backend({"WAYLAND_DISPLAY": "wayland-0"}, platform="linux")
+    assert unnamed.desktop == "" and "XDG_CURRENT_DESKTOP unset" in unnamed.reason
 
 
 def test_other_platforms_keep_mss_and_pyautogui() -> None:

@@ -1,0 +1,96 @@
+"""`holodesk run` on the headless sway, against the loopback model server: it picks the wlroots backend
+from the session's environment alone and types into a native Wayland Qt field; a click is refused.
+
+The command gets sway's client environment (WAYLAND_DISPLAY, SWAYSOCK, XDG_CURRENT_DESKTOP=sway, no
+DISPLAY, no HOLODESK_BACKEND), so nothing but the backend choice can lead it to grim and wtype. The
+model's screenshots are checked to be the sway output's size and to show the Qt window's colour, so
+they came from grim; the typed text is read back from the Qt field (its `enter` event carries the
+field's whole content). The click is proposed at the field: the run must say, before any approval is
+asked for it, that pointer actions are not available on wlroots, and the field must get no click.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer
+from bench.rigs.sway_stack import OUTPUT_SIZE, SwayStack
+from holodesk.automation.actions import Point
+from holodesk.automation.backends import WLROOTS_NOTICE
+from holodesk.automation.coords import Rect
+from holodesk.automation.input.wlroots.keyboard import POINTER_NOT_WIRED
+from holodesk.automation.trajectory import iter_session_folders, read_session
+from tests.automation.wlroots.conftest import SwayTarget
+from tests.e2e.scripting import holotron, model_point
+from tests.support.holodesk_command import HOLODESK_COMMAND
+from tests.support.wayland_target import BACKGROUND_COLOUR
+
+pytestmark = [pytest.mark.display, pytest.mark.wlroots]
+
+TYPED = "Ada Lovelace, née Byron"
+
+
+def run_env(stack: SwayStack, tmp_path: Path) -> dict[str, str]:
+    env = stack.env()
+    env.pop("HOLODESK_BACKEND", None)  # the session alone decides
+    env.update(
+        HOLODESK_API_KEY="sk-test",
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.environ.get("PYTHONPATH", ""),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),  # no settings file of the developer's
+        XDG_STATE_HOME=str(tmp_path / "state"),
+    )
+    return env
+
+
+def test_holodesk_run_types_on_sway_and_refuses_a_click_before_approval(
+    sway_stack: SwayStack, sway_target: SwayTarget, tmp_path: Path
+) -> None:
+    sway_target.clear()
+    screen = Rect(0, 0, *OUTPUT_SIZE)
+    x, y, width, height = sway_target.ready["layout"]["field"]
+    field = model_point(Point(x + width // 2, y + height // 2), screen)
+    with FakeOpenAIServer(api_key="sk-test") as server:
+        server.queue(
+            Completion(text=holotron("write_desktop", content=TYPED, press_enter=True)),
+            Completion(text=holotron("click_desktop", x=field.x, y=field.y)),
+            Completion(text=holotron("answer", content="Typed it.")),
+        )
+        done = subprocess.run(
+            [*HOLODESK_COMMAND, "run", "Type the name", "--backend", "remote", "--base-url", server.base_url,
+             "--sessions", str(tmp_path / "sessions")],
+            input="a\na\na\n", capture_output=True, text=True, env=run_env(sway_stack, tmp_path), timeout=180,
+        )  # fmt: skip
+        requests = server.chat_requests
+        problems = list(server.problems)
+    out, err = done.stdout, done.stderr
+    assert problems == [], problems
+    assert WLROOTS_NOTICE in out + err, out + err  # the wlroots backend was built, and said what it cannot do
+
+    # The typing reached the native Wayland field, exactly.
+    assert sway_target.wait_for("enter", 30.0)["text"] == TYPED, out + err
+
+    # Every screenshot the model saw is sway's output, through grim: its size and the window's colour.
+    assert requests, out + err
+    first = np.asarray(requests[0].images()[0].convert("RGB"))
+    assert (first.shape[1], first.shape[0]) == OUTPUT_SIZE
+    assert (first == BACKGROUND_COLOUR).all(axis=2).mean() > 0.3, "the screenshot does not show the Qt window"
+
+    # The click: refused in words before it was put to the user, never sent, and the run ends failed.
+    assert f"STEP 2 FAILED: the proposed action cannot run: {POINTER_NOT_WIRED}" in out, out + err
+    assert "Step 2 proposes:" not in out and out.count("[a]pprove") == 1, out  # only the typing was asked
+    assert done.returncode != 0, out + err
+    sway_target.clear()  # the window has handled everything sent before this command
+    assert [e for e in sway_target.seen if e.get("event") in ("press", "release", "double_click")] == []
+
+    (folder,) = iter_session_folders(tmp_path / "sessions")
+    session = read_session(folder)
+    assert session.outcome == "failed", session.outcome
+    typed, click = session.steps
+    assert typed["result"]["ok"] and typed["image_size"] == list(OUTPUT_SIZE)
+    assert "result" not in click and POINTER_NOT_WIRED in click["error"]  # recorded as refused, not performed

@@ -5,6 +5,10 @@ and the step's time measured here). The download is the `holodesk setup` command
 child process (the same tested path as in a terminal): the window reads its progress lines (bytes,
 rate, time left) and its words when it fails. Cancel sends it Ctrl+C (SIGINT), on which it stops,
 keeps what it downloaded for the next try and leaves the settings as they were.
+
+The list also offers Holotron-12B on a GPU with enough memory (greyed where there is none) and a model
+server elsewhere: its URL is checked by asking the server (`holodesk.app.setup.remote_check`, off the
+GUI thread) and saved only once it answered.
 """
 
 from __future__ import annotations
@@ -12,15 +16,19 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from holodesk.app.cli.model_fit import total_memory_bytes
 from holodesk.app.gui.qt import QtCore, QtWidgets, Signal
-from holodesk.app.setup.catalog import offers
+from holodesk.app.setup.catalog import HOLOTRON_12B, Offer, offers
+from holodesk.app.setup.choose import save_remote_choice
+from holodesk.app.setup.errors import SetupError
 from holodesk.app.setup.progress_line import parse_line
+from holodesk.app.setup.remote_check import EXAMPLE, ServerChoice, check_server_url
 from holodesk.app.setup.step_estimate import estimate_words, measure, step_seconds
-from holodesk.inference.hardware import cuda_devices
+from holodesk.inference.hardware import CudaDevice, cuda_devices
 from holodesk.inference.memory_guide import gib_text
 
 EXIT_OK = 0
@@ -32,34 +40,80 @@ class Choice:
     """One line of the list: what it says, and what `holodesk setup` is given for it."""
 
     label: str
-    model: str  # the repository id
+    model: str  # the repository id; "" for a server elsewhere
     device: str  # "cpu" or "cuda"
     enabled: bool
+    profile: str | None = None  # given to `holodesk setup` where the catalogue does not know the model
+
+    @property
+    def is_server(self) -> bool:
+        return not self.model
+
+
+SERVER_CHOICE = Choice(
+    "A model server elsewhere (vLLM or another OpenAI-compatible server)\n    Type its URL below: it is checked now",
+    "",
+    "",
+    True,
+)
 
 
 def measured_choices() -> list[Choice]:
-    """The catalogue's offers for this computer, each with a step's time measured here (a few seconds)."""
+    """The catalogue's offers for this computer, each with a step's time measured here (a few seconds), then
+    Holotron-12B on a GPU, then a server elsewhere."""
 
-    choices = []
-    for offer in offers(total_memory_bytes(), cuda_devices()[0]):
-        width = int(offer.fit.model.config["text_config"]["hidden_size"])
+    gpus = cuda_devices()[0]
+    choices = [_offer_choice(offer) for offer in offers(total_memory_bytes(), gpus)]
+    choices.insert(0 if _holotron_fits(gpus) else len(choices), _holotron_choice(gpus))
+    return [*choices, SERVER_CHOICE]
+
+
+def _offer_choice(offer: Offer) -> Choice:
+    width = int(offer.fit.model.config["text_config"]["hidden_size"])
+    try:
         estimate = estimate_words(step_seconds(offer.fit.plan, measure(width, offer.device)), offer.device)
-        mark = "recommended" if offer.recommended else ("fits" if offer.fits else "does not fit this computer")
-        label = (
-            f"{offer.model.name} on the {offer.device.upper()} ({mark})\n"
-            f"    {gib_text(offer.fit.plan.weights)} to download, {offer.need_words()}, {estimate}"
-        )
-        choices.append(Choice(label, offer.model.repo_id, offer.device, offer.fits))
-    return choices
+    except ImportError as exc:  # the package without its engine: the download is refused later, in words
+        estimate = f"a step's time not measured ({exc.name or 'torch'} is not installed)"
+    mark = "recommended" if offer.recommended else ("fits" if offer.fits else "does not fit this computer")
+    label = (
+        f"{offer.model.name} on the {offer.device.upper()} ({mark})\n"
+        f"    {gib_text(offer.fit.plan.weights)} to download, {offer.need_words()}, {estimate}"
+    )
+    return Choice(label, offer.model.repo_id, offer.device, offer.fits)
+
+
+def _holotron_fits(gpus: Sequence[CudaDevice]) -> bool:
+    return any(d.total_bytes >= HOLOTRON_12B.gpu_bytes for d in gpus)
+
+
+def _holotron_choice(gpus: Sequence[CudaDevice]) -> Choice:
+    model = HOLOTRON_12B
+    largest = max(gpus, key=lambda d: d.total_bytes, default=None)
+    if _holotron_fits(gpus):
+        mark = "the best agent, fits this GPU"
+    elif largest is None:
+        mark = "no NVIDIA GPU here"
+    else:
+        mark = f"{largest.name} has {gib_text(largest.total_bytes)}: too small"
+    label = (
+        f"{model.name} on a GPU ({mark})\n"
+        f"    {gib_text(model.download_bytes)} to download, needs a GPU of {gib_text(model.gpu_bytes)}"
+    )
+    return Choice(label, model.repo_id, "cuda", _holotron_fits(gpus), model.profile)
 
 
 class FirstRunWindow(QtWidgets.QDialog):
     """Choose, download (progress, Cancel), done. `finished_setup(ok)` when the download ends."""
 
     finished_setup = Signal(bool)
+    _server_answered = Signal(object)  # ServerChoice, or SetupError: from the checking thread
 
-    def __init__(self, choices: Sequence[Choice], parent: QtWidgets.QWidget | None = None) -> None:
+    def __init__(
+        self, choices: Sequence[Choice], current_profile: str = "holotron", parent: QtWidgets.QWidget | None = None
+    ) -> None:
         super().__init__(parent)
+        self._current_profile = current_profile
+        self.chosen = False  # a model was downloaded and set, or a server was checked and set
         self.setWindowTitle("Holodesk: choose a model")
         self.setMinimumWidth(560)
         self._choices = list(choices)
@@ -78,6 +132,15 @@ class FirstRunWindow(QtWidgets.QDialog):
         first = next((i for i, c in enumerate(self._choices) if c.enabled), -1)
         self.choice_list.setCurrentRow(first)
         layout.addWidget(self.choice_list)
+        self.url_row = QtWidgets.QWidget()
+        url_layout = QtWidgets.QHBoxLayout(self.url_row)
+        url_layout.setContentsMargins(0, 0, 0, 0)
+        url_layout.addWidget(QtWidgets.QLabel("Server URL:"))
+        self.url_field = QtWidgets.QLineEdit()
+        self.url_field.setPlaceholderText(EXAMPLE)
+        url_layout.addWidget(self.url_field, 1)
+        self.url_row.setVisible(False)
+        layout.addWidget(self.url_row)
         self.progress = QtWidgets.QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setVisible(False)
@@ -96,19 +159,37 @@ class FirstRunWindow(QtWidgets.QDialog):
         buttons.addWidget(self.download_button)
         layout.addLayout(buttons)
         self.download_button.setEnabled(first >= 0)
-        if first < 0:
-            self.status.setText("No model fits this computer's memory: use a server elsewhere (Settings, Backend).")
+        if first >= 0 and self._choices[first].is_server:
+            self.status.setText("No model fits this computer's memory: use a server elsewhere (type its URL).")
         self.download_button.clicked.connect(self.start_download)
         self.cancel_button.clicked.connect(self.cancel_download)
+        self.choice_list.currentRowChanged.connect(self._choice_changed)
+        self.url_field.returnPressed.connect(self.start_download)
+        self._server_answered.connect(self._server_checked)
         self._process: QtCore.QProcess | None = None
         self._errors: list[str] = []
         self._pending = ""
+        self._choice_changed(first)
+
+    def _choice_changed(self, row: int) -> None:
+        server = 0 <= row < len(self._choices) and self._choices[row].is_server
+        self.url_row.setVisible(server)
+        self.download_button.setText("Check and use" if server else "Download")
+        if server:
+            self.url_field.setFocus()
 
     def start_download(self) -> None:
+        if not self.download_button.isEnabled():  # Enter in the URL field while a check or download runs
+            return
         choice = self._choices[self.choice_list.currentRow()]
+        if choice.is_server:
+            self._check_server(self.url_field.text())
+            return
         process = QtCore.QProcess(self)
         process.setProgram(sys.executable)
         arguments = ["-m", "holodesk.app.cli", "setup", "--model", choice.model, "--device", choice.device]
+        if choice.profile is not None:
+            arguments += ["--profile", choice.profile]
         process.setArguments([*arguments, "--yes"])
         process.readyReadStandardError.connect(self._read_progress)
         process.finished.connect(self._ended)
@@ -121,6 +202,50 @@ class FirstRunWindow(QtWidgets.QDialog):
         self.status.setText(f"Asking the Hugging Face hub about {choice.model}...")
         process.start()
 
+    def _check_server(self, text: str) -> None:
+        """Ask the server off the GUI thread (a connection may take its 5 s timeout); the answer comes back
+        through a queued signal."""
+        self.download_button.setEnabled(False)
+        self.choice_list.setEnabled(False)
+        self.url_field.setEnabled(False)
+        self.status.setText(f"Asking the server at {text.strip()} which model it serves...")
+
+        def ask() -> None:
+            try:
+                answer: ServerChoice | SetupError = check_server_url(text, self._current_profile)
+            except SetupError as exc:
+                answer = exc
+            self._server_answered.emit(answer)
+
+        threading.Thread(target=ask, name="holodesk-server-check", daemon=True).start()
+
+    def _server_checked(self, answer: ServerChoice | SetupError) -> None:
+        if isinstance(answer, ServerChoice):
+            try:
+                settings_file = save_remote_choice(answer.base_url, answer.model, answer.profile)
+            except SetupError as exc:
+                answer = exc
+            else:
+                self.status.setText(
+                    f"Ready: the server at {answer.base_url} serves {answer.model} ({answer.profile} profile);"
+                    f" the settings ({settings_file}) now use it."
+                )
+                self._done()
+                return
+        self.status.setText(f"Not done: {answer}. The settings are unchanged.")
+        self.download_button.setEnabled(True)
+        self.choice_list.setEnabled(True)
+        self.url_field.setEnabled(True)
+        self.url_field.setFocus()
+
+    def _done(self) -> None:
+        self.chosen = True
+        self.download_button.setText("Close")
+        self.download_button.clicked.disconnect()
+        self.download_button.clicked.connect(self.accept)
+        self.download_button.setEnabled(True)
+        self.finished_setup.emit(True)
+
     def cancel_download(self) -> None:
         process = self._process
         if process is None or process.state() != QtCore.QProcess.ProcessState.Running:
@@ -128,6 +253,12 @@ class FirstRunWindow(QtWidgets.QDialog):
         self.status.setText("Cancelling...")
         self.cancel_button.setEnabled(False)
         os.kill(int(process.processId()), signal.SIGINT)  # the command's own Ctrl+C path: keeps the part
+
+    def reject(self) -> None:
+        """Closed (Esc, the title bar's X) mid-download: the download is cancelled as by Cancel, never left
+        running unseen."""
+        self.cancel_download()
+        super().reject()
 
     def _read_progress(self) -> None:
         if self._process is None:
@@ -152,11 +283,7 @@ class FirstRunWindow(QtWidgets.QDialog):
         if code == EXIT_OK:
             self.progress.setValue(1000)
             self.status.setText("Ready: the model is downloaded, verified and set in the settings.")
-            self.download_button.setText("Close")
-            self.download_button.clicked.disconnect()
-            self.download_button.clicked.connect(self.accept)
-            self.download_button.setEnabled(True)
-            self.finished_setup.emit(True)
+            self._done()
             return
         self.choice_list.setEnabled(True)
         self.download_button.setEnabled(True)

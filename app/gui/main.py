@@ -30,6 +30,7 @@ from holodesk.app.common.routine_hotkeys import RoutineHotkeys, plan_routine_hot
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
+from holodesk.app.gui.first_run import FirstRunWindow, measured_choices
 from holodesk.app.gui.gui_approver import GuiApprover, answer_keys_grabbed
 from holodesk.app.gui.history_window import HistoryWindow
 from holodesk.app.gui.hotkeys import (
@@ -55,6 +56,7 @@ from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
 from holodesk.app.gui.thinking_status import ThinkingStatus
 from holodesk.app.gui.tray import Indicator, make_indicator
+from holodesk.app.setup.first_start import first_run_needed
 from holodesk.automation.actions import Action
 from holodesk.automation.backends import BackendSettingError, choose_backend, create_backends
 from holodesk.automation.engine import StepEngine
@@ -129,8 +131,13 @@ class HolodeskApp(QtCore.QObject):
         loaded: LoadedSettings,
         icon_for: Callable[[AppState], QtGui.QIcon],
         server: InstanceServer | None = None,
+        *,
+        first_run: bool = False,
     ) -> None:
         super().__init__()
+        self.first_run = first_run  # no model chosen yet and the default cannot run: the first-run window
+        self.first_run_window: FirstRunWindow | None = None
+        self.no_model_chosen = False  # the first-run window closed without a choice: no model is loaded
         self.settings: Settings = loaded.settings
         self.settings_path = loaded.path
         self.settings_problem = loaded.problem
@@ -186,6 +193,7 @@ class HolodeskApp(QtCore.QObject):
         self.indicator.pause_toggled.connect(self.toggle_pause)
         self.indicator.show_history.connect(self.show_history)
         self.indicator.show_settings.connect(self.show_settings)
+        self.indicator.choose_model.connect(self.open_first_run)
         self.indicator.quit.connect(self.quit)
         self.indicator.routines_menu.aboutToShow.connect(self._fill_routines_menu)
         self.prompt.submitted.connect(self.start_task)
@@ -223,7 +231,47 @@ class HolodeskApp(QtCore.QObject):
         if leftover.markers:
             self._notify("Released stuck input", leftover.describe())
         self._start_hotkeys()
-        self._load_policy()
+        if self.first_run:
+            self.open_first_run()  # not the default model, which cannot run here: a red icon and a failed task
+        else:
+            self._load_policy()
+
+    def open_first_run(self) -> None:
+        """The first-run window (a model that fits this computer, or a server elsewhere); raised if open."""
+        if self.first_run_window is None:
+            self._show(StatusLine(AppState.LOADING, "measuring this computer for the first-run choice"))
+            window = FirstRunWindow(measured_choices(), current_profile=self.settings.model.profile)
+            window.finished_setup.connect(self._on_first_run_setup)
+            window.finished.connect(self._on_first_run_closed)
+            self.first_run_window = window
+            self._show(StatusLine(AppState.WAITING, "waiting for your choice of a model (the first-run window)"))
+        self.first_run_window.show()
+        self.first_run_window.raise_()
+        self.first_run_window.activateWindow()
+
+    def _on_first_run_setup(self, ok: bool) -> None:
+        """A choice was saved (by the `holodesk setup` child, or the window for a server): load it now."""
+        if not ok:
+            return
+        self.no_model_chosen = False
+        self.first_run = False
+        settings = load_settings(self.settings_path).settings
+        unchanged = settings.model == self.settings.model
+        self.apply_settings(settings)  # loads the new model when it changed and no task runs
+        if unchanged and self.policy is None and self.engine is None:
+            self._load_policy()  # the same model as the defaults (chosen anyway): still load it
+
+    def _on_first_run_closed(self, _result: int) -> None:
+        window, self.first_run_window = self.first_run_window, None
+        if window is not None:
+            window.deleteLater()
+        if window is None or window.chosen or self.policy is not None:
+            return
+        self.no_model_chosen = True
+        words = NO_MODEL_WORDS.format(settings=self.settings_path)
+        self._show(StatusLine(AppState.ERROR, "no model chosen yet: Choose a model… in this menu"))
+        self.indicator.show_model_problem("⚠ No model chosen: open Settings, or Choose a model… below", words)
+        self._notify("No model chosen", words)
 
     def _start_hotkeys(self) -> None:
         """Global keys by the path this session allows (holodesk.app.common.hotkey_path): pynput, or on
@@ -408,6 +456,10 @@ class HolodeskApp(QtCore.QObject):
                 "A task is running",
                 f"“{_shortened(task)}” was not started: stop the running task first (Esc twice, or Stop in the menu).",
             )
+            return
+        if self.no_model_chosen and self.policy is None:
+            self._notify("Task not started", NO_MODEL_WORDS.format(settings=self.settings_path))
+            self.open_first_run()
             return
         if self.policy is None:
             self.pending_task = task
@@ -676,6 +728,13 @@ class HolodeskApp(QtCore.QObject):
         self.indicator.notify(title, text)
 
 
+NO_MODEL_WORDS = (
+    "Holodesk is running, but it has no model yet, so it cannot take a task. Choose one with “Choose a model…”"
+    " in the tray menu (a small model for this computer, or a model server elsewhere), or run `holodesk setup`"
+    " in a terminal; the choice is saved in {settings}."
+)
+
+
 def model_problem_line(backend: str, no_gpu: bool) -> str:
     """The menu's first line while no model is usable: why, in a few words, and what to do."""
     if no_gpu:
@@ -701,6 +760,7 @@ def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) ->
     `flags` (holodesk --backend remote ...) replace the settings file's values for this start.
     """
     loaded = load_settings()
+    from_file = loaded.settings.model
     if flags is not None:
         try:
             loaded = dataclasses.replace(loaded, settings=apply_flags(loaded.settings, flags))
@@ -734,7 +794,8 @@ def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) ->
     if server is None:
         print(f"Holodesk is already running on {display_in_words()}: told it to show itself.")
         return 0
-    holodesk = HolodeskApp(loaded, tray_icon, server)
+    first_run = loaded.problem is None and first_run_needed(loaded.path, loaded.settings.model != from_file)
+    holodesk = HolodeskApp(loaded, tray_icon, server, first_run=first_run)
     holodesk.start()
     if platform.warning:
         print(f"holodesk: {platform.warning}", file=sys.stderr, flush=True)

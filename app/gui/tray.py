@@ -40,6 +40,7 @@ class Indicator(QtCore.QObject):
     pause_toggled = Signal()
     show_history = Signal()
     show_settings = Signal()
+    choose_model = Signal()  # the first-run window again: a model downloaded here, or a server elsewhere
     quit = Signal()
 
     def __init__(self) -> None:
@@ -155,6 +156,7 @@ def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -
     indicator.approved_menu.menuAction().setVisible(False)
     menu.addSeparator()
     actions["history"] = menu.addAction("History", indicator.show_history.emit)
+    actions["choose_model"] = menu.addAction("Choose a model…", indicator.choose_model.emit)
     actions["settings"] = menu.addAction("Settings", indicator.show_settings.emit)
     menu.addSeparator()
     actions["quit"] = menu.addAction("Quit", indicator.quit.emit)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from holodesk.inference.hardware import CudaDevice
+from holodesk.inference.hardware import GIB, CudaDevice
 from holodesk.inference.memory_guide import Fit, fits, gib_text
 
 
@@ -47,6 +47,22 @@ class Offer:
         if self.device == "cuda":
             return f"needs a GPU of {gib_text(self.fit.gpu_bytes)}"
         return f"needs {gib_text(self.fit.ram_bytes)} of RAM"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuModel:
+    """A model offered on a GPU only, with doctor's figures for it (no Qwen3.5 memory plan applies)."""
+
+    name: str
+    repo_id: str
+    profile: str
+    gpu_bytes: int
+    download_bytes: int
+
+
+# Holotron-12B runs in the in-process engine on a CUDA GPU (minutes a step on a CPU, so never offered there).
+# Doctor's advice for it: an NVIDIA GPU with about 32 GiB (its bfloat16 weights are 24 GB, about 25 GB to fetch).
+HOLOTRON_12B = GpuModel("Holotron-12B", "Hcompany/Holotron-12B", "holotron", 32 * GIB, 25 * 10**9)
 
 
 def _fit(name: str) -> Fit:

@@ -8,13 +8,18 @@ under the test's folder (and were looked at when this was written).
 from __future__ import annotations
 
 import signal
+import socket
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from holodesk.app.gui.first_run import Choice, FirstRunWindow, measured_choices
+from bench.rigs.fake_openai_server import FakeOpenAIServer
+from holodesk.app.gui import first_run
+from holodesk.app.gui.first_run import SERVER_CHOICE, Choice, FirstRunWindow, measured_choices
+from holodesk.app.setup.step_estimate import Rates
+from holodesk.inference.hardware import GIB, CudaDevice
 from tests.support.loopback_hub import HubRepo, LoopbackHub, running_hub
 
 REPO = "Hcompany/Holo-3.1-0.8B"
@@ -123,8 +128,72 @@ def test_a_damaged_download_is_said_in_the_window(qtbot, hub, home) -> None:
     assert window.download_button.isEnabled() and not settings_file(home).exists()
 
 
-def test_the_measured_choices_name_size_fit_and_a_step_time() -> None:
+def test_the_measured_choices_name_size_fit_and_a_step_time(monkeypatch) -> None:
+    monkeypatch.setattr(first_run, "cuda_devices", lambda: ((), None))  # this computer as a laptop: no GPU
     choices = measured_choices()
-    assert {c.model for c in choices} == {"Hcompany/Holo-3.1-0.8B", "Hcompany/Holo-3.1-4B"}
-    for choice in choices:
+    small = [c for c in choices if c.model in ("Hcompany/Holo-3.1-0.8B", "Hcompany/Holo-3.1-4B")]
+    assert len(small) == 2
+    for choice in small:
         assert " to download, needs " in choice.label and " a step on this " in choice.label, choice.label
+    holotron = next(c for c in choices if c.model == "Hcompany/Holotron-12B")
+    assert not holotron.enabled and holotron.device == "cuda" and holotron.profile == "holotron"
+    assert "on a GPU (no NVIDIA GPU here)" in holotron.label and "needs a GPU of 32.0 GiB" in holotron.label
+    assert choices[-1].is_server and choices[-1].enabled
+
+
+def test_holotron_is_offered_first_on_a_gpu_with_enough_memory(monkeypatch) -> None:
+    card = CudaDevice(0, "NVIDIA L40S", 48 * GIB, 47 * GIB, (8, 9))
+    monkeypatch.setattr(first_run, "cuda_devices", lambda: ((card,), None))
+    monkeypatch.setattr(first_run, "measure", lambda width, device: Rates(1e12, 1e11, device))  # no GPU to measure here
+    choices = measured_choices()
+    assert choices[0].model == "Hcompany/Holotron-12B" and choices[0].enabled, choices[0]
+    small = CudaDevice(0, "NVIDIA T4", 16 * GIB, 15 * GIB, (7, 5))
+    monkeypatch.setattr(first_run, "cuda_devices", lambda: ((small,), None))
+    holotron = next(c for c in measured_choices() if c.model == "Hcompany/Holotron-12B")
+    assert not holotron.enabled and "NVIDIA T4 has 16.0 GiB: too small" in holotron.label
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_server_url_is_checked_on_the_spot_and_saved_only_once_it_answered(qtbot, home) -> None:
+    window = FirstRunWindow([*CHOICES, SERVER_CHOICE], current_profile="holo3.1")
+    qtbot.addWidget(window)
+    window.show()
+    assert not window.url_row.isVisible() and window.download_button.text() == "Download"
+    window.choice_list.setCurrentRow(2)
+    assert window.url_row.isVisible() and window.download_button.text() == "Check and use"
+
+    def refused(text: str) -> str:
+        window.url_field.setText(text)
+        window.download_button.click()
+        qtbot.waitUntil(lambda: window.status.text().startswith("Not done"), timeout=WAIT_MS)
+        assert window.download_button.isEnabled() and not settings_file(home).exists()
+        words = window.status.text()
+        window.status.setText("")
+        return words
+
+    assert "type the server's URL first, such as http://gpu-box:8000/v1" in refused("  ")
+    assert "expected a server URL such as http://gpu-box:8000/v1" in refused("ftp://gpu-box")
+    assert "no spaces" in refused("gpu box:8000")
+    port = closed_port()
+    words = refused(f"127.0.0.1:{port}")
+    assert f"Nothing is listening at http://127.0.0.1:{port}/v1" in words, words
+    assert "Correct the URL, or start the model server there" in words and "docs/remote-server.md" in words
+    with FakeOpenAIServer(models=("Hcompany/Holo-3.1-4B", "Hcompany/Holotron-12B")) as server:
+        words = refused(server.root_url)
+        assert f"the server at {server.base_url} cannot be used as it is" in words, words
+        assert "Hcompany/Holo-3.1-4B" in words and "Hcompany/Holotron-12B" in words, words
+    with FakeOpenAIServer(models=("Hcompany/Holo-3.1-4B",)) as server:
+        window.url_field.setText(server.root_url)
+        window.download_button.click()
+        qtbot.waitUntil(lambda: window.status.text().startswith("Ready"), timeout=WAIT_MS)
+        assert [r.path for r in server.requests] == ["/v1/models"]
+    window.grab().save(str(home.parent / "server-ready.png"))
+    assert window.chosen and window.download_button.text() == "Close"
+    model = tomllib.loads(settings_file(home).read_text())["model"]
+    assert model["backend"] == "remote" and model["profile"] == "holo3.1"
+    assert model["remote"] == {"base_url": server.base_url, "model": "Hcompany/Holo-3.1-4B"}

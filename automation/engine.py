@@ -56,7 +56,15 @@ from holodesk.automation.input.corners import nudge_off_corners
 from holodesk.automation.lookahead import FramePreparer
 from holodesk.automation.loop_guard import LoopGuard
 from holodesk.automation.primary_selection import PasteUnreadable, read_primary_selection
-from holodesk.automation.proposal import EndRun, PastStep, Policy, PreparesAhead, Proposal, UnusableProposal
+from holodesk.automation.proposal import (
+    DescribesEnd,
+    EndRun,
+    PastStep,
+    Policy,
+    PreparesAhead,
+    Proposal,
+    UnusableProposal,
+)
 from holodesk.automation.screen import ScreenFrame
 from holodesk.automation.screen_change import wait_for_settle
 from holodesk.automation.trajectory import StepLog, TrajectoryWriteError, TrajectoryWriter
@@ -204,9 +212,13 @@ class StepEngine:
         if writer is not None:
             outcome, detail = self._confirm_recording(writer, outcome, detail)
         outcome, detail = self._stop_until_the_close(outcome, detail)
+        summary: dict[str, str] = {}
+        if isinstance(self.policy, DescribesEnd):  # a replay says at which step, and why, in its own words
+            said = self.policy.end_words(outcome.value, detail)
+            detail, summary = said.detail, {"summary": said.summary}
         result = RunResult(outcome, detail, step, writer.folder if writer else None)
         if writer is not None:
-            writer.finish(outcome.value, detail, steps=step)
+            writer.finish(outcome.value, detail, steps=step, **summary)
         self._runs_finished += 1
         self._emit(EngineState.FINISHED, step, detail, result)
         return result

@@ -156,6 +156,23 @@ class Policy(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class RunEndWords:
+    """A proposer's own account of how its run ended: `detail` replaces the engine's words (the run's
+    result, its session's end record); `summary` is a few words for a list's outcome column."""
+
+    detail: str
+    summary: str
+
+
+@runtime_checkable
+class DescribesEnd(Protocol):
+    """A proposer that says how its run ended in its own terms (a routine replay: at which step it
+    stopped or was handed over, and why). `outcome` is the engine's Outcome value, `detail` its words."""
+
+    def end_words(self, outcome: str, detail: str) -> RunEndWords: ...
+
+
 @runtime_checkable
 class PreparesAhead(Protocol):
     """A policy that can prepare a screenshot before it is asked about it (ModelPolicy), so that the

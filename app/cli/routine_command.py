@@ -269,7 +269,7 @@ def report(result: RunResult, policy: RoutinePolicy, out: TextIO) -> None:
     out.write(f"\n{result.outcome.value}: {safe_text(result.detail)}\n")
     out.write(f"steps taken: {result.steps}, model calls: {policy.model_calls}\n")
     if policy.handed_over:
-        out.write("the agent continued the routine's task (its steps are in the same session)\n")
+        out.write("the agent's steps are in the same session as the routine's\n")
     for previous in policy.repairs_written:
         out.write(f"repaired; the previous version is kept in {previous}\n")
     if result.folder is not None:

@@ -185,7 +185,8 @@ def session_words(session: Session) -> SessionWords:
     return SessionWords(
         task=session.task,
         started=_started(session),
-        outcome=OUTCOMES.get(session.outcome, session.outcome),
+        # A replay's end says where it stopped or was handed over (the engine's "summary"), not a plain "done".
+        outcome=str(end.get("summary") or OUTCOMES.get(session.outcome, session.outcome)),
         detail=str(end.get("detail") or ""),
         steps_taken=steps,
     )

@@ -705,14 +705,14 @@ class HolodeskApp(QtCore.QObject):
         title = OUTCOME_TITLES[result.outcome]
         routine, self.routine_policy = self.routine_policy, None
         if routine is not None:  # a replay: which routine, and what the model and repairs did
-            title = f"Routine {routine.routine.name!r}: {title.lower()}"
+            # How the replay ended in a few words: where it stopped or was handed over (the words say why).
+            ended = routine.ended.summary if routine.ended is not None else title.lower()
+            title = f"Routine {routine.routine.name!r}: {ended}"
             if routine.model_calls:
                 calls = routine.model_calls
                 words += f"; the model was asked {'once' if calls == 1 else f'{calls} times'}"
             if routine.repairs_written:
                 words += f"; repaired (the previous version is in {routine.repairs_written[-1]})"
-            if routine.handed_over:
-                words += "; the agent continued the task"
         self._notify(title, words)
         sessions = self.settings.sessions
         threading.Thread(
@@ -794,7 +794,7 @@ def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) ->
     if server is None:
         print(f"Holodesk is already running on {display_in_words()}: told it to show itself.")
         return 0
-    first_run = loaded.problem is None and first_run_needed(loaded.path, loaded.settings.model != from_file)
+    first_run = False and first_run_needed(loaded.path, loaded.settings.model != from_file)
     holodesk = HolodeskApp(loaded, tray_icon, server, first_run=first_run)
     holodesk.start()
     if platform.warning:

@@ -47,7 +47,15 @@ from holodesk.automation.engine_protocols import (
     ShowsOwnRegions,
 )
 from holodesk.automation.errors import AutomationError, OffScreenError
-from holodesk.automation.proposal import EndRun, Grounding, PastStep, Policy, Proposal, UnusableProposal
+from holodesk.automation.proposal import (
+    EndRun,
+    Grounding,
+    PastStep,
+    Policy,
+    Proposal,
+    RunEndWords,
+    UnusableProposal,
+)
 from holodesk.automation.routines.effects import ActedOn, EffectCheck, judge_effect
 from holodesk.automation.routines.locators import Grounder, Located, NotLocated, Rung, TargetLocator
 from holodesk.automation.routines.pictures import PictureError, load_picture
@@ -165,6 +173,22 @@ def task_with_values(routine: Routine, values: Mapping[str, str]) -> str:
     return f"{task} (this time with {'; '.join(added)})" if added else task
 
 
+# What the run's outcome says the agent (or a replay that did not finish) did, after "then the agent".
+_AGENT_ENDS = {
+    "done": "finished",
+    "stopped": "was stopped",
+    "step_limit": "reached the step limit",
+    "ask_user": "asked you",
+    "failed": "failed",
+    "error": "failed",
+}
+
+
+def _flagged_words(steps: Sequence[int]) -> str:
+    which = ", ".join(str(number) for number in steps)
+    return f"step {which} flagged" if len(steps) == 1 else f"steps {which} flagged"
+
+
 def handover_task(routine: Routine, next_step: int, values: Mapping[str, str]) -> str:
     """The task the agent continues with: the routine's task as this run's (`task_with_values`), what
     was done, what was left, in the values given for this run (not the recorded ones)."""
@@ -196,9 +220,13 @@ class _Ran:
 
 
 class _HandOverNow(Exception):
-    def __init__(self, next_step: int, why: str) -> None:
-        super().__init__(why)
+    """The user chose "continue with the agent": `where` ("at step 2 of 3", "after step 2 of 3") and `why`
+    in words, for the notice and the run's end."""
+
+    def __init__(self, next_step: int, where: str, why: str) -> None:
+        super().__init__(f"{where}: {why}")
         self.next_step = next_step
+        self.where = where
         self.why = why
 
 
@@ -251,6 +279,13 @@ class RoutinePolicy:
         # record, and the agent's steps (a refused answer asked again: two calls) have none either.
         self._locate_calls = 0
         self._agent_calls = 0
+        # For the run's end in words (`end_words`): the routine step at hand (proposed, or asked about),
+        # how many steps ran, which were flagged, and where and why the agent took over.
+        self._at_step = 0
+        self._steps_ran = 0
+        self._flagged: list[int] = []
+        self._handed: _HandOverNow | None = None
+        self.ended: RunEndWords | None = None  # how the run ended, once it has (`end_words`)
 
     @property
     def model_calls(self) -> int:
@@ -280,6 +315,7 @@ class RoutinePolicy:
             if self._next >= len(self.routine.steps):
                 return self._finished(frame)
             step = self.routine.steps[self._next]
+            self._at_step = step.number
             proposal = self._step_proposal(step, frame, cancel)
         except _HandOverNow as handing:
             return self._hand_over(handing, history, frames, cancel)
@@ -304,7 +340,8 @@ class RoutinePolicy:
             if choice is ProblemChoice.RETRY:
                 frame = self._settled(cancel)
                 continue
-            raise _HandOverNow(step.number, f"step {step.number}: the target was not found")
+            where = f"at step {step.number} of {len(self.routine.steps)}"
+            raise _HandOverNow(step.number, where, self._not_found_words(step, found))
         self.records.append(
             StepRecord(
                 step.number,
@@ -393,6 +430,7 @@ class RoutinePolicy:
         A repair is offered only for a step whose effect was seen without asking: never after the
         user was told that nothing changed, nor when the effect could not be judged."""
         step = ran.step
+        self._steps_ran += 1
         check = self._check(ran, after)
         if not check.seen:  # the program may still have been busy
             after = self._settled(cancel)
@@ -409,7 +447,8 @@ class RoutinePolicy:
                 after = self._settled(cancel)
                 check = self._check(ran, after)
                 continue
-            raise _HandOverNow(step.number + 1, f"step {step.number}: {check.detail}")
+            where = f"after step {step.number} of {len(self.routine.steps)}"
+            raise _HandOverNow(step.number + 1, where, f"step {step.number} ran, but {check.detail}")
         if asked and not check.seen:
             self._say(f"step {step.number}: going on as asked ({check.detail})")
         elif not check.judged:
@@ -417,7 +456,10 @@ class RoutinePolicy:
             self._unjudged.append(f"step {step.number}: {check.detail}")
         else:
             self._say(f"step {step.number} done: {check.detail}")
-        self._verdicts.append(judge_step(step.number, ran.located, check, problem))
+        verdict = judge_step(step.number, ran.located, check, problem)
+        self._verdicts.append(verdict)
+        if verdict.flags:
+            self._flagged.append(step.number)
         fair = check.seen and check.judged and not asked
         if fair and ran.located is not None and ran.located.rung is Rung.MODEL and self.routine.folder is not None:
             self._offer_repair(step, ran.located, ran.before, cancel)
@@ -466,7 +508,9 @@ class RoutinePolicy:
     def _finished(self, frame: ScreenFrame) -> Proposal:
         total = len(self.routine.steps)
         said, self._unjudged = self._unjudged, []
-        done = "; ".join([f"all {total} steps of {self.routine.name!r} done", *said])
+        flagged = f" ({_flagged_words(self._flagged)}: see its steps in the history)" if self._flagged else ""
+        steps = "the 1 step" if total == 1 else f"all {total} steps"
+        done = "; ".join([f"{steps} of {self.routine.name!r} done{flagged}", *said])
         # Not exact, and a Done is never approved: the grounding only carries the last step's verdict.
         grounding = Grounding(
             exact=False, how="the routine's end", source=f"routine {self.routine.name!r}, after step {total}",
@@ -497,8 +541,9 @@ class RoutinePolicy:
         if isinstance(agent, str):
             raise EndRun(f"{handing.why}; the agent could not take over: {agent}", stopped=False)
         self._handover = agent
+        self._handed = handing
         self.handover_task = handover_task(self.routine, handing.next_step, self.values)
-        self._say(f"{handing.why}: continuing with the agent")
+        self._say(f"handed over to the agent {handing.where}: {handing.why}")
         return self._agent_propose(history, frames, cancel)
 
     def _agent_propose(
@@ -530,6 +575,38 @@ class RoutinePolicy:
         self._agent_calls += 1 + len(proposal.rejected)  # a refused answer was asked again
         self._agent_proposals += 1
         return replace(proposal, task_asked=self.handover_task)  # recorded: the run's task is the routine's
+
+    # -- the run's end ---------------------------------------------------------------------------------
+
+    def end_words(self, outcome: str, detail: str) -> RunEndWords:
+        """How the replay ended, in words (`DescribesEnd`): done with its flagged steps named; stopped or
+        ended at which step, and what had run; handed over where and why, then what the agent did.
+        Kept as `ended` for the front end's notice."""
+        self.ended = self._end_words(outcome, detail)
+        return self.ended
+
+    def _end_words(self, outcome: str, detail: str) -> RunEndWords:
+        name, total = self.routine.name, len(self.routine.steps)
+        handed = self._handed
+        if handed is not None:
+            then = _AGENT_ENDS.get(outcome, outcome)
+            return RunEndWords(
+                f"routine {name!r} handed over to the agent {handed.where} because {handed.why}; then the agent"
+                f" {then}: {detail}",
+                f"handed over {handed.where.split(' of ')[0]}, then the agent {then}",
+            )
+        if outcome == "done":
+            flagged = _flagged_words(self._flagged) if self._flagged else "every step as recorded"
+            return RunEndWords(detail, f"done, {flagged}")
+        at = f"step {self._at_step} of {total}" if self._at_step else "before its first step"
+        ran = (
+            f"{self._steps_ran} of its {total} steps ran and {'was' if self._steps_ran == 1 else 'were'} checked"
+            if self._steps_ran
+            else "none of its steps had run"
+        )
+        how = "stopped" if outcome == "stopped" else _AGENT_ENDS.get(outcome, outcome)
+        where = f"at {at}" if self._at_step else at
+        return RunEndWords(f"routine {name!r} {how} {where} ({ran}): {detail}", f"{how} {where}")
 
     # -- helpers ---------------------------------------------------------------------------------------
 

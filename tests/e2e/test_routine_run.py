@@ -171,7 +171,10 @@ def test_continue_with_the_agent_hands_over_the_task_and_what_was_done(routines,
         code, said = routine_run(routines, "A\nc\n", "--no-model", "--set", "text_1=Grüße vom Band", *remote(server))
         requests = server.chat_requests
     assert code == 0, said
-    assert "the text field was not found" in said and "continuing with the agent" in said
+    assert "handed over to the agent at step 2 of 2: the text field was not found" in said, said
+    # The end says where the replay handed over and why, then what the agent did (never a plain "done").
+    assert f"done: routine '{NAME}' handed over to the agent at step 2 of 2 because the text field" in said, said
+    assert "; then the agent finished: The field is filled." in said, said
     assert [e["widget"] for e in window.sync() if e["event"] == "clicked"] == ["ok"]
     (request,) = requests  # the agent's first step: its task is the hand-over's
     sent = json.loads(json.dumps(request.body["messages"]))

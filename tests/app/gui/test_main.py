@@ -182,10 +182,23 @@ def test_a_routine_runs_from_the_menu_with_the_panel_and_ends_in_a_notification(
     panel.named_widgets()["approve"].click()
     qtbot.waitUntil(lambda: app.engine is None, timeout=10_000)
     title, text = app.indicator.last_notification
-    assert title == "Routine 'go': task finished" and "all 1 steps of 'go' done" in text
+    assert title == "Routine 'go': done, every step as recorded" and "the 1 step of 'go' done" in text
     # The replay is a session in History, like any task.
     (folder,) = iter_session_folders(app.settings.sessions.folder)
     assert read_session(folder).outcome == "done"
+
+
+def test_a_routine_stopped_on_the_panel_says_at_which_step_in_its_notification(qtbot, holodesk_app, tmp_path):
+    app = holodesk_app
+    save_routine(app, tmp_path)
+    run_from_menu(app)
+    panel = app.routine_approver.panel
+    qtbot.waitUntil(panel.isVisible, timeout=10_000)
+    panel.named_widgets()["stop"].click()
+    qtbot.waitUntil(lambda: app.engine is None, timeout=10_000)
+    title, text = app.indicator.last_notification
+    assert title == "Routine 'go': stopped at step 1 of 1", title
+    assert text.startswith("routine 'go' stopped at step 1 of 1 (none of its steps had run): "), text
 
 
 def test_a_routine_hotkey_pressed_on_the_keyboard_starts_the_routine_as_its_menu_does(
@@ -206,7 +219,7 @@ def test_a_routine_hotkey_pressed_on_the_keyboard_starts_the_routine_as_its_menu
     assert app.engine is not None
     panel.named_widgets()["approve"].click()
     qtbot.waitUntil(lambda: app.engine is None, timeout=10_000)
-    assert app.indicator.last_notification[0] == "Routine 'go': task finished"
+    assert app.indicator.last_notification[0] == "Routine 'go': done, every step as recorded"
 
 
 def test_continue_with_the_agent_starts_the_agent_on_what_is_left(qtbot, holodesk_app, tmp_path):

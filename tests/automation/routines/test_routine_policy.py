@@ -127,7 +127,9 @@ def test_a_picture_broken_after_loading_ends_the_replay_in_words(routine, tmp_pa
     )  # fmt: skip
     result = engine.run(routine.task)
     assert result.outcome is Outcome.FAILED
-    assert result.detail.startswith("step 2: the picture") and "is not a PNG file" in result.detail
+    said = "routine 'two' failed at step 2 of 2 (1 of its 2 steps ran and was checked): step 2: the picture"
+    assert result.detail.startswith(said), result.detail
+    assert "is not a PNG file" in result.detail
     assert performer.actions == [Click(Point(*OK.centre))]  # step 1 ran; nothing was guessed for step 2
 
 
@@ -140,7 +142,7 @@ def test_the_agent_takes_over_the_same_run_with_the_routine_steps_in_its_own_coo
         policy, answers, performer, frames, trajectory_root=tmp_path / "s", monitor=1, agent_steps=3
     )
     result = engine.run(routine.task)
-    assert result.outcome is Outcome.DONE and result.detail == "finished"
+    assert result.outcome is Outcome.DONE and result.detail.endswith("; then the agent finished: finished")
     assert len(answers.problems) == 1 and "the Cancel button was not found" in answers.problems[0]
     ((task, history),) = agent.seen
     assert task.startswith("ok then cancel\nAlready done by the routine 'two': click the OK button")

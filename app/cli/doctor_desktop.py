@@ -1,11 +1,12 @@
 """`holodesk doctor`'s desktop checks: the display, the monitors and capture, input injection, input a
-dead run left held, the desktop backend (X11 or the portal) and the hotkeys. Each returns its findings and
-never raises for what it finds.
+dead run left held, the desktop backend (X11, the portal, or wlroots: grim and wtype on sway) and the hotkeys.
+Each returns its findings and never raises for what it finds.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -14,13 +15,16 @@ from typing import TYPE_CHECKING
 from holodesk.app.cli.doctor_report import CheckResult, Status
 from holodesk.app.cli.server_checks import DEFAULT_SCREEN
 from holodesk.app.common.hotkey_path import OWN_WINDOWS_STOP, TRIGGER_ADVICE, HotkeyPath, plan_hotkeys
-from holodesk.automation.backends import choose_backend
+from holodesk.automation.backends import PORTAL_DESKTOPS, BackendChoice, choose_backend
 from holodesk.automation.errors import AutomationError, CaptureError
 from holodesk.automation.held_input import release_leftover_input
+from holodesk.automation.input.wlroots.keyboard import POINTER_NOT_WIRED, WTYPE, WTYPE_PACKAGE
 from holodesk.automation.pyautogui_import import import_pyautogui
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.wayland.portal import probe_remote_desktop
 from holodesk.automation.wayland.stream import GST_PACKAGES, load_gstreamer
+from holodesk.automation.wlroots.capture import GRIM, GRIM_PACKAGE
+from holodesk.automation.wlroots.sway_outputs import sway_monitors
 
 if TYPE_CHECKING:
     pass
@@ -45,7 +49,7 @@ def check_display() -> CheckResult:
                 Status.WARN,
                 f"Wayland ({wayland}) without XWayland (DISPLAY {'does not answer' if x11 else 'is unset'}): "
                 "the tray app's overlay and approval panel need XWayland; `holodesk run` with the terminal "
-                "approver works through the desktop portal",
+                "approver works through the desktop portal (GNOME, KDE) or grim and wtype (sway)",
                 fix="enable XWayland (GNOME and KDE start it by default), or run tasks with `holodesk run`",
             )
         if gui.warning:
@@ -158,13 +162,17 @@ def check_desktop_backend(display: CheckResult) -> Iterator[CheckResult]:
     try:
         choice = choose_backend()
     except AutomationError as exc:
-        yield CheckResult("backend", Status.FAIL, str(exc), fix="unset HOLODESK_BACKEND or set x11 / wayland")
+        yield CheckResult("backend", Status.FAIL, str(exc), fix="unset HOLODESK_BACKEND or set x11 / wayland / wlroots")
         return
     if display.status is Status.FAIL:
         yield CheckResult("backend", Status.INFO, "none without a display: capture, input and hotkeys need one")
         return
     if choice.name == "x11":
         yield CheckResult("backend", Status.OK, f"X11 capture (mss) and input (pyautogui): {choice.reason}")
+        yield check_hotkeys()
+        return
+    if choice.name == "wlroots":
+        yield from check_wlroots(choice)
         yield check_hotkeys()
         return
     yield CheckResult("backend", Status.OK, f"Wayland portal capture and input: {choice.reason}")
@@ -176,22 +184,72 @@ def check_desktop_backend(display: CheckResult) -> Iterator[CheckResult]:
         yield CheckResult("gstreamer", Status.FAIL, str(exc), fix=f"apt install {GST_PACKAGES}", blocking=True)
     try:
         version = probe_remote_desktop()
-        yield CheckResult(
-            "portal",
-            Status.OK,
-            f"RemoteDesktop portal version {version}: the first task shows the desktop's permission dialog "
-            "(turn on 'Allow remote interaction')"
-            + ("" if version >= 2 else "; this portal cannot remember the permission, it asks every run"),
-        )
+        found = f"RemoteDesktop portal version {version}"
+        if choice.desktop.lower() in PORTAL_DESKTOPS:
+            yield CheckResult(
+                "portal",
+                Status.OK,
+                f"{found}: the first task shows the desktop's permission dialog (turn on 'Allow remote "
+                "interaction')"
+                + ("" if version >= 2 else "; this portal cannot remember the permission, it asks every run"),
+            )
+        else:
+            # Debian 12's portal answers through the GNOME backend on any desktop; that backend then fails.
+            named = f"desktop {choice.desktop}" if choice.desktop else "an unnamed desktop (XDG_CURRENT_DESKTOP unset)"
+            yield CheckResult(
+                "portal",
+                Status.WARN,
+                f"{found} answers, but this is {named}, not one whose portal Holodesk knows to reach the "
+                "compositor (GNOME, KDE): another desktop's portal backend may answer here and then refuse "
+                "the first task (it says so in words)",
+                fix="on sway set HOLODESK_BACKEND=wlroots; elsewhere use GNOME, KDE or sway",
+            )
     except AutomationError as exc:
+        desktop = f"this desktop ({choice.desktop})" if choice.desktop else "this Wayland desktop"
         yield CheckResult(
             "portal",
             Status.FAIL,
-            str(exc),
-            fix="install xdg-desktop-portal and your desktop's backend (xdg-desktop-portal-gnome / -kde)",
+            f"Holodesk reaches no RemoteDesktop portal on {desktop}, so it can neither see the screen nor "
+            f"click or type here: {exc}. It works on GNOME and KDE (the portal) and on sway (wlroots)",
+            fix="install xdg-desktop-portal and your desktop's backend (xdg-desktop-portal-gnome / -kde); "
+            "on sway set HOLODESK_BACKEND=wlroots if it was not found",
             blocking=True,
         )
     yield check_hotkeys()
+
+
+def check_wlroots(choice: BackendChoice) -> Iterator[CheckResult]:
+    """The wlroots path: grim and wtype installed, sway's IPC answering, and what does not work (the pointer)."""
+    desktop = choice.desktop or "not named"
+    yield CheckResult(
+        "backend",
+        Status.OK,
+        f"wlroots desktop ({desktop}): capture through grim (screencopy), typing through wtype (virtual "
+        f"keyboard): {choice.reason}",
+    )
+    for tool, package, needed_for in ((GRIM, GRIM_PACKAGE, "screenshots"), (WTYPE, WTYPE_PACKAGE, "typing")):
+        if shutil.which(tool) is None:
+            yield CheckResult(
+                tool, Status.FAIL, f"{tool} is not installed: no {needed_for}", fix=f"apt install {package}",
+                blocking=True,
+            )  # fmt: skip
+        else:
+            yield CheckResult(tool, Status.OK, f"{tool} found ({needed_for})")
+    try:
+        monitors = sway_monitors()
+    except AutomationError as exc:
+        yield CheckResult(
+            "monitors",
+            Status.FAIL,
+            str(exc),
+            fix="run Holodesk in a sway session (other wlroots desktops are not supported yet)",
+            blocking=True,
+        )
+    else:
+        described = ", ".join(f"{m.name} {m.rect.width}x{m.rect.height}" for m in monitors)
+        yield CheckResult("monitors", Status.OK, f"sway reports {len(monitors)}: {described or 'none active'}")
+    yield CheckResult("typing", Status.OK, "text and keys through the virtual keyboard, exact on every layout")
+    yield CheckResult("pointer", Status.WARN, f"{POINTER_NOT_WIRED}; such steps are refused before approval")
 
 
 def check_hotkeys(probe: Callable[[], int] | None = None) -> CheckResult:

@@ -80,7 +80,8 @@ class StepWords:
 class SessionWords:
     task: str
     started: str  # "2026-11-22 22:41"
-    outcome: str
+    outcome: str  # how it ended, in a few words: a replay's own ("stopped at step 2 of 3"), else the state
+    state: str  # the outcome alone: done, stopped, failed, asked you, step limit, unfinished
     detail: str
     steps_taken: int
 
@@ -182,11 +183,13 @@ def session_words(session: Session) -> SessionWords:
     steps = end.get("steps")
     if not isinstance(steps, int):  # older sessions, or one that never finished: count what went through
         steps = sum(1 for s in session.steps if s.get("decision") in ("approve", "edit", "skip", "answered"))
+    state = OUTCOMES.get(session.outcome, session.outcome)
     return SessionWords(
         task=session.task,
         started=_started(session),
         # A replay's end says where it stopped or was handed over (the engine's "summary"), not a plain "done".
-        outcome=str(end.get("summary") or OUTCOMES.get(session.outcome, session.outcome)),
+        outcome=str(end.get("summary") or state),
+        state=state,
         detail=str(end.get("detail") or ""),
         steps_taken=steps,
     )

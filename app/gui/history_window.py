@@ -94,7 +94,7 @@ def _pixmap(image: Image.Image) -> QtGui.QPixmap:
 
 def session_item_text(words: SessionWords) -> str:
     text = f"{words.task}\n{words.started} · {words.outcome} · {steps_in_words(words.steps_taken)}"
-    if words.outcome not in ("done", "unfinished") and words.detail:
+    if words.state not in ("done", "unfinished") and words.detail:
         detail = words.detail if len(words.detail) <= 90 else words.detail[:89] + "…"
         text += f"\n{detail}"  # why it ended, without opening it
     return text
@@ -210,7 +210,7 @@ class HistoryWindow(QtWidgets.QWidget):
             words = session_words(read_session(folder))
             item = QtWidgets.QListWidgetItem(session_item_text(words))
             item.setToolTip(f"{words.task}\n{folder.name}\n{words.detail}".strip())
-            colour = OUTCOME_COLOURS.get(words.outcome)
+            colour = OUTCOME_COLOURS.get(words.state)  # a replay's outcome words start with more than the state
             if colour is not None:
                 item.setForeground(QtGui.QColor("#e6e6ee"))
                 item.setData(Qt.ItemDataRole.DecorationRole, _dot(colour))

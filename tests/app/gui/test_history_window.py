@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from holodesk.app.gui.history_window import HistoryWindow, step_picture
+from holodesk.app.gui.history_window import OUTCOME_COLOURS, HistoryWindow, step_picture
+from holodesk.app.gui.qt import QtCore
 from holodesk.automation.action_picture import MARKER_COLOUR
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.trajectory import TrajectoryWriter, read_session
@@ -112,3 +113,17 @@ def test_the_window_fits_a_small_screen_and_a_step_without_a_decision_reads_in_w
     assert area.contains(window.frameGeometry()), (area, window.frameGeometry())
     window.sessions.setCurrentRow(0)
     assert window.steps.item(0).text() == "1. nothing recorded (the run ended inside this step)"
+
+
+def test_a_replay_is_listed_with_how_it_ended_and_its_outcome_colour(qtbot, tmp_path):
+    """A replay's end words ("stopped at step 2 of 3") are shown, and the dot keeps the stopped colour."""
+    writer = TrajectoryWriter.create(tmp_path, "ok, cancel, save")
+    detail = "routine 'three' stopped at step 2 of 3 (1 of its 3 steps ran and was checked): stopped by the user"
+    writer.finish("stopped", detail, steps=1, summary="stopped at step 2 of 3")
+    window = HistoryWindow(tmp_path)
+    qtbot.addWidget(window)
+    item = window.sessions.item(0)
+    assert " · stopped at step 2 of 3 · 1 step" in item.text() and detail[:60] in item.text()
+    dot = item.data(QtCore.Qt.ItemDataRole.DecorationRole).toImage()
+    centre = dot.pixelColor(dot.width() // 2, dot.height() // 2)
+    assert centre.name() == OUTCOME_COLOURS["stopped"]

@@ -117,6 +117,15 @@ def _wayland_choice(env: Mapping[str, str], session: str) -> BackendChoice:
     return BackendChoice("wayland", f"{session}; {named}", desktop)
 
 
+def unknown_desktop_notice(desktop: str) -> str:
+    """What the portal path tells the user on a desktop it does not know (one neither GNOME nor KDE)."""
+    named = f"This desktop ({desktop})" if desktop else "This desktop (XDG_CURRENT_DESKTOP is unset)"
+    return (
+        f"{named} is not one Holodesk knows: it tries the desktop portal's RemoteDesktop, which GNOME and "
+        "KDE offer and wlroots desktops do not (on sway Holodesk uses grim and wtype: HOLODESK_BACKEND=wlroots)."
+    )
+
+
 def restore_token_path() -> Path:
     """Where the portal's ScreenCast restore token is kept (the user's state folder)."""
     from platformdirs import user_state_path
@@ -181,6 +190,8 @@ def create_backends(
         from holodesk.automation.wayland.capture import WaylandCapture
         from holodesk.automation.wayland.session import RestoreTokenStore, WaylandSession
 
+        if notify and chosen.desktop.lower() not in PORTAL_DESKTOPS:
+            notify(unknown_desktop_notice(chosen.desktop))
         session = WaylandSession(RestoreTokenStore(token_path or restore_token_path()), notify)
         return Backends(WaylandCapture(session), InputPerformer(PortalInput(session)))
 

@@ -7,11 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from holodesk.automation.backends import BackendSettingError, choose_backend
+from holodesk.automation.backends import (
+    WLROOTS_NOTICE,
+    BackendChoice,
+    BackendSettingError,
+    choose_backend,
+    create_backends,
+    unknown_desktop_notice,
+)
 from holodesk.automation.errors import ActionError
+from holodesk.automation.input.wlroots.keyboard import WtypeKeyboard
 from holodesk.automation.wayland.keysyms import char_keysym, key_keysym, text_keysyms
 from holodesk.automation.wayland.portal import PortalError, parse_streams
 from holodesk.automation.wayland.session import RestoreTokenStore
+from holodesk.automation.wlroots.capture import GrimCapture
 
 
 @pytest.mark.parametrize(
@@ -62,6 +71,20 @@ def test_the_choice_names_the_desktop_it_found() -> None:
     )
     unnamed = choose_backend({"WAYLAND_DISPLAY": "wayland-0"}, platform="linux")
     assert unnamed.desktop == "" and "XDG_CURRENT_DESKTOP unset" in unnamed.reason
+
+
+def test_each_path_builds_its_parts_and_says_what_the_user_must_know(tmp_path: Path) -> None:
+    """Nothing is opened here (no portal, no grim): only what was built and what was said."""
+    notices: list[str] = []
+    wlroots = create_backends(notices.append, choice=BackendChoice("wlroots", "test", "sway"))
+    assert isinstance(wlroots.capture, GrimCapture) and isinstance(wlroots.performer.backend, WtypeKeyboard)
+    assert notices == [WLROOTS_NOTICE]
+    notices.clear()
+    create_backends(notices.append, choice=BackendChoice("wayland", "test", "GNOME"), token_path=tmp_path / "t")
+    assert notices == []  # a known portal desktop: the portal's own consent explanation comes at the first grab
+    create_backends(notices.append, choice=BackendChoice("wayland", "test", "mystery"), token_path=tmp_path / "t")
+    assert notices == [unknown_desktop_notice("mystery")]
+    assert "mystery" in notices[0] and "HOLODESK_BACKEND=wlroots" in notices[0]
 
 
 def test_other_platforms_keep_mss_and_pyautogui() -> None:

@@ -7,6 +7,11 @@ model's screenshots are checked to be the sway output's size and to show the Qt 
 they came from grim; the typed text is read back from the Qt field (its `enter` event carries the
 field's whole content). The click is proposed at the field: the run must say, before any approval is
 asked for it, that pointer actions are not available on wlroots, and the field must get no click.
+
+The same sway described as an unknown compositor (no SWAYSOCK, XDG_CURRENT_DESKTOP=mystery), with the
+real xdg-desktop-portal in a D-Bus session of the command's own (dbus-run-session), takes the portal
+path; Debian 12's portal answers there through its GNOME backend, which then refuses: the run must
+end in words before anything is typed.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import pytest
 from bench.rigs.fake_openai_server import Completion, FakeOpenAIServer
 from bench.rigs.sway_stack import OUTPUT_SIZE, SwayStack
 from holodesk.automation.actions import Point
-from holodesk.automation.backends import WLROOTS_NOTICE
+from holodesk.automation.backends import WLROOTS_NOTICE, unknown_desktop_notice
 from holodesk.automation.coords import Rect
 from holodesk.automation.input.wlroots.keyboard import POINTER_NOT_WIRED
 from holodesk.automation.trajectory import iter_session_folders, read_session
@@ -52,6 +57,7 @@ def test_holodesk_run_types_on_sway_and_refuses_a_click_before_approval(
     sway_stack: SwayStack, sway_target: SwayTarget, tmp_path: Path
 ) -> None:
     sway_target.clear()
+    before = len(sway_target.seen)
     screen = Rect(0, 0, *OUTPUT_SIZE)
     x, y, width, height = sway_target.ready["layout"]["field"]
     field = model_point(Point(x + width // 2, y + height // 2), screen)
@@ -86,7 +92,7 @@ def test_holodesk_run_types_on_sway_and_refuses_a_click_before_approval(
     assert "Step 2 proposes:" not in out and out.count("[a]pprove") == 1, out  # only the typing was asked
     assert done.returncode != 0, out + err
     sway_target.clear()  # the window has handled everything sent before this command
-    assert [e for e in sway_target.seen if e.get("event") in ("press", "release", "double_click")] == []
+    assert [e for e in sway_target.seen[before:] if e.get("event") in ("press", "release", "double_click")] == []
 
     (folder,) = iter_session_folders(tmp_path / "sessions")
     session = read_session(folder)
@@ -94,3 +100,27 @@ def test_holodesk_run_types_on_sway_and_refuses_a_click_before_approval(
     typed, click = session.steps
     assert typed["result"]["ok"] and typed["image_size"] == list(OUTPUT_SIZE)
     assert "result" not in click and POINTER_NOT_WIRED in click["error"]  # recorded as refused, not performed
+
+
+def test_holodesk_run_on_an_unknown_compositor_is_refused_in_words(
+    sway_stack: SwayStack, sway_target: SwayTarget, tmp_path: Path
+) -> None:
+    sway_target.clear()
+    before = len(sway_target.seen)
+    env = run_env(sway_stack, tmp_path)
+    env.pop("SWAYSOCK")
+    env["XDG_CURRENT_DESKTOP"] = "mystery"
+    with FakeOpenAIServer(api_key="sk-test") as server:
+        server.queue(Completion(text=holotron("write_desktop", content="never typed", press_enter=True)))
+        done = subprocess.run(
+            ["dbus-run-session", "--", *HOLODESK_COMMAND, "run", "Type", "--backend", "remote", "--base-url",
+             server.base_url, "--sessions", str(tmp_path / "sessions")],
+            input="a\n", capture_output=True, text=True, env=env, timeout=180,
+        )  # fmt: skip
+    out, err = done.stdout, done.stderr
+    assert done.returncode != 0, out + err
+    assert unknown_desktop_notice("mystery") in err, err  # before the portal is asked
+    assert "error: the desktop portal could not share the screen" in err, err
+    assert "[a]pprove" not in out, out  # nothing was proposed to the user
+    sway_target.clear()
+    assert [e for e in sway_target.seen[before:] if e.get("event") in ("key", "text", "enter")] == []

@@ -59,8 +59,9 @@ def wait_for_settle(
     poll_s: float,
     sleep: Callable[[float], object] = time.sleep,
     on_candidate: Callable[[ScreenFrame], object] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[ScreenFrame, bool]:
-    """Grab until two consecutive frames are identical or `timeout_s` passes.
+    """Grab until two consecutive frames, begun `poll_s` apart, are identical or `timeout_s` passes.
 
     Returns a frame of the settled screen and whether it settled. `sleep` may raise to abort (the
     engine passes its cancel token's sleep), so a stop is honoured while waiting. Each frame that
@@ -69,11 +70,15 @@ def wait_for_settle(
     candidate, is returned: its pixels are the later one's, and the work on it is already done.
     """
     deadline = time.monotonic() + timeout_s
+    grabbed = clock()
     previous = grab()
     while time.monotonic() < deadline:
         if on_candidate is not None:
             on_candidate(previous)
-        sleep(poll_s)
+        # One poll from the start of one grab to the start of the next: the grab's own time and the
+        # candidate's hand-over are part of the wait, not added to it.
+        sleep(max(0.0, poll_s - (clock() - grabbed)))
+        grabbed = clock()
         current = grab()
         if current.same_pixels(previous):
             return previous, True

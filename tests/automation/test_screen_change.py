@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.loop_guard import LoopGuard
@@ -104,3 +105,22 @@ def test_a_fingerprint_of_a_small_frame_has_at_most_one_cell_per_sampled_pixel()
     assert cells.shape == (2, 2)
     assert np.allclose(cells, 20.0)
     assert fingerprint(tiny).looks_like(fingerprint(solid_frame(7, 5, (10, 20, 30))))
+
+
+def test_settle_waits_one_poll_from_the_start_of_one_grab_to_the_start_of_the_next():
+    now = [0.0]
+    frames = iter([solid_frame(colour=(1, 1, 1)), solid_frame(colour=(2, 2, 2)), solid_frame(colour=(2, 2, 2))])
+
+    def grab():  # type: ignore[no-untyped-def]
+        now[0] += 0.004  # each grab takes 4 ms
+        return next(frames)
+
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    frame, settled = wait_for_settle(grab, timeout_s=5, poll_s=0.01, sleep=sleep, clock=lambda: now[0])
+    assert settled and frame.pixel_rgb(0, 0) == (2, 2, 2)
+    assert sleeps == pytest.approx([0.006, 0.006])  # the grab's own 4 ms count towards the 10 ms poll

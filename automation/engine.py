@@ -209,7 +209,9 @@ class StepEngine:
             outcome, detail = Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}"
         self._release_input()
         detail += _unconfirmed_words(self._unconfirmed)
-        if writer is not None:
+        # With close_record_later the last screenshots and the end line are written after run() returns.
+        later = self.settings.close_record_later
+        if writer is not None and later is None:
             outcome, detail = self._confirm_recording(writer, outcome, detail)
         outcome, detail = self._stop_until_the_close(outcome, detail)
         summary: dict[str, str] = {}
@@ -217,11 +219,39 @@ class StepEngine:
             said = self.policy.end_words(outcome.value, detail)
             detail, summary = said.detail, {"summary": said.summary}
         result = RunResult(outcome, detail, step, writer.folder if writer else None)
-        if writer is not None:
+        if writer is not None and later is not None:
+            later(self._closing(writer, result, summary))
+        elif writer is not None:
             writer.finish(outcome.value, detail, steps=step, **summary)
         self._runs_finished += 1
         self._emit(EngineState.FINISHED, step, detail, result)
         return result
+
+    def _closing(self, writer: TrajectoryWriter, result: RunResult, summary: dict[str, str]) -> Callable[[], None]:
+        """The record's closing for EngineSettings.close_record_later: wait for the last screenshots, then
+        write the end line (an error, in words, when one could not be written, and TrajectoryWriteError).
+
+        Every step that acted is on disk already, its screenshot included (written ahead of its action),
+        and its result line is flushed: what is left are the final answer's screenshot and the end line.
+        """
+        outcome, detail, steps = result.outcome, result.detail, result.steps
+        recording_failed = self._recording_failed
+        wait_s = self.settings.screenshot_wait_s
+
+        def close() -> None:
+            try:
+                writer.confirm_screenshots(wait_s)
+            except TrajectoryWriteError as exc:
+                if recording_failed:  # the run ended for it and said so
+                    log.error("%s", exc)
+                    writer.finish(outcome.value, detail, steps=steps, **summary)
+                    return
+                incomplete = f"{exc}; the run had ended ({outcome.value}: {detail}) but its record is incomplete"
+                writer.finish(Outcome.ERROR.value, incomplete, steps=steps, **summary)
+                raise
+            writer.finish(outcome.value, detail, steps=steps, **summary)
+
+        return close
 
     def _stop_until_the_close(self, outcome: Outcome, detail: str) -> tuple[Outcome, str]:
         """A stop is a stop until the session closes: one asked after the last step (a signal while the

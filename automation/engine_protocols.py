@@ -8,7 +8,7 @@ and the tests import these from here; the loop itself is `StepEngine` in automat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -212,6 +212,11 @@ class EngineSettings:
     # Wait for the screen to settle before the first step (a routine is often started as a window
     # opens; its first target is looked for on the settled screen, which the session records).
     settle_first: bool = False
+    # None: run() returns once its record is closed. Otherwise run() hands the closing (waiting for the
+    # last screenshots, which no input depends on, and writing the end line) to this, which must do it
+    # before the next run starts and before the process exits; the closing raises TrajectoryWriteError,
+    # in words, when the record could not be completed. The MCP server's `act` uses it.
+    close_record_later: Callable[[Callable[[], None]], None] | None = None
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:

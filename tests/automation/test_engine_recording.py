@@ -416,3 +416,43 @@ def test_a_step_record_names_its_picture_settings_and_everything_the_proposal_sa
     }
     # A proposal without them records none of the optional keys.
     assert not {"element", "task_asked", "rejected_answers", "grounding"} & session.steps[1].keys()
+
+
+def test_a_run_may_hand_its_records_closing_to_be_done_after_it_returns(tmp_path):
+    handed: list = []
+    policy = ListPolicy([Click(Point(1, 1)), Done("all done")])
+    engine, performer, events = make_engine(
+        policy, ScriptedApprover(), tmp_path=tmp_path, close_record_later=handed.append
+    )
+    result = engine.run("click once")
+    assert performer.executed == [Click(Point(1, 1))]
+    assert (result.outcome, result.detail) == (Outcome.DONE, "all done")
+    assert events[-1].state is EngineState.FINISHED and events[-1].result == result
+    (close,) = handed
+    session = read_session(result.folder)
+    assert session.end is None  # the end line waits for the closing
+    assert session.steps[0]["result"]["ok"]  # the step that acted is whole already
+    close()
+    session = read_session(result.folder)
+    assert session.end is not None and (session.end["outcome"], session.end["steps"]) == ("done", 1)
+    assert all((result.folder / step["screenshot"]).is_file() for step in session.steps)
+
+
+def test_a_closing_handed_over_says_in_words_and_on_disk_when_the_record_is_incomplete(tmp_path):
+    handed: list = []
+    policy = ListPolicy([Click(Point(1, 1)), Done("all done")])
+    performer = LateFolderRemovingPerformer(tmp_path)
+    engine, _, _ = make_engine(
+        policy, ScriptedApprover(), performer, tmp_path=tmp_path, close_record_later=handed.append
+    )
+    result = engine.run("click once")
+    assert result.outcome is Outcome.DONE
+    (close,) = handed
+    try:
+        close()
+        raise AssertionError("an incomplete record was closed without a word")
+    except TrajectoryWriteError as exc:
+        assert "cannot record the session" in str(exc) and "No such file" in str(exc)
+    session = read_session(result.folder)
+    assert session.end is not None and session.end["outcome"] == "error"
+    assert "the run had ended (done: all done) but its record is incomplete" in session.end["detail"]

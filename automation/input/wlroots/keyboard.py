@@ -15,8 +15,9 @@ backend serves sway and says so on other wlroots desktops.
 
 The pointer, as found so far: per-call tools do not serve. wlroots' example `virtual-pointer`
 (libwlroots-examples) sent a move and a click to a full-screen Qt window on headless sway with
-success and the window saw nothing: each call's device is gone before the client binds a pointer
-(sway's seat lists no device afterwards). So one virtual pointer must live for the whole run;
+success and the window saw nothing, likely because each call's device is gone before the client
+binds a pointer to it (sway's seat then lists no device; not verified further). So one virtual
+pointer should live for the whole run;
 pywayland (PyPI) installs here, but Debian 12 ships no wlr-virtual-pointer-unstable-v1.xml to
 generate its binding from (no wlr-protocols package; libwlroots-dev has only C headers).
 """

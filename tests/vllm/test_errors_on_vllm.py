@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -108,11 +109,20 @@ class DyingProxy:
     ended first is a text), and the retries raced the API server, which outlives its engine for a
     while: still listening, it took a retry and sent nothing (a timeout after 60 s, seen with the
     port left open on purpose); answering 500s it read as "kept failing"; gone, as a crash.
+
+    The engine is paused (`pause`) as soon as the answer's first bytes arrive and let run only in
+    short steps (`step`) while the point is still ahead: on a loaded fresh machine the API server
+    was starved while its engine wrote all 30,000 tokens, vLLM merged them into a few large events,
+    and the kill at the fifth event came after an answer that was already whole.
     """
 
-    def __init__(self, upstream_port: int, kill: Callable[[], None]) -> None:
+    def __init__(
+        self, upstream_port: int, kill: Callable[[], None], pause: Callable[[], None], step: Callable[[], None]
+    ) -> None:
         self.upstream_port = upstream_port
         self.kill = kill
+        self.pause = pause
+        self.step = step
         self.killed = threading.Event()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
@@ -153,8 +163,10 @@ class DyingProxy:
 
     def _relay(self, upstream: socket.socket, client: socket.socket, *, count_events: bool) -> None:
         received = b""  # the answer so far, while the point is still ahead
-        while data := upstream.recv(65536):
+        while data := self._receive(upstream, paced=bool(received) and not self.killed.is_set()):
             if count_events and not self.killed.is_set():
+                if not received:
+                    self.pause()
                 received += data
                 if received.count(EVENT) >= EVENTS_BEFORE_DEATH + 1:
                     # The events before the point go to the backend; the rest only after the kill.
@@ -165,6 +177,23 @@ class DyingProxy:
                     self.killed.set()
                     self.kill()
             client.sendall(data)
+
+    def _receive(self, upstream: socket.socket, *, paced: bool) -> bytes:
+        """The server's next bytes; while the point is ahead and nothing comes, the paused engine takes a step."""
+        if not paced:
+            return upstream.recv(65536)
+        deadline = time.monotonic() + 120
+        upstream.settimeout(0.1)
+        try:
+            while True:
+                try:
+                    return upstream.recv(65536)
+                except TimeoutError:
+                    if time.monotonic() > deadline:
+                        raise
+                    self.step()
+        finally:
+            upstream.settimeout(None)
 
 
 def _start_of(data: bytes, marker: bytes, number: int) -> int:
@@ -208,15 +237,27 @@ def _with_length(head: bytes, length: int) -> bytes:
 
 
 def test_a_server_that_dies_mid_answer_is_reported_as_a_crash(doomed_server: VllmServer) -> None:
-    def kill_the_engine() -> None:
-        engine = descendants(doomed_server.pid)
-        assert engine, "the server has no engine process to kill"
+    engine = descendants(doomed_server.pid)
+    assert engine, "the server has no engine process to kill"
+
+    def signal_the_engine(number: signal.Signals) -> None:
         for pid in engine:
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, number)
+
+    def step_the_engine() -> None:
+        signal_the_engine(signal.SIGCONT)
+        time.sleep(0.02)  # a token or so on this tiny model, or a slice of its prefill
+        signal_the_engine(signal.SIGSTOP)
 
     port = urlsplit(doomed_server.base_url).port
     assert port is not None
-    proxy = DyingProxy(port, kill_the_engine)
+    proxy = DyingProxy(
+        port,
+        kill=lambda: signal_the_engine(signal.SIGKILL),
+        pause=lambda: signal_the_engine(signal.SIGSTOP),
+        step=step_the_engine,
+    )
     try:
         backend = RemoteBackend(proxy.base_url, api_key="", read_timeout_s=60)
         outcome: dict[str, BaseException | str] = {}
@@ -226,6 +267,7 @@ def test_a_server_that_dies_mid_answer_is_reported_as_a_crash(doomed_server: Vll
             outcome["error"] = exc
     finally:
         proxy.close()
+        signal_the_engine(signal.SIGCONT)  # a failure before the point leaves no engine paused for the teardown
 
     assert proxy.killed.is_set(), f"the answer ended before event {EVENTS_BEFORE_DEATH + 1}: {outcome} {proxy.problems}"
     error = outcome.get("error")

@@ -505,12 +505,13 @@ def _settled_dialog(
 
 
 def answer_consent(
-    remote: object, *, share: bool = True, allow_interaction: bool = True, timeout_s: float = 30.0
+    remote: object, *, share: bool = True, allow_interaction: bool = True, timeout_s: float = 90.0
 ) -> None:
     """Answer the portal's 'Remote desktop' dialog once it shows, as a user would, with mutter's pointer.
 
     `remote` is a bench.rigs.mutter_remote.MutterRemote. Raises StackError if the dialog never
-    shows or does not react.
+    shows or does not react. The wait ends once the dialog is drawn; its bound is long because a
+    loaded fresh machine once took over 30 s to start the portal and show it.
     """
 
     assert isinstance(remote, MutterRemote)

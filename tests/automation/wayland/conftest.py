@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bench.rigs.gnome_stack import GnomeStack, answer_consent
+from bench.rigs.gnome_stack import GnomeStack, StackError, answer_consent
 from bench.rigs.mutter_remote import MutterRemote
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.input.performer import InputPerformer
@@ -25,6 +25,10 @@ from holodesk.automation.input.portal.backend import PortalInput
 from holodesk.automation.wayland.session import RestoreTokenStore, WaylandSession
 from tests.support.gnome_session import inside_gnome_session
 from tests.support.line_process import LineProcess
+
+# The portal waits this long for the user's answer: longer than answer_consent waits for the dialog
+# to show, which on a loaded fresh machine (the portal's first start) took over 30 s.
+CONSENT_TIMEOUT_S = 120
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +58,11 @@ def start_with_answer(session: WaylandSession, answer: Callable[[], None]) -> Ba
 
     worker = threading.Thread(target=start, daemon=True)
     worker.start()
-    answer()
+    try:
+        answer()
+    except StackError as exc:  # a session that failed first explains a dialog that never showed
+        worker.join(1)
+        raise StackError(f"{exc}; the portal session: {failure[0] if failure else 'still waiting'}") from exc
     worker.join(30)
     assert not worker.is_alive(), "the portal session did not finish starting within 30 s of the answer"
     return failure[0] if failure else None
@@ -66,8 +74,11 @@ def session(
 ) -> Iterator[tuple[WaylandSession, list[str]]]:
     notices: list[str] = []
     store = RestoreTokenStore(tmp_path_factory.mktemp("state") / "token")
-    wayland = WaylandSession(store, notices.append, consent_timeout_s=60)
-    error = start_with_answer(wayland, lambda: answer_consent(mutter_remote))
+    wayland = WaylandSession(store, notices.append, consent_timeout_s=CONSENT_TIMEOUT_S)
+    try:
+        error = start_with_answer(wayland, lambda: answer_consent(mutter_remote))
+    except StackError as exc:
+        pytest.fail(f"{exc}\n{gnome_stack.log_tail()}", pytrace=False)
     if error is not None:
         pytest.fail(f"the portal session did not start: {error}\n{gnome_stack.log_tail()}", pytrace=False)
     try:

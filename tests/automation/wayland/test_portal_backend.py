@@ -34,7 +34,7 @@ from holodesk.automation.wayland.session import (
     RestoreTokenStore,
     WaylandSession,
 )
-from tests.automation.wayland.conftest import WaylandTarget, start_with_answer
+from tests.automation.wayland.conftest import CONSENT_TIMEOUT_S, WaylandTarget, start_with_answer
 from tests.support.input_conformance import CASES, FENCE, Case, Field, run_case
 from tests.support.pointer_conformance import (
     FENCE_OFFSET,
@@ -55,7 +55,7 @@ KEYS_LOG = "holodesk.automation.input.portal.backend"  # where how the keys went
 
 def test_refusing_the_dialog_says_so(gnome_stack: GnomeStack, mutter_remote: MutterRemote, tmp_path: Path) -> None:
     notices: list[str] = []
-    refused = WaylandSession(RestoreTokenStore(tmp_path / "token"), notices.append, consent_timeout_s=60)
+    refused = WaylandSession(RestoreTokenStore(tmp_path / "token"), notices.append, consent_timeout_s=CONSENT_TIMEOUT_S)
     error = start_with_answer(refused, lambda: answer_consent(mutter_remote, share=False))
     assert isinstance(error, CaptureError)
     assert str(error) == CONSENT_REFUSED
@@ -360,7 +360,9 @@ def test_sharing_without_remote_interaction_sees_but_refuses_to_act(
     gnome_stack: GnomeStack, mutter_remote: MutterRemote, wayland_target: WaylandTarget, tmp_path: Path
 ) -> None:
     notices: list[str] = []
-    view_only = WaylandSession(RestoreTokenStore(tmp_path / "token"), notices.append, consent_timeout_s=60)
+    view_only = WaylandSession(
+        RestoreTokenStore(tmp_path / "token"), notices.append, consent_timeout_s=CONSENT_TIMEOUT_S
+    )
     error = start_with_answer(view_only, lambda: answer_consent(mutter_remote, allow_interaction=False))
     try:
         assert error is None, error

@@ -26,8 +26,7 @@ from holodesk.automation.input.portal.backend import PortalInput
 from holodesk.automation.wayland.capture import WaylandCapture
 from holodesk.automation.wayland.portal import SHARING_STOPPED
 from holodesk.automation.wayland.session import WaylandSession
-from tests.automation.wayland.conftest import WaylandTarget
-from tests.automation.wayland.test_portal_backend import start_with_answer
+from tests.automation.wayland.conftest import CONSENT_TIMEOUT_S, WaylandTarget, start_with_answer
 from tests.support.wayland_target import PAD_COLOUR
 
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
@@ -54,7 +53,7 @@ def rotate_the_monitor(stack: GnomeStack) -> None:
 
 @pytest.fixture(scope="module")
 def session(gnome_stack: GnomeStack, mutter_remote: MutterRemote) -> Iterator[WaylandSession]:
-    wayland = WaylandSession(consent_timeout_s=60)
+    wayland = WaylandSession(consent_timeout_s=CONSENT_TIMEOUT_S)
     error = start_with_answer(wayland, lambda: answer_consent(mutter_remote))
     if error is not None:
         pytest.fail(f"the portal session did not start: {error}\n{gnome_stack.log_tail()}", pytrace=False)

@@ -278,6 +278,12 @@ def check_hotkeys(probe: Callable[[], int] | None = None) -> CheckResult:
 def screen_size() -> tuple[int, int]:
     """The first monitor's size in pixels (what a task's screenshots have), 1920x1080 when unknown."""
 
+    if wlroots_backend_chosen():
+        try:
+            rect = sway_monitors()[0].rect
+        except (AutomationError, IndexError):
+            return DEFAULT_SCREEN  # the monitors line says why
+        return (rect.width, rect.height)
     if not (os.environ.get("DISPLAY") and x11_backend_chosen()):
         return DEFAULT_SCREEN
     capture = ScreenCapture()
@@ -288,6 +294,13 @@ def screen_size() -> tuple[int, int]:
         return DEFAULT_SCREEN
     finally:
         capture.close()
+
+
+def wlroots_backend_chosen() -> bool:
+    try:
+        return choose_backend().name == "wlroots"
+    except AutomationError:
+        return False  # the backend line says what is wrong with HOLODESK_BACKEND
 
 
 def x11_backend_chosen() -> bool:

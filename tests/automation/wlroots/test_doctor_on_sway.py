@@ -59,6 +59,7 @@ def test_doctor_names_sway_the_wlroots_path_and_what_works(sway_stack: SwayStack
     assert code == 0 and "FAIL" not in report, report  # sway with grim and wtype: ready
     assert "wlroots desktop (sway): capture through grim (screencopy), typing through wtype" in report, report
     assert "sway reports 1: HEADLESS-1 1024x768" in report, report
+    assert "a 30-step task on a 1024x768 screen" in report, report  # the context check sizes sway's screen
     assert "grim found (screenshots)" in report and "wtype found (typing)" in report, report
     assert "text and keys through the virtual keyboard" in report, report
     assert POINTER_NOT_WIRED in line(report, "pointer"), report

@@ -9,13 +9,16 @@ meant for the agent, what became of the step.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.mcp.act_arguments import ActRequest, ScreenSize
+from holodesk.app.mcp.record_closer import RecordCloser
 from holodesk.automation.actions import Done
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import ImagePixelSpace
@@ -32,6 +35,9 @@ from holodesk.automation.engine_protocols import (
 )
 from holodesk.automation.proposal import EndRun, PastStep, Proposal
 from holodesk.automation.screen import ScreenFrame
+from holodesk.automation.trajectory import SCREENSHOT_WAIT_S
+
+log = logging.getLogger(__name__)
 
 SKIPPED = "the person skipped this step: nothing was done"
 STOPPED_AT_APPROVAL = "the person stopped this step: nothing was done"
@@ -39,6 +45,10 @@ STOPPED_WHILE_ACTING = "the step was stopped while it was being performed: it ma
 CLIENT_CANCELLED = "stopped: the MCP client cancelled the step"
 NO_CHANGE = "the screen did not visibly change afterwards"
 BUSY = "another step is already waiting for the person or running: send one step at a time"
+RECORD_INCOMPLETE = "the previous step's session record could not be completed"
+# The screen counts as settled after an act once two grabs begun this far apart agree (within the timeout).
+SETTLE_POLL_S = 0.05
+SETTLE_TIMEOUT_S = 2.0
 # The run's end once the step is over (the session's last line says it).
 STEP_RAN = "the agent's step ran"
 STEP_SKIPPED = "the agent's step was skipped by the person"
@@ -126,6 +136,12 @@ class RunHandle:
         if engine is not None:
             _stop(engine, reason)
 
+    @property
+    def stopped(self) -> bool:
+        """Whether a stop was asked for this run."""
+        with self._lock:
+            return self._reason is not None
+
     def attach(self, engine: StepEngine) -> None:
         """The run's engine, about to run (a stop asked before now applies to it)."""
         with self._lock:
@@ -143,12 +159,16 @@ def _stop(engine: StepEngine, reason: str) -> None:
 class StepRunner:
     """Runs one engine run at a time on this desk (an `act`'s step, a routine); each run has a RunHandle."""
 
-    def __init__(self, parts: DeskParts, settle_timeout_s: float = 2.0, settle_poll_s: float = 0.05) -> None:
+    def __init__(
+        self, parts: DeskParts, settle_timeout_s: float = SETTLE_TIMEOUT_S, settle_poll_s: float = SETTLE_POLL_S
+    ) -> None:
         self.parts = parts
         self.settle_timeout_s = settle_timeout_s
         self.settle_poll_s = settle_poll_s
         self._lock = threading.Lock()  # held for a whole run: one at a time on this desk
         self._current: RunHandle | None = None
+        # An act's record is closed after its answer (app/mcp/record_closer.py), before any next run.
+        self.records = RecordCloser()
 
     def busy(self) -> bool:
         return self._lock.locked()
@@ -157,6 +177,15 @@ class StepRunner:
         """Run the step to its end (blocks until the person has answered and the action ran)."""
         proposer = OneStepProposer(request, screen, client)
         seen = _Seen()
+        handle = handle or RunHandle()
+
+        def close_later(close: Callable[[], None]) -> None:
+            self.records.later(close)
+            if handle.stopped:  # a stopped step's answer waits for its record, as a stop always did
+                try:
+                    self.records.join(SCREENSHOT_WAIT_S)
+                except TimeoutError as exc:  # said again, in words, before the next run starts
+                    log.error("%s", exc)
 
         def build() -> StepEngine:
             return StepEngine(
@@ -173,6 +202,7 @@ class StepRunner:
                     keep_screenshots=1,
                     trajectory_root=self.parts.sessions,
                     session_meta={"backend": "mcp", "mcp_client": client},
+                    close_record_later=close_later,
                 ),
                 listener=_step_listener(seen),
             )
@@ -187,6 +217,7 @@ class StepRunner:
             raise StepBusy(BUSY)
         handle = handle or RunHandle()
         try:
+            self._records_closed(SCREENSHOT_WAIT_S)
             self._current = handle
             engine = build()
             handle.attach(engine)
@@ -196,11 +227,27 @@ class StepRunner:
             self._lock.release()
 
     def wait_idle(self, timeout_s: float) -> bool:
-        """Wait (bounded) until no run is going on; True when none is."""
+        """Wait (bounded) until no run is going on and every record is closed; True when so. A record
+        that could not be completed has been logged already (the server is ending: no step to refuse)."""
+        deadline = time.monotonic() + timeout_s
         if not self._lock.acquire(timeout=timeout_s):
             return False
-        self._lock.release()
+        try:
+            self.records.flush(max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            return False
+        finally:
+            self._lock.release()
         return True
+
+    def _records_closed(self, timeout_s: float) -> None:
+        """The earlier runs' records, closed before a new run starts; RecordIncomplete in words if not."""
+        try:
+            failures = self.records.flush(timeout_s)
+        except TimeoutError as exc:
+            failures = [str(exc)]
+        if failures:
+            raise RecordIncomplete(f"{RECORD_INCOMPLETE}: {'; '.join(failures)}")
 
     def stop(self, reason: str = CLIENT_CANCELLED) -> None:
         """Stop whichever run is going on (any thread; nothing when none is)."""
@@ -211,6 +258,10 @@ class StepRunner:
 
 class StepBusy(HolodeskAppError):
     """A second `act` while one is still with the person."""
+
+
+class RecordIncomplete(HolodeskAppError):
+    """An earlier run's session record could not be completed: the next run does not start (said once)."""
 
 
 @dataclass

@@ -26,7 +26,7 @@ from holodesk.app.mcp import tools
 from holodesk.app.mcp.act_arguments import BadToolInput, read_act
 from holodesk.app.mcp.agent_task import PolicyUnavailable
 from holodesk.app.mcp.desk import Desk
-from holodesk.app.mcp.one_step import BUSY, RunHandle, StepBusy, StepReport
+from holodesk.app.mcp.one_step import BUSY, RecordIncomplete, RunHandle, StepBusy, StepReport
 from holodesk.app.mcp.progress import send_progress
 from holodesk.app.mcp.routine_run import read_routine_arguments
 from holodesk.automation.engine_protocols import EngineEvent
@@ -210,6 +210,8 @@ class DeskServer:
             raise MCPError(INVALID_PARAMS, BUSY)
         if isinstance(report, BadToolInput):
             raise MCPError(INVALID_PARAMS, f"{tool}: {report}; nothing was done")
+        if isinstance(report, RecordIncomplete):
+            return _text(f"{tool}: {report}; nothing was done", error=True)
         if isinstance(report, PolicyUnavailable):
             return _text(f"{tool}: the model is not available: {report}; nothing was done", error=True)
         if isinstance(report, BaseException):

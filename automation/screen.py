@@ -126,12 +126,11 @@ def _x11_scale() -> float | None:
     """Xft.dpi / 96 where an X resource database sets it; X11 has no per-monitor scale."""
     try:
         from Xlib import display as xdisplay
-        from Xlib import error as xerror
     except ImportError:
         return None
     try:
         connection = xdisplay.Display()
-    except (xerror.DisplayError, OSError, Exception):  # python-xlib raises several kinds
+    except Exception:  # python-xlib raises DisplayError, OSError and others (xauth, protocol) here
         return None
     try:
         resources = connection.screen().root.get_full_property(connection.intern_atom("RESOURCE_MANAGER"), 0)

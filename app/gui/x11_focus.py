@@ -44,7 +44,7 @@ class FocusReturn:
             return
         try:
             connection = xdisplay.Display()
-        except (xerror.DisplayError, OSError, Exception):  # python-xlib raises several kinds
+        except Exception:  # python-xlib raises DisplayError, OSError and others (xauth, protocol) here
             return
         try:
             focus = _window_id(connection.get_input_focus().focus)
@@ -61,7 +61,7 @@ class FocusReturn:
             return False
         try:
             connection = xdisplay.Display()
-        except (xerror.DisplayError, OSError, Exception):  # python-xlib raises several kinds
+        except Exception:  # python-xlib raises DisplayError, OSError and others (xauth, protocol) here
             return False
         try:
             root = connection.screen().root.id

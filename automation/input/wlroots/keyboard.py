@@ -13,13 +13,17 @@ declares it cannot tell (the plan then refuses overwrite). Text goes out in chun
 checked between them. Monitors come from sway's IPC (`swaymsg -t get_outputs`), so for now the
 backend serves sway and says so on other wlroots desktops.
 
-The pointer, as found so far: per-call tools do not serve. wlroots' example `virtual-pointer`
-(libwlroots-examples) sent a move and a click to a full-screen Qt window on headless sway with
-success and the window saw nothing, likely because each call's device is gone before the client
-binds a pointer to it (sway's seat then lists no device; not verified further). So one virtual
-pointer should live for the whole run;
-pywayland (PyPI) installs here, but Debian 12 ships no wlr-virtual-pointer-unstable-v1.xml to
-generate its binding from (no wlr-protocols package; libwlroots-dev has only C headers).
+The pointer, as found so far (issue 45; not built): per-call tools do not serve. wlroots' example
+`virtual-pointer` (libwlroots-examples) sent a move and a click to a full-screen Qt window on headless
+sway with success and the window saw nothing: evidently each call's device is gone before the client
+binds a pointer to it. One virtual pointer kept open does serve: through pywayland 0.4.19 (PyPI, installs
+here), with zwlr_virtual_pointer_manager_v1 / zwlr_virtual_pointer_v1 declared by hand from the
+protocol's request list (Debian 12 ships no wlr-virtual-pointer-unstable-v1.xml to generate them
+from: no wlr-protocols package, libwlroots-dev has only C headers), motion_absolute over the output
+size, then button press and release each with a frame, landed exactly (307, 228 on the Qt pad), with
+a fixed 0.3 s between the move and the click (1 run). Left to do: a wait for the client's pointer
+that is not a fixed pause, the device kept for the whole run, drags and the wheel, pywayland as a
+Linux dependency, and the pointer conformance suite on sway.
 """
 
 from __future__ import annotations

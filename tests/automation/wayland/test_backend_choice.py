@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from holodesk.app.common.hotkey_path import HotkeyPath, is_wayland_session, plan_hotkeys
 from holodesk.automation.backends import (
     WLROOTS_NOTICE,
     BackendChoice,
@@ -17,6 +18,7 @@ from holodesk.automation.backends import (
 )
 from holodesk.automation.errors import ActionError
 from holodesk.automation.input.wlroots.keyboard import WtypeKeyboard
+from holodesk.automation.primary_selection import PasteUnreadable, read_primary_selection
 from holodesk.automation.wayland.keysyms import char_keysym, key_keysym, text_keysyms
 from holodesk.automation.wayland.portal import PortalError, parse_streams
 from holodesk.automation.wayland.session import RestoreTokenStore
@@ -85,6 +87,17 @@ def test_each_path_builds_its_parts_and_says_what_the_user_must_know(tmp_path: P
     create_backends(notices.append, choice=BackendChoice("wayland", "test", "mystery"), token_path=tmp_path / "t")
     assert notices == [unknown_desktop_notice("mystery")]
     assert "mystery" in notices[0] and "HOLODESK_BACKEND=wlroots" in notices[0]
+
+
+def test_a_wlroots_session_is_a_wayland_session_for_hotkeys_and_the_primary_selection() -> None:
+    """The modules that ask 'is this Wayland?' through the backend choice count wlroots as Wayland."""
+    sway = {"WAYLAND_DISPLAY": "wayland-1", "SWAYSOCK": "/tmp/s", "XDG_CURRENT_DESKTOP": "sway"}
+    assert is_wayland_session(sway, "linux")
+    plan = plan_hotkeys(probe=lambda: (_ for _ in ()).throw(PortalError("no GlobalShortcuts")), environ=sway,
+                        platform="linux")  # fmt: skip
+    assert plan.path is HotkeyPath.TRIGGER  # not pynput, which cannot hear a Wayland keyboard
+    with pytest.raises(PasteUnreadable, match="cannot read it in this session \\(a Wayland session\\)"):
+        read_primary_selection(sway, "linux")
 
 
 def test_other_platforms_keep_mss_and_pyautogui() -> None:

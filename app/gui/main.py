@@ -794,7 +794,7 @@ def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) ->
     if server is None:
         print(f"Holodesk is already running on {display_in_words()}: told it to show itself.")
         return 0
-    first_run = False and first_run_needed(loaded.path, loaded.settings.model != from_file)
+    first_run = loaded.problem is None and first_run_needed(loaded.path, loaded.settings.model != from_file)
     holodesk = HolodeskApp(loaded, tray_icon, server, first_run=first_run)
     holodesk.start()
     if platform.warning:

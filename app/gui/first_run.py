@@ -63,18 +63,20 @@ def measured_choices() -> list[Choice]:
     Holotron-12B on a GPU, then a server elsewhere."""
 
     gpus = cuda_devices()[0]
-    choices = [_offer_choice(offer) for offer in offers(total_memory_bytes(), gpus)]
+    ram = total_memory_bytes()
+    choices = [_offer_choice(offer, ram) for offer in offers(ram, gpus)]
     choices.insert(0 if _holotron_fits(gpus) else len(choices), _holotron_choice(gpus))
     return [*choices, SERVER_CHOICE]
 
 
-def _offer_choice(offer: Offer) -> Choice:
+def _offer_choice(offer: Offer, ram: int | None) -> Choice:
     width = int(offer.fit.model.config["text_config"]["hidden_size"])
     try:
         estimate = estimate_words(step_seconds(offer.fit.plan, measure(width, offer.device)), offer.device)
     except ImportError as exc:  # the package without its engine: the download is refused later, in words
         estimate = f"a step's time not measured ({exc.name or 'torch'} is not installed)"
-    mark = "recommended" if offer.recommended else ("fits" if offer.fits else "does not fit this computer")
+    too_big = f"does not fit: this computer has {gib_text(ram)} of RAM" if ram else "does not fit this computer"
+    mark = "recommended" if offer.recommended else ("fits" if offer.fits else too_big)
     label = (
         f"{offer.model.name} on the {offer.device.upper()} ({mark})\n"
         f"    {gib_text(offer.fit.plan.weights)} to download, {offer.need_words()}, {estimate}"
@@ -119,11 +121,13 @@ class FirstRunWindow(QtWidgets.QDialog):
         self._choices = list(choices)
         layout = QtWidgets.QVBoxLayout(self)
         intro = QtWidgets.QLabel(
-            "Holodesk needs a model. These fit this computer; the times were measured on it just now."
+            "Holodesk needs a model. The one that suits this computer best comes first (the step times were"
+            " measured here just now); greyed ones do not fit it."
         )
         intro.setWordWrap(True)
         layout.addWidget(intro)
         self.choice_list = QtWidgets.QListWidget()
+        self.choice_list.setSpacing(3)  # two lines a choice: a gap tells where one ends
         for choice in self._choices:
             item = QtWidgets.QListWidgetItem(choice.label)
             if not choice.enabled:
@@ -151,8 +155,8 @@ class FirstRunWindow(QtWidgets.QDialog):
         self.status.setMinimumHeight(3 * self.status.fontMetrics().lineSpacing())
         layout.addWidget(self.status)
         buttons = QtWidgets.QHBoxLayout()
-        self.download_button = QtWidgets.QPushButton("Download")
-        self.cancel_button = QtWidgets.QPushButton("Cancel")
+        self.download_button = QtWidgets.QPushButton("&Download")
+        self.cancel_button = QtWidgets.QPushButton("&Cancel")
         self.cancel_button.setEnabled(False)
         buttons.addStretch(1)
         buttons.addWidget(self.cancel_button)
@@ -174,7 +178,10 @@ class FirstRunWindow(QtWidgets.QDialog):
     def _choice_changed(self, row: int) -> None:
         server = 0 <= row < len(self._choices) and self._choices[row].is_server
         self.url_row.setVisible(server)
-        self.download_button.setText("Check and use" if server else "Download")
+        if server:  # a cancelled download's bar and words are not about the server
+            self.progress.setVisible(False)
+            self.status.setText("")
+        self.download_button.setText("Check and &use" if server else "&Download")
         if server:
             self.url_field.setFocus()
 
@@ -240,7 +247,7 @@ class FirstRunWindow(QtWidgets.QDialog):
 
     def _done(self) -> None:
         self.chosen = True
-        self.download_button.setText("Close")
+        self.download_button.setText("&Close")
         self.download_button.clicked.disconnect()
         self.download_button.clicked.connect(self.accept)
         self.download_button.setEnabled(True)

@@ -239,12 +239,11 @@ class HolodeskApp(QtCore.QObject):
     def open_first_run(self) -> None:
         """The first-run window (a model that fits this computer, or a server elsewhere); raised if open."""
         if self.first_run_window is None:
-            self._show(StatusLine(AppState.LOADING, "measuring this computer for the first-run choice"))
             window = FirstRunWindow(measured_choices(), current_profile=self.settings.model.profile)
             window.finished_setup.connect(self._on_first_run_setup)
             window.finished.connect(self._on_first_run_closed)
             self.first_run_window = window
-            self._show(StatusLine(AppState.WAITING, "waiting for your choice of a model (the first-run window)"))
+            self._show(StatusLine(AppState.ASKING, "choose a model in the first-run window"))
         self.first_run_window.show()
         self.first_run_window.raise_()
         self.first_run_window.activateWindow()

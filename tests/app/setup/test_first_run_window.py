@@ -163,9 +163,9 @@ def test_a_server_url_is_checked_on_the_spot_and_saved_only_once_it_answered(qtb
     window = FirstRunWindow([*CHOICES, SERVER_CHOICE], current_profile="holo3.1")
     qtbot.addWidget(window)
     window.show()
-    assert not window.url_row.isVisible() and window.download_button.text() == "Download"
+    assert not window.url_row.isVisible() and window.download_button.text() == "&Download"
     window.choice_list.setCurrentRow(2)
-    assert window.url_row.isVisible() and window.download_button.text() == "Check and use"
+    assert window.url_row.isVisible() and window.download_button.text() == "Check and &use"
 
     def refused(text: str) -> str:
         window.url_field.setText(text)
@@ -193,7 +193,7 @@ def test_a_server_url_is_checked_on_the_spot_and_saved_only_once_it_answered(qtb
         qtbot.waitUntil(lambda: window.status.text().startswith("Ready"), timeout=WAIT_MS)
         assert [r.path for r in server.requests] == ["/v1/models"]
     window.grab().save(str(home.parent / "server-ready.png"))
-    assert window.chosen and window.download_button.text() == "Close"
+    assert window.chosen and window.download_button.text() == "&Close"
     model = tomllib.loads(settings_file(home).read_text())["model"]
     assert model["backend"] == "remote" and model["profile"] == "holo3.1"
     assert model["remote"] == {"base_url": server.base_url, "model": "Hcompany/Holo-3.1-4B"}

@@ -56,7 +56,7 @@ def test_with_a_tray_host_the_icon_shows_and_a_click_opens_the_prompt(tray_host)
         tray.send("state waiting step 3: click at (10, 20)")
         assert tray.next() == "tooltip Holodesk: waiting for your approval | step 3: click at (10, 20)"
         tray.send("menu")
-        assert tray.next() == "menu New task,Stop,Pause,Routines,History,Settings,Quit"
+        assert tray.next() == "menu New task,Stop,Pause,Routines,History,Choose a model…,Settings,Quit"
         tray.send("state paused")
         tray.next()
         tray.send("menu")

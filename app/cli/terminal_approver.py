@@ -199,6 +199,8 @@ class TerminalApprover:
         """Target not found, or effect missing: look again, go on (only when the step ran), continue with
         the agent, or quit (also at the end of input)."""
         self._say(f"\nStep {request.step.number}: {safe_text(request.problem)}")
+        if request.detail:  # how each way of looking fared: under the sentence, as the tray's details
+            self._say(f"  ({safe_text(request.detail)})")
         prompt = PROBLEM_PROMPT_RAN if request.effect_missing else PROBLEM_PROMPT
         while True:
             answer = self._ask(prompt)

@@ -269,7 +269,7 @@ class HolodeskApp(QtCore.QObject):
         self.no_model_chosen = True
         words = NO_MODEL_WORDS.format(settings=self.settings_path)
         self._show(StatusLine(AppState.ERROR, "no model chosen yet: Choose a model… in this menu"))
-        self.indicator.show_model_problem("⚠ No model chosen: open Settings, or Choose a model… below", words)
+        self.indicator.show_model_problem("⚠ No model yet: choose one", words, opens_choice=True)
         self._notify("No model chosen", words)
 
     def _start_hotkeys(self) -> None:
@@ -584,6 +584,7 @@ class HolodeskApp(QtCore.QObject):
         self.engine = engine
         self.routine_policy = policy
         self.last_routine = policy
+        self.routine_approver.replaying = policy  # its agent's steps are said to be the agent's
         self.indicator.set_running(True)
         self._start_engine_thread(engine, task_with_values(routine, policy.values))  # recorded as this run's
 
@@ -707,6 +708,8 @@ class HolodeskApp(QtCore.QObject):
             # How the replay ended in a few words: where it stopped or was handed over (the words say why).
             ended = routine.ended.summary if routine.ended is not None else title.lower()
             title = f"Routine {routine.routine.name!r}: {ended}"
+            if not routine.handed_over:  # its words count its steps already ("all 2 steps ... done")
+                words = result.detail + (f"\n{hint}" if hint else "")
             if routine.model_calls:
                 calls = routine.model_calls
                 words += f"; the model was asked {'once' if calls == 1 else f'{calls} times'}"

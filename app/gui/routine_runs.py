@@ -40,7 +40,7 @@ from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import Rect
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
-from holodesk.automation.routines.replay import ProblemChoice, ProblemRequest, RepairRequest
+from holodesk.automation.routines.replay import ProblemChoice, ProblemRequest, RepairRequest, RoutinePolicy
 from holodesk.automation.routines.routine_file import Routine, RoutineFileError, load_routine, routine_folders
 
 POLL_S = 0.02
@@ -102,11 +102,15 @@ class GuiRoutineApprover:
         self.agent = agent or self.steps  # the app's approver, for the agent's steps after a hand-over
         self._gui = GuiThreadCaller()
         self.window: QtWidgets.QMessageBox | None = None  # the problem or repair question shown now
+        self.replaying: RoutinePolicy | None = None  # the replay running now (its hand-over is said)
 
     def decide(self, request: ApprovalRequest) -> ApprovalDecision:
         grounding = request.proposal.grounding
-        if grounding is None:
-            return self.agent.decide(request)  # the agent's step, after "continue with the agent"
+        if grounding is None:  # the agent's step, after "continue with the agent": said whose it is
+            said = self.replaying.handed_over_words if self.replaying is not None else ""
+            if said:
+                request = dataclasses.replace(request, adjustment="\n".join(filter(None, [said, request.adjustment])))
+            return self.agent.decide(request)
         self.panel.bulk_allowed[request.step] = request.may_approve_all
         token = LinkedCancel(request.cancel)
         decision = self.steps.decide(
@@ -129,7 +133,9 @@ class GuiRoutineApprover:
             choices.append(("Go on", ProblemChoice.CONTINUE))
         choices += [("Continue with the agent", ProblemChoice.HAND_OVER), ("Stop", ProblemChoice.STOP)]
         title = f"Routine {request.routine.name!r}: step {request.step.number} needs you"
-        answer = self._ask(title, safe_text(request.problem), "", choices, request.cancel, None)
+        # One sentence, then what each choice does; how each way of looking fared is under Show Details.
+        text = f"{safe_text(request.problem[:1].upper() + request.problem[1:])}.\n\n{_choices_words(request)}"
+        answer = self._ask(title, text, safe_text(request.detail), choices, request.cancel, None)
         return answer if isinstance(answer, ProblemChoice) else ProblemChoice.STOP
 
     def offer_repair(self, request: RepairRequest) -> bool:
@@ -211,6 +217,22 @@ class GuiRoutineApprover:
                 done.wait(1.0)
                 return None
         return answer[0] if answer else None
+
+
+def _choices_words(request: ProblemRequest) -> str:
+    """What each of the question's buttons does, in a line each."""
+    lines = [
+        "Retry the check: look at the screen again (after you fixed it)."
+        if request.effect_missing
+        else "Look again: after you fixed the screen (brought the window back, for one)."
+    ]
+    if request.effect_missing:
+        lines.append("Go on: the step did what it should; the routine goes on with the next one.")
+    lines += [
+        "Continue with the agent: the model takes over this run, told what the routine did and what is left.",
+        "Stop: end the run here.",
+    ]
+    return "\n".join(lines)
 
 
 def hotkey_entry_words(routine: Routine, hotkeys: RoutineHotkeys, through_desktop: bool) -> str | None:

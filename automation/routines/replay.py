@@ -70,6 +70,9 @@ from holodesk.automation.trajectory import VERDICTS_KEY
 log = logging.getLogger(__name__)
 
 SETTLE_TIMEOUT_S = 3.0
+# A locator's detail up to this long, with one reason, goes into the question's sentence; a longer one
+# (how each way of looking fared) is shown apart, under the sentence or behind Show Details.
+SHORT_DETAIL = 80
 SETTLE_POLL_S = 0.05
 # Words in a target's description that make a step irreversible whatever the file says (the
 # compiler writes `irreversible = true` for them; a hand edit cannot turn that off).
@@ -93,9 +96,10 @@ class ProblemRequest:
     routine: Routine
     step: RoutineStep
     frame: ScreenFrame
-    problem: str
+    problem: str  # one sentence: what is wrong
     effect_missing: bool  # True: the step ran; CONTINUE is offered
     cancel: CancelToken
+    detail: str = ""  # how each way of looking fared, for a "details" view ("" when the sentence says it all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +300,14 @@ class RoutinePolicy:
     def handed_over(self) -> bool:
         return self._handover is not None
 
+    @property
+    def handed_over_words(self) -> str:
+        """After a hand-over, the line an agent's step is shown with: whose step it is, since where."""
+        handed = self._handed
+        if handed is None:
+            return ""
+        return f"The agent continues the routine {self.routine.name!r}, handed over {handed.where}: {handed.why}"
+
     # -- the Policy protocol ------------------------------------------------------------------------
 
     def interrupt(self) -> None:
@@ -336,12 +348,15 @@ class RoutinePolicy:
             if isinstance(found, Located):
                 located = found
                 break
-            choice = self._ask(step, frame, self._not_found_words(step, found), cancel, effect_missing=False)
+            problem, detail = self._not_found_words(step, found), found.detail
+            if ";" not in detail and len(detail) <= SHORT_DETAIL:  # one reason: said in the sentence itself
+                problem, detail = f"{problem} ({detail})", ""
+            choice = self._ask(step, frame, problem, cancel, effect_missing=False, detail=detail)
             if choice is ProblemChoice.RETRY:
                 frame = self._settled(cancel)
                 continue
             where = f"at step {step.number} of {len(self.routine.steps)}"
-            raise _HandOverNow(step.number, where, self._not_found_words(step, found))
+            raise _HandOverNow(step.number, where, self._not_found_words(step, found))  # its detail was shown
         self.records.append(
             StepRecord(
                 step.number,
@@ -611,10 +626,18 @@ class RoutinePolicy:
     # -- helpers ---------------------------------------------------------------------------------------
 
     def _ask(
-        self, step: RoutineStep, frame: ScreenFrame, problem: str, cancel: CancelToken, *, effect_missing: bool
+        self,
+        step: RoutineStep,
+        frame: ScreenFrame,
+        problem: str,
+        cancel: CancelToken,
+        *,
+        effect_missing: bool,
+        detail: str = "",
     ) -> ProblemChoice:
-        self._say(f"step {step.number} problem: {problem}")
-        choice = self.questions.problem(ProblemRequest(self.routine, step, frame, problem, effect_missing, cancel))
+        self._say(f"step {step.number} problem: {problem}" + (f" ({detail})" if detail else ""))
+        request = ProblemRequest(self.routine, step, frame, problem, effect_missing, cancel, detail)
+        choice = self.questions.problem(request)
         cancel.raise_if_cancelled()
         if choice is ProblemChoice.STOP:
             raise EndRun(f"{problem}; stopped by the user", stopped=True)
@@ -631,9 +654,10 @@ class RoutinePolicy:
         return frame
 
     def _not_found_words(self, step: RoutineStep, found: NotLocated) -> str:
+        """One sentence; how each way of looking fared is `found.detail`, shown apart (it runs long)."""
         what = step.target.element if step.target and step.target.element else f"step {step.number}'s target"
-        kind = "found in more than one place" if found.ambiguous else "not found"
-        return f"{what} was {kind} ({found.detail})"
+        kind = "found in more than one place" if found.ambiguous else "not found on the screen"
+        return f"{what} was {kind}"
 
     def _say(self, line: str) -> None:
         if self.notify is None:

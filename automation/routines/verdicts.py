@@ -31,8 +31,8 @@ def how_found(located: Located | None) -> str:
     """How the step's target was found, in words (the approval panel's and the history's)."""
     if located is None:
         return "a step without a target (keys, or typing where the focus is)"
-    if located.exact:
-        return f"found exactly where recorded ({located.detail})"
+    if located.exact:  # the detail would say "where recorded" again: the score is what is left to say
+        return f"found exactly where recorded (score {located.score:.2f})"
     if located.rung is Rung.NEAR:
         return f"found nearby, not exactly where recorded ({located.detail})"
     return f"found by {located.rung.value} ({located.detail})"

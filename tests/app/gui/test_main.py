@@ -229,12 +229,18 @@ def test_continue_with_the_agent_starts_the_agent_on_what_is_left(qtbot, holodes
     run_from_menu(app)
     qtbot.waitUntil(lambda: app.routine_approver.window is not None, timeout=10_000)
     box = app.routine_approver.window
-    assert isinstance(box, QtWidgets.QMessageBox) and "the Go button was not found" in box.text()
+    assert isinstance(box, QtWidgets.QMessageBox) and "The Go button was not found" in box.text()
     (agent,) = [b for b in box.buttons() if b.text() == "Continue with the agent"]
     agent.click()
     # The same run goes on with the agent, told what is left; one session holds both.
     qtbot.waitUntil(lambda: app.last_routine is not None and app.last_routine.handed_over, timeout=10_000)
     task = app.last_routine.handover_task
     assert task.startswith(ROUTINE_TASK) and "Still to do (the routine could not): click the Go button" in task
+    # The agent's step says whose step it is, and since where (the panel is the app's own).
+    qtbot.waitUntil(app.approver.panel.isVisible, timeout=10_000)
+    context = app.approver.panel.named_widgets()["context"]
+    assert isinstance(context, QtWidgets.QLabel)
+    said = "The agent continues the routine 'go', handed over at step 1 of 1: the Go button was not found on the screen"
+    assert said in context.text(), context.text()
     (folder,) = iter_session_folders(app.settings.sessions.folder)
     assert read_session(folder).task == ROUTINE_TASK

@@ -216,8 +216,11 @@ def test_a_target_not_found_is_asked_and_can_be_handed_to_the_agent(qtbot, appro
         agent=lambda: HandOver(agent, ImagePixelSpace()),
     )
     box = question(qtbot, approver)
-    assert "the OK button was not found" in box.text()
-    assert [b.text() for b in box.buttons()] == ["Look again", "Continue with the agent", "Stop"]
+    # One sentence and what each choice does; how each way of looking fared is under Show Details.
+    assert box.text().startswith("The OK button was not found on the screen.\n\n"), box.text()
+    assert "Continue with the agent: the model takes over this run" in box.text()
+    assert "recorded spot" not in box.text() and "is not near the recorded spot" in box.detailedText()
+    assert [b.text() for b in box.buttons()] == ["Show Details...", "Look again", "Continue with the agent", "Stop"]
     press(box, "Continue with the agent")
     qtbot.waitUntil(replay.result.done, timeout=5000)
     assert replay.result.result().outcome is Outcome.DONE and performer.actions == []

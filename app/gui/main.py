@@ -179,6 +179,7 @@ class HolodeskApp(QtCore.QObject):
         self.history: HistoryWindow | None = None
         self.routines_root = default_routines_root()
         self.routine_approver = GuiRoutineApprover(self.overlay, agent=self.approver)
+        self.routine_approver.question_shown = self.thinking.hide_status  # it waits for the person now
         for approver in (self.approver, self.routine_approver.steps):
             approver.before_action = self._before_action
         self.routine_policy: RoutinePolicy | None = None  # the routine the running engine replays
@@ -648,7 +649,11 @@ class HolodeskApp(QtCore.QObject):
             self._action_presses_stop_key = False  # the next action is not chosen yet
         self._hold_stop_key(event.state in STOP_KEY_STATES and not self._action_presses_stop_key)
         if event.state is EngineState.THINKING:
-            self.thinking.show_state(event.step)
+            routine = self.routine_policy
+            if routine is not None and not routine.handed_over:  # no model at work unless a target is lost
+                self.thinking.show_state(event.step, "the routine looks for its next step")
+            else:
+                self.thinking.show_state(event.step)
         elif event.state is EngineState.PAUSED:
             self.thinking.show_state(event.step, "paused (Resume from the menu)")
         else:

@@ -103,6 +103,9 @@ class GuiRoutineApprover:
         self._gui = GuiThreadCaller()
         self.window: QtWidgets.QMessageBox | None = None  # the problem or repair question shown now
         self.replaying: RoutinePolicy | None = None  # the replay running now (its hand-over is said)
+        # Called on the GUI thread as a question window opens: the run now waits for the person, not
+        # for a model (the app hides its "thinking" status).
+        self.question_shown: Callable[[], object] | None = None
 
     def decide(self, request: ApprovalRequest) -> ApprovalDecision:
         grounding = request.proposal.grounding
@@ -209,6 +212,8 @@ class GuiRoutineApprover:
             box.finished.connect(lambda _: finished())
             self.window = box
             box.open()
+            if self.question_shown is not None:
+                self.question_shown()
 
         self._gui.post(show)
         while not done.wait(POLL_S):

@@ -230,6 +230,7 @@ def test_continue_with_the_agent_starts_the_agent_on_what_is_left(qtbot, holodes
     qtbot.waitUntil(lambda: app.routine_approver.window is not None, timeout=10_000)
     box = app.routine_approver.window
     assert isinstance(box, QtWidgets.QMessageBox) and "The Go button was not found" in box.text()
+    assert not app.thinking.showing, app.thinking.text  # the run waits for the person, not for a model
     (agent,) = [b for b in box.buttons() if b.text() == "Continue with the agent"]
     agent.click()
     # The same run goes on with the agent, told what is left; one session holds both.

@@ -10,6 +10,7 @@ On a private Xvfb with a window manager (openbox) and a system tray (trayer), th
                            the question with "Continue with the agent"
     handover-agent.png     the agent's first step after the hand-over, on the same panel
     handover-ended.png     the notice at the end: where the replay was handed over, why, what the agent did
+    stopped.png            a third replay stopped at the same question: the notice says where and why
     history.png            the History window listing both replays with how each ended
 """
 
@@ -125,9 +126,9 @@ def _shoot(out: Path) -> None:
             "tool_call": {"tool_name": "click_desktop", "x": ok.x * 1000 // 1280, "y": ok.y * 1000 // 800},
         }
         # The model's answers in order: the second replay's locate (it answers, but with no point), then
-        # the agent's click and its end.
+        # the agent's click and its end, then the third replay's locate.
         script = work / "answers.jsonl"
-        answers = [FINISHED, click, FINISHED]
+        answers = [FINISHED, click, FINISHED, FINISHED]
         script.write_text("".join(json.dumps(json.dumps(a)) + "\n" for a in answers), encoding="utf-8")
         settings = Settings(
             model=ModelSettings(backend="scripted", profile="holotron", script=script),
@@ -194,6 +195,16 @@ def _shoot(out: Path) -> None:
         _press(shown, "approve")
         _pump(lambda: holodesk.engine is None)
         shot("handover-ended.png")
+
+        _settle(4.0)
+        run_with_value("hello a third time", None)  # the OK button is still not found: stopped at its question
+        _pump(lambda: holodesk.routine_approver.window is not None and holodesk.routine_approver.window.isVisible())
+        question = holodesk.routine_approver.window
+        assert question is not None
+        (stop,) = [b for b in question.buttons() if b.text() == "Stop"]
+        stop.click()
+        _pump(lambda: holodesk.engine is None)
+        shot("stopped.png")
 
         holodesk.show_history()
         history = holodesk.history

@@ -270,7 +270,7 @@ class HolodeskApp(QtCore.QObject):
         self.no_model_chosen = True
         words = NO_MODEL_WORDS.format(settings=self.settings_path)
         self._show(StatusLine(AppState.ERROR, "no model chosen yet: Choose a model… in this menu"))
-        self.indicator.show_model_problem("⚠ No model chosen: open Settings, or Choose a model… below", words)
+        self.indicator.show_model_problem("⚠ No model yet: choose one", words, opens_choice=True)
         self._notify("No model chosen", words)
 
     def _start_hotkeys(self) -> None:

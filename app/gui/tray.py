@@ -46,6 +46,7 @@ class Indicator(QtCore.QObject):
     def __init__(self) -> None:
         super().__init__()
         self.approved_steps: list[str] = []  # this run's auto-approved steps, in words, oldest first
+        self.model_problem_opens_choice = False  # no model chosen yet: the problem line opens the first-run window
         self.last_notification: tuple[str, str] = ("", "")
         self._held_until = 0.0
         self._deferred: list[tuple[str, str]] = []
@@ -121,16 +122,21 @@ class Indicator(QtCore.QObject):
             self.approved_menu.clear()
             self.approved_menu.menuAction().setVisible(False)
 
-    def show_model_problem(self, line: str | None, words: str = "") -> None:
+    def show_model_problem(self, line: str | None, words: str = "", *, opens_choice: bool = False) -> None:
         """Keep why no model is usable, and what to do, as the menu's first line until a model is ready.
 
-        `line` is the menu's short form (it opens Settings), `words` the whole explanation (its tooltip).
+        `line` is the menu's short form (it opens Settings, or the first-run window with `opens_choice`),
+        `words` the whole explanation (its tooltip).
         """
+        self.model_problem_opens_choice = opens_choice
         action = self.menu_actions["model_problem"]
         action.setVisible(line is not None)
         action.setText(line or "")
         action.setToolTip(words)
         self.model_problem = line
+
+    def model_problem_clicked(self) -> None:
+        (self.choose_model if self.model_problem_opens_choice else self.show_settings).emit()
 
     def show_settings_problem(self, problem: str | None) -> None:
         """Keep a settings problem in the menu (with the way to fix it) until it is gone."""
@@ -144,7 +150,7 @@ def _build_menu(indicator: Indicator, parent: QtWidgets.QWidget | None = None) -
     menu = QtWidgets.QMenu(parent)
     menu.setToolTipsVisible(True)
     actions = {
-        "model_problem": menu.addAction("", indicator.show_settings.emit),
+        "model_problem": menu.addAction("", indicator.model_problem_clicked),
         "settings_problem": menu.addAction("⚠ Settings problem: open settings", indicator.show_settings.emit),
         "new_task": menu.addAction("New task", indicator.new_task.emit),
         "stop": menu.addAction("Stop", indicator.stop.emit),
@@ -271,7 +277,7 @@ class ControlWindow(Indicator):
         self.model_button = QtWidgets.QToolButton()
         self.model_button.setObjectName("problem")
         self.model_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.model_button.clicked.connect(self.show_settings.emit)
+        self.model_button.clicked.connect(self.model_problem_clicked)
         self.model_button.setVisible(False)
         layout.addWidget(self.model_button)
         self.buttons: dict[str, QtWidgets.QToolButton] = {}
@@ -324,10 +330,11 @@ class ControlWindow(Indicator):
         if not self.window.isVisible():
             self.window.show()  # without taking the keyboard (WA_ShowWithoutActivating)
 
-    def show_model_problem(self, line: str | None, words: str = "") -> None:
-        super().show_model_problem(line, words)
+    def show_model_problem(self, line: str | None, words: str = "", *, opens_choice: bool = False) -> None:
+        super().show_model_problem(line, words, opens_choice=opens_choice)
         self.model_button.setText(line or "")
-        self.model_button.setToolTip(f"{words}\nClick to open the settings." if line else "")
+        click = "Click to choose a model." if opens_choice else "Click to open the settings."
+        self.model_button.setToolTip(f"{words}\n{click}" if line else "")
         self.model_button.setVisible(line is not None)
         self._set_text(self.text_label.text(), self.window.toolTip())  # re-fit the window
 

@@ -16,7 +16,9 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import ImageGrab
 
 from bench.rigs.fake_openai_server import FakeOpenAIServer
 from holodesk.app.common.instance_client import INSTANCE_NAME_ENV
@@ -57,6 +59,17 @@ def env(display: XvfbServer, tmp_path: Path) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
     )
     return values
+
+
+AMBER = (0x7A, 0x4B, 0x00)  # the control window's problem buttons (app/gui/tray.py's style sheet)
+
+
+def amber_button(display: str) -> tuple[int, int]:
+    """The centre of the amber pixels on the screen: the control window's 'no model yet' button."""
+    picture = np.asarray(ImageGrab.grab(xdisplay=display).convert("RGB"))
+    ys, xs = np.nonzero(np.all(picture == AMBER, axis=-1))
+    assert len(xs), "no amber button on the screen"
+    return int((xs.min() + xs.max()) // 2), int((ys.min() + ys.max()) // 2)
 
 
 def settings_file(env: dict[str, str]) -> Path:
@@ -141,6 +154,14 @@ def test_closing_the_first_run_window_leaves_the_tray_running_and_says_what_to_d
     # The default model was never tried: no failed load, no "no NVIDIA GPU" later.
     assert "Model not available" not in tray.output and "NVIDIA" not in tray.output, tray.output
     assert not settings_file(env).exists(), "a close wrote the settings"
+
+    # The control window's warning button (its amber colour, found on the screen) opens the window again.
+    x, y = amber_button(env["DISPLAY"])
+    subprocess.run(["xdotool", "mousemove", str(x), str(y), "click", "1"], env=env, check=True, timeout=10)
+    tray.wait_until(lambda: tray.windows(FIRST_RUN), "the first-run window opened by the warning button")
+    (window,) = tray.windows(FIRST_RUN)
+    tray.keys(window, "Escape")
+    tray.wait_until(lambda: not tray.windows(FIRST_RUN), "the first-run window closed again")
 
     # A task typed anyway is refused in the same words, and the window comes back to choose.
     trigger = subprocess.run([*HOLODESK_COMMAND, "trigger"], env=env, capture_output=True, timeout=30)

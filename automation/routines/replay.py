@@ -287,6 +287,7 @@ class RoutinePolicy:
         # how many steps ran, which were flagged, and where and why the agent took over.
         self._at_step = 0
         self._steps_ran = 0
+        self._all_proposed = False  # the routine's end was proposed: every step had run
         self._flagged: list[int] = []
         self._handed: _HandOverNow | None = None
         self.ended: RunEndWords | None = None  # how the run ended, once it has (`end_words`)
@@ -521,6 +522,7 @@ class RoutinePolicy:
             self.routine = proposed.routine
 
     def _finished(self, frame: ScreenFrame) -> Proposal:
+        self._all_proposed = True
         total = len(self.routine.steps)
         said, self._unjudged = self._unjudged, []
         flagged = f" ({_flagged_words(self._flagged)}: see its steps in the history)" if self._flagged else ""
@@ -613,14 +615,17 @@ class RoutinePolicy:
         if outcome == "done":
             flagged = _flagged_words(self._flagged) if self._flagged else "every step as recorded"
             return RunEndWords(detail, f"done, {flagged}")
-        at = f"step {self._at_step} of {total}" if self._at_step else "before its first step"
+        how = "stopped" if outcome == "stopped" else _AGENT_ENDS.get(outcome, outcome)
+        if self._all_proposed:  # every step ran; the end came after (a stop while the record closed)
+            return RunEndWords(detail, f"{how} after its last step")
+        if not self._at_step:  # the engine's words say when ("..., before the first step")
+            return RunEndWords(detail, f"{how} before its first step")
         ran = (
             f"{self._steps_ran} of its {total} steps ran and {'was' if self._steps_ran == 1 else 'were'} checked"
             if self._steps_ran
             else "none of its steps had run"
         )
-        how = "stopped" if outcome == "stopped" else _AGENT_ENDS.get(outcome, outcome)
-        where = f"at {at}" if self._at_step else at
+        where = f"at step {self._at_step} of {total}"
         return RunEndWords(f"routine {name!r} {how} {where} ({ran}): {detail}", f"{how} {where}")
 
     # -- helpers ---------------------------------------------------------------------------------------

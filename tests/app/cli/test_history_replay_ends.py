@@ -122,3 +122,17 @@ def test_a_clean_replay_says_every_step_went_as_recorded(tmp_path):
     listed, _ = history(replay(tmp_path, changes=True))
 
     assert "done, every step as recorded" in listed, listed
+
+
+def test_a_stop_after_the_last_step_is_not_called_a_stop_at_that_step(routine, tmp_path):
+    """A signal while the record closes ends a finished replay as stopped: the engine's words say so."""
+    answers = Answers()
+    frames = Drawn(screen([OK, CANCEL, SAVE]))
+    policy = RoutinePolicy(routine, {}, frames, answers, windows=lambda: None)
+    engine = routine_engine(policy, answers, Performer(), frames, trajectory_root=None, monitor=1, agent_steps=1)
+    assert engine.run(routine.task).outcome is Outcome.DONE
+    late = "stopped by SIGTERM, after the last step (the run had ended done: all 3 steps of 'three' done)"
+
+    said = policy.end_words("stopped", late)
+
+    assert (said.detail, said.summary) == (late, "stopped after its last step")

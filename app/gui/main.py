@@ -30,7 +30,7 @@ from holodesk.app.common.routine_hotkeys import RoutineHotkeys, plan_routine_hot
 from holodesk.app.common.session_words import hotkey_in_words
 from holodesk.app.common.settings import LoadedSettings, Settings, load_settings
 from holodesk.app.gui.app_state import AppState, StatusLine, from_engine
-from holodesk.app.gui.first_run import FirstRunWindow, measured_choices
+from holodesk.app.gui.first_run import Choice, FirstRunWindow, measured_choices
 from holodesk.app.gui.gui_approver import GuiApprover, answer_keys_grabbed
 from holodesk.app.gui.history_window import HistoryWindow
 from holodesk.app.gui.hotkeys import (
@@ -126,6 +126,8 @@ STEP_BOUNDARIES = frozenset({EngineState.CAPTURING, EngineState.THINKING, Engine
 class HolodeskApp(QtCore.QObject):
     """Owns every window and the current run. Create and use on the GUI thread."""
 
+    choices_measured = Signal(object)  # the first-run window's choices (list[Choice]) or why not (str), from a thread
+
     def __init__(
         self,
         loaded: LoadedSettings,
@@ -138,6 +140,8 @@ class HolodeskApp(QtCore.QObject):
         self.first_run = first_run  # no model chosen yet and the default cannot run: the first-run window
         self.first_run_window: FirstRunWindow | None = None
         self.no_model_chosen = False  # the first-run window closed without a choice: no model is loaded
+        self.measuring_choices = False
+        self.choices_measured.connect(self._on_choices_measured)
         self.settings: Settings = loaded.settings
         self.settings_path = loaded.path
         self.settings_problem = loaded.problem
@@ -238,16 +242,48 @@ class HolodeskApp(QtCore.QObject):
             self._load_policy()
 
     def open_first_run(self) -> None:
-        """The first-run window (a model that fits this computer, or a server elsewhere); raised if open."""
-        if self.first_run_window is None:
-            window = FirstRunWindow(measured_choices(), current_profile=self.settings.model.profile)
-            window.finished_setup.connect(self._on_first_run_setup)
-            window.finished.connect(self._on_first_run_closed)
-            self.first_run_window = window
-            self._show(StatusLine(AppState.ASKING, "choose a model in the first-run window"))
-        self.first_run_window.show()
-        self.first_run_window.raise_()
-        self.first_run_window.activateWindow()
+        """The first-run window (a model that fits this computer, or a server elsewhere); raised if open.
+
+        Its step times are measured first, off the GUI thread (about 3 s here: the tray stays responsive)."""
+        if self.first_run_window is not None:
+            self._show_first_run(self.first_run_window)
+            return
+        if self.measuring_choices:
+            return  # the window opens when the measurement ends
+        self.measuring_choices = True
+        self._show(StatusLine(AppState.ASKING, "choose a model: measuring this computer's speed first"))
+
+        def measure() -> None:
+            try:
+                self.choices_measured.emit(measured_choices())
+            except Exception as exc:  # a fault measuring must still reach the person, not leave them waiting
+                log.exception("measuring the first-run choices failed")
+                self.choices_measured.emit(f"{type(exc).__name__}: {exc}")
+
+        threading.Thread(target=measure, name="holodesk-measure", daemon=True).start()
+
+    def _on_choices_measured(self, choices: list[Choice] | str) -> None:
+        self.measuring_choices = False
+        if isinstance(choices, str):
+            self.no_model_chosen = True
+            words = (
+                f"The model choice could not be shown ({choices}). {NO_MODEL_WORDS.format(settings=self.settings_path)}"
+            )
+            self._show(StatusLine(AppState.ERROR, "no model chosen yet"))
+            self.indicator.show_model_problem("⚠ No model yet: choose one", words, opens_choice=True)
+            self._notify("No model chosen", words)
+            return
+        window = FirstRunWindow(choices, current_profile=self.settings.model.profile)
+        window.finished_setup.connect(self._on_first_run_setup)
+        window.finished.connect(self._on_first_run_closed)
+        self.first_run_window = window
+        self._show(StatusLine(AppState.ASKING, "choose a model in the first-run window"))
+        self._show_first_run(window)
+
+    def _show_first_run(self, window: FirstRunWindow) -> None:
+        window.show()
+        window.raise_()
+        window.activateWindow()
 
     def _on_first_run_setup(self, ok: bool) -> None:
         """A choice was saved (by the `holodesk setup` child, or the window for a server): load it now."""

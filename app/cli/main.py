@@ -152,12 +152,23 @@ def build_parser() -> argparse.ArgumentParser:
     setup = commands.add_parser(
         "setup", help="choose a model that fits this computer, download it with progress, and use it"
     )
-    setup.add_argument("--model", help="holo3.1-0.8b, holo3.1-4b, or a Hugging Face repository id (owner/name)")
+    setup.add_argument(
+        "--model",
+        help="holo3.1-0.8b, holo3.1-4b, holotron-12b (on a GPU of 32 GiB), or a Hugging Face repository id"
+        " (owner/name)",
+    )
     setup.add_argument("--profile", help=f"the model's profile ({', '.join(PROFILE_NAMES)}); known models: theirs")
     setup.add_argument("--revision", help="a branch, tag or commit of the repository (default: main)")
     setup.add_argument("--device", choices=("cpu", "cuda"), help="where it runs (default: a GPU it fits, else the CPU)")
-    setup.add_argument("--yes", action="store_true", help="ask nothing: the recommended model (or --model)")
-    setup.add_argument("--window", action="store_true", help="choose and download in a window instead")
+    setup.add_argument("--yes", action="store_true", help="ask nothing: the first choice that fits (or --model)")
+    elsewhere = setup.add_mutually_exclusive_group()
+    elsewhere.add_argument(
+        "--server",
+        metavar="URL",
+        help="use a model server elsewhere (vLLM or another OpenAI-compatible server, such as gpu-box:8000):"
+        " it is asked which model it serves, and set only once it answered",
+    )
+    elsewhere.add_argument("--window", action="store_true", help="choose and download in a window instead")
 
     trigger = commands.add_parser(
         "trigger", help="ask the running Holodesk to open the task prompt (bind this to a desktop shortcut)"
@@ -377,7 +388,7 @@ def _main(argv: Sequence[str] | None, signals: StopSignals | None = None) -> int
         # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.setup.command import main_for_cli
 
-        return main_for_cli(args.model, args.profile, args.revision, args.device, args.yes)
+        return main_for_cli(args.model, args.profile, args.revision, args.device, args.yes, args.server)
     if args.command == "trigger":
         # start-up: `holodesk --help` must stay light (bench/startup.py)
         from holodesk.app.common.instance_client import run_trigger

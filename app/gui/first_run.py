@@ -1,10 +1,11 @@
 """The first-run window: the models that fit this computer, a download with progress, and Cancel.
 
-The choice is `holodesk.app.setup.catalog`'s (the recommended model first, each with its download size
-and the step's time measured here). The download is the `holodesk setup` command itself, run as a
-child process (the same tested path as in a terminal): the window reads its progress lines (bytes,
-rate, time left) and its words when it fails. Cancel sends it Ctrl+C (SIGINT), on which it stops,
-keeps what it downloaded for the next try and leaves the settings as they were.
+The choices are `holodesk.app.setup.choices`' list, the one `holodesk setup` numbers in a terminal (the
+recommended model first, each with its download size and the step's time measured here). The download is
+the `holodesk setup` command itself, run as a child process (the same tested path as in a terminal): the
+window reads its progress lines (bytes, rate, time left) and its words when it fails. Cancel sends it
+Ctrl+C (SIGINT), on which it stops, keeps what it downloaded for the next try and leaves the settings as
+they were.
 
 The list also offers Holotron-12B on a GPU with enough memory (greyed where there is none) and a model
 server elsewhere: its URL is checked by asking the server (`holodesk.app.setup.remote_check`, off the
@@ -18,90 +19,16 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from holodesk.app.cli.model_fit import total_memory_bytes
 from holodesk.app.gui.qt import QtCore, QtWidgets, Signal
-from holodesk.app.setup.catalog import HOLOTRON_12B, Offer, offers
+from holodesk.app.setup.choices import Choice, measured_choices
 from holodesk.app.setup.choose import save_remote_choice
 from holodesk.app.setup.errors import SetupError
 from holodesk.app.setup.progress_line import parse_line
 from holodesk.app.setup.remote_check import EXAMPLE, ServerChoice, check_server_url
-from holodesk.app.setup.step_estimate import estimate_words, measure, step_seconds
-from holodesk.inference.hardware import CudaDevice, cuda_devices
-from holodesk.inference.memory_guide import gib_text
 
 EXIT_OK = 0
 EXIT_CANCELLED = 130
-
-
-@dataclass(frozen=True, slots=True)
-class Choice:
-    """One line of the list: what it says, and what `holodesk setup` is given for it."""
-
-    label: str
-    model: str  # the repository id; "" for a server elsewhere
-    device: str  # "cpu" or "cuda"
-    enabled: bool
-    profile: str | None = None  # given to `holodesk setup` where the catalogue does not know the model
-
-    @property
-    def is_server(self) -> bool:
-        return not self.model
-
-
-SERVER_CHOICE = Choice(
-    "A model server elsewhere (vLLM or another OpenAI-compatible server)\n    Type its URL below: it is checked now",
-    "",
-    "",
-    True,
-)
-
-
-def measured_choices() -> list[Choice]:
-    """The catalogue's offers for this computer, each with a step's time measured here (a few seconds), then
-    Holotron-12B on a GPU, then a server elsewhere."""
-
-    gpus = cuda_devices()[0]
-    ram = total_memory_bytes()
-    choices = [_offer_choice(offer, ram) for offer in offers(ram, gpus)]
-    choices.insert(0 if _holotron_fits(gpus) else len(choices), _holotron_choice(gpus))
-    return [*choices, SERVER_CHOICE]
-
-
-def _offer_choice(offer: Offer, ram: int | None) -> Choice:
-    width = int(offer.fit.model.config["text_config"]["hidden_size"])
-    try:
-        estimate = estimate_words(step_seconds(offer.fit.plan, measure(width, offer.device)), offer.device)
-    except ImportError as exc:  # the package without its engine: the download is refused later, in words
-        estimate = f"a step's time not measured ({exc.name or 'torch'} is not installed)"
-    too_big = f"does not fit: this computer has {gib_text(ram)} of RAM" if ram else "does not fit this computer"
-    mark = "recommended" if offer.recommended else ("fits" if offer.fits else too_big)
-    label = (
-        f"{offer.model.name} on the {offer.device.upper()} ({mark})\n"
-        f"    {gib_text(offer.fit.plan.weights)} to download, {offer.need_words()}, {estimate}"
-    )
-    return Choice(label, offer.model.repo_id, offer.device, offer.fits)
-
-
-def _holotron_fits(gpus: Sequence[CudaDevice]) -> bool:
-    return any(d.total_bytes >= HOLOTRON_12B.gpu_bytes for d in gpus)
-
-
-def _holotron_choice(gpus: Sequence[CudaDevice]) -> Choice:
-    model = HOLOTRON_12B
-    largest = max(gpus, key=lambda d: d.total_bytes, default=None)
-    if _holotron_fits(gpus):
-        mark = "the best agent, fits this GPU"
-    elif largest is None:
-        mark = "no NVIDIA GPU here"
-    else:
-        mark = f"{largest.name} has {gib_text(largest.total_bytes)}: too small"
-    label = (
-        f"{model.name} on a GPU ({mark})\n"
-        f"    {gib_text(model.download_bytes)} to download, needs a GPU of {gib_text(model.gpu_bytes)}"
-    )
-    return Choice(label, model.repo_id, "cuda", _holotron_fits(gpus), model.profile)
 
 
 class FirstRunWindow(QtWidgets.QDialog):

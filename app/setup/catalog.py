@@ -53,6 +53,7 @@ class Offer:
 class GpuModel:
     """A model offered on a GPU only, with doctor's figures for it (no Qwen3.5 memory plan applies)."""
 
+    key: str  # what --model takes
     name: str
     repo_id: str
     profile: str
@@ -62,7 +63,7 @@ class GpuModel:
 
 # Holotron-12B runs in the in-process engine on a CUDA GPU (minutes a step on a CPU, so never offered there).
 # Doctor's advice for it: an NVIDIA GPU with about 32 GiB (its bfloat16 weights are 24 GB, about 25 GB to fetch).
-HOLOTRON_12B = GpuModel("Holotron-12B", "Hcompany/Holotron-12B", "holotron", 32 * GIB, 25 * 10**9)
+HOLOTRON_12B = GpuModel("holotron-12b", "Holotron-12B", "Hcompany/Holotron-12B", "holotron", 32 * GIB, 25 * 10**9)
 
 
 def _fit(name: str) -> Fit:
@@ -89,3 +90,8 @@ def offers(ram_bytes: int | None, gpus: Sequence[CudaDevice]) -> list[Offer]:
 def find_model(key: str) -> CatalogModel | None:
     lowered = key.lower()
     return next((m for m in CATALOG if lowered in (m.key, m.repo_id.lower(), m.name.lower())), None)
+
+
+def is_gpu_model(key: str, model: GpuModel) -> bool:
+    """`key` names `model` (its key, name or repository id, in any case)."""
+    return key.lower() in (model.key, model.name.lower(), model.repo_id.lower())

@@ -1,9 +1,12 @@
-"""`holodesk setup`: the terminal conversation that chooses, downloads and sets a model.
+"""`holodesk setup`: the terminal conversation that chooses, downloads and sets a model, or sets a server.
 
-Without --model it shows the models that fit this computer (recommended first, with the download's
-size and a step's time measured here) and asks which; with --yes it takes the recommended one (or the
---model given) and asks nothing. Then it says what the hub lists (commit, size, licence, gating),
-downloads with progress, and writes the settings only once the model is whole and verified.
+Without --model it numbers the first-run window's own choices (`choices.measured_choices`: the models
+that fit this computer, the recommended one first, with the download's size and a step's time measured
+here; Holotron-12B on a GPU; a model server elsewhere) and asks which; with --yes it takes the first
+that can be chosen (or the --model given) and asks nothing. Then it says what the hub lists (commit,
+size, licence, gating), downloads with progress, and writes the settings only once the model is whole
+and verified. With --server URL (or the server's number and its URL typed) it asks that server which
+model it serves, as the window does, and writes the settings only once it answered.
 """
 
 from __future__ import annotations
@@ -16,15 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from holodesk.app.cli.model_fit import total_memory_bytes
-from holodesk.app.setup.catalog import CATALOG, find_model, offers
-from holodesk.app.setup.choose import save_choice
+from holodesk.app.common.settings import load_settings
+from holodesk.app.setup.catalog import CATALOG, HOLOTRON_12B, find_model, is_gpu_model, offers
+from holodesk.app.setup.choices import Choice, holotron_fits, holotron_gpu_words, measured_choices
+from holodesk.app.setup.choose import save_choice, save_remote_choice
 from holodesk.app.setup.errors import SetupError
 from holodesk.app.setup.hub_listing import gated_words, list_repo
 from holodesk.app.setup.progress_line import ProgressLine, format_line
-from holodesk.app.setup.step_estimate import estimate_words, measure, step_seconds
+from holodesk.app.setup.remote_check import EXAMPLE, check_server_url
 from holodesk.inference.checkpoint import looks_like_repo_id
 from holodesk.inference.hardware import cuda_devices
+from holodesk.inference.memory_guide import gib_text
 from holodesk.inference.profiles import model_family
 
 if TYPE_CHECKING:
@@ -45,6 +50,7 @@ class SetupRequest:
     device: str | None
     yes: bool
     models_root: Path | None = None
+    server: str | None = None  # --server URL: a model server elsewhere instead of a download
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,14 +60,24 @@ class _Target:
     device: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Server:
+    url: str  # as the person typed it: checked by asking the server
+
+
+USE_A_SERVER = "holodesk setup --server URL (a vLLM or other OpenAI-compatible server; docs/remote-server.md)"
+
+
 ENGINE_MISSING = (
     "holodesk setup downloads a model for Holodesk's own engine, which is not installed here ({missing} is"
     " missing): install it with pip install 'holodesk[holotron]' (PyTorch, transformers and the Hugging Face"
-    " client), or use a model on a server elsewhere (docs/remote-server.md)"
+    " client), or use a model on a server elsewhere: " + USE_A_SERVER
 )
 
 
 def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    if request.server is not None:  # needs no engine: the server runs the model
+        return _run_for_server(_Server(request.server), request, out, err)
     try:
         import huggingface_hub  # noqa: F401 - the download's client
         import torch  # noqa: F401 - the engine the model runs in, and the step's measurement
@@ -83,6 +99,8 @@ def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) ->
         if target is None:
             out.write("Nothing chosen; nothing changed.\n")
             return EXIT_CANCELLED
+        if isinstance(target, _Server):
+            return _run_for_server(target, request, out, err)
         listing = list_repo(target.repo_id, request.revision)
         out.write(
             f"{listing.repo_id} at {listing.commit[:12]}: {len(listing.files)} files, {_mb(listing.total_bytes)};"
@@ -110,8 +128,32 @@ def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) ->
     return EXIT_OK
 
 
-def _choose(request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | None:
+def _run_for_server(server: _Server, request: SetupRequest, out: TextIO, err: TextIO) -> int:
+    """Ask the server which model it serves, as the first-run window does; the settings change once it answered."""
+    try:
+        flags = (("--model", request.model), ("--revision", request.revision), ("--device", request.device))
+        given = [flag for flag, value in flags if value is not None]
+        if request.server is not None and given:
+            raise SetupError(f"--server takes no {' or '.join(given)}: the server says which model it serves")
+        out.write(f"Asking the server at {server.url.strip()} which model it serves...\n")
+        out.flush()
+        answer = check_server_url(server.url, request.profile or load_settings().settings.model.profile)
+        profile = request.profile or answer.profile
+        settings_file = save_remote_choice(answer.base_url, answer.model, profile)
+    except SetupError as exc:
+        err.write(f"holodesk setup: {exc}; the settings are unchanged.\n")
+        return EXIT_FAILED
+    out.write(
+        f"Ready: the server at {answer.base_url} serves {answer.model} ({profile} profile).\nSettings:"
+        f" {settings_file} now use it. Start Holodesk with `holodesk`, or try `holodesk doctor --try`.\n"
+    )
+    return EXIT_OK
+
+
+def _choose(request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | _Server | None:
     if request.model is not None:
+        if is_gpu_model(request.model, HOLOTRON_12B):
+            return _holotron_target(request)
         known = find_model(request.model)
         if known is not None:
             return _Target(known.repo_id, request.profile or known.profile, _device_for(known.name))
@@ -121,37 +163,73 @@ def _choose(request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | None
             )
         profile = request.profile or _family(request.model)
         return _Target(request.model, profile, "cuda" if _gpus() else "cpu")
-    return _choose_from_offers(request, stdin, out)
+    return _choose_from_list(request, stdin, out)
 
 
-def _choose_from_offers(request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | None:
-    found = offers(total_memory_bytes(), _gpus())
-    out.write("Models for this computer (measuring its speed...)\n")
-    for number, offer in enumerate(found, 1):
-        width = int(offer.fit.model.config["text_config"]["hidden_size"])
-        estimate = estimate_words(step_seconds(offer.fit.plan, measure(width, offer.device)), offer.device)
-        mark = "recommended" if offer.recommended else ("fits" if offer.fits else "does not fit")
-        out.write(
-            f"  {number}. {offer.model.name} ({offer.model.repo_id}) on the {offer.device.upper()}: {mark},"
-            f" {offer.need_words()}, about {_mb(offer.fit.plan.weights)} to download, {estimate}\n"
+def _holotron_target(request: SetupRequest) -> _Target:
+    """Holotron-12B by name: only on a GPU that holds it, as the window offers it."""
+    model = HOLOTRON_12B
+    if request.device == "cpu":
+        raise SetupError(
+            f"{model.name} runs on a GPU only (a step takes minutes on a CPU), so it is not set up for the CPU;"
+            f" nothing changed. Use a server elsewhere that runs it: {USE_A_SERVER}; or a model for this CPU:"
+            " holodesk setup"
         )
-    out.write("  A model on a server elsewhere: holodesk --backend remote --base-url URL (docs/remote-server.md)\n")
-    pick = next((o for o in found if o.recommended), None)
+    gpus = _gpus()
+    if not holotron_fits(gpus):
+        raise SetupError(
+            f"{model.name} needs an NVIDIA GPU of {gib_text(model.gpu_bytes)} ({holotron_gpu_words(gpus)});"
+            f" nothing changed. Use a server elsewhere that runs it: {USE_A_SERVER}; or a model that fits this"
+            " computer: holodesk setup"
+        )
+    return _Target(model.repo_id, request.profile or model.profile, "cuda")
+
+
+def _choose_from_list(request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | _Server | None:
+    out.write("Choices for this computer (measuring its speed...)\n")
+    out.flush()
+    choices = measured_choices()
+    for number, choice in enumerate(choices, 1):
+        head, _, detail = choice.label.partition("\n")
+        repo = f": {choice.model}" if choice.model else ""
+        out.write(f"  {number}. {head}{repo}\n     {detail.strip()}\n")
+    # The window's first selectable line is its default: the same here.
+    default = next((n for n, c in enumerate(choices, 1) if c.enabled), 1)
     if request.yes:
-        if pick is None:
-            raise SetupError("no model fits this computer's memory: use a server elsewhere (docs/remote-server.md)")
+        if choices[default - 1].is_server:
+            raise SetupError(f"no model fits this computer's memory: use a server elsewhere, {USE_A_SERVER}")
+        number = default
     else:
-        default = found.index(pick) + 1 if pick else 1
         out.write(f"Which one? [{default}] ")
         out.flush()
         answer = stdin.readline().strip()
         if answer.lower() in ("q", "n", "no"):
             return None
         try:
-            pick = found[int(answer) - 1] if answer else found[default - 1]
-        except (ValueError, IndexError):
-            raise SetupError(f"{answer!r} is not one of the numbers 1 to {len(found)}; nothing changed") from None
-    return _Target(pick.model.repo_id, request.profile or pick.model.profile, pick.device)
+            number = int(answer) if answer else default
+        except ValueError:
+            number = 0
+        if not 1 <= number <= len(choices):
+            raise SetupError(f"{answer!r} is not one of the numbers 1 to {len(choices)}; nothing changed")
+    return _target_of(choices[number - 1], number, request, stdin, out)
+
+
+def _target_of(choice: Choice, number: int, request: SetupRequest, stdin: TextIO, out: TextIO) -> _Target | _Server:
+    head = choice.label.partition("\n")[0]
+    if not choice.enabled:
+        raise SetupError(
+            f"choice {number} cannot be chosen on this computer: {head}; nothing changed. Choose another, or a server"
+            f" elsewhere: {USE_A_SERVER}"
+        )
+    if is_gpu_model(choice.model, HOLOTRON_12B):
+        return _holotron_target(request)  # its own rule: a GPU that holds it, whatever --device says
+    if choice.is_server:
+        out.write(f"The server's URL (such as {EXAMPLE}): ")
+        out.flush()
+        return _Server(stdin.readline())
+    known = find_model(choice.model)
+    profile = request.profile or choice.profile or (known.profile if known else _family(choice.model))
+    return _Target(choice.model, profile, choice.device)
 
 
 def _device_for(name: str) -> str:
@@ -171,7 +249,7 @@ def _gpus() -> tuple[CudaDevice, ...]:
 
 
 def _keys() -> str:
-    return ", ".join(m.key for m in CATALOG)
+    return ", ".join([*(m.key for m in CATALOG), HOLOTRON_12B.key])
 
 
 def _confirm(stdin: TextIO, out: TextIO, question: str) -> bool:
@@ -228,5 +306,8 @@ def _progress_view(err: TextIO) -> _TerminalProgress:
     return _TerminalProgress(err)
 
 
-def main_for_cli(model: str | None, profile: str | None, revision: str | None, device: str | None, yes: bool) -> int:
-    return run_setup(SetupRequest(model, profile, revision, device, yes), sys.stdin, sys.stdout, sys.stderr)
+def main_for_cli(
+    model: str | None, profile: str | None, revision: str | None, device: str | None, yes: bool, server: str | None
+) -> int:
+    request = SetupRequest(model, profile, revision, device, yes, server=server)
+    return run_setup(request, sys.stdin, sys.stdout, sys.stderr)

@@ -357,10 +357,10 @@ def test_without_a_model_it_lists_what_fits_with_a_measured_step_and_installs_th
     with running_hub(*repos) as hub:
         result = run_setup(home, hub.url, answers="1\ny\n")
     assert result.returncode == 0, result.stdout + result.stderr
-    listed = re.findall(r"^  \d\. (Holo3\.1-\S+) \((\S+)\) on the (CPU|CUDA): (.*)$", result.stdout, re.M)
+    listed = re.findall(r"^  \d\. (Holo3\.1-\S+) on the (CPU|GPU) \(.*\): (\S+)\n     (.*)$", result.stdout, re.M)
     assert [name for name, *_ in listed] in (["Holo3.1-0.8B", "Holo3.1-4B"], ["Holo3.1-4B", "Holo3.1-0.8B"])
-    assert all(re.search(r"to download, about [\d.]+ (s|min) a step on this (CPU|GPU)", rest) for *_, rest in listed)
-    chosen_repo = listed[0][1]
+    assert all(re.search(r" to download, .*, about [\d.]+ (s|min) a step on this (CPU|GPU)$", r[3]) for r in listed)
+    chosen_repo = listed[0][2]
     assert hub.file_requests(WEIGHTS) and all(chosen_repo in r.path for r in hub.file_requests(WEIGHTS))
     assert installed_checkpoint(home).parent.name == chosen_repo.replace("/", "--")
 
@@ -368,7 +368,7 @@ def test_without_a_model_it_lists_what_fits_with_a_measured_step_and_installs_th
 def test_an_answer_that_is_no_choice_changes_nothing(hub: LoopbackHub, home: Path) -> None:
     result = run_setup(home, hub.url, answers="7\n")
     assert result.returncode == 1
-    assert "'7' is not one of the numbers 1 to 2; nothing changed" in result.stderr
+    assert "'7' is not one of the numbers 1 to 4; nothing changed" in result.stderr  # 2 models, Holotron, a server
     assert not hub.requests
     assert_settings_unchanged(home, None)
 

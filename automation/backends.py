@@ -5,7 +5,8 @@ XDG_SESSION_TYPE=wayland and no X display; with XDG_SESSION_TYPE=wayland, DISPLA
 WAYLAND_DISPLAY (Xvfb started from a Wayland terminal) the X server is the target.
 Which Wayland path: a wlroots desktop (XDG_CURRENT_DESKTOP names sway, Hyprland, river, wayfire or
 labwc; or, with no desktop named, sway's IPC socket SWAYSOCK is set) has no RemoteDesktop portal, so
-it takes the wlroots path: grim (screencopy) and wtype (virtual keyboard); the monitors come from
+it takes the wlroots path: grim (screencopy), wtype (virtual keyboard) and one virtual pointer kept
+for the run (wlr virtual-pointer protocol, through pywayland); the monitors come from
 sway's IPC, so other wlroots desktops are refused there in words. Every other Wayland desktop (GNOME,
 KDE, an unknown one) takes the portal path, which refuses in words where there is no RemoteDesktop
 portal. `HOLODESK_BACKEND=x11|wayland|wlroots` overrides all of it (e.g. to drive only XWayland windows).
@@ -41,8 +42,8 @@ WLROOTS_DESKTOPS = ("sway", "hyprland", "river", "wayfire", "labwc")
 # Desktops whose portal has RemoteDesktop: named so that a leftover SWAYSOCK does not override them.
 PORTAL_DESKTOPS = ("gnome", "kde", "ubuntu", "pop", "unity")
 WLROOTS_NOTICE = (
-    "wlroots desktop: Holodesk sees the screen through grim and types through wtype (virtual keyboard); "
-    "clicks, pointer moves, drags and scrolls are not available here yet and are refused before approval."
+    "wlroots desktop: Holodesk sees the screen through grim, types through wtype (virtual keyboard) and "
+    "points through a virtual pointer; pasting is not available here (text is typed)."
 )
 
 
@@ -173,17 +174,19 @@ def create_backends(
 
     Nothing is opened yet: the X11 path opens the display on first use, the Wayland path starts the
     portal session (and its permission dialog) on the first grab or action; the wlroots path runs grim
-    and wtype per grab and per step, and tells `notify` what it cannot do (the pointer).
+    and wtype per grab and per step, opens its virtual pointer at the first pointer step's check, and
+    tells `notify` what it does there.
     """
     chosen = choice if choice is not None else choose_backend()
     if chosen.name == "wlroots":
-        # start-up: only a wlroots session loads the grim and wtype modules
+        # start-up: only a wlroots session loads the grim, wtype and virtual-pointer modules
         from holodesk.automation.input.wlroots.keyboard import WtypeKeyboard
+        from holodesk.automation.input.wlroots.pointer import WlrootsPointer
         from holodesk.automation.wlroots.capture import GrimCapture
 
         if notify:
             notify(WLROOTS_NOTICE)
-        return Backends(GrimCapture(), InputPerformer(WtypeKeyboard()))
+        return Backends(GrimCapture(), InputPerformer(WtypeKeyboard(pointer=WlrootsPointer())))
     if chosen.name == "wayland":
         # start-up: an X11 session never loads the portal's modules (bench/startup.py times `holodesk run`)
         from holodesk.automation.input.portal.backend import PortalInput

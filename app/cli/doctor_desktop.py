@@ -18,7 +18,8 @@ from holodesk.app.common.hotkey_path import OWN_WINDOWS_STOP, TRIGGER_ADVICE, Ho
 from holodesk.automation.backends import PORTAL_DESKTOPS, BackendChoice, choose_backend
 from holodesk.automation.errors import AutomationError, CaptureError
 from holodesk.automation.held_input import release_leftover_input
-from holodesk.automation.input.wlroots.keyboard import POINTER_NOT_WIRED, WTYPE, WTYPE_PACKAGE
+from holodesk.automation.input.wlroots.keyboard import WTYPE, WTYPE_PACKAGE
+from holodesk.automation.input.wlroots.pointer import PYWAYLAND_PACKAGE, WlrootsPointer
 from holodesk.automation.pyautogui_import import import_pyautogui
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.wayland.portal import probe_remote_desktop
@@ -27,7 +28,7 @@ from holodesk.automation.wlroots.capture import GRIM, GRIM_PACKAGE
 from holodesk.automation.wlroots.sway_outputs import sway_monitors
 
 if TYPE_CHECKING:
-    pass
+    from holodesk.automation.coords import Monitor
 
 
 def check_display() -> CheckResult:
@@ -219,7 +220,7 @@ def check_desktop_backend(display: CheckResult) -> Iterator[CheckResult]:
 
 
 def check_wlroots(choice: BackendChoice) -> Iterator[CheckResult]:
-    """The wlroots path: grim and wtype installed, sway's IPC answering, and what does not work (the pointer)."""
+    """The wlroots path: grim and wtype installed, sway's IPC answering, and the virtual pointer opening."""
     desktop = choice.desktop or "not named"
     yield CheckResult(
         "backend",
@@ -235,6 +236,7 @@ def check_wlroots(choice: BackendChoice) -> Iterator[CheckResult]:
             )  # fmt: skip
         else:
             yield CheckResult(tool, Status.OK, f"{tool} found ({needed_for})")
+    monitors: tuple[Monitor, ...] = ()
     try:
         monitors = sway_monitors()
     except AutomationError as exc:
@@ -249,7 +251,24 @@ def check_wlroots(choice: BackendChoice) -> Iterator[CheckResult]:
         described = ", ".join(f"{m.name} {m.rect.width}x{m.rect.height}" for m in monitors)
         yield CheckResult("monitors", Status.OK, f"sway reports {len(monitors)}: {described or 'none active'}")
     yield CheckResult("typing", Status.OK, "text and keys through the virtual keyboard, exact on every layout")
-    yield CheckResult("pointer", Status.WARN, f"{POINTER_NOT_WIRED}; such steps are refused before approval")
+    yield check_wlroots_pointer(monitors)
+
+
+def check_wlroots_pointer(monitors: tuple[Monitor, ...]) -> CheckResult:
+    """Opens and closes a virtual pointer (no motion, no button): what a run's first pointer step does."""
+    if not monitors:
+        return CheckResult("pointer", Status.FAIL, "no monitors from sway: pointer actions cannot be placed")
+    pointer = WlrootsPointer()
+    try:
+        pointer.check(monitors)
+    except AutomationError as exc:
+        return CheckResult(
+            "pointer", Status.WARN, f"{exc}; such steps are refused before approval",
+            fix=f"pip install {PYWAYLAND_PACKAGE}" if PYWAYLAND_PACKAGE in str(exc) else "",
+        )  # fmt: skip
+    finally:
+        pointer.close()
+    return CheckResult("pointer", Status.OK, "clicks, moves, drags and scrolls through a virtual pointer (wlroots)")
 
 
 def check_hotkeys(probe: Callable[[], int] | None = None) -> CheckResult:

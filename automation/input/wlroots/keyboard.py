@@ -1,4 +1,4 @@
-"""Keyboard input on wlroots desktops (sway) through the virtual-keyboard protocol, with wtype.
+"""Input on wlroots desktops (sway): keys through the virtual-keyboard protocol with wtype, pointer steps handed on.
 
 wtype makes a virtual keyboard whose keymap holds exactly the keysyms it is asked for, so text and
 keys arrive the same on every layout the user has; nothing here reads the user's layout. Modifiers
@@ -6,24 +6,14 @@ keys arrive the same on every layout the user has; nothing here reads the user's
 Each wtype call is one new virtual keyboard, and the first key after one appears was lost on
 headless sway ("Hello" arrived as "ello"): each call taps Shift first, which types nothing.
 
-What this backend does not do yet, refused in words by `check` before anything is sent (so before
-the approval): pointer actions (click, move, drag, scroll: the virtual-pointer protocol is not wired
-yet) and pasting (text is always typed). Wayland does not say which program has the focus, so it
-declares it cannot tell (the plan then refuses overwrite). Text goes out in chunks, the stop token
-checked between them. Monitors come from sway's IPC (`swaymsg -t get_outputs`), so for now the
-backend serves sway and says so on other wlroots desktops.
-
-The pointer, as found so far (issue 45; not built): per-call tools do not serve. wlroots' example
-`virtual-pointer` (libwlroots-examples) sent a move and a click to a full-screen Qt window on headless
-sway with success and the window saw nothing: evidently each call's device is gone before the client
-binds a pointer to it. One virtual pointer kept open does serve: through pywayland 0.4.19 (PyPI, installs
-here), with zwlr_virtual_pointer_manager_v1 / zwlr_virtual_pointer_v1 declared by hand from the
-protocol's request list (Debian 12 ships no wlr-virtual-pointer-unstable-v1.xml to generate them
-from: no wlr-protocols package, libwlroots-dev has only C headers), motion_absolute over the output
-size, then button press and release each with a frame, landed exactly (307, 228 on the Qt pad), with
-a fixed 0.3 s between the move and the click (1 run). Left to do: a wait for the client's pointer
-that is not a fixed pause, the device kept for the whole run, drags and the wheel, pywayland as a
-Linux dependency, and the pointer conformance suite on sway.
+Pointer actions (click, move, drag, scroll) go to the run's one virtual pointer (pointer.py, the
+wlr virtual-pointer protocol through pywayland) when one is given; `check` asks it, before the
+approval, whether it can serve, and passes on its refusal in words (pywayland missing, a compositor
+without the protocol, a scale other than 1) while typing keeps working. Without one, pointer actions
+are refused (POINTER_NOT_WIRED). Pasting is not done (text is always typed). Wayland does not say
+which program has the focus, so it declares it cannot tell (the plan then refuses overwrite). Text
+goes out in chunks, the stop token checked between them. Monitors come from sway's IPC (`swaymsg -t
+get_outputs`), so for now the backend serves sway and says so on other wlroots desktops.
 """
 
 from __future__ import annotations
@@ -52,6 +42,7 @@ from holodesk.automation.input.primitives import (
     TypedText,
     WheelScroll,
 )
+from holodesk.automation.input.wlroots.pointer import WlrootsPointer
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
 from holodesk.automation.wlroots.sway_outputs import sway_monitors
@@ -65,13 +56,13 @@ SELECT_ALL_KEYS = ("ctrl", "a")
 # Canonical modifier names to wtype's (-M/-m): held by the virtual keyboard's modifier state.
 _WTYPE_MODIFIERS = {"ctrl": "ctrl", "alt": "alt", "shift": "shift", "super": "logo", "altgr": "altgr"}
 POINTER_NOT_WIRED = (
-    "pointer actions (click, move, drag, scroll) are not available on wlroots desktops yet: Holodesk "
-    "types there through the virtual-keyboard protocol, and the virtual-pointer protocol is not wired"
+    "pointer actions (click, move, drag, scroll) are not available here: this wlroots keyboard backend "
+    "was built without a virtual pointer"
 )
 
 
 class WtypeKeyboard:
-    """The wlroots keyboard backend (automation.input.backend.InputBackend) through wtype."""
+    """The wlroots input backend (automation.input.backend.InputBackend): wtype, and `pointer` for pointer steps."""
 
     def __init__(
         self,
@@ -80,6 +71,7 @@ class WtypeKeyboard:
         environ: dict[str, str] | None = None,
         chunk_chars: int = 64,
         focus_settle_s: float = 0.05,
+        pointer: WlrootsPointer | None = None,
     ) -> None:
         if chunk_chars < 1:
             raise ValueError("chunk_chars must be at least 1")
@@ -87,19 +79,22 @@ class WtypeKeyboard:
         self._environ = environ
         self.chunk_chars = chunk_chars
         self.focus_settle_s = focus_settle_s
+        self.pointer = pointer
+        self._layout: tuple[Monitor, ...] = ()  # the monitors while an action with pointer steps runs
 
     @property
     def capabilities(self) -> InputCapabilities:
-        return InputCapabilities(
-            name="wlroots virtual keyboard (wtype)", knows_focused_program=False, refuses_corners=False
-        )
+        name = "wlroots virtual keyboard (wtype)" + (" and virtual pointer" if self.pointer else "")
+        return InputCapabilities(name=name, knows_focused_program=False, refuses_corners=False)
 
     @property
     def injected(self) -> InjectedInput:
         return self._injected
 
     def close(self) -> None:
-        """Nothing to give back: each wtype call's virtual keyboard ends with it."""
+        """Release and destroy the virtual pointer; each wtype call's virtual keyboard ends with it."""
+        if self.pointer is not None:
+            self.pointer.close()
 
     def monitors(self) -> tuple[Monitor, ...]:
         return sway_monitors(self._environ)
@@ -111,7 +106,10 @@ class WtypeKeyboard:
 
     def check(self, step: Primitive) -> None:
         if isinstance(step, PointerTo | ButtonClicks | ButtonDrag | WheelScroll):
-            raise ActionError(POINTER_NOT_WIRED)
+            if self.pointer is None:
+                raise ActionError(POINTER_NOT_WIRED)
+            self.pointer.check(self.monitors())
+            return
         if isinstance(step, PastedText):
             raise ActionError("pasting is not available on wlroots desktops yet: Holodesk types the text there")
         if isinstance(step, KeyPresses):
@@ -125,9 +123,15 @@ class WtypeKeyboard:
 
     @contextlib.contextmanager
     def acting(self, action: Action, steps: tuple[Primitive, ...]) -> Iterator[None]:
-        yield  # every wtype call opens and closes its own virtual keyboard
+        # Every wtype call opens and closes its own virtual keyboard; the pointer (opened by check) is
+        # the run's. The monitors are read once per action, for the pointer's motions.
+        pointing = any(isinstance(step, PointerTo | ButtonClicks | ButtonDrag | WheelScroll) for step in steps)
+        self._layout = self.monitors() if pointing else ()
+        yield
 
     def perform(self, step: Primitive, cancel: CancelToken) -> str:
+        if isinstance(step, PointerTo | ButtonClicks | ButtonDrag | WheelScroll):
+            return self._point(step, cancel)
         if isinstance(step, TypedText):
             for start in range(0, len(step.text), self.chunk_chars):
                 cancel.raise_if_cancelled()
@@ -141,6 +145,20 @@ class WtypeKeyboard:
                 self._wtype(_combination_arguments(step.hold, step.taps))
             return ""
         raise AssertionError(f"check refuses {type(step).__name__} before anything is performed")
+
+    def _point(self, step: PointerTo | ButtonClicks | ButtonDrag | WheelScroll, cancel: CancelToken) -> str:
+        pointer = self.pointer
+        assert pointer is not None and self._layout, "check refuses pointer steps without a pointer"
+        cancel.raise_if_cancelled()
+        if isinstance(step, PointerTo):
+            pointer.move(step.at, self._layout)
+        elif isinstance(step, ButtonClicks):
+            pointer.click(step.button, step.count, cancel)
+        elif isinstance(step, ButtonDrag):
+            pointer.drag(step.button, step.end, self._layout, cancel)
+        else:
+            pointer.scroll(step.direction, step.notches, cancel)
+        return ""
 
     def _wtype(self, arguments: Sequence[str]) -> None:
         # Shift first: the first key of a new virtual keyboard can be lost (see the module docstring).

@@ -18,6 +18,7 @@ from holodesk.automation.backends import (
 )
 from holodesk.automation.errors import ActionError
 from holodesk.automation.input.wlroots.keyboard import WtypeKeyboard
+from holodesk.automation.input.wlroots.pointer import WlrootsPointer
 from holodesk.automation.primary_selection import PasteUnreadable, read_primary_selection
 from holodesk.automation.wayland.keysyms import char_keysym, key_keysym, text_keysyms
 from holodesk.automation.wayland.portal import PortalError, parse_streams
@@ -80,6 +81,7 @@ def test_each_path_builds_its_parts_and_says_what_the_user_must_know(tmp_path: P
     notices: list[str] = []
     wlroots = create_backends(notices.append, choice=BackendChoice("wlroots", "test", "sway"))
     assert isinstance(wlroots.capture, GrimCapture) and isinstance(wlroots.performer.backend, WtypeKeyboard)
+    assert isinstance(wlroots.performer.backend.pointer, WlrootsPointer)  # one backend: keyboard and pointer
     assert notices == [WLROOTS_NOTICE]
     notices.clear()
     create_backends(notices.append, choice=BackendChoice("wayland", "test", "GNOME"), token_path=tmp_path / "t")

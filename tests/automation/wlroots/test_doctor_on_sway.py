@@ -16,7 +16,6 @@ import pytest
 
 from bench.rigs.fake_openai_server import FakeOpenAIServer
 from bench.rigs.sway_stack import SwayStack
-from holodesk.automation.input.wlroots.keyboard import POINTER_NOT_WIRED
 from tests.support.holodesk_command import HOLODESK_COMMAND
 
 pytestmark = [pytest.mark.display, pytest.mark.wlroots]
@@ -62,7 +61,8 @@ def test_doctor_names_sway_the_wlroots_path_and_what_works(sway_stack: SwayStack
     assert "a 30-step task on a 1024x768 screen" in report, report  # the context check sizes sway's screen
     assert "grim found (screenshots)" in report and "wtype found (typing)" in report, report
     assert "text and keys through the virtual keyboard" in report, report
-    assert POINTER_NOT_WIRED in line(report, "pointer"), report
+    # the pointer line is OK only once a virtual pointer was opened on that sway
+    assert line(report, "pointer").startswith("OK") and "through a virtual pointer" in line(report, "pointer"), report
     assert "Wayland portal" not in report and "RemoteDesktop portal version" not in report, report
 
 
@@ -70,6 +70,7 @@ def test_doctor_refuses_a_wlroots_desktop_that_is_not_sway(sway_stack: SwayStack
     code, report = doctor(sway_stack, tmp_path, SWAYSOCK=None, XDG_CURRENT_DESKTOP="Hyprland")
     assert "wlroots desktop (Hyprland)" in report, report
     assert "this wlroots desktop is not sway (SWAYSOCK is unset)" in line(report, "monitors"), report
+    assert "no monitors from sway: pointer actions cannot be placed" in line(report, "pointer"), report
     assert code != 0, report
 
 

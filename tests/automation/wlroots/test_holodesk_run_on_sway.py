@@ -1,12 +1,14 @@
 """`holodesk run` on the headless sway, against the loopback model server: it picks the wlroots backend
-from the session's environment alone and types into a native Wayland Qt field; a click is refused.
+from the session's environment alone, clicks a native Wayland Qt field and types into it (issue 45's
+"done when" for sway).
 
 The command gets sway's client environment (WAYLAND_DISPLAY, SWAYSOCK, XDG_CURRENT_DESKTOP=sway, no
 DISPLAY, no HOLODESK_BACKEND), so nothing but the backend choice can lead it to grim and wtype. The
 model's screenshots are checked to be the sway output's size and to show the Qt window's colour, so
-they came from grim; the typed text is read back from the Qt field (its `enter` event carries the
-field's whole content). The click is proposed at the field: the run must say, before any approval is
-asked for it, that pointer actions are not available on wlroots, and the field must get no click.
+they came from grim. The click is proposed at the field's centre (in the model's 0-1000 space): the
+window must log the press and release on the field within a pixel of that centre (one model unit is
+1.024 pixels here), through the run's virtual pointer. The typed text is read back from the Qt field
+(its `enter` event carries the field's whole content).
 
 The same sway described as an unknown compositor (no SWAYSOCK, XDG_CURRENT_DESKTOP=mystery), with the
 real xdg-desktop-portal in a D-Bus session of the command's own (dbus-run-session), takes the portal
@@ -28,7 +30,6 @@ from bench.rigs.sway_stack import OUTPUT_SIZE, SwayStack
 from holodesk.automation.actions import Point
 from holodesk.automation.backends import WLROOTS_NOTICE, unknown_desktop_notice
 from holodesk.automation.coords import Rect
-from holodesk.automation.input.wlroots.keyboard import POINTER_NOT_WIRED
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.automation.wlroots.conftest import SwayTarget
 from tests.e2e.scripting import holotron, model_point
@@ -53,18 +54,17 @@ def run_env(stack: SwayStack, tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def test_holodesk_run_types_on_sway_and_refuses_a_click_before_approval(
-    sway_stack: SwayStack, sway_target: SwayTarget, tmp_path: Path
-) -> None:
+def test_holodesk_run_clicks_and_types_on_sway(sway_stack: SwayStack, sway_target: SwayTarget, tmp_path: Path) -> None:
     sway_target.clear()
     before = len(sway_target.seen)
     screen = Rect(0, 0, *OUTPUT_SIZE)
     x, y, width, height = sway_target.ready["layout"]["field"]
-    field = model_point(Point(x + width // 2, y + height // 2), screen)
+    centre = Point(x + width // 2, y + height // 2)
+    field = model_point(centre, screen)
     with FakeOpenAIServer(api_key="sk-test") as server:
         server.queue(
-            Completion(text=holotron("write_desktop", content=TYPED, press_enter=True)),
             Completion(text=holotron("click_desktop", x=field.x, y=field.y)),
+            Completion(text=holotron("write_desktop", content=TYPED, press_enter=True)),
             Completion(text=holotron("answer", content="Typed it.")),
         )
         done = subprocess.run(
@@ -76,10 +76,21 @@ def test_holodesk_run_types_on_sway_and_refuses_a_click_before_approval(
         problems = list(server.problems)
     out, err = done.stdout, done.stderr
     assert problems == [], problems
-    assert WLROOTS_NOTICE in out + err, out + err  # the wlroots backend was built, and said what it cannot do
+    assert WLROOTS_NOTICE in out + err, out + err  # the wlroots backend was built, and said so
+    assert done.returncode == 0, out + err
 
-    # The typing reached the native Wayland field, exactly.
+    # The click reached the native Wayland field, where the model pointed.
+    press = sway_target.wait_for("press", 30.0)
+    release = sway_target.wait_for("release", 10.0)
+    for event in (press, release):
+        assert event["button"] == "LeftButton" and event["widget"] == "field", (event, out + err)
+        assert abs(event["x"] - centre.x) <= 1 and abs(event["y"] - centre.y) <= 1, (event, centre)
+
+    # The typing reached the same field, exactly.
     assert sway_target.wait_for("enter", 30.0)["text"] == TYPED, out + err
+    assert [e["event"] for e in sway_target.seen[before:] if e["event"] in ("press", "release", "enter")] == [
+        "press", "release", "enter",
+    ]  # fmt: skip
 
     # Every screenshot the model saw is sway's output, through grim: its size and the window's colour.
     assert requests, out + err
@@ -87,19 +98,12 @@ def test_holodesk_run_types_on_sway_and_refuses_a_click_before_approval(
     assert (first.shape[1], first.shape[0]) == OUTPUT_SIZE
     assert (first == BACKGROUND_COLOUR).all(axis=2).mean() > 0.3, "the screenshot does not show the Qt window"
 
-    # The click: refused in words before it was put to the user, never sent, and the run ends failed.
-    assert f"STEP 2 FAILED: the proposed action cannot run: {POINTER_NOT_WIRED}" in out, out + err
-    assert "Step 2 proposes:" not in out and out.count("[a]pprove") == 1, out  # only the typing was asked
-    assert done.returncode != 0, out + err
-    sway_target.clear()  # the window has handled everything sent before this command
-    assert [e for e in sway_target.seen[before:] if e.get("event") in ("press", "release", "double_click")] == []
-
     (folder,) = iter_session_folders(tmp_path / "sessions")
     session = read_session(folder)
-    assert session.outcome == "failed", session.outcome
-    typed, click = session.steps
-    assert typed["result"]["ok"] and typed["image_size"] == list(OUTPUT_SIZE)
-    assert "result" not in click and POINTER_NOT_WIRED in click["error"]  # recorded as refused, not performed
+    assert session.outcome == "done", session.outcome
+    click, typed, _answer = session.steps
+    assert click["result"]["ok"] and typed["result"]["ok"], session.steps
+    assert typed["image_size"] == list(OUTPUT_SIZE)
 
 
 def test_holodesk_run_on_an_unknown_compositor_is_refused_in_words(

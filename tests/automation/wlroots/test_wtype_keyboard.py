@@ -2,11 +2,13 @@
 
 Each action goes through the InputPerformer, as a run's approved step does, into the native Wayland
 Qt field; Enter ends it, and the window then logs the field's whole content, compared exactly.
-Pointer actions are refused in words by the plan's checks, before anything reaches the desktop.
+Built without a virtual pointer (test_wlroots_pointer.py tests the one a run gets), pointer actions are
+refused in words by the plan's checks, before anything reaches the desktop.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from bench.rigs.sway_stack import SwayStack
 from holodesk.automation.actions import Click, KeyCombo, Point, TypeText
 from holodesk.automation.errors import ActionError
 from holodesk.automation.input.performer import InputPerformer
-from holodesk.automation.input.wlroots.keyboard import WtypeKeyboard
+from holodesk.automation.input.wlroots.keyboard import POINTER_NOT_WIRED, WtypeKeyboard
 from tests.automation.wlroots.conftest import SwayTarget
 
 TEXTS = {
@@ -54,13 +56,13 @@ def test_a_held_modifier_reaches_the_program(performer: InputPerformer, sway_tar
 
 @pytest.mark.display
 @pytest.mark.wlroots
-def test_a_click_is_refused_in_words_before_anything_is_sent(
+def test_without_a_pointer_a_click_is_refused_in_words_before_anything_is_sent(
     performer: InputPerformer, sway_target: SwayTarget
 ) -> None:
     sway_target.clear()
-    with pytest.raises(ActionError, match="virtual-pointer protocol is not wired"):
+    with pytest.raises(ActionError, match=re.escape(POINTER_NOT_WIRED)):
         performer.validate(Click(Point(300, 200)))
-    with pytest.raises(ActionError, match="virtual-pointer protocol is not wired"):
+    with pytest.raises(ActionError, match=re.escape(POINTER_NOT_WIRED)):
         performer.execute(Click(Point(300, 200)))
     assert performer.execute(TypeText("z", press_enter=True)).ok
     start = len(sway_target.seen)

@@ -36,5 +36,6 @@ def test_a_bad_holodesk_backend_is_said_in_words_not_a_traceback(xvfb, tmp_path)
     assert process.returncode == 2, err
     assert "Traceback" not in err, err
     assert err.strip() == (
-        "holodesk: HOLODESK_BACKEND must be 'x11' or 'wayland', got 'bogus'; unset it to let Holodesk choose."
+        "holodesk: HOLODESK_BACKEND must be 'x11', 'wayland' or 'wlroots', got 'bogus';"
+        " unset it to let Holodesk choose."
     )

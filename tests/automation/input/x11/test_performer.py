@@ -571,10 +571,22 @@ class TestOnDesktop:
         text = "abcde" * 40  # 200 keys at 10 ms: about 2 s
         slow.execute(Click(window.centre("field")))
         token = CancelToken()
-        threading.Timer(0.4, token.cancel).start()
+        seen: list[Event] = []
+
+        def stop_once_text_arrived() -> None:
+            # Not a fixed delay: on a loaded fresh machine 0.4 s came before the first key, and nothing was typed.
+            deadline = time.monotonic() + 30
+            while not last_text(seen) and time.monotonic() < deadline:
+                seen.extend(window.sync())
+                time.sleep(0.02)
+            token.cancel()
+
+        stopper = threading.Thread(target=stop_once_text_arrived)
+        stopper.start()
         with pytest.raises(Cancelled):
             slow.execute(TypeText(text), token)
-        typed = last_text(window.sync()) or ""
+        stopper.join(35)
+        typed = last_text(seen + window.sync()) or ""
         assert 0 < len(typed) < len(text)
         assert text.startswith(typed)
         assert len(typed) % 5 == 0  # it stopped between chunks, not inside one

@@ -6,6 +6,9 @@ episodes on several desktops at once are scored by each page's own reward. With 
 step any worker is asked for (whichever claims the marker file first) is a crash mid-episode: that
 worker process exits at once, or, with `pause_s`, writes its process ids into the marker and waits
 that long, so that a test can kill its node from outside mid-episode. Every later step is the oracle's.
+With `meeting`, each worker's steps wait (bounded) until `parties` workers have been asked for a step:
+otherwise, on a loaded machine, the first worker to start can finish every episode before the second
+has started its browser, and a test of how episodes spread sees one worker only.
 """
 
 from __future__ import annotations
@@ -26,16 +29,39 @@ from holodesk.inference.profiles.base import ChatRequest
 CRASH_STATUS = 17
 
 
+MEETING_TIMEOUT_S = 180.0
+
+
 @dataclass(frozen=True, slots=True)
 class OracleSource:
     marker: Path | None = None
     pause_s: float = 0.0
+    meeting: Path | None = None
+    parties: int = 2
 
     def build(self, browser: MiniWoBBrowser, region: Rect) -> ModelPolicy:
         oracle = MiniWoBOracle(browser, region)
+        if self.meeting is not None:
+            return ModelPolicy(get_profile("holotron"), _Meeting(oracle, self.meeting, self.parties))
         if self.marker is None:
             return ModelPolicy(get_profile("holotron"), oracle)
         return ModelPolicy(get_profile("holotron"), _CrashingOnce(oracle, self.marker, self.pause_s))
+
+
+class _Meeting:
+    """The oracle, each step once `parties` workers have each been asked for one (see the module docstring)."""
+
+    def __init__(self, oracle: MiniWoBOracle, folder: Path, parties: int) -> None:
+        self.oracle = oracle
+        self.folder = folder
+        self.parties = parties
+
+    def generate(self, request: ChatRequest) -> Generation:
+        (self.folder / str(os.getpid())).touch()
+        deadline = time.monotonic() + MEETING_TIMEOUT_S
+        while len(list(self.folder.iterdir())) < self.parties and time.monotonic() < deadline:
+            time.sleep(0.05)  # past the deadline the step goes on, and the test's own assertion says what happened
+        return self.oracle.generate(request)
 
 
 class _CrashingOnce:

@@ -56,7 +56,9 @@ def _node_of(where: str) -> str:
 
 def test_episodes_spread_over_the_nodes_win_with_the_pages_reward(cluster, tmp_path):
     options = MiniWoBOptions(tasks=("click-button", "enter-text"), episodes=2, seed=5, zoom=2)
-    desktops = RayDesktops(cluster.address, WorkerSetup(options=options, policy=OracleSource()))
+    meeting = tmp_path / "meeting"  # both workers take part: a fast first one could otherwise do every episode
+    meeting.mkdir()
+    desktops = RayDesktops(cluster.address, WorkerSetup(options=options, policy=OracleSource(meeting=meeting)))
     assert desktops.offered == 4
     run = ParallelRun(jobs_for(options), desktops.start, 2, tmp_path / "sessions")
     report = run.run()

@@ -8,6 +8,9 @@ it behind, and then a button may still be pressed on the X server. The next `hol
 app or `holodesk doctor` calls `release_leftover_input()`: for every marker of a dead process on
 this display it asks the X server what is really held, releases those of the marker's buttons and
 keys that are (through the input layer: automation/input/x11/release.py), and removes the marker.
+On a wlroots desktop the pointer writes the same markers under its Wayland display's name, and the same
+call releases the buttons they name through a new virtual pointer (automation/input/wlroots/release.py:
+the compositor cannot be asked what is held).
 
 Key names are pyautogui's (what the X11 backend passes to pyautogui keyDown/write); keycodes are X keycodes (what
 the X11 typer presses); buttons are X button numbers. A second marker names the spare keycodes the
@@ -216,7 +219,23 @@ def leftover_markers(
 
 
 def release_leftover_input(folder: Path | None = None, display: str | None = None) -> LeftoverRelease:
-    """Release what killed runs left held or bound on this display and remove their markers. Never raises."""
+    """Release what killed runs left held or bound on this X display and on this Wayland display (wlroots),
+    and remove their markers. Never raises."""
+    on_x11 = _release_leftover_x11(folder, display)
+    # Local: the wlroots pointer writes its markers through this module (a cycle if imported at the top).
+    from holodesk.automation.input.wlroots.release import release_leftover_buttons
+
+    on_wlroots = release_leftover_buttons(folder)
+    return LeftoverRelease(
+        on_x11.markers + on_wlroots.markers,
+        on_x11.buttons + on_wlroots.buttons,
+        on_x11.keys,
+        on_x11.problems + on_wlroots.problems,
+        on_x11.cleared_keycodes,
+    )
+
+
+def _release_leftover_x11(folder: Path | None, display: str | None) -> LeftoverRelease:
     display = display if display is not None else os.environ.get("DISPLAY")
     try:
         markers = leftover_markers(folder, display) + leftover_markers(folder, display, REMAPPED_PREFIX)

@@ -21,10 +21,11 @@ corner: programs round positions, so the centre would land on the next pixel.
 Nothing is left pressed: a button is released in `finally` when a drag is stopped or fails, and
 `close` releases any still down before the device is destroyed (sway does not: a device destroyed,
 or its process killed, with a button down leaves that button pressed in the seat until some device
-releases it; seen on headless sway 1.7). A run killed outright (kill -9) mid-drag therefore leaves the
-button down; repairing that at the next start, as automation/held_input.py does on X11, is not done
-on wlroots yet, and releasing every button blindly is no fix (sway passes a release of a button that
-is not down on to the window).
+releases it; seen on headless sway 1.7). For a run killed outright (kill -9) mid-drag, a pressed
+button is named in a crash marker (automation/held_input.py, as on X11) from before its press until
+after its release; the next start releases exactly those buttons through a new device
+(automation/input/wlroots/release.py). Releasing every button blindly would be no fix: sway passes a
+release of a button that is not down on to the window.
 
 Measured on headless sway 1.7 (idle Qt window): a motion, its frame and the acknowledgement take
 0.2 ms (median of 50; at most 4.5 ms); a first click sent with no settle at all landed 3 times in 3,
@@ -46,6 +47,7 @@ from holodesk.automation.actions import MouseButton, Point, ScrollDirection
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.coords import Monitor, virtual_desktop
 from holodesk.automation.errors import ActionError, DesktopRefused
+from holodesk.automation.held_input import HeldInputMarker, MarkerUnavailable
 from holodesk.automation.input.primitives import drag_path
 
 if TYPE_CHECKING:
@@ -59,6 +61,8 @@ log = logging.getLogger(__name__)
 PYWAYLAND_PACKAGE = "pywayland"
 # Linux input event codes of the buttons (linux/input-event-codes.h).
 BUTTON_CODES = {MouseButton.LEFT: 0x110, MouseButton.RIGHT: 0x111, MouseButton.MIDDLE: 0x112}
+# The crash markers name buttons by their X numbers (held_input.BUTTON_NUMBERS), on every desktop.
+MARKER_NUMBERS = {0x110: 1, 0x112: 2, 0x111: 3}
 WL_SEAT_CAPABILITY_POINTER = 1
 # One wheel notch: libinput's 15 degrees, which programs read as one step (Qt: 120 eighths of a degree).
 NOTCH_DEGREES = 15.0
@@ -77,8 +81,11 @@ class WlrootsPointer:
         drag_step_px: int = 12,
         drag_step_interval_s: float = 0.008,
         scroll_notch_interval_s: float = 0.04,
+        marker: HeldInputMarker | None = None,
     ) -> None:
         self._environ = environ
+        self._marker = marker if marker is not None else HeldInputMarker(display=marker_display(environ))
+        self._marked: dict[int, contextlib.ExitStack] = {}  # button code -> its open crash-marker block
         self.ack_timeout_s = ack_timeout_s
         self.bind_settle_s = bind_settle_s
         # Below the double-click interval of every desktop (Qt's default 400 ms), at a person's pace.
@@ -111,6 +118,7 @@ class WlrootsPointer:
             from pywayland.client import Display
             from pywayland.protocol.wayland import WlSeat
 
+            # Local: the protocol module imports pywayland, which is optional (its absence is refused in words).
             from holodesk.automation.input.wlroots.virtual_pointer_protocol import (
                 MANAGER_NAME,
                 VirtualPointerManager,
@@ -156,7 +164,7 @@ class WlrootsPointer:
         except DesktopRefused as exc:
             display.disconnect()
             raise ActionError(f"pointer actions: {exc}") from exc
-        except BaseException:
+        except BaseException:  # any failure, Ctrl+C included: disconnect, then re-raise it unchanged
             display.disconnect()
             raise
         self._display, self._device = display, device
@@ -216,6 +224,7 @@ class WlrootsPointer:
             self._release(code)
 
     def scroll(self, direction: ScrollDirection, notches: int, cancel: CancelToken) -> None:
+        # Local: the protocol module imports pywayland, which is optional (its absence is refused in words).
         from holodesk.automation.input.wlroots.virtual_pointer_protocol import (
             AXIS_HORIZONTAL,
             AXIS_SOURCE_WHEEL,
@@ -234,16 +243,30 @@ class WlrootsPointer:
                 self._frame()
 
     def _button(self, code: int, *, pressed: bool) -> None:
+        # Local: the protocol module imports pywayland, which is optional (its absence is refused in words).
         from holodesk.automation.input.wlroots.virtual_pointer_protocol import BUTTON_PRESSED, BUTTON_RELEASED
 
         with self._lock:
             device = self._opened()
+            if pressed and code not in self._marked:
+                marked = contextlib.ExitStack()
+                try:
+                    marked.enter_context(self._marker.holding(buttons=[MARKER_NUMBERS[code]]))
+                except MarkerUnavailable as exc:  # nothing is pressed that a later start could not release
+                    raise ActionError(str(exc)) from exc
+                self._marked[code] = marked
             device.button(_now_ms(), code, BUTTON_PRESSED if pressed else BUTTON_RELEASED)
             if pressed:
                 self._held.add(code)
             else:
                 self._held.discard(code)
             self._frame()
+            if not pressed and code in self._marked:  # only once the compositor has taken the release
+                self._marked.pop(code).close()
+
+    def release_button(self, code: int) -> None:
+        """Send a release of `code` (a Linux button code): what a killed run left down, at the next start."""
+        self._button(code, pressed=False)
 
     def _release(self, code: int) -> None:
         """Release a held button; a failure here is logged, never hiding the stop or fault that led here."""
@@ -302,6 +325,12 @@ class WlrootsPointer:
                 device.destroy()
                 display.flush()
             display.disconnect()
+
+
+def marker_display(environ: dict[str, str] | None = None) -> str:
+    """The display name this Wayland desktop's crash markers carry: never an X display's, whose release is X11's."""
+    name = (os.environ if environ is None else environ).get("WAYLAND_DISPLAY")
+    return f"wlroots:{name or 'default'}"
 
 
 def _now_ms() -> int:

@@ -65,7 +65,8 @@ class WaylandCapture:
         self._required_lock = threading.Lock()
         # Mutter delivers the frame showing an action's effect ~100 ms later (bench.wayland), so a
         # grab right after input would return the old picture and the engine's settle check could
-        # call it settled. A grab waits up to this long for a frame newer than the last input.
+        # call it settled. A grab waits up to this long for a changed picture newer than the last
+        # input (a frame identical to the one before it, which mutter also sends, shows no effect).
         self._input_frame_wait_s = input_frame_wait_s
 
     def _stream_monitors(self) -> tuple[StreamMonitor, ...]:
@@ -140,7 +141,7 @@ class WaylandCapture:
         if last_input:
             remaining = last_input + self._input_frame_wait_s - time.monotonic()
             if remaining > 0:
-                entry.frames.wait_for_frame_since(last_input, remaining)
+                entry.frames.wait_for_change_since(last_input, remaining)
         pixels, _arrived_at = entry.frames.latest(self._frame_timeout_s)
         monitors = tuple(item.monitor for item in entries)
         rect = entry.monitor.rect

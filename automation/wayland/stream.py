@@ -1,8 +1,9 @@
 """Frames of one PipeWire screen-cast stream, read with GStreamer into numpy, the newest kept.
 
 `pipewiresrc fd=.. path=NODE ! videoconvert ! BGRx ! appsink`: the appsink callback runs on
-GStreamer's streaming thread and replaces the kept frame. Mutter sends a frame only when the screen
-changes, so the newest frame is the current picture however old it is.
+GStreamer's streaming thread and hands the frame to NewestFrame (automation.wayland.newest_frame),
+which keeps the newest. Mutter sends frames when the screen changes, so the newest frame is the
+current picture however old it is.
 
 GStreamer comes through PyGObject (`gi`), which pip cannot always build: on Debian it is the
 python3-gi package; docs/requirements.md ("Wayland") says how a virtual environment reaches it.
@@ -10,13 +11,12 @@ python3-gi package; docs/requirements.md ("Wayland") says how a virtual environm
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import numpy as np
 
 from holodesk.automation.errors import CaptureError
+from holodesk.automation.wayland.newest_frame import NewestFrame
 
 GST_PACKAGES = "python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gstreamer1.0-pipewire"
 
@@ -40,10 +40,11 @@ def load_gstreamer() -> Any:
     return Gst
 
 
-class FrameStream:
-    """A running pipeline for one PipeWire node; `latest()` is the newest BGRx frame."""
+class FrameStream(NewestFrame):
+    """A running pipeline for one PipeWire node, feeding its frames to NewestFrame's bookkeeping."""
 
     def __init__(self, pipewire_fd: int, node_id: int) -> None:
+        super().__init__(f"PipeWire node {node_id}")
         gst = load_gstreamer()
         self._gst = gst
         self.node_id = node_id
@@ -56,11 +57,6 @@ class FrameStream:
             self._pipeline = gst.parse_launch(description)
         except Exception as exc:  # GLib.Error
             raise CaptureError(f"cannot build the capture pipeline: {exc}") from exc
-        self._lock = threading.Lock()
-        self._arrived = threading.Condition(self._lock)
-        self._latest: np.ndarray | None = None
-        self._latest_at = 0.0
-        self._frames = 0
         self._ended = ""
         sink = self._pipeline.get_by_name("sink")
         sink.connect("new-sample", self._on_sample)
@@ -88,54 +84,11 @@ class FrameStream:
             pixels = data[: stride * height].reshape(height, stride)[:, : width * 4].reshape(height, width, 4).copy()
         finally:
             buffer.unmap(info)
-        with self._arrived:
-            self._latest = pixels
-            self._latest_at = time.monotonic()
-            self._frames += 1
-            self._arrived.notify_all()
+        self.put(pixels)
         return self._gst.FlowReturn.OK
 
-    @property
-    def frames_received(self) -> int:
-        with self._lock:
-            return self._frames
-
-    def latest(self, timeout_s: float = 5.0) -> tuple[np.ndarray, float]:
-        """The newest frame (HxWx4 BGRx) and when it arrived; waits up to `timeout_s` for the first."""
-        deadline = time.monotonic() + timeout_s
-        with self._arrived:
-            while self._latest is None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    error = self._pipeline_error()
-                    raise CaptureError(
-                        f"no frame from PipeWire node {self.node_id} within {timeout_s:g} s"
-                        + (f": {error}" if error else "")
-                    )
-                self._arrived.wait(min(remaining, 0.1))
-            return self._latest, self._latest_at
-
-    def wait_for_frame_after(self, count: int, timeout_s: float) -> bool:
-        """Wait until more than `count` frames have arrived; False on timeout."""
-        deadline = time.monotonic() + timeout_s
-        with self._arrived:
-            while self._frames <= count:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._arrived.wait(remaining)
-            return True
-
-    def wait_for_frame_since(self, moment: float, timeout_s: float) -> bool:
-        """Wait until a frame newer than `moment` (time.monotonic()) arrived; False on timeout."""
-        deadline = time.monotonic() + timeout_s
-        with self._arrived:
-            while self._latest_at <= moment:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._arrived.wait(remaining)
-            return True
+    def source_error(self) -> str:
+        return self._pipeline_error()
 
     def ended(self) -> str:
         """Why the stream stopped (an error, or its end), or "" while it runs; sticky once set."""
@@ -150,21 +103,6 @@ class FrameStream:
                     error, _debug = message.parse_error()
                     self._ended = str(error.message) or "a PipeWire error"
         return self._ended
-
-    def wait_for_quiet(self, quiet_s: float, until: float) -> None:
-        """Wait until no frame has arrived for `quiet_s`, or until `until` (time.monotonic()).
-
-        A picture that arrives just after a change can have been painted just before it; mutter
-        limits a stream's frame rate and sends the newer picture one interval later, so the newest
-        picture once the stream falls quiet is the one that shows the change.
-        """
-        with self._arrived:
-            while True:
-                now = time.monotonic()
-                quiet_left = self._latest_at + quiet_s - now
-                if quiet_left <= 0 or now >= until:
-                    return
-                self._arrived.wait(min(quiet_left, until - now))
 
     def _pipeline_error(self) -> str:
         bus = self._pipeline.get_bus()

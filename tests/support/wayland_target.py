@@ -14,9 +14,12 @@ on the only monitor: window coordinates are then screen coordinates. It writes J
   focus   the widget that took the keyboard focus on a "focus" command
   stalled the window stops handling events now, for a "stall" command's seconds
   cleared the text field was emptied by the "clear" command (no key was sent)
+  caret   the text field's caret blinks (blinking: true) or not, after a "caret" command
 Commands on stdin: "quit"; "clear" (empty the text field, as a test's reset); "focus pad" (the pad,
 which pastes nothing, takes the keyboard focus; "focus field" gives it back); "stall SECONDS" (the
-event loop sleeps, as a busy program's does: input sent meanwhile is handled afterwards, in order).
+event loop sleeps, as a busy program's does: input sent meanwhile is handled afterwards, in order);
+"caret steady" (the caret stops blinking: the window then sends the desktop no picture of its own
+accord, so each new one shows the input's effect; "caret blinking" restores it).
 """
 
 from __future__ import annotations
@@ -136,6 +139,7 @@ def main() -> int:
     logger = PointerLogger(window)
     reader = StdinReader()
     widgets: dict[str, QWidget] = {"pad": pad, "field": field}
+    blink_ms = app.cursorFlashTime()
 
     def run(command: str) -> None:
         name, _, argument = command.partition(" ")
@@ -147,6 +151,12 @@ def main() -> int:
         elif name == "focus" and argument in widgets:
             widgets[argument].setFocus(Qt.FocusReason.OtherFocusReason)
             emit({"event": "focus", "widget": argument})
+        elif name == "caret":
+            app.setCursorFlashTime(0 if argument == "steady" else blink_ms)
+            if field.hasFocus():  # the field reads the flash time when it takes the focus
+                field.clearFocus()
+                field.setFocus(Qt.FocusReason.OtherFocusReason)
+            emit({"event": "caret", "blinking": argument != "steady"})
         elif name == "stall":
             emit({"event": "stalled", "seconds": float(argument)})
             time.sleep(float(argument))

@@ -401,7 +401,27 @@ def chromium(gnome_stack: GnomeStack) -> Iterator[ChromiumField]:
 def chromium_cell(input_performer: InputPerformer, chromium: ChromiumField, text: str) -> Cell:
     """Type `text` into the emptied text area (a line break is Enter), then the fence; read its DOM value."""
     chromium.focus(AREA)
+    wait_for_mutters_focus(chromium.window_id)
     return typed_cell(input_performer, text, ChromiumArea(chromium), "the text area")
+
+
+def wait_for_mutters_focus(window_id: int, timeout_s: float = 30.0) -> None:
+    """Until mutter's own focus (the _NET_ACTIVE_WINDOW it sets) is the X window `window_id`.
+
+    xdotool gives the window XWayland's X focus; where the portal's keys go is mutter's keyboard
+    focus, which follows once mutter handled that change. A first key sent sooner reached no text area
+    (seen once: a new Chromium window, a refused cell, and its fence never arrived).
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        active = subprocess.run(["xdotool", "getactivewindow"], capture_output=True, text=True, timeout=10, check=False)
+        if active.stdout.strip() == str(window_id):
+            return
+        assert time.monotonic() < deadline, (
+            f"mutter did not focus the Chromium window {window_id} within {timeout_s:g} s "
+            f"(its active window: {active.stdout.strip() or active.stderr.strip()})"
+        )
+        time.sleep(0.05)
 
 
 @dataclass(frozen=True, slots=True)

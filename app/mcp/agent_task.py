@@ -3,13 +3,14 @@
 The run is the tray's: the configured model proposes, the overlay and the panel show each step, the
 person approves, edits, skips or stops, and the model's questions are asked on the panel. The session's
 task names the client ("<client> via MCP: <task>"); the model is given the task alone. The model is
-loaded on the first `run_task` and kept.
+loaded on the first `run_task` (or `locate`) and kept; it answers one of them at a time.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from holodesk.app.common.errors import HolodeskAppError
@@ -24,6 +25,10 @@ from holodesk.inference.model_policy import ModelPolicy
 
 class PolicyUnavailable(HolodeskAppError):
     """The model could not be loaded or its server cannot serve; the message says why and what to do."""
+
+
+class ModelBusy(HolodeskAppError):
+    """The model is working on a task; a `locate` would wait for the whole task, so it is refused."""
 
 
 class TaskAsAsked:
@@ -68,6 +73,7 @@ class AgentTasks:
         self.settings = settings
         self._policy: ModelPolicy | None = None
         self._loading = threading.Lock()
+        self._in_use = threading.Lock()  # a task's run or a locate: the model answers one at a time
 
     def policy(self) -> ModelPolicy:
         """The model's policy, loaded now if it is not yet; PolicyUnavailable in words when it cannot be."""
@@ -75,6 +81,16 @@ class AgentTasks:
             if self._policy is None:
                 self._policy = self.load_policy()
             return self._policy
+
+    @contextmanager
+    def model_for_a_question(self) -> Iterator[ModelPolicy]:
+        """The model's policy for one question (`locate`); ModelBusy while a task runs on it."""
+        if not self._in_use.acquire(blocking=False):
+            raise ModelBusy("the model is working on a task (run_task); ask again once it has ended")
+        try:
+            yield self.policy()
+        finally:
+            self._in_use.release()
 
     def run(
         self,
@@ -108,7 +124,8 @@ class AgentTasks:
                 questions=self.questions,
             )
 
-        result = steps.run_engine(build, f"{client} via MCP: {task}", handle)
+        with self._in_use:
+            result = steps.run_engine(build, f"{client} via MCP: {task}", handle)
         session = f" (session {result.folder.name})" if result.folder is not None else ""
         words = f"{result.outcome.value}: {result.detail}; {result.steps} steps taken{session}"
         return StepReport(result.outcome is Outcome.DONE, words, result)

@@ -13,6 +13,7 @@ from pathlib import Path
 from holodesk.app.cli.routine_command import list_routines
 from holodesk.app.mcp.act_arguments import BadToolInput, ScreenSize
 from holodesk.app.mcp.agent_task import AgentTasks
+from holodesk.app.mcp.locate_tool import Located, NotLocated, locate_on
 from holodesk.app.mcp.one_step import DeskParts, RunHandle, StepReport, StepRunner
 from holodesk.app.mcp.own_windows import own_window_refusal
 from holodesk.app.mcp.routine_run import RoutineDecider, run_routine
@@ -87,6 +88,14 @@ class Desk:
         scale = frame.monitor.scale if frame.monitor is not None else 1.0
         png = encode_png(frame.to_image())
         return Screenshot(png, ScreenSize(frame.width, frame.height), scale, frame.region.left, frame.region.top)
+
+    def locate(self, description: str) -> Located:
+        """Where the configured model sees `description` on the screen now; NotLocated, ModelBusy or
+        PolicyUnavailable in words when it cannot say."""
+        if self.tasks is None:
+            raise NotLocated("no model is configured for holodesk mcp")
+        with self.tasks.model_for_a_question() as policy:
+            return locate_on(self.grab(), policy, description)
 
     def routine_list(self) -> str:
         out = io.StringIO()

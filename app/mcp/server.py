@@ -24,8 +24,9 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from holodesk.app.mcp import tools
 from holodesk.app.mcp.act_arguments import BadToolInput, read_act
-from holodesk.app.mcp.agent_task import PolicyUnavailable
+from holodesk.app.mcp.agent_task import ModelBusy, PolicyUnavailable
 from holodesk.app.mcp.desk import Desk
+from holodesk.app.mcp.locate_tool import NotLocated, read_description
 from holodesk.app.mcp.one_step import BUSY, RecordIncomplete, RunHandle, StepBusy, StepReport
 from holodesk.app.mcp.progress import send_progress
 from holodesk.app.mcp.routine_run import read_routine_arguments
@@ -38,10 +39,6 @@ SERVER_NAME = "holodesk"
 UNNAMED_CLIENT = "an unnamed MCP client"
 PROGRESS_POLL_S = 0.1  # how often a waiting run's events are sent on as progress
 MAX_TASK_CHARS = 2000
-LOCATE_UNAVAILABLE = (
-    "locate is not available in this version of holodesk mcp (it would need Holodesk's model loaded here):"
-    " nothing was done; take a screenshot and choose the point yourself"
-)
 INSTRUCTIONS = (
     "Holodesk performs desktop actions only after the person at this computer approves each one on its"
     " approval panel. Take a screenshot, then call act with one action; it returns once the person has"
@@ -94,7 +91,7 @@ class DeskServer:
         if name == tools.RUN_ROUTINE:
             return await self._run_routine(ctx, arguments)
         if name == tools.LOCATE:
-            return _text(LOCATE_UNAVAILABLE, error=True)
+            return await self._locate(arguments)
         known = ", ".join(tool.name for tool in tools.TOOLS)
         raise MCPError(INVALID_PARAMS, f"there is no tool {name!r} (there are {known})")
 
@@ -116,6 +113,26 @@ class DeskServer:
             " act's pixel coordinates refer to it"
         )
         return types.CallToolResult(content=[image, words], structured_content=facts)
+
+    async def _locate(self, arguments: Mapping[str, object]) -> types.CallToolResult:
+        try:
+            description = read_description(arguments)
+        except BadToolInput as exc:
+            raise MCPError(INVALID_PARAMS, f"locate: {exc}; nothing was done") from None
+        try:
+            found = await anyio.to_thread.run_sync(self.desk.locate, description)
+        except PolicyUnavailable as exc:
+            return _text(f"locate: the model is not available: {exc}", error=True)
+        except (NotLocated, ModelBusy) as exc:
+            return _text(f"locate: {exc}", error=True)
+        except AutomationError as exc:
+            return _text(f"the screen could not be captured: {exc}", error=True)
+        facts = {"x": found.x, "y": found.y, "width": found.width, "height": found.height}
+        words = (
+            f"x={found.x}, y={found.y} in the pixels of the {found.width}x{found.height} screenshot"
+            " (act's pixel coordinates); nothing was done"
+        )
+        return types.CallToolResult(content=[types.TextContent(text=words)], structured_content=facts)
 
     async def _act(self, ctx: ServerRequestContext, arguments: Mapping[str, object]) -> types.CallToolResult:
         steps = self.desk.steps

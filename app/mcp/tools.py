@@ -78,12 +78,13 @@ TOOLS: list[types.Tool] = [
     types.Tool(
         name=LOCATE,
         description=(
-            "Find an element on the screen from a description, with Holodesk's own model. Read-only."
-            " Not available in this version of holodesk mcp: it says so; use screenshot and your own eyes."
+            "Find an element on the screen from a description, with Holodesk's own model (the one run_task"
+            " uses). Returns its point in the pixels of a screenshot taken now (act's pixel coordinates)."
+            " Read-only: nothing is shown to the person and nothing is done."
         ),
         input_schema={
             "type": "object",
-            "properties": {"description": {"type": "string", "description": "the element, in words"}},
+            "properties": {"description": {"type": "string", "maxLength": 500, "description": "the element, in words"}},
             "required": ["description"],
             "additionalProperties": False,
         },

@@ -437,6 +437,36 @@ def test_run_task_streams_progress_and_ends_in_a_recorded_session(xvfb, target_w
 
 
 @pytest.mark.display
+def test_locate_answers_with_the_models_point_and_nothing_is_shown_or_done(xvfb, target_window, tmp_path):
+    from holodesk.automation.coords import Rect
+    from tests.e2e.scripting import model_point
+
+    target_window.reset()
+    screen = Rect(0, 0, xvfb.width, xvfb.height)
+    centre = target_window.centre("ok")
+    ok = model_point(centre, screen)
+    script = tmp_path / "answers.jsonl"
+    script.write_text(json.dumps(json.dumps({"x": ok.x, "y": ok.y})) + "\n", encoding="utf-8")
+    config = tmp_path / "config" / "holodesk"
+    config.mkdir(parents=True)
+    (config / "settings.toml").write_text(f'[model]\nbackend = "scripted"\nscript = "{script}"\n', encoding="utf-8")
+    sessions = tmp_path / "sessions"
+    server = StdioServerParameters(
+        command=HOLODESK_COMMAND[0],
+        args=[*HOLODESK_COMMAND[1:], "mcp", "--sessions", str(sessions)],
+        env={**server_env(), "XDG_CONFIG_HOME": str(tmp_path / "config")},
+    )
+    result = call_with_person(server, "locate", {"description": "the OK button"}, None)
+    assert isinstance(result, CallToolResult) and not result.is_error, result
+    found = result.structured_content
+    assert found is not None and (found["width"], found["height"]) == (xvfb.width, xvfb.height)
+    # The model's 0-1000 grid is coarser than the screen's pixels: back within one grid step.
+    assert abs(found["x"] - centre.x) <= xvfb.width / 1000 + 1 and abs(found["y"] - centre.y) <= xvfb.height / 1000 + 1
+    assert xdotool("search", "--onlyvisible", "--name", PANEL_TITLE, check=False).stdout.strip() == ""
+    assert target_window.sync() == [] and list(iter_session_folders(sessions)) == []
+
+
+@pytest.mark.display
 def test_a_client_that_disconnects_mid_step_stops_it(xvfb, target_window, tmp_path):
     """A host that goes away (stdin closed) without a cancel: the waiting step is stopped and recorded."""
     target_window.reset()

@@ -11,6 +11,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
 
+from holodesk.app.mcp.agent_task import AgentTasks, TaskSettings
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.one_step import DeskParts, StepRunner
 from holodesk.app.mcp.server import DeskServer
@@ -18,6 +19,9 @@ from holodesk.automation.actions import Click, Point
 from holodesk.automation.engine_protocols import ApprovalDecision
 from holodesk.automation.routines.replay import ProblemChoice
 from holodesk.automation.trajectory import iter_session_folders, read_session
+from holodesk.inference.model_policy import ModelPolicy
+from holodesk.inference.profiles import get_profile
+from holodesk.inference.scripted import ScriptedBackend
 from tests.app.mcp.test_one_step import Approver, Performer, Screen
 
 
@@ -121,10 +125,81 @@ def test_screenshot_is_a_png_of_the_monitor_with_its_size(tmp_path):
     assert result.structured_content["width"] == 640 and result.structured_content["height"] == 480
 
 
-def test_locate_says_it_is_not_available_and_an_unknown_tool_is_named(tmp_path):
+class NoQuestions:
+    def answer_question(self, request):
+        raise AssertionError("locate asks the person nothing")
+
+
+def desk_with_model(approver, tmp_path, *answers: str) -> tuple[Desk, Performer, ScriptedBackend]:
+    """A desk whose configured model answers `answers` in turn (Holotron's profile, 0-1000)."""
+    performer = Performer()
+    parts = DeskParts(approver, performer, Screen(), tmp_path / "sessions", monitor=2)
+    backend = ScriptedBackend(answers)
+    tasks = AgentTasks(
+        parts,
+        NoQuestions(),
+        load_policy=lambda: ModelPolicy(get_profile("holotron"), backend),
+        settings=TaskSettings(max_steps=5, backend="scripted", profile="holotron"),
+    )
+    return Desk(parts, tmp_path / "routines", StepRunner(parts, 0.2, 0.01), tasks=tasks), performer, backend
+
+
+def test_locate_gives_the_models_point_in_the_screenshots_pixels_and_does_nothing(tmp_path):
+    approver = Approver(ApprovalDecision.approve())
+    d, performer, backend = desk_with_model(approver, tmp_path, '{"x": 500, "y": 250}')
+    result = call(d, "locate", {"description": "the OK button"})
+    assert not result.is_error, result.content
+    # The monitor's screenshot is 640x480 (its corner at 500,0 on the desktop): 500/1000 and 250/1000 of it.
+    assert result.structured_content == {"x": 320, "y": 120, "width": 640, "height": 480}
+    assert "x=320, y=120" in result.content[0].text and "nothing was done" in result.content[0].text
+    (request,) = backend.requests
+    assert "the OK button" in str(request.messages)
+    assert approver.requests == [] and performer.executed == []
+
+
+def test_locate_refuses_an_answer_that_is_not_one_point_with_its_text_escaped(tmp_path):
+    d, performer, _ = desk_with_model(Approver(ApprovalDecision.approve()), tmp_path, "left\x1b[2J side")
+    result = call(d, "locate", {"description": "the OK button"})
+    assert result.is_error and "locate: the model's answer could not be used" in result.content[0].text
+    assert "\x1b" not in result.content[0].text and performer.executed == []
+
+
+def test_locate_refuses_a_point_off_the_screenshot(tmp_path):
+    d, _, _ = desk_with_model(Approver(ApprovalDecision.approve()), tmp_path, '{"x": 1500, "y": 250}')
+    result = call(d, "locate", {"description": "the OK button"})
+    assert result.is_error and "x=1500 is outside [0, 1000]" in result.content[0].text
+
+
+def test_locate_waits_for_no_task_it_is_refused_while_the_model_works_on_one(tmp_path):
+    d, _, _ = desk_with_model(Approver(ApprovalDecision.approve()), tmp_path, '{"x": 500, "y": 250}')
+    assert d.tasks is not None
+    with d.tasks.model_for_a_question():  # as a run_task holds it for its whole run
+        result = call(d, "locate", {"description": "the OK button"})
+    assert result.is_error and "the model is working on a task (run_task)" in result.content[0].text
+    assert not call(d, "locate", {"description": "the OK button"}).is_error
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({}, "description (the element, in words) is needed"),
+        ({"description": "   "}, "description (the element, in words) is needed"),
+        ({"description": "x" * 501}, "the description is 501 characters (at most 500)"),
+        ({"description": "OK", "x": 3}, "locate does not take x (it takes description)"),
+    ],
+)
+def test_locate_bad_input_is_an_mcp_error_in_words(tmp_path, arguments, words):
+    d, _, backend = desk_with_model(Approver(ApprovalDecision.approve()), tmp_path, '{"x": 500, "y": 250}')
+    with pytest.raises(MCPError) as refused:
+        call(d, "locate", arguments)
+    assert words in refused.value.error.message and "nothing was done" in refused.value.error.message
+    assert backend.requests == []
+
+
+def test_locate_without_a_model_says_so_and_an_unknown_tool_is_named(tmp_path):
     d, _ = desk(Approver(ApprovalDecision.approve()), tmp_path)
     result = call(d, "locate", {"description": "the OK button"})
-    assert result.is_error and "not available" in result.content[0].text
+    assert result.is_error and "locate: no model is configured for holodesk mcp" in result.content[0].text
     with pytest.raises(MCPError) as refused:
         call(d, "fly")
     assert "there is no tool 'fly'" in refused.value.error.message

@@ -55,6 +55,10 @@ class FirstRunWindow(QtWidgets.QDialog):
         layout.addWidget(intro)
         self.choice_list = QtWidgets.QListWidget()
         self.choice_list.setSpacing(3)  # two lines a choice: a gap tells where one ends
+        # A long reason ("does not fit: ...") wraps inside the window rather than behind a scroll bar.
+        self.choice_list.setWordWrap(True)
+        self.choice_list.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.choice_list.setResizeMode(QtWidgets.QListView.ResizeMode.Adjust)
         for choice in self._choices:
             item = QtWidgets.QListWidgetItem(choice.label)
             if not choice.enabled:

@@ -303,6 +303,11 @@ class HolodeskApp(QtCore.QObject):
             window.deleteLater()
         if window is None or window.chosen or self.policy is not None:
             return
+        if load_settings(self.settings_path).settings.model != self.settings.model:
+            # Closed in the moment between the download's `holodesk setup` saving its choice (atomically,
+            # as its last act) and its exit: the choice is made, and the settings file says so.
+            self._on_first_run_setup(True)
+            return
         self.no_model_chosen = True
         words = NO_MODEL_WORDS.format(settings=self.settings_path)
         self._show(StatusLine(AppState.ERROR, "no model chosen yet: Choose a model… in this menu"))

@@ -112,6 +112,10 @@ def run_setup(request: SetupRequest, stdin: TextIO, out: TextIO, err: TextIO) ->
             out.write("Not downloaded; nothing changed.\n")
             return EXIT_CANCELLED
         folder = download(listing, root, _progress_view(err))
+        if threading.current_thread() is threading.main_thread():
+            # From here the choice is made: a Ctrl+C (the window's Cancel, sent as the download ended)
+            # must not say "the settings are unchanged" after they were saved, nor cut the save short.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         settings_file = save_choice(folder, target.profile, request.device or target.device)
     except SetupError as exc:
         err.write(f"holodesk setup: {exc}\n")

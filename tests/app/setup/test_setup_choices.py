@@ -8,7 +8,6 @@ one card (there is no such GPU here), downloading a stand-in from the loopback h
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import tomllib
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.rigs.fake_openai_server import FakeOpenAIServer
+from tests.app.setup.homes import settings_file, setup_environment
 from tests.support.holodesk_command import HOLODESK_COMMAND
 from tests.support.loopback_hub import HubRepo, LoopbackHub, running_hub
 
@@ -26,28 +26,9 @@ HOLOTRON = "Hcompany/Holotron-12B"
 SETTINGS_BEFORE = '[model]\nprofile = "holo3.1"\n\n[model.local]\ndevice = "cpu"\n'
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    folder = tmp_path / "home"
-    (folder / ".config" / "holodesk").mkdir(parents=True)
-    return folder
-
-
-def settings_file(home: Path) -> Path:
-    return home / ".config" / "holodesk" / "settings.toml"
-
-
 def environment(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN")}
-    return env | {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "HF_HOME": str(home / ".cache" / "huggingface"),
-        "HF_ENDPOINT": "http://127.0.0.1:9",  # never asked here: a download would fail on the discard port
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "CUDA_VISIBLE_DEVICES": "",  # this computer as one without an NVIDIA GPU, whatever it has
-    }
+    # The hub is never asked here: a download would fail on the discard port. No NVIDIA GPU, whatever this has.
+    return setup_environment(home, "http://127.0.0.1:9", CUDA_VISIBLE_DEVICES="")
 
 
 def setup(

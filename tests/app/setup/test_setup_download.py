@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.app.setup.homes import settings_file, setup_environment
 from tests.support.holodesk_command import HOLODESK_COMMAND, ctrl_c_as_from_a_terminal
 from tests.support.loopback_hub import HubRepo, LoopbackHub, running_hub
 from tests.support.waiting import wait_until
@@ -43,34 +44,13 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_qwen35_tiny(tmp_path_factory.mktemp("hub") / "tiny", dtype="bfloat16", variant=variant)
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    folder = tmp_path / "home"
-    (folder / ".config" / "holodesk").mkdir(parents=True)
-    return folder
-
-
-def settings_file(home: Path) -> Path:
-    return home / ".config" / "holodesk" / "settings.toml"
-
-
 def models_root(home: Path) -> Path:
     return home / ".local" / "share" / "holodesk" / "models"
 
 
 def environment(home: Path, endpoint: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    env |= {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "HF_HOME": str(home / ".cache" / "huggingface"),
-        "HF_ENDPOINT": endpoint,
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "HF_HUB_DOWNLOAD_TIMEOUT": "60",  # a held file waits for the test, not for the client's patience
-    }
-    env.pop("HF_TOKEN", None)
-    return env
+    # A held file waits for the test, not for the client's patience.
+    return setup_environment(home, endpoint, HF_HUB_DOWNLOAD_TIMEOUT="60")
 
 
 def setup_command(home: Path, endpoint: str, *args: str, stderr_file: Path | None = None) -> subprocess.Popen[str]:

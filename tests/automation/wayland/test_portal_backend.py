@@ -298,7 +298,7 @@ def test_settling_after_input_sees_its_effect(
     from holodesk.automation.screen_change import wait_for_settle
 
     wayland, _ = session
-    capture = WaylandCapture(wayland, input_frame_wait_s=10.0)
+    capture = WaylandCapture(wayland, input_frame_wait_s=3.0)
     input_performer = InputPerformer(PortalInput(wayland))
     left, top, width, height = wayland_target.ready["layout"]["field"]
     wayland_target.process.send("caret steady")

@@ -11,59 +11,29 @@ window (click OK, type into the field), then three screens are saved as PNG unde
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from bench.rigs.screenshot_desk import pump, screenshot_desk, settle
 from bench.rigs.target_client import TargetWindow
 from holodesk.automation.actions import Point
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.x11.backend import X11Input
 from holodesk.automation.routines.routine_file import load_routine
 from holodesk.automation.screen import ScreenCapture, ScreenFrame
-from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
-
-
-def _pump(until: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    # heavy: Qt
-    from holodesk.app.gui.qt import QtWidgets
-
-    deadline = time.monotonic() + timeout_s
-    while not until():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the screen did not show what was expected in time")
-        QtWidgets.QApplication.processEvents()
-        time.sleep(0.02)
-
-
-def _settle(seconds: float = 0.6) -> None:
-    end = time.monotonic() + seconds
-    _pump(lambda: time.monotonic() > end)
 
 
 def main(argv: list[str] | None = None) -> int:
     out = Path((argv or sys.argv[1:] or ["shots"])[0])
     out.mkdir(parents=True, exist_ok=True)
-
-    with xvfb_display(DisplayLayout(1600, 900)) as server:
-        os.environ["DISPLAY"] = server.display
-        os.environ["QT_QPA_PLATFORM"] = "xcb"
-        manager = subprocess.Popen(["openbox"], env=server.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(1.0)
-            _shoot(out)
-        finally:
-            manager.terminate()
-            manager.wait(5)
+    with screenshot_desk(1600, 900):
+        _shoot(out)
     return 0
 
 
@@ -100,8 +70,8 @@ def _shoot(out: Path) -> None:
         history.sessions.setCurrentRow(0)
         dialog = history.open_save_dialog()
         assert dialog is not None
-        _pump(dialog.isVisible)
-        _settle()
+        pump(dialog.isVisible)
+        settle(0.6)
         capture.grab(1).to_image().save(out / "save-dialog.png")
         dialog.reject()
         history.close()
@@ -110,11 +80,11 @@ def _shoot(out: Path) -> None:
         approver = GuiRoutineApprover(OverlayController())
         routine = load_routine(work / "routines" / NAME)
         runner = replay(routine, approver)
-        _pump(approver.panel.isVisible)
-        _settle()
+        pump(approver.panel.isVisible)
+        settle(0.6)
         capture.grab(1).to_image().save(out / "routine-running.png")
         runner.stop()
-        _pump(lambda: not approver.panel.isVisible())
+        pump(lambda: not approver.panel.isVisible())
 
         folder = work / "routines" / NAME
         target = routine.steps[0].target
@@ -132,22 +102,22 @@ def _shoot(out: Path) -> None:
 
         approver = GuiRoutineApprover(OverlayController())
         runner = replay(load_routine(folder), approver, PointingModel())
-        _pump(approver.panel.isVisible)
-        _settle()
+        pump(approver.panel.isVisible)
+        settle(0.6)
         capture.grab(1).to_image().save(out / "model-step-asked.png")
         approver.panel.named_widgets()["approve"].click()
-        _pump(lambda: approver.window is not None and approver.window.isVisible())
-        _settle()
+        pump(lambda: approver.window is not None and approver.window.isVisible())
+        settle(0.6)
         capture.grab(1).to_image().save(out / "repair-waiting.png")
         window_box = approver.window
         assert window_box is not None
         details = [b for b in window_box.buttons() if b.text().startswith("Show Details")]
         if details:
             details[0].click()
-            _settle()
+            settle(0.6)
             capture.grab(1).to_image().save(out / "repair-waiting-details.png")
         runner.stop()
-        _settle()
+        settle(0.6)
         window.close()
     finally:
         capture.close()

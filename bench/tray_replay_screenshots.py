@@ -17,22 +17,18 @@ On a private Xvfb with a window manager (openbox) and a system tray (trayer), th
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 from PIL import Image
 
+from bench.rigs.screenshot_desk import pump, screenshot_desk, settle
 from bench.rigs.target_client import TargetWindow
 from holodesk.automation.screen import ScreenCapture
-from holodesk.automation.virtual_display import DisplayLayout, xvfb_display
 
 if TYPE_CHECKING:
     from holodesk.app.gui.approval_panel import ApprovalPanel
@@ -40,18 +36,6 @@ if TYPE_CHECKING:
 # The agent clicks the OK button (at its recorded place, in Holotron's 0-1000 space of the 1280x800
 # screen: the target window starts at (40, 40)), then says it is done.
 FINISHED = {"note": None, "thought": "OK is pressed", "tool_call": {"tool_name": "answer", "content": "Pressed OK."}}
-
-
-def _pump(until: Callable[[], bool], timeout_s: float = 15.0) -> None:
-    # heavy: Qt
-    from holodesk.app.gui.qt import QtWidgets
-
-    deadline = time.monotonic() + timeout_s
-    while not until():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the screen did not show what was expected in time")
-        QtWidgets.QApplication.processEvents()
-        time.sleep(0.02)
 
 
 def _press(panel: ApprovalPanel, name: str) -> None:
@@ -72,32 +56,11 @@ def _label(panel: ApprovalPanel, name: str) -> str:
     return label.text()
 
 
-def _settle(seconds: float = 0.8) -> None:
-    end = time.monotonic() + seconds
-    _pump(lambda: time.monotonic() > end)
-
-
 def main(argv: list[str] | None = None) -> int:
     out = Path((argv or sys.argv[1:] or ["shots"])[0])
     out.mkdir(parents=True, exist_ok=True)
-    with xvfb_display(DisplayLayout(1280, 800)) as server:
-        os.environ["DISPLAY"] = server.display
-        os.environ["QT_QPA_PLATFORM"] = "xcb"
-        env = server.env()
-        manager = subprocess.Popen(["openbox"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        tray = subprocess.Popen(
-            ["trayer", "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "24"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            time.sleep(1.0)
-            _shoot(out)
-        finally:
-            for process in (tray, manager):
-                process.terminate()
-                process.wait(5)
+    with screenshot_desk(1280, 800, system_tray=True):
+        _shoot(out)
     return 0
 
 
@@ -113,7 +76,7 @@ def _shoot(out: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="holodesk-tray-shots-"))
 
     def shot(name: str) -> None:
-        _settle()
+        settle(0.8)
         capture.grab(1).to_image().save(out / name)
 
     try:
@@ -138,12 +101,12 @@ def _shoot(out: Path) -> None:
         holodesk.routines_root = work / "routines"
         holodesk.start()
         try:
-            _pump(lambda: holodesk.policy is not None or bool(holodesk.policy_error), 30.0)
+            pump(lambda: holodesk.policy is not None or bool(holodesk.policy_error), 30.0)
         except TimeoutError:
             raise TimeoutError(f"the scripted model did not load: {holodesk.indicator.last_notification}") from None
         if holodesk.policy is None:
             raise RuntimeError(f"the scripted model did not load: {holodesk.policy_error}")
-        _settle(1.5)  # the "running" notice goes first
+        settle(1.5)  # the "running" notice goes first
 
         panel = holodesk.routine_approver.panel
 
@@ -164,13 +127,13 @@ def _shoot(out: Path) -> None:
             holodesk.run_routine(NAME)
 
         run_with_value("hello from the tray", "replay-value.png")
-        _pump(panel.isVisible)
+        pump(panel.isVisible)
         shot("replay-step-1.png")
         _press(panel, "approve")
-        _pump(lambda: panel.isVisible() and "typ" in _label(panel, "action").lower())
+        pump(lambda: panel.isVisible() and "typ" in _label(panel, "action").lower())
         shot("replay-step-2.png")
         _press(panel, "approve")
-        _pump(lambda: holodesk.engine is None)
+        pump(lambda: holodesk.engine is None)
         shot("replay-done.png")
 
         window.reset()
@@ -180,30 +143,30 @@ def _shoot(out: Path) -> None:
                 size = old.size
             noise = np.random.default_rng(1).integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8)
             Image.fromarray(noise).save(picture)
-        _settle(4.0)  # the last notice fades
+        settle(4.0)  # the last notice fades
         run_with_value("hello again", None)
-        _pump(lambda: holodesk.routine_approver.window is not None and holodesk.routine_approver.window.isVisible())
+        pump(lambda: holodesk.routine_approver.window is not None and holodesk.routine_approver.window.isVisible())
         shot("handover-asked.png")
         question = holodesk.routine_approver.window
         assert question is not None
         (agent,) = [b for b in question.buttons() if b.text() == "Continue with the agent"]
         agent.click()
         approver = holodesk.approver.panel
-        _pump(lambda: approver.isVisible() or panel.isVisible())
+        pump(lambda: approver.isVisible() or panel.isVisible())
         shot("handover-agent.png")
         shown = approver if approver.isVisible() else panel
         _press(shown, "approve")
-        _pump(lambda: holodesk.engine is None)
+        pump(lambda: holodesk.engine is None)
         shot("handover-ended.png")
 
-        _settle(4.0)
+        settle(4.0)
         run_with_value("hello a third time", None)  # the OK button is still not found: stopped at its question
-        _pump(lambda: holodesk.routine_approver.window is not None and holodesk.routine_approver.window.isVisible())
+        pump(lambda: holodesk.routine_approver.window is not None and holodesk.routine_approver.window.isVisible())
         question = holodesk.routine_approver.window
         assert question is not None
         (stop,) = [b for b in question.buttons() if b.text() == "Stop"]
         stop.click()
-        _pump(lambda: holodesk.engine is None)
+        pump(lambda: holodesk.engine is None)
         shot("stopped.png")
 
         holodesk.show_history()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.mcp.act_arguments import BadToolInput
 from holodesk.automation.coords import FrameMapping, Rect
 from holodesk.automation.display_text import safe_text
@@ -23,7 +24,7 @@ from holodesk.inference.model_policy import ModelPolicy
 MAX_DESCRIPTION_CHARS = 500
 
 
-class NotLocated(AutomationError):
+class NotLocated(HolodeskAppError):
     """The model could not say where the element is; the message says why, meant for the agent."""
 
 

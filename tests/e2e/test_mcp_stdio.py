@@ -95,6 +95,20 @@ def stdio_server(sessions: Path, command: list[str] | None = None) -> StdioServe
     return StdioServerParameters(command=argv[0], args=[*argv[1:], "--sessions", str(sessions)], env=server_env())
 
 
+def server_with_scripted_model(tmp_path: Path, answers: list[str], sessions: Path) -> StdioServerParameters:
+    """`holodesk mcp` whose settings' model is the scripted backend, answering `answers` in turn."""
+    script = tmp_path / "answers.jsonl"
+    script.write_text("".join(json.dumps(answer) + "\n" for answer in answers), encoding="utf-8")
+    config = tmp_path / "config" / "holodesk"
+    config.mkdir(parents=True)
+    (config / "settings.toml").write_text(f'[model]\nbackend = "scripted"\nscript = "{script}"\n', encoding="utf-8")
+    return StdioServerParameters(
+        command=HOLODESK_COMMAND[0],
+        args=[*HOLODESK_COMMAND[1:], "mcp", "--sessions", str(sessions)],
+        env={**server_env(), "XDG_CONFIG_HOME": str(tmp_path / "config")},
+    )
+
+
 def call_with_person(server: object, tool: str, arguments: dict, person: Callable[[], None] | None) -> object:
     """Call `tool` on a server the SDK's client starts (or reaches), while `person` answers the panel."""
     answered: list[BaseException] = []
@@ -399,18 +413,9 @@ def test_run_task_streams_progress_and_ends_in_a_recorded_session(xvfb, target_w
     target_window.reset()
     screen = Rect(0, 0, xvfb.width, xvfb.height)
     ok = model_point(target_window.centre("ok"), screen)
-    script = tmp_path / "answers.jsonl"
     answers = [holotron("click_desktop", x=ok.x, y=ok.y), holotron("answer", content="Pressed OK.")]
-    script.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
-    config = tmp_path / "config" / "holodesk"
-    config.mkdir(parents=True)
-    (config / "settings.toml").write_text(f'[model]\nbackend = "scripted"\nscript = "{script}"\n', encoding="utf-8")
     sessions = tmp_path / "sessions"
-    server = StdioServerParameters(
-        command=HOLODESK_COMMAND[0],
-        args=[*HOLODESK_COMMAND[1:], "mcp", "--sessions", str(sessions)],
-        env={**server_env(), "XDG_CONFIG_HOME": str(tmp_path / "config")},
-    )
+    server = server_with_scripted_model(tmp_path, answers, sessions)
     messages: list[str] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -445,17 +450,8 @@ def test_locate_answers_with_the_models_point_and_nothing_is_shown_or_done(xvfb,
     screen = Rect(0, 0, xvfb.width, xvfb.height)
     centre = target_window.centre("ok")
     ok = model_point(centre, screen)
-    script = tmp_path / "answers.jsonl"
-    script.write_text(json.dumps(json.dumps({"x": ok.x, "y": ok.y})) + "\n", encoding="utf-8")
-    config = tmp_path / "config" / "holodesk"
-    config.mkdir(parents=True)
-    (config / "settings.toml").write_text(f'[model]\nbackend = "scripted"\nscript = "{script}"\n', encoding="utf-8")
     sessions = tmp_path / "sessions"
-    server = StdioServerParameters(
-        command=HOLODESK_COMMAND[0],
-        args=[*HOLODESK_COMMAND[1:], "mcp", "--sessions", str(sessions)],
-        env={**server_env(), "XDG_CONFIG_HOME": str(tmp_path / "config")},
-    )
+    server = server_with_scripted_model(tmp_path, [json.dumps({"x": ok.x, "y": ok.y})], sessions)
     result = call_with_person(server, "locate", {"description": "the OK button"}, None)
     assert isinstance(result, CallToolResult) and not result.is_error, result
     found = result.structured_content

@@ -66,14 +66,7 @@ class NewestFrame:
 
     def wait_for_frame_after(self, count: int, timeout_s: float) -> bool:
         """Wait until more than `count` frames have arrived; False on timeout."""
-        deadline = time.monotonic() + timeout_s
-        with self._arrived:
-            while self._frames <= count:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._arrived.wait(remaining)
-            return True
+        return self._wait_until(lambda: self._frames > count, timeout_s)
 
     def wait_for_frame_since(self, moment: float, timeout_s: float) -> bool:
         """Wait until a frame newer than `moment` (time.monotonic()) arrived; False on timeout."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.mcp.act_arguments import BadToolInput
+from holodesk.app.mcp.tools import MAX_DESCRIPTION_CHARS
 from holodesk.automation.coords import FrameMapping, Rect
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.errors import AutomationError, OffScreenError
@@ -20,8 +21,6 @@ from holodesk.automation.proposal import UnusableProposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
-
-MAX_DESCRIPTION_CHARS = 500
 
 
 class NotLocated(HolodeskAppError):

@@ -15,6 +15,7 @@ ACT = "act"
 LIST_ROUTINES = "list_routines"
 RUN_ROUTINE = "run_routine"
 RUN_TASK = "run_task"
+MAX_DESCRIPTION_CHARS = 500  # locate's description
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
@@ -84,7 +85,13 @@ TOOLS: list[types.Tool] = [
         ),
         input_schema={
             "type": "object",
-            "properties": {"description": {"type": "string", "maxLength": 500, "description": "the element, in words"}},
+            "properties": {
+                "description": {
+                    "type": "string",
+                    "maxLength": MAX_DESCRIPTION_CHARS,
+                    "description": "the element, in words",
+                }
+            },
             "required": ["description"],
             "additionalProperties": False,
         },

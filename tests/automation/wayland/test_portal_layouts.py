@@ -46,6 +46,7 @@ from tests.automation.wayland.conftest import WaylandTarget
 from tests.support.chromium_field import AREA, ChromiumField
 from tests.support.gnome_session import inside_gnome_session
 from tests.support.line_process import LineProcess
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.display
 
@@ -412,16 +413,16 @@ def wait_for_mutters_focus(window_id: int, timeout_s: float = 30.0) -> None:
     focus, which follows once mutter handled that change. A first key sent sooner reached no text area
     (seen once: a new Chromium window, a refused cell, and its fence never arrived).
     """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        active = subprocess.run(["xdotool", "getactivewindow"], capture_output=True, text=True, timeout=10, check=False)
-        if active.stdout.strip() == str(window_id):
-            return
-        assert time.monotonic() < deadline, (
-            f"mutter did not focus the Chromium window {window_id} within {timeout_s:g} s "
-            f"(its active window: {active.stdout.strip() or active.stderr.strip()})"
-        )
-        time.sleep(0.05)
+    try:
+        wait_until(lambda: active_window() == str(window_id), timeout_s, f"mutter focusing Chromium's {window_id}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc} (its active window: {active_window()})") from None
+
+
+def active_window() -> str:
+    """The X window mutter calls active (xdotool's words when it cannot say)."""
+    found = subprocess.run(["xdotool", "getactivewindow"], capture_output=True, text=True, timeout=10, check=False)
+    return found.stdout.strip() or found.stderr.strip()
 
 
 @dataclass(frozen=True, slots=True)

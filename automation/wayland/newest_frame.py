@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -44,6 +45,9 @@ class NewestFrame:
     def source_error(self) -> str:
         """Why frames may not be coming (for the "no frame" error); "" when nothing is known."""
         return ""
+
+    def close(self) -> None:
+        """Stop the source feeding this stream; the bookkeeping alone has none to stop."""
 
     @property
     def frames_received(self) -> int:
@@ -100,3 +104,38 @@ class NewestFrame:
                 if quiet_left <= 0 or now >= until:
                     return
                 self._arrived.wait(min(quiet_left, until - now))
+
+
+Frames = TypeVar("Frames", bound=NewestFrame)
+
+
+def first_frame_reopening_once(open_frames: Callable[[], Frames], timeout_s: float) -> tuple[Frames, np.ndarray]:
+    """An opened stream and its first frame, within `timeout_s` in all.
+
+    A stream with no frame after half the time is closed and opened once more for the rest: on
+    headless GNOME about one stream start in ten delivered no first frame at all, the screen
+    unchanged, while a stream opened again is negotiated again and sent the current picture.
+    CaptureError when neither gave a frame, saying both were tried; a stream is closed on failure.
+    """
+    deadline = time.monotonic() + timeout_s
+    frames = open_frames()
+    try:
+        pixels, _ = frames.latest(timeout_s / 2)
+        return frames, pixels
+    except CaptureError as first:
+        frames.close()
+        frames = open_frames()
+        try:
+            pixels, _ = frames.latest(max(0.0, deadline - time.monotonic()))
+        except CaptureError as second:
+            frames.close()
+            raise CaptureError(
+                f"{second}, and none in the {timeout_s / 2:g} s before it was opened again ({first})"
+            ) from second
+        except BaseException:  # Ctrl+C while waiting: the second stream too is closed; re-raised
+            frames.close()
+            raise
+        return frames, pixels
+    except BaseException:  # Ctrl+C while waiting: the stream is closed; re-raised
+        frames.close()
+        raise

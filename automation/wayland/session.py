@@ -10,6 +10,7 @@ from the first frame's size against it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from holodesk.automation.coords import Monitor, Rect
 from holodesk.automation.errors import CaptureError
+from holodesk.automation.wayland.newest_frame import first_frame_reopening_once
 from holodesk.automation.wayland.portal import (
     SHARING_STOPPED,
     ConsentRefused,
@@ -96,7 +98,7 @@ class WaylandSession:
         notify: Callable[[str], None] | None = None,
         *,
         consent_timeout_s: float = 300.0,
-        first_frame_timeout_s: float = 10.0,
+        first_frame_timeout_s: float = 12.0,
     ) -> None:
         self._token_store = token_store
         self._notify = notify
@@ -177,8 +179,9 @@ class WaylandSession:
             fd = portal.open_pipewire_remote()
             self._pipewire_fd = fd
             for index, stream in enumerate(portal.streams, start=1):
-                frames = FrameStream(fd, stream.node_id)
-                pixels, _ = frames.latest(self._first_frame_timeout_s)
+                frames, pixels = first_frame_reopening_once(
+                    functools.partial(FrameStream, fd, stream.node_id), self._first_frame_timeout_s
+                )
                 monitors.append(StreamMonitor(_monitor_for(index, stream, pixels.shape[1]), stream, frames))
         except BaseException:  # nothing half-built left open, Ctrl+C too; re-raised
             for built in monitors:

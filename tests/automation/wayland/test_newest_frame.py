@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from holodesk.automation.errors import CaptureError
-from holodesk.automation.wayland.newest_frame import NewestFrame
+from holodesk.automation.wayland.newest_frame import NewestFrame, first_frame_reopening_once
 
 
 def picture(value: int) -> np.ndarray:
@@ -53,3 +54,52 @@ def test_the_first_frame_is_a_change_and_no_frame_is_an_error_that_names_the_str
     moment = time.monotonic()
     frames.put(picture(0))
     assert frames.wait_for_change_since(moment, 0.0)
+
+
+class Opened(NewestFrame):
+    """A stream as the session opens it: its frames come from a timer thread (or never); `close` is noted."""
+
+    def __init__(self, name: str, first_frame_after_s: float | None) -> None:
+        super().__init__(name)
+        self.closed = False
+        if first_frame_after_s is not None:
+            timer = threading.Timer(first_frame_after_s, lambda: self.put(picture(7)))
+            timer.daemon = True
+            timer.start()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def opener(first_frames_after_s: list[float | None]) -> tuple[list[Opened], Callable[[], Opened]]:
+    opened: list[Opened] = []
+
+    def open_frames() -> Opened:
+        opened.append(Opened(f"stream {len(opened) + 1}", first_frames_after_s[len(opened)]))
+        return opened[-1]
+
+    return opened, open_frames
+
+
+def test_a_stream_with_no_first_frame_is_opened_again_and_its_frame_used() -> None:
+    opened, open_frames = opener([None, 0.05])
+    started = time.monotonic()
+    frames, pixels = first_frame_reopening_once(open_frames, 2.0)
+    assert frames is opened[1] and int(pixels[0, 0, 0]) == 7
+    assert opened[0].closed and not opened[1].closed
+    assert 0.9 < time.monotonic() - started < 1.9  # half the time on the silent stream, then its frame
+
+
+def test_a_stream_whose_first_frame_comes_in_time_is_not_opened_again() -> None:
+    opened, open_frames = opener([0.2, 0.0])
+    frames, _pixels = first_frame_reopening_once(open_frames, 2.0)
+    assert frames is opened[0] and len(opened) == 1 and not frames.closed
+
+
+def test_two_silent_streams_end_in_one_error_within_the_time_both_closed() -> None:
+    opened, open_frames = opener([None, None])
+    started = time.monotonic()
+    with pytest.raises(CaptureError, match=r"no frame from stream 2 .*none in the 0\.5 s before it was opened again"):
+        first_frame_reopening_once(open_frames, 1.0)
+    assert time.monotonic() - started < 1.5
+    assert [stream.closed for stream in opened] == [True, True]

@@ -26,7 +26,8 @@ import unicodedata
 from collections.abc import Sequence
 
 from holodesk.app.common.session_words import kind_in_words
-from holodesk.app.gui.keep_clear import Box, around, panel_spot, text_rows
+from holodesk.app.gui.focused_area import TypingPlace
+from holodesk.app.gui.keep_clear import Box, around, panel_spot, typed_area
 from holodesk.app.gui.overlay_drawing import MARKER, action_in_words
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_screens import screen_point_to_global_logical
@@ -319,13 +320,14 @@ class ApprovalPanel(QtWidgets.QWidget):
     def present(
         self,
         request: ApprovalRequest,
-        typing_window: Rect | None = None,
+        typing_place: TypingPlace | None = None,
         overlay_drawn: Sequence[QtCore.QRect] = (),
     ) -> None:
         """Show the panel for `request`, without taking the keyboard focus.
 
         It covers none of the places the action lands (app/gui/keep_clear.py): its target points, or for
-        keys without a point the bottom rows of `typing_window` (the focused window, screen space), and as
+        keys without a point where `typing_place` says the text lands (screen space: the caret's line, else
+        the focused window's bottom rows), and as
         little as it can of `overlay_drawn` (what the overlay draws, global logical coordinates)."""
         action = request.action
         self._request = request
@@ -371,7 +373,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._editor.setVisible(False)
         self._error.setVisible(False)
         self._fit_height()
-        self._place(action, typing_window, overlay_drawn)
+        self._place(action, typing_place, overlay_drawn)
         if not self.isVisible():
             self._focus.remember([int(self.winId())])
         self.show()
@@ -496,15 +498,22 @@ class ApprovalPanel(QtWidgets.QWidget):
             hint = "This action has nothing to edit."
         self._hint.setText(hint)
 
-    def _place(self, action: Action, typing_window: Rect | None, overlay_drawn: Sequence[QtCore.QRect]) -> None:
+    def _place(self, action: Action, typing_place: TypingPlace | None, overlay_drawn: Sequence[QtCore.QRect]) -> None:
         """On the target's screen, clear of where the action lands, as far from it as the screen allows."""
         keep: list[Box] = []
         for point in action.points():
             anchor = screen_point_to_global_logical_or_none(point)
             if anchor is not None:
                 keep.append(around(anchor.x(), anchor.y()))
-        if typing_window is not None and not action.points():
-            keep.append(text_rows(_logical_box(typing_window)))
+        if typing_place is not None and not action.points():
+            caret, field = typing_place.caret, typing_place.field
+            keep.append(
+                typed_area(
+                    _logical_box(typing_place.window),
+                    _logical_box(caret) if caret is not None else None,
+                    _logical_box(field) if field is not None else None,
+                )
+            )
         if keep:
             centre = keep[0].centre()
             anchor_point = QtCore.QPoint(round(centre[0]), round(centre[1]))

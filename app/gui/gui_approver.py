@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 from holodesk.app.common.hotkey_path import is_wayland_session
 from holodesk.app.gui.approval_panel import ApprovalPanel
-from holodesk.app.gui.focused_area import focused_window_rect
+from holodesk.app.gui.focused_area import TypingPlace, typing_place
 from holodesk.app.gui.gui_thread import GuiCallTimeout, GuiThreadCaller
 from holodesk.app.gui.hotkeys import DOUBLE_PRESS_WINDOW_S
 from holodesk.app.gui.key_grab import ANSWER_KEYSYMS, KeyGrab
@@ -57,7 +57,6 @@ from holodesk.app.gui.qt_screens import use_engine_layout
 from holodesk.automation.actions import Action, HoldAndTap, KeyCombo, TypeText
 from holodesk.automation.auto_approval import AUTO_APPROVAL, AutoApproval
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.coords import Rect
 from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
 
 log = logging.getLogger(__name__)
@@ -127,7 +126,7 @@ class GuiApprover(QtCore.QObject):
         self._task_kinds: set[str] = set()
         self._task_token: CancelToken | None = None
         self._pending: _Pending | None = None  # GUI thread only
-        self._typing_window: Rect | None = None  # where the pending step's keys go (see _keys_window)
+        self._typing_place: TypingPlace | None = None  # where the pending step's keys go (see _keys_place)
         self._question: _PendingQuestion | None = None  # GUI thread only
         self._keys_suspended = False  # GUI thread only: another Holodesk window has Enter and Esc
         self.stop_gesture_s = DOUBLE_PRESS_WINDOW_S  # the stop gesture's window (the settings' stop.within_s)
@@ -235,22 +234,22 @@ class GuiApprover(QtCore.QObject):
         self._pending = pending
         request = pending.request
         use_engine_layout(request.frame.monitors)  # the marker lands on the capture's pixel (qt_screens)
-        self._typing_window = self._keys_window(request.action)
-        self.overlay.show_proposal(request.step, request.action, typing_window=self._typing_window)
-        self.panel.present(request, self._typing_window, self.overlay.drawn_rects())
+        self._typing_place = self._keys_place(request.action)
+        self.overlay.show_proposal(request.step, request.action, typing_place=self._typing_place)
+        self.panel.present(request, self._typing_place, self.overlay.drawn_rects())
         self._keys_kept_until = None  # the step's own grab now, for as long as it waits
         if self._key_grab is not None and not self._keys_suspended:
             self._key_grab.start()
 
-    def _keys_window(self, action: Action) -> Rect | None:
-        """Where the keys of a step without a target point go (the focused window, X11), for the panel and
-        the overlay to keep its bottom rows clear; None for pointer steps and where it is not known."""
+    def _keys_place(self, action: Action) -> TypingPlace | None:
+        """Where the keys of a step without a target point go (the focused window and its caret, X11), for
+        the panel and the overlay to keep clear; None for pointer steps and where it is not known."""
         if action.points() or not isinstance(action, TypeText | KeyCombo | HoldAndTap):
             return None
         if QtGui.QGuiApplication.platformName() != "xcb":
             return None
         own = frozenset(int(widget.winId()) for widget in (self.panel, *self.overlay.windows()))
-        return focused_window_rect(own)
+        return typing_place(own)
 
     def set_keys_suspended(self, suspended: bool) -> None:
         """Give Enter and Esc back while another Holodesk window needs them (the task prompt is open).
@@ -307,7 +306,7 @@ class GuiApprover(QtCore.QObject):
     def _on_panel_edit(self, action: Action) -> None:
         pending = self._pending
         if pending is not None:
-            self.overlay.show_proposal(pending.request.step, action, typing_window=self._typing_window)
+            self.overlay.show_proposal(pending.request.step, action, typing_place=self._typing_place)
 
     def _finish(self, pending: _Pending, decision: ApprovalDecision, remember_kind: bool) -> None:
         # Hidden and confirmed by the window system first: the engine acts as soon as `done` is set.

@@ -4,11 +4,12 @@ Pure geometry (no Qt), in whatever one coordinate space the caller uses. The are
 
 - a pointer action's targets: a square around each point (the marker's ticks, and what the user must
   see under them);
-- a typing or key step without a target point: where the text goes. Holodesk reads no caret position
-  (no AT-SPI here); it has only the focused window's rectangle (X11's input focus, app/gui/focused_area.py).
-  The caret is approximated by that window's bottom rows, where a terminal's prompt line is, so
-  `text_rows` keeps at least those clear: a terminal whose caret sits higher up (a full-screen editor)
-  or a form field mid-window is not protected beyond that band.
+- a typing or key step without a target point: where the text goes. Where AT-SPI tells the caret's
+  place (app/gui/focused_area.py, app/gui/caret_place.py), `typed_area` keeps the caret's line clear,
+  from the caret to the text field's right edge (the typed text goes there), with a margin round it.
+  Otherwise only the focused window's rectangle is known (X11's input focus), and the caret is
+  approximated by that window's bottom rows, where a terminal's prompt line is (`text_rows`): a
+  terminal whose caret sits higher up (a full-screen editor) is not protected beyond that band.
 
 The panel takes the spot on the screen that covers none of the areas (least overlap when the screen
 has no such spot), then the one farthest from them. The bubble goes right under the text rows, or
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 TARGET_CLEARANCE = 40  # half the side of the square kept clear around a target point (ticks reach 25)
 PROMPT_ROWS = 96  # the focused window's bottom band kept clear: about four terminal rows and the border
 BUBBLE_GAP = 6  # between the kept-clear rows and the bubble
+CARET_MARGIN = 12  # round the caret's line: the field's border and focus ring, and a little air
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,17 @@ def text_rows(window: Box, rows: float = PROMPT_ROWS) -> Box:
     window when it is lower than that)."""
     height = min(rows, window.height)
     return Box(window.left, window.bottom - height, window.width, height)
+
+
+def typed_area(
+    window: Box, caret: Box | None, field: Box | None = None, rows: float = PROMPT_ROWS, margin: float = CARET_MARGIN
+) -> Box:
+    """Where typed text lands: the caret's line, from the caret to the right edge of its `field`, grown
+    by `margin`, when the caret is known; else the focused window's bottom `rows` (`text_rows`)."""
+    if caret is None:
+        return text_rows(window, rows)
+    right = max(caret.right, field.right) if field is not None else caret.right
+    return Box(caret.left - margin, caret.top - margin, right - caret.left + 2 * margin, caret.height + 2 * margin)
 
 
 def panel_spot(

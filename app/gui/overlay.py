@@ -34,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from holodesk.app.gui.capture_hiding import HiddenWindows, hide_windows
+from holodesk.app.gui.focused_area import TypingPlace
 from holodesk.app.gui.gui_thread import GuiCallTimeout, GuiThreadCaller
 from holodesk.app.gui.overlay_drawing import (
     MARKER,
@@ -55,7 +56,6 @@ from holodesk.app.gui.qt_screens import (
     whole_native_step,
 )
 from holodesk.automation.actions import Action, Point
-from holodesk.automation.coords import Rect
 from holodesk.automation.errors import CaptureError, OffScreenError
 
 # The handle window is a disc this wide around the target, with no hole: a hole the size of the
@@ -295,17 +295,17 @@ class OverlayController(QtCore.QObject):
         return self._showing
 
     def show_proposal(
-        self, step: int, action: Action, *, editable: bool = True, typing_window: Rect | None = None
+        self, step: int, action: Action, *, editable: bool = True, typing_place: TypingPlace | None = None
     ) -> None:
         """Show `action` (screen space) for step `step`; with `editable`, its targets can be dragged.
-        `typing_window`: where the keys of a step without a target point go (the label goes beside its
-        bottom rows, not on them); None where unknown."""
+        `typing_place`: where the keys of a step without a target point go (the label goes beside the
+        caret's line, or the window's bottom rows, not on them); None where unknown."""
         points = action.points()
         pointer = global_logical_to_screen_or_none(QtGui.QCursor.pos())
         if pointer is None:  # the pointer sits between monitors: anchor hints on the target instead
             pointer = points[0] if points else primary_screen_centre()
         self._scene = OverlayScene(
-            step, action, pointer, rings_by_handles=editable and bool(points), typing_window=typing_window
+            step, action, pointer, rings_by_handles=editable and bool(points), typing_place=typing_place
         )
         self._render()
 

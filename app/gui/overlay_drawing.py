@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from holodesk.app.gui.keep_clear import PROMPT_ROWS, Box, bubble_spot, text_rows
+from holodesk.app.gui.focused_area import TypingPlace
+from holodesk.app.gui.keep_clear import CARET_MARGIN, PROMPT_ROWS, Box, bubble_spot, typed_area
 from holodesk.app.gui.qt import Qt, QtCore, QtGui, QtWidgets
 from holodesk.app.gui.qt_screens import engine_to_window_system
 from holodesk.automation.action_picture import MARKER_COLOUR, typing_in_words
@@ -63,19 +64,21 @@ class OverlayScene:
     action: Action
     pointer: Point  # where the pointer was when shown: the anchor of scroll, type and key hints
     rings_by_handles: bool = False  # the handle windows draw the rings around the targets
-    # Where the keys of a step without a target point go: the focused window (app/gui/focused_area.py);
-    # the label goes next to its bottom rows (the caret's likely place, app/gui/keep_clear.py), not on them.
-    typing_window: Rect | None = None
+    # Where the keys of a step without a target point go: the focused window and its caret where known
+    # (app/gui/focused_area.py); the label goes next to the caret's line, or else the window's bottom rows
+    # (the caret's likely place, app/gui/keep_clear.py), not on them.
+    typing_place: TypingPlace | None = None
 
     @property
     def anchor(self) -> Point:
-        """Where the label goes: the action's first point, the focused window's bottom-left for keys that go
-        to it, or the pointer for other pointer-less actions."""
+        """Where the label goes: the action's first point, the caret (else the focused window's bottom-left)
+        for keys that go to it, or the pointer for other pointer-less actions."""
         points = self.action.points()
         if points:
             return points[0]
-        if self.typing_window is not None:
-            return Point(self.typing_window.left, self.typing_window.bottom - 1)
+        if self.typing_place is not None:
+            caret, window = self.typing_place.caret, self.typing_place.window
+            return Point(caret.left, caret.bottom - 1) if caret is not None else Point(window.left, window.bottom - 1)
         return self.pointer
 
     @property
@@ -345,16 +348,23 @@ class _Sketch:
             self.label(self.centre(scene.anchor), scene, beside, away, self._typing_rows(scene))
 
     def _typing_rows(self, scene: OverlayScene) -> Box | None:
-        """The focused window's bottom rows in this window's device pixels, for keys without a target point."""
-        window = scene.typing_window
-        if window is None or scene.action.points():
+        """Where the text lands (the caret's line, else the focused window's bottom rows) in this window's
+        device pixels, for keys without a target point."""
+        place = scene.typing_place
+        if place is None or scene.action.points():
             return None
         try:
-            left, top = self.device(Point(window.left, window.top))
-            right, bottom = self.device(Point(window.right, window.bottom))
+            window = self._device_box(place.window)
+            caret = self._device_box(place.caret) if place.caret is not None else None
+            field = self._device_box(place.field) if place.field is not None else None
         except OffScreenError:
             return None
-        return text_rows(Box(left, top, right - left, bottom - top), PROMPT_ROWS * self.unit)
+        return typed_area(window, caret, field, PROMPT_ROWS * self.unit, CARET_MARGIN * self.unit)
+
+    def _device_box(self, rect: Rect) -> Box:
+        left, top = self.device(Point(rect.left, rect.top))
+        right, bottom = self.device(Point(rect.right, rect.bottom))
+        return Box(left, top, right - left, bottom - top)
 
 
 def _preview(action: Action) -> tuple[str, str, tuple[str, ...]]:

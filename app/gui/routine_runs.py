@@ -31,13 +31,13 @@ from pathlib import Path
 from holodesk.app.common.routine_hotkeys import RoutineHotkeys
 from holodesk.app.common.session_words import hotkey_in_words, steps_in_words
 from holodesk.app.gui.approval_panel import ApprovalPanel
+from holodesk.app.gui.focused_area import TypingPlace
 from holodesk.app.gui.gui_approver import GuiApprover
 from holodesk.app.gui.gui_thread import GuiThreadCaller
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets
 from holodesk.automation.actions import Action
 from holodesk.automation.cancel import CancelToken
-from holodesk.automation.coords import Rect
 from holodesk.automation.display_text import safe_text
 from holodesk.automation.engine_protocols import ApprovalDecision, ApprovalRequest, Decision, QuestionRequest
 from holodesk.automation.routines.replay import ProblemChoice, ProblemRequest, RepairRequest, RoutinePolicy
@@ -69,10 +69,10 @@ class RoutinePanel(ApprovalPanel):
     def present(
         self,
         request: ApprovalRequest,
-        typing_window: Rect | None = None,
+        typing_place: TypingPlace | None = None,
         overlay_drawn: Sequence[QtCore.QRect] = (),
     ) -> None:
-        super().present(request, typing_window, overlay_drawn)
+        super().present(request, typing_place, overlay_drawn)
         allowed = self.bulk_allowed.get(request.step, False)
         self.set_remember_text(APPROVE_ALL_EXACT_WORDS)
         self._remember.setEnabled(allowed)

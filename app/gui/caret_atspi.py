@@ -1,0 +1,148 @@
+"""The AT-SPI side of reading the caret's place: a small program of its own, run by app/gui/caret_place.py.
+
+Why a process of its own: libatspi aborts the whole process (a GLib error, not an exception) when no
+accessibility bus can be reached, and its calls block for as long as a hung application keeps them;
+neither may happen to the tray. Here each call is also bounded by AT-SPI's own timeout.
+
+Usage: python -m holodesk.app.gui.caret_atspi (PyGObject with Atspi 2.0's typelib: python3-gi and
+gir1.2-atspi-2.0 on Debian; the accessibility bus of the session, found as libatspi finds it:
+AT_SPI_BUS_ADDRESS, the X root window's AT_SPI_BUS, or org.a11y.Bus on the D-Bus session bus).
+
+JSON lines. First, on stdout: {"event": "ready"}, or {"event": "unavailable", "reason": str} and the
+program ends. Then for each request {"id": N, "pid": P} on stdin, one answer:
+  {"id": N, "caret": [x, y, w, h], "field": [x, y, w, h]}   the focused object of the application
+        whose process is P: its caret (the character at the caret offset, in screen pixels; the field's
+        own top line when it is empty) and the field's own rectangle
+  {"id": N, "none": str}    why there is no caret: no such application, nothing focused, no Text
+A closed stdin ends the program.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+CALL_TIMEOUT_MS = 250  # each AT-SPI call; a hung application answers nothing sooner
+WALK_LIMIT = 600  # accessible objects looked at when the application has no Collection interface
+EMPTY_FIELD_ROWS = 40  # an empty field's caret: its top band (about one line and the field's padding)
+
+
+def emit(record: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+class CaretFinder:
+    """The AT-SPI queries; `atspi` and `glib` are gi.repository's Atspi and GLib (untyped modules)."""
+
+    def __init__(self, atspi: Any, glib: Any) -> None:
+        self.atspi = atspi
+        self.glib = glib
+
+    def answer(self, pid: int) -> dict[str, Any]:
+        try:
+            return self._answer(pid)
+        except self.glib.Error as exc:  # the application went away, or did not answer in time
+            return {"none": f"AT-SPI: {exc.message}"}
+
+    def _answer(self, pid: int) -> dict[str, Any]:
+        atspi = self.atspi
+        desktop = atspi.get_desktop(0)
+        app = None
+        for index in range(desktop.get_child_count()):
+            child = desktop.get_child_at_index(index)
+            if child is not None and child.get_process_id() == pid:
+                app = child
+                break
+        if app is None:
+            return {"none": f"no accessible application has process {pid}"}
+        focused = self._focused(app)
+        if focused is None:
+            return {"none": "the application has no focused object"}
+        if "Text" not in focused.get_interfaces():
+            return {"none": f"the focused {focused.get_role_name()} has no Text interface"}
+        screen = atspi.CoordType.SCREEN
+        field = atspi.Component.get_extents(focused, screen)
+        offset = atspi.Text.get_caret_offset(focused)
+        count = atspi.Text.get_character_count(focused)
+        caret = None
+        if count > 0 and offset >= 0:
+            at = atspi.Text.get_character_extents(focused, min(offset, count), screen)
+            if at.height > 0 and (at.x, at.y) != (0, 0):
+                caret = [at.x, at.y, max(at.width, 2), at.height]
+            elif (
+                offset > 0
+            ):  # after the last character: some toolkits give nothing there, so its left neighbour's right edge
+                before = atspi.Text.get_character_extents(focused, offset - 1, screen)
+                if before.height > 0:
+                    caret = [before.x + before.width, before.y, 2, before.height]
+        if caret is None:  # an empty field: the caret is on its first line
+            caret = [field.x, field.y, field.width, min(field.height, EMPTY_FIELD_ROWS)]
+        return {"caret": caret, "field": [field.x, field.y, field.width, field.height]}
+
+    def _focused(self, app: Any) -> Any:
+        """The application's focused object: one Collection query where the toolkit offers it (GTK),
+        else a bounded walk over its showing objects."""
+        atspi = self.atspi
+        states = atspi.StateSet.new([atspi.StateType.FOCUSED])
+        everything = atspi.CollectionMatchType.ALL
+        rule = atspi.MatchRule.new(states, everything, {}, everything, [], everything, [], everything, False)
+        try:
+            found = atspi.Collection.get_matches(app, rule, atspi.CollectionSortOrder.CANONICAL, 1, True)
+            return found[0] if found else None
+        except self.glib.Error:
+            pass
+        pending = [app]
+        seen = 0
+        while pending and seen < WALK_LIMIT:
+            node = pending.pop()
+            seen += 1
+            state = node.get_state_set()
+            if node is not app and state.contains(atspi.StateType.FOCUSED):
+                return node
+            if node is app or state.contains(atspi.StateType.SHOWING):
+                count = node.get_child_count()
+                pending.extend(child for child in (node.get_child_at_index(i) for i in range(count)) if child)
+        return None
+
+
+def main() -> int:
+    try:
+        import gi
+
+        gi.require_version("Atspi", "2.0")
+        from gi.repository import Atspi, GLib
+    except (ImportError, ValueError) as exc:
+        emit(
+            {"event": "unavailable", "reason": f"no AT-SPI for Python ({exc}): install python3-gi and gir1.2-atspi-2.0"}
+        )
+        return 1
+    Atspi.set_timeout(CALL_TIMEOUT_MS, 0)
+    if Atspi.init() == 2:  # libatspi's "no D-Bus session bus"; asking it anything now would abort
+        emit({"event": "unavailable", "reason": "no D-Bus session bus to find the accessibility bus on"})
+        return 1
+    # Reaches the accessibility bus now: without one, libatspi ends this process here, before "ready".
+    Atspi.get_desktop(0).get_child_count()
+    finder = CaretFinder(Atspi, GLib)
+    loop = GLib.MainLoop()
+
+    def on_request(channel: Any, _condition: Any) -> bool:
+        line = channel.readline()
+        if not line:
+            loop.quit()
+            return False
+        request = json.loads(line)
+        emit({"id": request["id"], **finder.answer(int(request["pid"]))})
+        return True
+
+    # A main loop rather than a blocking read: AT-SPI's own messages are handled between requests.
+    stdin = GLib.IOChannel.unix_new(sys.stdin.fileno())
+    GLib.io_add_watch(stdin, GLib.PRIORITY_DEFAULT, GLib.IOCondition.IN | GLib.IOCondition.HUP, on_request)
+    emit({"event": "ready"})
+    loop.run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -158,6 +158,7 @@ def qapp_args() -> list[str]:
 DISPLAY_FIXTURES = frozenset(
     {"xvfb", "target_window", "gnome_stack", "mutter_remote", "wayland_target", "stack", "desktop"}
     | {"sway_stack", "sway_target"}  # the wlroots tier (tests/automation/wlroots), marked by hand
+    | {"kwin_stack", "kde_portal", "kde_target"}  # the KDE tier (tests/automation/kde), marked by hand
 )
 _running: list[pytest.Item] = []  # the test being set up or run, for the start guard
 

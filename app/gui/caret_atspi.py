@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 CALL_TIMEOUT_MS = 250  # each AT-SPI call; a hung application answers nothing sooner
 WALK_LIMIT = 600  # accessible objects looked at when the application has no Collection interface
+WALK_BUDGET_S = 1.0  # and the time that walk may take
 EMPTY_FIELD_ROWS = 40  # an empty field's caret: its top band (about one line and the field's padding)
 
 
@@ -83,7 +85,8 @@ class CaretFinder:
 
     def _focused(self, app: Any) -> Any:
         """The application's focused object: one Collection query where the toolkit offers it (GTK),
-        else a bounded walk over its showing objects."""
+        else a bounded walk over its showing objects. A call that fails or times out (a hung application)
+        raises GLib.Error out of the walk: one timeout is enough to give up."""
         atspi = self.atspi
         states = atspi.StateSet.new([atspi.StateType.FOCUSED])
         everything = atspi.CollectionMatchType.ALL
@@ -95,7 +98,8 @@ class CaretFinder:
             pass
         pending = [app]
         seen = 0
-        while pending and seen < WALK_LIMIT:
+        ends = time.monotonic() + WALK_BUDGET_S
+        while pending and seen < WALK_LIMIT and time.monotonic() < ends:
             node = pending.pop()
             seen += 1
             state = node.get_state_set()

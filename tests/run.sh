@@ -43,6 +43,9 @@ display_debs=(xvfb xfonts-base xdotool x11-xserver-utils x11-utils xauth trayer 
       # mutter through its library, with a hand on its keyboard layouts (bench/rigs/mutter_keyboard.py);
       # it brings GTK 3's typelib for the GTK entry (tests/support/gtk_target.py)
       gir1.2-mutter-11 gir1.2-gtk-3.0
+      # AT-SPI: the caret's place for the approval panel (app/gui/caret_atspi.py) and the accessibility
+      # bus the caret tests start on their own D-Bus session (tests/app/gui/test_caret_place.py)
+      gir1.2-atspi-2.0 at-spi2-core
       # The headless sway (wlroots) stack (bench/rigs/sway_stack.py; swaymsg comes with sway), its
       # screencopy capture (grim) and virtual-keyboard typing (wtype) (tests/automation/wlroots).
       sway grim wtype)

@@ -144,9 +144,12 @@ def gtk_caret_window(display: str, env: dict[str, str] | None = None) -> Iterato
         root = connection.screen().root
 
         def toplevel() -> object | None:
+            # A root child, or under a window manager's frame (for a look with openbox).
             for child in root.query_tree().children:
-                if child.get_wm_name() == "holodesk caret target" and child.get_attributes().map_state == X.IsViewable:
-                    return child
+                for window in (child, *child.query_tree().children):
+                    viewable = window.get_attributes().map_state == X.IsViewable
+                    if window.get_wm_name() == "holodesk caret target" and viewable:
+                        return window
             return None
 
         wait_until(lambda: toplevel() is not None, 30, "the GTK window mapped")

@@ -11,8 +11,9 @@ AT_SPI_BUS_ADDRESS, the X root window's AT_SPI_BUS, or org.a11y.Bus on the D-Bus
 JSON lines. First, on stdout: {"event": "ready"}, or {"event": "unavailable", "reason": str} and the
 program ends. Then for each request {"id": N, "pid": P} on stdin, one answer:
   {"id": N, "caret": [x, y, w, h], "field": [x, y, w, h]}   the focused object of the application
-        whose process is P: its caret (the character at the caret offset, in screen pixels; the field's
-        own top line when it is empty) and the field's own rectangle
+        whose process is P: its caret (the character at the caret offset, in screen pixels, widened
+        back to the start of a selection on its line, which typing replaces; the field's own top line
+        when it is empty) and the field's own rectangle
   {"id": N, "none": str}    why there is no caret: no such application, nothing focused, no Text
 A closed stdin ends the program.
 """
@@ -81,6 +82,12 @@ class CaretFinder:
                     caret = [before.x + before.width, before.y, 2, before.height]
         if caret is None:  # an empty field: the caret is on its first line
             caret = [field.x, field.y, field.width, min(field.height, EMPTY_FIELD_ROWS)]
+        elif atspi.Text.get_n_selections(focused) > 0:
+            # Typed text replaces a selection (a dialog's preselected text): from its start, on the caret's line.
+            start = atspi.Text.get_selection(focused, 0).start_offset
+            at = atspi.Text.get_character_extents(focused, start, screen)
+            if at.height > 0 and at.y == caret[1] and at.x < caret[0]:
+                caret = [at.x, caret[1], caret[0] + caret[2] - at.x, caret[3]]
         return {"caret": caret, "field": [field.x, field.y, field.width, field.height]}
 
     def _focused(self, app: Any) -> Any:

@@ -123,7 +123,9 @@ class GtkCaretWindow:
 
 
 @contextmanager
-def gtk_caret_window(display: str, env: dict[str, str] | None = None) -> Iterator[GtkCaretWindow]:
+def gtk_caret_window(
+    display: str, env: dict[str, str] | None = None, selected_from: int | None = None
+) -> Iterator[GtkCaretWindow]:
     """The GTK window at WINDOW, given the X input focus (as a click would); yields once it reports its
     entry focused."""
     from Xlib import X
@@ -131,7 +133,8 @@ def gtk_caret_window(display: str, env: dict[str, str] | None = None) -> Iterato
 
     arguments = [str(n) for n in (WINDOW.left, WINDOW.top, WINDOW.width, WINDOW.height, ENTRY_TOP)]
     process = subprocess.Popen(
-        [sys.executable, str(GTK_WINDOW), *arguments, TEXT, str(CARET)],
+        [sys.executable, str(GTK_WINDOW), *arguments, TEXT, str(CARET)]
+        + ([] if selected_from is None else [str(selected_from)]),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -231,6 +234,21 @@ def test_the_caret_read_is_where_gtk_draws_it(xvfb: XvfbServer, reader: CaretRea
     assert abs(caret.top - caret_top) <= 2 and abs(caret.height - caret_height) <= 3, (caret, gtk.shown)
     assert gtk.entry.overlap(box(caret)) == caret.width * caret.height, "the caret lies outside the entry"
     print(f"AT-SPI caret read (X focus, pid, helper round trip): {took * 1000:.1f} ms")
+
+
+@pytest.mark.display
+def test_a_selection_the_typing_replaces_is_part_of_the_caret(xvfb: XvfbServer, reader: CaretReader) -> None:
+    with gtk_caret_window(xvfb.display, selected_from=1) as gtk:  # "ello" selected, the caret after it
+        place = typing_place(reader=reader)
+    assert place is not None and place.caret is not None, reader.last_reason
+    caret_x = gtk.shown["caret"][0]
+    selected_from = gtk.shown["selected_from"]
+    assert isinstance(selected_from, int) and selected_from < caret_x - 10, gtk.shown
+    assert abs(place.caret.left - selected_from) <= 1, (
+        f"{place.caret} starts not where the selection does, x={selected_from}"
+    )
+    # It ends with the character at the caret (as without a selection), a space here.
+    assert caret_x <= place.caret.right <= caret_x + 8, f"{place.caret} ends not at the caret, x={caret_x}"
 
 
 @pytest.mark.display

@@ -243,6 +243,19 @@ class KwinStack:
             reply = connection.send_and_get_reply(new_method_call(bus, "NameHasOwner", "s", (name,)), timeout=5)
             return bool(reply.body[0])
 
+    def set_active_layout(self, index: int) -> None:
+        """Make layout `index` (from 0) of `keyboard_layout` the active one, as the user's layout switch
+        does (KWin's org.kde.keyboard D-Bus service); StackError when KWin does not take it."""
+        from jeepney import DBusAddress, new_method_call
+        from jeepney.io.blocking import open_dbus_connection
+
+        layouts = DBusAddress("/Layouts", bus_name="org.kde.keyboard", interface="org.kde.KeyboardLayouts")
+        with open_dbus_connection(self.bus_address) as connection:
+            taken = connection.send_and_get_reply(new_method_call(layouts, "setLayout", "u", (index,)), timeout=5)
+            active = connection.send_and_get_reply(new_method_call(layouts, "getLayout"), timeout=5)
+        if taken.body != (True,) or active.body != (index,):
+            raise StackError(f"KWin did not make layout {index} of {self.keyboard_layout!r} active: {active.body}")
+
     def _portal_answers(self) -> bool:
         from jeepney.io.blocking import open_dbus_connection
 

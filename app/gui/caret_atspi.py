@@ -47,6 +47,8 @@ class CaretFinder:
         try:
             return self._answer(pid)
         except self.glib.Error as exc:  # the application went away, or did not answer in time
+            if "timeout" in exc.message:
+                return {"none": f"the application did not answer AT-SPI within {CALL_TIMEOUT_MS} ms"}
             return {"none": f"AT-SPI: {exc.message}"}
 
     def _answer(self, pid: int) -> dict[str, Any]:
@@ -92,8 +94,9 @@ class CaretFinder:
 
     def _focused(self, app: Any) -> Any:
         """The application's focused object: one Collection query where the toolkit offers it (GTK),
-        else a bounded walk over its showing objects. A call that fails or times out (a hung application)
-        raises GLib.Error out of the walk: one timeout is enough to give up."""
+        else a walk over its showing objects, bounded in count and time (libatspi answers a call that
+        times out there with an empty value, not an error). A Collection query that times out (a hung
+        application) ends the search at once."""
         atspi = self.atspi
         states = atspi.StateSet.new([atspi.StateType.FOCUSED])
         everything = atspi.CollectionMatchType.ALL
@@ -101,8 +104,9 @@ class CaretFinder:
         try:
             found = atspi.Collection.get_matches(app, rule, atspi.CollectionSortOrder.CANONICAL, 1, True)
             return found[0] if found else None
-        except self.glib.Error:
-            pass
+        except self.glib.Error as exc:
+            if "timeout" in exc.message:  # libatspi's "timeout from dbind": a hung application, walk nothing
+                raise
         pending = [app]
         seen = 0
         ends = time.monotonic() + WALK_BUDGET_S

@@ -66,6 +66,7 @@ class CaretReader:
         self._process: subprocess.Popen[str] | None = None
         self._answers: queue.Queue[dict[str, object]] = queue.Queue()
         self._stderr: list[str] = []
+        self._stderr_reader: threading.Thread | None = None
         self._ready = False
         self._next_id = 0
         self._waiting: tuple[int, float] | None = None  # the question not answered yet: its id, when asked
@@ -136,7 +137,8 @@ class CaretReader:
         self._answers = queue.Queue()
         self._stderr = []
         threading.Thread(target=self._read_answers, args=(process, self._answers), daemon=True).start()
-        threading.Thread(target=self._read_stderr, args=(process, self._stderr), daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, args=(process, self._stderr), daemon=True)
+        self._stderr_reader.start()
         return process
 
     @staticmethod
@@ -196,6 +198,8 @@ class CaretReader:
         if process is not None and code is None:
             with contextlib.suppress(subprocess.TimeoutExpired):  # its exit status, if it comes soon
                 code = process.wait(timeout=1.0)
+        if self._stderr_reader is not None:
+            self._stderr_reader.join(timeout=0.5)  # its last words, once its stderr closes
         said = " ".join(line for line in self._stderr[-3:] if line.strip())
         return f"the AT-SPI helper ended (exit status {code}){': ' + said if said else ''}"
 

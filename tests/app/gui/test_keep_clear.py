@@ -1,7 +1,8 @@
 """The approval panel and the typing bubble never cover where the action lands (issue 49).
 
-The geometry first (app/gui/keep_clear.py, no Qt), then real windows: a bash in an xterm on the
-module's Xvfb, given the X input focus, with the pointer parked in the far corner (where the user left
+The geometry first (app/gui/keep_clear.py, no Qt; a known caret's line instead of the window's
+bottom rows: a real GTK caret is tests/app/gui/test_caret_place.py), then real windows: a bash in an
+xterm (no AT-SPI: the bottom rows) on the module's Xvfb, given the X input focus, with the pointer parked in the far corner (where the user left
 it); the panel and the overlay run in tests/support/overlay_probe.py and report their rectangles as the
 real Qt windows have them. Neither may meet the terminal's bottom text rows (its prompt line), on one
 monitor and on two of different sizes, and the bubble sits next to those rows, not far from them.
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from holodesk.app.gui.keep_clear import Box, around, bubble_spot, panel_spot, text_rows
+from holodesk.app.gui.keep_clear import CARET_MARGIN, Box, around, bubble_spot, panel_spot, text_rows, typed_area
 from holodesk.automation.virtual_display import TWO_MONITORS, DisplayLayout, XvfbServer
 from tests.support.overlay_probe import OverlayProbe
 from tests.support.xterm_shell import bash_in_xterm
@@ -61,6 +62,23 @@ def test_the_bubble_goes_under_the_rows_or_beside_them_at_the_screens_end() -> N
     wide = text_rows(Box(0, 600, 1280, 200))  # a full-width terminal at the bottom: above is all that is left
     left, top = bubble_spot(screen, 300, 60, wide)
     assert not meets(Box(left, top, 300, 60), wide) and top + 60 <= wide.top
+
+
+def test_a_known_caret_keeps_its_line_clear_instead_of_the_windows_bottom_rows() -> None:
+    screen = Box(0, 0, 1280, 800)
+    window = Box(20, 20, 1240, 760)  # nearly the whole screen, its text field at the top
+    field = Box(60, 60, 1160, 34)
+    caret = Box(101, 68, 2, 17)
+    area = typed_area(window, caret, field)
+    # From the caret to the field's right edge (where the typed text goes), the margin round it.
+    assert area == Box(
+        101 - CARET_MARGIN, 68 - CARET_MARGIN, field.right - 101 + 2 * CARET_MARGIN, 17 + 2 * CARET_MARGIN
+    )
+    left, top = panel_spot(screen, 440, 300, [area])
+    assert not meets(Box(left, top, 440, 300), area), "the panel covers the caret's line"
+    bubble = Box(*bubble_spot(screen, 300, 60, area), 300, 60)
+    assert not meets(bubble, area) and bubble.top - area.bottom <= 6  # right under the caret's line
+    assert typed_area(window, None, field) == text_rows(window)  # no caret: the bottom rows, as before
 
 
 # -- real windows ----------------------------------------------------------------------------------

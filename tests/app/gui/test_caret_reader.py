@@ -1,0 +1,102 @@
+"""CaretReader's bounds (app/gui/caret_place.py), with stand-in helper programs that misbehave on purpose.
+
+The real helper against a real GTK entry is tests/app/gui/test_caret_place.py; here each way a helper
+can fail the tray (never ready, silent, dead, garbled) must cost one bounded read, give None with the
+reason in words, and not start a new helper at every read.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from holodesk.app.gui.caret_place import CaretReader
+from holodesk.automation.coords import Rect
+
+READY = 'print(\'{"event": "ready"}\', flush=True)'
+
+
+def helper(tmp_path: Path, body: str) -> tuple[str, ...]:
+    script = tmp_path / "helper.py"
+    script.write_text(f"import json, sys, time\n{body}\n", encoding="utf-8")
+    return (sys.executable, str(script))
+
+
+def timed_read(reader: CaretReader, pid: int = 1234) -> tuple[object, float]:
+    started = time.monotonic()
+    answer = reader.read(pid)
+    return answer, time.monotonic() - started
+
+
+def test_an_answering_helper_gives_the_caret_and_the_field(tmp_path: Path) -> None:
+    body = f"""{READY}
+for line in sys.stdin:
+    asked = json.loads(line)
+    print(json.dumps({{"id": asked["id"], "caret": [asked["pid"], 20, 2, 17], "field": [5, 10, 300, 34]}}), flush=True)
+"""
+    reader = CaretReader(helper(tmp_path, body))
+    try:
+        first = reader.read(101)
+        second = reader.read(102)
+    finally:
+        reader.close()
+    assert first is not None and first.caret == Rect(101, 20, 2, 17) and first.field == Rect(5, 10, 300, 34)
+    assert second is not None and second.caret.left == 102  # each answer goes with its own question
+
+
+def test_a_helper_that_never_gets_ready_costs_the_start_wait_once(tmp_path: Path) -> None:
+    reader = CaretReader(helper(tmp_path, "time.sleep(60)"), start_wait_s=0.5, hung_after_s=1.0)
+    try:
+        answer, took = timed_read(reader)
+        assert answer is None and 0.4 < took < 1.0, took
+        assert "still starting" in reader.last_reason
+    finally:
+        reader.close()
+
+
+def test_a_silent_helper_costs_one_deadline_then_no_wait_then_it_is_ended(tmp_path: Path) -> None:
+    reader = CaretReader(helper(tmp_path, f"{READY}\ntime.sleep(60)"), deadline_s=0.3, hung_after_s=1.0)
+    try:
+        answer, took = timed_read(reader)
+        assert answer is None and took < 0.6, took
+        assert "did not answer within 0.3 s" in reader.last_reason
+        answer, took = timed_read(reader)  # the first question still open: no second wait
+        assert answer is None and took < 0.1, took
+        assert "still waiting" in reader.last_reason
+        time.sleep(1.1)
+        answer, took = timed_read(reader)
+        assert answer is None and took < 0.5, took
+        assert "no answer in 1 s" in reader.last_reason  # ended; none started again for a while
+        answer, took = timed_read(reader)
+        assert answer is None and took < 0.1, took
+    finally:
+        reader.close()
+
+
+def test_a_helper_that_dies_is_reported_with_what_it_said(tmp_path: Path) -> None:
+    said = "print('AT-SPI: Couldn\\'t connect to accessibility bus', file=sys.stderr)"
+    body = f"{READY}\nsys.stdin.readline()\n{said}\nsys.exit(5)"
+    reader = CaretReader(helper(tmp_path, body))
+    try:
+        answer, took = timed_read(reader)
+        assert answer is None and took < 1.5, took
+        assert "ended (exit status 5)" in reader.last_reason and "accessibility bus" in reader.last_reason
+        answer, took = timed_read(reader)  # not started again at once
+        assert answer is None and took < 0.1, took
+    finally:
+        reader.close()
+
+
+def test_an_answer_that_is_not_a_rectangle_gives_no_caret(tmp_path: Path) -> None:
+    body = f"""{READY}
+for line in sys.stdin:
+    asked = json.loads(line)
+    print(json.dumps({{"id": asked["id"], "caret": [1, 2, 0, 17], "field": [5, 10, 300, 34]}}), flush=True)
+"""
+    reader = CaretReader(helper(tmp_path, body))
+    try:
+        assert reader.read(1) is None
+        assert "without a caret" in reader.last_reason
+    finally:
+        reader.close()

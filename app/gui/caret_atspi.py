@@ -4,12 +4,14 @@ Why a process of its own: libatspi aborts the whole process (a GLib error, not a
 accessibility bus can be reached, and its calls block for as long as a hung application keeps them;
 neither may happen to the tray. Here each call is also bounded by AT-SPI's own timeout.
 
-Usage: python -m holodesk.app.gui.caret_atspi (PyGObject with Atspi 2.0's typelib: python3-gi and
-gir1.2-atspi-2.0 on Debian; the accessibility bus of the session, found as libatspi finds it:
+Usage: python -I caret_atspi.py (this file alone: it imports nothing of Holodesk, so the system's
+Python can run it where Holodesk's own venv cannot import gi. PyGObject with Atspi 2.0's typelib:
+python3-gi and gir1.2-atspi-2.0 on Debian; the accessibility bus of the session, found as libatspi finds it:
 AT_SPI_BUS_ADDRESS, the X root window's AT_SPI_BUS, or org.a11y.Bus on the D-Bus session bus).
 
 JSON lines. First, on stdout: {"event": "ready"}, or {"event": "unavailable", "reason": str} and the
-program ends. Then for each request {"id": N, "pid": P} on stdin, one answer:
+program ends ("missing": "gi" in it when this Python has no PyGObject or no Atspi typelib). Then for
+each request {"id": N, "pid": P} on stdin, one answer:
   {"id": N, "caret": [x, y, w, h], "field": [x, y, w, h]}   the focused object of the application
         whose process is P: its caret (the character at the caret offset, in screen pixels, widened
         back to the start of a selection on its line, which typing replaces; the field's own top line
@@ -129,9 +131,8 @@ def main() -> int:
         gi.require_version("Atspi", "2.0")
         from gi.repository import Atspi, GLib
     except (ImportError, ValueError) as exc:
-        emit(
-            {"event": "unavailable", "reason": f"no AT-SPI for Python ({exc}): install python3-gi and gir1.2-atspi-2.0"}
-        )
+        reason = f"no AT-SPI for Python ({exc}): install python3-gi and gir1.2-atspi-2.0"
+        emit({"event": "unavailable", "missing": "gi", "reason": reason})
         return 1
     Atspi.set_timeout(CALL_TIMEOUT_MS, 0)
     if Atspi.init() == 2:  # libatspi's "no D-Bus session bus"; asking it anything now would abort

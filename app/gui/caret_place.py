@@ -1,6 +1,7 @@
 """Where the caret is, in screen pixels, read through AT-SPI in a helper process (no Qt here).
 
-`CaretReader.read(pid)` asks app/gui/caret_atspi.py, started on first use and kept running, for the
+`CaretReader.read(pid)` asks app/gui/caret_atspi.py, started on first use and kept running (by this
+Python, or by the system's where this one cannot import gi), for the
 caret of the focused object of the accessible application whose process is `pid`. Every read is
 bounded: it answers None rather than wait past its deadline, when there is no accessibility bus or no
 PyGObject/Atspi (the helper says so once and is not started again for a while), when the application
@@ -20,18 +21,21 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import queue
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from holodesk.automation.coords import Rect
 
 log = logging.getLogger(__name__)
 
-HELPER = (sys.executable, "-m", "holodesk.app.gui.caret_atspi")
+HELPER_FILE = str(Path(__file__).with_name("caret_atspi.py"))  # needs only the standard library and gi
+SYSTEM_PYTHON = "/usr/bin/python3"
 READ_DEADLINE_S = 0.3  # one read, once the helper is up (about 10 ms when the application answers)
 START_WAIT_S = 1.5  # how long a read waits for a just-started helper (Python and gi load in about 0.3 s)
 HUNG_AFTER_S = 5.0  # a question unanswered this long: the helper is stuck on a hung application
@@ -46,18 +50,29 @@ class CaretAnswer:
     field: Rect
 
 
+def helper_commands() -> tuple[tuple[str, ...], ...]:
+    """This Python first; then the system's, for a private venv that cannot import Debian's gi (the
+    Debian package's): the helper is one file that needs nothing of Holodesk. -I: no folder of its own
+    on sys.path, no user site-packages."""
+    commands = [(sys.executable, "-I", HELPER_FILE)]
+    if sys.executable != SYSTEM_PYTHON and os.path.exists(SYSTEM_PYTHON):
+        commands.append((SYSTEM_PYTHON, "-I", HELPER_FILE))
+    return tuple(commands)
+
+
 class CaretReader:
     """The helper process and the questions put to it; one per tray application (see `caret_reader`)."""
 
     def __init__(
         self,
-        command: tuple[str, ...] = HELPER,
+        commands: tuple[tuple[str, ...], ...] | None = None,
         deadline_s: float = READ_DEADLINE_S,
         start_wait_s: float = START_WAIT_S,
         hung_after_s: float = HUNG_AFTER_S,
         retry_after_s: float = RETRY_AFTER_S,
     ) -> None:
-        self.command = command
+        self.commands = commands if commands is not None else helper_commands()
+        self._command = 0  # the one to start: the next is tried once one says it has no gi
         self.deadline_s = deadline_s
         self.start_wait_s = start_wait_s
         self.hung_after_s = hung_after_s
@@ -86,9 +101,11 @@ class CaretReader:
         process = self._running()
         if process is None:
             return None
-        now = time.monotonic()
-        if not self._ready and not self._wait_ready(now + self.start_wait_s):
-            return None
+        if not self._ready:
+            if not self._wait_ready(time.monotonic() + self.start_wait_s):
+                return None
+            process = self._process  # another command's helper, where the first had no gi
+            assert process is not None
         earlier = self._waiting
         if earlier is not None and self._take(earlier[0], time.monotonic()) is None:
             if self._process is None:  # it ended meanwhile (said so)
@@ -123,7 +140,7 @@ class CaretReader:
             return None
         try:
             process = subprocess.Popen(
-                self.command,
+                self.commands[self._command],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -169,6 +186,14 @@ class CaretReader:
             if record.get("event") == "ready":
                 self._ready = True
                 return True
+            no_gi = record.get("event") == "unavailable" and record.get("missing") == "gi"
+            if no_gi and self._command + 1 < len(self.commands):  # another Python may have gi: at once
+                log.debug("no caret helper in %s: %s", self.commands[self._command][0], record.get("reason"))
+                self._forget()
+                self._command += 1
+                if self._running() is None:
+                    return False
+                continue
             if record.get("event") in ("unavailable", "ended"):
                 self._end(str(record.get("reason") or self._ended_words()))
                 return False
@@ -204,14 +229,18 @@ class CaretReader:
         return f"the AT-SPI helper ended (exit status {code}){': ' + said if said else ''}"
 
     def _end(self, reason: str) -> None:
-        """Stop the helper, say why once, and start none again for a while."""
-        process, self._process = self._process, None
-        self._ready, self._waiting = False, None
+        """Stop the helper, say why, and start none again for a while."""
+        self._forget()
         self._not_before = time.monotonic() + self.retry_after_s
         log.info("the caret's place is not read (%s): the focused window's bottom rows are kept clear instead", reason)
         self.last_reason = reason
+
+    def _forget(self) -> None:
+        process, self._process = self._process, None
+        self._ready, self._waiting = False, None
         if process is not None and process.poll() is None:
             process.kill()
+        if process is not None:
             process.wait()
 
     def _reason(self, reason: str) -> None:

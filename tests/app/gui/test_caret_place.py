@@ -272,8 +272,8 @@ def test_a_hung_application_costs_one_deadline_and_the_caret_comes_back(xvfb: Xv
             assert took < 0.5, f"a read on a hung application took {took:.2f} s"
             print(f"a hung application: no caret after {took * 1000:.0f} ms ({reader.last_reason})")
             started = time.monotonic()
-            assert typing_place(reader=reader) == place  # asked again meanwhile: no wait at all
-            assert time.monotonic() - started < 0.1
+            assert typing_place(reader=reader) == place  # asked again while it hangs: bounded again
+            assert time.monotonic() - started < 0.5
         finally:
             os.kill(gtk.process.pid, signal.SIGCONT)
 

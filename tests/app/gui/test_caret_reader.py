@@ -17,10 +17,11 @@ from holodesk.automation.coords import Rect
 READY = 'print(\'{"event": "ready"}\', flush=True)'
 
 
-def helper(tmp_path: Path, body: str) -> tuple[str, ...]:
-    script = tmp_path / "helper.py"
+def helper(tmp_path: Path, body: str, name: str = "helper.py") -> tuple[tuple[str, ...]]:
+    """One helper command: this Python running `body`."""
+    script = tmp_path / name
     script.write_text(f"import json, sys, time\n{body}\n", encoding="utf-8")
-    return (sys.executable, str(script))
+    return ((sys.executable, str(script)),)
 
 
 def timed_read(reader: CaretReader, pid: int = 1234) -> tuple[object, float]:
@@ -43,6 +44,23 @@ for line in sys.stdin:
         reader.close()
     assert first is not None and first.caret == Rect(101, 20, 2, 17) and first.field == Rect(5, 10, 300, 34)
     assert second is not None and second.caret.left == 102  # each answer goes with its own question
+
+
+def test_a_python_without_gi_hands_over_to_the_next_at_once(tmp_path: Path) -> None:
+    # The Debian package's venv cannot import Debian's gi; the system's Python then runs the helper.
+    no_gi = 'print(json.dumps({"event": "unavailable", "missing": "gi", "reason": "no gi here"}), flush=True)'
+    answers = f"""{READY}
+for line in sys.stdin:
+    asked = json.loads(line)
+    print(json.dumps({{"id": asked["id"], "caret": [7, 20, 2, 17], "field": [5, 10, 300, 34]}}), flush=True)
+"""
+    reader = CaretReader(helper(tmp_path, no_gi, "venv.py") + helper(tmp_path, answers, "system.py"))
+    try:
+        answer, took = timed_read(reader)
+    finally:
+        reader.close()
+    assert answer is not None and answer.caret == Rect(7, 20, 2, 17), reader.last_reason
+    assert took < reader.start_wait_s, took
 
 
 def test_a_helper_that_never_gets_ready_costs_the_start_wait_once(tmp_path: Path) -> None:

@@ -2,10 +2,11 @@
 
 The geometry first (app/gui/keep_clear.py, no Qt; a known caret's line instead of the window's
 bottom rows: a real GTK caret is tests/app/gui/test_caret_place.py), then real windows: a bash in an
-xterm (no AT-SPI: the bottom rows) on the module's Xvfb, given the X input focus, with the pointer parked in the far corner (where the user left
-it); the panel and the overlay run in tests/support/overlay_probe.py and report their rectangles as the
-real Qt windows have them. Neither may meet the terminal's bottom text rows (its prompt line), on one
-monitor and on two of different sizes, and the bubble sits next to those rows, not far from them.
+xterm (no AT-SPI: the bottom rows) on the module's Xvfb, given the X input focus, with the pointer
+parked in the far corner (where the user left it); the panel and the overlay run in
+tests/support/overlay_probe.py and report their rectangles as the real Qt windows have them. Neither
+may meet the terminal's bottom text rows (its prompt line), on one monitor and on two of different
+sizes, and the bubble sits next to those rows, not far from them.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ def test_missing_parts_are_refused_naming_the_debian_packages(monkeypatch: pytes
 
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no dbus-daemon, pipewire, wireplumber on it
     stack = KwinStack()
-    with pytest.raises(StackError, match=r"needs apt-get install dbus-daemon pipewire wireplumber$"):
+    # The packages of the absolute paths follow where they are not installed (the quick tier has none).
+    with pytest.raises(StackError, match=r"needs apt-get install dbus-daemon pipewire wireplumber( |$)"):
         stack.start()
     stack.stop()
     assert not stack.root.exists()

@@ -145,6 +145,15 @@ class KwinStack:
     # -- start / stop ------------------------------------------------------------------------------
 
     def start(self) -> KwinStack:
+        """Start every part, bounded; on any failure the stack stops (its folder removed) and raises."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
         missing = missing_packages()
         if missing:
             raise StackError(f"the headless KWin stack needs apt-get install {' '.join(missing)}")
@@ -157,36 +166,31 @@ class KwinStack:
         if self.keyboard_layout:
             (config / "kxkbrc").write_text(kxkbrc(self.keyboard_layout), encoding="utf-8")
         deadline = time.monotonic() + self.start_timeout_s
-        try:
-            self._start_bus(deadline)
-            self._spawn("pipewire", ["pipewire"])
-            self._wait(lambda: (self.runtime_dir / "pipewire-0").exists(), "the PipeWire socket", deadline)
-            self._spawn("wireplumber", ["wireplumber"])
-            width, height = self.output_size
-            kwin_env = self.env()
-            del kwin_env["QT_QPA_PLATFORM"]  # KWin is the compositor: its Qt runs on its own platform
-            # Its screen-cast log (stream states, buffers) shows where a stream stops: see STREAMING_LOGGED.
-            kwin_env["QT_LOGGING_RULES"] = "kwin_screencast=true"
-            self._spawn(
-                "kwin",
-                [
-                    self._kwin_binary(),
-                    "--virtual",
-                    f"--width={width}",
-                    f"--height={height}",
-                    f"--socket={WAYLAND_SOCKET}",
-                    "--no-lockscreen",
-                ],
-                env=kwin_env,
-            )
-            self._wait(lambda: (self.runtime_dir / WAYLAND_SOCKET).exists(), "KWin's Wayland socket", deadline)
-            self._wait(lambda: self._has_name("org.kde.KWin"), "KWin on the session bus", deadline)
-            # Asking the portal its RemoteDesktop version starts it (and its KDE backend) now.
-            self._wait(self._portal_answers, "the desktop portal's RemoteDesktop interface", deadline)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        self._start_bus(deadline)
+        self._spawn("pipewire", ["pipewire"])
+        self._wait(lambda: (self.runtime_dir / "pipewire-0").exists(), "the PipeWire socket", deadline)
+        self._spawn("wireplumber", ["wireplumber"])
+        width, height = self.output_size
+        kwin_env = self.env()
+        del kwin_env["QT_QPA_PLATFORM"]  # KWin is the compositor: its Qt runs on its own platform
+        # Its screen-cast log (stream states, buffers) shows where a stream stops: see STREAMING_LOGGED.
+        kwin_env["QT_LOGGING_RULES"] = "kwin_screencast=true"
+        self._spawn(
+            "kwin",
+            [
+                self._kwin_binary(),
+                "--virtual",
+                f"--width={width}",
+                f"--height={height}",
+                f"--socket={WAYLAND_SOCKET}",
+                "--no-lockscreen",
+            ],
+            env=kwin_env,
+        )
+        self._wait(lambda: (self.runtime_dir / WAYLAND_SOCKET).exists(), "KWin's Wayland socket", deadline)
+        self._wait(lambda: self._has_name("org.kde.KWin"), "KWin on the session bus", deadline)
+        # Asking the portal its RemoteDesktop version starts it (and its KDE backend) now.
+        self._wait(self._portal_answers, "the desktop portal's RemoteDesktop interface", deadline)
 
     def _kwin_binary(self) -> str:
         if may_run_file_capabilities():

@@ -12,10 +12,11 @@ AT_SPI_BUS_ADDRESS, the X root window's AT_SPI_BUS, or org.a11y.Bus on the D-Bus
 JSON lines. First, on stdout: {"event": "ready"}, or {"event": "unavailable", "reason": str} and the
 program ends ("missing": "gi" in it when this Python has no PyGObject or no Atspi typelib). Then for
 each request {"id": N, "pid": P} on stdin, one answer:
-  {"id": N, "caret": [x, y, w, h], "field": [x, y, w, h]}   the focused object of the application
-        whose process is P: its caret (the character at the caret offset, in screen pixels, widened
-        back to the start of a selection on its line, which typing replaces; the field's own top line
-        when it is empty) and the field's own rectangle
+  {"id": N, "caret": [x, y, w, h], "field": [...], "window": [...]}   the focused object of the
+        application whose process is P: its caret (the character at the caret offset, in the
+        toolkit's screen coordinates, widened back to the start of a selection on its line, which
+        typing replaces; the field's own top line when it is empty), the field's own rectangle and
+        that of the window it is in (for the caller to tell the toolkit's scale)
   {"id": N, "none": str}    why there is no caret: no such application, nothing focused, no Text
 A closed stdin ends the program.
 """
@@ -92,7 +93,21 @@ class CaretFinder:
             at = atspi.Text.get_character_extents(focused, start, screen)
             if at.height > 0 and at.y == caret[1] and at.x < caret[0]:
                 caret = [at.x, caret[1], caret[0] + caret[2] - at.x, caret[3]]
-        return {"caret": caret, "field": [field.x, field.y, field.width, field.height]}
+        window = atspi.Component.get_extents(self._top_level(focused), screen)
+        return {
+            "caret": caret,
+            "field": [field.x, field.y, field.width, field.height],
+            "window": [window.x, window.y, window.width, window.height],
+        }
+
+    def _top_level(self, node: Any) -> Any:
+        """The window `node` is in: its last ancestor below the application."""
+        for _ in range(64):
+            parent = node.get_parent()
+            if parent is None or parent.get_role() == self.atspi.Role.APPLICATION:
+                break
+            node = parent
+        return node
 
     def _focused(self, app: Any) -> Any:
         """The application's focused object: one Collection query where the toolkit offers it (GTK),

@@ -12,8 +12,8 @@ Nothing raises into the caller; why a caret is unknown is logged.
 What is assumed (app/gui/focused_area.py checks the rest): the accessible application is found by
 its process id, which AT-SPI reads from the application's D-Bus connection, so it is only as good as
 the X window's _NET_WM_PID (a client on another host does not match); the toolkit reports screen
-coordinates in X root pixels (true of GTK 3 and Qt unscaled; a toolkit scaled by GDK_SCALE reports
-them divided, which the caller's "inside the focused window" check catches only in part).
+coordinates in X root pixels divided by a whole scale factor (GTK 3 under GDK_SCALE=2 halves them),
+which the caller finds by comparing the accessible window's size with the X window's.
 """
 
 from __future__ import annotations
@@ -44,10 +44,12 @@ RETRY_AFTER_S = 30.0  # after the helper ended or was ended, it is started again
 
 @dataclass(frozen=True, slots=True)
 class CaretAnswer:
-    """The caret's rectangle and the text field's own, screen space."""
+    """The caret's rectangle, the text field's and its window's, in the toolkit's screen coordinates
+    (X root pixels divided by its scale: app/gui/focused_area.py compares `window` with the X window's)."""
 
     caret: Rect
     field: Rect
+    window: Rect
 
 
 def helper_commands() -> tuple[tuple[str, ...], ...]:
@@ -126,11 +128,11 @@ class CaretReader:
             if self._process is not None:
                 self._reason(f"AT-SPI did not answer within {self.deadline_s:g} s")
             return None
-        caret, field = _rect(answer.get("caret")), _rect(answer.get("field"))
-        if caret is None or field is None:
+        caret, field, window = _rect(answer.get("caret")), _rect(answer.get("field")), _rect(answer.get("window"))
+        if caret is None or field is None or window is None:
             self._reason(str(answer.get("none", f"an answer without a caret: {answer}")))
             return None
-        return CaretAnswer(caret, field)
+        return CaretAnswer(caret, field, window)
 
     def _running(self) -> subprocess.Popen[str] | None:
         """The helper, started when there is none and none has ended lately."""

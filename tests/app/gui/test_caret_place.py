@@ -124,14 +124,14 @@ class GtkCaretWindow:
 
 @contextmanager
 def gtk_caret_window(
-    display: str, env: dict[str, str] | None = None, selected_from: int | None = None
+    display: str, env: dict[str, str] | None = None, selected_from: int | None = None, window: Rect = WINDOW
 ) -> Iterator[GtkCaretWindow]:
     """The GTK window at WINDOW, given the X input focus (as a click would); yields once it reports its
     entry focused."""
     from Xlib import X
     from Xlib import display as xdisplay
 
-    arguments = [str(n) for n in (WINDOW.left, WINDOW.top, WINDOW.width, WINDOW.height, ENTRY_TOP)]
+    arguments = [str(n) for n in (window.left, window.top, window.width, window.height, ENTRY_TOP)]
     process = subprocess.Popen(
         [sys.executable, str(GTK_WINDOW), *arguments, TEXT, str(CARET)]
         + ([] if selected_from is None else [str(selected_from)]),
@@ -141,7 +141,7 @@ def gtk_caret_window(
         text=True,
         env=env,
     )
-    window = GtkCaretWindow(process)
+    gtk = GtkCaretWindow(process)
     connection = xdisplay.Display(display)
     try:
         root = connection.screen().root
@@ -149,19 +149,19 @@ def gtk_caret_window(
         def toplevel() -> object | None:
             # A root child, or under a window manager's frame (for a look with openbox).
             for child in root.query_tree().children:
-                for window in (child, *child.query_tree().children):
-                    viewable = window.get_attributes().map_state == X.IsViewable
-                    if window.get_wm_name() == "holodesk caret target" and viewable:
-                        return window
+                for candidate in (child, *child.query_tree().children):
+                    viewable = candidate.get_attributes().map_state == X.IsViewable
+                    if candidate.get_wm_name() == "holodesk caret target" and viewable:
+                        return candidate
             return None
 
         wait_until(lambda: toplevel() is not None, 30, "the GTK window mapped")
         toplevel().set_input_focus(X.RevertToParent, X.CurrentTime)  # type: ignore[union-attr]
         connection.sync()
-        shown = json.loads(window.lines.get(timeout=30))
+        shown = json.loads(gtk.lines.get(timeout=30))
         assert shown["event"] == "shown", shown
-        window.shown = shown
-        yield window
+        gtk.shown = shown
+        yield gtk
     finally:
         connection.close()
         if process.poll() is None:
@@ -234,6 +234,21 @@ def test_the_caret_read_is_where_gtk_draws_it(xvfb: XvfbServer, reader: CaretRea
     assert abs(caret.top - caret_top) <= 2 and abs(caret.height - caret_height) <= 3, (caret, gtk.shown)
     assert gtk.entry.overlap(box(caret)) == caret.width * caret.height, "the caret lies outside the entry"
     print(f"AT-SPI caret read (X focus, pid, helper round trip): {took * 1000:.1f} ms")
+
+
+@pytest.mark.display
+def test_a_toolkit_scaled_by_two_gives_its_caret_in_x_pixels(xvfb: XvfbServer, reader: CaretReader) -> None:
+    # GTK 3 under GDK_SCALE=2 tells AT-SPI (and this test) its coordinates halved.
+    logical = Rect(100, 50, 500, 350)
+    with gtk_caret_window(xvfb.display, env={**os.environ, "GDK_SCALE": "2"}, window=logical) as gtk:
+        place = typing_place(reader=reader)
+    assert place is not None and place.window == Rect(200, 100, 1000, 700), place
+    assert place.caret is not None, reader.last_reason
+    caret_x, caret_top, caret_height = gtk.shown["caret"]
+    assert abs(place.caret.left - 2 * caret_x) <= 2, f"{place.caret} is not at GTK's caret x={caret_x} doubled"
+    assert abs(place.caret.top - 2 * caret_top) <= 4 and abs(place.caret.height - 2 * caret_height) <= 6
+    entry = gtk.entry
+    assert place.field == Rect(*(2 * int(n) for n in (entry.left, entry.top, entry.width, entry.height)))
 
 
 @pytest.mark.display

@@ -1,4 +1,5 @@
-"""CaretReader's bounds (app/gui/caret_place.py), with stand-in helper programs that misbehave on purpose.
+"""CaretReader's bounds (app/gui/caret_place.py), with stand-in helper programs that misbehave on purpose;
+the toolkit scale app/gui/focused_area.py reads from the window sizes.
 
 The real helper against a real GTK entry is tests/app/gui/test_caret_place.py; here each way a helper
 can fail the tray (never ready, silent, dead, garbled) must cost one bounded read, give None with the
@@ -12,15 +13,18 @@ import time
 from pathlib import Path
 
 from holodesk.app.gui.caret_place import CaretReader
+from holodesk.app.gui.focused_area import toolkit_scale
 from holodesk.automation.coords import Rect
 
 READY = 'print(\'{"event": "ready"}\', flush=True)'
+# The field and window the stand-ins name with each caret (in the helper's script).
+AROUND_LINE = 'AROUND = {"field": [5, 10, 300, 34], "window": [0, 0, 400, 300]}'
 
 
 def helper(tmp_path: Path, body: str, name: str = "helper.py") -> tuple[tuple[str, ...]]:
     """One helper command: this Python running `body`."""
     script = tmp_path / name
-    script.write_text(f"import json, sys, time\n{body}\n", encoding="utf-8")
+    script.write_text(f"import json, sys, time\n{AROUND_LINE}\n{body}\n", encoding="utf-8")
     return ((sys.executable, str(script)),)
 
 
@@ -34,7 +38,7 @@ def test_an_answering_helper_gives_the_caret_and_the_field(tmp_path: Path) -> No
     body = f"""{READY}
 for line in sys.stdin:
     asked = json.loads(line)
-    print(json.dumps({{"id": asked["id"], "caret": [asked["pid"], 20, 2, 17], "field": [5, 10, 300, 34]}}), flush=True)
+    print(json.dumps({{"id": asked["id"], "caret": [asked["pid"], 20, 2, 17], **AROUND}}), flush=True)
 """
     reader = CaretReader(helper(tmp_path, body))
     try:
@@ -52,7 +56,7 @@ def test_a_python_without_gi_hands_over_to_the_next_at_once(tmp_path: Path) -> N
     answers = f"""{READY}
 for line in sys.stdin:
     asked = json.loads(line)
-    print(json.dumps({{"id": asked["id"], "caret": [7, 20, 2, 17], "field": [5, 10, 300, 34]}}), flush=True)
+    print(json.dumps({{"id": asked["id"], "caret": [7, 20, 2, 17], **AROUND}}), flush=True)
 """
     reader = CaretReader(helper(tmp_path, no_gi, "venv.py") + helper(tmp_path, answers, "system.py"))
     try:
@@ -110,7 +114,7 @@ def test_an_answer_that_is_not_a_rectangle_gives_no_caret(tmp_path: Path) -> Non
     body = f"""{READY}
 for line in sys.stdin:
     asked = json.loads(line)
-    print(json.dumps({{"id": asked["id"], "caret": [1, 2, 0, 17], "field": [5, 10, 300, 34]}}), flush=True)
+    print(json.dumps({{"id": asked["id"], "caret": [1, 2, 0, 17], **AROUND}}), flush=True)
 """
     reader = CaretReader(helper(tmp_path, body))
     try:
@@ -118,3 +122,11 @@ for line in sys.stdin:
         assert "without a caret" in reader.last_reason
     finally:
         reader.close()
+
+
+def test_the_toolkits_scale_is_the_x_windows_size_over_the_accessible_ones() -> None:
+    assert toolkit_scale(Rect(200, 100, 1000, 700), Rect(100, 50, 500, 350)) == 2  # GDK_SCALE=2
+    # Unscaled, with a window manager's title bar and border in the accessible window (zenity, openbox).
+    assert toolkit_scale(Rect(544, 360, 194, 119), Rect(543, 339, 196, 141)) == 1
+    assert toolkit_scale(Rect(0, 0, 1000, 700), Rect(0, 0, 300, 300)) is None  # another window
+    assert toolkit_scale(Rect(0, 0, 100, 100), Rect(0, 0, 900, 900)) is None

@@ -263,6 +263,7 @@ class KwinStack:
     def _portal_answers(self) -> bool:
         from jeepney.io.blocking import open_dbus_connection
 
+        # heavy: the portal client (jeepney) is loaded only once the stack asks the portal
         from holodesk.automation.wayland.portal import PortalError, remote_desktop_version
 
         with open_dbus_connection(self.bus_address) as connection:

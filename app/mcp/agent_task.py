@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from holodesk.app.common.errors import HolodeskAppError
+from holodesk.app.mcp.desk_turn import DeskTurn
 from holodesk.app.mcp.one_step import DeskParts, RunHandle, StepReport, StepRunner
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.engine import StepEngine
@@ -21,6 +22,8 @@ from holodesk.automation.engine_protocols import EngineEvent, EngineSettings, Ou
 from holodesk.automation.proposal import PastStep, Proposal
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.model_policy import ModelPolicy
+
+MODEL_QUESTION = "an MCP client's question to the model (locate)"  # who holds the desk's turn, in words
 
 
 class PolicyUnavailable(HolodeskAppError):
@@ -66,11 +69,13 @@ class AgentTasks:
         questions: QuestionAnswerer,
         load_policy: Callable[[], ModelPolicy],
         settings: TaskSettings,
+        turn: DeskTurn | None = None,
     ) -> None:
         self.parts = parts
         self.questions = questions
         self.load_policy = load_policy
         self.settings = settings
+        self.turn = turn  # the tray app's runs use the same model: a question waits for none of them
         self._policy: ModelPolicy | None = None
         self._loading = threading.Lock()
         self._in_use = threading.Lock()  # a task's run or a locate: the model answers one at a time
@@ -88,9 +93,21 @@ class AgentTasks:
         if not self._in_use.acquire(blocking=False):
             raise ModelBusy("the model is working on a task (run_task); ask again once it has ended")
         try:
-            yield self.policy()
+            holder = self.turn.take(MODEL_QUESTION) if self.turn is not None else None
+            if holder is not None:
+                raise ModelBusy(f"the model is busy: {holder} is running; ask again once it has ended")
+            try:
+                yield self.policy()
+            finally:
+                if self.turn is not None:
+                    self.turn.give_back()
         finally:
             self._in_use.release()
+
+    def forget_policy(self) -> None:
+        """The model changed (the tray app loaded another): the next task or question asks `load_policy` again."""
+        with self._loading:
+            self._policy = None
 
     def run(
         self,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from holodesk.app.common.errors import HolodeskAppError
 from holodesk.app.mcp.act_arguments import ActRequest, ScreenSize
+from holodesk.app.mcp.desk_turn import DeskTurn
 from holodesk.app.mcp.record_closer import RecordCloser
 from holodesk.automation.actions import Done
 from holodesk.automation.cancel import CancelToken
@@ -44,6 +45,7 @@ STOPPED_AT_APPROVAL = "the person stopped this step: nothing was done"
 STOPPED_WHILE_ACTING = "the step was stopped while it was being performed: it may have been done in part"
 CLIENT_CANCELLED = "stopped: the MCP client cancelled the step"
 NO_CHANGE = "the screen did not visibly change afterwards"
+MCP_TURN = "an MCP client's step"  # who holds the desk's turn during a run of this runner, in words
 BUSY = "another step is already waiting for the person or running: send one step at a time"
 RECORD_INCOMPLETE = "the previous step's session record could not be completed"
 # The screen counts as settled after an act once two grabs begun this far apart agree (within the timeout).
@@ -160,9 +162,14 @@ class StepRunner:
     """Runs one engine run at a time on this desk (an `act`'s step, a routine); each run has a RunHandle."""
 
     def __init__(
-        self, parts: DeskParts, settle_timeout_s: float = SETTLE_TIMEOUT_S, settle_poll_s: float = SETTLE_POLL_S
+        self,
+        parts: DeskParts,
+        settle_timeout_s: float = SETTLE_TIMEOUT_S,
+        settle_poll_s: float = SETTLE_POLL_S,
+        turn: DeskTurn | None = None,
     ) -> None:
         self.parts = parts
+        self.turn = turn  # shared with the tray app's own tasks when it serves this desk; None: this desk alone
         self.settle_timeout_s = settle_timeout_s
         self.settle_poll_s = settle_poll_s
         self._lock = threading.Lock()  # held for a whole run: one at a time on this desk
@@ -215,6 +222,10 @@ class StepRunner:
         """Run the engine `build` makes (one step's, a routine's) on `task`; StepBusy while another runs."""
         if not self._lock.acquire(blocking=False):
             raise StepBusy(BUSY)
+        holder = self.turn.take(MCP_TURN) if self.turn is not None else None
+        if holder is not None:
+            self._lock.release()
+            raise StepBusy(f"{holder} is running on this desktop: ask again once it has ended")
         handle = handle or RunHandle()
         try:
             self._records_closed(SCREENSHOT_WAIT_S)
@@ -224,6 +235,8 @@ class StepRunner:
             return engine.run(task)
         finally:
             self._current = None
+            if self.turn is not None:
+                self.turn.give_back()
             self._lock.release()
 
     def wait_idle(self, timeout_s: float) -> bool:

@@ -8,6 +8,11 @@ never changes is the envelope, a JSON object with a whole-number "protocol_versi
 can tell that they differ (as qutebrowser's IPC does). A message from another version is refused and
 nothing is acted on; both ends say so in words naming both versions.
 
+One more command, "mcp", asks for the connection itself: after the ok answer the same connection carries
+MCP's newline-delimited JSON-RPC both ways, served by the tray app (`holodesk mcp` relays its stdio to it,
+app/mcp/tray_relay.py). It adds a line without changing another's meaning, so the version stays; a tray
+app from before it answers "unknown command", and `holodesk mcp` then shows its own panel.
+
 Version 1 had no version field: the client sent a bare word ("prompt\\n") and the server answered "ok\\n"
 or "error <reason>\\n". A line without the field counts as that other version. Such a client is answered
 in its own bare format, which it prints to its user; such a server answers our JSON line with its
@@ -27,6 +32,7 @@ from pathlib import Path
 PROTOCOL_VERSION = 2
 VERSION_FIELD = "protocol_version"
 COMMANDS = ("prompt", "show", "stop")
+MCP_COMMAND = "mcp"  # the connection becomes an MCP stream served by the tray app (not a trigger command)
 ANSWER_OK = "ok"
 MAX_REQUEST_BYTES = 256  # a request is one short JSON object; anything longer is not ours
 MAX_ANSWER_BYTES = 1024  # an answer may carry a sentence of reasons
@@ -103,8 +109,8 @@ def decode_request(line: str) -> Request | Refusal:
         return Refusal(answer=encode_answer(error=reason), words=f"A message was refused, {reason}; nothing was done.")
     if version != PROTOCOL_VERSION:
         return _mismatch_refusal(version, shown_command)
-    if command not in COMMANDS:
-        reason = f"unknown command {shown_command} (expected {', '.join(COMMANDS)})"
+    if command not in (*COMMANDS, MCP_COMMAND):
+        reason = f"unknown command {shown_command} (expected {', '.join((*COMMANDS, MCP_COMMAND))})"
         return Refusal(
             answer=encode_answer(error=reason), words=f"A `holodesk trigger` sent an {reason}; nothing was done."
         )

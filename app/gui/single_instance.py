@@ -9,6 +9,10 @@ the address is defined; the versioned lines are `holodesk.app.common.instance_pr
 another protocol version (another install's `holodesk`) is answered with an error, emitted on `refused`
 in words for the tray app to show, and not acted on.
 
+The "mcp" command is answered and then handed over whole: the connection leaves Qt as a plain blocking
+socket (a duplicate of its descriptor, with any bytes Qt had already read) on `mcp_connected`, and the
+tray app serves MCP on it (app/mcp/tray_clients.py). The socket's access is the instance's: this user only.
+
 Who the instance is, is decided by a lock file next to the socket (QLockFile, released by a crash
 because its owner's PID is gone). A crashed instance also leaves its socket file behind: once the new
 instance holds the lock and finds that nobody answers on that socket, it removes it with
@@ -18,6 +22,8 @@ QLocalServer.removeServer and listens.
 from __future__ import annotations
 
 import os
+import socket
+import sys
 import time
 
 from holodesk.app.common.instance_client import (
@@ -31,6 +37,7 @@ from holodesk.app.common.instance_client import (
 from holodesk.app.common.instance_protocol import (
     COMMANDS,
     MAX_REQUEST_BYTES,
+    MCP_COMMAND,
     Refusal,
     decode_request,
     encode_answer,
@@ -43,17 +50,21 @@ IDLE_CLIENT_TIMEOUT_MS = 2000
 PROBE_TIMEOUT_MS = 500
 # How long a second start keeps asking the lock holder to show itself while it finishes starting.
 HANDOVER_TIMEOUT_S = 3.0
+# How long the "mcp" answer may take to leave before the connection is handed over anyway.
+ANSWER_WRITE_TIMEOUT_MS = 1000
 
 
 class InstanceServer(QtCore.QObject):
     """The running instance's end of the socket: answers each command line and emits it.
 
     `message_received` carries a command to act on; `refused` carries, in words, why a message was not
-    acted on (another install's protocol version, an unknown command).
+    acted on (another install's protocol version, an unknown command); `mcp_connected` carries an MCP
+    client's connection (a blocking socket.socket) and the bytes of its stream already read.
     """
 
     message_received = Signal(str)
     refused = Signal(str)
+    mcp_connected = Signal(object, bytes)
 
     def __init__(self, name: str | None = None, parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
@@ -124,8 +135,27 @@ class InstanceServer(QtCore.QObject):
             self._answer(connection, request.answer)
             self.refused.emit(request.words)
             return
+        if request.command == MCP_COMMAND:
+            self._hand_over(connection)
+            return
         self._answer(connection, encode_answer())
         self.message_received.emit(request.command)
+
+    def _hand_over(self, connection: QtNetwork.QLocalSocket) -> None:
+        """Answer ok, then give the connection to `mcp_connected` as a plain socket and drop Qt's hold on it."""
+        if sys.platform == "win32":  # pragma: no cover - a named pipe has no socket descriptor to hand over
+            self._answer(connection, encode_answer(error="MCP through the tray app is not available on Windows"))
+            return
+        connection.write(f"{encode_answer()}\n".encode())
+        while connection.bytesToWrite() and connection.waitForBytesWritten(ANSWER_WRITE_TIMEOUT_MS):
+            pass
+        already_read = bytes(connection.readAll().data())
+        # The duplicate keeps the connection open when Qt closes its own descriptor; it shares the
+        # non-blocking flag Qt set, which the MCP side's blocking reads must not have.
+        handed = socket.socket(fileno=os.dup(int(connection.socketDescriptor())))
+        handed.setblocking(True)
+        connection.abort()
+        self.mcp_connected.emit(handed, already_read)
 
     def _answer(self, connection: QtNetwork.QLocalSocket, answer: str) -> None:
         connection.write(f"{answer}\n".encode())

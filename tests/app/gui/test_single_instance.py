@@ -30,7 +30,7 @@ from holodesk.app.common.instance_client import (
     send_to_running_instance,
     server_address,
 )
-from holodesk.app.common.instance_protocol import INSTALL_DIR, PROTOCOL_VERSION, encode_request
+from holodesk.app.common.instance_protocol import INSTALL_DIR, PROTOCOL_VERSION, encode_answer, encode_request
 from holodesk.app.gui.single_instance import IDLE_CLIENT_TIMEOUT_MS, lock_path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -493,3 +493,74 @@ def test_display_key_names_one_display_one_way(x11: str, wayland: str, key: str)
 def test_displays_differ_in_keys() -> None:
     assert len({display_key(f":{number}", "") for number in range(12)}) == 12
     assert display_key(":1", "") != display_key("far.example:1", "")
+
+
+# -- "mcp": the connection itself handed to the tray app --------------------------------------------
+# The stand-in tray (tests/support/instance_server.py, the real InstanceServer) echoes each line of a
+# handed connection: the tests see what reaches the tray, and what comes back.
+
+
+def read_line(connection: socket.socket, buffered: bytearray) -> bytes:
+    while b"\n" not in buffered:
+        chunk = connection.recv(4096)
+        assert chunk, f"the connection closed; had {bytes(buffered)!r}"
+        buffered += chunk
+    line, _, rest = bytes(buffered).partition(b"\n")
+    buffered[:] = rest
+    return line
+
+
+def test_the_mcp_command_hands_the_connection_over_with_the_bytes_sent_along(start_instance: StartInstance) -> None:
+    instance = start_instance()
+    instance.expect("listening")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(10)
+        client.connect(server_address())
+        client.sendall(encode_request("mcp") + b"first line\n")  # a client that does not wait for the answer
+        buffered = bytearray()
+        assert json.loads(read_line(client, buffered)) == {"protocol_version": PROTOCOL_VERSION, "answer": "ok"}
+        instance.expect("mcp-connected")
+        assert read_line(client, buffered) == b"echo: first line"
+        client.sendall(b"second line\n")
+        assert read_line(client, buffered) == b"echo: second line"
+    instance.assert_silent()  # not a trigger command: nothing was emitted as one
+
+
+def test_holodesk_mcp_relays_its_stdio_to_the_tray_and_ends_when_the_host_closes_it(
+    start_instance: StartInstance, instance_env: dict[str, str]
+) -> None:
+    instance = start_instance()
+    instance.expect("listening")
+    env = {k: v for k, v in instance_env.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    relay = subprocess.run(
+        [str(HOLODESK), "mcp"], input="hello\nand more\n", capture_output=True, text=True, timeout=60, env=env
+    )
+    assert relay.returncode == 0, relay.stderr
+    assert relay.stdout == "echo: hello\necho: and more\n"  # only the tray's bytes on the protocol's channel
+    assert "every step goes to it" in relay.stderr
+
+
+def test_a_tray_that_refuses_the_mcp_command_leaves_holodesk_mcp_to_show_its_own_panel(tmp_path) -> None:
+    """A tray app from before the command answers "unknown command": said, then the server goes on alone
+    (here without a display, so it stops there, in words)."""
+    address = tmp_path / "tray.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as tray:
+        tray.bind(str(address))
+        tray.listen(1)
+        older = "unknown command 'mcp' (expected prompt, show, stop)"
+
+        def answer_once() -> None:
+            connection, _ = tray.accept()
+            with connection:
+                connection.recv(4096)
+                connection.sendall(encode_answer(error=older).encode() + b"\n")
+
+        threading.Thread(target=answer_once, daemon=True).start()
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        env["HOLODESK_INSTANCE_NAME"] = str(address)
+        done = subprocess.run(
+            [str(HOLODESK), "mcp"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=env
+        )
+    assert f"holodesk mcp: the tray app refused: {older}; this server shows its own approval panel" in done.stderr
+    assert "no display: holodesk mcp shows each step" in done.stderr and done.returncode == 2
+    assert done.stdout == ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -56,6 +57,11 @@ from holodesk.app.gui.single_instance import InstanceServer, acquire_instance
 from holodesk.app.gui.task_prompt import TaskPrompt
 from holodesk.app.gui.thinking_status import ThinkingStatus
 from holodesk.app.gui.tray import Indicator, make_indicator
+from holodesk.app.mcp.agent_task import AgentTasks, PolicyUnavailable, TaskSettings
+from holodesk.app.mcp.desk import Desk
+from holodesk.app.mcp.desk_turn import DeskTurn
+from holodesk.app.mcp.one_step import DeskParts, StepRunner
+from holodesk.app.mcp.tray_clients import TrayClients
 from holodesk.app.setup.first_start import first_run_needed
 from holodesk.automation.actions import Action
 from holodesk.automation.backends import BackendSettingError, choose_backend, create_backends
@@ -72,6 +78,7 @@ from holodesk.automation.routines.replay import (
     task_with_values,
 )
 from holodesk.automation.routines.routine_file import RoutineFileError, default_routines_root, load_routine
+from holodesk.automation.routines.windows import desktop_windows
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable, prune_sessions
 from holodesk.inference.errors import InferenceError
 from holodesk.inference.model_policy import ModelPolicy
@@ -121,6 +128,8 @@ STOP_KEY_STATES = frozenset(
 )
 # Where one step's action is over or not yet chosen: what that action pressed matters no more.
 STEP_BOUNDARIES = frozenset({EngineState.CAPTURING, EngineState.THINKING, EngineState.SETTLING})
+TRAY_RUN = "a task or routine started in the tray"  # who holds the desktop's turn, in an MCP client's error
+STOPPED_IN_TRAY = "stopped: the person chose Stop in the Holodesk tray"
 
 
 class HolodeskApp(QtCore.QObject):
@@ -191,6 +200,10 @@ class HolodeskApp(QtCore.QObject):
         self.routine_hotkeys = RoutineHotkeys()  # what the running hotkey listener binds
         self.settings_dialog: SettingsDialog | None = None
         self.server = server
+        # One run at a time on this desktop: the tray's own tasks and routines, and its MCP clients' steps.
+        self.turn = DeskTurn()
+        self._holds_turn = False
+        self.mcp_clients = TrayClients(self._mcp_desk, lambda words: self.bridge.backend_notice.emit(words))
 
         self.indicator.new_task.connect(self.open_prompt)
         self.indicator.stop.connect(self.stop)
@@ -219,6 +232,7 @@ class HolodeskApp(QtCore.QObject):
             server.message_received.connect(self.on_instance_message)
             # Another install's `holodesk` (another protocol version): the tray says why it did nothing.
             server.refused.connect(lambda words: self._notify("Holodesk did nothing", words))
+            server.mcp_connected.connect(self._on_mcp_connected)
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -444,6 +458,7 @@ class HolodeskApp(QtCore.QObject):
 
     def _on_policy_ready(self, policy: ModelPolicy) -> None:
         self.policy = policy
+        self.mcp_clients.model_changed()
         self.loading.hide()
         self.indicator.show_model_problem(None)
         self._show(StatusLine(AppState.IDLE, f"{policy.profile.name} profile ready"))
@@ -543,6 +558,8 @@ class HolodeskApp(QtCore.QObject):
             questions=self.approver,
             auto_approval=self.approver.auto_approval,  # one rule for "approve all" and the ticked kinds
         )
+        if not self._take_turn(f"“{_shortened(task)}” was not started"):
+            return
         self.engine = engine
         self.indicator.set_running(True)
         self._start_engine_thread(engine, task)
@@ -564,6 +581,52 @@ class HolodeskApp(QtCore.QObject):
     def stop(self) -> None:
         if self.engine is not None:
             self.engine.stop()
+        self.mcp_clients.stop_runs(STOPPED_IN_TRAY)
+
+    def _take_turn(self, not_started: str) -> bool:
+        """The desktop's turn for a run of the tray's own; False (said in a balloon) while an MCP client's runs."""
+        holder = self.turn.take(TRAY_RUN)
+        if holder is not None:
+            words = f"{not_started}: {holder} is running on this desktop; try again after it."
+            self._notify("Something is running", words)
+            return False
+        self._holds_turn = True
+        return True
+
+    # -- MCP clients (`holodesk mcp` relays its host's stdio here) ---------------------------------
+
+    def _on_mcp_connected(self, connection: socket.socket, already_read: bytes) -> None:
+        first = self.mcp_clients.connected == 0
+        self.mcp_clients.serve(connection, already_read)
+        if first:
+            self._notify(
+                "An agent is connected",
+                "An MCP client (through `holodesk mcp`) sends its steps here: each is shown for you to approve,"
+                " and Stop in the menu stops it.",
+            )
+
+    def _mcp_desk(self) -> Desk:
+        """A desk on the tray's own parts for one MCP client, with the settings as they are now."""
+        settings = self.settings
+        parts = DeskParts(
+            self.approver, self.performer, self.frames, settings.sessions.folder, settings.run.capture_monitor
+        )
+        model = TaskSettings(settings.run.max_steps, settings.model.backend, settings.model.profile)
+        return Desk(
+            parts,
+            self.routines_root,
+            steps=StepRunner(parts, turn=self.turn),
+            windows=desktop_windows(),
+            routine_decider=self.routine_approver,
+            tasks=AgentTasks(parts, self.approver, self._model_for_mcp, model, turn=self.turn),
+        )
+
+    def _model_for_mcp(self) -> ModelPolicy:
+        """The tray's loaded model, for an MCP client's task or question (on its thread)."""
+        policy = self.policy
+        if policy is None:
+            raise PolicyUnavailable(self.policy_error or "the tray app's model is not loaded yet; ask again shortly")
+        return policy
 
     # -- routines ---------------------------------------------------------------------------------
 
@@ -623,6 +686,8 @@ class HolodeskApp(QtCore.QObject):
             listener=self.bridge.engine_event.emit,
             questions=self.routine_approver,
         )
+        if not self._take_turn(f"The routine {name!r} was not started"):
+            return
         self.engine = engine
         self.routine_policy = policy
         self.last_routine = policy
@@ -673,6 +738,7 @@ class HolodeskApp(QtCore.QObject):
 
     def quit(self) -> None:
         self.stop()
+        self.mcp_clients.close("stopped: the Holodesk tray app is quitting")
         self._stop_hotkeys()
         self.backends.close()
         if self.server is not None:
@@ -737,6 +803,9 @@ class HolodeskApp(QtCore.QObject):
     def _finished(self, result: RunResult) -> None:
         self._hold_stop_key(False)
         self.engine = None
+        if self._holds_turn:
+            self._holds_turn = False
+            self.turn.give_back()
         self.overlay.clear()
         self.thinking.hide_status()
         self.indicator.show_again()

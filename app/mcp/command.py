@@ -14,7 +14,8 @@ from holodesk.app.common.settings import load_settings
 from holodesk.app.mcp.agent_task import PolicyUnavailable, TaskSettings
 from holodesk.app.mcp.desk import Desk
 from holodesk.app.mcp.host_config import config_text
-from holodesk.app.mcp.tray_note import TRAY_RUNNING, tray_is_running
+from holodesk.app.mcp.tray_note import TRAY_KEEPS_ITS_FOLDERS, TRAY_RUNNING, tray_is_running
+from holodesk.app.mcp.tray_relay import HANDED_OVER, TrayStream, open_tray_stream, relay
 from holodesk.automation.routines.routine_file import default_routines_root
 from holodesk.automation.trajectory import TrajectoryWriteError, check_writable
 from holodesk.inference.errors import InferenceError
@@ -36,7 +37,22 @@ def print_config(host: str, out: TextIO, err: TextIO) -> int:
 
 
 def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None, err: TextIO = sys.stderr) -> int:
-    """Serve until the client (stdio) or the person (Ctrl+C, HTTP) ends it; approvals on the panel here."""
+    """Serve until the client (stdio) or the person (Ctrl+C, HTTP) ends it; approvals on the panel here, or,
+    over stdio while the tray app runs, on the tray's (this process relays)."""
+
+    if not http:
+        if sessions is None and routines is None:
+            handed = open_tray_stream()
+            if isinstance(handed, TrayStream):
+                err.write(f"holodesk mcp: {HANDED_OVER}\n")
+                err.flush()
+                return relay(handed, err)
+            if handed is not None:
+                err.write(f"holodesk mcp: {handed}; this server shows its own approval panel\n")
+        elif tray_is_running():
+            err.write(f"holodesk mcp: {TRAY_KEEPS_ITS_FOLDERS}\n")
+    elif tray_is_running():
+        err.write(f"holodesk mcp: {TRAY_RUNNING}\n")
 
     loaded = load_settings()
     if loaded.problem is not None:
@@ -86,8 +102,6 @@ def serve(*, http: bool, port: int, sessions: Path | None, routines: Path | None
             raise PolicyUnavailable(problem)
         return policy
 
-    if tray_is_running():
-        err.write(f"holodesk mcp: {TRAY_RUNNING}\n")
     from holodesk.app.gui.mcp_host import run_with_panel  # shows the overlay and the panel: Qt
 
     return run_with_panel(

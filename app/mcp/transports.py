@@ -1,13 +1,16 @@
-"""How `holodesk mcp` is reached: stdio for a host that starts it, or streamable HTTP on 127.0.0.1 behind the
-bearer-token gate (app/mcp/http_auth.py), the token generated at each start and printed."""
+"""How `holodesk mcp` is reached: stdio for a host that starts it, streamable HTTP on 127.0.0.1 behind the
+bearer-token gate (app/mcp/http_auth.py), the token generated at each start and printed, or a connection
+the tray app was handed on its single-instance socket (the same newline-delimited JSON-RPC as stdio)."""
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import sys
 from typing import TextIO
 
+import anyio
 from mcp.server.stdio import stdio_server
 
 from holodesk.app.mcp.desk import Desk
@@ -20,6 +23,41 @@ async def serve_stdio(desk: Desk) -> None:
     server = DeskServer(desk).server
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_connection(desk: Desk, connection: socket.socket, already_read: bytes = b"") -> None:
+    """Serve one client on a connected socket until it closes its end (or the socket is shut down);
+    `already_read`: the first bytes of its stream, read before the connection was handed over."""
+    server = DeskServer(desk).server
+    incoming = io.TextIOWrapper(
+        io.BufferedReader(_ReadAfter(already_read, connection)), encoding="utf-8", errors="replace"
+    )
+    outgoing = io.TextIOWrapper(connection.makefile("wb"), encoding="utf-8", write_through=True)
+    async with stdio_server(anyio.wrap_file(incoming), anyio.wrap_file(outgoing)) as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class _ReadAfter(io.RawIOBase):
+    """A socket's incoming bytes, after `first` (the bytes someone else read from it already)."""
+
+    def __init__(self, first: bytes, connection: socket.socket) -> None:
+        super().__init__()
+        self._first = first
+        self._connection = connection
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._first:
+            count = min(len(buffer), len(self._first))
+            buffer[:count] = self._first[:count]
+            self._first = self._first[count:]
+            return count
+        try:
+            return self._connection.recv_into(buffer)
+        except OSError:  # the connection was shut down or broke: the end of the stream
+            return 0
 
 
 def bind_loopback(port: int) -> socket.socket:

@@ -1,7 +1,8 @@
-"""Whether the tray app is running, to say so: `holodesk mcp` does not hand its steps to the tray (yet).
+"""Whether the tray app is running, to say so where `holodesk mcp` shows its own panel beside it.
 
-Asked as the tray asks for itself (app/gui/single_instance.py): a connection to its single-instance socket,
-closed at once, no command sent.
+Over stdio `holodesk mcp` hands its steps to a running tray app (app/mcp/tray_relay.py); over HTTP, or
+with its own --sessions or --routines folder, it does not, and says so. Asked as the tray asks for itself
+(app/gui/single_instance.py): a connection to its single-instance socket, closed at once, no command sent.
 """
 
 from __future__ import annotations
@@ -12,8 +13,14 @@ import sys
 from holodesk.app.common.instance_client import InstanceError, server_address
 
 TRAY_RUNNING = (
-    "note: the Holodesk tray app is running too; holodesk mcp shows its own approval panel and does not hand"
-    " steps to the tray, so two panels may ask at once: answer each where it shows"
+    "note: the Holodesk tray app is running too; holodesk mcp --http shows its own approval panel and does"
+    " not hand steps to the tray (only the stdio server does), so two panels may ask at once: answer each"
+    " where it shows"
+)
+TRAY_KEEPS_ITS_FOLDERS = (
+    "note: the Holodesk tray app is running, but it records in its own sessions and routines folders, and"
+    " --sessions or --routines was given: this server shows its own approval panel beside the tray's"
+    " (leave both options out to hand the steps to the tray)"
 )
 PROBE_TIMEOUT_S = 0.5
 

@@ -44,6 +44,7 @@ LONG_FILES = (
     "tests/packaging/test_deb.py",  # 95: builds the package, lintian
     "tests/automation/test_typing_layouts.py",  # 81
     "tests/app/eval/test_miniwob_ray.py",  # 52
+    "tests/automation/kde/test_kde_typing_matrix.py",  # 45 (measured alone, on one worker)
     "tests/e2e/test_kill_safety.py",  # 36
     "tests/automation/input/x11/test_performer.py",  # 28
 )

@@ -151,7 +151,7 @@ class CompositorKeymap:
         Layouts name most characters by their legacy keysym (EuroSign 0x20AC, not U+20AC's
         0x010020AC), which mutter compares as a number, so both forms are tried.
         """
-        for keysym in (unicode_keysym, _legacy_keysym(character)):
+        for keysym in (unicode_keysym, legacy_keysym(character)):
             if keysym and self.types(keysym):
                 return keysym
         return None
@@ -169,10 +169,12 @@ class CompositorKeymap:
         """The XKB keycodes to hold down in order to type `keysym` as mutter would (its level's
         modifier key, if any, then its own key), when every layout puts it on the same key and level
         with the same modifier key; None otherwise (then only mutter knows the active layout's)."""
-        found = {self._keys_in(layout, keysym) for layout in range(len(self.layout_names))}
+        found = {self.keys_in(layout, keysym) for layout in range(len(self.layout_names))}
         return found.pop() if len(found) == 1 else None
 
-    def _keys_in(self, layout: int, keysym: int) -> tuple[int, ...] | None:
+    def keys_in(self, layout: int, keysym: int) -> tuple[int, ...] | None:
+        """The XKB keycodes to hold down in order to type `keysym` in layout `layout` (from 0): its
+        level's modifier key, if any, then its own key; None when that layout has no such keys."""
         place = self.placements_by_layout[layout].get(keysym)
         if place is None:
             return None
@@ -191,7 +193,7 @@ class CompositorKeymap:
         return None
 
 
-def _legacy_keysym(character: str) -> int:
+def legacy_keysym(character: str) -> int:
     """libxkbcommon's keysym for a character (a legacy one where X11 defined it), 0 if none."""
     return int(_libxkbcommon().xkb_utf32_to_keysym(ord(character)))
 

@@ -19,6 +19,8 @@ which the result says. Wayland does not say which program has the keyboard
 focus, so this backend declares that it cannot tell: the plan then refuses overwrite (in a terminal
 ctrl+a is not select-all). Buttons and keys held are released in `finally`, each by the code it was
 pressed by.
+On KDE, whose portal finds a keysym in the keymap's first layout only, text goes by keycode on the
+keys of the layout KWin says is active (automation.input.portal.typing_keys), never by keysym.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from holodesk.automation.errors import ActionError, AutomationError, ClipboardEr
 from holodesk.automation.input.backend import InputCapabilities
 from holodesk.automation.input.injected import InjectedInput, keys_for_text
 from holodesk.automation.input.plan import TYPED, InputTarget, TextRoute
+from holodesk.automation.input.portal.typing_keys import EVDEV_KEYCODE_OFFSET, CharacterKeys, Keyboard, kde_keyboard
 from holodesk.automation.input.primitives import (
     ButtonClicks,
     ButtonDrag,
@@ -58,6 +61,7 @@ from holodesk.automation.input.x11.selection import (
     paste_with_own_selection,
 )
 from holodesk.automation.keys import SHORTCUT_MODIFIERS, normalize_key
+from holodesk.automation.wayland.kde_layout import ActiveLayout, LayoutUnknown, is_kde, kwin_active_layout
 from holodesk.automation.wayland.keymap import CompositorKeymap, compositor_keymap
 from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
 from holodesk.automation.wayland.portal import PortalError, PortalSession
@@ -68,8 +72,6 @@ EVDEV_BUTTONS = {MouseButton.LEFT: 0x110, MouseButton.RIGHT: 0x111, MouseButton.
 AXIS_VERTICAL = 0
 AXIS_HORIZONTAL = 1
 SHIFT_KEYSYM = 0xFFE1
-# NotifyKeyboardKeycode takes evdev codes; XKB keycodes are those plus 8.
-EVDEV_KEYCODE_OFFSET = 8
 # Wayland offers no way to learn which window has the focus, so the paste key is the common one; a
 # terminal does not paste with it, asks nothing, and the step then fails in words (see _paste).
 PASTE_KEYS = ("ctrl", "v")
@@ -146,6 +148,8 @@ class PortalInput:
         paste_timeout_s: float = 5.0,
         paste_settle_s: float = 0.3,
         keymap: Callable[[], CompositorKeymap] = compositor_keymap,
+        kde: bool | None = None,
+        active_layout: Callable[[], ActiveLayout] = kwin_active_layout,
     ) -> None:
         if drag_step_px < 1:
             raise ValueError("drag_step_px must be at least 1")
@@ -173,6 +177,9 @@ class PortalInput:
         self.paste_settle_s = paste_settle_s
         self._clipboard = clipboard
         self._keymap = keymap
+        # KDE's portal types keysyms in the first layout only: text goes by the active layout's keycodes.
+        self._kde = is_kde(os.environ) if kde is None else kde
+        self._active_layout = active_layout
         self._warmed_up = False
         self._portal: PortalSession | None = None
         self._streams: tuple[StreamMonitor, ...] = ()
@@ -211,7 +218,7 @@ class PortalInput:
         if isinstance(step, KeyPresses):
             self._combo_keys(step.hold, step.taps)
         elif isinstance(step, TypedText):
-            self._typed_keysyms(step.text)
+            self._text_keys(step.text)
         elif isinstance(step, PastedText):
             self._check_paste(step)
 
@@ -223,12 +230,15 @@ class PortalInput:
     def _combo_keys(self, hold: Sequence[str], taps: Sequence[str]) -> tuple[list[PortalKey], list[PortalKey]]:
         """How each held and tapped key is pressed; ActionError when the desktop would ignore one."""
         shortcut = any(normalize_key(key) in SHORTCUT_MODIFIERS for key in hold)
-        keymap = self._layout()
+        keyboard = self._keyboard()
+        keymap = keyboard.keymap
 
         def resolve(key: str) -> PortalKey:
             keysym = key_keysym(key)
             missing = keymap.missing_from(keysym)
             if not missing:  # mutter finds it in whichever layout is active
+                if not shortcut and keyboard.keysym_lands_elsewhere(keysym):
+                    return _active_layout_key(key, keysym, keyboard)
                 return PortalKey(key, keysym)
             found = keymap.key_with(keysym) if shortcut else None
             if found is None:
@@ -241,37 +251,41 @@ class PortalInput:
 
         return [resolve(key) for key in hold], [resolve(key) for key in taps]
 
-    def _typed_keysyms(self, text: str) -> tuple[list[int], list[str], CompositorKeymap]:
-        """The keysyms that type `text` in the desktop's keymap, and the characters it has no key for."""
-        unicode_keysyms = text_keysyms(text)  # ActionError for control characters
+    def _keyboard(self) -> Keyboard:
+        """The desktop's keymap now and, on KDE, which of its layouts is active."""
         keymap = self._layout()
-        keysyms: list[int] = []
+        return kde_keyboard(keymap, self._active_layout) if self._kde else Keyboard(keymap)
+
+    def _text_keys(self, text: str) -> tuple[list[CharacterKeys], list[str], Keyboard]:
+        """How each character of `text` is typed on the desktop's keyboard, and those it cannot type exactly."""
+        unicode_keysyms = text_keysyms(text)  # ActionError for control characters
+        keyboard = self._keyboard()
+        keys: list[CharacterKeys] = []
         missing: list[str] = []
         for character, unicode_keysym in zip(text, unicode_keysyms, strict=True):
-            keysym = keymap.keysym_for(character, unicode_keysym)
-            if keysym is None:
+            found = keyboard.keys(character, unicode_keysym)
+            if found is None:
                 if character not in missing:
                     missing.append(character)
             else:
-                keysyms.append(keysym)
-        return keysyms, missing, keymap
+                keys.append(found)
+        return keys, missing, keyboard
 
     def _text_route(self, text: str) -> TextRoute:
-        """Typed by keysym when the layout has every character; else pasted (the clipboard must work)."""
-        _, missing, keymap = self._typed_keysyms(text)
+        """Typed when the keyboard types every character exactly; else pasted (the clipboard must work)."""
+        _, missing, keyboard = self._text_keys(text)
         if not missing:
             return TYPED
-        shown = ", ".join(repr(character) for character in missing[:8]) + (" ..." if len(missing) > 8 else "")
-        layouts = ", ".join(keymap.layout_names)
+        why = keyboard.missing_words(missing)
         try:
             self._resolve_clipboard()
             self._combo_keys(PASTE_KEYS[:-1], PASTE_KEYS[-1:])
         except (ClipboardError, ActionError) as exc:
             raise ActionError(
-                f"the desktop's keyboard layout ({layouts}) has no key for {shown}, and pasting it is not "
-                f"possible either: {exc}. Add a layout that has them, or make the clipboard work"
+                f"{why}, and pasting it is not possible either: {exc}. "
+                f"{keyboard.remedy} that has them, or make the clipboard work"
             ) from exc
-        return TextRoute(False, f"the keyboard layout ({layouts}) has no key for {shown}")
+        return TextRoute(False, why)
 
     def _resolve_clipboard(self) -> Clipboard:
         if self._clipboard is None:
@@ -404,23 +418,25 @@ class PortalInput:
 
     def _type(self, text: str, portal: PortalSession, cancel: CancelToken) -> str:
         """Each character on the keys every layout gives it on (its level's modifier, then its key),
-        by keycode; by keysym where the layouts differ, so that mutter picks the active one's key."""
-        keysyms, missing, keymap = self._typed_keysyms(text)
+        by keycode; by keysym where the layouts differ, so that mutter picks the active one's key.
+        On KDE by keycode on the active layout's keys, and a layout switch while typing is said."""
+        keys, missing, keyboard = self._text_keys(text)
         if missing:  # the layout changed since the check: the clipboard still carries the text
             return self._paste(PastedText(text, PASTE_KEYS, self._text_route(text).reason), portal, cancel)
         by_keysym = 0
-        for character, keysym in zip(text, keysyms, strict=True):
+        for character_keys in keys:
             cancel.raise_if_cancelled()
-            keys = keymap.keys_for(keysym)
-            with self._injected.holding(keys_for_text(character)):
-                if keys is None:
+            with self._injected.holding(keys_for_text(character_keys.character)):
+                if character_keys.evdev_keys is None:
                     by_keysym += 1
-                    portal.keyboard_keysym(keysym, True)
-                    portal.keyboard_keysym(keysym, False)
+                    portal.keyboard_keysym(character_keys.keysym, True)
+                    portal.keyboard_keysym(character_keys.keysym, False)
                 else:
-                    _hold_and_release(portal, [key - EVDEV_KEYCODE_OFFSET for key in keys])
+                    _hold_and_release(portal, character_keys.evdev_keys)
             if self.key_interval_s:
                 time.sleep(self.key_interval_s)
+        if keyboard.active is not None and len(keyboard.keymap.layout_names) > 1:
+            self._check_layout_kept(keyboard, keyboard.active)
         if by_keysym == len(text):
             log.info("typed by keysym")
         elif not by_keysym:
@@ -430,6 +446,23 @@ class PortalInput:
                 "typed by keycode, %d of the characters by keysym (the layouts have them on different keys)", by_keysym
             )
         return ""
+
+    def _check_layout_kept(self, keyboard: Keyboard, typed_in: int) -> None:
+        """ExecutionError when KWin's active layout is not the one the text was typed in: the keys then
+        gave the other layout's characters (a user's or a window's switch while typing)."""
+        try:
+            now = self._active_layout().index
+        except LayoutUnknown as exc:
+            raise ExecutionError(
+                f"the text was typed in the keyboard layout {keyboard.keymap.layout_names[typed_in]}, but KWin "
+                f"then did not say whether that layout was still active ({exc}): check the text"
+            ) from exc
+        if now != typed_in:
+            names = keyboard.keymap.layout_names
+            raise ExecutionError(
+                f"the keyboard layout switched from {names[typed_in]} to {names[now]} while the text was typed, "
+                "so part of it may have arrived as the other layout's characters: check the text"
+            )
 
     def _check_paste(self, step: PastedText) -> None:
         """The paste keys can be pressed, a clipboard works, and XWayland's CLIPBOARD can carry the text."""
@@ -468,6 +501,24 @@ class PortalInput:
             f"pasted through the clipboard with {sent[0]}{reason}; {clipboard.name} cannot tell when the program "
             f"took the text, so the previous content was put back after a fixed {self.paste_settle_s:g} s"
         )
+
+
+def _active_layout_key(key: str, keysym: int, keyboard: Keyboard) -> PortalKey:
+    """On KDE, a key that the active layout has elsewhere than the first (where KDE's portal looks a
+    keysym up): pressed by keycode on the active layout's key; ActionError where that needs a modifier
+    or KWin did not say which layout is active."""
+    names = keyboard.keymap.layout_names
+    if keyboard.active is None:
+        why = f"KWin did not say which keyboard layout is active ({keyboard.unknown_why})"
+    else:
+        keys = keyboard.keymap.keys_in(keyboard.active, keysym)
+        if keys is not None and len(keys) == 1:
+            return PortalKey(key, keysym, keys[0] - EVDEV_KEYCODE_OFFSET, keyboard.active + 1)
+        why = f"the active layout ({names[keyboard.active]}) gives it only with a modifier"
+    raise ActionError(
+        f"the key {key!r} is on different keys in the layouts ({', '.join(names)}) and {why}; KDE's portal "
+        "would press the first layout's key, which gives another character: type it as text instead"
+    )
 
 
 def _hold_and_release(portal: PortalSession, evdev_keys: Sequence[int]) -> None:

@@ -436,6 +436,7 @@ class StepEngine:
                 why_asked=rule.why_asked,
                 irreversible=rule.irreversible,
                 paste_text=paste_text,
+                asked_by=self.settings.asked_by,
             )
             decision = self.approver.decide(request)
             self.cancel.raise_if_cancelled()

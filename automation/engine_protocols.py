@@ -53,6 +53,8 @@ class ApprovalRequest:
     irreversible: bool = False
     # For a step that pastes (a middle click): the primary selection's text, read when it was asked.
     paste_text: str | None = None
+    # Who asks for the step, in words, where it is not Holodesk's own model (an agent through MCP).
+    asked_by: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +211,8 @@ class EngineSettings:
     trajectory_root: Path | None = None  # None: do not record
     screenshot_wait_s: float = SCREENSHOT_WAIT_S  # an action waits this long for its screenshot on disk
     session_meta: dict[str, Any] = field(default_factory=dict)
+    # Who asks for the steps, in words, shown on the approval panel ("" for Holodesk's own model).
+    asked_by: str = ""
     # Wait for the screen to settle before the first step (a routine is often started as a window
     # opens; its first target is looked for on the settled screen, which the session records).
     settle_first: bool = False

@@ -47,6 +47,7 @@ SCREEN_MARGIN = 24
 MAX_THOUGHT_CHARS = 420
 MAX_NOTE_CHARS = 600
 MAX_CONTEXT_CHARS = 300
+MAX_ASKER_CHARS = 80  # who asks for a step (an MCP client names itself): one line of the header
 MAX_QUESTION_CHARS = 800
 POINT_NAMES = {Drag.kind: ("From", "To")}
 ANSWER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape)
@@ -295,6 +296,7 @@ class ApprovalPanel(QtWidgets.QWidget):
             "stop": self._stop,
             "remember": self._remember,
             "remember_note": self._remember_note,
+            "header": self._header,
             "action": self._action_label,
             "element": self._element,
             "paste": self._paste,
@@ -338,7 +340,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._monitors = request.frame.monitors
         self._badge.setText(f"Step {request.step}")
         plan = isinstance(action, UpdatePlan)
-        self._header.setText("The model's plan (nothing happens on screen)" if plan else "Holodesk wants to")
+        self._header.setText("The model's plan (nothing happens on screen)" if plan else _who_wants(request))
         self._approve.setText(self._approve_words())
         self._action_label.setText(_sentence(_action_words(action)))
         context = []
@@ -435,7 +437,7 @@ class ApprovalPanel(QtWidgets.QWidget):
         self._editor.setVisible(False)
         self.setWindowTitle("Holodesk: a question for you" if question else "Holodesk: approve this step?")
         if not question:
-            self._header.setText("Holodesk wants to")
+            self._header.setText(_who_wants(self._request) if self._request is not None else "Holodesk wants to")
             if self._action_label.objectName() != "action":
                 self._action_label.setObjectName("action")
                 self._restyle(self._action_label)
@@ -832,6 +834,14 @@ def _never_covered(request: ApprovalRequest) -> str:
     else:
         why = "Irreversible steps (send, save, delete...) are asked every time."
     return f"Not offered on this step. {why}"
+
+
+def _who_wants(request: ApprovalRequest) -> str:
+    """The header over the action: Holodesk's own model, or the agent that asks for the step (its name
+    is the client's own word, so it is escaped and bounded like model text)."""
+    if not request.asked_by:
+        return "Holodesk wants to"
+    return f"{bounded_prose(request.asked_by, MAX_ASKER_CHARS, max_lines=1)} wants to"
 
 
 def _sentence(text: str) -> str:

@@ -136,6 +136,7 @@ class AgentTasks:
                         "profile": settings.profile,
                         "mcp_client": client,
                     },
+                    asked_by=f"Holodesk (a task from {client}, through MCP)",
                 ),
                 listener=listener,
                 questions=self.questions,

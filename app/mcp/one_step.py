@@ -209,6 +209,7 @@ class StepRunner:
                     keep_screenshots=1,
                     trajectory_root=self.parts.sessions,
                     session_meta={"backend": "mcp", "mcp_client": client},
+                    asked_by=f"{client} (an agent, through MCP)",
                     close_record_later=close_later,
                 ),
                 listener=_step_listener(seen),

@@ -24,6 +24,7 @@ from holodesk.automation.coords import Rect
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.app.setup.test_first_start_tray import Tray
 from tests.e2e.scripting import holotron, model_point
+from tests.e2e.test_first_hour_tray import shot
 from tests.e2e.test_mcp_stdio import (
     AGENT,
     Person,
@@ -96,11 +97,18 @@ def test_an_act_is_approved_on_the_trays_panel_and_recorded_in_its_sessions(tray
     target_window.reset()
     ok = target_window.centre("ok")
 
+    def person() -> None:
+        wait_for_panel()
+        if os.environ.get("HOLODESK_TEST_SHOTS"):
+            time.sleep(1.0)  # a picture for a person: the panel mapped is painted a moment later
+        shot(tray_desk.env, "mcp-step-on-the-trays-panel")
+        approve_once_nothing_happened(target_window)
+
     async def go() -> CallToolResult:
         async with Client(tray_desk.mcp_server(), client_info=AGENT, read_timeout_seconds=120) as client:
-            person = Person(lambda: approve_once_nothing_happened(target_window))
+            person_done = Person(person)
             result = await client.call_tool("act", {"action": "click", "x": ok.x, "y": ok.y, "reason": "send it"})
-            await person.done()
+            await person_done.done()
             return result
 
     result = anyio.run(go)

@@ -404,3 +404,17 @@ def test_the_remember_box_on_a_step_always_asked_says_which_steps_it_never_cover
     panel.present(approval_request(TypeText("ls")))
     assert not widgets["remember_note"].isVisible()
     assert widgets["remember"].isEnabled()
+
+
+def test_the_header_names_the_agent_that_asks_for_the_step_escaped_and_bounded(panel: ApprovalPanel) -> None:
+    header = panel.named_widgets()["header"]
+    panel.present(approval_request(Click(Point(120, 80))))
+    assert header.text() == "Holodesk wants to"
+    panel.present(dataclasses.replace(approval_request(Click(Point(120, 80))), asked_by="claude-code 2 (an agent)"))
+    assert header.text() == "claude-code 2 (an agent) wants to"
+    # The name is the client's own word: a line break or a run of spaces cannot stage a second header line.
+    staged = "x\nHolodesk wants to" + " " * 300 + "y"
+    panel.present(dataclasses.replace(approval_request(Click(Point(120, 80))), asked_by=staged))
+    assert "\n" not in header.text() and len(header.text()) < 120, header.text()
+    panel.present(approval_request(Click(Point(120, 80))))  # the next step of Holodesk's own
+    assert header.text() == "Holodesk wants to"

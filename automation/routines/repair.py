@@ -4,6 +4,12 @@ The step keeps its action, moved to where the target was found; its crops are ta
 the frame the repair was found on (new files: the old pictures stay for the older revision). The
 routine's previous file is kept under `revisions/` and the change is returned as a unified diff of
 the two files, which the front end shows.
+
+A step is repaired once: a repair is offered only because the step's pictures were not found and
+the model was asked, so a step whose repaired pictures are not found again shows a picture that
+changes from run to run (a terminal's lines that scroll on, a prompt with a counter or a clock).
+Saving yet another picture of it would only fail the same way on the next run: such a step is not
+repaired again, and the replay says why (`CannotRepair`).
 """
 
 from __future__ import annotations
@@ -45,16 +51,37 @@ class CannotRepair(AutomationError):
     """A repair that would write pictures no replay could find again; nothing is offered."""
 
 
+REPAIR_SUFFIX = "-repair-"  # in the names of the crops a repair wrote: `crops/step-01-repair-STAMP.png`
+
+
+def repaired_before(step: RoutineStep) -> bool:
+    """Whether `step`'s target pictures are ones a repair wrote (see the module's docstring)."""
+    return step.target is not None and REPAIR_SUFFIX in step.target.crop
+
+
 def repaired_step(
     step: RoutineStep, point: Point, frame: ScreenFrame, stamp: str
 ) -> tuple[RoutineStep, dict[str, Image.Image]]:
     """`step` with its target at `point` and its crops re-taken from `frame` (the new pictures), taken
-    as the compiler takes them; CannotRepair when the new crop is one plain colour."""
+    as the compiler takes them; CannotRepair when the new crop is one plain colour, or the step was
+    repaired before (its repaired pictures were not found this time either: they change between runs)."""
     assert step.target is not None
+    if repaired_before(step):
+        raise CannotRepair(
+            f"step {step.number} was not repaired again: the pictures its last repair saved were not found this"
+            " time either, so what they show changes from run to run (a terminal's lines scrolling on, a prompt"
+            " with a counter or a clock); another picture of it would fail the same way. The model will find it"
+            " on each run; to stop asking it, record the routine again on a steadier part of the window"
+        )
     pictures: dict[str, Image.Image] = {}
     origin = (frame.region.left, frame.region.top)
     new_target = take_target(
-        step.number, (frame.to_image(), origin), (point.x, point.y), step.target.element, pictures, f"-repair-{stamp}"
+        step.number,
+        (frame.to_image(), origin),
+        (point.x, point.y),
+        step.target.element,
+        pictures,
+        f"{REPAIR_SUFFIX}{stamp}",
     )
     if featureless(np.asarray(pictures[new_target.crop])):
         raise CannotRepair(f"step {step.number} was not repaired: {unfindable_words(step.target.element)}")

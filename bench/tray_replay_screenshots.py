@@ -12,6 +12,9 @@ On a private Xvfb with a window manager (openbox) and a system tray (trayer), th
     handover-ended.png     the notice at the end: where the replay was handed over, why, what the agent did
     stopped.png            a third replay stopped at the same question: the notice says where and why
     history.png            the History window listing both replays with how each ended
+    nothing-changed.png    a fourth replay, its pictures as recorded, the field made read-only by the
+                           target program: step 2 types and nothing changes, the "needs you" question
+                           (answered Stop)
 """
 
 from __future__ import annotations
@@ -138,6 +141,8 @@ def _shoot(out: Path) -> None:
 
         window.reset()
         routine_folder = work / "routines" / NAME
+        as_recorded = work / "routine-as-recorded"
+        shutil.copytree(routine_folder, as_recorded)
         for picture in routine_folder.rglob("*.png"):  # nothing looks as recorded any more
             with Image.open(picture) as old:
                 size = old.size
@@ -176,6 +181,26 @@ def _shoot(out: Path) -> None:
         history.sessions.setCurrentRow(0)
         shot("history.png")
         history.close()
+
+        # The routine's pictures as recorded again, but the field no longer takes keys: step 2's target
+        # is found and the step runs, and nothing changes where the recorded step typed.
+        shutil.rmtree(routine_folder)
+        shutil.copytree(as_recorded, routine_folder)
+        window.reset()
+        window.make_field_read_only()
+        settle(4.0)
+        run_with_value("no-change", None)  # no space: it would press the focused OK button
+        pump(panel.isVisible)
+        _press(panel, "approve")
+        pump(lambda: panel.isVisible() and "typ" in _label(panel, "action").lower())
+        _press(panel, "approve")
+        pump(lambda: holodesk.routine_approver.window is not None and holodesk.routine_approver.window.isVisible())
+        shot("nothing-changed.png")
+        question = holodesk.routine_approver.window
+        assert question is not None
+        (stop,) = [b for b in question.buttons() if b.text() == "Stop"]
+        stop.click()
+        pump(lambda: holodesk.engine is None)
         holodesk.quit()
         window.close()
     finally:

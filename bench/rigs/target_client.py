@@ -212,3 +212,12 @@ class TargetWindow:
         self.process.stdin.flush()
         self.wait_for(lambda event: event["event"] == "reset", timeout_s, consume=True)
         self.sync(timeout_s)
+
+    def make_field_read_only(self, timeout_s: float = 5.0) -> None:
+        """Make the text field read-only and unable to take the focus (until the window closes).
+
+        It looks as before, so a routine still finds it; keys typed "into" it change nothing there."""
+        assert self.process.stdin is not None
+        self.process.stdin.write("read_only\n")
+        self.process.stdin.flush()
+        self.wait_for(lambda event: event["event"] == "read_only", timeout_s, consume=True)

@@ -13,7 +13,9 @@ window and of each widget, then one line per event (global physical pixels):
   sync                             id: the echo of a sync request (see below)
 Sync: an X ClientMessage of type HOLODESK_SYNC sent to the window is echoed as {"event": "sync"}
 *after* every X event that arrived before it has been delivered, so a test knows the log is complete.
-Commands on stdin: "reset" clears the text field and answers {"event": "reset"}; "quit" exits.
+Commands on stdin: "reset" clears the text field and answers {"event": "reset"}; "read_only" makes the
+field read-only and unable to take the keyboard focus (typed keys change nothing in it; it looks as
+before) and answers {"event": "read_only"}; "quit" exits.
 The window is frameless and placed at an exact position; with no window manager nothing moves it.
 """
 
@@ -268,6 +270,11 @@ def main() -> int:
             field.clear()
             field.blockSignals(False)
             emit({"event": "reset"})
+        elif command == "read_only":
+            # Keys then go on to whatever kept the focus: a typing step really has no effect in the field.
+            field.setReadOnly(True)
+            field.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            emit({"event": "read_only"})
         elif command == "quit":
             app.quit()
 

@@ -232,7 +232,9 @@ def _choices_words(request: ProblemRequest) -> str:
         else "Look again: after you fixed the screen (brought the window back, for one)."
     ]
     if request.effect_missing:
-        lines.append("Go on: the step did what it should; the routine goes on with the next one.")
+        last = request.step.number == len(request.routine.steps)
+        then = "it was the last step, so the routine is done" if last else "the routine goes on with the next one"
+        lines.append(f"Go on: the step did what it should; {then}.")
     lines += [
         "Continue with the agent: the model takes over this run, told what the routine did and what is left.",
         "Stop: end the run here.",

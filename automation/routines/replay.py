@@ -456,7 +456,9 @@ class RoutinePolicy:
         while not check.seen:
             asked = True
             problem = problem or check.detail
-            choice = self._ask(step, after, f"step {step.number} ran, but {check.detail}", cancel, effect_missing=True)
+            # The step in words too: "it typed there" alone does not say what it typed, nor where.
+            ran_but = f"step {step.number}, {step.describe(self.values)}, ran, but {check.detail}"
+            choice = self._ask(step, after, ran_but, cancel, effect_missing=True)
             if choice is ProblemChoice.CONTINUE:
                 break
             if choice is ProblemChoice.RETRY:
@@ -464,7 +466,7 @@ class RoutinePolicy:
                 check = self._check(ran, after)
                 continue
             where = f"after step {step.number} of {len(self.routine.steps)}"
-            raise _HandOverNow(step.number + 1, where, f"step {step.number} ran, but {check.detail}")
+            raise _HandOverNow(step.number + 1, where, ran_but)
         if asked and not check.seen:
             self._say(f"step {step.number}: going on as asked ({check.detail})")
         elif not check.judged:

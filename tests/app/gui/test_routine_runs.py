@@ -228,6 +228,44 @@ def test_a_target_not_found_is_asked_and_can_be_handed_to_the_agent(qtbot, appro
     assert agent.tasks and agent.tasks[0].startswith("ok, cancel, send\nStill to do")
 
 
+@pytest.mark.parametrize("last", [False, True], ids=["a middle step", "the last step"])
+def test_a_step_that_changed_nothing_is_asked_in_words_that_name_it_and_fit_its_place(qtbot, approver, tmp_path, last):
+    """The "nothing changed" question says which step it was, and "Go on" says where going on leads."""
+    before, after = screen([OK, CANCEL]), screen([OK, CANCEL], background=(40, 40, 40))  # OK changed the page
+    steps = [(before, click_step(*OK.centre, "the OK button"))]
+    if not last:
+        steps.append((after, click_step(*CANCEL.centre, "the Cancel button")))
+    session = record_session(tmp_path / "sessions", "ok then cancel", steps, end=after)
+    changing = load_routine(save_compiled(compile_session(session, "changing"), tmp_path / "routines"))
+    assert changing.steps[0].expect.changed
+    policy = RoutinePolicy(
+        changing, {}, DrawnScreen(before), approver, windows=lambda: None
+    )  # the click changes nothing
+    engine = routine_engine(
+        policy,
+        approver,
+        RecordingPerformer(),
+        DrawnScreen(before),
+        trajectory_root=None,
+        monitor=1,
+        agent_steps=2,
+        questions=approver,
+    )
+    result: Future[RunResult] = Future()
+    threading.Thread(target=lambda: result.set_result(engine.run(changing.task)), daemon=True).start()
+    panel_asks(qtbot, approver, 1)
+    qtbot.mouseClick(approver.panel.named_widgets()["approve"], Qt.MouseButton.LeftButton)
+    box = question(qtbot, approver)
+    assert box.text().startswith("Step 1, click the OK button, ran, but nothing changed anywhere on the screen"), (
+        box.text()
+    )
+    then = "it was the last step, so the routine is done." if last else "the routine goes on with the next one."
+    assert f"Go on: the step did what it should; {then}\n" in box.text(), box.text()
+    press(box, "Stop")
+    qtbot.waitUntil(result.done, timeout=5000)
+    assert result.result().outcome is Outcome.STOPPED
+
+
 def test_a_stop_while_a_question_waits_ends_the_run_and_closes_the_window(qtbot, approver, routine):
     replay = Replay(routine, RecordingPerformer(), DrawnScreen(screen([CANCEL, SEND])), approver)
     question(qtbot, approver)

@@ -227,7 +227,8 @@ class GuiRoutineApprover:
 def _choices_words(request: ProblemRequest) -> str:
     """What each of the question's buttons does, in a line each."""
     lines = [
-        "Retry the check: look at the screen again (after you fixed it)."
+        # Not "after you fixed it": a retry only looks again, so a fix by hand is "Go on", not a retry.
+        "Retry the check: look for the step's effect once more; the step is not run again (for a slow program)."
         if request.effect_missing
         else "Look again: after you fixed the screen (brought the window back, for one)."
     ]

@@ -238,13 +238,13 @@ def test_a_step_that_changed_nothing_is_asked_in_words_that_name_it_and_fit_its_
     session = record_session(tmp_path / "sessions", "ok then cancel", steps, end=after)
     changing = load_routine(save_compiled(compile_session(session, "changing"), tmp_path / "routines"))
     assert changing.steps[0].expect.changed
-    policy = RoutinePolicy(
-        changing, {}, DrawnScreen(before), approver, windows=lambda: None
-    )  # the click changes nothing
+    # The click changes nothing: the screen stays `before`.
+    policy = RoutinePolicy(changing, {}, DrawnScreen(before), approver, windows=lambda: None)
+    performer = RecordingPerformer()
     engine = routine_engine(
         policy,
         approver,
-        RecordingPerformer(),
+        performer,
         DrawnScreen(before),
         trajectory_root=None,
         monitor=1,
@@ -261,6 +261,11 @@ def test_a_step_that_changed_nothing_is_asked_in_words_that_name_it_and_fit_its_
     )
     then = "it was the last step, so the routine is done." if last else "the routine goes on with the next one."
     assert f"Go on: the step did what it should; {then}\n" in box.text(), box.text()
+    assert "Retry the check: look for the step's effect once more; the step is not run again" in box.text()
+    press(box, "Retry the check")
+    qtbot.waitUntil(lambda: approver.window is not box and approver.window is not None, timeout=5000)
+    assert performer.actions == [Click(Point(*OK.centre))]  # looked again, as it says: not clicked twice
+    box = question(qtbot, approver)
     press(box, "Stop")
     qtbot.waitUntil(result.done, timeout=5000)
     assert result.result().outcome is Outcome.STOPPED

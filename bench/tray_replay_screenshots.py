@@ -201,6 +201,11 @@ def _shoot(out: Path) -> None:
         (stop,) = [b for b in question.buttons() if b.text() == "Stop"]
         stop.click()
         pump(lambda: holodesk.engine is None)
+        # The question was true: the window received the step's keys, and its field's text never changed.
+        seen = window.sync()
+        keys = "".join(e["text"] for e in seen if e["event"] == "key_press")
+        if "no-change" not in keys or any(e["event"] == "text" for e in seen):
+            raise RuntimeError(f"step 2 was to type 'no-change' into a field that takes no keys; the window saw {seen}")
         holodesk.quit()
         window.close()
     finally:

@@ -54,6 +54,25 @@ DEBIAN_PACKAGES = (
 )
 _BINARIES = ("dbus-daemon", "pipewire", "wireplumber", "mutter")
 _PORTALS = ("/usr/libexec/xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal-gnome")
+SYSTEM_PORTAL_FILES = Path("/usr/share/xdg-desktop-portal/portals")
+
+
+def own_portal_files(folder: Path, names: tuple[str, ...]) -> Path:
+    """A folder holding only the named backends' .portal files, for XDG_DESKTOP_PORTAL_DIR.
+
+    xdg-desktop-portal 1.16 hands an interface that no backend of the current desktop offers to any
+    installed backend that does: with the KDE portal installed too (the kde tier), a GNOME stack's
+    GlobalShortcuts went to KDE's. A stack that sees only its own desktop's files behaves as on a
+    computer with that desktop alone.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        source = SYSTEM_PORTAL_FILES / name
+        if source.is_file():
+            (folder / name).write_bytes(source.read_bytes())
+    return folder
+
+
 # mutter run through its library (layouts_hand=True): the system Python with python3-gi, and the
 # Meta typelib where Debian's gir1.2-mutter-11 installs it.
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -167,6 +186,7 @@ class GnomeStack:
             XDG_CURRENT_DESKTOP="GNOME",
             XDG_SESSION_TYPE="wayland",
             WAYLAND_DISPLAY=WAYLAND_SOCKET,
+            XDG_DESKTOP_PORTAL_DIR=str(self.root / "portals"),  # GNOME's backends only (own_portal_files)
             GSETTINGS_BACKEND="keyfile",  # SETTINGS_KEYFILE, written at start: the stack's own settings
             NO_AT_BRIDGE="1",
             GTK_A11Y="none",
@@ -190,6 +210,7 @@ class GnomeStack:
             raise StackError(f"the headless GNOME stack needs {', '.join(missing)}: apt-get install {DEBIAN_PACKAGES}")
         for folder in (self.home, self.runtime_dir, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
+        own_portal_files(self.root / "portals", ("gnome.portal", "gtk.portal"))
         keyfile = self.home / ".config" / "glib-2.0" / "settings" / "keyfile"
         keyfile.parent.mkdir(parents=True, exist_ok=True)
         keyfile.write_text(SETTINGS_KEYFILE, encoding="utf-8")

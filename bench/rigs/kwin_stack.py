@@ -44,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.rigs.gnome_stack import _end_processes_with_env as end_processes_with_env
+from bench.rigs.gnome_stack import own_portal_files
 
 OUTPUT_SIZE = (1280, 800)
 WAYLAND_SOCKET = "wayland-holodesk"
@@ -129,6 +130,7 @@ class KwinStack:
             XDG_CONFIG_HOME=str(self.home / ".config"),
             XDG_STATE_HOME=str(self.home / ".local" / "state"),
             XDG_CURRENT_DESKTOP="KDE",
+            XDG_DESKTOP_PORTAL_DIR=str(self.root / "portals"),  # KDE's backend only (own_portal_files)
             XDG_SESSION_TYPE="wayland",
             WAYLAND_DISPLAY=WAYLAND_SOCKET,
             QT_QPA_PLATFORM="wayland",
@@ -160,6 +162,7 @@ class KwinStack:
         for folder in (self.home, self.runtime_dir, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
         self.runtime_dir.chmod(0o700)
+        own_portal_files(self.root / "portals", ("kde.portal",))
         config = self.home / ".config"
         config.mkdir(parents=True, exist_ok=True)
         (config / "kcminputrc").write_text(KCMINPUTRC, encoding="utf-8")

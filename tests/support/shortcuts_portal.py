@@ -3,9 +3,11 @@
 Portal 1.16 reads its backends' .portal files from $XDG_DESKTOP_PORTAL_DIR when set (else from its
 build-time data folder; it does not search XDG_DATA_DIRS) and exports GlobalShortcuts only when one
 of them lists org.freedesktop.impl.portal.GlobalShortcuts. `ShortcutsStack` gives the portal (D-Bus
-activated, so it inherits the bus's environment) a folder with the system's .portal files plus,
-when `global_shortcuts` is true, one for tests/support/shortcuts_backend.py, which it starts once
-the bus is up. Without it the portal has no GlobalShortcuts, as on GNOME 43.
+activated, so it inherits the bus's environment) GnomeStack's folder of GNOME's own .portal files
+(bench/rigs/gnome_stack.own_portal_files) plus, when `global_shortcuts` is true, one for
+tests/support/shortcuts_backend.py, which it starts once the bus is up. Without it the portal has no
+GlobalShortcuts, as on GNOME 43 (with KDE's portal installed too, KDE's file is left out, or the portal
+would hand GlobalShortcuts to it).
 
 `press`, `set_mode` and `sessions` are the test's hand on that backend (its control interface).
 """
@@ -13,7 +15,6 @@ the bus is up. Without it the portal has no GlobalShortcuts, as on GNOME 43.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from jeepney import DBusAddress, MessageType, new_method_call
@@ -23,7 +24,6 @@ from bench.rigs.gnome_stack import GnomeStack, StackError
 from tests.support.line_process import LineProcess
 from tests.support.shortcuts_backend import BUS_NAME, CONTROL_INTERFACE, CONTROL_PATH, IMPL_INTERFACE
 
-SYSTEM_PORTALS = Path("/usr/share/xdg-desktop-portal/portals")
 TEST_PORTAL = f"""[portal]
 DBusName={BUS_NAME}
 Interfaces={IMPL_INTERFACE};
@@ -40,15 +40,8 @@ class ShortcutsStack(GnomeStack):
         self.portal_dir = self.root / "portals"
         self.backend: LineProcess | None = None
 
-    def base_env(self) -> dict[str, str]:
-        env = super().base_env()
-        env["XDG_DESKTOP_PORTAL_DIR"] = str(self.portal_dir)
-        return env
-
     def start(self) -> ShortcutsStack:
-        self.portal_dir.mkdir(parents=True, exist_ok=True)
-        for portal in SYSTEM_PORTALS.glob("*.portal"):
-            shutil.copy(portal, self.portal_dir / portal.name)
+        self.portal_dir.mkdir(parents=True, exist_ok=True)  # GnomeStack.start adds GNOME's own files
         if self.global_shortcuts:
             (self.portal_dir / "holodesk-test.portal").write_text(TEST_PORTAL, encoding="utf-8")
         super().start()

@@ -277,8 +277,8 @@ def test_a_repair_is_offered_only_when_the_steps_own_effect_was_seen(tmp_path, c
         assert answers.problems == [] and len(answers.offered) == 1
     else:
         assert answers.problems == [
-            "step 1, click the OK button, ran, but nothing changed anywhere on the screen after the click, where the recorded click"
-            " changed the screen (800x600 when recorded)"
+            "step 1, click the OK button, ran, but nothing changed anywhere on the screen after the click, where the"
+            " recorded click changed the screen (800x600 when recorded)"
         ]
         assert answers.offered == []  # one question for the step, never a repair that contradicts it
 

@@ -34,6 +34,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.rigs.gnome_stack import own_portal_files
+
 OUTPUT_SIZE = (1024, 768)
 OUTPUT_NAME = "HEADLESS-1"  # wlroots' name for the headless backend's first output
 DEBIAN_PACKAGE = "sway"
@@ -97,6 +99,9 @@ class SwayStack:
             SWAYSOCK=self.ipc_socket,
             XDG_SESSION_TYPE="wayland",
             XDG_CURRENT_DESKTOP="sway",
+            # A portal a client starts (dbus-run-session) sees the backends of a Debian 12 desktop without
+            # KDE: with KDE's installed too (the kde tier), portal 1.16 would hand it RemoteDesktop.
+            XDG_DESKTOP_PORTAL_DIR=str(self.root / "portals"),
         )
         return env
 
@@ -126,6 +131,7 @@ class SwayStack:
                 os.chown(folder, NOBODY, NOBODY)
         self.config.write_text(sway_config(self.output_size, self.keyboard_layout), encoding="utf-8")
         self.config.chmod(0o644)
+        own_portal_files(self.root / "portals", ("gnome.portal", "gtk.portal"))
         deadline = time.monotonic() + self.start_timeout_s
         try:
             with self.log.open("wb") as log:

@@ -109,6 +109,19 @@ def server_with_scripted_model(tmp_path: Path, answers: list[str], sessions: Pat
     )
 
 
+def raw_host_click(x: int, y: int) -> str:
+    """What a host with no SDK writes to start a session and ask for one click: the MCP handshake, then the call."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-host", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "act", "arguments": {"action": "click", "x": x, "y": y}}},
+    ]  # fmt: skip
+    return "".join(json.dumps(message) + "\n" for message in messages)
+
+
 def call_with_person(server: object, tool: str, arguments: dict, person: Callable[[], None] | None) -> object:
     """Call `tool` on a server the SDK's client starts (or reaches), while `person` answers the panel."""
     answered: list[BaseException] = []
@@ -473,16 +486,8 @@ def test_a_client_that_disconnects_mid_step_stops_it(xvfb, target_window, tmp_pa
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server_env(),
     )  # fmt: skip
     try:
-        messages = [
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "raw-host", "version": "1"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                "name": "act", "arguments": {"action": "click", "x": ok.x, "y": ok.y}}},
-        ]  # fmt: skip
         assert process.stdin is not None
-        process.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        process.stdin.write(raw_host_click(ok.x, ok.y))
         process.stdin.flush()
         wait_for_panel()
         process.stdin.close()  # the host is gone

@@ -30,6 +30,7 @@ from tests.e2e.test_mcp_stdio import (
     Person,
     approve_once_nothing_happened,
     panel_hidden,
+    raw_host_click,
     skip_on_the_panel,
     wait_for_panel,
     wait_for_session_end,
@@ -168,16 +169,8 @@ def test_a_host_that_goes_away_mid_step_stops_it_in_the_tray(tray_desk, target_w
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server.env,
     )  # fmt: skip
     try:
-        messages = [
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "raw-host", "version": "1"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                "name": "act", "arguments": {"action": "click", "x": ok.x, "y": ok.y}}},
-        ]  # fmt: skip
         assert process.stdin is not None and process.stderr is not None
-        process.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        process.stdin.write(raw_host_click(ok.x, ok.y))
         process.stdin.flush()
         wait_for_panel()
         process.stdin.close()  # the host is gone

@@ -223,8 +223,8 @@ class DeskServer:
                 await anyio.to_thread.run_sync(finished.wait)
             raise
         (report,) = outcome
-        if isinstance(report, StepBusy):
-            raise MCPError(INVALID_PARAMS, BUSY)
+        if isinstance(report, StepBusy):  # its words say who holds the desktop (another step, the tray's task)
+            raise MCPError(INVALID_PARAMS, str(report))
         if isinstance(report, BadToolInput):
             raise MCPError(INVALID_PARAMS, f"{tool}: {report}; nothing was done")
         if isinstance(report, RecordIncomplete):

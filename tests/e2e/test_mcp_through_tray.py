@@ -224,3 +224,27 @@ def test_a_skip_on_the_trays_panel_is_a_tool_error_and_nothing_happens(tray_desk
     result = anyio.run(go)
     assert result.is_error and "skipped" in result.content[0].text, result.content
     assert target_window.sync() == [] and time.monotonic() - started < 120
+
+
+def test_a_tray_that_ends_mid_session_ends_holodesk_mcp_in_words(tray_desk, target_window):
+    """The host's server must not hang on a tray that is gone: it says so and exits 1, and nothing was done."""
+    target_window.reset()
+    ok = target_window.centre("ok")
+    server = tray_desk.mcp_server()
+    process = subprocess.Popen(
+        [server.command, *server.args],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server.env,
+    )  # fmt: skip
+    try:
+        assert process.stdin is not None and process.stderr is not None
+        process.stdin.write(raw_host_click(ok.x, ok.y))
+        process.stdin.flush()
+        wait_for_panel()
+        tray_desk.tray.stop()  # the tray app ends (SIGTERM) while the step waits on its panel
+        assert process.wait(30) == 1
+        said = process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "holodesk mcp: the Holodesk tray app ended this MCP session" in said, said
+    assert not clicks(target_window)

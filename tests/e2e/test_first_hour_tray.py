@@ -82,7 +82,10 @@ def test_from_the_tray_to_a_first_approved_step_on_the_cpu(xvfb, target_window, 
             tray.type("Press the OK button")
             tray.keys(prompt, "Return")
             tray.wait_until(lambda: tray.windows(PANEL), "the first step shown for approval", STEP_S)
-            assert target_window.sync() == [], "the window saw something before the step was approved"
+            # The prompt closes on Enter's press, so its release may reach the window that has the focus
+            # next (a fresh run saw it): that is the test's own key, not the step.
+            seen = [e for e in target_window.sync() if not (e["event"] == "key_release" and e["key"] == "Return")]
+            assert seen == [], f"the window saw something before the step was approved: {seen}"
             shot(env, "3-first-step-for-approval")
             (panel,) = tray.windows(PANEL)
             tray.keys(panel, "Return")  # Approve is the panel's default

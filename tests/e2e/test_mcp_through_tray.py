@@ -8,18 +8,21 @@ tray's sessions folder with the client's name.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
+from holodesk.automation.actions import Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.trajectory import iter_session_folders, read_session
 from tests.app.setup.test_first_start_tray import Tray
@@ -82,6 +85,26 @@ class TrayDesk:
         """`holodesk mcp` as a host starts it, here with no display: it can only hand its steps to the tray."""
         env = {k: v for k, v in self.env.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
         return StdioServerParameters(command=HOLODESK_COMMAND[0], args=[*HOLODESK_COMMAND[1:], "mcp"], env=env)
+
+    @contextlib.contextmanager
+    def raw_host_at_the_panel(self, point: Point) -> Iterator[tuple[subprocess.Popen[str], TextIO]]:
+        """`holodesk mcp` started by a host with no SDK, its one click at `point` waiting on the tray's panel:
+        the process and its stdin (the host's end); killed at the end if it is still running."""
+        server = self.mcp_server()
+        process = subprocess.Popen(
+            [server.command, *server.args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server.env,
+        )  # fmt: skip
+        try:
+            assert process.stdin is not None
+            process.stdin.write(raw_host_click(point.x, point.y))
+            process.stdin.flush()
+            wait_for_panel()
+            yield process, process.stdin
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
 
     def trigger(self, *command: str) -> None:
         subprocess.run([*HOLODESK_COMMAND, "trigger", *command], env=self.env, check=True, timeout=60)
@@ -163,23 +186,11 @@ def test_the_trays_own_task_waits_its_turn_and_the_trays_stop_stops_the_agents_s
 def test_a_host_that_goes_away_mid_step_stops_it_in_the_tray(tray_desk, target_window):
     target_window.reset()
     ok = target_window.centre("ok")
-    server = tray_desk.mcp_server()
-    process = subprocess.Popen(
-        [server.command, *server.args],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server.env,
-    )  # fmt: skip
-    try:
-        assert process.stdin is not None and process.stderr is not None
-        process.stdin.write(raw_host_click(ok.x, ok.y))
-        process.stdin.flush()
-        wait_for_panel()
-        process.stdin.close()  # the host is gone
+    with tray_desk.raw_host_at_the_panel(ok) as (process, host_stdin):
+        host_stdin.close()  # the host is gone
         assert process.wait(30) == 0
-        said = process.stderr.read()
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert "the Holodesk tray app is running on this display: every step goes to it" in said
+    assert process.stderr is not None
+    assert "the Holodesk tray app is running on this display: every step goes to it" in process.stderr.read()
     session = wait_for_session_end(tray_desk.sessions)
     assert session.outcome == "stopped", session.end
     assert session.task.startswith("raw-host 1 via MCP: click at")
@@ -230,21 +241,10 @@ def test_a_tray_that_ends_mid_session_ends_holodesk_mcp_in_words(tray_desk, targ
     """The host's server must not hang on a tray that is gone: it says so and exits 1, and nothing was done."""
     target_window.reset()
     ok = target_window.centre("ok")
-    server = tray_desk.mcp_server()
-    process = subprocess.Popen(
-        [server.command, *server.args],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server.env,
-    )  # fmt: skip
-    try:
-        assert process.stdin is not None and process.stderr is not None
-        process.stdin.write(raw_host_click(ok.x, ok.y))
-        process.stdin.flush()
-        wait_for_panel()
+    with tray_desk.raw_host_at_the_panel(ok) as (process, _):
         tray_desk.tray.stop()  # the tray app ends (SIGTERM) while the step waits on its panel
         assert process.wait(30) == 1
-        said = process.stderr.read()
-    finally:
-        if process.poll() is None:
-            process.kill()
+    assert process.stderr is not None
+    said = process.stderr.read()
     assert "holodesk mcp: the Holodesk tray app ended this MCP session" in said, said
     assert not clicks(target_window)

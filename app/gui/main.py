@@ -458,7 +458,6 @@ class HolodeskApp(QtCore.QObject):
 
     def _on_policy_ready(self, policy: ModelPolicy) -> None:
         self.policy = policy
-        self.mcp_clients.model_changed()
         self.loading.hide()
         self.indicator.show_model_problem(None)
         self._show(StatusLine(AppState.IDLE, f"{policy.profile.name} profile ready"))
@@ -618,7 +617,7 @@ class HolodeskApp(QtCore.QObject):
             steps=StepRunner(parts, turn=self.turn),
             windows=desktop_windows(),
             routine_decider=self.routine_approver,
-            tasks=AgentTasks(parts, self.approver, self._model_for_mcp, model, turn=self.turn),
+            tasks=AgentTasks(parts, self.approver, self._model_for_mcp, model, turn=self.turn, keep_policy=False),
         )
 
     def _model_for_mcp(self) -> ModelPolicy:

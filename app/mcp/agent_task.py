@@ -70,18 +70,23 @@ class AgentTasks:
         load_policy: Callable[[], ModelPolicy],
         settings: TaskSettings,
         turn: DeskTurn | None = None,
+        keep_policy: bool = True,
     ) -> None:
         self.parts = parts
         self.questions = questions
         self.load_policy = load_policy
         self.settings = settings
         self.turn = turn  # the tray app's runs use the same model: a question waits for none of them
+        # False: `load_policy` is asked each time (it hands out the tray app's model, which the tray may replace).
+        self.keep_policy = keep_policy
         self._policy: ModelPolicy | None = None
         self._loading = threading.Lock()
         self._in_use = threading.Lock()  # a task's run or a locate: the model answers one at a time
 
     def policy(self) -> ModelPolicy:
         """The model's policy, loaded now if it is not yet; PolicyUnavailable in words when it cannot be."""
+        if not self.keep_policy:
+            return self.load_policy()
         with self._loading:
             if self._policy is None:
                 self._policy = self.load_policy()
@@ -103,11 +108,6 @@ class AgentTasks:
                     self.turn.give_back()
         finally:
             self._in_use.release()
-
-    def forget_policy(self) -> None:
-        """The model changed (the tray app loaded another): the next task or question asks `load_policy` again."""
-        with self._loading:
-            self._policy = None
 
     def run(
         self,

@@ -60,12 +60,6 @@ class TrayClients:
         for desk in self.desks():
             desk.steps.stop(reason)
 
-    def model_changed(self) -> None:
-        """The tray loaded another model: the next task or question of each client uses it."""
-        for desk in self.desks():
-            if desk.tasks is not None:
-                desk.tasks.forget_policy()
-
     def close(self, reason: str, timeout_s: float = STEP_END_WAIT_S) -> None:
         """End every session: its run stopped (recorded), then its connection shut down; bounded."""
         self.stop_runs(reason)

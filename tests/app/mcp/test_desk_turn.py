@@ -58,3 +58,22 @@ def test_a_tray_task_is_not_started_while_an_agents_step_holds_the_turn(tmp_path
     assert turn.take(TRAY_TASK) == "an MCP client's step"
     turn.give_back()
     assert turn.take(TRAY_TASK) is None
+
+
+def test_the_trays_desk_asks_for_the_model_each_time_so_a_model_the_tray_reloaded_answers(tmp_path):
+    approver, performer = Approver(ApprovalDecision.approve()), Performer()
+    parts = DeskParts(approver, performer, Screen(), tmp_path / "sessions", monitor=2)
+    loaded = [ScriptedBackend(['{"x": 500, "y": 250}'])]  # the tray's model now; the tray may replace it
+    tasks = AgentTasks(
+        parts,
+        NoQuestions(),
+        load_policy=lambda: ModelPolicy(get_profile("holotron"), loaded[-1]),
+        settings=TaskSettings(max_steps=5, backend="scripted", profile="holotron"),
+        keep_policy=False,
+    )
+    desk = Desk(parts, tmp_path / "routines", StepRunner(parts, 0.2, 0.01), tasks=tasks)
+    assert not call(desk, "locate", {"description": "the OK button"}).is_error
+    loaded.append(ScriptedBackend(['{"x": 100, "y": 100}']))  # the tray loaded another model
+    second = call(desk, "locate", {"description": "the OK button"})
+    assert second.structured_content is not None and second.structured_content["x"] == 64, second.content
+    assert len(loaded[0].requests) == 1 and len(loaded[1].requests) == 1

@@ -112,30 +112,29 @@ Frames = TypeVar("Frames", bound=NewestFrame)
 def first_frame_reopening_once(open_frames: Callable[[], Frames], timeout_s: float) -> tuple[Frames, np.ndarray]:
     """An opened stream and its first frame, within `timeout_s` in all.
 
-    A stream with no frame after half the time is closed and opened once more for the rest: on
-    headless GNOME about one stream start in ten delivered no first frame at all, the screen
-    unchanged, while a stream opened again is negotiated again and sent the current picture.
-    CaptureError when neither gave a frame, saying both were tried; a stream is closed on failure.
+    A stream with no frame after half the time is closed and opened once more for the rest, which is
+    negotiated afresh: on headless GNOME a stream now and then never sent a first frame (twice in about
+    ten fresh runs of the test suite), the screen unchanged and nothing in any log. CaptureError when
+    neither gave a frame, saying both were tried; a stream that gave none is closed (Ctrl+C too).
     """
     deadline = time.monotonic() + timeout_s
     frames = open_frames()
     try:
-        pixels, _ = frames.latest(timeout_s / 2)
-        return frames, pixels
+        return frames, _first_or_closed(frames, timeout_s / 2)
     except CaptureError as first:
-        frames.close()
         frames = open_frames()
         try:
-            pixels, _ = frames.latest(max(0.0, deadline - time.monotonic()))
+            return frames, _first_or_closed(frames, max(0.0, deadline - time.monotonic()))
         except CaptureError as second:
-            frames.close()
             raise CaptureError(
                 f"{second}, and none in the {timeout_s / 2:g} s before it was opened again ({first})"
             ) from second
-        except BaseException:  # Ctrl+C while waiting: the second stream too is closed; re-raised
-            frames.close()
-            raise
-        return frames, pixels
-    except BaseException:  # Ctrl+C while waiting: the stream is closed; re-raised
+
+
+def _first_or_closed(frames: NewestFrame, timeout_s: float) -> np.ndarray:
+    """The stream's first frame within `timeout_s`; the stream closed when none came (or the wait was cut)."""
+    try:
+        return frames.latest(timeout_s)[0]
+    except BaseException:  # no frame, or Ctrl+C while waiting: nothing left open; re-raised
         frames.close()
         raise

@@ -5,9 +5,10 @@
   inherit its environment: XDG_CURRENT_DESKTOP=KDE picks the KDE backend, WAYLAND_DISPLAY is KWin's,
   QT_QPA_PLATFORM=wayland puts the Qt portal on it), pipewire, wireplumber, and
   `kwin_wayland --virtual --width W --height H --no-lockscreen` (no screen, no GPU: Mesa's llvmpipe
-  renders KWin's OpenGL scene). It waits, bounded, for KWin's Wayland socket, KWin on the bus and the
-  portal's RemoteDesktop interface; a failure raises StackError with the tail of every log, and a
-  missing part is named by its Debian package (`DEBIAN_PACKAGES`).
+  renders KWin's OpenGL scene). It waits, bounded, for KWin's Wayland socket, KWin on the bus, the
+  portal's RemoteDesktop interface and a session the portal really starts (so it knows KWin's
+  output); a failure raises StackError with the tail of every log, and a missing part is named by
+  its Debian package (`DEBIAN_PACKAGES`).
 
 What works on it and what does not (Debian 12: KWin and xdg-desktop-portal-kde 5.27.5, portal 1.16;
 docs/testing.md, "KDE"): the portal grants a RemoteDesktop session with keyboard, pointer and one
@@ -194,6 +195,10 @@ class KwinStack:
         self._wait(lambda: self._has_name("org.kde.KWin"), "KWin on the session bus", deadline)
         # Asking the portal its RemoteDesktop version starts it (and its KDE backend) now.
         self._wait(self._portal_answers, "the desktop portal's RemoteDesktop interface", deadline)
+        # The KDE backend learns KWin's outputs over Wayland after it starts, and until then ends every
+        # Start with code 2 ("no screen to select" in the bus's log; seen once in CI, on a busy 2-core
+        # machine). The stack is up once a session really starts.
+        self._wait(self._portal_grants_a_session, "the KDE portal to know KWin's output", deadline)
 
     def _kwin_binary(self) -> str:
         if may_run_file_capabilities():
@@ -274,6 +279,17 @@ class KwinStack:
                 return remote_desktop_version(connection, 20.0) >= 1
             except PortalError:
                 return False
+
+    def _portal_grants_a_session(self) -> bool:
+        # heavy: the portal client (jeepney) is loaded only once the stack asks the portal
+        from holodesk.automation.wayland.portal import PortalError, PortalSession
+
+        try:
+            session = PortalSession.open(bus_address=self.bus_address, timeout_s=10.0, consent_timeout_s=10.0)
+        except PortalError:
+            return False
+        session.close()
+        return True
 
     def _wait(self, ready: Callable[[], bool], what: str, deadline: float) -> None:
         while not ready():

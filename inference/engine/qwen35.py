@@ -44,6 +44,7 @@ from PIL import Image
 
 from holodesk.inference.control_text import neutral_messages
 from holodesk.inference.engine.qwen35_cpu import CPU_PREFILL_CHUNK, accelerate
+from holodesk.inference.engine.qwen35_decode import StaticDecoder
 from holodesk.inference.engine.qwen_tool_calls import parsed_tool_calls
 from holodesk.inference.engine.runner import (
     EngineResult,
@@ -262,6 +263,11 @@ class Qwen35Engine:
         self.model = load_qwen35(self.path, self.device, self.dtype, attention)
         # What runs, for the log and for tests: the CPU's faster paths (qwen35_cpu), or transformers' code.
         self.paths = accelerate(self.model, self.device) if cpu_paths else []
+        # Decoded tokens on static buffers (qwen35_decode) where the CPU paths run: they read the fused
+        # projections those put in place. Elsewhere transformers' forward decodes (not measured on a GPU).
+        self.static_decode = bool(self.paths)
+        if self.static_decode:
+            self.paths.append("decoded tokens on static buffers, a few operator calls a layer")
         if self.paths and prefill_chunk > CPU_PREFILL_CHUNK:
             self.prefill_chunk = CPU_PREFILL_CHUNK
             self.paths.append(f"prefill in chunks of {CPU_PREFILL_CHUNK} tokens")
@@ -474,17 +480,11 @@ class Qwen35Engine:
         self._sync()
         first_at = time.perf_counter()
 
-        def next_logits(token: int, step: int) -> torch.Tensor:
-            index = len(prompt.ids) + step
-            position = prompt.next_position + step
-            positions = torch.tensor([[[index]], [[position]], [[position]], [[position]]], device=self.device)
-            hidden = self.model.model.language_model(
-                input_ids=torch.tensor([[token]], device=self.device),
-                position_ids=positions,
-                past_key_values=cache,
-                use_cache=True,
-            ).last_hidden_state
-            return self.model.lm_head(hidden[:, -1:])[:, -1]
+        next_logits = (
+            self._static_next_logits(cache, prompt, limit)
+            if self.static_decode
+            else self._transformers_next_logits(cache, prompt)
+        )
 
         decoded = greedy_tokens(
             logits,
@@ -505,6 +505,32 @@ class Qwen35Engine:
         if request.tools:  # what vLLM's qwen3_coder tool parser does behind the remote backend
             text = parsed_tool_calls(text, request.tools)
         return engine_result(text, prompt.ids, decoded, reused, StepClock(started, prepared, first_at, ended))
+
+    def _static_next_logits(self, cache: Any, prompt: QwenPrompt, limit: int) -> Callable[[int, int], torch.Tensor]:
+        """Decoded tokens on static buffers (qwen35_decode), from the state the prefill left in `cache`."""
+        decoder = StaticDecoder(self.model, cache, len(prompt.ids) + limit)
+
+        def next_logits(token: int, step: int) -> torch.Tensor:
+            return decoder.step(token, prompt.next_position + step)
+
+        return next_logits
+
+    def _transformers_next_logits(self, cache: Any, prompt: QwenPrompt) -> Callable[[int, int], torch.Tensor]:
+        """Decoded tokens through transformers' own forward (the reference: `cpu_paths=False`)."""
+
+        def next_logits(token: int, step: int) -> torch.Tensor:
+            index = len(prompt.ids) + step
+            position = prompt.next_position + step
+            positions = torch.tensor([[[index]], [[position]], [[position]], [[position]]], device=self.device)
+            hidden = self.model.model.language_model(
+                input_ids=torch.tensor([[token]], device=self.device),
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+            ).last_hidden_state
+            return self.model.lm_head(hidden[:, -1:])[:, -1]
+
+        return next_logits
 
     def _sync(self) -> None:
         if self.device.type == "cuda":

@@ -31,6 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from holodesk.inference.engine.qwen35_decode import fuse_projections
+
 PACKED_ROWS = 4
 # Prefill chunk on the CPU: the delta rule's and the convolution's float32 intermediates of a 256-token
 # chunk stay in cache; a 2,048-token chunk's (16-50 MB each) do not. Measured on Holo3.1-0.8B's
@@ -115,7 +117,8 @@ def recurrent_step(
 def gated_deltanet_forward(
     self: Any, hidden_states: torch.Tensor, cache_params: Any = None, attention_mask: Any = None, **kwargs: Any
 ) -> torch.Tensor:
-    """transformers' `Qwen3_5GatedDeltaNet.forward` (5.19) with `causal_conv_silu` and `recurrent_step`.
+    """transformers' `Qwen3_5GatedDeltaNet.forward` (5.19) with `causal_conv_silu`, `recurrent_step` and its
+    four input projections as one (`in_proj_all`, qwen35_decode.fuse_projections).
 
     The projections, the cache updates and the chunked delta rule of a prefill (transformers' own
     function, looked up in the layer's module so that installed kernels still apply) are the
@@ -126,10 +129,8 @@ def gated_deltanet_forward(
     batch_size, seq_len, _ = hidden_states.shape
     use_precomputed_states = cache_params is not None and cache_params.has_previous_state(self.layer_idx, state_idx=0)
 
-    mixed_qkv = self.in_proj_qkv(hidden_states)
-    z = self.in_proj_z(hidden_states).reshape(batch_size, seq_len, -1, self.head_v_dim)
-    b = self.in_proj_b(hidden_states)
-    a = self.in_proj_a(hidden_states)
+    mixed_qkv, z, b, a = self.in_proj_all(hidden_states).split(self.in_proj_sizes, dim=-1)
+    z = z.reshape(batch_size, seq_len, -1, self.head_v_dim)
 
     columns = mixed_qkv.transpose(1, 2)
     if cache_params is not None:  # the state's columns first; the state keeps the last K (transformers' rule)
@@ -216,6 +217,11 @@ def accelerate(model: nn.Module, device: torch.device) -> list[str]:
         layer.forward = types.MethodType(gated_deltanet_forward, layer)
     if layers:
         paths.append(f"causal convolution as shifted multiply-adds in {len(layers)} Gated DeltaNet layers")
+    deltanets, mlps = fuse_projections(model)
+    if deltanets or mlps:
+        paths.append(
+            f"one product for each of {deltanets} DeltaNet layers' four input projections and {mlps} MLPs' gate and up"
+        )
     if bf16_products_available():
         # The text model's layers only: the vision tower's (biased, 4,000-row) products ran at half the
         # speed packed (10 s against 20 s for a 1280x800 screenshot on Holo3.1-0.8B's shapes). A weight

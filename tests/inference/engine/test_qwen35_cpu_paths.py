@@ -4,9 +4,10 @@ On bench/qwen35_tiny checkpoints with realistic margins (logit_gain 5), the engi
 and the engine with transformers' code everywhere (`cpu_paths=False`, the reference) answer the same
 holo3.1 steps: a first step with a screenshot, then the next on the kept state, and a prompt prefilled
 in chunks of 1 to 5 tokens, so the convolution starts with fewer earlier columns than its width and
-continues from the cache's. In float32 (the dtype of the reference comparisons with vLLM) every
-greedy token is equal and every top-5 log-prob within 1e-5; in bfloat16 the packed products are the
-stock ones bit for bit, and the tokens are equal.
+continues from the cache's. The fast engine decodes on static buffers (engine/qwen35_decode.py) with
+fused projections; the reference through transformers' forward. In float32 (the dtype of the
+reference comparisons with vLLM) every greedy token is equal and every top-5 log-prob within 1e-5; in
+bfloat16 the packed products are the stock ones bit for bit, and the tokens are equal.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def test_float32_steps_on_the_kept_state_match_transformers_code(float32_checkpo
     reference = Qwen35Engine(float32_checkpoint, dtype="float32", cpu_paths=False)
     assert any("causal convolution" in path for path in fast.paths) and reference.paths == []
     assert not any("oneDNN" in path for path in fast.paths)  # float32 keeps the stock products
+    assert fast.static_decode and not reference.static_decode  # tokens decoded by qwen35_decode, not transformers
     ours, theirs = _answers(fast, _steps()), _answers(reference, _steps())
     assert ours[1].reused_tokens > 0  # the second step resumed from the kept state
     for mine, reference_answer in zip(ours, theirs, strict=True):

@@ -3,8 +3,10 @@
 wtype makes a virtual keyboard whose keymap holds exactly the keysyms it is asked for, so text and
 keys arrive the same on every layout the user has; nothing here reads the user's layout. Modifiers
 (ctrl, alt, shift, super, altgr) are held by wtype's modifier state, the other keys go by keysym.
-Each wtype call is one new virtual keyboard, and the first key after one appears was lost on
-headless sway ("Hello" arrived as "ello"): each call taps Shift first, which types nothing.
+Each wtype call is one new virtual keyboard; on a seat with no other keyboard, programs missed its
+first keys (seat_keyboard.py says why), so the run keeps one idle virtual keyboard on the seat
+(SeatKeyboard, opened by `check` before the approval; without it typing is refused in words). Each
+call also taps Shift first, which types nothing, as margin for the first key.
 
 Pointer actions (click, move, drag, scroll) go to the run's one virtual pointer (pointer.py, the
 wlr virtual-pointer protocol through pywayland) when one is given; `check` asks it, before the
@@ -43,6 +45,7 @@ from holodesk.automation.input.primitives import (
     WheelScroll,
 )
 from holodesk.automation.input.wlroots.pointer import WlrootsPointer
+from holodesk.automation.input.wlroots.seat_keyboard import SeatKeyboard
 from holodesk.automation.keys import normalize_key
 from holodesk.automation.wayland.keysyms import key_keysym, text_keysyms
 from holodesk.automation.wlroots.sway_outputs import sway_monitors
@@ -72,6 +75,7 @@ class WtypeKeyboard:
         chunk_chars: int = 64,
         focus_settle_s: float = 0.05,
         pointer: WlrootsPointer | None = None,
+        seat_keyboard: SeatKeyboard | None = None,
     ) -> None:
         if chunk_chars < 1:
             raise ValueError("chunk_chars must be at least 1")
@@ -80,6 +84,7 @@ class WtypeKeyboard:
         self.chunk_chars = chunk_chars
         self.focus_settle_s = focus_settle_s
         self.pointer = pointer
+        self.seat_keyboard = seat_keyboard if seat_keyboard is not None else SeatKeyboard(environ=environ)
         self._layout: tuple[Monitor, ...] = ()  # the monitors while an action with pointer steps runs
 
     @property
@@ -92,9 +97,10 @@ class WtypeKeyboard:
         return self._injected
 
     def close(self) -> None:
-        """Release and destroy the virtual pointer; each wtype call's virtual keyboard ends with it."""
+        """Release and destroy the virtual pointer and the seat keyboard; each wtype call's keyboard ends with it."""
         if self.pointer is not None:
             self.pointer.close()
+        self.seat_keyboard.close()
 
     def monitors(self) -> tuple[Monitor, ...]:
         return sway_monitors(self._environ)
@@ -118,6 +124,7 @@ class WtypeKeyboard:
             text_keysyms(step.text)  # ActionError naming a character no key event can carry
         if shutil.which(WTYPE) is None:
             raise ActionError(f"typing on a wlroots desktop needs wtype: sudo apt install {WTYPE_PACKAGE}")
+        self.seat_keyboard.open()
 
     # -- performing --------------------------------------------------------------------------------
 

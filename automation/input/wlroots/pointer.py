@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import select
 import threading
 import time
 from collections.abc import Sequence
@@ -49,6 +48,7 @@ from holodesk.automation.coords import Monitor, virtual_desktop
 from holodesk.automation.errors import ActionError, DesktopRefused
 from holodesk.automation.held_input import HeldInputMarker, MarkerUnavailable
 from holodesk.automation.input.primitives import drag_path
+from holodesk.automation.input.wlroots.wayland_link import display_name, read_globals, sync
 
 if TYPE_CHECKING:
     from pywayland.client import Display
@@ -66,6 +66,7 @@ MARKER_NUMBERS = {0x110: 1, 0x112: 2, 0x111: 3}
 WL_SEAT_CAPABILITY_POINTER = 1
 # One wheel notch: libinput's 15 degrees, which programs read as one step (Qt: 120 eighths of a degree).
 NOTCH_DEGREES = 15.0
+WHAT = "pointer input"
 
 
 class WlrootsPointer:
@@ -128,20 +129,13 @@ class WlrootsPointer:
                 f"pointer actions on a wlroots desktop need the Python package {PYWAYLAND_PACKAGE} ({exc}): "
                 f"pip install {PYWAYLAND_PACKAGE} (Holodesk's Linux install includes it)"
             ) from exc
-        display = Display(self._display_name())
+        display = Display(display_name(self._environ))
         try:
             display.connect()
         except Exception as exc:  # pywayland raises ValueError, cffi its own
             raise ActionError(f"pointer actions: cannot connect to the Wayland display ({exc})") from exc
         try:
-            globals_: dict[str, tuple[int, int]] = {}
-            registry = display.get_registry()
-
-            def on_global(_registry: object, name: int, interface: str, version: int) -> None:
-                globals_.setdefault(interface, (name, version))  # a handler's return value goes back to C
-
-            registry.dispatcher["global"] = on_global
-            self._sync(display)
+            registry, globals_ = read_globals(display, self.ack_timeout_s, WHAT)
             if MANAGER_NAME not in globals_:
                 raise ActionError(
                     "pointer actions are not available: this compositor does not offer the wlroots virtual-pointer "
@@ -178,14 +172,6 @@ class WlrootsPointer:
                     f"the seat announced no pointer within {self.ack_timeout_s:g} s of the virtual pointer's creation"
                 )
             self._sync(display)
-
-    def _display_name(self) -> str | None:
-        env = os.environ if self._environ is None else self._environ
-        name = env.get("WAYLAND_DISPLAY")
-        if name and not os.path.isabs(name) and env.get("XDG_RUNTIME_DIR"):
-            # libwayland reads XDG_RUNTIME_DIR from this process, which may not be the environment asked for.
-            return os.path.join(env["XDG_RUNTIME_DIR"], name)
-        return name
 
     # -- sending --------------------------------------------------------------------------------------
 
@@ -286,28 +272,7 @@ class WlrootsPointer:
         return self._device
 
     def _sync(self, display: Display) -> None:
-        """Wait, at most `ack_timeout_s`, for the compositor to answer a wl_display.sync sent after what
-        went before: it has then handled all of it. DesktopRefused in words when it does not answer."""
-        done: list[bool] = []
-        callback = display.sync()
-        callback.dispatcher["done"] = lambda _callback, _data: done.append(True)
-        deadline = time.monotonic() + self.ack_timeout_s
-        fd = display.get_fd()
-        try:
-            while not done:
-                if display.flush() < 0:
-                    raise DesktopRefused("the Wayland compositor closed the connection (sending failed)")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise DesktopRefused(
-                        f"the Wayland compositor did not acknowledge pointer input within {self.ack_timeout_s:g} s"
-                    )
-                readable, _, _ = select.select([fd], [], [], remaining)
-                if readable:
-                    display.read()
-                display.dispatch(block=False)
-        except RuntimeError as exc:  # pywayland's "Failed to read events" / a protocol error
-            raise DesktopRefused(f"the Wayland connection failed: {exc}") from exc
+        sync(display, self.ack_timeout_s, WHAT)
 
     # -- closing --------------------------------------------------------------------------------------
 

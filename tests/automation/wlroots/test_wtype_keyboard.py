@@ -9,6 +9,7 @@ refused in words by the plan's checks, before anything reaches the desktop.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,12 @@ TEXTS = {
 
 
 @pytest.fixture(scope="module")
-def performer(sway_stack: SwayStack) -> InputPerformer:
-    return InputPerformer(WtypeKeyboard(environ=sway_stack.env(), chunk_chars=64))
+def performer(sway_stack: SwayStack) -> Iterator[InputPerformer]:
+    performer = InputPerformer(WtypeKeyboard(environ=sway_stack.env(), chunk_chars=64))
+    try:
+        yield performer
+    finally:
+        performer.close()
 
 
 @pytest.mark.display

@@ -41,11 +41,12 @@ def test_typing_and_a_shortcut_are_exact_on_any_configured_layout(layout_stack: 
     assert isinstance(config, dict)
     assert f"xkb_layout {layout_stack.keyboard_layout}" in config["config"]  # sway runs with that layout set
     target = SwayTarget(layout_stack)
+    performer = InputPerformer(WtypeKeyboard(environ=layout_stack.env()))
     try:
-        performer = InputPerformer(WtypeKeyboard(environ=layout_stack.env()))
         assert performer.execute(TypeText("replace me")).ok
         assert performer.execute(KeyCombo(("ctrl", "a"))).ok  # select-all must stay ctrl+a, not ctrl+q or ctrl+ф
         assert performer.execute(TypeText(TEXT, press_enter=True)).ok
         assert target.wait_for("enter", 20.0)["text"] == TEXT
     finally:
+        performer.close()
         target.close()

@@ -1,0 +1,160 @@
+"""A keyboard kept on the seat for the run, so programs never miss the first keys of a wtype call.
+
+Each wtype call makes a virtual keyboard and destroys it when done. On a desktop without a physical
+keyboard (a headless sway, a virtual machine, a kiosk) the seat then has no keyboard between calls:
+sway withdraws the seat's keyboard capability, the programs release their wl_keyboard, and at the
+next call they ask for one again only after the seat announces it, by when wtype's first keys may
+have been pressed. Those arrive as "already down" in the keyboard's enter event, which programs do
+not type (the protocol's rule), so they are lost. Seen on headless sway 1.7 with foot (its Wayland
+log: `enter(..., array[4])`, then only the key's release): the first key of 13 texts in 25, and
+under load (load average 5 on 2 cores) also the key after wtype's warm-up Shift, an Enter or a
+letter, 2 calls in 20, each step reported as done. With one idle virtual keyboard on the seat for
+the run, 0 of 100 were lost, with or without the Shift.
+
+This is that keyboard: made once through pywayland (virtual_keyboard_protocol.py) with a one-key
+keymap, never pressing anything, destroyed by `close` (or with the process: the compositor removes a
+dead client's devices). When the seat had no keyboard before it, the programs bind theirs after the
+seat announces it, which nothing here can see: one pause, `bind_settle_s`, once per run (as the
+virtual pointer's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from holodesk.automation.errors import ActionError, DesktopRefused
+from holodesk.automation.input.wlroots.wayland_link import display_name, read_globals, sync
+
+if TYPE_CHECKING:
+    from pywayland.client import Display
+
+    from holodesk.automation.input.wlroots.virtual_keyboard_protocol import VirtualKeyboardProxy
+
+log = logging.getLogger(__name__)
+
+PYWAYLAND_PACKAGE = "pywayland"
+WL_SEAT_CAPABILITY_KEYBOARD = 2
+# One key, Shift, which this keyboard never presses: the compositor needs a keymap for the device.
+KEYMAP = """xkb_keymap {
+xkb_keycodes "(unnamed)" { minimum = 8; maximum = 9; <K1> = 9; };
+xkb_types "(unnamed)" { include "complete" };
+xkb_compatibility "(unnamed)" { include "complete" };
+xkb_symbols "(unnamed)" { key <K1> { [ Shift_L ] }; };
+};
+"""
+WHAT = "the seat keyboard"
+
+
+class SeatKeyboard:
+    """The run's idle virtual keyboard; `open` says in words when it cannot be made, before anything is typed."""
+
+    def __init__(
+        self, *, environ: dict[str, str] | None = None, ack_timeout_s: float = 2.0, bind_settle_s: float = 0.3
+    ) -> None:
+        self._environ = environ
+        self.ack_timeout_s = ack_timeout_s
+        self.bind_settle_s = bind_settle_s
+        self._lock = threading.Lock()
+        self._display: Display | None = None
+        self._device: VirtualKeyboardProxy | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._device is not None
+
+    def open(self) -> None:
+        """Make the keyboard unless it is there; ActionError in words when it cannot be (tried again next time)."""
+        with self._lock:
+            if self._device is None:
+                self._open()
+
+    def _open(self) -> None:
+        try:
+            from pywayland.client import Display
+            from pywayland.protocol.wayland import WlSeat
+
+            # Local: the protocol module imports pywayland, which is optional (its absence is refused in words).
+            from holodesk.automation.input.wlroots.virtual_keyboard_protocol import (
+                KEYMAP_FORMAT_XKB_V1,
+                MANAGER_NAME,
+                VirtualKeyboardManager,
+            )
+        except ImportError as exc:
+            raise ActionError(
+                f"typing on a wlroots desktop needs the Python package {PYWAYLAND_PACKAGE} ({exc}), which keeps a "
+                f"keyboard on the seat so programs miss no keys: pip install {PYWAYLAND_PACKAGE} (Holodesk's Linux "
+                "install includes it)"
+            ) from exc
+        display = Display(display_name(self._environ))
+        try:
+            display.connect()
+        except Exception as exc:  # pywayland raises ValueError, cffi its own
+            raise ActionError(f"typing: cannot connect to the Wayland display ({exc})") from exc
+        try:
+            registry, globals_ = read_globals(display, self.ack_timeout_s, WHAT)
+            if MANAGER_NAME not in globals_:
+                raise ActionError(
+                    "typing is not available: this compositor does not offer the virtual-keyboard protocol "
+                    f"({MANAGER_NAME})"
+                )
+            if "wl_seat" not in globals_:
+                raise ActionError("typing is not available: the Wayland compositor offers no seat")
+            seat = registry.bind(globals_["wl_seat"][0], WlSeat, 1)
+            capabilities: list[int] = []
+            seat.dispatcher["capabilities"] = lambda _seat, value: capabilities.append(value)
+            sync(display, self.ack_timeout_s, WHAT)
+            had_keyboard = bool(capabilities and capabilities[-1] & WL_SEAT_CAPABILITY_KEYBOARD)
+            manager = registry.bind(globals_[MANAGER_NAME][0], VirtualKeyboardManager, 1)
+            device = manager.create_virtual_keyboard(seat)
+            keymap = KEYMAP.encode() + b"\0"
+            fd = os.memfd_create("holodesk-seat-keymap", os.MFD_CLOEXEC)
+            try:
+                os.write(fd, keymap)
+                device.keymap(KEYMAP_FORMAT_XKB_V1, fd, len(keymap))
+                sync(display, self.ack_timeout_s, WHAT)  # sent (libwayland duplicates the fd): ours can close
+            finally:
+                os.close(fd)
+            if not had_keyboard:
+                self._await_seat_keyboard(display, capabilities)
+                # Unobservable from here: the programs binding their keyboards after the seat announced one.
+                time.sleep(self.bind_settle_s)
+        except DesktopRefused as exc:
+            display.disconnect()
+            raise ActionError(f"typing: {exc}") from exc
+        except BaseException:  # any failure, Ctrl+C included: disconnect, then re-raise it unchanged
+            display.disconnect()
+            raise
+        self._display, self._device = display, device
+        log.info("wlroots seat keyboard open (the seat had a keyboard before: %s)", had_keyboard)
+
+    def _await_seat_keyboard(self, display: Display, capabilities: list[int]) -> None:
+        deadline = time.monotonic() + self.ack_timeout_s
+        while not (capabilities and capabilities[-1] & WL_SEAT_CAPABILITY_KEYBOARD):
+            if time.monotonic() > deadline:
+                raise DesktopRefused(
+                    f"the seat announced no keyboard within {self.ack_timeout_s:g} s of the virtual keyboard's creation"
+                )
+            sync(display, self.ack_timeout_s, WHAT)
+
+    def close(self) -> None:
+        """Destroy the keyboard and disconnect. Safe to call twice."""
+        with self._lock:
+            device, display = self._device, self._display
+            self._device = self._display = None
+            if device is None or display is None:
+                return
+            with contextlib.suppress(Exception):  # the compositor destroys the device with the connection anyway
+                device.destroy()
+                display.flush()
+            display.disconnect()
+
+    def __del__(self) -> None:
+        # A backend dropped without close(): left to the garbage collector, the connection and the
+        # device's proxy are freed in any order, and a proxy freed after its connection crashed the
+        # interpreter (seen). Closed here they go in order.
+        self.close()

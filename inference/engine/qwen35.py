@@ -262,7 +262,7 @@ class Qwen35Engine:
         self.turn_id = turn_id
         self.model = load_qwen35(self.path, self.device, self.dtype, attention)
         # What runs, for the log and for tests: the CPU's faster paths (qwen35_cpu), or transformers' code.
-        self.paths = accelerate(self.model, self.device) if cpu_paths else []
+        self.paths = accelerate(self.model, self.device, attention) if cpu_paths else []
         # Decoded tokens on static buffers (qwen35_decode) where the CPU paths run: they read the fused
         # projections those put in place. Elsewhere transformers' forward decodes (not measured on a GPU).
         self.static_decode = bool(self.paths)

@@ -480,8 +480,15 @@ class PortalInput:
 
         if clipboard is XCLIP:
             try:
+                # mutter (GNOME) reads a copy of each new clipboard text before a paste can see it.
+                # KWin's bridge is not verified here (no KDE paste runs: its capture sends no frame),
+                # so there the formats alone are waited for, as before.
                 taken = paste_with_own_selection(
-                    step.text, press, host=SelectionHost.XWAYLAND, timeout_s=self.paste_timeout_s
+                    step.text,
+                    press,
+                    host=SelectionHost.XWAYLAND,
+                    compositor_copies=not self._kde,
+                    timeout_s=self.paste_timeout_s,
                 )
             except PasteNotTaken as exc:
                 raise PasteNotTaken(f"{exc}; {_paste_key_left_as_a_key(sent[0])}") from exc

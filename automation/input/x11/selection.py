@@ -26,10 +26,13 @@ owner's connection ends; an owner that gives the selection up leaves it empty, w
 does), and a paste with ctrl+v is one more request for the text, from mutter's client again; a key
 that pastes nothing asks nothing. With the key sent right after the claim, mutter's copy came after
 the key, where it looks exactly like a paste (and a Wayland program cannot see our offer before
-mutter noted it). So there the paste key waits until the compositor asked for the targets and then
-asked nothing for a moment, and any program's request for the text after the key counts (an
-XWayland program such as xterm asks itself, which counts too). Only CLIPBOARD is offered there:
-ctrl+v pastes it.
+mutter noted it). So there the paste key waits until the compositor asked for the targets (and, where
+it keeps a copy as mutter does, for the text: `compositor_copies`) and then asked nothing for a
+moment, and any program's request for the text after the key counts (an XWayland program such as
+xterm asks itself, which counts too). Waiting for a quiet moment after the targets alone was not
+enough on a loaded machine: mutter's copy came more than the quiet moment after its targets, after the
+key, and GTK pasted the previous (empty) clipboard (once in a fresh run of the GNOME tier). Only
+CLIPBOARD is offered there: ctrl+v pastes it.
 
 An owner that does not hand over the previous content within OWNER_TIMEOUT_S fails the paste before
 anything is claimed, naming the program. Its late answer still finds our window: the connection stays
@@ -636,26 +639,38 @@ class SelectionOffer:
                     raise PasteNotTaken(self._not_taken(target_window, timeout_s))
                 self._changed.wait(left)
 
-    def wait_until_noted(self, quiet_s: float, timeout_s: float) -> None:
-        """Return once a program asked for our targets and then asked nothing for `quiet_s`.
+    def wait_until_noted(self, quiet_s: float, timeout_s: float, *, copy: bool = False) -> None:
+        """Return once a program asked for our targets (with `copy`, then also for the text) and then
+        asked nothing for `quiet_s`.
 
-        On XWayland the compositor asks for the targets of every new owner (mutter then reads a copy):
-        until it has, a Wayland program would paste the previous content. Raises SelectionError, in
-        words, when nobody asked within `timeout_s`; the quiet part is bounded by `timeout_s` too.
+        On XWayland the compositor asks for the targets of every new owner, and mutter then reads a
+        copy of the text once the new owner is its clipboard's: until then, a Wayland program would
+        paste the previous content. Raises SelectionError, in words, when that did not happen within
+        `timeout_s`; the quiet part is bounded by `timeout_s` too.
         """
         deadline = time.monotonic() + timeout_s
+
+        def noted() -> bool:
+            asked = self._asked()
+            return "TARGETS" in asked and (not copy or any(target in TEXT_TARGETS for target in asked))
+
         with self._changed:
-            while not any(request.target == "TARGETS" for request in self._state.requests):
+            while not noted():
                 if self._state.failure is not None:
                     raise SelectionError(f"{self._state.failure}: nothing was pasted")
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    missing = "the text's formats" if "TARGETS" not in self._asked() else "its copy of the text"
                     raise SelectionError(
                         f"the desktop did not take note of the offered text within {timeout_s:g} s (its "
-                        "XWayland clipboard bridge never asked for the text's formats): nothing was pasted"
+                        f"XWayland clipboard bridge never asked for {missing}): nothing was pasted"
                     )
                 self._changed.wait(left)
         self.wait_until_quiet(quiet_s, max(0.0, deadline - time.monotonic()))
+
+    def _asked(self) -> list[str]:
+        """The targets asked for so far, in order (lock held)."""
+        return [request.target for request in self._state.requests]
 
     def wait_until_quiet(self, quiet_s: float, timeout_s: float) -> None:
         """Keep serving until no request came for `quiet_s` (or `timeout_s` passed).
@@ -835,6 +850,7 @@ def paste_with_own_selection(
     press_paste_key: Callable[[], None],
     *,
     host: SelectionHost = SelectionHost.X_SERVER,
+    compositor_copies: bool = False,
     display_name: str | None = None,
     timeout_s: float = 5.0,
     quiet_s: float = 0.3,
@@ -843,8 +859,9 @@ def paste_with_own_selection(
     `quiet_s`, restore.
 
     On an X server the offer is CLIPBOARD and PRIMARY, and only the focused window's program taking
-    the text counts; on XWayland it is CLIPBOARD, the key waits until the compositor noted the offer,
-    and any program's request after the key counts (module docstring). Returns a note for the step's
+    the text counts; on XWayland it is CLIPBOARD, the key waits until the compositor noted the offer
+    (with `compositor_copies`, until it also read its copy: mutter), and any program's request after
+    the key counts (module docstring). Returns a note for the step's
     result (who took it, what could not be put back). Raises SelectionError when the text was not
     taken (PasteNotTaken when the key was pressed and nobody asked): then the previous content is
     back all the same.
@@ -856,7 +873,7 @@ def paste_with_own_selection(
             text, selections, display_name=display_name, restore_timeout_s=timeout_s, restored=problems.extend
         ) as current:
             if host is SelectionHost.XWAYLAND:
-                current.wait_until_noted(quiet_s, timeout_s)
+                current.wait_until_noted(quiet_s, timeout_s, copy=compositor_copies)
                 target = None
             else:
                 target = focused_window(display_name)

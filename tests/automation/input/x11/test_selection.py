@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,7 @@ from holodesk.automation.input.x11.selection import (
     PreviousContent,
     SelectionError,
     SelectionOffer,
+    offer,
     paste_with_own_selection,
     program_words,
     restore_previous,
@@ -395,3 +397,52 @@ def test_a_text_larger_than_one_request_is_refused_before_anything_is_claimed(xv
     with pytest.raises(SelectionError, match="more than one X request carries here"):
         SelectionOffer("x" * 1_000_000).start()
     assert_user_selections_back()
+
+
+def ask_clipboard(target: str) -> str:
+    """CLIPBOARD's answer for `target` as another X client gets it (a compositor's bridge, here a stand-in)."""
+    from Xlib import X
+    from Xlib import display as xdisplay
+
+    display = xdisplay.Display()
+    try:
+        window = display.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        clipboard, prop = display.intern_atom("CLIPBOARD"), display.intern_atom("HOLODESK_TEST_ASK")
+        window.convert_selection(clipboard, display.intern_atom(target), prop, X.CurrentTime)
+        display.flush()
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            if not display.pending_events():
+                time.sleep(0.01)
+                continue
+            event = display.next_event()
+            if event.type == X.SelectionNotify:
+                value = window.get_full_property(prop, X.AnyPropertyType)
+                if value is None:
+                    return ""
+                if target == "TARGETS":
+                    return " ".join(display.get_atom_name(atom) for atom in value.value)
+                return bytes(value.value).decode()
+        raise AssertionError(f"no answer for {target} within {WAIT_S:g} s")
+    finally:
+        display.close()
+
+
+@pytest.mark.parametrize("copy", [True, False], ids=["compositor copies (mutter)", "formats only"])
+def test_on_xwayland_the_paste_key_waits_for_the_compositors_copy_where_it_keeps_one(
+    xvfb: XvfbServer, copy: bool
+) -> None:
+    """A loaded GNOME once read its copy more than the quiet moment after the formats: the key, sent
+    then, pasted the previous clipboard. With `copy` the wait lasts until the text was read."""
+    noted = threading.Event()
+    with offer("offered ✓", ("CLIPBOARD",)) as current:
+        waiter = threading.Thread(
+            target=lambda: (current.wait_until_noted(0.3, WAIT_S, copy=copy), noted.set()), daemon=True
+        )
+        waiter.start()
+        assert "UTF8_STRING" in ask_clipboard("TARGETS").split()
+        if copy:
+            assert not noted.wait(1.5)  # five quiet moments after the formats: still waiting for the copy
+            assert ask_clipboard("UTF8_STRING") == "offered ✓"
+        assert noted.wait(WAIT_S)
+        waiter.join(WAIT_S)

@@ -50,6 +50,9 @@ display_debs=(xvfb xfonts-base xdotool x11-xserver-utils x11-utils xauth trayer 
       # The headless sway (wlroots) stack (bench/rigs/sway_stack.py; swaymsg comes with sway), its
       # screencopy capture (grim) and virtual-keyboard typing (wtype) (tests/automation/wlroots).
       sway grim wtype
+      # foot, the terminal of the sway typing matrix: Wayland-native and drawn without GL, which the
+      # pixman sway lacks (tests/automation/wlroots/test_sway_typing_matrix.py)
+      foot
       # The headless KDE stack (bench/rigs/kwin_stack.py): KWin on its virtual backend and the KDE
       # portal, which is a Qt 5 program and aborts without Qt 5's Wayland platform (tests/automation/kde).
       # Measured on Debian 12: 141 packages (one an upgrade), 40 MB of archives, 184 MB on disk, 30 s.

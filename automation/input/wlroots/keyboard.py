@@ -1,20 +1,22 @@
-"""Input on wlroots desktops (sway): keys through the virtual-keyboard protocol with wtype, pointer steps handed on.
+"""Input on wlroots desktops (sway): text on the run's virtual keyboard, keys with wtype, pointer steps handed on.
 
-wtype makes a virtual keyboard whose keymap holds exactly the keysyms it is asked for, so text and
-keys arrive the same on every layout the user has; nothing here reads the user's layout. Modifiers
-(ctrl, alt, shift, super, altgr) are held by wtype's modifier state, the other keys go by keysym.
-Each wtype call is one new virtual keyboard; on a seat with no other keyboard, programs missed its
-first keys (seat_keyboard.py says why), so the run keeps one idle virtual keyboard on the seat
-(SeatKeyboard, opened by `check` before the approval; without it typing is refused in words). Each
-call also taps Shift first, which types nothing, as margin for the first key.
+Text is typed on the run's own virtual keyboard (SeatKeyboard, seat_keyboard.py), kept on the seat
+for the run and opened by `check` before the approval (without pywayland or the protocol, typing is
+refused in words): each chunk of text goes with a keymap holding exactly its characters, on keys
+that programs treat as character keys (text_keymap.py), so text arrives the same on every layout the
+user has; nothing here reads the user's layout. Characters beyond U+FFFF (emoji) are refused in words:
+Chromium on Wayland reads them as other characters. Key combinations go through wtype, whose virtual
+keyboard holds the modifiers (ctrl, alt, shift, super, altgr) in its modifier state and the other keys
+by keysym; each call taps Shift first, which types nothing, as margin for the first key of its new
+keyboard (the kept seat keyboard is what stops programs missing it: seat_keyboard.py).
 
 Pointer actions (click, move, drag, scroll) go to the run's one virtual pointer (pointer.py, the
 wlr virtual-pointer protocol through pywayland) when one is given; `check` asks it, before the
 approval, whether it can serve, and passes on its refusal in words (pywayland missing, a compositor
-without the protocol, a scale other than 1) while typing keeps working. Without one, pointer actions
-are refused (POINTER_NOT_WIRED). Pasting is not done (text is always typed). Wayland does not say
-which program has the focus, so it declares it cannot tell (the plan then refuses overwrite). Text
-goes out in chunks, the stop token checked between them. Monitors come from sway's IPC (`swaymsg -t
+without the protocol, a scale other than 1). Without one, pointer actions are refused
+(POINTER_NOT_WIRED). Pasting is not done (text is always typed). Wayland does not say which program
+has the focus, so it declares it cannot tell (the plan then refuses overwrite). Text goes out in
+chunks, the stop token checked between them. Monitors come from sway's IPC (`swaymsg -t
 get_outputs`), so for now the backend serves sway and says so on other wlroots desktops.
 """
 
@@ -58,6 +60,8 @@ PASTE_KEYS = ("ctrl", "v")
 SELECT_ALL_KEYS = ("ctrl", "a")
 # Canonical modifier names to wtype's (-M/-m): held by the virtual keyboard's modifier state.
 _WTYPE_MODIFIERS = {"ctrl": "ctrl", "alt": "alt", "shift": "shift", "super": "logo", "altgr": "altgr"}
+# What the refusal of a character beyond U+FFFF says (a test looks for it).
+BEYOND_BMP_WORDS = "characters beyond U+FFFF"
 POINTER_NOT_WIRED = (
     "pointer actions (click, move, drag, scroll) are not available here: this wlroots keyboard backend "
     "was built without a virtual pointer"
@@ -120,10 +124,11 @@ class WtypeKeyboard:
             raise ActionError("pasting is not available on wlroots desktops yet: Holodesk types the text there")
         if isinstance(step, KeyPresses):
             _combination_arguments(step.hold, step.taps)
+            if shutil.which(WTYPE) is None:
+                raise ActionError(f"key presses on a wlroots desktop need wtype: sudo apt install {WTYPE_PACKAGE}")
         elif isinstance(step, TypedText):
             text_keysyms(step.text)  # ActionError naming a character no key event can carry
-        if shutil.which(WTYPE) is None:
-            raise ActionError(f"typing on a wlroots desktop needs wtype: sudo apt install {WTYPE_PACKAGE}")
+            _refuse_beyond_bmp(step.text)
         self.seat_keyboard.open()
 
     # -- performing --------------------------------------------------------------------------------
@@ -144,7 +149,7 @@ class WtypeKeyboard:
                 cancel.raise_if_cancelled()
                 chunk = step.text[start : start + self.chunk_chars]
                 with self._injected.holding(keys_for_text(chunk)):
-                    self._wtype(["--", chunk])
+                    self.seat_keyboard.type_text(chunk, cancel)
             return ""
         if isinstance(step, KeyPresses):
             cancel.raise_if_cancelled()
@@ -179,6 +184,19 @@ class WtypeKeyboard:
             # e.g. "Compositor does not support the virtual keyboard protocol" (GNOME, KDE)
             raise DesktopRefused(f"wtype failed: {done.stderr.strip() or f'exit status {done.returncode}'}")
         log.info("sent through wtype: %d arguments", len(arguments))
+
+
+def _refuse_beyond_bmp(text: str) -> None:
+    """ActionError naming the first character beyond U+FFFF (an emoji): Chromium on Wayland reads its key as
+    another character (👍, U+1F44D, arrived as U+F44D, the step reported done), and Holodesk does not paste
+    on wlroots desktops yet, so it cannot be typed exactly in every program."""
+    for character in text:
+        if ord(character) > 0xFFFF:
+            raise ActionError(
+                f"{character!r} (U+{ord(character):X}) cannot be typed exactly on a wlroots desktop: "
+                f"{BEYOND_BMP_WORDS} (emoji among them) reach some programs as other characters (Chromium read "
+                "U+1F44D as U+F44D), and Holodesk does not paste there yet"
+            )
 
 
 def _combination_arguments(hold: Sequence[str], taps: Sequence[str]) -> list[str]:

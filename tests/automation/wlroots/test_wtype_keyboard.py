@@ -76,8 +76,10 @@ def test_without_a_pointer_a_click_is_refused_in_words_before_anything_is_sent(
     assert [r for r in sway_target.seen[start:] if r["event"] in ("press", "release")] == []
 
 
-def test_without_wtype_typing_is_refused_naming_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_without_wtype_key_presses_are_refused_naming_the_package(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     keyboard = WtypeKeyboard(environ={"SWAYSOCK": "/nonexistent"})
-    with pytest.raises(ActionError, match="needs wtype: sudo apt install wtype"):
-        InputPerformer(keyboard).validate(TypeText("hello"))
+    with pytest.raises(ActionError, match="need wtype: sudo apt install wtype"):
+        InputPerformer(keyboard).validate(KeyCombo(("ctrl", "a")))

@@ -20,6 +20,7 @@ from holodesk.automation.errors import AutomationError, CaptureError
 from holodesk.automation.held_input import release_leftover_input
 from holodesk.automation.input.wlroots.keyboard import WTYPE, WTYPE_PACKAGE
 from holodesk.automation.input.wlroots.pointer import PYWAYLAND_PACKAGE, WlrootsPointer
+from holodesk.automation.input.wlroots.seat_keyboard import SeatKeyboard
 from holodesk.automation.pyautogui_import import import_pyautogui
 from holodesk.automation.screen import ScreenCapture
 from holodesk.automation.wayland.portal import probe_remote_desktop
@@ -225,10 +226,10 @@ def check_wlroots(choice: BackendChoice) -> Iterator[CheckResult]:
     yield CheckResult(
         "backend",
         Status.OK,
-        f"wlroots desktop ({desktop}): capture through grim (screencopy), typing through wtype (virtual "
-        f"keyboard): {choice.reason}",
+        f"wlroots desktop ({desktop}): capture through grim (screencopy), typing through virtual keyboards "
+        f"(Holodesk's own and wtype's): {choice.reason}",
     )
-    for tool, package, needed_for in ((GRIM, GRIM_PACKAGE, "screenshots"), (WTYPE, WTYPE_PACKAGE, "typing")):
+    for tool, package, needed_for in ((GRIM, GRIM_PACKAGE, "screenshots"), (WTYPE, WTYPE_PACKAGE, "key presses")):
         if shutil.which(tool) is None:
             yield CheckResult(
                 tool, Status.FAIL, f"{tool} is not installed: no {needed_for}", fix=f"apt install {package}",
@@ -250,8 +251,26 @@ def check_wlroots(choice: BackendChoice) -> Iterator[CheckResult]:
     else:
         described = ", ".join(f"{m.name} {m.rect.width}x{m.rect.height}" for m in monitors)
         yield CheckResult("monitors", Status.OK, f"sway reports {len(monitors)}: {described or 'none active'}")
-    yield CheckResult("typing", Status.OK, "text and keys through the virtual keyboard, exact on every layout")
+    yield check_wlroots_typing()
     yield check_wlroots_pointer(monitors)
+
+
+def check_wlroots_typing() -> CheckResult:
+    """Opens and closes the run's own virtual keyboard (no key pressed): what a run's first typing step does."""
+    keyboard = SeatKeyboard()
+    try:
+        keyboard.open()
+    except AutomationError as exc:
+        return CheckResult(
+            "typing", Status.FAIL, f"{exc}; typing steps are refused before approval",
+            fix=f"pip install {PYWAYLAND_PACKAGE}" if PYWAYLAND_PACKAGE in str(exc) else "", blocking=True,
+        )  # fmt: skip
+    finally:
+        keyboard.close()
+    return CheckResult(
+        "typing", Status.OK, "text through Holodesk's own virtual keyboard, exact on every layout; key combinations "
+        "through wtype",
+    )  # fmt: skip
 
 
 def check_wlroots_pointer(monitors: tuple[Monitor, ...]) -> CheckResult:

@@ -56,14 +56,33 @@ def line(report: str, name: str) -> str:
 def test_doctor_names_sway_the_wlroots_path_and_what_works(sway_stack: SwayStack, tmp_path: Path) -> None:
     code, report = doctor(sway_stack, tmp_path)
     assert code == 0 and "FAIL" not in report, report  # sway with grim and wtype: ready
-    assert "wlroots desktop (sway): capture through grim (screencopy), typing through wtype" in report, report
+    assert "wlroots desktop (sway): capture through grim (screencopy), typing through virtual keyboards" in report, (
+        report
+    )
     assert "sway reports 1: HEADLESS-1 1024x768" in report, report
     assert "a 30-step task on a 1024x768 screen" in report, report  # the context check sizes sway's screen
-    assert "grim found (screenshots)" in report and "wtype found (typing)" in report, report
-    assert "text and keys through the virtual keyboard" in report, report
+    assert "grim found (screenshots)" in report and "wtype found (key presses)" in report, report
+    # the typing line is OK only once Holodesk's own virtual keyboard was opened on that sway
+    typing = line(report, "typing")
+    assert typing.startswith("OK") and "text through Holodesk's own virtual keyboard" in typing, report
     # the pointer line is OK only once a virtual pointer was opened on that sway
     assert line(report, "pointer").startswith("OK") and "through a virtual pointer" in line(report, "pointer"), report
     assert "Wayland portal" not in report and "RemoteDesktop portal version" not in report, report
+
+
+def test_doctor_without_pywayland_says_typing_and_the_pointer_are_refused(
+    sway_stack: SwayStack, tmp_path: Path
+) -> None:
+    """pywayland made unimportable (a package of that name that raises first on the path): no silent OK."""
+    broken = tmp_path / "broken" / "pywayland"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('pywayland removed for this test')\n")
+    path = os.pathsep.join(filter(None, [str(broken.parent), os.environ.get("PYTHONPATH", "")]))
+    code, report = doctor(sway_stack, tmp_path, PYTHONPATH=path)
+    typing = line(report, "typing")
+    assert typing.startswith("FAIL") and "needs the Python package pywayland" in typing, report
+    assert "pip install pywayland" in report and line(report, "pointer").startswith("WARN"), report
+    assert code != 0, report
 
 
 def test_doctor_refuses_a_wlroots_desktop_that_is_not_sway(sway_stack: SwayStack, tmp_path: Path) -> None:

@@ -84,6 +84,26 @@ def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
         )
     slow = report.path is not MambaPath.FAST_CUDA
     yield CheckResult("mamba path", Status.WARN if slow else Status.OK, report.verdict)
+    if not report.torch.error and (options.device == "cpu" or not report.devices):
+        yield check_cpu_paths()
+
+
+def check_cpu_paths() -> CheckResult:
+    """Which of the engine's CPU paths this CPU runs (the Holo3.x and Holo4 models on the CPU)."""
+    # heavy: torch
+    from holodesk.inference.engine.qwen35_cpu import bf16_products_available
+
+    common = "decoded tokens on static buffers, prefill in 256-token chunks"
+    if bf16_products_available():
+        return CheckResult(
+            "cpu paths", Status.OK, f"Holo3 and Holo4 models here: bfloat16 products through oneDNN; {common}"
+        )
+    return CheckResult(
+        "cpu paths",
+        Status.INFO,
+        "Holo3 and Holo4 models here: bfloat16 products through the stock GEMM (this CPU has neither"
+        f" avx512_bf16 nor AMX, so their steps run slower than on one that has them); {common}",
+    )
 
 
 def check_model(options: DoctorOptions) -> Iterator[CheckResult]:

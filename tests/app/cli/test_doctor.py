@@ -114,6 +114,13 @@ def test_doctor_try_loads_the_tiny_checkpoint_and_runs_the_first_contact(xvfb, t
     assert checks["try"] == "OK", result.stdout + result.stderr
     assert "in-process engine" in try_line and "tokens/s" in try_line and try_line.isprintable()
     assert result.returncode == 0, result.stdout + result.stderr
+    # Which CPU paths run, read from the CPU's own flags (the kernel's, not torch's answer).
+    flags = set(
+        next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")).split()
+    )
+    bf16 = bool({"avx512_bf16", "amx_bf16"} & flags)
+    assert checks["cpu paths"] == ("OK" if bf16 else "INFO"), result.stdout
+    assert ("through oneDNN" if bf16 else "through the stock GEMM") in result.stdout
 
 
 def test_wayland_without_xwayland_is_a_warning_that_names_the_terminal_way(tmp_path: Path):

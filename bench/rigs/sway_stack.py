@@ -9,8 +9,10 @@ socket with the output at the asked size; a failure raises StackError with sway'
 
 Where it differs from a desktop sway:
 - the config is ours, not the user's: one headless output of `output_size` at (0, 0), no bar, no
-  wallpaper (swaybg), no borders, no XWayland (`xwayland disable`), no key repeat, and the keyboards'
-  XKB layout only when `keyboard_layout` asks for one; more outputs come from `swaymsg create_output`;
+  wallpaper (swaybg), no borders, no XWayland unless `xwayland` asks for it (`xwayland force`; its
+  display name from `x_display()`, which as root also admits root's clients with xhost: XWayland
+  admits only sway's user), no key repeat, and the keyboards' XKB layout only when `keyboard_layout`
+  asks for one; more outputs come from `swaymsg create_output`;
 - no D-Bus session: sway needs none, and nothing here (grim, wtype, Wayland clients) asks for one;
   xdg-desktop-portal-wlr would (its ScreenCast failed headless here, DESIGN notes);
 - sway refuses to run as root; as root the stack runs it as the unprivileged `nobody` (65534), so its
@@ -46,16 +48,17 @@ class StackError(RuntimeError):
     """The headless sway stack could not be brought up or asked (the message holds sway's log)."""
 
 
-def sway_config(size: tuple[int, int], keyboard_layout: str = "") -> str:
-    """The stack's own sway config: one output of `size`, no bar, no XWayland, no key repeat, and the
-    keyboards' XKB layout(s) when `keyboard_layout` is given (e.g. "de" or "us,ru"), as a user sets it."""
+def sway_config(size: tuple[int, int], keyboard_layout: str = "", *, xwayland: bool = False) -> str:
+    """The stack's own sway config: one output of `size`, no bar, no key repeat, XWayland only with
+    `xwayland` (started at once), and the keyboards' XKB layout(s) when `keyboard_layout` is given
+    (e.g. "de" or "us,ru"), as a user sets it."""
     width, height = size
     layout = [f"input type:keyboard xkb_layout {keyboard_layout}"] if keyboard_layout else []
     # No `bar` block: sway then starts no swaybar. No `output * bg`: no swaybg.
     return "\n".join(
         [
             f"output {OUTPUT_NAME} resolution {width}x{height} position 0 0",
-            "xwayland disable",
+            "xwayland force" if xwayland else "xwayland disable",
             "default_border none",
             "default_floating_border none",
             "focus_follows_mouse no",
@@ -71,12 +74,18 @@ class SwayStack:
     """The running headless sway. Use as a context manager or call start() / stop()."""
 
     def __init__(
-        self, output_size: tuple[int, int] = OUTPUT_SIZE, start_timeout_s: float = 30.0, *, keyboard_layout: str = ""
+        self,
+        output_size: tuple[int, int] = OUTPUT_SIZE,
+        start_timeout_s: float = 30.0,
+        *,
+        keyboard_layout: str = "",
+        xwayland: bool = False,
     ) -> None:
         if keyboard_layout and not all(part.isalnum() for part in keyboard_layout.split(",")):
             raise ValueError(f"keyboard_layout must be XKB layout names separated by commas, got {keyboard_layout!r}")
         self.output_size = output_size
         self.keyboard_layout = keyboard_layout
+        self.xwayland = xwayland
         self.start_timeout_s = start_timeout_s
         self.root = Path(tempfile.mkdtemp(prefix="holodesk-sway-"))
         self.sway_runtime_dir = self.root / "sway-run"
@@ -87,6 +96,7 @@ class SwayStack:
         self.wayland_socket = ""  # absolute path, once sway made it
         self.ipc_socket = ""
         self._process: subprocess.Popen[bytes] | None = None
+        self._as_nobody = False
 
     # -- environment -------------------------------------------------------------------------------
 
@@ -122,14 +132,15 @@ class SwayStack:
     def start(self) -> SwayStack:
         if shutil.which("sway") is None:
             raise StackError(f"the headless sway stack needs sway: apt-get install {DEBIAN_PACKAGE}")
-        as_nobody = os.geteuid() == 0
+        as_nobody = self._as_nobody = os.geteuid() == 0
         self.root.chmod(0o755)  # sway, as nobody, reads its config here
         for folder in (self.sway_runtime_dir, self.client_runtime_dir, self.home):
             folder.mkdir(mode=0o700)
         if as_nobody:
             for folder in (self.sway_runtime_dir, self.home):
                 os.chown(folder, NOBODY, NOBODY)
-        self.config.write_text(sway_config(self.output_size, self.keyboard_layout), encoding="utf-8")
+        config = sway_config(self.output_size, self.keyboard_layout, xwayland=self.xwayland)
+        self.config.write_text(config, encoding="utf-8")
         self.config.chmod(0o644)
         own_portal_files(self.root / "portals", ("gnome.portal", "gtk.portal"))
         deadline = time.monotonic() + self.start_timeout_s
@@ -173,6 +184,28 @@ class SwayStack:
             and (output.get("rect", {}).get("width"), output.get("rect", {}).get("height")) == self.output_size
             for output in (outputs if isinstance(outputs, list) else [])
         )
+
+    def x_display(self) -> str:
+        """XWayland's display name (":N"), as sway gives it to the programs it starts; StackError in words."""
+        if not self.xwayland:
+            raise StackError("this sway runs without XWayland (SwayStack(xwayland=True) starts it)")
+        answer = self.home / "x-display"
+        if not answer.exists():
+            self.swaymsg("command", f"exec echo $DISPLAY > {answer}.part && mv {answer}.part {answer}")
+            self._wait(answer.exists, "sway's XWayland display name", time.monotonic() + self.start_timeout_s)
+        name = answer.read_text().strip()
+        if not name.startswith(":"):
+            raise StackError(f"sway gives its programs no XWayland display (DISPLAY={name!r})" + self.log_tail())
+        if self._as_nobody and not (granted := self.home / "x-granted").exists():
+            # XWayland admits only its own user (nobody here): the tests' clients run as root.
+            self.swaymsg(
+                "command",
+                f"exec DISPLAY={name} xhost +si:localuser:root > {granted}.part 2>&1 && mv {granted}.part {granted}",
+            )
+            self._wait(
+                granted.exists, "xhost admitting root to sway's XWayland", time.monotonic() + self.start_timeout_s
+            )
+        return name
 
     def swaymsg(self, kind: str, *command: str) -> object:
         """sway's JSON answer to an IPC message (`swaymsg -t KIND COMMAND...`); StackError in words."""

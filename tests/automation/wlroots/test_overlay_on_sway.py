@@ -14,8 +14,9 @@ The last two fail on sway 1.7 (Debian 12, Xwayland 22.1.9) and are marked as exp
 window (1024x768, xwininfo) whose X input shape is empty, which XWayland on sway does not turn into
 an empty Wayland input region: while the marker shows, no click reaches the native window, even
 500 px from the marker (a click there reached it just before the marker showed). The overlay's
-windows are app/gui's. The panel covered only 18% of its place over the full-screen native window
-(not diagnosed further).
+windows are app/gui's. The panel covered only 18% of its place over the full-screen native window:
+it is a managed X window, which sway makes a floating window (get_tree: floating_con at the panel's
+rectangle, fullscreen_mode 0), and sway draws a workspace's full-screen window above its floating ones.
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def test_a_click_on_the_marker_reaches_the_native_window_beneath(
     probe.request({"cmd": "clear"}, "cleared")
 
 
-@pytest.mark.xfail(strict=True, reason="sway 1.7: the panel covered 18% of its place over a full-screen window")
+@pytest.mark.xfail(strict=True, reason="sway 1.7 draws the full-screen window above the floating panel (docstring)")
 def test_the_approval_panel_is_drawn_above_the_native_window(probe: OverlayProbe, stack: SwayStack) -> None:
     probe.send({"cmd": "decide", "step": 4, "action": {"kind": "click", "at": list(TARGET)}, "note": "the button"})
     panel = probe.wait_for("panel", 15)

@@ -20,6 +20,7 @@ from holodesk.app.cli.doctor_desktop import (
     check_input_injection,
     check_monitors_and_capture,
     screen_size,
+    wlroots_backend_chosen,
     x11_backend_chosen,
 )
 from holodesk.app.cli.doctor_model import (
@@ -59,6 +60,8 @@ def run_checks(options: DoctorOptions) -> Iterator[CheckResult]:
         # mss and pyautogui: on a Wayland session they would test XWayland, not what Holodesk uses.
         yield from _guarded("monitors", check_monitors_and_capture)
         yield from _guarded("input", lambda: iter([check_input_injection()]))
+        yield from _guarded("held input", lambda: iter([check_held_input()]))
+    elif wlroots_backend_chosen():  # a run killed mid-drag on sway leaves its button down there too
         yield from _guarded("held input", lambda: iter([check_held_input()]))
     if options.backend == "local":
         yield check_transformers()

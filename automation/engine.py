@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 from holodesk.automation.actions import TERMINAL_KINDS, Action, AskUser, Done, TypeText
 from holodesk.automation.approval_rules import paste_in_words, pastes
 from holodesk.automation.auto_approval import AUTO_APPROVAL, AutoApproval
-from holodesk.automation.cancel import CancelToken
+from holodesk.automation.cancel import DEFAULT_REASON, CancelToken
 from holodesk.automation.click_spacing import ClickSpacer
 from holodesk.automation.coords import FrameMapping, action_to_model, action_to_screen, monitor_at
 from holodesk.automation.engine_protocols import (
@@ -147,13 +147,14 @@ class StepEngine:
 
     # -- control -------------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        """Ask the run to stop; honoured at the next check (every few ms while waiting).
+    def stop(self, reason: str = DEFAULT_REASON) -> None:
+        """Ask the run to stop, for `reason` (its record's words); honoured at the next check (every few ms
+        while waiting).
 
         The policy is told too (`Policy.interrupt`), so a backend that can abandon its computation
         (the local one) stops at its next token instead of finishing an answer nobody will read.
         """
-        self.cancel.cancel()
+        self.cancel.cancel(reason)
         try:
             self.policy.interrupt()
         except Exception:  # stopping must never fail because a backend could not be interrupted

@@ -50,6 +50,7 @@ from holodesk.app.gui.parameter_dialog import ask_parameter
 from holodesk.app.gui.portal_hotkeys import PortalHotkeys, shortcut_requests
 from holodesk.app.gui.qt import QtCore, QtGui, QtWidgets, Signal
 from holodesk.app.gui.qt_platform import apply_qt_platform
+from holodesk.app.gui.quit_signals import end_on_signals
 from holodesk.app.gui.recent_tasks import RecentTasks, default_path
 from holodesk.app.gui.routine_runs import GuiRoutineApprover, fill_routines_menu, open_in_file_manager
 from holodesk.app.gui.settings_dialog import SettingsDialog
@@ -130,6 +131,7 @@ STOP_KEY_STATES = frozenset(
 STEP_BOUNDARIES = frozenset({EngineState.CAPTURING, EngineState.THINKING, EngineState.SETTLING})
 TRAY_RUN = "a task or routine started in the tray"  # who holds the desktop's turn, in an MCP client's error
 STOPPED_IN_TRAY = "stopped: the person chose Stop in the Holodesk tray"
+ENGINE_END_WAIT_S = 10.0  # at quit, for the task's run to record its stop and release its input
 
 
 class HolodeskApp(QtCore.QObject):
@@ -185,6 +187,7 @@ class HolodeskApp(QtCore.QObject):
         self._action_presses_stop_key = False  # the approved action presses the stop key: not grabbed for it
         self.policy: ModelPolicy | None = None
         self.policy_error: str | None = None
+        self._engine_thread: threading.Thread | None = None  # the task's run, joined (bounded) at quit
         self.engine: StepEngine | None = None
         self.pending_task: str | None = None
         # Model settings saved while a task runs: the running task keeps its model; the new one loads after.
@@ -212,7 +215,7 @@ class HolodeskApp(QtCore.QObject):
         self.indicator.show_history.connect(self.show_history)
         self.indicator.show_settings.connect(self.show_settings)
         self.indicator.choose_model.connect(self.open_first_run)
-        self.indicator.quit.connect(self.quit)
+        self.indicator.quit.connect(lambda: self.quit())
         self.indicator.routines_menu.aboutToShow.connect(self._fill_routines_menu)
         self.prompt.submitted.connect(self.start_task)
         # Enter typed into the prompt is the prompt's, even while a step waits for its approval.
@@ -575,12 +578,13 @@ class HolodeskApp(QtCore.QObject):
                 result = RunResult(Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}", 0, None)
                 self.bridge.engine_event.emit(EngineEvent(EngineState.FINISHED, 0, result.detail, result))
 
-        threading.Thread(target=target, name="holodesk-engine", daemon=True).start()
+        self._engine_thread = threading.Thread(target=target, name="holodesk-engine", daemon=True)
+        self._engine_thread.start()
 
-    def stop(self) -> None:
+    def stop(self, reason: str = STOPPED_IN_TRAY) -> None:
         if self.engine is not None:
-            self.engine.stop()
-        self.mcp_clients.stop_runs(STOPPED_IN_TRAY)
+            self.engine.stop(reason)
+        self.mcp_clients.stop_runs(reason)
 
     def _take_turn(self, not_started: str) -> bool:
         """The desktop's turn for a run of the tray's own; False (said in a balloon) while an MCP client's runs."""
@@ -735,8 +739,14 @@ class HolodeskApp(QtCore.QObject):
             self.reload_after_run = True
             self._notify("Model settings saved", "The running task keeps its model; the new one loads next.")
 
-    def quit(self) -> None:
-        self.stop()
+    def quit(self, reason: str = "stopped: the Holodesk tray app was quit from its menu") -> None:
+        """Stop what runs (the task's record ends "stopped" with `reason`, its input released), then end."""
+        self.stop(reason)
+        thread = self._engine_thread
+        if thread is not None and thread.is_alive():
+            # The engine thread is a daemon: leaving now would cut its run off unrecorded. Bounded, as a
+            # step stuck in the model or in a desktop call must not keep the app from ending.
+            thread.join(ENGINE_END_WAIT_S)
         self.mcp_clients.close("stopped: the Holodesk tray app is quitting")
         self._stop_hotkeys()
         self.backends.close()
@@ -917,4 +927,6 @@ def run_app(argv: list[str] | None = None, flags: CommandFlags | None = None) ->
         print(f"holodesk: {platform.warning}", file=sys.stderr, flush=True)
         holodesk.indicator.notify("Holodesk on native Wayland", platform.warning)
     app.aboutToQuit.connect(lambda: server.close())
+    # A logout or `kill` ends the tray as its Quit does: the task's record says why, nothing stays held.
+    end_on_signals(app, lambda name: holodesk.quit(f"stopped: the Holodesk tray app received {name}"))
     return app.exec()

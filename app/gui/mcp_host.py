@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -21,8 +20,9 @@ from holodesk.app.gui.gui_approver import GuiApprover
 from holodesk.app.gui.gui_thread import GuiThreadCaller
 from holodesk.app.gui.overlay import OverlayController
 from holodesk.app.gui.own_windows_capture import OwnWindowsHiddenCapture
-from holodesk.app.gui.qt import QtCore, QtWidgets
+from holodesk.app.gui.qt import QtWidgets
 from holodesk.app.gui.qt_platform import apply_qt_platform
+from holodesk.app.gui.quit_signals import end_on_signals
 from holodesk.app.gui.routine_runs import GuiRoutineApprover
 from holodesk.app.mcp.agent_task import AgentTasks, TaskSettings
 from holodesk.app.mcp.desk import Desk
@@ -40,7 +40,6 @@ NO_DISPLAY = (
     " DISPLAY (for example DISPLAY=:0)"
 )
 STEP_END_WAIT_S = 5.0  # at exit, how long a stopped step may take to record its end
-SIGNAL_POLL_MS = 200  # Python runs signal handlers only between bytecodes: the Qt loop wakes it this often
 
 
 def run_with_panel(
@@ -113,13 +112,9 @@ def _end_on_signals(app: QtWidgets.QApplication) -> list[str]:
     the returned list gets the reason."""
     reasons: list[str] = []
 
-    def on_signal(number: int, _frame: object) -> None:
-        reasons.append(f"stopped: holodesk mcp received {signal.Signals(number).name}")
+    def end(name: str) -> None:
+        reasons.append(f"stopped: holodesk mcp received {name}")
         app.quit()
 
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, on_signal)
-    timer = QtCore.QTimer(app)
-    timer.timeout.connect(lambda: None)
-    timer.start(SIGNAL_POLL_MS)
+    end_on_signals(app, end)
     return reasons

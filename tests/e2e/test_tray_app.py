@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -176,3 +177,25 @@ def test_trigger_without_a_running_instance_fails_clearly(tmp_path):
     result = subprocess.run([*HOLODESK_COMMAND, "trigger"], env=env, capture_output=True, text=True, timeout=20)
     assert result.returncode != 0
     assert "holodesk" in result.stderr.lower()
+
+
+@pytest.mark.display
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_mid_task_ends_the_tray_as_its_quit_does(xvfb, target_window, tmp_path, sig):
+    """A logout (SIGHUP) or `kill` (SIGTERM) while a step waits for approval: the run is recorded as
+    stopped with the signal's name and the app exits 0, where the default action cut it off unrecorded."""
+    target_window.reset()
+    field = model_point(target_window.centre("field"), Rect(0, 0, xvfb.width, xvfb.height))
+    answers = [holotron("click_desktop", x=field.x, y=field.y, thought="Click the field.")]
+    process, sessions, _ = start_holodesk(tmp_path, scripted_settings(tmp_path, answers))
+    try:
+        type_task("Click the field")
+        wait_for_window("Holodesk: approve")
+        process.send_signal(sig)
+        assert process.wait(30) == 0, process.stdout.read() if process.stdout else ""
+    finally:
+        stop_holodesk(process)
+    session = wait_for_session_end(sessions, process, timeout_s=5)
+    assert session.outcome == "stopped", session.end
+    assert session.end is not None and f"received {sig.name}" in session.end["detail"], session.end
+    assert not [e for e in target_window.sync() if e["event"] == "clicked"]  # the unapproved click never ran

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import pytest
 
 from bench.rigs.sway_stack import StackError, SwayStack
-from holodesk.automation.actions import TypeText
+from holodesk.automation.actions import KeyCombo, TypeText
 from holodesk.automation.errors import ActionError
 from holodesk.automation.input.performer import InputPerformer
 from holodesk.automation.input.wlroots.keyboard import BEYOND_BMP_WORDS, WtypeKeyboard
@@ -220,3 +220,29 @@ def test_every_text_arrives_exactly_or_is_refused_in_words(desk: Desk, program: 
     texts = {**TEXTS, **({"newline": NEWLINE_TEXT} if chosen.takes_newline else {})}
     wrong = {name: problem for name, text in texts.items() if (problem := cell(desk, chosen, text))}
     assert wrong == {}, f"{desk.stack.keyboard_layout}: {program}: " + "; ".join(f"{n}: {p}" for n, p in wrong.items())
+
+
+# GTK 3 on sway takes ctrl+a from wtype's keyboard as ctrl held with 'a' (no 'a' is typed) but does not
+# select: the step reports done and the next text lands after the old one ('old text5'). Seen whether
+# the text before came from Holodesk's keyboard or wtype's, with 'a' on the same key in both keymaps,
+# and with ctrl held 100 ms around it; not diagnosed further (GTK's own bindings are its own).
+GTK_SELECT_ALL = "GTK 3 on sway does not act on ctrl+a from wtype's keyboard (see the note above)"
+
+
+@pytest.mark.parametrize(
+    "program",
+    ["Qt field", pytest.param("GTK entry", marks=pytest.mark.xfail(strict=True, reason=GTK_SELECT_ALL)), "Chromium"],
+)
+def test_select_all_then_typing_replaces_the_text(desk: Desk, program: str) -> None:
+    """ctrl+a (through wtype, whose keyboard numbers its keys itself) selects all; the fence replaces it."""
+    chosen = desk.programs[program]
+    show(desk.stack, chosen.workspace)
+    chosen.reset()
+    assert desk.performer.execute(TypeText("old text")).ok
+    assert desk.performer.execute(KeyCombo(("ctrl", "a"))).ok
+    assert desk.performer.execute(TypeText(FENCE, press_enter=chosen.takes_newline)).ok
+    expected = FENCE + ("\n" if chosen.takes_newline else "")
+    deadline = time.monotonic() + (5.0 if program == "GTK entry" else READ_BACK_S)  # the known failure: no long wait
+    while (got := chosen.held()) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert got == expected, f"{desk.stack.keyboard_layout}: {program} holds {got!r}, not {expected!r}"

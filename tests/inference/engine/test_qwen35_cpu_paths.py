@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from bench.qwen35_tiny import VARIANTS, Dtype, build_qwen35_tiny
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
 from holodesk.inference.engine.qwen35 import Qwen35Engine
-from holodesk.inference.engine.qwen35_cpu import bf16_products_available
+from holodesk.inference.engine.qwen35_cpu import bf16_products_available, patch_embed_forward
 from holodesk.inference.engine.runner import EngineResult
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ChatRequest
@@ -66,6 +69,17 @@ def _short() -> ChatRequest:
     return ChatRequest(messages=[{"role": "user", "content": "Which window is open?"}], max_new_tokens=TOKENS)
 
 
+def _reference(checkpoint: Path, **options: Any) -> Qwen35Engine:
+    """transformers' code everywhere but the vision patch embedding, which is the product vLLM computes on the
+    CPU in both engines: these tests hold the text model's paths to transformers' (the patch embedding has
+    its own test below, and the engine's images are held to vLLM's in test_qwen35_against_vllm)."""
+    engine = Qwen35Engine(checkpoint, cpu_paths=False, **options)
+    for module in engine.model.modules():
+        if type(module).__name__ == "Qwen3_5VisionPatchEmbed":
+            module.forward = types.MethodType(patch_embed_forward, module)
+    return engine
+
+
 def _answers(engine: Qwen35Engine, requests: list[ChatRequest]) -> list[EngineResult]:
     engine.forget()
     return [engine.generate(request, top_logprobs=TOP, ignore_stop=True) for request in requests]
@@ -84,7 +98,7 @@ def _largest_gap(ours: EngineResult, theirs: EngineResult) -> float:
 
 def test_float32_steps_on_the_kept_state_match_transformers_code(float32_checkpoint: Path) -> None:
     fast = Qwen35Engine(float32_checkpoint, dtype="float32")
-    reference = Qwen35Engine(float32_checkpoint, dtype="float32", cpu_paths=False)
+    reference = _reference(float32_checkpoint, dtype="float32")
     assert any("causal convolution" in path for path in fast.paths) and reference.paths == []
     assert not any("oneDNN" in path for path in fast.paths)  # float32 keeps the stock products
     assert fast.static_decode and not reference.static_decode  # tokens decoded by qwen35_decode, not transformers
@@ -97,7 +111,7 @@ def test_float32_steps_on_the_kept_state_match_transformers_code(float32_checkpo
 @pytest.mark.parametrize("chunk", [1, 2, 5])
 def test_float32_prefill_in_short_chunks_matches_transformers_code(float32_checkpoint: Path, chunk: int) -> None:
     fast = Qwen35Engine(float32_checkpoint, dtype="float32", prefill_chunk=chunk, reuse=False)
-    reference = Qwen35Engine(float32_checkpoint, dtype="float32", prefill_chunk=chunk, reuse=False, cpu_paths=False)
+    reference = _reference(float32_checkpoint, dtype="float32", prefill_chunk=chunk, reuse=False)
     [ours], [theirs] = _answers(fast, [_short()]), _answers(reference, [_short()])
     assert _largest_gap(ours, theirs) <= FLOAT32_TOLERANCE
 
@@ -106,8 +120,24 @@ def test_float32_prefill_in_short_chunks_matches_transformers_code(float32_check
 def test_bfloat16_packed_products_give_transformers_tokens(tmp_path: Path) -> None:
     checkpoint = _checkpoint(tmp_path, "bfloat16")
     fast = Qwen35Engine(checkpoint, dtype="bfloat16")
-    reference = Qwen35Engine(checkpoint, dtype="bfloat16", cpu_paths=False)
+    reference = _reference(checkpoint, dtype="bfloat16")
     assert any("oneDNN" in path for path in fast.paths)
     ours, theirs = _answers(fast, _steps()), _answers(reference, _steps())
     for mine, reference_answer in zip(ours, theirs, strict=True):
         assert _largest_gap(mine, reference_answer) <= BF16_TOLERANCE
+
+
+def test_the_patch_embedding_product_is_the_convolution() -> None:
+    """transformers' Conv3d over non-overlapping patches and the product that replaces it on the CPU
+    (vLLM's way) give the same embeddings within float32 rounding."""
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5VisionPatchEmbed
+
+    torch.manual_seed(0)
+    embed = Qwen3_5VisionPatchEmbed(
+        types.SimpleNamespace(patch_size=16, temporal_patch_size=2, in_channels=3, hidden_size=96)
+    )
+    patches = torch.randn(300, 3 * 2 * 16 * 16)
+    with torch.inference_mode():
+        convolved, multiplied = embed(patches), patch_embed_forward(embed, patches)
+    assert multiplied.shape == convolved.shape == (300, 96)
+    assert torch.allclose(multiplied, convolved, rtol=1e-5, atol=1e-5)

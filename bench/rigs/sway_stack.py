@@ -261,6 +261,10 @@ class SwayStack:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=5)
+            # What outlives sway's own exit in its group: wlroots' XWayland launcher (a forked sway) and
+            # XWayland under it were left running after a SIGTERM that ended sway (seen with xwayland).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> SwayStack:

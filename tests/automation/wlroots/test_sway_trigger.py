@@ -70,18 +70,33 @@ def wait_for_line(path: Path, expected: str, timeout_s: float = WAIT_S) -> list[
     pytest.fail(f"{path.name} has no line {expected!r} within {timeout_s:g} s: {lines}", pytrace=False)
 
 
+def started_by(stack: SwayStack, module: str) -> list[int]:
+    """The processes running `module` with this stack's sway socket in their environment (sway's children)."""
+    found = []
+    for folder in Path("/proc").glob("[0-9]*"):
+        with suppress(OSError):
+            if module.encode() in (folder / "cmdline").read_bytes() and (
+                f"SWAYSOCK={stack.ipc_socket}".encode() in (folder / "environ").read_bytes().split(b"\0")
+            ):
+                found.append(int(folder.name))
+    return found
+
+
 @pytest.fixture
 def running_holodesk(sway_stack: SwayStack) -> Iterator[Path]:
     """The tray app's stand-in started by sway; yields the file it prints its events to."""
-    events, pid_file = sway_stack.home / "instance.log", sway_stack.home / "instance.pid"
+    events = sway_stack.home / "instance.log"
     server = python_module(sway_stack, "tests.support.instance_server")
-    sway_exec(sway_stack, f"cd {shlex.quote(os.getcwd())} && echo $$ > {pid_file} && exec {server} > {events} 2>&1")
+    sway_exec(sway_stack, f"cd {shlex.quote(os.getcwd())} && exec {server} > {events} 2>&1")
     try:
         wait_for_line(events, "listening")
         yield events
     finally:
-        with suppress(FileNotFoundError, ValueError, ProcessLookupError):
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)  # it ends on "stop"; this is for a failed test
+        # It ends on "stop"; after a failed test it is killed here (sway's stop does not reach it: sway
+        # starts each program in a session of its own).
+        for pid in started_by(sway_stack, "tests.support.instance_server"):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def press(stack: SwayStack, *keys: str) -> None:

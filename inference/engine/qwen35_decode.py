@@ -1,22 +1,23 @@
-"""Decoded tokens of the Qwen3.5 text model on static buffers, in a fraction of transformers' operator calls.
+"""Decoded tokens of the Qwen3.5 text model on static buffers, with fewer operator calls than transformers'.
 
-transformers' forward for one token (the model's wrappers, its masks, its cache's concatenations, a
-module call per piece) made about 9,500 torch operator calls a token on Holo3.1-0.8B's shapes: on a CPU
-10-30 us of dispatch each, on a GPU a kernel launch each (docs/performance.md). `StaticDecoder` takes
-the state a prefill left in transformers' `DynamicCache` once, into buffers that do not move:
+transformers' forward for one token builds masks, wraps outputs and concatenates each layer's cache
+(3,424 top-level torch operator calls a token on Holo3.1-0.8B's shapes; docs/performance.md).
+`StaticDecoder` takes the state a prefill left in transformers' `DynamicCache` once, into buffers
+that do not move:
 - each attention layer's keys and values, preallocated for the answer's whole length (no
   concatenation a token);
 - each Gated DeltaNet layer's convolution window and recurrent state (float32, as transformers keeps it).
-Then each token runs the layers' arithmetic directly: the same operations as transformers' code in
-its order (the norms, the gated attention with its partial M-RoPE, the convolution over the window,
-the gates, the delta rule, the gated norm, the MLP), on the modules' own weights. What differs, each
-only in float32's last bits:
+Then each token runs the layers' arithmetic directly (2,606 calls): the same operations as
+transformers' code in its order (the norms, the gated attention with its partial M-RoPE, the
+convolution over the window, the gates, the delta rule, the gated norm, the MLP), on the modules'
+own weights. What differs, each only in float32's last bits:
 - the delta rule's two reductions (the state read with the key and with the query) are batched
   products, not a multiply and a sum;
-- projections fused by `fuse_projections` (one product where transformers makes four or two).
-The prefill is untouched, and so is the kept state: the decoder copies out of the cache and never
-writes back (the engine snapshots the cache before decoding). Nothing here is specific to the CPU:
-on a GPU the same buffers are what a captured graph needs.
+- projections fused by `fuse_projections` (one product where transformers makes four or two), which
+  the prefill (qwen35_cpu's Gated DeltaNet forward and the MLPs) reads too.
+The kept state is untouched: the decoder copies out of the cache and never writes back (the engine
+snapshots the cache before decoding). Nothing here is specific to the CPU: on a GPU the same buffers
+are what a captured graph needs (not built: no GPU to test it on).
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from holodesk.inference.errors import BackendError
+
 _DELTANET = ("Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet")
 _MLP = ("Qwen3_5MLP", "Qwen3_5MoeMLP")
 
 
-class DecodeError(RuntimeError):
-    """The decoder was asked for more tokens than its buffers hold (a bug in the caller)."""
+class DecodeError(BackendError):
+    """The decoder was asked for more tokens than its buffers hold (a bug in the engine, said in words)."""
 
 
 def _fused(parts: list[nn.Linear]) -> nn.Linear:

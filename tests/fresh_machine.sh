@@ -27,6 +27,9 @@ command -v unshare >/dev/null || { echo "tests/fresh_machine.sh needs unshare: a
 if [ "${HOLODESK_FRESH_INSIDE:-}" != 1 ]; then
   # On the disk, not in memory: the environments the test command builds take several GB.
   fresh=$(mktemp -d "${HOLODESK_FRESH_ROOT:-/var/tmp}/holodesk-fresh.XXXXXX")
+  # A clone is readable by other users, as one in a home or /srv is (mktemp makes its folder 0700): as root,
+  # the sway tier's programs run as nobody and read it.
+  chmod 0755 "$fresh"
   [ "${HOLODESK_FRESH_KEEP:-}" = 1 ] || trap 'rm -rf "$fresh"' EXIT
   mkdir -p "$fresh/tmp" "$fresh/home/.config"
   [ -d "$HOME/.config/pip" ] && cp -r "$HOME/.config/pip" "$fresh/home/.config/pip"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -82,9 +83,30 @@ def started_by(stack: SwayStack, module: str) -> list[int]:
     return found
 
 
+def unreadable_by_others(paths: list[str]) -> list[str]:
+    """The folders on the way to `paths` that a user other than their owner cannot enter or read."""
+    blocked = []
+    for path in paths:
+        folder = Path(path).resolve()
+        for step in [*reversed(folder.parents), folder]:
+            mode = step.stat().st_mode
+            if not mode & stat.S_IXOTH or (step == folder and not mode & stat.S_IROTH):
+                blocked.append(str(step))
+                break
+    return blocked
+
+
 @pytest.fixture
 def running_holodesk(sway_stack: SwayStack) -> Iterator[Path]:
     """The tray app's stand-in started by sway; yields the file it prints its events to."""
+    if os.geteuid() == 0:
+        # sway's programs run as nobody here: they must read this checkout and its environment's packages.
+        blocked = unreadable_by_others([os.getcwd(), sysconfig.get_paths()["purelib"]])
+        if blocked:
+            pytest.skip(
+                f"as root, sway's programs run as nobody, who cannot enter {', '.join(blocked)}: "
+                "run from a checkout other users can read, or as an ordinary user"
+            )
     events = sway_stack.home / "instance.log"
     server = python_module(sway_stack, "tests.support.instance_server")
     sway_exec(sway_stack, f"cd {shlex.quote(os.getcwd())} && exec {server} > {events} 2>&1")

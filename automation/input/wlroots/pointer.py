@@ -48,7 +48,7 @@ from holodesk.automation.coords import Monitor, virtual_desktop
 from holodesk.automation.errors import ActionError, DesktopRefused
 from holodesk.automation.held_input import HeldInputMarker, MarkerUnavailable
 from holodesk.automation.input.primitives import drag_path
-from holodesk.automation.input.wlroots.wayland_link import display_name, read_globals, sync
+from holodesk.automation.input.wlroots.wayland_link import await_seat_capability, display_name, read_globals, sync
 
 if TYPE_CHECKING:
     from pywayland.client import Display
@@ -152,7 +152,9 @@ class WlrootsPointer:
             device = manager.create_virtual_pointer(seat)
             self._sync(display)
             if not had_pointer:
-                self._await_seat_pointer(display, capabilities)
+                await_seat_capability(
+                    display, capabilities, WL_SEAT_CAPABILITY_POINTER, "pointer", self.ack_timeout_s, WHAT
+                )
                 # Unobservable from here: the windows binding their pointers after the seat announced one.
                 time.sleep(self.bind_settle_s)
         except DesktopRefused as exc:
@@ -163,15 +165,6 @@ class WlrootsPointer:
             raise
         self._display, self._device = display, device
         log.info("wlroots virtual pointer open (the seat had a pointer before: %s)", had_pointer)
-
-    def _await_seat_pointer(self, display: Display, capabilities: list[int]) -> None:
-        deadline = time.monotonic() + self.ack_timeout_s
-        while not (capabilities and capabilities[-1] & WL_SEAT_CAPABILITY_POINTER):
-            if time.monotonic() > deadline:
-                raise DesktopRefused(
-                    f"the seat announced no pointer within {self.ack_timeout_s:g} s of the virtual pointer's creation"
-                )
-            self._sync(display)
 
     # -- sending --------------------------------------------------------------------------------------
 

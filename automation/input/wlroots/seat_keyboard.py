@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from holodesk.automation.cancel import CancelToken
 from holodesk.automation.errors import ActionError, DesktopRefused
 from holodesk.automation.input.wlroots.text_keymap import text_chunks
-from holodesk.automation.input.wlroots.wayland_link import display_name, read_globals, sync
+from holodesk.automation.input.wlroots.wayland_link import await_seat_capability, display_name, read_globals, sync
 
 if TYPE_CHECKING:
     from pywayland.client import Display
@@ -125,7 +125,9 @@ class SeatKeyboard:
             device = manager.create_virtual_keyboard(seat)
             self._send_keymap(device, display, KEYMAP)
             if not had_keyboard:
-                self._await_seat_keyboard(display, capabilities)
+                await_seat_capability(
+                    display, capabilities, WL_SEAT_CAPABILITY_KEYBOARD, "keyboard", self.ack_timeout_s, WHAT
+                )
                 # Unobservable from here: the programs binding their keyboards after the seat announced one.
                 time.sleep(self.bind_settle_s)
         except DesktopRefused as exc:
@@ -136,15 +138,6 @@ class SeatKeyboard:
             raise
         self._display, self._device = display, device
         log.info("wlroots seat keyboard open (the seat had a keyboard before: %s)", had_keyboard)
-
-    def _await_seat_keyboard(self, display: Display, capabilities: list[int]) -> None:
-        deadline = time.monotonic() + self.ack_timeout_s
-        while not (capabilities and capabilities[-1] & WL_SEAT_CAPABILITY_KEYBOARD):
-            if time.monotonic() > deadline:
-                raise DesktopRefused(
-                    f"the seat announced no keyboard within {self.ack_timeout_s:g} s of the virtual keyboard's creation"
-                )
-            sync(display, self.ack_timeout_s, WHAT)
 
     # -- typing ---------------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """The Wayland client plumbing the wlroots devices share (virtual pointer, seat keyboard): the display's
-name, a bounded round trip, and the compositor's globals. pywayland is imported by the callers."""
+name, a bounded round trip, the compositor's globals, and the wait for the seat to announce a device.
+pywayland is imported by the callers."""
 
 from __future__ import annotations
 
@@ -59,3 +60,18 @@ def read_globals(display: Display, timeout_s: float, what: str) -> tuple[WlRegis
     registry.dispatcher["global"] = on_global
     sync(display, timeout_s, what)
     return registry, found
+
+
+def await_seat_capability(
+    display: Display, capabilities: list[int], capability: int, device: str, timeout_s: float, what: str
+) -> None:
+    """Round trips until the seat's latest capabilities event (`capabilities`, filled by the seat's
+    handler) holds `capability`: after a virtual `device` ("keyboard", "pointer") was created on a seat
+    that had none. DesktopRefused in words after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not (capabilities and capabilities[-1] & capability):
+        if time.monotonic() > deadline:
+            raise DesktopRefused(
+                f"the seat announced no {device} within {timeout_s:g} s of the virtual {device}'s creation"
+            )
+        sync(display, timeout_s, what)

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from holodesk.inference.engine.qwen35_decode import fuse_projections
+from holodesk.inference.engine.qwen35_decode import fuse_projections, modeling_of
 
 PACKED_ROWS = 4
 # Prefill chunk on the CPU: the delta rule's and the convolution's float32 intermediates of a 256-token
@@ -124,7 +124,7 @@ def gated_deltanet_forward(
     function, looked up in the layer's module so that installed kernels still apply) are the
     original's, in its order.
     """
-    modeling = _modeling(self)
+    modeling = modeling_of(self)
     hidden_states = modeling.apply_mask_to_padding_states(hidden_states, attention_mask)
     batch_size, seq_len, _ = hidden_states.shape
     use_precomputed_states = cache_params is not None and cache_params.has_previous_state(self.layer_idx, state_idx=0)
@@ -211,7 +211,7 @@ def attention_forward(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """transformers' `Qwen3_5Attention.forward` (5.19, its sdpa path) with `grouped_attention`."""
-    modeling = _modeling(self)
+    modeling = modeling_of(self)
     input_shape = hidden_states.shape[:-1]
     hidden_shape = (*input_shape, -1, self.head_dim)
     query, gate = torch.chunk(self.q_proj(hidden_states).view(*input_shape, -1, self.head_dim * 2), 2, dim=-1)
@@ -226,12 +226,6 @@ def attention_forward(
     out = grouped_attention(query, key, value, attention_mask, self.scaling).transpose(1, 2).contiguous()
     out = out.reshape(*input_shape, -1).contiguous() * torch.sigmoid(gate)
     return self.o_proj(out), None
-
-
-def _modeling(layer: nn.Module) -> Any:
-    import sys
-
-    return sys.modules[type(layer).__module__]
 
 
 class PackedLinear(nn.Module):

@@ -85,7 +85,8 @@ def fuse_projections(model: nn.Module) -> tuple[int, int]:
     return deltanets, mlps
 
 
-def _modeling(layer: nn.Module) -> Any:
+def modeling_of(layer: nn.Module) -> Any:
+    """The transformers module `layer`'s class comes from (qwen3_5 or qwen3_5_moe): its own functions."""
     return sys.modules[type(layer).__module__]
 
 
@@ -93,10 +94,6 @@ def _rms(x: torch.Tensor, scale: torch.Tensor, eps: float) -> torch.Tensor:
     """Qwen3.5's RMSNorm with its (1 + weight) already in float32 as `scale`: transformers' operations."""
     x32 = x.float()
     return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps) * scale).type_as(x)
-
-
-def _l2norm(x: torch.Tensor) -> torch.Tensor:
-    return x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + 1e-6)
 
 
 class _Attention:
@@ -113,7 +110,7 @@ class _Attention:
         self.values = values.new_empty(shape)
         self.keys[..., : self.length, :] = keys
         self.values[..., : self.length, :] = values
-        self.rotary = _modeling(attention).apply_rotary_pos_emb
+        self.rotary = modeling_of(attention).apply_rotary_pos_emb
         self.q_scale = 1.0 + attention.q_norm.weight.float()
         self.k_scale = 1.0 + attention.k_norm.weight.float()
         self.eps = float(attention.q_norm.eps)
@@ -157,6 +154,7 @@ class _DeltaNet:
         self.decay_rate = -deltanet.A_log.float().exp()
         self.repeat = deltanet.num_v_heads // deltanet.num_k_heads
         self.scale = 1 / (deltanet.head_k_dim**0.5)  # as transformers writes it (the same float)
+        self.l2norm = modeling_of(deltanet).l2norm
 
     def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """The layer's output for one token `x` [1, 1, hidden] (no positions: the state carries the order)."""
@@ -179,8 +177,8 @@ class _DeltaNet:
         beta = b.sigmoid().reshape(1, -1, 1).to(torch.float32)
         g = self.decay_rate * F.softplus(a.float() + d.dt_bias)
         # The delta rule for one token (transformers' torch_recurrent_gated_delta_rule), the state in place.
-        q = _l2norm(query.to(torch.float32)) * self.scale
-        k = _l2norm(key.to(torch.float32))
+        q = self.l2norm(query.to(torch.float32), dim=-1, eps=1e-6) * self.scale
+        k = self.l2norm(key.to(torch.float32), dim=-1, eps=1e-6)
         self.state.mul_(g.reshape(1, -1, 1, 1).exp())
         remembered = torch.matmul(k.unsqueeze(-2), self.state).squeeze(-2)
         delta = (value.to(torch.float32) - remembered) * beta

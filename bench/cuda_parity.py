@@ -82,6 +82,8 @@ def _run(checkpoint: Path, device: str, dtype: str, tokens: int, family: str = "
         if family == "holotron"
         else Qwen35Engine(checkpoint, device=device, dtype=dtype)
     )
+    if device == "cuda":
+        print(f"  {family} on cuda {dtype}: " + ("; ".join(engine.paths) or "transformers' own code"), file=sys.stderr)
     answers = []
     for request in _requests(tokens):
         result = engine.generate(request, top_logprobs=1, ignore_stop=True)

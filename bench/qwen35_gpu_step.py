@@ -41,16 +41,18 @@ def _request(history: int) -> Any:
     return request
 
 
-def measure(checkpoint: Path, device: str, new_tokens: int) -> list[dict[str, Any]]:
-    """One row per history: prompt tokens, prefill tokens/s, ms per new token, peak memory (CUDA's allocator)."""
+def measure(checkpoint: Path, device: str, new_tokens: int, reference: bool = False) -> list[dict[str, Any]]:
+    """One row per history: prompt tokens, prefill tokens/s, ms per new token, peak memory (CUDA's allocator).
+    `reference`: transformers' code everywhere (the engine's `cpu_paths=False`), for the side-by-side."""
     import torch
 
     # heavy: torch
     from holodesk.inference.engine.qwen35 import Qwen35Engine
 
     loaded_at = time.perf_counter()
-    engine = Qwen35Engine(checkpoint, device=device, dtype="bfloat16", reuse=False)
+    engine = Qwen35Engine(checkpoint, device=device, dtype="bfloat16", reuse=False, cpu_paths=not reference)
     load_s = time.perf_counter() - loaded_at
+    print("paths: " + ("; ".join(engine.paths) or "transformers' own code"), file=sys.stderr)
     rows = []
     for round_number in range(2):
         for history in HISTORIES:
@@ -81,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--new-tokens", type=int, default=NEW_TOKENS)
     parser.add_argument("--output", type=Path, help="also write the JSON report here")
+    parser.add_argument("--reference", action="store_true", help="transformers' code everywhere (no fast paths)")
     arguments = parser.parse_args(argv)
     import torch
 
@@ -92,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as folder:
         checkpoint = build_qwen35_tiny(Path(folder) / "checkpoint", variant=arguments.variant)
-        rows = measure(checkpoint, arguments.device, arguments.new_tokens)
+        rows = measure(checkpoint, arguments.device, arguments.new_tokens, arguments.reference)
     name = torch.cuda.get_device_name(0) if arguments.device.startswith("cuda") else "cpu"
     print(
         f"{arguments.variant} on {name}, {arguments.new_tokens} new tokens, {SCREEN[0]}x{SCREEN[1]}:", file=sys.stderr
@@ -105,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f" {row['decode_ms_per_token']:>15.1f} | {row['step_s']:>6.2f} | {peak:>8}",
             file=sys.stderr,
         )
-    text = json.dumps({"device": name, "variant": arguments.variant, "rows": rows})
+    text = json.dumps({"device": name, "variant": arguments.variant, "reference": arguments.reference, "rows": rows})
     if arguments.output is not None:
         arguments.output.write_text(text + "\n", encoding="utf-8")
     print(text)

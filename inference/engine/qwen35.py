@@ -44,7 +44,8 @@ from PIL import Image
 
 from holodesk.inference.control_text import neutral_messages
 from holodesk.inference.engine.qwen35_cpu import CPU_PREFILL_CHUNK, accelerate
-from holodesk.inference.engine.qwen35_decode import StaticDecoder
+from holodesk.inference.engine.qwen35_cuda import accelerate_cuda
+from holodesk.inference.engine.qwen35_decode import CudaGraphDecoder, StaticDecoder
 from holodesk.inference.engine.qwen_tool_calls import parsed_tool_calls
 from holodesk.inference.engine.runner import (
     EngineResult,
@@ -68,6 +69,9 @@ TURN_START = "<|im_start|>"
 # Tensors of the checkpoint that no step reads: the multi-token-prediction head (speculative decoding).
 _UNUSED_PREFIXES = ("mtp.",)
 _log = logging.getLogger(__name__)
+# A captured decoder's buffers hold a multiple of this many tokens: an answer that fits replays the last
+# graph instead of capturing one (masked slots cost little on a GPU).
+GRAPH_CAPACITY_STEP = 2048
 
 
 def checkpoint_model_type(path: str | Path) -> str | None:
@@ -261,19 +265,30 @@ class Qwen35Engine:
             raise ModelLoadError(f"the tokenizer of {self.path} has no {TURN_START} token: it is not Qwen's")
         self.turn_id = turn_id
         self.model = load_qwen35(self.path, self.device, self.dtype, attention)
-        # What runs, for the log and for tests: the CPU's faster paths (qwen35_cpu), or transformers' code.
-        self.paths = accelerate(self.model, self.device, attention) if cpu_paths else []
-        # Decoded tokens on static buffers (qwen35_decode) where the CPU paths run: they read the fused
-        # projections those put in place. Elsewhere transformers' forward decodes (not measured on a GPU).
+        # What runs, for the log and for tests: the CPU's faster paths (qwen35_cpu), the GPU's (qwen35_cuda),
+        # or transformers' code (`cpu_paths=False`, the reference).
+        self.paths = []
+        if cpu_paths:
+            self.paths = (
+                accelerate_cuda(self.model)
+                if self.device.type == "cuda"
+                else accelerate(self.model, self.device, attention)
+            )
+        # Decoded tokens on static buffers (qwen35_decode) where those paths run: they read the fused
+        # projections the paths put in place; on a GPU each token is one CUDA graph replay.
         self.static_decode = bool(self.paths)
-        if self.static_decode:
+        self.graphs = self.static_decode and self.device.type == "cuda"
+        if self.graphs:
+            self.paths.append("decoded tokens as one CUDA graph replay each, on static buffers")
+        elif self.static_decode:
             self.paths.append("decoded tokens on static buffers, a few operator calls a layer")
-        if self.paths and prefill_chunk > CPU_PREFILL_CHUNK:
+        if self.paths and self.device.type == "cpu" and prefill_chunk > CPU_PREFILL_CHUNK:
             self.prefill_chunk = CPU_PREFILL_CHUNK
             self.paths.append(f"prefill in chunks of {CPU_PREFILL_CHUNK} tokens")
         _log.info("Qwen3.5 engine on %s: %s", self.device, "; ".join(self.paths) or "transformers' own code")
         self.merge = int(self.model.config.vision_config.spatial_merge_size)
         self._saved: list[_Saved] = []
+        self._graphed: CudaGraphDecoder | None = None
         self._pixels: OrderedDict[str, _Pixels] = OrderedDict()
         self._image_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
         self.image_cache_size = 8
@@ -508,12 +523,30 @@ class Qwen35Engine:
 
     def _static_next_logits(self, cache: Any, prompt: QwenPrompt, limit: int) -> Callable[[int, int], torch.Tensor]:
         """Decoded tokens on static buffers (qwen35_decode), from the state the prefill left in `cache`."""
-        decoder = StaticDecoder(self.model, cache, len(prompt.ids) + limit)
+        needed = len(prompt.ids) + limit
+        step = self._graph_step(cache, needed) if self.graphs else StaticDecoder(self.model, cache, needed).step
 
-        def next_logits(token: int, step: int) -> torch.Tensor:
-            return decoder.step(token, prompt.next_position + step)
+        def next_logits(token: int, step_index: int) -> torch.Tensor:
+            return step(token, prompt.next_position + step_index)
 
         return next_logits
+
+    def _graph_step(self, cache: Any, needed: int) -> Callable[[int, int], torch.Tensor]:
+        """The captured decoder's step from `cache`: the last one where its buffers hold `needed` tokens, else
+        one captured now for a capacity rounded up (so that the next answers replay it too)."""
+        if self._graphed is not None and self._graphed.decoder.capacity >= needed:
+            self._graphed.rebind(cache)
+            return self._graphed.step
+        self._graphed = None  # its buffers and graph memory go before the next are made
+        decoder = StaticDecoder(self.model, cache, -(-needed // GRAPH_CAPACITY_STEP) * GRAPH_CAPACITY_STEP)
+        try:
+            self._graphed = CudaGraphDecoder(decoder)
+        except RuntimeError as exc:  # a layer that cannot be captured (a host sync in it): eager, said once
+            self.graphs = False
+            decoder.load()
+            _log.warning("decoding without CUDA graphs from now on: the capture failed (%s)", exc)
+            return decoder.step
+        return self._graphed.step
 
     def _transformers_next_logits(self, cache: Any, prompt: QwenPrompt) -> Callable[[int, int], torch.Tensor]:
         """Decoded tokens through transformers' own forward (the reference: `cpu_paths=False`)."""

@@ -97,42 +97,50 @@ def _rms(x: torch.Tensor, scale: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 class _Attention:
-    """A full-attention layer's keys and values, preallocated, and its decode arithmetic."""
+    """A full-attention layer's keys and values, preallocated, and its decode arithmetic on static shapes.
+
+    The token's key and value go to the slot the decoder's `slot` tensor names, and the query attends to
+    every slot up to it through a mask: no shape depends on how many tokens were decoded, so the step can
+    be captured once as a CUDA graph. The slots after it hold zeros and are masked out.
+    """
 
     def __init__(self, attention: Any, cache_layer: Any, capacity: int) -> None:
         self.module = attention
-        keys, values = cache_layer.keys, cache_layer.values
-        self.length = int(keys.shape[-2])
-        if capacity < self.length:
-            raise DecodeError(f"capacity {capacity} is below the {self.length} tokens already cached")
+        self.cache_layer = cache_layer
+        keys = cache_layer.keys
+        self.length = 0
         shape = (*keys.shape[:-2], capacity, keys.shape[-1])
-        self.keys = keys.new_empty(shape)
-        self.values = values.new_empty(shape)
-        self.keys[..., : self.length, :] = keys
-        self.values[..., : self.length, :] = values
+        self.keys = keys.new_zeros(shape)
+        self.values = keys.new_zeros(shape)
         self.rotary = modeling_of(attention).apply_rotary_pos_emb
         self.q_scale = 1.0 + attention.q_norm.weight.float()
         self.k_scale = 1.0 + attention.k_norm.weight.float()
         self.eps = float(attention.q_norm.eps)
 
-    def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def load(self) -> None:
+        """The prefill's keys and values into the buffers (the slots after them are written as decoded, and
+        masked out until then: what an earlier answer left there is never seen)."""
+        self.length = int(self.cache_layer.keys.shape[-2])
+        if self.length > self.keys.shape[-2]:
+            raise DecodeError(f"capacity {self.keys.shape[-2]} is below the {self.length} tokens already cached")
+        self.keys[..., : self.length, :] = self.cache_layer.keys
+        self.values[..., : self.length, :] = self.cache_layer.values
+
+    def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inputs: _Inputs) -> torch.Tensor:
         """The layer's output for one token `x` [1, 1, hidden] at the rotary angles `cos`, `sin`."""
         a = self.module
-        if self.length >= self.keys.shape[-2]:
-            raise DecodeError(f"the decoder's buffers hold {self.keys.shape[-2]} tokens; one more was asked")
         query, gate = a.q_proj(x).view(1, 1, -1, a.head_dim * 2).chunk(2, dim=-1)
         query = _rms(query, self.q_scale, self.eps).transpose(1, 2)
         key = _rms(a.k_proj(x).view(1, 1, -1, a.head_dim), self.k_scale, self.eps).transpose(1, 2)
         value = a.v_proj(x).view(1, 1, -1, a.head_dim).transpose(1, 2)
         query, key = self.rotary(query, key, cos, sin)
-        at = self.length
-        self.keys[..., at : at + 1, :] = key
-        self.values[..., at : at + 1, :] = value
-        self.length = at + 1
+        self.keys.index_copy_(-2, inputs.slot, key)
+        self.values.index_copy_(-2, inputs.slot, value)
         out = F.scaled_dot_product_attention(
             query,
-            self.keys[..., : self.length, :],
-            self.values[..., : self.length, :],
+            self.keys,
+            self.values,
+            attn_mask=inputs.visible,
             scale=a.scaling,
             enable_gqa=a.num_key_value_groups > 1,
         )
@@ -145,6 +153,7 @@ class _DeltaNet:
 
     def __init__(self, deltanet: Any, cache_layer: Any) -> None:
         self.module = deltanet
+        self.cache_layer = cache_layer
         # [1, channels, K] in the cache (the last K columns); kept here as [1, K, channels], the layout
         # the projections give a column in.
         self.window = cache_layer.conv_states[0].transpose(1, 2).clone(memory_format=torch.contiguous_format)
@@ -156,7 +165,12 @@ class _DeltaNet:
         self.scale = 1 / (deltanet.head_k_dim**0.5)  # as transformers writes it (the same float)
         self.l2norm = modeling_of(deltanet).l2norm
 
-    def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def load(self) -> None:
+        """The prefill's convolution window and recurrent state into the buffers."""
+        self.window.copy_(self.cache_layer.conv_states[0].transpose(1, 2))
+        self.state.copy_(self.cache_layer.recurrent_states[0])
+
+    def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inputs: _Inputs) -> torch.Tensor:
         """The layer's output for one token `x` [1, 1, hidden] (no positions: the state carries the order)."""
         d = self.module
         mixed, z, b, a = d.in_proj_all(x).split(d.in_proj_sizes, dim=-1)
@@ -189,7 +203,11 @@ class _DeltaNet:
 
 
 class StaticDecoder:
-    """One answer's decoded tokens after a prefill into `cache`, for at most `capacity` tokens in all."""
+    """One answer's decoded tokens after a prefill into `cache`, for at most `capacity` tokens in all.
+
+    `forward` reads its token and positions from tensors that `step` fills and returns logits of a fixed
+    shape: the same work whatever the step, as a captured CUDA graph needs (`CudaGraphDecoder`).
+    """
 
     def __init__(self, model: Any, cache: Any, capacity: int) -> None:
         text = model.model.language_model
@@ -198,6 +216,7 @@ class StaticDecoder:
         self.head = model.lm_head
         self.final_scale = 1.0 + text.norm.weight.float()
         self.eps = float(text.norm.eps)
+        self.capacity = capacity
         self.layers: list[tuple[Any, _Attention | _DeltaNet, torch.Tensor, torch.Tensor]] = []
         for index, layer in enumerate(text.layers):
             mixer: _Attention | _DeltaNet
@@ -207,14 +226,94 @@ class StaticDecoder:
                 mixer = _DeltaNet(layer.linear_attn, cache.layers[index])
             scales = (1.0 + layer.input_layernorm.weight.float(), 1.0 + layer.post_attention_layernorm.weight.float())
             self.layers.append((layer, mixer, *scales))
+        self.prefilled = self.decoded = 0
+        self.load()
+        self.inputs = _Inputs(self.final_scale.device, capacity, self.prefilled)
 
-    def step(self, token: int, position: int) -> torch.Tensor:
-        """The logits [1, vocab] after `token`, decoded at M-RoPE position `position` (all three axes)."""
-        device = self.final_scale.device
-        hidden = self.embed(torch.tensor([[token]], device=device))
-        cos, sin = self.rotary(hidden, torch.full((3, 1, 1), position, device=device))
+    def load(self) -> None:
+        """Every layer's state as the prefill left it (before the first token, or after warm-up runs)."""
+        for _, mixer, _, _ in self.layers:
+            mixer.load()
+        # The tokens in the cache: every attention layer holds one key per token (the DeltaNet layers' state
+        # does not count them).
+        self.prefilled = next((m.length for _, m, _, _ in self.layers if isinstance(m, _Attention)), 0)
+        self.decoded = 0
+
+    def rebind(self, cache: Any) -> None:
+        """Decode from another prefill's `cache` in the same buffers (a captured graph stays valid)."""
+        for index, (_, mixer, _, _) in enumerate(self.layers):
+            mixer.cache_layer = cache.layers[index]
+        self.load()
+
+    def forward(self) -> torch.Tensor:
+        """The logits [1, vocab] after the token in `inputs`, each layer's state advanced by it."""
+        hidden = self.embed(self.inputs.token)
+        cos, sin = self.rotary(hidden, self.inputs.position)
         for layer, mixer, before, after in self.layers:
             normed = _rms(hidden, before, self.eps)
-            hidden = hidden + mixer(normed, cos, sin)
+            hidden = hidden + mixer(normed, cos, sin, self.inputs)
             hidden = hidden + layer.mlp(_rms(hidden, after, self.eps))
         return self.head(_rms(hidden, self.final_scale, self.eps))[:, -1]
+
+    def place(self, token: int, position: int) -> None:
+        """Set the next token, its M-RoPE position (all three axes) and its slot, after the tokens decoded so far."""
+        slot = self.prefilled + self.decoded
+        if slot >= self.capacity:
+            raise DecodeError(f"the decoder's buffers hold {self.capacity} tokens; one more was asked")
+        self.inputs.set(token, position, slot)
+        self.decoded += 1
+
+    def step(self, token: int, position: int) -> torch.Tensor:
+        """The logits [1, vocab] after `token`, decoded at M-RoPE position `position`."""
+        self.place(token, position)
+        return self.forward()
+
+
+class _Inputs:
+    """A decoded token's inputs as tensors that stay where they are: the token, its M-RoPE position, the
+    cache slot its key and value go to, and which slots it sees."""
+
+    def __init__(self, device: torch.device, capacity: int, prefilled: int) -> None:
+        self.token = torch.zeros((1, 1), dtype=torch.long, device=device)
+        self.position = torch.zeros((3, 1, 1), dtype=torch.long, device=device)
+        self.slot = torch.full((1,), prefilled, dtype=torch.long, device=device)
+        self.slots = torch.arange(capacity, device=device).view(1, 1, 1, capacity)  # as the attention's mask
+        self.visible = self.slots <= self.slot
+
+    def set(self, token: int, position: int, slot: int) -> None:
+        self.token.fill_(token)
+        self.position.fill_(position)
+        self.slot.fill_(slot)
+        torch.le(self.slots, self.slot, out=self.visible)
+
+
+class CudaGraphDecoder:
+    """A `StaticDecoder`'s forward captured once as a CUDA graph, replayed for each token.
+
+    One replay launches the whole step (hundreds of kernels) at once: the host no longer paces the GPU.
+    Capturing needs warm-up runs first (cuBLAS and Triton set themselves up outside a capture); they
+    advance the state, which is then loaded again from the prefill's cache.
+    """
+
+    def __init__(self, decoder: StaticDecoder, warmups: int = 2) -> None:
+        self.decoder = decoder
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(warmups):
+                decoder.forward()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.logits = decoder.forward()
+        decoder.load()
+
+    def rebind(self, cache: Any) -> None:
+        """Decode from another prefill's `cache`, replaying the same graph."""
+        self.decoder.rebind(cache)
+
+    def step(self, token: int, position: int) -> torch.Tensor:
+        """The logits [1, vocab] after `token` (a view of the graph's output: read it before the next step)."""
+        self.decoder.place(token, position)
+        self.graph.replay()
+        return self.logits

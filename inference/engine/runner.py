@@ -26,6 +26,7 @@ import copy
 import hashlib
 import itertools
 import json
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -36,6 +37,7 @@ from typing import Any
 import torch
 from PIL import Image
 
+from holodesk.inference.engine.kernels import bind_kernels
 from holodesk.inference.engine.model import HolotronModel, load_model
 from holodesk.inference.engine.omni_images import PatchGrid, embed_image, image_pixels, patch_grids
 from holodesk.inference.engine.prompt import PromptTokens, tokenize_request
@@ -45,6 +47,8 @@ from holodesk.inference.errors import BackendError, ModelLoadError
 from holodesk.inference.policy import StepTimings
 from holodesk.inference.profiles.base import ChatRequest
 from holodesk.inference.tiling import TilingSpec, choose_grid
+
+_log = logging.getLogger(__name__)
 
 
 class GenerationCancelled(BackendError):
@@ -224,6 +228,10 @@ class Engine:
         image_tags = {self.tokenizer.convert_tokens_to_ids(tag) for tag in ("<image>", "<img>", "</img>")}
         self._turn_ids = {i for i in self.tokenizer.all_special_ids if i not in image_tags}
         self.model: HolotronModel = load_model(self.spec, self.device, self.dtype, attention)
+        # mamba-ssm's Triton kernels in the Mamba-2 layers on a GPU (kernels.py): what runs, for the log.
+        self.paths = bind_kernels(self.model, self.device.type)
+        if self.paths:
+            _log.info("Holotron engine on %s: %s", self.device, "; ".join(self.paths))
         self._saved: list[_Saved] = []
         # Image embeddings by screenshot fingerprint, most recently used last.
         self._image_cache: OrderedDict[str, torch.Tensor] = OrderedDict()

@@ -107,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cuda_parity", description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=48, help="tokens decoded per request")
     parser.add_argument("--output", type=Path, help="also write the JSON report here")
+    parser.add_argument("--family", choices=("holotron", "qwen3.5"), help="only this family's checkpoints")
     arguments = parser.parse_args(argv)
     import torch
 
@@ -116,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {"device": torch.cuda.get_device_name(0), "tokens": arguments.tokens, "checkpoints": {}}
     with tempfile.TemporaryDirectory() as folder:
         for label, family, variant in CHECKPOINTS:
+            if arguments.family not in (None, family):
+                continue
             checkpoint = _build(family, variant, Path(folder) / label.replace(" ", "-"))
             reference = _run(checkpoint, "cpu", "float32", arguments.tokens, family)
             results = {

@@ -20,6 +20,7 @@
 #    bench.gpu_step on it with mamba-ssm's Triton kernels and without them;
 # 5. tiling: the tiler's CUDA test (the one test the CPU suite skips).
 # PARTs (parity, qwen, holotron, tiling) choose some; none runs them all. Each part's log goes to $OUT.
+# PARITY_FAMILY=holotron or qwen3.5 limits the parity part to one family.
 set -uo pipefail
 out=${OUT:-/tmp/gpu-check}
 mkdir -p "$out"
@@ -55,7 +56,7 @@ parts="$*"
 quiet='^{\|^\[transformers\]\|Loading weights\|falling back'
 
 if wants parity; then
-    timeout 200 python3 -m bench.cuda_parity --output "$out/cuda_parity.json" 2>&1 | grep -v "$quiet" | tee "$out/parity.log"
+    timeout 200 python3 -m bench.cuda_parity ${PARITY_FAMILY:+--family "$PARITY_FAMILY"} --output "$out/cuda_parity.json" 2>&1 | grep -v "$quiet" | tee "$out/parity.log"
 fi
 if wants qwen; then
     for how in fast reference; do

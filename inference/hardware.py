@@ -51,10 +51,11 @@ class KernelStatus:
     version: str | None
     importable: bool
     error: str | None = None
+    build: str = "compiled"  # mamba-ssm: "Triton" where its compiled part is absent and its Triton kernels load
 
     def describe(self) -> str:
         if self.importable:
-            return f"{self.package} {self.version or '(unknown version)'}: ok"
+            return f"{self.package} {self.version or '(unknown version)'}: ok ({self.build} kernels)"
         installed = f"{self.version} installed but " if self.version else ""
         return f"{self.package}: {installed}not usable ({self.error})"
 
@@ -63,6 +64,8 @@ class MambaPath(enum.Enum):
     """Which implementation the Mamba layers will run."""
 
     FAST_CUDA = "fast CUDA kernels"
+    # mamba-ssm's kernels load (Triton, or compiled) but causal-conv1d does not: PyTorch's convolution beside them.
+    KERNELS_NO_CONV = "mamba-ssm's kernels, PyTorch's convolution (causal-conv1d missing)"
     # mamba-ssm's RMSNorm imports but the scan kernels or causal-conv1d do not: the layers' PyTorch scan on the GPU.
     SLOW_TORCH = "PyTorch scan on the GPU (scan kernels missing)"
     # No CUDA GPU: the engine's PyTorch path on the CPU; fine for a tiny checkpoint, minutes a step for Holotron-12B.
@@ -137,6 +140,12 @@ def probe_kernel(package: str) -> KernelStatus:
         raise ValueError(f"unknown kernel package {package!r}; expected one of {sorted(_KERNEL_SYMBOLS)}")
     _, symbols = _KERNEL_SYMBOLS[package]
     version = _distribution_version(package)
+    if package == "mamba-ssm":
+        # heavy: torch and Triton; the engine loads mamba-ssm this way (without its compiled part if absent)
+        from holodesk.inference.engine.kernels import load_mamba
+
+        load = load_mamba()
+        return KernelStatus(package, version, load.loaded, None if load.loaded else load.how, load.how)
     try:
         for module_name, symbol in symbols:
             module = importlib.import_module(module_name)
@@ -195,6 +204,8 @@ def mamba_path(devices: Sequence[CudaDevice], kernels: Sequence[KernelStatus]) -
         return MambaPath.CPU
     if kernels and all(kernel.importable for kernel in kernels):
         return MambaPath.FAST_CUDA
+    if any(kernel.package == "mamba-ssm" and kernel.importable for kernel in kernels):
+        return MambaPath.KERNELS_NO_CONV
     return MambaPath.SLOW_TORCH
 
 
@@ -202,6 +213,13 @@ def verdict(path: MambaPath, devices: Sequence[CudaDevice], kernels: Sequence[Ke
     """One line for doctor: which path will run, and what to do about it."""
     if path is MambaPath.FAST_CUDA:
         return f"Mamba layers will use the fast CUDA kernels on {devices[0].label}."
+    if path is MambaPath.KERNELS_NO_CONV:
+        build = next(kernel.build for kernel in kernels if kernel.package == "mamba-ssm")
+        return (
+            f"Mamba layers will use mamba-ssm's {build} kernels on {devices[0].label}, and PyTorch's convolution"
+            " (causal-conv1d is not usable; where a CUDA compiler exists, pip install --no-build-isolation"
+            ' "holodesk[cuda]" adds it).'
+        )
     if path is MambaPath.SLOW_TORCH:
         missing = ", ".join(kernel.package for kernel in kernels if not kernel.importable) or "the kernels"
         return (

@@ -82,7 +82,7 @@ def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
             kernel.describe(),
             fix='pip install --no-build-isolation ".[cuda]"' if report.devices and not kernel.importable else "",
         )
-    slow = report.path is not MambaPath.FAST_CUDA
+    slow = report.path is MambaPath.SLOW_TORCH
     yield CheckResult("mamba path", Status.WARN if slow else Status.OK, report.verdict)
     if not report.torch.error and (options.device == "cpu" or not report.devices):
         yield check_cpu_paths()

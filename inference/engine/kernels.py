@@ -9,8 +9,9 @@ never call. So the engine loads the kernels itself, after the model is loaded:
 - mamba-ssm's Triton modules are imported with the package registered but its `__init__` not run
   (the compiled build, where present, imports normally and is used the same way);
 - each kernel replaces the function of the layers' transformers module that the layer's forward calls,
-  through an adapter that runs the kernel on CUDA tensors only and the original function otherwise
-  (a CPU model in the same process keeps transformers' code);
+  through an adapter that runs the kernel on CUDA tensors only and transformers' PyTorch reference
+  otherwise. That holds on the CPU too: where the package imports, transformers has bound the kernel
+  itself, for every device, and a CPU tensor would reach a Triton kernel;
 - what was bound, or why not, is said in words for the log and for `holodesk doctor`.
 """
 
@@ -83,18 +84,15 @@ def load_mamba() -> KernelLoad:
             return KernelLoad("mamba-ssm", {}, "mamba-ssm is not installed")
         combined = importlib.import_module("mamba_ssm.ops.triton.ssd_combined")
         update = importlib.import_module("mamba_ssm.ops.triton.selective_state_update")
-    except Exception as exc:  # ImportError, or Triton's own errors (no GPU driver, a version mismatch)
+        functions = {
+            "mamba2_chunk_scan": combined.mamba_chunk_scan_combined,
+            "mamba2_selective_state_update": update.selective_state_update,
+        }
+    except Exception as exc:  # ImportError, AttributeError, or Triton's own errors (no GPU driver, a version mismatch)
         _forget_mamba()
         return KernelLoad("mamba-ssm", {}, _one_line(exc))
     compiled = importlib.util.find_spec("selective_scan_cuda") is not None
-    return KernelLoad(
-        "mamba-ssm",
-        {
-            "mamba2_chunk_scan": combined.mamba_chunk_scan_combined,
-            "mamba2_selective_state_update": update.selective_state_update,
-        },
-        "compiled" if compiled else "Triton",
-    )
+    return KernelLoad("mamba-ssm", functions, "compiled" if compiled else "Triton")
 
 
 def load_fla() -> KernelLoad:
@@ -128,7 +126,7 @@ def on_device(kernel: Function, original: Function, device_type: str = "cuda") -
     return call
 
 
-# transformers' own function for each (module, name) replaced, so that binding twice wraps it, not an adapter.
+# transformers' PyTorch reference for each (module, name) replaced, so that binding twice wraps it, not an adapter.
 _ORIGINALS: dict[tuple[str, str], Callable[..., Any]] = {}
 
 
@@ -137,17 +135,16 @@ def bind(layers: list[nn.Module], load: KernelLoad, device_type: str = "cuda") -
     modules = {type(layer).__module__: sys.modules[type(layer).__module__] for layer in layers}
     for module in modules.values():
         for name, kernel in load.functions.items():
-            original = _ORIGINALS.setdefault((module.__name__, name), getattr(module, name))
+            # transformers' binding wraps its PyTorch function with functools.wraps: unwrap reaches it
+            original = _ORIGINALS.setdefault((module.__name__, name), inspect.unwrap(getattr(module, name)))
             setattr(module, name, on_device(kernel, original, device_type))
     return len(modules)
 
 
 def bind_kernels(model: nn.Module, device_type: str) -> list[str]:
-    """Bind the kernels `model`'s layers can use, on a CUDA device; what runs now, in words (one per family
-    of layers present)."""
+    """Bind the kernels `model`'s layers can use; on a CUDA device, what runs now, in words (one per family of
+    layers present). On the CPU nothing is said: its tensors take transformers' PyTorch code either way."""
     words: list[str] = []
-    if device_type != "cuda":
-        return words
     for names, loader, what, fallback in (
         (MAMBA_MIXERS, load_mamba, "Mamba-2 layers", "transformers' PyTorch scan"),
         (DELTANETS, load_fla, "Gated DeltaNet layers' prefill", "transformers' PyTorch delta rule"),
@@ -157,8 +154,8 @@ def bind_kernels(model: nn.Module, device_type: str) -> list[str]:
             continue
         load = loader()
         if load.loaded:
-            bind(layers, load, device_type)
+            bind(layers, load)
             words.append(f"{load.package}'s {load.how} kernels in {len(layers)} {what}")
         else:
             words.append(f"{fallback} in {len(layers)} {what}: {load.package} not usable ({load.how}); {INSTALL}")
-    return words
+    return words if device_type == "cuda" else []

@@ -157,7 +157,7 @@ def place(
     notices = []
     if chosen == "bfloat16" and gpu.capability < (8, 0):
         notices.append(f"{gpu.label} predates Ampere: bfloat16 runs emulated there and will be slow.")
-    if report.path is not MambaPath.FAST_CUDA:
+    if report.path is MambaPath.SLOW_TORCH:
         broken = "; ".join(k.describe() for k in report.kernels if not k.importable) or "kernels missing"
         notices.append(
             f"The Mamba kernels are not usable ({broken}): the Mamba layers run transformers' PyTorch scan on the"

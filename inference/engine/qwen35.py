@@ -43,6 +43,7 @@ import torch
 from PIL import Image
 
 from holodesk.inference.control_text import neutral_messages
+from holodesk.inference.engine.kernels import bind_kernels
 from holodesk.inference.engine.qwen35_cpu import CPU_PREFILL_CHUNK, accelerate
 from holodesk.inference.engine.qwen35_cuda import accelerate_cuda
 from holodesk.inference.engine.qwen35_decode import CudaGraphDecoder, StaticDecoder
@@ -265,6 +266,10 @@ class Qwen35Engine:
             raise ModelLoadError(f"the tokenizer of {self.path} has no {TURN_START} token: it is not Qwen's")
         self.turn_id = turn_id
         self.model = load_qwen35(self.path, self.device, self.dtype, attention)
+        if self.device.type == "cpu":
+            # Where flash-linear-attention imports, transformers bound its Triton kernels for every device:
+            # CPU tensors go back to transformers' PyTorch code (kernels.py).
+            bind_kernels(self.model, "cpu")
         # What runs, for the log and for tests: the CPU's faster paths (qwen35_cpu), the GPU's (qwen35_cuda),
         # or transformers' code (`cpu_paths=False`, the reference).
         self.paths = []

@@ -119,16 +119,26 @@ def test_kernel_probe_imports_the_functions_the_model_calls(fake_kernels: Path) 
     assert not conv.importable
     assert conv.error == "OSError: libcudart.so.12: cannot open shared object file: No such file or directory"
     assert "not usable (OSError" in conv.describe()
-    assert mamba_path([GPU], (mamba, conv)) is MambaPath.SLOW_TORCH
+    # mamba-ssm's kernels with PyTorch's convolution beside them: not the slow path, and said so
+    assert mamba_path([GPU], (mamba, conv)) is MambaPath.KERNELS_NO_CONV
+    assert "mamba-ssm's Triton kernels" in verdict(MambaPath.KERNELS_NO_CONV, [GPU], (mamba, conv))
+    assert mamba_path([GPU], (conv,)) is MambaPath.SLOW_TORCH
+
+
+def test_mamba_ssm_built_without_cuda_still_gives_its_triton_kernels(fake_kernels: Path) -> None:
+    # As installed with MAMBA_SKIP_CUDA_BUILD: the package's __init__ imports the compiled Mamba-1 scan, absent.
+    (fake_kernels / "mamba_ssm" / "__init__.py").write_text("import selective_scan_cuda\n")
+    status = probe_kernel("mamba-ssm")
+    assert status.importable and status.build == "Triton"
+    assert "ok (Triton kernels)" in status.describe()
 
 
 def test_kernel_probe_rejects_a_package_missing_a_function(fake_kernels: Path) -> None:
-    (fake_kernels / "mamba_ssm" / "ops" / "triton" / "ssd_combined.py").write_text(
-        "def mamba_chunk_scan_combined(*a): pass\n"
-    )
+    (fake_kernels / "mamba_ssm" / "ops" / "triton" / "selective_state_update.py").write_text("")
     status = probe_kernel("mamba-ssm")
     assert not status.importable
-    assert status.error == "mamba_ssm.ops.triton.ssd_combined has no mamba_split_conv1d_scan_combined"
+    assert status.error is not None and "has no attribute 'selective_state_update'" in status.error
+    assert "mamba_ssm" not in sys.modules  # a failed load leaves nothing half-imported behind
 
 
 def test_unknown_kernel_package_is_an_error() -> None:

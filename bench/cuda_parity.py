@@ -121,17 +121,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             checkpoint = _build(family, variant, Path(folder) / label.replace(" ", "-"))
             reference = _run(checkpoint, "cpu", "float32", arguments.tokens, family)
-            results = {
-                dtype: compare(reference, _run(checkpoint, "cuda", dtype, arguments.tokens, family))
-                for dtype in ("float32", "bfloat16")
-            }
-            report["checkpoints"][label] = results
-            for dtype, result in results.items():
+            results: dict[str, Any] = {}
+            for dtype in ("float32", "bfloat16"):
+                results[dtype] = result = compare(reference, _run(checkpoint, "cuda", dtype, arguments.tokens, family))
                 cells = ", ".join(
                     f"{row['agree']}/{row['tokens']} tokens agree, max log-prob gap {row['max_logprob_gap']:.2e}"
                     for row in result["requests"]
                 )
-                print(f"{label:>20} cuda {dtype:>8} vs cpu float32: {cells}", file=sys.stderr)
+                print(f"{label:>20} cuda {dtype:>8} vs cpu float32: {cells}", file=sys.stderr, flush=True)
+            report["checkpoints"][label] = results
     text = json.dumps(report)
     if arguments.output is not None:
         arguments.output.write_text(text + "\n", encoding="utf-8")

@@ -56,7 +56,7 @@ parts="$*"
 quiet='^{\|^\[transformers\]\|Loading weights\|falling back'
 
 if wants parity; then
-    timeout 200 python3 -m bench.cuda_parity ${PARITY_FAMILY:+--family "$PARITY_FAMILY"} --output "$out/cuda_parity.json" 2>&1 | grep -v "$quiet" | tee "$out/parity.log"
+    timeout 200 python3 -m bench.cuda_parity ${PARITY_FAMILY:+--family "$PARITY_FAMILY"} --output "$out/cuda_parity.json" 2>&1 | grep --line-buffered -v "$quiet" | tee "$out/parity.log"
 fi
 if wants qwen; then
     for how in fast reference; do
@@ -64,7 +64,7 @@ if wants qwen; then
         path=$([ $how = reference ] && echo "$without" || echo "$with_kernels")
         echo "== qwen35_gpu_step ($how)"
         PYTHONPATH="$path" timeout 120 python3 -m bench.qwen35_gpu_step $flag --output "$out/qwen35_$how.json" 2>&1 \
-            | grep -v "$quiet" | tee "$out/qwen35_$how.log"
+            | grep --line-buffered -v "$quiet" | tee "$out/qwen35_$how.log"
     done
 fi
 if wants holotron; then
@@ -80,7 +80,7 @@ build_nemotron_tiny(Path('$checkpoint'), variant='holotron-12b-shapes', device='
         echo "== gpu_step (Mamba layers: $how)"
         PYTHONPATH="$path" timeout 150 python3 -m bench.gpu_step "$checkpoint" --steps 2 --warmup 1 \
             --max-new-tokens 64 --output "$out/gpu_step_$how.json" 2>&1 | tail -c 20000 | tee "$out/gpu_step_$how.log" \
-            | grep -v "$quiet"
+            | grep --line-buffered -v "$quiet"
     done
 fi
 wants tiling && python3 -m pytest -q -p no:cacheprovider --noconftest tests/inference/test_tiling.py -k cuda 2>&1 | tail -3

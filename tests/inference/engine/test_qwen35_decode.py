@@ -10,7 +10,6 @@ capture itself needs CUDA; these buffers, masks and counters are the same on the
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 import torch

@@ -86,6 +86,28 @@ def check_gpu(options: DoctorOptions) -> Iterator[CheckResult]:
     yield CheckResult("mamba path", Status.WARN if slow else Status.OK, report.verdict)
     if not report.torch.error and (options.device == "cpu" or not report.devices):
         yield check_cpu_paths()
+    elif report.devices:
+        yield check_gpu_paths()
+
+
+def check_gpu_paths() -> CheckResult:
+    """Which of the engine's GPU paths run for the Holo3.x and Holo4 models: the Gated DeltaNet's kernel."""
+    # heavy: torch and Triton
+    from holodesk.inference.engine.kernels import load_fla
+
+    load = load_fla()
+    graphs = "decoded tokens as one CUDA graph replay each"
+    if load.loaded:
+        return CheckResult(
+            "gpu paths", Status.OK, f"Holo3 and Holo4 models here: flash-linear-attention's Triton delta rule; {graphs}"
+        )
+    return CheckResult(
+        "gpu paths",
+        Status.WARN,
+        "Holo3 and Holo4 models here: transformers' PyTorch delta rule in prefill, about half the speed"
+        f" (flash-linear-attention is not usable: {load.how}); {graphs}",
+        fix='pip install "fla-core>=0.4" triton',
+    )
 
 
 def check_cpu_paths() -> CheckResult:

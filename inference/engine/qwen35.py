@@ -36,6 +36,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from holodesk.inference.control_text import neutral_messages
 from holodesk.inference.engine.kernels import bind_kernels
 from holodesk.inference.engine.qwen35_cpu import CPU_PREFILL_CHUNK, accelerate
 from holodesk.inference.engine.qwen35_cuda import accelerate_cuda
-from holodesk.inference.engine.qwen35_decode import CudaGraphDecoder, StaticDecoder
+from holodesk.inference.engine.qwen35_decode import Qwen35Decoder
 from holodesk.inference.engine.qwen_tool_calls import parsed_tool_calls
 from holodesk.inference.engine.runner import (
     EngineResult,
@@ -58,6 +59,7 @@ from holodesk.inference.engine.runner import (
     stop_token_ids,
 )
 from holodesk.inference.engine.spec import weight_files
+from holodesk.inference.engine.static_decode import DecoderSource
 from holodesk.inference.errors import BackendError, ModelLoadError
 from holodesk.inference.profiles.base import ChatRequest, Message
 
@@ -70,9 +72,6 @@ TURN_START = "<|im_start|>"
 # Tensors of the checkpoint that no step reads: the multi-token-prediction head (speculative decoding).
 _UNUSED_PREFIXES = ("mtp.",)
 _log = logging.getLogger(__name__)
-# A captured decoder's buffers hold a multiple of this many tokens: an answer that fits replays the last
-# graph instead of capturing one (masked slots cost little on a GPU).
-GRAPH_CAPACITY_STEP = 2048
 
 
 def checkpoint_model_type(path: str | Path) -> str | None:
@@ -293,7 +292,7 @@ class Qwen35Engine:
         _log.info("Qwen3.5 engine on %s: %s", self.device, "; ".join(self.paths) or "transformers' own code")
         self.merge = int(self.model.config.vision_config.spatial_merge_size)
         self._saved: list[_Saved] = []
-        self._graphed: CudaGraphDecoder | None = None
+        self._decoders = DecoderSource(partial(Qwen35Decoder, self.model), self.graphs)
         self._pixels: OrderedDict[str, _Pixels] = OrderedDict()
         self._image_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
         self.image_cache_size = 8
@@ -528,30 +527,12 @@ class Qwen35Engine:
 
     def _static_next_logits(self, cache: Any, prompt: QwenPrompt, limit: int) -> Callable[[int, int], torch.Tensor]:
         """Decoded tokens on static buffers (qwen35_decode), from the state the prefill left in `cache`."""
-        needed = len(prompt.ids) + limit
-        step = self._graph_step(cache, needed) if self.graphs else StaticDecoder(self.model, cache, needed).step
+        step = self._decoders.step_for(cache, len(prompt.ids) + limit)
 
         def next_logits(token: int, step_index: int) -> torch.Tensor:
             return step(token, prompt.next_position + step_index)
 
         return next_logits
-
-    def _graph_step(self, cache: Any, needed: int) -> Callable[[int, int], torch.Tensor]:
-        """The captured decoder's step from `cache`: the last one where its buffers hold `needed` tokens, else
-        one captured now for a capacity rounded up (so that the next answers replay it too)."""
-        if self._graphed is not None and self._graphed.decoder.capacity >= needed:
-            self._graphed.rebind(cache)
-            return self._graphed.step
-        self._graphed = None  # its buffers and graph memory go before the next are made
-        decoder = StaticDecoder(self.model, cache, -(-needed // GRAPH_CAPACITY_STEP) * GRAPH_CAPACITY_STEP)
-        try:
-            self._graphed = CudaGraphDecoder(decoder)
-        except RuntimeError as exc:  # a layer that cannot be captured (a host sync in it): eager, said once
-            self.graphs = False
-            decoder.load()
-            _log.warning("decoding without CUDA graphs from now on: the capture failed (%s)", exc)
-            return decoder.step
-        return self._graphed.step
 
     def _transformers_next_logits(self, cache: Any, prompt: QwenPrompt) -> Callable[[int, int], torch.Tensor]:
         """Decoded tokens through transformers' own forward (the reference: `cpu_paths=False`)."""

@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from holodesk.inference.engine.qwen35_decode import fuse_projections, modeling_of
+from holodesk.inference.engine.qwen35_decode import fuse_projections
+from holodesk.inference.engine.static_decode import modeling_of
 
 PACKED_ROWS = 4
 # Prefill chunk on the CPU: the delta rule's and the convolution's float32 intermediates of a 256-token

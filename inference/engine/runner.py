@@ -31,6 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,11 @@ from PIL import Image
 
 from holodesk.inference.engine.kernels import bind_kernels
 from holodesk.inference.engine.model import HolotronModel, load_model
+from holodesk.inference.engine.nemotron_decode import NemotronDecoder
 from holodesk.inference.engine.omni_images import PatchGrid, embed_image, image_pixels, patch_grids
 from holodesk.inference.engine.prompt import PromptTokens, tokenize_request
 from holodesk.inference.engine.spec import ModelSpec, read_spec
+from holodesk.inference.engine.static_decode import DecoderSource
 from holodesk.inference.engine.tiles import image_tiles
 from holodesk.inference.errors import BackendError, ModelLoadError
 from holodesk.inference.policy import StepTimings
@@ -201,6 +204,7 @@ class Engine:
         prefill_chunk: int = 2048,
         attention: str = "sdpa",
         context: int = 16384,
+        static_decode: bool = True,
     ) -> None:
         from transformers import PreTrainedTokenizerFast
 
@@ -230,8 +234,16 @@ class Engine:
         self.model: HolotronModel = load_model(self.spec, self.device, self.dtype, attention)
         # mamba-ssm's Triton kernels in the Mamba-2 layers on a GPU (kernels.py): what runs, for the log.
         self.paths = bind_kernels(self.model, self.device.type)
-        if self.paths:
-            _log.info("Holotron engine on %s: %s", self.device, "; ".join(self.paths))
+        # Decoded tokens on static buffers (nemotron_decode), on a GPU one CUDA graph replay each;
+        # `static_decode=False` decodes through transformers' forward (the reference the tests compare with).
+        self.static_decode = static_decode
+        graphs = static_decode and self.device.type == "cuda"
+        self._decoders = DecoderSource(partial(NemotronDecoder, self.model.language_model), graphs)
+        if graphs:
+            self.paths.append("decoded tokens as one CUDA graph replay each, on static buffers")
+        elif static_decode:
+            self.paths.append("decoded tokens on static buffers")
+        _log.info("Holotron engine on %s: %s", self.device, "; ".join(self.paths))
         self._saved: list[_Saved] = []
         # Image embeddings by screenshot fingerprint, most recently used last.
         self._image_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
@@ -420,11 +432,16 @@ class Engine:
         self._sync()
         first_at = time.perf_counter()
 
-        def next_logits(token: int, step: int) -> torch.Tensor:
+        def transformers_next_logits(token: int, step: int) -> torch.Tensor:
             ids = torch.tensor([[token]], device=self.device)
             return self.model.language_model(
                 input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1
             ).logits[:, -1]
+
+        # Nemotron-H has no rotary positions: the static decoder's step ignores the second argument.
+        next_logits = (
+            self._decoders.step_for(cache, len(prompt.ids) + limit) if self.static_decode else transformers_next_logits
+        )
 
         decoded = greedy_tokens(
             logits,

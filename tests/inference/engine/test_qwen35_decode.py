@@ -16,7 +16,8 @@ import torch
 
 from bench.qwen35_tiny import VARIANTS, build_qwen35_tiny
 from holodesk.inference.engine.qwen35 import Qwen35Engine
-from holodesk.inference.engine.qwen35_decode import DecodeError, StaticDecoder
+from holodesk.inference.engine.qwen35_decode import Qwen35Decoder
+from holodesk.inference.engine.static_decode import DecodeError, StaticDecoder
 from holodesk.inference.profiles.base import ChatRequest
 
 CAPACITY = 160
@@ -53,22 +54,22 @@ def _decode(decoder: StaticDecoder, token: int, position: int, count: int) -> li
 def test_buffers_taken_over_from_a_longer_answer_decode_as_fresh_ones(engine: Qwen35Engine) -> None:
     long_cache, long_token, long_position = _prefill(engine, "Which windows are open on this desktop now? " * 3)
     short_cache, short_token, short_position = _prefill(engine, "Open it.")
-    reused = StaticDecoder(engine.model, long_cache, CAPACITY)
+    reused = Qwen35Decoder(engine.model, long_cache, CAPACITY)
     _decode(reused, long_token, long_position, 6)  # the long answer fills slots the short one will not reach
-    assert reused.prefilled > StaticDecoder(engine.model, short_cache, CAPACITY).prefilled + 6
+    assert reused.prefilled > Qwen35Decoder(engine.model, short_cache, CAPACITY).prefilled + 6
     reused.rebind(short_cache)
     taken_over = _decode(reused, short_token, short_position, 6)
-    fresh = _decode(StaticDecoder(engine.model, short_cache, CAPACITY), short_token, short_position, 6)
+    fresh = _decode(Qwen35Decoder(engine.model, short_cache, CAPACITY), short_token, short_position, 6)
     for mine, theirs in zip(taken_over, fresh, strict=True):
         assert torch.equal(mine, theirs)
 
 
 def test_a_decoder_refuses_a_token_past_its_buffers_in_words(engine: Qwen35Engine) -> None:
     cache, token, position = _prefill(engine, "Open it.")
-    prefilled = StaticDecoder(engine.model, cache, CAPACITY).prefilled
+    prefilled = Qwen35Decoder(engine.model, cache, CAPACITY).prefilled
     with pytest.raises(DecodeError, match=f"capacity {prefilled - 1} is below the {prefilled} tokens already cached"):
-        StaticDecoder(engine.model, cache, prefilled - 1)
-    decoder = StaticDecoder(engine.model, cache, prefilled + 2)
+        Qwen35Decoder(engine.model, cache, prefilled - 1)
+    decoder = Qwen35Decoder(engine.model, cache, prefilled + 2)
     _decode(decoder, token, position, 2)
     with pytest.raises(DecodeError, match=f"buffers hold {prefilled + 2} tokens; one more was asked"):
         _decode(decoder, token, position + 2, 1)

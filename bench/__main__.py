@@ -37,6 +37,7 @@ BENCHMARKS = (
     "model_step",
     "engine_reuse",
     "cpu_wait_policy",
+    "decode_ops",
     "holo31_cpu_step",
     "memory",
     "eval_scaling",

@@ -33,6 +33,7 @@ MARKS = {
     "model_step": [pytest.mark.bench],
     "engine_reuse": [pytest.mark.bench],
     "cpu_wait_policy": [pytest.mark.bench],
+    "decode_ops": [pytest.mark.bench],
     "holo31_cpu_step": [pytest.mark.bench, pytest.mark.vllm],  # its quick mode serves the tiny checkpoint
     "memory": [pytest.mark.display],
     "eval_scaling": [pytest.mark.display, pytest.mark.chromium],
@@ -88,6 +89,12 @@ def test_the_benchmark_runs_to_the_end_in_its_quick_mode(name: str, tmp_path: Pa
             assert served == figures[f"transformers, history {history}: prompt tokens"] > 1000
             assert served == figures[f"engine, history {history}: prompt tokens"]
             assert figures[f"vLLM, history {history}: peak RSS"] > 1.0  # GiB: the server's processes, all of them
+        return
+    if name == "decode_ops":  # the static decoders call fewer operators a token than transformers' forward
+        calls = {figure["name"]: figure["median"] for figure in result["figures"]}
+        for family in ("Holotron (Nemotron-H)", "Holo3.1 (Qwen3.5)"):
+            static = calls[f"{family}, static decoder: outermost aten calls a token"]
+            assert 0 < static < calls[f"{family}, transformers' forward: outermost aten calls a token"]
         return
     if name != "engine":
         return

@@ -405,7 +405,7 @@ class LocalBackend:
         if request.max_new_tokens < 1:
             raise BackendError(f"max_new_tokens must be at least 1, got {request.max_new_tokens}")
         # heavy: torch
-        from holodesk.inference.engine.runner import GenerationCancelled
+        from holodesk.inference.engine.kept_state import GenerationCancelled
 
         with self._generate_lock:
             try:

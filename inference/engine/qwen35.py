@@ -44,6 +44,7 @@ import torch
 from PIL import Image
 
 from holodesk.inference.control_text import neutral_messages
+from holodesk.inference.engine.kept_state import Greedy, ImageSpan, KeptState
 from holodesk.inference.engine.kernels import bind_kernels
 from holodesk.inference.engine.qwen35_cpu import CPU_PREFILL_CHUNK, accelerate
 from holodesk.inference.engine.qwen35_cuda import accelerate_cuda
@@ -54,7 +55,6 @@ from holodesk.inference.engine.runner import (
     StepClock,
     answer_ids,
     engine_result,
-    greedy_tokens,
     image_fingerprint,
     stop_token_ids,
 )
@@ -174,13 +174,6 @@ class QwenPrompt:
     next_position: int  # the M-RoPE position of the first generated token
 
 
-@dataclass(slots=True)
-class _Saved:
-    ids: list[int]
-    images: list[tuple[int, str]]
-    cache: Any
-
-
 def _model_class(model_type: str) -> Any:
     if model_type == "qwen3_5":
         from transformers import Qwen3_5ForConditionalGeneration
@@ -291,7 +284,7 @@ class Qwen35Engine:
             self.paths.append(f"prefill in chunks of {CPU_PREFILL_CHUNK} tokens")
         _log.info("Qwen3.5 engine on %s: %s", self.device, "; ".join(self.paths) or "transformers' own code")
         self.merge = int(self.model.config.vision_config.spatial_merge_size)
-        self._saved: list[_Saved] = []
+        self._kept = KeptState(reuse)
         self._decoders = DecoderSource(partial(Qwen35Decoder, self.model), self.graphs)
         self._pixels: OrderedDict[str, _Pixels] = OrderedDict()
         self._image_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
@@ -431,7 +424,7 @@ class Qwen35Engine:
 
     def forget(self) -> None:
         """Drop the kept conversation state (the next request prefills everything)."""
-        self._saved = []
+        self._kept.forget()
 
     @torch.inference_mode()
     def generate(
@@ -455,75 +448,33 @@ class Qwen35Engine:
         prompt = self.tokenize(request, keys)
         images = list(zip(prompt.image_starts, keys, request.images, prompt.image_token_counts, strict=True))
         cut = len(prompt.ids) - self._generation_prompt_length(request)
-        prefix_images = [(start, key) for start, key, _, count in images if start + count <= cut]
 
-        saved = self._saved if self.reuse else []
-        self._saved = []  # rebuilt below; a failure leaves no half-updated state behind
-
-        def resumable(point: _Saved) -> bool:
-            return (
-                len(point.ids) <= cut
-                and len(point.ids) < len(prompt.ids)
-                and prompt.ids[: len(point.ids)] == point.ids
-                and prefix_images[: len(point.images)] == point.images
-                and all(start + count <= len(point.ids) or start >= len(point.ids) for start, _, _, count in images)
-            )
-
-        usable = [point for point in saved if resumable(point)]
-        start_from = max(usable, key=lambda point: len(point.ids), default=None)
-        if start_from is not None:
-            cache, reused = copy.deepcopy(start_from.cache), len(start_from.ids)
-        else:
-            cache, reused = DynamicCache(config=self.model.config.text_config), 0
-        turn = self._turn_start(prompt.ids, images[0][0]) if images and images[0][0] + images[0][3] <= cut else None
-        kept = [point for point in usable if turn is not None and len(point.ids) == turn]
-        prepared = time.perf_counter()
-
-        def run(lo: int, hi: int) -> torch.Tensor:
+        def prefill(lo: int, hi: int, cache: Any) -> torch.Tensor:
             return self._forward(self._embed(prompt.ids[lo:hi], lo, images), prompt.positions[:, :, lo:hi], cache)
 
-        logits: torch.Tensor | None = None
-        resume_at = reused
-        if self.reuse and turn is not None and turn > reused and not kept:
-            logits = run(reused, turn)
-            resume_at = turn
-            kept = [_Saved(ids=prompt.ids[:turn], images=[], cache=copy.deepcopy(cache))]
-        if cut > resume_at:
-            logits = run(resume_at, cut)
-        snapshots: list[_Saved] = []
-        if self.reuse:
-            snapshots = [*kept, _Saved(ids=prompt.ids[:cut], images=prefix_images, cache=copy.deepcopy(cache))]
-        if cut < len(prompt.ids):
-            logits = run(max(cut, resume_at), len(prompt.ids))
-        assert logits is not None
-        self._sync()
-        first_at = time.perf_counter()
+        def decoder(cache: Any) -> Callable[[int, int], torch.Tensor]:
+            if self.static_decode:
+                return self._static_next_logits(cache, prompt, limit)
+            return self._transformers_next_logits(cache, prompt)
 
-        next_logits = (
-            self._static_next_logits(cache, prompt, limit)
-            if self.static_decode
-            else self._transformers_next_logits(cache, prompt)
+        answered = self._kept.answer(
+            prompt.ids,
+            [ImageSpan(start, key, count) for start, key, _, count in images],
+            cut,
+            new_cache=lambda: DynamicCache(config=self.model.config.text_config),
+            prefill=prefill,
+            turn_start=lambda image_start: self._turn_start(prompt.ids, image_start),
+            decoder=decoder,
+            greedy=Greedy(limit, self.stop_ids, ignore_stop, top_logprobs, on_token, cancelled),
+            sync=self._sync,
         )
-
-        decoded = greedy_tokens(
-            logits,
-            next_logits,
-            limit=limit,
-            stop_ids=self.stop_ids,
-            ignore_stop=ignore_stop,
-            top_logprobs=top_logprobs,
-            on_token=on_token,
-            cancelled=cancelled,
-        )
-        self._sync()
-        ended = time.perf_counter()
-        if self.reuse:
-            self._saved = snapshots
+        decoded = answered.decoded
         text = self.tokenizer.decode(answer_ids(decoded[0], decoded[2]), skip_special_tokens=True)
         assert isinstance(text, str)  # one sequence in, one text out
         if request.tools:  # what vLLM's qwen3_coder tool parser does behind the remote backend
             text = parsed_tool_calls(text, request.tools)
-        return engine_result(text, prompt.ids, decoded, reused, StepClock(started, prepared, first_at, ended))
+        clock = StepClock(started, answered.prepared, answered.first_at, answered.ended)
+        return engine_result(text, prompt.ids, decoded, answered.reused, clock)
 
     def _static_next_logits(self, cache: Any, prompt: QwenPrompt, limit: int) -> Callable[[int, int], torch.Tensor]:
         """Decoded tokens on static buffers (qwen35_decode), from the state the prefill left in `cache`."""

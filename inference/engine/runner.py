@@ -22,9 +22,7 @@ instead of tiled (`omni_images`, vLLM's rule, whose patch budget is the `context
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import itertools
 import json
 import logging
 import time
@@ -38,6 +36,7 @@ from typing import Any
 import torch
 from PIL import Image
 
+from holodesk.inference.engine.kept_state import Decoded, Greedy, ImageSpan, KeptState
 from holodesk.inference.engine.kernels import bind_kernels
 from holodesk.inference.engine.model import HolotronModel, load_model
 from holodesk.inference.engine.nemotron_decode import NemotronDecoder
@@ -54,10 +53,6 @@ from holodesk.inference.tiling import TilingSpec, choose_grid
 _log = logging.getLogger(__name__)
 
 
-class GenerationCancelled(BackendError):
-    """The cancel check said stop part-way; there is no answer."""
-
-
 @dataclass(frozen=True, slots=True)
 class EngineResult:
     """One answer with what it cost: ids, per-step top log-probs (when asked), prefill work done."""
@@ -70,15 +65,6 @@ class EngineResult:
     reused_tokens: int
     top_logprobs: list[dict[int, float]] = field(default_factory=list)
     stopped_on: int | None = None
-
-
-@dataclass(slots=True)
-class _Saved:
-    """The cache after `ids` (the conversation before the generation prompt) with these images in it."""
-
-    ids: list[int]
-    images: list[tuple[int, str]]
-    cache: Any
 
 
 def stop_token_ids(path: Path, tokenizer: Any) -> list[int]:
@@ -105,41 +91,6 @@ def image_fingerprint(image: Image.Image) -> str:
     return digest.hexdigest()
 
 
-def greedy_tokens(
-    logits: torch.Tensor,
-    next_logits: Callable[[int, int], torch.Tensor],
-    *,
-    limit: int,
-    stop_ids: Sequence[int],
-    ignore_stop: bool = False,
-    top_logprobs: int = 0,
-    on_token: Callable[[int], None] | None = None,
-    cancelled: Callable[[], bool] | None = None,
-) -> tuple[list[int], list[dict[int, float]], int | None]:
-    """Holodesk's greedy loop, the same for every family: from the prefill's last `logits`, choose a token,
-    and ask `next_logits(token, step)` (the family's forward of that token at decoding step `step`) for
-    the next, up to `limit` tokens or a stop token. Returns the ids, each step's top log-probs (when
-    asked) and the stop token that ended it, if one did."""
-    new_ids: list[int] = []
-    tops: list[dict[int, float]] = []
-    for step in itertools.count():
-        if cancelled is not None and cancelled():
-            raise GenerationCancelled("generation was cancelled")
-        if top_logprobs:
-            values, indices = torch.log_softmax(logits[0].float(), dim=-1).topk(top_logprobs)
-            tops.append(dict(zip(indices.tolist(), values.tolist(), strict=True)))
-        token = int(logits[0].argmax())
-        new_ids.append(token)
-        if on_token is not None:
-            on_token(token)
-        if token in stop_ids and not ignore_stop:
-            return new_ids, tops, token
-        if len(new_ids) >= limit:
-            return new_ids, tops, None
-        logits = next_logits(token, step)
-    raise AssertionError("unreachable: itertools.count() never ends")
-
-
 def answer_ids(new_ids: list[int], stopped_on: int | None) -> list[int]:
     """The tokens that are the answer: the stop token that ended it is not."""
     return new_ids[:-1] if stopped_on is not None else new_ids
@@ -158,7 +109,7 @@ class StepClock:
 def engine_result(
     text: str,
     prompt_ids: list[int],
-    decoded: tuple[list[int], list[dict[int, float]], int | None],
+    decoded: Decoded,
     reused: int,
     clock: StepClock,
 ) -> EngineResult:
@@ -244,7 +195,7 @@ class Engine:
         elif static_decode:
             self.paths.append("decoded tokens on static buffers")
         _log.info("Holotron engine on %s: %s", self.device, "; ".join(self.paths))
-        self._saved: list[_Saved] = []
+        self._kept = KeptState(reuse)
         # Image embeddings by screenshot fingerprint, most recently used last.
         self._image_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
         self.image_cache_size = 8
@@ -349,7 +300,7 @@ class Engine:
 
     def forget(self) -> None:
         """Drop the kept conversation state (the next request prefills everything)."""
-        self._saved = []
+        self._kept.forget()
 
     @torch.inference_mode()
     def generate(
@@ -388,77 +339,39 @@ class Engine:
             )
         ]
         cut = len(prompt.ids) - self._generation_prompt_length(request)
-        prefix_images = [(start, key) for start, key, _, count, _ in images if start + count <= cut]
 
-        saved = self._saved if self.reuse else []
-        self._saved = []  # rebuilt below; a failure leaves no half-updated state behind
+        spans = [ImageSpan(start, key, count) for start, key, _, count, _ in images]
 
-        def resumable(point: _Saved) -> bool:
-            return (
-                len(point.ids) <= cut
-                and len(point.ids) < len(prompt.ids)  # at least one token must go through the model for logits
-                and prompt.ids[: len(point.ids)] == point.ids
-                and prefix_images[: len(point.images)] == point.images
-                and all(start + count <= len(point.ids) or start >= len(point.ids) for start, _, _, count, _ in images)
-            )
+        def prefill(lo: int, hi: int, cache: Any) -> torch.Tensor:
+            return self._forward(self._embed(prompt.ids[lo:hi], lo, images), cache)
 
-        usable = [point for point in saved if resumable(point)]
-        start_from = max(usable, key=lambda point: len(point.ids), default=None)
-        if start_from is not None:
-            # A copy: the saved point may be kept for a later request too.
-            cache, reused = copy.deepcopy(start_from.cache), len(start_from.ids)
-        else:
-            cache, reused = DynamicCache(config=self.model.language_model.config), 0
-        # Where the turn of the oldest screenshot begins: the last control token (a turn marker) before it.
-        turn = self._turn_start(prompt.ids, images[0][0]) if images and images[0][0] + images[0][3] <= cut else None
-        kept = [point for point in usable if turn is not None and len(point.ids) == turn]
-        prepared = time.perf_counter()
+        def transformers_decoder(cache: Any) -> Callable[[int, int], torch.Tensor]:
+            def next_logits(token: int, step: int) -> torch.Tensor:
+                ids = torch.tensor([[token]], device=self.device)
+                out = self.model.language_model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                return out.logits[:, -1]
 
-        # Conversation up to the oldest screenshot's turn (a snapshot), up to the generation prompt (a
-        # snapshot), then the generation prompt.
-        logits: torch.Tensor | None = None
-        resume_at = reused
-        if self.reuse and turn is not None and turn > reused and not kept:
-            logits = self._forward(self._embed(prompt.ids[reused:turn], reused, images), cache)
-            resume_at = turn
-            kept = [_Saved(ids=prompt.ids[:turn], images=[], cache=copy.deepcopy(cache))]
-        if cut > resume_at:
-            logits = self._forward(self._embed(prompt.ids[resume_at:cut], resume_at, images), cache)
-        if self.reuse:
-            snapshots = [*kept, _Saved(ids=prompt.ids[:cut], images=prefix_images, cache=copy.deepcopy(cache))]
-        if cut < len(prompt.ids):
-            logits = self._forward(self._embed(prompt.ids[cut:], cut, images), cache)
-        assert logits is not None
-        self._sync()
-        first_at = time.perf_counter()
+            return next_logits
 
-        def transformers_next_logits(token: int, step: int) -> torch.Tensor:
-            ids = torch.tensor([[token]], device=self.device)
-            return self.model.language_model(
-                input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1
-            ).logits[:, -1]
+        def static_decoder(cache: Any) -> Callable[[int, int], torch.Tensor]:
+            # Nemotron-H has no rotary positions: the static decoder's step ignores the second argument.
+            return self._decoders.step_for(cache, len(prompt.ids) + limit)
 
-        # Nemotron-H has no rotary positions: the static decoder's step ignores the second argument.
-        next_logits = (
-            self._decoders.step_for(cache, len(prompt.ids) + limit) if self.static_decode else transformers_next_logits
+        answered = self._kept.answer(
+            prompt.ids,
+            spans,
+            cut,
+            new_cache=lambda: DynamicCache(config=self.model.language_model.config),
+            prefill=prefill,
+            turn_start=lambda image_start: self._turn_start(prompt.ids, image_start),
+            decoder=static_decoder if self.static_decode else transformers_decoder,
+            greedy=Greedy(limit, self.stop_ids, ignore_stop, top_logprobs, on_token, cancelled),
+            sync=self._sync,
         )
-
-        decoded = greedy_tokens(
-            logits,
-            next_logits,
-            limit=limit,
-            stop_ids=self.stop_ids,
-            ignore_stop=ignore_stop,
-            top_logprobs=top_logprobs,
-            on_token=on_token,
-            cancelled=cancelled,
-        )
-        self._sync()
-        ended = time.perf_counter()
-        if self.reuse:
-            self._saved = snapshots
+        decoded = answered.decoded
+        clock = StepClock(started, answered.prepared, answered.first_at, answered.ended)
         text = self.tokenizer.decode(answer_ids(decoded[0], decoded[2]), skip_special_tokens=True)
-        return engine_result(text, prompt.ids, decoded, reused, StepClock(started, prepared, first_at, ended))
+        return engine_result(text, prompt.ids, decoded, answered.reused, clock)
 
     def _sync(self) -> None:
         if self.device.type == "cuda":

@@ -10,7 +10,8 @@ from PIL import Image
 
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.screen import frame_from_image
-from holodesk.inference.engine.runner import Engine, GenerationCancelled
+from holodesk.inference.engine.kept_state import GenerationCancelled
+from holodesk.inference.engine.runner import Engine
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ChatRequest, ImageBudget
 from holodesk.inference.profiles.holotron import HolotronProfile

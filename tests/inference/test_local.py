@@ -23,6 +23,7 @@ from bench.nemotron_tiny import IMAGE_TOKENS_PER_TILE
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.engine.nemotron_decode import NemotronDecoder
 from holodesk.inference.engine.placement import place
 from holodesk.inference.engine.spec import read_spec
 from holodesk.inference.errors import BackendError, ModelLoadError, ParseError
@@ -393,18 +394,18 @@ def test_a_holotron_step_from_a_checkpoint_taught_an_answer_is_parsed_into_that_
     assert proposal.timings.tokens_out == 2  # the answer's one token, then the end of turn
 
 
-def test_interrupt_stops_a_long_generation_at_the_next_token(tiny_backend: LocalBackend) -> None:
+def test_interrupt_stops_a_long_generation_at_the_next_token(
+    tiny_backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first decode step is held until interrupt() was called; the loop then stops before the next token."""
-    language_model = tiny_backend.engine.model.language_model
-    original = language_model.forward
+    original = NemotronDecoder.forward
     decoding = threading.Event()
     interrupted = threading.Event()
 
-    def held_forward(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("input_ids") is not None:  # a decode step (prefill passes embeddings)
-            decoding.set()
-            interrupted.wait(timeout=30)
-        return original(*args, **kwargs)
+    def held_forward(decoder: NemotronDecoder) -> Any:  # a decoded token (the engine's static decoder)
+        decoding.set()
+        interrupted.wait(timeout=30)
+        return original(decoder)
 
     request = ChatRequest(messages=[{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
                           max_new_tokens=4000)  # fmt: skip
@@ -416,16 +417,13 @@ def test_interrupt_stops_a_long_generation_at_the_next_token(tiny_backend: Local
         except GenerationInterrupted as exc:
             outcome.append(exc)
 
-    language_model.forward = held_forward
-    try:
-        thread = threading.Thread(target=work)
-        thread.start()
-        assert decoding.wait(timeout=120), "no decode step began"
-        tiny_backend.interrupt()
-        interrupted.set()
-        thread.join(60)
-    finally:
-        del language_model.forward
+    monkeypatch.setattr(NemotronDecoder, "forward", held_forward)
+    thread = threading.Thread(target=work)
+    thread.start()
+    assert decoding.wait(timeout=120), "no decode step began"
+    tiny_backend.interrupt()
+    interrupted.set()
+    thread.join(60)
     assert not thread.is_alive()
     assert len(outcome) == 1 and isinstance(outcome[0], GenerationInterrupted), outcome
     # A request made after the interrupt is not affected.

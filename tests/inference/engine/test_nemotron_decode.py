@@ -13,35 +13,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from bench.nemotron_omni_tiny import build_nemotron_omni_tiny
 from bench.nemotron_tiny import build_nemotron_tiny
 from holodesk.inference.engine.nemotron_decode import NemotronDecoder
 from holodesk.inference.engine.runner import Engine, EngineResult
 from holodesk.inference.profiles.base import ChatRequest
+from tests.support.agent_conversations import agent_conversation
 
 TOKENS = 12
 TOLERANCE = 1e-5
 
 
-def _screenshot(width: int, height: int, seed: int) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
-
-
 def _conversation(turns: int) -> ChatRequest:
-    messages: list[dict[str, object]] = [{"role": "system", "content": "You are a computer-use agent. /no_think"}]
-    images = []
-    for turn in range(turns):
-        messages.append({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": f"step {turn}"}]})
-        images.append(_screenshot(500 + 100 * turn, 400, turn))
-        if turn < turns - 1:
-            messages.append({"role": "assistant", "content": f'{{"thought": "turn {turn}"}}'})
-    return ChatRequest(messages=messages, images=images, max_new_tokens=TOKENS)
+    return agent_conversation(turns, max_new_tokens=TOKENS, first_width=500)
 
 
 def _answers(engine: Engine) -> list[EngineResult]:

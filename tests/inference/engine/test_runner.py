@@ -3,10 +3,8 @@ window moved on), stop tokens, streaming, cancel."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.screen import frame_from_image
@@ -15,23 +13,10 @@ from holodesk.inference.engine.runner import Engine
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ChatRequest, ImageBudget
 from holodesk.inference.profiles.holotron import HolotronProfile
+from tests.support.agent_conversations import agent_conversation, random_screenshot
 
-
-def _screenshot(width: int, height: int, seed: int) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
-
-
-def _conversation(turns: int) -> ChatRequest:
-    """A task over `turns` screenshots, each answered but the last (the shape of an agent's history)."""
-    messages: list[dict[str, object]] = [{"role": "system", "content": "You are a computer-use agent. /no_think"}]
-    images = []
-    for turn in range(turns):
-        messages.append({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": f"step {turn}"}]})
-        images.append(_screenshot(600 + 100 * turn, 400, turn))
-        if turn < turns - 1:
-            messages.append({"role": "assistant", "content": f'{{"thought": "turn {turn}"}}'})
-    return ChatRequest(messages=messages, images=images, max_new_tokens=8)
+_screenshot = random_screenshot
+_conversation = agent_conversation
 
 
 def test_kept_state_prefills_only_what_was_appended_and_matches_a_fresh_prefill(engine: Engine) -> None:

@@ -17,7 +17,8 @@
 #    code (no kernels), side by side;
 # 4. holotron: a random-weight checkpoint with Holotron-12B's real shapes, drawn on the GPU
 #    (bench.nemotron_tiny's "holotron-12b-shapes": 13.2 billion parameters, 24.5 GiB in bf16), then
-#    bench.gpu_step on it with mamba-ssm's Triton kernels and without them;
+#    bench.gpu_step on it three ways: as the engine ships (Triton kernels, decode as CUDA graphs), the kernels
+#    with transformers' decode, and neither;
 # 5. tiling: the tiler's CUDA test (the one test the CPU suite skips).
 # PARTs (parity, qwen, holotron, tiling) choose some; none runs them all. Each part's log goes to $OUT.
 # PARITY_FAMILY=holotron or qwen3.5 limits the parity part to one family.
@@ -75,10 +76,13 @@ from bench.nemotron_tiny import build_nemotron_tiny
 build_nemotron_tiny(Path('$checkpoint'), variant='holotron-12b-shapes', device='cuda')
 " || exit 3
     echo "checkpoint built in $(($(date +%s) - start)) s: $(du -sh $checkpoint | cut -f1)"
-    for how in triton torch; do
+    # The engine as it ships (Triton kernels, static decode as CUDA graphs), then the same kernels with
+    # transformers' decode, then neither (transformers' PyTorch scan and forward).
+    for how in graphs triton torch; do
         path=$([ $how = torch ] && echo "$without" || echo "$with_kernels")
-        echo "== gpu_step (Mamba layers: $how)"
-        PYTHONPATH="$path" timeout 150 python3 -m bench.gpu_step "$checkpoint" --steps 2 --warmup 1 \
+        flag=$([ $how = graphs ] || echo --transformers-decode)
+        echo "== gpu_step ($how)"
+        PYTHONPATH="$path" timeout 150 python3 -m bench.gpu_step "$checkpoint" --steps 2 --warmup 1 $flag \
             --max-new-tokens 64 --output "$out/gpu_step_$how.json" 2>&1 | tail -c 20000 | tee "$out/gpu_step_$how.log" \
             | grep --line-buffered -v "$quiet"
     done

@@ -166,6 +166,11 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bandwidth", type=float, help="memory bandwidth in TB/s (overrides the table)")
     parser.add_argument("--tflops", type=float, help="dense bf16 TFLOP/s (overrides the table)")
     parser.add_argument("--output", type=Path, help="also write the JSON report here")
+    parser.add_argument(
+        "--transformers-decode",
+        action="store_true",
+        help="decode through transformers' forward instead of the static decoder's CUDA graph (the side-by-side)",
+    )
     arguments = parser.parse_args(argv)
     if arguments.gpu_model is not None:
         if arguments.checkpoint is not None:  # with --gpu-model every positional argument is a screenshot
@@ -231,6 +236,10 @@ def load_backend(arguments: argparse.Namespace) -> LocalBackend:
         arguments.checkpoint, device=arguments.device, dtype="bfloat16", max_tiles=arguments.max_tiles
     )
     backend.load()
+    if arguments.transformers_decode:
+        backend.engine.static_decode = False  # generate reads it at each answer
+    decode = "transformers' forward" if arguments.transformers_decode else "the engine's"
+    print(f"engine paths: {'; '.join(backend.engine.paths) or 'none'}; decode: {decode}", file=sys.stderr)
     return backend
 
 

@@ -4,7 +4,8 @@
 - Cache for `context` tokens: per attention layer a key and a value of kv_heads x head_dim a token;
   per Mamba-2 layer a convolution window (conv_kernel x conv_dim) and an SSM state (heads x head_dim x
   state, kept in float32), whatever the length. With state kept between steps there are three caches (the live
-  one and the conversation's two snapshots: at its end and at the turn of its oldest screenshot).
+  one and the conversation's two snapshots: at its end and at the turn of its oldest screenshot), and one
+  more either way: the static decoder's buffers, a copy of the cache for the whole answer (static_decode).
 - Prefill peak of one chunk: the widest per-token activation (Mamba's input projection or the MLP)
   a few times over, attention scores chunk x context x heads in float32 where no fused kernel avoids
   them, the Mamba chunked scan's chunk x chunk decay matrices per head, and the logits of one position.
@@ -94,7 +95,7 @@ def plan_memory(
         _LIVE_COPIES * tokens * max(vision.mlp, 3 * vision.hidden) * dtype_bytes
         + vision.heads * tokens * tokens * _FLOAT32
     )
-    caches = 3 if keep_state else 1
+    caches = (3 if keep_state else 1) + 1  # + the static decoder's copy
     return MemoryPlan(
         weights=weight_elements(spec) * dtype_bytes,
         cache=caches * cache_bytes(spec, context, dtype_bytes),

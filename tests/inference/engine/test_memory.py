@@ -55,10 +55,12 @@ def test_weights_are_counted_from_the_files(engine: Engine) -> None:
     assert weight_elements(engine.spec) == loaded - layer_scales + conditioner
 
 
-def test_the_plan_grows_with_the_context_and_holds_three_caches_when_state_is_kept(engine: Engine) -> None:
+def test_the_plan_grows_with_the_context_and_holds_the_kept_caches_and_the_decoders_copy(engine: Engine) -> None:
     short = plan_memory(engine.spec, dtype_bytes=2, context=4096, prefill_chunk=2048, keep_state=False, max_tiles=12)
     long = plan_memory(engine.spec, dtype_bytes=2, context=16384, prefill_chunk=2048, keep_state=False, max_tiles=12)
     kept = plan_memory(engine.spec, dtype_bytes=2, context=16384, prefill_chunk=2048, keep_state=True, max_tiles=12)
     assert long.cache > short.cache and long.prefill_peak > short.prefill_peak
-    assert kept.cache == 3 * long.cache  # the live cache and the two kept points
+    one = cache_bytes(engine.spec, 16384, 2)
+    assert long.cache == 2 * one  # the live cache and the static decoder's copy of it
+    assert kept.cache == 4 * one  # and the two kept points
     assert "GiB" in kept.describe()

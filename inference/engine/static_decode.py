@@ -147,6 +147,12 @@ class StaticDecoder(ABC):
             state.cache_layer = cache.layers[index]
         self.load()
 
+    def release(self) -> None:
+        """Let go of the cache the buffers were loaded from: a decoder kept for later answers must not keep an
+        answer's whole cache alive (`rebind` gives it the next one)."""
+        for _, state in self.states:
+            state.cache_layer = None
+
     def place(self, token: int, position: int) -> None:
         """Set the next token, its position and its slot, after the tokens decoded so far."""
         slot = self.prefilled + self.decoded
@@ -181,10 +187,12 @@ class CudaGraphDecoder:
         with torch.cuda.graph(self.graph):
             self.logits = decoder.forward()
         decoder.load()
+        decoder.release()
 
     def rebind(self, cache: Any) -> None:
         """Decode from another prefill's `cache`, replaying the same graph."""
         self.decoder.rebind(cache)
+        self.decoder.release()
 
     def step(self, token: int, position: int) -> torch.Tensor:
         """The logits [1, vocab] after `token` (a view of the graph's output: read it before the next step)."""

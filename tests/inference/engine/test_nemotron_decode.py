@@ -94,6 +94,7 @@ def test_buffers_taken_over_from_a_longer_answer_decode_as_fresh_ones(tmp_path: 
     reused = NemotronDecoder(engine.model.language_model, long_cache, capacity)
     assert reused.prefilled == long_length
     _decode(reused, long_token, 6)  # the long answer fills slots the short one will not reach
+    reused.release()  # as a kept decoder does: the long answer's cache is let go before the next
     reused.rebind(short_cache)
     assert reused.prefilled == short_length
     taken_over = _decode(reused, short_token, 6)

@@ -57,6 +57,7 @@ def test_buffers_taken_over_from_a_longer_answer_decode_as_fresh_ones(engine: Qw
     reused = Qwen35Decoder(engine.model, long_cache, CAPACITY)
     _decode(reused, long_token, long_position, 6)  # the long answer fills slots the short one will not reach
     assert reused.prefilled > Qwen35Decoder(engine.model, short_cache, CAPACITY).prefilled + 6
+    reused.release()  # as a kept decoder does: the long answer's cache is let go before the next
     reused.rebind(short_cache)
     taken_over = _decode(reused, short_token, short_position, 6)
     fresh = _decode(Qwen35Decoder(engine.model, short_cache, CAPACITY), short_token, short_position, 6)

@@ -18,9 +18,9 @@ with interleaved M-RoPE, and a Qwen3-VL-style ViT. What runs here, and where it 
 - Positions: M-RoPE from transformers' `get_rope_index` over the whole prompt (an image advances the
   text position by its larger side in tokens, not by its token count), sliced per prefill chunk;
   each decoded token one past the last.
-- The loop (`Qwen35Engine.generate`): chunked prefill into transformers' hybrid `DynamicCache`
-  (key/value tensors for the attention layers, convolution and recurrent state for the DeltaNet
-  ones), then greedy decoding one token at a time, as `runner.Engine` does for Holotron. The
+- The loop (kept_state.py, shared with `runner.Engine`): chunked prefill into transformers' hybrid
+  `DynamicCache` (key/value tensors for the attention layers, convolution and recurrent state for the
+  DeltaNet ones), then greedy decoding one token at a time (qwen35_decode's static decoder). The
   DeltaNet state cannot be rolled back, so the cache is kept at the same two points of the
   conversation as Holotron's (the end of the conversation before the generation prompt, and the
   start of the turn of the oldest screenshot) and a later request resumes from the longest one its

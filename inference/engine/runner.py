@@ -1,4 +1,6 @@
-"""Holodesk's own generation loop over the assembled model: prefill, decode, stop, stream, cancel, reuse.
+"""The Holotron engine: Holodesk's generation over the assembled model (prefill, decode, stop, stream, cancel,
+reuse). The loop itself, the same for every family, is kept_state.py's; this module brings Nemotron-H's
+prompt, images, prefill and decoder (nemotron_decode: static buffers, one CUDA graph replay a token on a GPU).
 
 - Prefill runs the prompt through the model in chunks (bounded activations) into an explicit hybrid
   cache (transformers' `DynamicCache` for Nemotron-H: key/value tensors for the attention layers,

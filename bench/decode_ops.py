@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.harness import BenchResult, BenchSettings, format_table, machine_description, stats_of, write_results
+from bench.harness import BenchResult, BenchSettings, report, stats_of
 from holodesk.inference.engine.spec import transformers_problem
 from holodesk.inference.profiles.base import ChatRequest
 
@@ -84,12 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="also write the JSON results here")
     arguments = parser.parse_args(argv)
     started = time.perf_counter()
-    result = run(BenchSettings())
-    print(format_table(result.figures))
-    for note in result.notes:
-        print(f"[{NAME}] {note}")
-    if arguments.output is not None:
-        write_results(arguments.output, [result], machine_description(), time.perf_counter() - started)
+    report(run(BenchSettings()), arguments.output, started)
     return 0
 
 

@@ -296,6 +296,15 @@ def write_results(path: Path, results: Sequence[BenchResult], machine: Mapping[s
     os.replace(tmp, path)
 
 
+def report(result: BenchResult, output: Path | None, started: float) -> None:
+    """A benchmark run on its own (`python -m bench.NAME`): its table and notes on stdout, the JSON to `output`."""
+    print(format_table(result.figures))
+    for note in result.notes:
+        print(f"[{result.benchmark}] {note}")
+    if output is not None:
+        write_results(output, [result], machine_description(), time.perf_counter() - started)
+
+
 def offline_hub() -> None:
     """Keep benchmarks off the model hubs: the Hugging Face libraries read these before any request."""
     os.environ["HF_HUB_OFFLINE"] = "1"

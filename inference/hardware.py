@@ -101,28 +101,15 @@ class HardwareReport:
         return all(kernel.importable for kernel in self.kernels) and bool(self.kernels)
 
 
-# The symbols the Mamba-2 layers of Nemotron-H (and of transformers' Bamba) import for their fast path.
-# A package can import while its compiled extension is broken, so the probe imports these names.
-_KERNEL_SYMBOLS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
-    "mamba-ssm": (
-        "mamba_ssm",
-        (
-            ("mamba_ssm.ops.triton.selective_state_update", "selective_state_update"),
-            ("mamba_ssm.ops.triton.ssd_combined", "mamba_chunk_scan_combined"),
-            ("mamba_ssm.ops.triton.ssd_combined", "mamba_split_conv1d_scan_combined"),
-        ),
-    ),
-    "causal-conv1d": (
-        "causal_conv1d",
-        (
-            ("causal_conv1d", "causal_conv1d_fn"),
-            ("causal_conv1d", "causal_conv1d_update"),
-        ),
-    ),
-}
+# The kernel packages Nemotron-H's Mamba-2 layers use: mamba-ssm, loaded as the engine loads it
+# (inference/engine/kernels.py), and causal-conv1d, whose functions the probe imports (a package can
+# import while its compiled extension is broken).
+KERNEL_PACKAGES = ("mamba-ssm", "causal-conv1d")
+_CONV_SYMBOLS = (("causal_conv1d", "causal_conv1d_fn"), ("causal_conv1d", "causal_conv1d_update"))
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An exception as one line for a report: its type and the first line of its message."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
@@ -136,38 +123,39 @@ def _distribution_version(name: str) -> str | None:
 
 def probe_kernel(package: str) -> KernelStatus:
     """Import one kernel package (`mamba-ssm` or `causal-conv1d`) and the functions the model calls."""
-    if package not in _KERNEL_SYMBOLS:
-        raise ValueError(f"unknown kernel package {package!r}; expected one of {sorted(_KERNEL_SYMBOLS)}")
-    _, symbols = _KERNEL_SYMBOLS[package]
+    if package not in KERNEL_PACKAGES:
+        raise ValueError(f"unknown kernel package {package!r}; expected one of {sorted(KERNEL_PACKAGES)}")
     version = _distribution_version(package)
     if package == "mamba-ssm":
         # heavy: torch and Triton; the engine loads mamba-ssm this way (without its compiled part if absent)
         from holodesk.inference.engine.kernels import load_mamba
 
         load = load_mamba()
-        return KernelStatus(package, version, load.loaded, None if load.loaded else load.how, load.how)
+        if load.loaded:
+            return KernelStatus(package, version, True, build=load.how)
+        return KernelStatus(package, version, False, load.how)
     try:
-        for module_name, symbol in symbols:
+        for module_name, symbol in _CONV_SYMBOLS:
             module = importlib.import_module(module_name)
             if not callable(getattr(module, symbol, None)):
                 return KernelStatus(package, version, False, f"{module_name} has no {symbol}")
     # A compiled extension built for another torch or CUDA fails with OSError or RuntimeError,
     # not only ImportError; any of them means the fast path is off.
     except Exception as exc:  # any of the kinds above turns the fast path off
-        return KernelStatus(package, version, False, _one_line(exc))
+        return KernelStatus(package, version, False, one_line(exc))
     return KernelStatus(package, version, True)
 
 
 def mamba_kernels() -> tuple[KernelStatus, ...]:
     """The status of mamba-ssm and causal-conv1d, in that order."""
-    return tuple(probe_kernel(package) for package in _KERNEL_SYMBOLS)
+    return tuple(probe_kernel(package) for package in KERNEL_PACKAGES)
 
 
 def torch_status() -> TorchStatus:
     try:
         import torch
     except Exception as exc:  # a broken torch install fails with OSError or RuntimeError too
-        return TorchStatus(None, None, _one_line(exc))
+        return TorchStatus(None, None, one_line(exc))
     return TorchStatus(torch.__version__, torch.version.cuda)
 
 
@@ -176,7 +164,7 @@ def cuda_devices() -> tuple[tuple[CudaDevice, ...], str | None]:
     try:
         import torch
     except Exception as exc:  # a broken torch install fails with OSError or RuntimeError too
-        return (), _one_line(exc)
+        return (), one_line(exc)
     try:
         if not torch.cuda.is_available():
             return (), None
@@ -195,7 +183,7 @@ def cuda_devices() -> tuple[tuple[CudaDevice, ...], str | None]:
             )
         return tuple(devices), None
     except Exception as exc:  # a driver/runtime mismatch raises RuntimeError from deep inside torch
-        return (), _one_line(exc)
+        return (), one_line(exc)
 
 
 def mamba_path(devices: Sequence[CudaDevice], kernels: Sequence[KernelStatus]) -> MambaPath:

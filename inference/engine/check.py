@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from holodesk.automation.screen import ScreenFrame
+from holodesk.inference.engine.kernels import load_mamba
 from holodesk.inference.engine.memory import weight_elements
 from holodesk.inference.engine.runner import Engine
 from holodesk.inference.profiles.base import ChatRequest
@@ -29,10 +30,9 @@ from holodesk.inference.profiles.holotron import HolotronProfile
 # A run of this many identical tokens ends a degenerate answer.
 REPEAT_RUN = 8
 CONTACT_TASK = "Archive the first unread email."
-# Where transformers looks for each kernel (package, module path, function).
+# Where transformers looks for each kernel beside mamba-ssm's (package, module path, function); mamba-ssm's
+# are loaded as the engine loads them (kernels.load_mamba: also a build without its compiled part).
 KERNELS = {
-    "mamba-ssm chunk scan": ("mamba_ssm.ops.triton.ssd_combined", "mamba_chunk_scan_combined"),
-    "mamba-ssm state update": ("mamba_ssm.ops.triton.selective_state_update", "selective_state_update"),
     "causal-conv1d": ("causal_conv1d", "causal_conv1d_fn"),
     "flash-attention": ("flash_attn", "flash_attn_func"),
 }
@@ -52,13 +52,18 @@ def degenerate(token_ids: tuple[int, ...] | list[int]) -> str | None:
 
 def kernels_available(device: torch.device) -> dict[str, bool]:
     """For each fast path: whether it imports here and can run on `device` (all of them need CUDA)."""
-    found: dict[str, bool] = {}
+    cuda = device.type == "cuda"
+    mamba = load_mamba()
+    found = {
+        "mamba-ssm chunk scan": cuda and "mamba2_chunk_scan" in mamba.functions,
+        "mamba-ssm state update": cuda and "mamba2_selective_state_update" in mamba.functions,
+    }
     for name, (module, function) in KERNELS.items():
         try:
             usable = hasattr(importlib.import_module(module), function)
         except Exception:  # a kernel package that is absent or broken (CUDA mismatch) is not in use
             usable = False
-        found[name] = usable and device.type == "cuda"
+        found[name] = usable and cuda
     return found
 
 

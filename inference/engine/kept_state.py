@@ -37,36 +37,39 @@ class GenerationCancelled(BackendError):
     """The cancel check said stop part-way; there is no answer."""
 
 
-def greedy_tokens(
-    logits: torch.Tensor,
-    next_logits: Callable[[int, int], torch.Tensor],
-    *,
-    limit: int,
-    stop_ids: Sequence[int],
-    ignore_stop: bool = False,
-    top_logprobs: int = 0,
-    on_token: Callable[[int], None] | None = None,
-    cancelled: Callable[[], bool] | None = None,
-) -> Decoded:
+@dataclass(frozen=True, slots=True)
+class Greedy:
+    """How to decode: at most `limit` tokens, ending at a stop token unless `ignore_stop`, with `top_logprobs`
+    log-probs a step, each token to `on_token`, and `cancelled` asked before each."""
+
+    limit: int
+    stop_ids: Sequence[int]
+    ignore_stop: bool = False
+    top_logprobs: int = 0
+    on_token: Callable[[int], None] | None = None
+    cancelled: Callable[[], bool] | None = None
+
+
+def greedy_tokens(logits: torch.Tensor, next_logits: Callable[[int, int], torch.Tensor], greedy: Greedy) -> Decoded:
     """Holodesk's greedy loop, the same for every family: from the prefill's last `logits`, choose a token,
     and ask `next_logits(token, step)` (the family's forward of that token at decoding step `step`) for
-    the next, up to `limit` tokens or a stop token. Returns the ids, each step's top log-probs (when
-    asked) and the stop token that ended it, if one did."""
+    the next, as `greedy` says. Returns the ids, each step's top log-probs (when asked) and the stop token
+    that ended it, if one did."""
     new_ids: list[int] = []
     tops: list[dict[int, float]] = []
     for step in itertools.count():
-        if cancelled is not None and cancelled():
+        if greedy.cancelled is not None and greedy.cancelled():
             raise GenerationCancelled("generation was cancelled")
-        if top_logprobs:
-            values, indices = torch.log_softmax(logits[0].float(), dim=-1).topk(top_logprobs)
+        if greedy.top_logprobs:
+            values, indices = torch.log_softmax(logits[0].float(), dim=-1).topk(greedy.top_logprobs)
             tops.append(dict(zip(indices.tolist(), values.tolist(), strict=True)))
         token = int(logits[0].argmax())
         new_ids.append(token)
-        if on_token is not None:
-            on_token(token)
-        if token in stop_ids and not ignore_stop:
+        if greedy.on_token is not None:
+            greedy.on_token(token)
+        if token in greedy.stop_ids and not greedy.ignore_stop:
             return new_ids, tops, token
-        if len(new_ids) >= limit:
+        if len(new_ids) >= greedy.limit:
             return new_ids, tops, None
         logits = next_logits(token, step)
     raise AssertionError("unreachable: itertools.count() never ends")
@@ -88,19 +91,6 @@ class Snapshot:
     ids: list[int]
     images: list[tuple[int, str]]
     cache: Any
-
-
-@dataclass(frozen=True, slots=True)
-class Greedy:
-    """How to decode: at most `limit` tokens, ending at a stop token unless `ignore_stop`, with `top_logprobs`
-    log-probs a step, each token to `on_token`, and `cancelled` asked before each."""
-
-    limit: int
-    stop_ids: Sequence[int]
-    ignore_stop: bool = False
-    top_logprobs: int = 0
-    on_token: Callable[[int], None] | None = None
-    cancelled: Callable[[], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,16 +172,7 @@ class KeptState:
         assert logits is not None  # at least one token always goes through the model (resumable's rule)
         sync()
         first_at = time.perf_counter()
-        decoded = greedy_tokens(
-            logits,
-            decoder(cache),
-            limit=greedy.limit,
-            stop_ids=greedy.stop_ids,
-            ignore_stop=greedy.ignore_stop,
-            top_logprobs=greedy.top_logprobs,
-            on_token=greedy.on_token,
-            cancelled=greedy.cancelled,
-        )
+        decoded = greedy_tokens(logits, decoder(cache), greedy)
         sync()
         ended = time.perf_counter()
         if self.reuse:

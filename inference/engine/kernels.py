@@ -28,6 +28,8 @@ from typing import Any
 
 from torch import nn
 
+from holodesk.inference.hardware import one_line
+
 MAMBA_MIXERS = ("NemotronHMamba2Mixer",)
 DELTANETS = ("Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet")
 INSTALL = (
@@ -47,11 +49,6 @@ class KernelLoad:
     @property
     def loaded(self) -> bool:
         return bool(self.functions)
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def _mamba_package() -> ModuleType | None:
@@ -90,7 +87,7 @@ def load_mamba() -> KernelLoad:
         }
     except Exception as exc:  # ImportError, AttributeError, or Triton's own errors (no GPU driver, a version mismatch)
         _forget_mamba()
-        return KernelLoad("mamba-ssm", {}, _one_line(exc))
+        return KernelLoad("mamba-ssm", {}, one_line(exc))
     compiled = importlib.util.find_spec("selective_scan_cuda") is not None
     return KernelLoad("mamba-ssm", functions, "compiled" if compiled else "Triton")
 
@@ -101,7 +98,7 @@ def load_fla() -> KernelLoad:
         module = importlib.import_module("fla.ops.gated_delta_rule")
     except Exception as exc:  # ImportError, or Triton's own errors
         absent = isinstance(exc, ModuleNotFoundError) and exc.name == "fla"
-        reason = "fla-core is not installed" if absent else _one_line(exc)
+        reason = "fla-core is not installed" if absent else one_line(exc)
         return KernelLoad("flash-linear-attention", {}, reason)
     functions = {"torch_chunk_gated_delta_rule": module.chunk_gated_delta_rule}
     return KernelLoad("flash-linear-attention", functions, "Triton")
@@ -110,8 +107,8 @@ def load_fla() -> KernelLoad:
 Function = Callable[..., Any]
 
 
-def on_device(kernel: Function, original: Function, device_type: str = "cuda") -> Function:
-    """`kernel` where the first tensor argument is on `device_type`, `original` elsewhere.
+def on_cuda(kernel: Function, original: Function) -> Function:
+    """`kernel` where the first tensor argument is on a CUDA device, `original` elsewhere.
 
     transformers' call passes arguments the kernel may not take (its own `**kwargs`); only the kernel's
     parameters reach it, as transformers' own binding does.
@@ -119,7 +116,7 @@ def on_device(kernel: Function, original: Function, device_type: str = "cuda") -
     accepted = set(inspect.signature(kernel).parameters)
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        if args[0].device.type != device_type:
+        if args[0].device.type != "cuda":
             return original(*args, **kwargs)
         return kernel(*args, **{key: value for key, value in kwargs.items() if key in accepted})
 
@@ -130,15 +127,14 @@ def on_device(kernel: Function, original: Function, device_type: str = "cuda") -
 _ORIGINALS: dict[tuple[str, str], Callable[..., Any]] = {}
 
 
-def bind(layers: list[nn.Module], load: KernelLoad, device_type: str = "cuda") -> int:
-    """Replace, in each of `layers`' transformers modules, the functions `load` provides; modules changed."""
+def bind(layers: list[nn.Module], load: KernelLoad) -> None:
+    """Replace, in each of `layers`' transformers modules, the functions `load` provides."""
     modules = {type(layer).__module__: sys.modules[type(layer).__module__] for layer in layers}
     for module in modules.values():
         for name, kernel in load.functions.items():
             # transformers' binding wraps its PyTorch function with functools.wraps: unwrap reaches it
             original = _ORIGINALS.setdefault((module.__name__, name), inspect.unwrap(getattr(module, name)))
-            setattr(module, name, on_device(kernel, original, device_type))
-    return len(modules)
+            setattr(module, name, on_cuda(kernel, original))
 
 
 def bind_kernels(model: nn.Module, device_type: str) -> list[str]:

@@ -34,8 +34,9 @@ class _Mamba:
         self.module = mixer
         self.modeling = modeling_of(mixer)
         self.cache_layer = cache_layer
-        self.window = cache_layer.conv_states[0].clone()  # [1, channels, K]
-        self.state = cache_layer.recurrent_states[0].clone()  # [1, heads, head_dim, state size]
+        # Filled by `load`.
+        self.window = torch.empty_like(cache_layer.conv_states[0])  # [1, channels, K]
+        self.state = torch.empty_like(cache_layer.recurrent_states[0])  # [1, heads, head_dim, state size]
         head_dim, size = mixer.head_dim, mixer.ssm_state_size
         # As transformers expands them for its state update (the per-head values along head_dim and the state).
         self.decay = (-torch.exp(mixer.A_log.float()))[:, None, None].expand(-1, head_dim, size)

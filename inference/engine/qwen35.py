@@ -239,7 +239,6 @@ class Qwen35Engine:
         self.model_type = str(config.get("model_type"))
         self.device = torch.device(device)
         self.dtype: torch.dtype = getattr(torch, dtype or checkpoint_dtype(self.path))
-        self.reuse = reuse
         self.prefill_chunk = prefill_chunk
         try:
             # The class transformers maps qwen3_5 to (its own pre-tokenizer), as vLLM loads it; no remote code.
@@ -274,8 +273,8 @@ class Qwen35Engine:
         # Decoded tokens on static buffers (qwen35_decode) where those paths run: they read the fused
         # projections the paths put in place; on a GPU each token is one CUDA graph replay.
         self.static_decode = bool(self.paths)
-        self.graphs = self.static_decode and self.device.type == "cuda"
-        if self.graphs:
+        graphs = self.static_decode and self.device.type == "cuda"
+        if graphs:
             self.paths.append("decoded tokens as one CUDA graph replay each, on static buffers")
         elif self.static_decode:
             self.paths.append("decoded tokens on static buffers, a few operator calls a layer")
@@ -285,7 +284,7 @@ class Qwen35Engine:
         _log.info("Qwen3.5 engine on %s: %s", self.device, "; ".join(self.paths) or "transformers' own code")
         self.merge = int(self.model.config.vision_config.spatial_merge_size)
         self._kept = KeptState(reuse)
-        self._decoders = DecoderSource(partial(Qwen35Decoder, self.model), self.graphs)
+        self._decoders = DecoderSource(partial(Qwen35Decoder, self.model), graphs)
         self._pixels: OrderedDict[str, _Pixels] = OrderedDict()
         self._image_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
         self.image_cache_size = 8

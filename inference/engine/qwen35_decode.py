@@ -119,8 +119,11 @@ class _DeltaNet:
         self.cache_layer = cache_layer
         # [1, channels, K] in the cache (the last K columns); kept here as [1, K, channels], the layout
         # the projections give a column in.
-        self.window = cache_layer.conv_states[0].transpose(1, 2).clone(memory_format=torch.contiguous_format)
-        self.state = cache_layer.recurrent_states[0].to(torch.float32).clone()
+        # Filled by `load`.
+        self.window = torch.empty_like(
+            cache_layer.conv_states[0].transpose(1, 2), memory_format=torch.contiguous_format
+        )
+        self.state = torch.empty_like(cache_layer.recurrent_states[0], dtype=torch.float32)
         self.taps = deltanet.conv1d.weight.squeeze(1).to(torch.float32).t().contiguous()  # [K, channels]
         self.bias = None if deltanet.conv1d.bias is None else deltanet.conv1d.bias.to(torch.float32)
         self.decay_rate = -deltanet.A_log.float().exp()

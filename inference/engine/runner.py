@@ -164,7 +164,6 @@ class Engine:
         self.spec: ModelSpec = read_spec(path)
         self.device = torch.device(device)
         self.dtype: torch.dtype = getattr(torch, dtype or self.spec.dtype)
-        self.reuse = reuse
         self.prefill_chunk = prefill_chunk
         self.context = context
         self.tiling = TilingSpec(

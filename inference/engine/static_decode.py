@@ -46,10 +46,10 @@ class DecodeInputs:
     axes; a family without rotary angles ignores it), the cache slot its key and value go to, and which
     slots it sees."""
 
-    def __init__(self, device: torch.device, capacity: int, prefilled: int) -> None:
+    def __init__(self, device: torch.device, capacity: int) -> None:
         self.token = torch.zeros((1, 1), dtype=torch.long, device=device)
         self.position = torch.zeros((3, 1, 1), dtype=torch.long, device=device)
-        self.slot = torch.full((1,), prefilled, dtype=torch.long, device=device)
+        self.slot = torch.zeros((1,), dtype=torch.long, device=device)
         self.slots = torch.arange(capacity, device=device).view(1, 1, 1, capacity)  # as the attention's mask
         self.visible = self.slots <= self.slot
 
@@ -122,10 +122,9 @@ class StaticDecoder(ABC):
 
     def __init__(self, device: torch.device, capacity: int) -> None:
         self.capacity = capacity
-        self.device = device
         self.states: list[tuple[int, LayerState]] = []
         self.prefilled = self.decoded = 0
-        self.inputs = DecodeInputs(device, capacity, 0)
+        self.inputs = DecodeInputs(device, capacity)
 
     @abstractmethod
     def forward(self) -> torch.Tensor:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-import numpy as np
 import pytest
 from Xlib import display as xdisplay
 from Xlib.ext import shape
@@ -34,7 +33,8 @@ from holodesk.automation.action_picture import MARKER_COLOUR
 from tests.automation.wayland.conftest import WaylandTarget
 from tests.support.gnome_session import inside_gnome_session
 from tests.support.overlay_probe import OverlayProbe
-from tests.support.wayland_target import BACKGROUND_COLOUR, PAD_COLOUR
+from tests.support.panel_cover import wait_until_covered
+from tests.support.wayland_target import BACKGROUND_COLOUR
 
 pytestmark = pytest.mark.display  # every test here starts a display or a desktop stack
 
@@ -162,17 +162,6 @@ def test_the_approval_panel_stays_above_the_native_window(
     left, top, width, height = panel["window"]
     assert width > 100 and height > 50 and left >= 0 and left + width <= 1280 and top + height <= 800
 
-    def covered() -> float:
-        frame = remote.screenshot()
-        area = frame[top : top + height, left : left + width, 2::-1].reshape(-1, 3)
-        theirs = np.zeros(len(area), dtype=bool)
-        for colour in (BACKGROUND_COLOUR, PAD_COLOUR):
-            theirs |= (area == np.array(colour, dtype=np.uint8)).all(axis=1)
-        return 1.0 - float(theirs.mean())
-
-    deadline = time.monotonic() + 5
-    while covered() < 0.97:
-        assert time.monotonic() < deadline, f"the panel covers only {covered():.0%} of its place"
-        time.sleep(0.05)
+    wait_until_covered(lambda: remote.screenshot()[:, :, 2::-1], panel["window"])  # its frames are BGRA
     probe.send({"cmd": "cancel"})
     assert probe.wait_for("decided", 5)["decision"] == "stop"

@@ -37,7 +37,8 @@ from holodesk.automation.input.wlroots.keyboard import WtypeKeyboard
 from holodesk.automation.input.wlroots.pointer import WlrootsPointer
 from tests.automation.wlroots.conftest import SwayTarget
 from tests.support.overlay_probe import OverlayProbe
-from tests.support.wayland_target import BACKGROUND_COLOUR, PAD_COLOUR
+from tests.support.panel_cover import wait_until_covered
+from tests.support.wayland_target import BACKGROUND_COLOUR
 
 pytestmark = [pytest.mark.display, pytest.mark.wlroots]
 
@@ -156,16 +157,6 @@ def test_the_approval_panel_is_drawn_above_the_native_window(probe: OverlayProbe
     left, top, width, height = panel["window"]
     assert width > 100 and height > 50 and left >= 0 and left + width <= 1024 and top + height <= 768, panel
 
-    def covered() -> float:
-        area = screenshot(stack)[top : top + height, left : left + width].reshape(-1, 3)
-        theirs = np.zeros(len(area), dtype=bool)
-        for colour in (BACKGROUND_COLOUR, PAD_COLOUR):
-            theirs |= (area == np.array(colour, dtype=np.uint8)).all(axis=1)
-        return 1.0 - float(theirs.mean())
-
-    deadline = time.monotonic() + 5
-    while covered() < 0.97:
-        assert time.monotonic() < deadline, f"the panel covers only {covered():.0%} of its place"
-        time.sleep(0.05)
+    wait_until_covered(lambda: screenshot(stack), panel["window"])
     probe.send({"cmd": "cancel"})
     assert probe.wait_for("decided", 5)["decision"] == "stop"

@@ -46,7 +46,8 @@ TARGET = (800, 250)  # on the window's plain background, away from its pad and f
 
 
 @pytest.fixture(scope="module")
-def stack() -> Iterator[SwayStack]:
+def sway_stack() -> Iterator[SwayStack]:
+    """conftest's stack with XWayland (the overlay's way on sway); conftest's `sway_target` opens on it."""
     sway = SwayStack(xwayland=True)
     try:
         sway.start()
@@ -61,21 +62,12 @@ def stack() -> Iterator[SwayStack]:
 
 
 @pytest.fixture(scope="module")
-def native_window(stack: SwayStack) -> Iterator[SwayTarget]:
-    window = SwayTarget(stack)
-    try:
-        yield window
-    finally:
-        window.close()
-
-
-@pytest.fixture(scope="module")
-def probe(stack: SwayStack, native_window: SwayTarget) -> Iterator[OverlayProbe]:
+def probe(sway_stack: SwayStack, sway_target: SwayTarget) -> Iterator[OverlayProbe]:
     """Holodesk's GUI side, started with the sway session's environment only (it chooses its own way)."""
     with pytest.MonkeyPatch.context() as patch:
         for name in ("QT_QPA_PLATFORM", "HOLODESK_BACKEND", "DBUS_SESSION_BUS_ADDRESS"):
             patch.delenv(name, raising=False)
-        for name, value in {**stack.env(), "DISPLAY": stack.x_display()}.items():
+        for name, value in {**sway_stack.env(), "DISPLAY": sway_stack.x_display()}.items():
             patch.setenv(name, value)
         gui = OverlayProbe.start(wayland=True, timeout_s=30)
     try:
@@ -84,21 +76,21 @@ def probe(stack: SwayStack, native_window: SwayTarget) -> Iterator[OverlayProbe]
         gui.close()
 
 
-def screenshot(stack: SwayStack) -> np.ndarray:
+def screenshot(sway_stack: SwayStack) -> np.ndarray:
     """The whole output as sway composes it (grim), RGB rows."""
-    path = stack.root / "eyes.png"
-    subprocess.run(["grim", str(path)], env=stack.env(), check=True, timeout=20)
+    path = sway_stack.root / "eyes.png"
+    subprocess.run(["grim", str(path)], env=sway_stack.env(), check=True, timeout=20)
     with Image.open(path) as picture:
         return np.asarray(picture.convert("RGB"))
 
 
 def frame_showing(
-    stack: SwayStack, point: tuple[int, int], colour: tuple[int, ...], timeout_s: float = 5.0
+    sway_stack: SwayStack, point: tuple[int, int], colour: tuple[int, ...], timeout_s: float = 5.0
 ) -> np.ndarray:
     """sway's picture once `point` shows `colour` (fails with what it showed instead)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        frame = screenshot(stack)
+        frame = screenshot(sway_stack)
         seen = tuple(int(v) for v in frame[point[1], point[0]])
         if seen == colour:
             return frame
@@ -106,19 +98,19 @@ def frame_showing(
         time.sleep(0.05)
 
 
-def test_the_gui_runs_through_xwayland(probe: OverlayProbe, stack: SwayStack) -> None:
+def test_the_gui_runs_through_xwayland(probe: OverlayProbe, sway_stack: SwayStack) -> None:
     assert probe.ready["platform"] == "xcb", probe.ready
-    assert f"through XWayland ({stack.x_display()})" in probe.ready["platform_reason"], probe.ready
+    assert f"through XWayland ({sway_stack.x_display()})" in probe.ready["platform_reason"], probe.ready
     assert [screen["rect"] for screen in probe.ready["screens"]] == [[0, 0, 1024, 768]]
 
 
 def test_the_marker_covers_the_exact_pixel_and_the_models_frame_does_not_show_it(
-    probe: OverlayProbe, stack: SwayStack
+    probe: OverlayProbe, sway_stack: SwayStack
 ) -> None:
     x, y = TARGET
-    frame_showing(stack, (x, y), BACKGROUND_COLOUR)  # the native window's background before
+    frame_showing(sway_stack, (x, y), BACKGROUND_COLOUR)  # the native window's background before
     probe.request({"cmd": "show", "step": 2, "action": {"kind": "click", "at": [x, y]}}, "shown")
-    frame = frame_showing(stack, TARGET, MARKER_COLOUR)
+    frame = frame_showing(sway_stack, TARGET, MARKER_COLOUR)
     ring = [(x + 15, y), (x - 15, y), (x, y + 15)]  # the marker ring is drawn around it
     assert all(tuple(frame[py, px]) != BACKGROUND_COLOUR for px, py in ring)
     assert tuple(frame[y, x + 60]) == BACKGROUND_COLOUR  # and only there: the native window shows around it
@@ -126,7 +118,7 @@ def test_the_marker_covers_the_exact_pixel_and_the_models_frame_does_not_show_it
     grabbed = probe.request({"cmd": "grab", "points": points, "wrapped": True}, "grabbed", 30)
     assert [tuple(c) for c in grabbed["colours"]] == [BACKGROUND_COLOUR] * len(points), grabbed
     assert grabbed["visible_after"]
-    frame_showing(stack, TARGET, MARKER_COLOUR)  # back on screen after the grab
+    frame_showing(sway_stack, TARGET, MARKER_COLOUR)  # back on screen after the grab
     probe.request({"cmd": "clear"}, "cleared")
 
 
@@ -135,28 +127,30 @@ def test_the_marker_covers_the_exact_pixel_and_the_models_frame_does_not_show_it
     reason="sway 1.7: the full-screen overlay window takes every click while the marker shows (docstring)",
 )
 def test_a_click_on_the_marker_reaches_the_native_window_beneath(
-    probe: OverlayProbe, stack: SwayStack, native_window: SwayTarget
+    probe: OverlayProbe, sway_stack: SwayStack, sway_target: SwayTarget
 ) -> None:
     x, y = TARGET
     probe.request({"cmd": "show", "step": 3, "action": {"kind": "click", "at": [x, y]}}, "shown")
-    frame_showing(stack, TARGET, MARKER_COLOUR)
-    performer = InputPerformer(WtypeKeyboard(environ=stack.env(), pointer=WlrootsPointer(environ=stack.env())))
+    frame_showing(sway_stack, TARGET, MARKER_COLOUR)
+    performer = InputPerformer(
+        WtypeKeyboard(environ=sway_stack.env(), pointer=WlrootsPointer(environ=sway_stack.env()))
+    )
     try:
         assert performer.execute(Click(Point(x, y))).ok
     finally:
         performer.close()
-    press = native_window.wait_for("press", 5.0)
+    press = sway_target.wait_for("press", 5.0)
     assert (press["x"], press["y"], press["button"]) == (x, y, "LeftButton"), press
     probe.request({"cmd": "clear"}, "cleared")
 
 
 @pytest.mark.xfail(strict=True, reason="sway 1.7 draws the full-screen window above the floating panel (docstring)")
-def test_the_approval_panel_is_drawn_above_the_native_window(probe: OverlayProbe, stack: SwayStack) -> None:
+def test_the_approval_panel_is_drawn_above_the_native_window(probe: OverlayProbe, sway_stack: SwayStack) -> None:
     probe.send({"cmd": "decide", "step": 4, "action": {"kind": "click", "at": list(TARGET)}, "note": "the button"})
     panel = probe.wait_for("panel", 15)
     left, top, width, height = panel["window"]
     assert width > 100 and height > 50 and left >= 0 and left + width <= 1024 and top + height <= 768, panel
 
-    wait_until_covered(lambda: screenshot(stack), panel["window"])
+    wait_until_covered(lambda: screenshot(sway_stack), panel["window"])
     probe.send({"cmd": "cancel"})
     assert probe.wait_for("decided", 5)["decision"] == "stop"

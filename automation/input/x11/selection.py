@@ -79,6 +79,9 @@ OWNER_CHANGES = 3
 STOP_TIMEOUT_S = 2.0
 
 SELECTIONS = ("CLIPBOARD", "PRIMARY")
+# After the paste key, how long nothing must have asked before the previous text goes back where the
+# compositor keeps its own copy (mutter): the Wayland program's read is not seen from here.
+COPYING_COMPOSITOR_QUIET_S = 1.0
 # Targets that carry the text itself, in the order the previous content is read.
 TEXT_TARGETS = ("UTF8_STRING", "text/plain;charset=utf-8", "TEXT", "STRING")
 _PROPERTY = "HOLODESK_SELECTION"
@@ -880,7 +883,13 @@ def paste_with_own_selection(
             current.paste_key_pressed()
             press_paste_key()
             taken = current.wait_until_taken(target, timeout_s)
-            current.wait_until_quiet(quiet_s, timeout_s)
+            # A compositor that keeps its own copy serves the Wayland program's read from it, and no
+            # request reaches us; putting the previous text back replaces its source and cancels a read
+            # still under way (GTK: "error reading selection buffer: Operation was cancelled", seen on a
+            # loaded machine). So the offer stays up longer after the key there.
+            current.wait_until_quiet(
+                max(quiet_s, COPYING_COMPOSITOR_QUIET_S) if compositor_copies else quiet_s, timeout_s
+            )
     except SelectionError as exc:
         if problems:
             raise type(exc)(f"{exc}; {'; '.join(problems)}") from exc

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +76,8 @@ def test_a_signal_while_the_routine_types_stops_it_with_no_key_held_and_no_keyco
     routines = tmp_path / "routines"
     shutil.copytree(recorded, routines / NAME)
     sessions = tmp_path / "sessions"
+    temporary = tmp_path / "tmp"  # its own: another worker's run removes the pictures of runs that are gone
+    temporary.mkdir()
     mapping_before = keyboard_mapping()
     window = TargetWindow.start(40, 40)
     process: subprocess.Popen[Any] | None = None
@@ -85,7 +86,7 @@ def test_a_signal_while_the_routine_types_stops_it_with_no_key_held_and_no_keyco
             [*HOLODESK_COMMAND, "routine", "run", NAME, "--routines", str(routines), "--sessions", str(sessions),
              "--no-model", "--set", f"text_1={GERMAN}"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(tmp_path)},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(tmp_path), "TMPDIR": str(temporary)},
         )  # fmt: skip
         assert process.stdin is not None
         process.stdin.write("A\na\n")  # the click (exact): approve all; the typing is shown: approve
@@ -111,8 +112,7 @@ def test_a_signal_while_the_routine_types_stops_it_with_no_key_held_and_no_keyco
     assert [s.get("decision") for s in session.steps] == ["approve", "approve"]
     assert session.steps[-1]["result"]["ok"] is False  # the typing step: stopped part-way, and recorded so
     # The approval pictures went with the run.
-    leftover = list(Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}{process.pid}-*"))
-    assert leftover == []
+    assert list(temporary.iterdir()) == []
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
@@ -164,7 +164,11 @@ def test_the_next_routine_run_releases_what_a_killed_one_held(recorded: Path, xv
     routines = tmp_path / "routines"
     shutil.copytree(recorded, routines / NAME)
     sessions = tmp_path / "sessions"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(tmp_path)}
+    # A temporary folder of their own: any other run on the machine (another test worker's) removes the
+    # pictures of a run whose process is gone, so a shared /tmp could lose the killed run's before the check.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(tmp_path), "TMPDIR": str(temporary)}
     command = [*HOLODESK_COMMAND, "routine", "run", NAME, "--routines", str(routines), "--sessions", str(sessions)]
     mapping_before = keyboard_mapping()
     window = TargetWindow.start(40, 40)
@@ -185,13 +189,13 @@ def test_the_next_routine_run_releases_what_a_killed_one_held(recorded: Path, xv
         if killed is not None and killed.poll() is None:
             killed.kill()
             killed.wait(10)
-    assert list(Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}{killed.pid}-*")), "nothing left to clean up"
+    assert list(temporary.glob(f"{PICTURES_PREFIX}{killed.pid}-*")), "nothing left to clean up"
     # The next run: it is stopped at its first question; what the killed one held is gone before that.
     process = subprocess.run([*command, "--no-model"], input="q\n", capture_output=True, text=True, timeout=60, env=env)
     assert process.returncode == 3, process.stdout + process.stderr
     assert x11_probe.pressed_keycodes() == [], "a key the killed run held is still held"
     assert keyboard_mapping() == mapping_before, "a keycode the killed run rebound is still rebound"
-    assert list(Path(tempfile.gettempdir()).glob(f"{PICTURES_PREFIX}{killed.pid}-*")) == []
+    assert list(temporary.glob(f"{PICTURES_PREFIX}{killed.pid}-*")) == []
 
 
 STOP_WORDS = {

@@ -38,6 +38,7 @@ BENCHMARKS = (
     "engine_reuse",
     "cpu_wait_policy",
     "decode_ops",
+    "deltanet_cpu",
     "holo31_cpu_step",
     "memory",
     "eval_scaling",

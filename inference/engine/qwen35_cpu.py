@@ -1,15 +1,19 @@
-"""Faster CPU paths for the Qwen3.5 text model, put in place after loading; the same arithmetic.
+"""Faster CPU paths for the Qwen3.5 text model, put in place after loading; transformers' arithmetic
+but for the bfloat16 delta rule, which has vLLM's CPU precision.
 
 Where the time went on Holo3.1-0.8B's shapes (docs/performance.md): in prefill, transformers'
-PyTorch fallbacks of the Gated DeltaNet layers (its chunked delta rule, and its causal convolution,
-a grouped conv1d over the transposed activations: 17 % of a prefill chunk on its own); in decode,
-bfloat16 matrix-vector products, which the stock CPU GEMM runs at a third of the speed it reaches on
-four rows. What changes here, and why the numbers do not:
+PyTorch fallbacks of the Gated DeltaNet layers (its chunked delta rule above all, and its causal
+convolution); in decode, bfloat16 matrix-vector products, which the stock CPU GEMM runs at a third of
+the speed it reaches on four rows. What changes here, and why the numbers do (or do not):
 
-- `causal_conv_silu`: the depthwise causal convolution as K shifted multiply-adds in float32 over
-  the [batch, time, channels] layout the projections already have, rounded once to the model's dtype,
-  then SiLU, as transformers' fallback (a float32 conv accumulates in float32 and rounds once too).
-  It runs in both dtypes; in float32 only the order of four additions can differ (last bit).
+- `causal_conv_silu`: for a prefill chunk, transformers' own grouped conv1d in the model's dtype over
+  the channels-first columns the cache gives (contiguous, which transformers' call on the transposed
+  activations is not), the result left channels-first; bit for bit transformers' in bfloat16. One
+  decoded column: K multiply-adds in float32, rounded once to the model's dtype, then SiLU.
+- `chunked_delta_rule_bf16` (qwen35_delta_rule.py; bfloat16 models on CPUs with bfloat16
+  instructions): the chunked delta rule with bfloat16 products, as vLLM's CPU kernel and fla's
+  GPU kernels round it. The only path here that changes the arithmetic: a bfloat16 model's answers
+  stay as close to the same weights run in float32 as transformers' bfloat16 code's (tested).
 - `CPU_PREFILL_CHUNK`: prefill in chunks of 256 tokens, not 2,048 (the engine caps its chunk with it).
 - `recurrent_step`: a decoded token's delta-rule update with transformers' operations, minus the
   set-up its sequence loop needs (about a dozen tensor operations a layer a token fewer).
@@ -17,13 +21,14 @@ four rows. What changes here, and why the numbers do not:
   weight reordered once into oneDNN's blocked layout, products through oneDNN, inputs of fewer than
   PACKED_ROWS rows padded to PACKED_ROWS (the kernel oneDNN picks for one row is the slow one). The
   result is the stock product's, bit for bit, on this machine (tested). The float32 path, the one the
-  reference comparisons use, keeps the stock products.
+  reference comparisons use, keeps the stock products and transformers' delta rule.
 
 `accelerate` puts these in place and says, in words, which paths a model now runs.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
@@ -32,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from holodesk.inference.engine.qwen35_decode import fuse_projections
+from holodesk.inference.engine.qwen35_delta_rule import chunked_delta_rule_bf16
 from holodesk.inference.engine.static_decode import modeling_of
 
 PACKED_ROWS = 4
@@ -62,26 +68,33 @@ def causal_conv_silu(
 ) -> torch.Tensor:
     """SiLU of the depthwise causal convolution's last `new` columns of `full` [batch, channels, columns].
 
-    The result is [batch, new, channels].
+    The result is [batch, new, channels] (for more than one column, a view of a channels-first tensor).
 
     `full` holds the earlier columns the convolution sees (the cache's state, or none at the start)
     followed by the new ones; missing earlier columns are zeros, as in transformers' padded conv.
     `weight` is [channels, K].
     """
     kernel = weight.shape[-1]
+    earlier = full.shape[-1] - new
+    if new > 1:
+        # transformers' own grouped conv1d, over the channels-first columns as they come: in bfloat16
+        # oneDNN's kernel (float32 accumulation, one rounding) gave transformers' bits at a third of the
+        # shifted multiply-adds' time on a 256-column chunk; the result stays channels-first.
+        if earlier < kernel - 1:
+            full = F.pad(full, (kernel - 1 - earlier, 0))
+            earlier = kernel - 1
+        columns = full[..., earlier - (kernel - 1) :].to(dtype)
+        out = F.conv1d(
+            columns, weight.to(dtype).unsqueeze(1), None if bias is None else bias.to(dtype), groups=len(weight)
+        )
+        return F.silu(out).transpose(1, 2)
     x = full.transpose(1, 2)
-    earlier = x.shape[1] - new
     if earlier < kernel - 1:
         x = F.pad(x, (0, 0, kernel - 1 - earlier, 0))
         earlier = kernel - 1
     x = x[:, earlier - (kernel - 1) :].to(torch.float32, memory_format=torch.contiguous_format)
     taps = weight.to(torch.float32).t()  # [K, channels]
-    if new == 1:
-        out = (x * taps).sum(1, keepdim=True)
-    else:
-        out = x[:, :new] * taps[0]
-        for j in range(1, kernel):
-            out.addcmul_(x[:, j : j + new], taps[j])
+    out = (x * taps).sum(1, keepdim=True)
     if bias is not None:
         out = out + bias.to(torch.float32)
     return F.silu(out.to(dtype))
@@ -116,14 +129,21 @@ def recurrent_step(
 
 
 def gated_deltanet_forward(
-    self: Any, hidden_states: torch.Tensor, cache_params: Any = None, attention_mask: Any = None, **kwargs: Any
+    self: Any,
+    hidden_states: torch.Tensor,
+    cache_params: Any = None,
+    attention_mask: Any = None,
+    *,
+    bf16_delta_rule: bool = False,
+    **kwargs: Any,
 ) -> torch.Tensor:
     """transformers' `Qwen3_5GatedDeltaNet.forward` (5.19) with `causal_conv_silu`, `recurrent_step` and its
     four input projections as one (`in_proj_all`, qwen35_decode.fuse_projections).
 
-    The projections, the cache updates and the chunked delta rule of a prefill (transformers' own
-    function, looked up in the layer's module so that installed kernels still apply) are the
-    original's, in its order.
+    The projections, the cache updates and the chunked delta rule of a prefill are the original's, in
+    its order. The delta rule is transformers' own function, looked up in the layer's module so that
+    installed kernels still apply, or with `bf16_delta_rule` (bound by `accelerate` for bfloat16
+    models on CPUs with bfloat16 instructions) qwen35_delta_rule's, with bfloat16 products.
     """
     modeling = modeling_of(self)
     hidden_states = modeling.apply_mask_to_padding_states(hidden_states, attention_mask)
@@ -150,8 +170,13 @@ def gated_deltanet_forward(
         key = key.repeat_interleave(self.num_v_heads // self.num_k_heads, dim=2)
 
     recurrent_state = cache_params.layers[self.layer_idx].recurrent_states[0] if use_precomputed_states else None
+    last_recurrent_state: torch.Tensor | None
     if recurrent_state is not None and seq_len == 1:
         core_attn_out, last_recurrent_state = recurrent_step(modeling, query, key, value, g, beta, recurrent_state)
+    elif bf16_delta_rule:
+        core_attn_out, last_recurrent_state = chunked_delta_rule_bf16(
+            query, key, value, g, beta, recurrent_state, output_final_state=cache_params is not None
+        )
     else:
         core_attn_out, last_recurrent_state = modeling.torch_chunk_gated_delta_rule(
             query,
@@ -270,10 +295,17 @@ def accelerate(model: nn.Module, device: torch.device, attention: str = "sdpa") 
         return []
     paths: list[str] = []
     layers = [m for m in model.modules() if type(m).__name__ in ("Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet")]
+    # The bfloat16 delta rule where the products it is made of are fast: elsewhere transformers' float32
+    # function is both faster and closer.
+    bf16_rule = bf16_products_available() and any(
+        layer.get_parameter("conv1d.weight").dtype == torch.bfloat16 for layer in layers
+    )
     for layer in layers:
-        layer.forward = types.MethodType(gated_deltanet_forward, layer)
+        layer.forward = types.MethodType(functools.partial(gated_deltanet_forward, bf16_delta_rule=bf16_rule), layer)
     if layers:
-        paths.append(f"causal convolution as shifted multiply-adds in {len(layers)} Gated DeltaNet layers")
+        paths.append(f"causal convolution as one grouped product per chunk in {len(layers)} Gated DeltaNet layers")
+    if bf16_rule:
+        paths.append(f"the chunked delta rule with bfloat16 products (vLLM's CPU precision) in {len(layers)} layers")
     embeds = [
         m for m in model.modules() if type(m).__name__ in ("Qwen3_5VisionPatchEmbed", "Qwen3_5MoeVisionPatchEmbed")
     ]

@@ -87,19 +87,24 @@ class StepFigures:
         return self.tokens_in / self.prefill_s
 
 
-def step_request(history: int, new_tokens: int) -> Any:
+def step_request(history: int, new_tokens: int, screens: int = 0) -> Any:
     """The holo3.1 profile's navigation request at `history` earlier steps, cut to `new_tokens` new tokens."""
-    return dataclasses.replace(navigation_request(history), max_new_tokens=new_tokens)
+    return dataclasses.replace(navigation_request(history, screens), max_new_tokens=new_tokens)
 
 
 @functools.cache  # the prompt's characters and the vLLM runner ask for the same histories: screenshots made once
-def navigation_request(history: int) -> Any:
-    """The holo3.1 profile's navigation request at `history` earlier steps (its screenshots are the slow part)."""
+def navigation_request(history: int, screens: int = 0) -> Any:
+    """The holo3.1 profile's navigation request at `history` earlier steps (its screenshots are the slow part).
+
+    `screens` picks the screenshots (their random seeds start there): the same history with other
+    screenshots has the same number of tokens.
+    """
 
     # One screenshot, as the figures in docs/performance.md were measured (the profile now shows the
     # last 3 by default; its server here allows one image).
     profile = Holo31Profile(ImageBudget(images_per_request=1, keep_screenshots=1))
-    shots = [profile.prepare_image(frame_from_image(desktop_picture(*SCREEN, seed=n))) for n in range(history + 1)]
+    seeds = range(screens, screens + history + 1)
+    shots = [profile.prepare_image(frame_from_image(desktop_picture(*SCREEN, seed=n))) for n in seeds]
     return profile.navigation_request(TASK, past_steps(history), shots)
 
 

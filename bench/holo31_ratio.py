@@ -14,12 +14,13 @@ alternating order:
   then the request at history 2 on the state the first one kept: the product's step, whose time is
   reported beside the ratios.
 
-Every round shows both sides screenshots that neither has seen. The engine keeps a screenshot's
-vision features across requests (a step's history repeats its screenshots) and vLLM's encoder cache
-may share them by the image's hash, so a screenshot seen in an earlier round could skip a side's
-vision tower (2.4-3.1 s of the engine's 7,306-token prefill on this machine): until 30 November 2026
-every round reused one screenshot, and from the second round on the engine skipped its vision tower
-where vLLM, as far as a same/new-screenshot check could tell (28.0 against 29.4 s, within noise), did not.
+Every round shows both sides screenshots that neither has seen, so both run their vision tower every
+round, as a first step on a new screen does. Both keep a screenshot's vision features across requests
+(the engine's image cache, for a step's history that repeats its screenshots; vLLM's encoder cache,
+shared by the image's hash). Until 30 November 2026 one screenshot served every round, so from the
+second round on neither side ran its vision tower; vLLM's is the slower, and the two runs of that day,
+minutes apart, before and after the change, moved vLLM's prefill from 306-337 to 184-248 tokens/s
+and the engine's from 264-284 to 203-233.
 
 The run stops adding rounds (at least MIN_ROUNDS) when one more would pass its time budget. The
 machine is shared: absolute figures move with its load, which both sides share round by round; the

@@ -191,7 +191,9 @@ def gated_deltanet_forward(
     if cache_params is not None:
         cache_params.update_recurrent_state(last_recurrent_state, self.layer_idx)
 
-    core_attn_out = self.norm(core_attn_out.reshape(-1, self.head_v_dim), z.reshape(-1, self.head_v_dim))
+    # The gated norm works row by row over the last dimension: given [batch, time, heads, dim] as they
+    # are, where transformers flattens them first and so copies z, a strided slice of the projections.
+    core_attn_out = self.norm(core_attn_out, z)
     return self.out_proj(core_attn_out.reshape(batch_size, seq_len, -1))
 
 

@@ -118,13 +118,17 @@ def check_cpu_paths() -> CheckResult:
     common = "decoded tokens on static buffers, prefill in 256-token chunks"
     if bf16_products_available():
         return CheckResult(
-            "cpu paths", Status.OK, f"Holo3 and Holo4 models here: bfloat16 products through oneDNN; {common}"
+            "cpu paths",
+            Status.OK,
+            "Holo3 and Holo4 models here: bfloat16 products through oneDNN, the prefill's delta rule with them"
+            f" (vLLM's CPU precision); {common}",
         )
     return CheckResult(
         "cpu paths",
         Status.INFO,
-        "Holo3 and Holo4 models here: bfloat16 products through the stock GEMM (this CPU has neither"
-        f" avx512_bf16 nor AMX, so their steps run slower than on one that has them); {common}",
+        "Holo3 and Holo4 models here: bfloat16 products through the stock GEMM and the prefill's delta rule in"
+        " float32 (this CPU has neither avx512_bf16 nor AMX, so their steps run slower than on one that has"
+        f" them); {common}",
     )
 
 

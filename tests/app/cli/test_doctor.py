@@ -121,6 +121,7 @@ def test_doctor_try_loads_the_tiny_checkpoint_and_runs_the_first_contact(xvfb, t
     bf16 = bool({"avx512_bf16", "amx_bf16"} & flags)
     assert checks["cpu paths"] == ("OK" if bf16 else "INFO"), result.stdout
     assert ("through oneDNN" if bf16 else "through the stock GEMM") in result.stdout
+    assert ("the prefill's delta rule with them" if bf16 else "the prefill's delta rule in float32") in result.stdout
 
 
 def test_wayland_without_xwayland_is_a_warning_that_names_the_terminal_way(tmp_path: Path):

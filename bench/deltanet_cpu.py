@@ -59,7 +59,7 @@ def run(settings: BenchSettings) -> BenchResult:
     rounds = 3 if settings.quick else settings.rounds(15)
     with torch.inference_mode():
         times = interleaved(cases, rounds, warmup=settings.warmup)
-        exact_out, exact_state = _recurrence(q, k, v, g, beta, state)
+        exact_out, exact_state = recurrence(q, k, v, g, beta, state)
         errors = {name: _relative_errors(case(), exact_out, exact_state) for name, case in cases.items()}
     baseline = "transformers' float32 function"
     call = f"a {TOKENS}-token call"
@@ -79,10 +79,15 @@ def run(settings: BenchSettings) -> BenchResult:
     return result
 
 
-def _recurrence(
+def recurrence(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, state: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The gated delta rule's definition, token by token in float64: (outputs, final state)."""
+    """The gated delta rule's definition, token by token in float64: (outputs, final state).
+
+    Decay the state, read what it predicts for the key, write beta times the difference, read the
+    query (queries and keys L2-normalised, queries scaled by dim^-0.5). Written here, apart from the
+    engine's chunked algorithms, as the oracle this benchmark and the tests hold them to.
+    """
     # heavy: torch
     import torch
 

@@ -1,7 +1,8 @@
 """The CPU's bfloat16 delta rule (engine/qwen35_delta_rule.py) and the prefill convolution (qwen35_cpu).
 
-The oracle is the gated delta rule's definition, token by token in float64, written here: decay the
-state, read what it predicts for the key, write beta times the difference, read the query. The chunked
+The oracle is the gated delta rule's definition, token by token in float64 (bench/deltanet_cpu's
+`recurrence`, apart from the engine's code): decay the state, read what it predicts for the key,
+write beta times the difference, read the query. The chunked
 bfloat16 function must stay within bfloat16's precision of it (vLLM's CPU kernel is 6e-3 of the
 largest value on these inputs); a wrong decay, scale or chunk boundary is off by tens of percent.
 """
@@ -12,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from bench.deltanet_cpu import recurrence
 from holodesk.inference.engine.qwen35_cpu import causal_conv_silu
 from holodesk.inference.engine.qwen35_delta_rule import chunked_delta_rule_bf16
 
@@ -28,22 +30,6 @@ def _inputs(time: int, seed: int, decay: float) -> tuple[torch.Tensor, ...]:
     return q, k, v, g, beta, state
 
 
-def _recurrence(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, state: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    q, k, v = (x.double() for x in (q, k, v))
-    q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6) / DIM**0.5
-    k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
-    s = state.double().clone()
-    outputs = []
-    for t in range(q.shape[1]):
-        s = s * g[:, t].double().exp()[..., None, None]
-        predicted = torch.einsum("bhkv,bhk->bhv", s, k[:, t])
-        s = s + torch.einsum("bhk,bhv->bhkv", k[:, t], (v[:, t] - predicted) * beta[:, t].double()[..., None])
-        outputs.append(torch.einsum("bhkv,bhk->bhv", s, q[:, t]))
-    return torch.stack(outputs, 1), s
-
-
 def _relative(ours: torch.Tensor, exact: torch.Tensor) -> float:
     return float((ours.double() - exact).abs().max() / exact.abs().max())
 
@@ -53,7 +39,7 @@ def _relative(ours: torch.Tensor, exact: torch.Tensor) -> float:
 def test_the_chunked_bfloat16_rule_follows_the_recurrence(time: int, decay: float) -> None:
     q, k, v, g, beta, state = _inputs(time, seed=time, decay=decay)
     out, final = chunked_delta_rule_bf16(q, k, v, g, beta, state, output_final_state=True)
-    exact_out, exact_state = _recurrence(q, k, v, g, beta, state)
+    exact_out, exact_state = recurrence(q, k, v, g, beta, state)
     assert out.dtype == torch.bfloat16 and out.shape == (1, time, HEADS, DIM)
     assert final is not None and final.dtype == torch.float32
     assert _relative(out, exact_out) <= RELATIVE
@@ -70,7 +56,7 @@ def test_a_prompt_in_two_calls_is_the_prompt_in_one() -> None:
     kept = middle.clone()
     second, final = chunked_delta_rule_bf16(q[:, 70:], k[:, 70:], v[:, 70:], g[:, 70:], beta[:, 70:], middle, True)
     assert torch.equal(middle, kept)
-    exact_out, exact_state = _recurrence(q, k, v, g, beta, zeros)
+    exact_out, exact_state = recurrence(q, k, v, g, beta, zeros)
     assert _relative(torch.cat((first, second), 1), exact_out) <= RELATIVE
     assert final is not None and _relative(final, exact_state) <= RELATIVE
     assert chunked_delta_rule_bf16(q, k, v, g, beta, None, output_final_state=False)[1] is None

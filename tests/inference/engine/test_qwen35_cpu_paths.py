@@ -117,8 +117,11 @@ def test_float32_prefill_in_short_chunks_matches_transformers_code(float32_check
 
 
 def _agreeing_gaps(answer: EngineResult, truth: EngineResult, length: int) -> list[float]:
-    """The largest top-5 log-prob gap at each of the first `length` tokens, over the tokens both list."""
-    assert answer.new_ids[:length] == truth.new_ids[:length]
+    """The largest top-5 log-prob gap at each of the first `length` positions, over the tokens both list.
+
+    Position i's distribution follows the prompt and the first i tokens: comparable while those agree
+    (the first position always is: it follows the prompt alone)."""
+    assert answer.new_ids[: length - 1] == truth.new_ids[: length - 1]
     pairs = zip(answer.top_logprobs[:length], truth.top_logprobs[:length], strict=True)
     return [max(abs(mine[t] - theirs[t]) for t in set(mine) & set(theirs)) for mine, theirs in pairs]
 
@@ -135,8 +138,9 @@ def test_bfloat16_engine_is_as_close_to_float32_as_transformers_bfloat16_code(tm
     """The bfloat16 paths (packed products, the delta rule with bfloat16 products) against the truth of
     the same weights run in float32 by transformers' code: no further from it than transformers' own
     bfloat16 code is. Each bfloat16 engine's tokens are held to the float32 ones while both agree with
-    them (bfloat16 alone can flip a near tie: transformers' does at the second step's 6th token here);
-    over those tokens the fast engine's largest log-prob gap is at most twice transformers'."""
+    them (bfloat16 alone can flip a near tie: transformers' does at the second step's 6th token here, and
+    could at another on another CPU), and the first position, which follows the prompt alone, is always
+    compared; over those the fast engine's largest log-prob gap is at most twice transformers'."""
     checkpoint = _checkpoint(tmp_path, "bfloat16")
     fast = Qwen35Engine(checkpoint, dtype="bfloat16")
     assert any("oneDNN" in path for path in fast.paths)
@@ -145,8 +149,7 @@ def test_bfloat16_engine_is_as_close_to_float32_as_transformers_bfloat16_code(tm
     ours, theirs = _answers(fast, _steps()), _answers(_reference(checkpoint, dtype="bfloat16"), _steps())
     assert ours[1].reused_tokens > 0
     for mine, reference, exact in zip(ours, theirs, truth, strict=True):
-        length = min(_agreement(mine, exact), _agreement(reference, exact))
-        assert length >= 3, (mine.new_ids, reference.new_ids, exact.new_ids)
+        length = min(_agreement(mine, exact), _agreement(reference, exact), TOKENS - 1) + 1
         gaps, reference_gaps = _agreeing_gaps(mine, exact, length), _agreeing_gaps(reference, exact, length)
         assert all(math.isfinite(gap) for gap in gaps)
         assert max(gaps) <= 2 * max(reference_gaps), (gaps, reference_gaps)

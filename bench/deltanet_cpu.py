@@ -34,6 +34,7 @@ def run(settings: BenchSettings) -> BenchResult:
     import torch
     from transformers.models.qwen3_5 import modeling_qwen3_5
 
+    # heavy: torch
     from holodesk.inference.engine.qwen35_delta_rule import chunked_delta_rule_bf16
 
     result = BenchResult(NAME)

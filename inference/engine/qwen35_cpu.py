@@ -76,23 +76,21 @@ def causal_conv_silu(
     """
     kernel = weight.shape[-1]
     earlier = full.shape[-1] - new
+    if earlier < kernel - 1:
+        full = F.pad(full, (kernel - 1 - earlier, 0))
+    columns = full[..., full.shape[-1] - new - (kernel - 1) :]  # the new columns and the K - 1 before them
     if new > 1:
         # transformers' own grouped conv1d, over the channels-first columns as they come: in bfloat16
         # oneDNN's kernel (float32 accumulation, one rounding) gave transformers' bits at a third of the
         # shifted multiply-adds' time on a 256-column chunk; the result stays channels-first.
-        if earlier < kernel - 1:
-            full = F.pad(full, (kernel - 1 - earlier, 0))
-            earlier = kernel - 1
-        columns = full[..., earlier - (kernel - 1) :].to(dtype)
         out = F.conv1d(
-            columns, weight.to(dtype).unsqueeze(1), None if bias is None else bias.to(dtype), groups=len(weight)
+            columns.to(dtype),
+            weight.to(dtype).unsqueeze(1),
+            None if bias is None else bias.to(dtype),
+            groups=len(weight),
         )
         return F.silu(out).transpose(1, 2)
-    x = full.transpose(1, 2)
-    if earlier < kernel - 1:
-        x = F.pad(x, (0, 0, kernel - 1 - earlier, 0))
-        earlier = kernel - 1
-    x = x[:, earlier - (kernel - 1) :].to(torch.float32, memory_format=torch.contiguous_format)
+    x = columns.transpose(1, 2).to(torch.float32, memory_format=torch.contiguous_format)
     taps = weight.to(torch.float32).t()  # [K, channels]
     out = (x * taps).sum(1, keepdim=True)
     if bias is not None:

@@ -51,6 +51,7 @@ class WaylandCapture:
         session: WaylandSession,
         frame_timeout_s: float = 5.0,
         input_frame_wait_s: float = 0.5,
+        input_late_frame_s: float = 0.2,
         repaint_timeout_s: float = 2.0,
         repaint_quiet_s: float = 0.08,
         repaint_settle_s: float = 0.4,
@@ -68,6 +69,9 @@ class WaylandCapture:
         # call it settled. A grab waits up to this long for a changed picture newer than the last
         # input (a frame identical to the one before it, which mutter also sends, shows no effect).
         self._input_frame_wait_s = input_frame_wait_s
+        # A change painted while the input was still being sent may show only part of it (half the
+        # text typed); the rest follows within one delivery (~100 ms), so a later change is awaited this long.
+        self._input_late_frame_s = input_late_frame_s
 
     def _stream_monitors(self) -> tuple[StreamMonitor, ...]:
         return self.session.started()[1]
@@ -138,10 +142,13 @@ class WaylandCapture:
         entry = entries[index - 1]
         self._wait_until_fresh(entry, required)
         last_input = self.session.last_input_at
-        if last_input:
-            remaining = last_input + self._input_frame_wait_s - time.monotonic()
-            if remaining > 0:
-                entry.frames.wait_for_change_since(last_input, remaining)
+        if last_input and time.monotonic() < last_input + self._input_frame_wait_s:
+            entry.frames.wait_for_input_effect(
+                min(self.session.input_began_at, last_input),
+                last_input,
+                until=last_input + self._input_frame_wait_s,
+                late_s=self._input_late_frame_s,
+            )
         pixels, _arrived_at = entry.frames.latest(self._frame_timeout_s)
         monitors = tuple(item.monitor for item in entries)
         rect = entry.monitor.rect

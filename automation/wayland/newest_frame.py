@@ -80,6 +80,22 @@ class NewestFrame:
         """Wait until a frame that differs from the one before it arrived after `moment`; False on timeout."""
         return self._wait_until(lambda: self._changed_at > moment, timeout_s)
 
+    def wait_for_input_effect(self, began: float, ended: float, until: float, late_s: float) -> bool:
+        """Wait for a picture that can show the effect of input sent from `began` to `ended`; False if none came.
+
+        A changed picture after `ended` shows it. One that arrived while the input was being sent (the
+        desktop can paint a click's effect before the sender returns) shows at least part of it: then a
+        later change is awaited only up to `late_s` after `ended`, not up to `until` (time.monotonic()),
+        so a quick desktop does not cost the whole bound at every grab.
+        """
+        if not self._wait_until(lambda: self._changed_at > began, until - time.monotonic()):
+            return False
+        with self._lock:
+            changed_during_input = self._changed_at <= ended
+        if changed_during_input:
+            self._wait_until(lambda: self._changed_at > ended, min(until, ended + late_s) - time.monotonic())
+        return True
+
     def _wait_until(self, condition: Callable[[], bool], timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         with self._arrived:

@@ -108,7 +108,9 @@ class WaylandSession:
         self._portal: PortalSession | None = None
         self._monitors: tuple[StreamMonitor, ...] = ()
         self._pipewire_fd: int | None = None
-        self.last_input_at = 0.0  # time.monotonic() of the last input the input backend sent
+        # time.monotonic() when the input backend's latest action began and when it ended (0.0: none yet)
+        self.input_began_at = 0.0
+        self.last_input_at = 0.0
 
     def started(self) -> tuple[PortalSession, tuple[StreamMonitor, ...]]:
         """The portal session and monitors, starting them now if this is the first use.
@@ -134,6 +136,10 @@ class WaylandSession:
             if problem:
                 return f"the screen-sharing stream stopped ({problem}): start the task again to share"
         return ""
+
+    def note_input_began(self) -> None:
+        """The input backend starts sending an action's input (a picture after this can show its effect)."""
+        self.input_began_at = time.monotonic()
 
     def note_input(self) -> None:
         """The input backend sent input: the next grab waits briefly for a frame that can show its effect."""

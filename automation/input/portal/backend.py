@@ -304,6 +304,7 @@ class PortalInput:
                 "turn on 'Allow Remote Interaction' in its dialog and start again"
             )
         self._portal, self._streams = portal, monitors
+        self.session.note_input_began()
         try:
             self._warm_up(portal, monitors)
             yield

@@ -119,6 +119,9 @@ class StubSession:
     def started(self) -> tuple[PortalSession, tuple[StreamMonitor, ...]]:
         return cast(PortalSession, self.portal), (cast(StreamMonitor, StubMonitor()),)
 
+    def note_input_began(self) -> None:
+        pass
+
     def note_input(self) -> None:
         pass
 

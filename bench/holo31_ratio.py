@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.harness import bf16_instructions, cpu_model
 from bench.holo31_cpu_step import VARIANT, step_request, stream_step, vllm_server
 from bench.screens import desktop_picture
 from holodesk.inference.profiles.base import ChatRequest
@@ -181,7 +182,8 @@ def report(pairs: list[Pair], setup: dict[str, float]) -> list[str]:
         f"  engine: {setup['operator_calls_per_token']:.0f} torch operator calls per decoded token"
         f" ({setup['top_level_calls_per_token']:.0f} not inside another)",
         "  set-up: " + ", ".join(f"{k} {v:.0f}" for k, v in setup.items() if k.endswith("_s")),
-        f"  {os.cpu_count()} cores shared with other work, load average at the end {os.getloadavg()[0]:.1f}",
+        f"  {os.cpu_count()} cores of {cpu_model()} (bfloat16 instructions: {bf16_instructions()}) shared with other"
+        f" work, load average at the end {os.getloadavg()[0]:.1f}",
         ratio_line(pairs),
     ]
 

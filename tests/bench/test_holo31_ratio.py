@@ -33,3 +33,4 @@ def test_paired_ratios_not_ratios_of_medians() -> None:
     text = "\n".join(report(pairs, SETUP))
     assert "2000 torch operator calls per decoded token (900 not inside another)" in text
     assert "build_s 30" in text and "operator_calls_per_token" not in text.split("set-up:")[1]
+    assert "(bfloat16 instructions: " in text  # the ratio depends on them: the report says which ran

@@ -17,6 +17,14 @@ an empty Wayland input region: while the marker shows, no click reaches the nati
 windows are app/gui's. The panel covered only 18% of its place over the full-screen native window:
 it is a managed X window, which sway makes a floating window (get_tree: floating_con at the panel's
 rectangle, fullscreen_mode 0), and sway draws a workspace's full-screen window above its floating ones.
+
+Tried for the panel (30 November 2026) and not kept: the panel as an override-redirect window too
+(X11BypassWindowManagerHint). Over the full-screen native window it is then drawn, its Approve and Edit
+buttons answer the virtual pointer, and typing while it shows still reaches the user's window; but it
+never gets the keyboard itself (sway focuses an override-redirect window on a click only if it wants
+focus, and a Tool window's utility type does not), so text typed into its edit fields was lost, and a
+question's reply field would be too. A click that arrives with the pointer's first entry into an
+XWayland window was lost as well (the virtual pointer jumps; a hand's pointer passes over first).
 """
 
 from __future__ import annotations

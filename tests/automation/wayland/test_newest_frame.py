@@ -47,6 +47,18 @@ def test_a_waiter_wakes_on_the_changed_frame_not_on_the_repeat() -> None:
     assert results == [True]
 
 
+def _waiting_for_effect(
+    frames: NewestFrame, began: float, ended: float, until: float, late_s: float
+) -> tuple[threading.Thread, list[bool]]:
+    """A thread already waiting in `wait_for_input_effect`, and the list its answer will be put in."""
+    results: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: results.append(frames.wait_for_input_effect(began, ended, until=until, late_s=late_s))
+    )
+    waiter.start()
+    return waiter, results
+
+
 def test_a_change_painted_while_the_input_was_sent_does_not_cost_the_whole_bound() -> None:
     """The desktop can paint a click's effect before the sender returns: that picture counts (CI waited 3 s)."""
     frames = NewestFrame("a test stream")
@@ -54,11 +66,7 @@ def test_a_change_painted_while_the_input_was_sent_does_not_cost_the_whole_bound
     began = time.monotonic()
     frames.put(picture(2))  # painted during the input
     ended = time.monotonic()
-    results: list[bool] = []
-    waiter = threading.Thread(
-        target=lambda: results.append(frames.wait_for_input_effect(began, ended, until=ended + 60.0, late_s=0.05))
-    )
-    waiter.start()
+    waiter, results = _waiting_for_effect(frames, began, ended, until=ended + 60.0, late_s=0.05)
     waiter.join(10.0)
     assert results == [True], "the wait for the input's picture ran on to its bound"
 
@@ -70,11 +78,7 @@ def test_after_a_change_during_the_input_a_later_change_is_awaited_and_used() ->
     began = time.monotonic()
     frames.put(picture(2))  # half the text
     ended = time.monotonic()
-    results: list[bool] = []
-    waiter = threading.Thread(
-        target=lambda: results.append(frames.wait_for_input_effect(began, ended, until=ended + 60.0, late_s=30.0))
-    )
-    waiter.start()
+    waiter, results = _waiting_for_effect(frames, began, ended, until=ended + 60.0, late_s=30.0)
     waiter.join(0.2)
     assert waiter.is_alive(), "the wait ended on a picture painted while the input was still being sent"
     frames.put(picture(3))
@@ -89,11 +93,7 @@ def test_a_change_before_the_input_began_is_not_its_effect() -> None:
     frames.put(picture(2))
     began = time.monotonic()
     assert not frames.wait_for_input_effect(began, began, until=time.monotonic() + 0.1, late_s=0.05)
-    results: list[bool] = []
-    waiter = threading.Thread(
-        target=lambda: results.append(frames.wait_for_input_effect(began, began, until=began + 60.0, late_s=0.05))
-    )
-    waiter.start()
+    waiter, results = _waiting_for_effect(frames, began, began, until=began + 60.0, late_s=0.05)
     waiter.join(0.2)
     assert waiter.is_alive(), "a picture from before the input was taken for its effect"
     frames.put(picture(4))

@@ -9,7 +9,8 @@ network: `inference.checkpoint`), placed before any weight is read (`engine.plac
 dtype, attention, the engine's memory plan against free memory), then loaded once by
 `engine.runner.Engine` on a worker thread that reports progress. `generate` serves one request at
 a time through the engine's own generation loop: greedy decoding that stops on the checkpoint's own
-end-of-turn tokens and can be interrupted between tokens. No code from the checkpoint runs.
+end-of-turn tokens and can be interrupted between prefill chunks and between tokens. No code from the
+checkpoint runs.
 
 State is kept across steps (`keep_state`, on by default): the engine keeps the cache at the end of
 the last conversation and at the start of the oldest screenshot's turn, so a step whose prompt
@@ -184,7 +185,8 @@ class LocalBackend:
         self._load_future: Future[None] | None = None
         self._state_lock = threading.Lock()
         self._generate_lock = threading.Lock()
-        # interrupt() stamps this; a generation asked for before the stamp stops at its next token.
+        # interrupt() stamps this; a generation asked for before the stamp stops at its next prefill chunk
+        # or token.
         self._interrupted_at = float("-inf")
 
     # -- loading ---------------------------------------------------------------------------------
@@ -430,7 +432,8 @@ class LocalBackend:
         )
 
     def interrupt(self) -> None:
-        """Stop the generation in progress (and any already waiting for its turn) at the next token.
+        """Stop the generation in progress (and any already waiting for its turn) at its next prefill chunk
+        or token.
 
         Called from another thread when the user stops a run: the GPU is freed within one decode
         step instead of finishing an answer nobody will read. Later requests are not affected.

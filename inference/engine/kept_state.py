@@ -37,6 +37,13 @@ class GenerationCancelled(BackendError):
     """The cancel check said stop part-way; there is no answer."""
 
 
+def stop_if_cancelled(cancelled: Callable[[], bool] | None, where: str) -> None:
+    """GenerationCancelled when `cancelled` says stop: asked before each prefill chunk and each decoded token,
+    so a stop is answered within one chunk (a second or two on a CPU) rather than after the whole prompt."""
+    if cancelled is not None and cancelled():
+        raise GenerationCancelled(f"generation was cancelled {where}")
+
+
 @dataclass(frozen=True, slots=True)
 class Greedy:
     """How to decode: at most `limit` tokens, ending at a stop token unless `ignore_stop`, with `top_logprobs`
@@ -58,8 +65,7 @@ def greedy_tokens(logits: torch.Tensor, next_logits: Callable[[int, int], torch.
     new_ids: list[int] = []
     tops: list[dict[int, float]] = []
     for step in itertools.count():
-        if greedy.cancelled is not None and greedy.cancelled():
-            raise GenerationCancelled("generation was cancelled")
+        stop_if_cancelled(greedy.cancelled, "between decoded tokens")
         if greedy.top_logprobs:
             values, indices = torch.log_softmax(logits[0].float(), dim=-1).topk(greedy.top_logprobs)
             tops.append(dict(zip(indices.tolist(), values.tolist(), strict=True)))

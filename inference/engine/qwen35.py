@@ -44,7 +44,7 @@ import torch
 from PIL import Image
 
 from holodesk.inference.control_text import neutral_messages
-from holodesk.inference.engine.kept_state import Greedy, ImageSpan, KeptState
+from holodesk.inference.engine.kept_state import Greedy, ImageSpan, KeptState, stop_if_cancelled
 from holodesk.inference.engine.kernels import bind_kernels
 from holodesk.inference.engine.qwen35_cpu import CPU_PREFILL_CHUNK, accelerate
 from holodesk.inference.engine.qwen35_cuda import accelerate_cuda
@@ -400,9 +400,12 @@ class Qwen35Engine:
             embeds[0, lo - offset : hi - offset] = features[lo - start : hi - start].to(embeds.dtype)
         return embeds
 
-    def _forward(self, embeds: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
+    def _forward(
+        self, embeds: torch.Tensor, positions: torch.Tensor, cache: Any, cancelled: Callable[[], bool] | None = None
+    ) -> torch.Tensor:
         hidden: torch.Tensor | None = None
         for at in range(0, embeds.shape[1], self.prefill_chunk):
+            stop_if_cancelled(cancelled, "during the prefill")
             hidden = self.model.model.language_model(
                 inputs_embeds=embeds[:, at : at + self.prefill_chunk],
                 position_ids=positions[:, :, at : at + self.prefill_chunk].to(self.device),
@@ -449,7 +452,8 @@ class Qwen35Engine:
         cut = len(prompt.ids) - self._generation_prompt_length(request)
 
         def prefill(lo: int, hi: int, cache: Any) -> torch.Tensor:
-            return self._forward(self._embed(prompt.ids[lo:hi], lo, images), prompt.positions[:, :, lo:hi], cache)
+            embeds = self._embed(prompt.ids[lo:hi], lo, images)
+            return self._forward(embeds, prompt.positions[:, :, lo:hi], cache, cancelled)
 
         def decoder(cache: Any) -> Callable[[int, int], torch.Tensor]:
             if self.static_decode:

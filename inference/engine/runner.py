@@ -38,7 +38,7 @@ from typing import Any
 import torch
 from PIL import Image
 
-from holodesk.inference.engine.kept_state import Decoded, Greedy, ImageSpan, KeptState
+from holodesk.inference.engine.kept_state import Decoded, Greedy, ImageSpan, KeptState, stop_if_cancelled
 from holodesk.inference.engine.kernels import bind_kernels
 from holodesk.inference.engine.model import HolotronModel, load_model
 from holodesk.inference.engine.nemotron_decode import NemotronDecoder
@@ -280,9 +280,10 @@ class Engine:
             embeds[0, lo - offset : hi - offset] = features[lo - start : hi - start].to(embeds.dtype)
         return embeds
 
-    def _forward(self, embeds: torch.Tensor, cache: Any) -> torch.Tensor:
+    def _forward(self, embeds: torch.Tensor, cache: Any, cancelled: Callable[[], bool] | None = None) -> torch.Tensor:
         logits: torch.Tensor | None = None
         for at in range(0, embeds.shape[1], self.prefill_chunk):
+            stop_if_cancelled(cancelled, "during the prefill")
             chunk = embeds[:, at : at + self.prefill_chunk]
             out = self.model.language_model(
                 inputs_embeds=chunk, past_key_values=cache, use_cache=True, logits_to_keep=1
@@ -316,9 +317,10 @@ class Engine:
     ) -> EngineResult:
         """Answer `request` greedily: up to `max_new_tokens` (default: the request's), stopping on a stop token.
 
-        `on_token` gets each token id as it is chosen; `cancelled` is asked before each token and ends the
-        generation with GenerationCancelled. `top_logprobs` > 0 records that many log-probabilities per
-        step; `ignore_stop` decodes past stop tokens (to compare whole sequences with another engine).
+        `on_token` gets each token id as it is chosen; `cancelled` is asked before each prefill chunk and each
+        token, and ends the generation with GenerationCancelled. `top_logprobs` > 0 records that many
+        log-probabilities per step; `ignore_stop` decodes past stop tokens (to compare whole sequences with
+        another engine).
         """
         from transformers import DynamicCache
 
@@ -344,7 +346,7 @@ class Engine:
         spans = [ImageSpan(start, key, count) for start, key, _, count, _ in images]
 
         def prefill(lo: int, hi: int, cache: Any) -> torch.Tensor:
-            return self._forward(self._embed(prompt.ids[lo:hi], lo, images), cache)
+            return self._forward(self._embed(prompt.ids[lo:hi], lo, images), cache, cancelled)
 
         def transformers_decoder(cache: Any) -> Callable[[int, int], torch.Tensor]:
             def next_logits(token: int, step: int) -> torch.Tensor:

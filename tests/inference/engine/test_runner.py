@@ -129,3 +129,22 @@ def test_logits_come_from_the_last_position_only(engine: Engine) -> None:
     ids = torch.tensor([[engine.tokenizer.convert_tokens_to_ids("<s>")] * 40])
     out = engine.model.language_model(input_ids=ids, use_cache=False, logits_to_keep=1)
     assert out.logits.shape[1] == 1
+
+
+def test_a_stop_during_the_prefill_ends_it_at_the_next_chunk(real_layout_checkpoint) -> None:  # type: ignore[no-untyped-def]
+    """A stop is answered between prefill chunks, not after the whole prompt; nothing half-prefilled is kept."""
+    chunked = Engine(real_layout_checkpoint, dtype="float32", reuse=True, prefill_chunk=100)
+    request = _conversation(1)
+    answered = chunked.generate(request)
+    assert len(answered.prompt_ids) > 4 * 100
+    chunked.forget()
+    chunks: list[int] = []
+    hook = chunked.model.language_model.register_forward_pre_hook(lambda module, args: chunks.append(1))
+    try:
+        with pytest.raises(GenerationCancelled, match="during the prefill"):
+            chunked.generate(request, cancelled=lambda: len(chunks) >= 2)
+    finally:
+        hook.remove()
+    assert len(chunks) == 2
+    again = chunked.generate(request)
+    assert again.reused_tokens == 0 and again.new_ids == answered.new_ids

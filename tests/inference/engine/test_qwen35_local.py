@@ -21,12 +21,12 @@ from holodesk.app.common.policy_factory import PolicyOptions, build_policy
 from holodesk.automation.actions import Click, Point
 from holodesk.automation.coords import Rect
 from holodesk.automation.screen import ScreenFrame
-from holodesk.inference.engine.kept_state import GenerationCancelled
 from holodesk.inference.engine.qwen35 import Qwen35Engine
 from holodesk.inference.errors import BackendError, ModelLoadError
 from holodesk.inference.local import LocalBackend
 from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.holo3 import Holo31Profile
+from tests.support.prefill_stop import assert_a_stop_lands_at_the_next_prefill_chunk
 
 TOKENS = 6
 
@@ -130,23 +130,9 @@ def test_a_checkpoint_whose_plan_exceeds_the_free_memory_is_refused_before_loadi
 
 
 def test_a_stop_during_the_prefill_ends_it_at_the_next_chunk(qwen_checkpoint: Path) -> None:
-    """A first step on a CPU prefills for tens of seconds: a stop must not wait for all of it. Nothing of
-    the stopped prompt is kept: the next request prefills from scratch and answers as before."""
     engine = Qwen35Engine(qwen_checkpoint, device="cpu", dtype="float32", reuse=True, prefill_chunk=64)
     profile = Holo31Profile()
     request = dataclasses.replace(
         profile.navigation_request("Open the settings", [], [profile.prepare_image(_frame(0))]), max_new_tokens=TOKENS
     )
-    answered = engine.generate(request)
-    assert len(answered.prompt_ids) > 4 * 64  # enough chunks that stopping after two leaves most undone
-    engine.forget()
-    chunks: list[int] = []
-    hook = engine.model.model.language_model.register_forward_pre_hook(lambda module, args: chunks.append(1))
-    try:
-        with pytest.raises(GenerationCancelled, match="during the prefill"):
-            engine.generate(request, cancelled=lambda: len(chunks) >= 2)
-    finally:
-        hook.remove()
-    assert len(chunks) == 2
-    again = engine.generate(request)
-    assert again.reused_tokens == 0 and again.new_ids == answered.new_ids
+    assert_a_stop_lands_at_the_next_prefill_chunk(engine, engine.model.model.language_model, request)

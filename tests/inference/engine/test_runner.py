@@ -14,6 +14,7 @@ from holodesk.inference.policy import PastStep
 from holodesk.inference.profiles.base import ChatRequest, ImageBudget
 from holodesk.inference.profiles.holotron import HolotronProfile
 from tests.support.agent_conversations import agent_conversation, random_screenshot
+from tests.support.prefill_stop import assert_a_stop_lands_at_the_next_prefill_chunk
 
 _screenshot = random_screenshot
 _conversation = agent_conversation
@@ -132,19 +133,5 @@ def test_logits_come_from_the_last_position_only(engine: Engine) -> None:
 
 
 def test_a_stop_during_the_prefill_ends_it_at_the_next_chunk(real_layout_checkpoint) -> None:  # type: ignore[no-untyped-def]
-    """A stop is answered between prefill chunks, not after the whole prompt; nothing half-prefilled is kept."""
     chunked = Engine(real_layout_checkpoint, dtype="float32", reuse=True, prefill_chunk=100)
-    request = _conversation(1)
-    answered = chunked.generate(request)
-    assert len(answered.prompt_ids) > 4 * 100
-    chunked.forget()
-    chunks: list[int] = []
-    hook = chunked.model.language_model.register_forward_pre_hook(lambda module, args: chunks.append(1))
-    try:
-        with pytest.raises(GenerationCancelled, match="during the prefill"):
-            chunked.generate(request, cancelled=lambda: len(chunks) >= 2)
-    finally:
-        hook.remove()
-    assert len(chunks) == 2
-    again = chunked.generate(request)
-    assert again.reused_tokens == 0 and again.new_ids == answered.new_ids
+    assert_a_stop_lands_at_the_next_prefill_chunk(chunked, chunked.model.language_model, _conversation(1))
